@@ -1,0 +1,5 @@
+import sys
+
+from hil.cli import main
+
+sys.exit(main())

@@ -1,0 +1,173 @@
+"""The inventory's data: hosts, their RNIC ports, the links between them, pairs.
+
+Everything here is a frozen dataclass built by ``hil.inventory.loader`` from
+YAML that has already been validated, so code that receives an ``Inventory``
+can trust every field.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
+
+HostKeyPolicy = Literal["strict", "accept-new"]
+PullMode = Literal["admin", "blackhole", "carrier", "command"]
+PULL_MODES: tuple[PullMode, ...] = ("admin", "blackhole", "carrier", "command")
+
+
+@dataclass(frozen=True)
+class SshConfig:
+    """How to reach a host's management address.
+
+    ``host`` may be an alias from ``~/.ssh/config``; ``jump`` names another
+    inventory host (or a ``user@host:port`` spec) to tunnel through.
+    """
+
+    host: str
+    port: int = 22
+    user: str = "root"
+    identity_file: str | None = None
+    jump: str | None = None
+    host_key_policy: HostKeyPolicy = "strict"
+    known_hosts: str | None = None
+    sudo: bool = False
+    connect_timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class Rnic:
+    """One RNIC port of a host: a netdev and, usually, an RDMA device on it."""
+
+    name: str
+    netdev: str
+    driver: str
+    rdma_device: str | None = None
+    address: IPInterface | None = None
+    mtu: int | None = None
+    speed: int | None = None  # Mb/s
+    firmware: str | None = None
+    # "siw": when the hardware RDMA device is absent, create siw on netdev.
+    fallback: Literal["siw"] | None = None
+
+
+@dataclass(frozen=True)
+class Host:
+    """A lab host: how to reach it, what it is, and its RNIC ports."""
+
+    name: str
+    ssh: SshConfig
+    tags: tuple[str, ...] = ()
+    rnics: tuple[Rnic, ...] = ()
+    python: str = "python3"
+    # Settings the framework applies at pair setup (and restores after).
+    sysctls: tuple[tuple[str, str], ...] = ()
+
+    def rnic(self, name: str) -> Rnic:
+        """The port called ``name``; KeyError when there is none."""
+        for r in self.rnics:
+            if r.name == name:
+                return r
+        raise KeyError(f"host {self.name} has no RNIC port {name!r}")
+
+
+@dataclass(frozen=True)
+class LinkEnd:
+    """``host:port`` at one end of a cable."""
+
+    host: str
+    port: str
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Pull:
+    """One way to pull a link, with what that way needs.
+
+    - ``admin``: set ``end``'s netdev down through the agent.
+    - ``blackhole``: drop all traffic on ``end``'s netdev both ways (tc),
+      carrier stays up.
+    - ``carrier``: QEMU QMP ``set_link`` on ``qmp`` (a unix socket path on the
+      controller) for the guest NIC whose QEMU netdev id is ``qmp_netdev``.
+    - ``command``: run ``down`` / ``up`` (argument lists; ``{name}`` fields
+      filled from ``vars``) over SSH on the inventory host ``controller``.
+    """
+
+    mode: PullMode
+    end: LinkEnd | None = None
+    qmp: str | None = None
+    qmp_netdev: str | None = None
+    controller: str | None = None
+    down: tuple[str, ...] = ()
+    up: tuple[str, ...] = ()
+    vars: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Link:
+    """A named cable between two host ports, and the ways to pull it."""
+
+    name: str
+    a: LinkEnd
+    b: LinkEnd
+    pulls: tuple[Pull, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    def pull(self, mode: PullMode) -> Pull:
+        """The pull of ``mode``; KeyError when the link does not offer it."""
+        for p in self.pulls:
+            if p.mode == mode:
+                return p
+        offered = ", ".join(p.mode for p in self.pulls) or "none"
+        raise KeyError(f"link {self.name} offers no {mode!r} pull (offers: {offered})")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A link with its two hosts: the unit a run reserves."""
+
+    link: Link
+    host_a: Host
+    host_b: Host
+
+    @property
+    def name(self) -> str:
+        return self.link.name
+
+    @property
+    def hosts(self) -> tuple[Host, Host]:
+        return (self.host_a, self.host_b)
+
+    @property
+    def rnic_a(self) -> Rnic:
+        return self.host_a.rnic(self.link.a.port)
+
+    @property
+    def rnic_b(self) -> Rnic:
+        return self.host_b.rnic(self.link.b.port)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """A validated inventory file."""
+
+    path: Path
+    hosts: dict[str, Host] = field(default_factory=dict)
+    links: dict[str, Link] = field(default_factory=dict)
+
+    def pair(self, name: str) -> Pair:
+        """The pair of link ``name``; KeyError naming the known pairs."""
+        link = self.links.get(name)
+        if link is None:
+            known = ", ".join(sorted(self.links)) or "none"
+            raise KeyError(f"{self.path}: no pair {name!r} (pairs: {known})")
+        return Pair(link, self.hosts[link.a.host], self.hosts[link.b.host])
+
+    def pairs(self) -> list[Pair]:
+        """Every pair, in file order."""
+        return [self.pair(n) for n in self.links]
