@@ -27,7 +27,7 @@ environment:
   HIL_STORE      default for --store (a SQLite path or a postgresql:// URL)
 """
 
-COMMANDS: list[str] = []
+COMMANDS: list[str] = ["hil.cli.lab_cmd"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,284 @@
+"""The lab's guest kernel: Debian's linux-source built with siw, cached.
+
+The kernel is built once per machine from ``/usr/src/linux-source-X.Y.tar.xz``
+with virtme-ng's defconfig plus ``siw.config``, and cached under
+``$XDG_CACHE_HOME/hil/kernel/<source-version>-<config-hash>/bzImage``.  The
+extracted tree stays in ``.../kernel/build/<source-version>/`` so that a
+changed fragment rebuilds incrementally instead of from scratch.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from hil.errors import LabError
+
+FRAGMENT = Path(__file__).with_name("siw.config")
+MAKE_TARGETS = ("bzImage",)
+EXTRACT_TIMEOUT = 900.0
+CONFIG_TIMEOUT = 600.0
+BUILD_TIMEOUT = 3 * 3600.0
+PROGRESS_EVERY = 5.0
+
+# What the build runs, and the Debian package that provides it.
+BUILD_TOOLS: dict[str, str] = {
+    "gcc": "build-essential",
+    "make": "build-essential",
+    "bc": "bc",
+    "flex": "flex",
+    "bison": "bison",
+    "cpio": "cpio",
+    "xz": "xz-utils",
+    "pahole": "dwarves",
+}
+BUILD_HEADERS: dict[str, str] = {
+    "/usr/include/libelf.h": "libelf-dev",
+    "/usr/include/openssl/ssl.h": "libssl-dev",
+}
+
+Progress = Callable[[str], None]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """A Debian linux-source package: its tarball and package version."""
+
+    package: str
+    version: str
+    tarball: Path
+
+    @property
+    def tree_name(self) -> str:
+        """The top directory inside the tarball (``linux-source-6.1``)."""
+        return self.tarball.name.removesuffix(".tar.xz")
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/hil`` (default ``~/.cache/hil``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hil"
+
+
+def find_source(src_dir: Path = Path("/usr/src")) -> KernelSource:
+    """The newest installed linux-source tarball, with its package version."""
+    tarballs = sorted(
+        src_dir.glob("linux-source-*.tar.xz"),
+        key=lambda p: [int(x) for x in re.findall(r"\d+", p.name)],
+    )
+    if not tarballs:
+        raise LabError(
+            f"no linux-source tarball in {src_dir}: install it with "
+            "`apt-get install linux-source-6.1` (or run ci/install)"
+        )
+    tarball = tarballs[-1]
+    package = tarball.name.removesuffix(".tar.xz")
+    out = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", package],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    version = out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else _mtime_tag(tarball)
+    return KernelSource(package, version, tarball)
+
+
+def _mtime_tag(path: Path) -> str:
+    # A tarball not installed by dpkg: its size and mtime stand in for a version.
+    st = path.stat()
+    return f"local{st.st_size:x}{int(st.st_mtime):x}"
+
+
+def config_hash(fragment: Path = FRAGMENT) -> str:
+    """Hash of what decides the kernel besides its source: fragment, targets, virtme."""
+    h = hashlib.sha256()
+    h.update(fragment.read_bytes())
+    h.update(" ".join(MAKE_TARGETS).encode())
+    h.update(_virtme_version().encode())
+    return h.hexdigest()[:12]
+
+
+def _virtme_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("virtme-ng")
+    except Exception:  # noqa: BLE001 - not installed is reported by missing_tools
+        return "none"
+
+
+def kernel_dir(source: KernelSource, fragment: Path = FRAGMENT) -> Path:
+    """Where the bzImage of this source and fragment is (or will be) cached."""
+    safe = re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
+    return cache_root() / "kernel" / f"{safe}-{config_hash(fragment)}"
+
+
+def cached_kernel(fragment: Path = FRAGMENT) -> Path | None:
+    """The cached bzImage for the installed source, or None if not built yet."""
+    image = kernel_dir(find_source(), fragment) / "bzImage"
+    return image if image.is_file() else None
+
+
+def missing_tools() -> list[str]:
+    """Debian packages whose tools or headers the kernel build lacks."""
+    missing = {pkg for tool, pkg in BUILD_TOOLS.items() if shutil.which(tool) is None}
+    missing |= {pkg for hdr, pkg in BUILD_HEADERS.items() if not Path(hdr).exists()}
+    if _configkernel() is None:
+        missing.add("virtme-ng (PyPI, in hil's venv)")
+    return sorted(missing)
+
+
+def _configkernel() -> str | None:
+    # Prefer the one next to our interpreter: the venv's bin is often not on PATH.
+    beside = Path(sys.executable).with_name("virtme-configkernel")
+    return str(beside) if beside.exists() else shutil.which("virtme-configkernel")
+
+
+def ensure_kernel(
+    rebuild: bool = False,
+    fragment: Path = FRAGMENT,
+    progress: Progress = _stderr,
+    jobs: int | None = None,
+) -> Path:
+    """The path of a bzImage with siw, building it first when not cached."""
+    source = find_source()
+    dest = kernel_dir(source, fragment)
+    image = dest / "bzImage"
+    if image.is_file() and not rebuild:
+        return image
+    missing = missing_tools()
+    if missing:
+        raise LabError(
+            "cannot build the lab kernel, missing: " + ", ".join(missing)
+            + " (run ci/install, or apt-get install the packages above)"
+        )
+    with _build_lock(progress):
+        if image.is_file() and not rebuild:
+            return image  # another process built it while we waited
+        tree = _extract(source, progress)
+        _configure(tree, fragment, progress)
+        started = time.monotonic()
+        _make(tree, jobs or os.cpu_count() or 1, progress)
+        dest.mkdir(parents=True, exist_ok=True)
+        tmp = dest / "bzImage.tmp"
+        shutil.copyfile(tree / "arch/x86/boot/bzImage", tmp)
+        shutil.copyfile(tree / ".config", dest / "config")
+        tmp.replace(image)
+        progress(f"lab kernel: built in {time.monotonic() - started:.0f} s: {image}")
+    return image
+
+
+@contextmanager
+def _build_lock(progress: Progress) -> Iterator[None]:
+    lock_path = cache_root() / "kernel" / ".build.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress("lab kernel: another build is running; waiting for it to finish")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _extract(source: KernelSource, progress: Progress) -> Path:
+    work = cache_root() / "kernel" / "build" / re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
+    tree = work / source.tree_name
+    marker = work / ".extracted"
+    if marker.exists() and tree.is_dir():
+        return tree
+    if work.exists():
+        shutil.rmtree(work)  # a half-extracted tree from an interrupted run
+    work.mkdir(parents=True)
+    progress(f"lab kernel: extracting {source.tarball} into {work}")
+    _run(["tar", "-xf", str(source.tarball), "-C", str(work)], EXTRACT_TIMEOUT, "extracting")
+    marker.touch()
+    return tree
+
+
+def _configure(tree: Path, fragment: Path, progress: Progress) -> None:
+    progress(f"lab kernel: configuring with virtme-configkernel --defconfig + {fragment.name}")
+    tool = _configkernel()
+    assert tool is not None  # missing_tools() checked it
+    _run([tool, "--defconfig", "--custom", str(fragment)], CONFIG_TIMEOUT, "configuring", cwd=tree)
+    dropped = unmet_options(fragment.read_text(), (tree / ".config").read_text())
+    if dropped:
+        raise LabError(
+            f"kernel config in {tree} lacks {', '.join(dropped)} from {fragment}: "
+            "a dependency is missing; add it to the fragment"
+        )
+
+
+def unmet_options(fragment: str, config: str) -> list[str]:
+    """The fragment's ``CONFIG_X=y`` lines that the final .config does not have."""
+    have = set(config.splitlines())
+    wanted = [ln.strip() for ln in fragment.splitlines() if re.fullmatch(r"CONFIG_\w+=y", ln.strip())]
+    return [w for w in wanted if w not in have]
+
+
+def _run(argv: list[str], timeout: float, what: str, cwd: Path | None = None) -> None:
+    try:
+        out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise LabError(f"lab kernel: {what} took over {timeout:.0f} s ({argv[0]}); retry") from e
+    if out.returncode != 0:
+        tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-15:])
+        raise LabError(f"lab kernel: {what} failed ({argv[0]} exited {out.returncode}):\n{tail}")
+
+
+def _make(tree: Path, jobs: int, progress: Progress) -> None:
+    argv = ["make", f"-j{jobs}", *MAKE_TARGETS]
+    log_path = tree.parent / "build.log"
+    progress(f"lab kernel: {' '.join(argv)} in {tree} (log {log_path}); this takes ~10 min on 2 cores")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        watcher = _MakeWatcher(proc, log)
+        watcher.start()
+        started = time.monotonic()
+        try:
+            while proc.poll() is None:
+                elapsed = time.monotonic() - started
+                if elapsed > BUILD_TIMEOUT:
+                    raise LabError(f"lab kernel: make ran over {BUILD_TIMEOUT:.0f} s; see {log_path}")
+                time.sleep(PROGRESS_EVERY)
+                progress(f"lab kernel: {elapsed:4.0f} s, {watcher.compiled} files compiled: {watcher.last}")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            watcher.join(timeout=10)
+    if proc.returncode != 0:
+        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
+        raise LabError(f"lab kernel: make exited {proc.returncode}; see {log_path}:\n{tail}")
+
+
+class _MakeWatcher(threading.Thread):
+    """Copies make's output to the log, counting CC lines for progress."""
+
+    def __init__(self, proc: subprocess.Popen[str], log: object) -> None:
+        super().__init__(daemon=True)
+        self.proc = proc
+        self.log = log
+        self.compiled = 0
+        self.last = ""
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.log.write(line)  # type: ignore[attr-defined]
+            if line.lstrip().startswith("CC"):
+                self.compiled += 1
+            self.last = line.strip()[:100]
