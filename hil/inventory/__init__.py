@@ -1,0 +1,54 @@
+"""The lab inventory: hosts, their RNIC ports, links between them, and pairs.
+
+``load(path)`` reads and validates a YAML inventory (docs/inventory.md);
+``select(inventory, requirements)`` picks the pairs that satisfy
+requirements such as ``speed>=25000``.
+"""
+
+from hil.inventory.document import inventory_document, pair_document
+from hil.inventory.loader import load, load_from_args
+from hil.inventory.model import (
+    PULL_MODES,
+    Host,
+    HostKeyPolicy,
+    Inventory,
+    IPInterface,
+    Link,
+    LinkEnd,
+    Pair,
+    Pull,
+    PullMode,
+    Rnic,
+    SshConfig,
+)
+from hil.inventory.require import (
+    REQUIREMENT_KEYS,
+    Requirement,
+    parse_requirement,
+    parse_requirements,
+    select,
+)
+
+__all__ = [
+    "PULL_MODES",
+    "REQUIREMENT_KEYS",
+    "Host",
+    "HostKeyPolicy",
+    "IPInterface",
+    "Inventory",
+    "Link",
+    "LinkEnd",
+    "Pair",
+    "Pull",
+    "PullMode",
+    "Requirement",
+    "Rnic",
+    "SshConfig",
+    "inventory_document",
+    "load",
+    "load_from_args",
+    "pair_document",
+    "parse_requirement",
+    "parse_requirements",
+    "select",
+]

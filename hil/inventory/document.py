@@ -1,0 +1,94 @@
+"""Inventory objects as plain JSON-safe data.
+
+``inventory_document`` mirrors the YAML format (docs/inventory.md), so its
+``hosts`` and ``links`` load back into an equal ``Inventory``; every
+optional field is present (``null`` when unset) so readers need no
+defaults.  ``pair_document`` is the short form other commands print for a
+pair (``hil reserve --json``, ``hil status --json``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hil.inventory.model import Host, Inventory, Link, Pair, Pull, Rnic
+
+
+def inventory_document(inventory: Inventory, pairs: list[Pair] | None = None) -> dict[str, Any]:
+    """``version``, ``hosts``, ``links`` and ``pairs`` (all pairs unless given)."""
+    chosen = inventory.pairs() if pairs is None else pairs
+    return {
+        "version": 1,
+        "hosts": {name: _host(h) for name, h in inventory.hosts.items()},
+        "links": {name: _link(lk) for name, lk in inventory.links.items()},
+        "pairs": [pair_document(p) for p in chosen],
+    }
+
+
+def pair_document(pair: Pair) -> dict[str, Any]:
+    """A pair's name, hosts, ends, tags and the pull modes it offers."""
+    link = pair.link
+    return {
+        "name": pair.name,
+        "hosts": [pair.host_a.name, pair.host_b.name],
+        "ends": [str(link.a), str(link.b)],
+        "tags": list(link.tags),
+        "pulls": [p.mode for p in link.pulls],
+    }
+
+
+def _host(host: Host) -> dict[str, Any]:
+    ssh = host.ssh
+    return {
+        "ssh": {
+            "host": ssh.host,
+            "port": ssh.port,
+            "user": ssh.user,
+            "identity_file": ssh.identity_file,
+            "jump": ssh.jump,
+            "host_key_policy": ssh.host_key_policy,
+            "known_hosts": ssh.known_hosts,
+            "sudo": ssh.sudo,
+            "connect_timeout": ssh.connect_timeout,
+        },
+        "python": host.python,
+        "tags": list(host.tags),
+        "sysctls": dict(host.sysctls),
+        "rnics": [_rnic(r) for r in host.rnics],
+    }
+
+
+def _rnic(rnic: Rnic) -> dict[str, Any]:
+    return {
+        "name": rnic.name,
+        "netdev": rnic.netdev,
+        "driver": rnic.driver,
+        "rdma_device": rnic.rdma_device,
+        "address": str(rnic.address) if rnic.address is not None else None,
+        "mtu": rnic.mtu,
+        "speed": rnic.speed,
+        "firmware": rnic.firmware,
+        "fallback": rnic.fallback,
+    }
+
+
+def _link(link: Link) -> dict[str, Any]:
+    return {
+        "ends": [str(link.a), str(link.b)],
+        "tags": list(link.tags),
+        "pull": [_pull(p) for p in link.pulls],
+    }
+
+
+def _pull(pull: Pull) -> dict[str, Any]:
+    doc: dict[str, Any] = {"mode": pull.mode, "end": str(pull.end) if pull.end else None}
+    if pull.mode == "carrier":
+        doc.update(qmp=pull.qmp, netdev=pull.qmp_netdev)
+    elif pull.mode == "command":
+        doc.update(
+            controller=pull.controller,
+            down=list(pull.down),
+            up=list(pull.up),
+            vars=dict(pull.vars),
+        )
+    return doc

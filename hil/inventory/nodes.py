@@ -1,0 +1,207 @@
+"""Reading composed YAML nodes with their location, for located errors.
+
+``yaml.compose`` keeps every node's line, so each value the loader reads is
+an ``At``: the node, its file, its line and its dotted YAML path
+(``hosts.t6-a.rnics[0].address``).  Every reader here either returns a plain
+Python value or raises ``InventoryError`` at that place.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import yaml
+
+from hil.errors import InventoryError
+
+_TAG = "tag:yaml.org,2002:"
+_MERGE = _TAG + "merge"
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+# Scalars whose YAML text we take as a string as written ("1.20" stays "1.20").
+_TEXTUAL = {_TAG + "str", _TAG + "int", _TAG + "float"}
+_KIND = {
+    _TAG + "str": "a string",
+    _TAG + "int": "an integer",
+    _TAG + "float": "a number",
+    _TAG + "bool": "a boolean",
+    _TAG + "null": "null",
+    _TAG + "timestamp": "a date",
+    _TAG + "binary": "binary data",
+}
+
+
+@dataclass(frozen=True)
+class At:
+    """A YAML node and where it is: ``file:line`` and its dotted path."""
+
+    file: str
+    line: int
+    path: str
+    node: yaml.Node
+
+    def error(self, message: str) -> InventoryError:
+        """An ``InventoryError`` located here (the caller raises it)."""
+        return InventoryError(self.file, self.line, self.path, message)
+
+    def key(self, name: str, node: yaml.Node, line: int) -> At:
+        """The child under mapping key ``name``, located at the key's line."""
+        part = name if _PLAIN_KEY.match(name) else f"[{name!r}]"
+        sep = "." if self.path and not part.startswith("[") else ""
+        return At(self.file, line, f"{self.path}{sep}{part}", node)
+
+    def item(self, index: int, node: yaml.Node) -> At:
+        """The child at sequence position ``index``."""
+        return At(self.file, line_of(node), f"{self.path}[{index}]", node)
+
+    @property
+    def is_null(self) -> bool:
+        """True for an explicit ``null`` / ``~`` / empty value."""
+        return isinstance(self.node, yaml.ScalarNode) and self.node.tag == _TAG + "null"
+
+
+def line_of(node: yaml.Node) -> int:
+    """The 1-based line a node starts on."""
+    return node.start_mark.line + 1
+
+
+def describe(node: yaml.Node) -> str:
+    """What a node is, for "expected X, got Y" messages."""
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if node.tag == _TAG + "null":
+        return "null"
+    return f"{_KIND.get(node.tag, 'a value')} {node.value!r}"
+
+
+def entries(at: At) -> dict[str, At]:
+    """A mapping's entries in file order, keyed by their (string) keys.
+
+    Duplicate keys are errors (naming the first one's line).  YAML merge
+    keys (``<<: *anchor``) are honoured: explicit keys win over merged ones.
+    """
+    if not isinstance(at.node, yaml.MappingNode):
+        raise at.error(f"expected a mapping, got {describe(at.node)}")
+    own: dict[str, At] = {}
+    merged: dict[str, At] = {}
+    for key_node, value_node in at.node.value:
+        if key_node.tag == _MERGE:
+            for name, child in _merge_sources(at, key_node, value_node).items():
+                merged.setdefault(name, child)
+            continue
+        name = _key_name(at, key_node)
+        if name in own:
+            raise at.key(name, key_node, line_of(key_node)).error(
+                f"duplicate key {name!r} (first at line {own[name].line})"
+            )
+        own[name] = at.key(name, value_node, line_of(key_node))
+    return {**merged, **own} if merged else own
+
+
+def fields(at: At, allowed: Collection[str], required: Collection[str] = ()) -> dict[str, At]:
+    """A mapping whose keys must be among ``allowed`` and include ``required``."""
+    found = entries(at)
+    for name, child in found.items():
+        if name not in allowed:
+            raise child.error(_unknown_key(name, allowed))
+    for name in required:
+        if name not in found or found[name].is_null:
+            raise at.error(f"missing required key {name!r}")
+    return found
+
+
+def sequence(at: At) -> list[At]:
+    """A list's items."""
+    if not isinstance(at.node, yaml.SequenceNode):
+        raise at.error(f"expected a list, got {describe(at.node)}")
+    return [at.item(i, n) for i, n in enumerate(at.node.value)]
+
+
+def text(at: At) -> str:
+    """A string (numbers are taken as written: firmware ``1.20`` is "1.20")."""
+    if not isinstance(at.node, yaml.ScalarNode) or at.node.tag not in _TEXTUAL:
+        raise at.error(f"expected a string, got {describe(at.node)}")
+    return str(at.node.value)
+
+
+def matching(at: At, pattern: re.Pattern[str], what: str) -> str:
+    """A string that must match ``pattern``; ``what`` says what it should be."""
+    value = text(at)
+    if not pattern.fullmatch(value):
+        raise at.error(f"{value!r} is not {what}")
+    return value
+
+
+def integer(at: At, low: int, high: int) -> int:
+    """An integer within ``low..high``."""
+    if not isinstance(at.node, yaml.ScalarNode) or at.node.tag != _TAG + "int":
+        raise at.error(f"expected an integer, got {describe(at.node)}")
+    value = int(_construct(at.node))
+    if not low <= value <= high:
+        raise at.error(f"{value} is out of range {low}..{high}")
+    return value
+
+
+def number(at: At, low: float, high: float) -> float:
+    """A number (integer or decimal) within ``low..high``."""
+    if not isinstance(at.node, yaml.ScalarNode) or at.node.tag not in (
+        _TAG + "int",
+        _TAG + "float",
+    ):
+        raise at.error(f"expected a number, got {describe(at.node)}")
+    value = float(_construct(at.node))
+    if not low <= value <= high:
+        raise at.error(f"{at.node.value} is out of range {low:g}..{high:g}")
+    return value
+
+
+def boolean(at: At) -> bool:
+    """``true`` or ``false``."""
+    if not isinstance(at.node, yaml.ScalarNode) or at.node.tag != _TAG + "bool":
+        raise at.error(f"expected true or false, got {describe(at.node)}")
+    return bool(_construct(at.node))
+
+
+def choice(at: At, allowed: Collection[str]) -> str:
+    """One of a fixed set of strings."""
+    value = text(at)
+    if value not in allowed:
+        raise at.error(f"{value!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
+def _construct(node: yaml.ScalarNode) -> object:
+    # A fresh constructor per scalar: it keeps no state we rely on, and the
+    # SafeConstructor knows YAML 1.1's integer and boolean spellings.
+    return yaml.constructor.SafeConstructor().construct_object(node)
+
+
+def _key_name(at: At, key_node: yaml.Node) -> str:
+    if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _TEXTUAL:
+        where = At(at.file, line_of(key_node), at.path, key_node)
+        raise where.error(f"keys must be strings, got {describe(key_node)}")
+    return str(key_node.value)
+
+
+def _merge_sources(at: At, key_node: yaml.Node, value_node: yaml.Node) -> dict[str, At]:
+    """The entries a ``<<`` key brings in: one mapping or a list of them."""
+    where = At(at.file, line_of(key_node), at.path, value_node)
+    sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+    result: dict[str, At] = {}
+    for source in sources:
+        if not isinstance(source, yaml.MappingNode):
+            raise where.error(f"'<<' must merge a mapping, got {describe(source)}")
+        for name, child in entries(At(at.file, where.line, at.path, source)).items():
+            result.setdefault(name, child)
+    return result
+
+
+def _unknown_key(name: str, allowed: Collection[str]) -> str:
+    options = sorted(allowed)
+    close = difflib.get_close_matches(name, options, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key {name!r} ({hint}allowed: {', '.join(options)})"
