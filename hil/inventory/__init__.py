@@ -6,7 +6,7 @@ requirements such as ``speed>=25000``.
 """
 
 from hil.inventory.document import inventory_document, pair_document
-from hil.inventory.loader import load, load_from_args
+from hil.inventory.loader import inventory_path, load, load_from_args
 from hil.inventory.model import (
     PULL_MODES,
     Host,
@@ -45,6 +45,7 @@ __all__ = [
     "Rnic",
     "SshConfig",
     "inventory_document",
+    "inventory_path",
     "load",
     "load_from_args",
     "pair_document",

@@ -95,12 +95,17 @@ def load(path: str | os.PathLike[str]) -> Inventory:
         raise InventoryError(file, None, "", "recursive YAML alias") from None
 
 
-def load_from_args(path: str | os.PathLike[str] | None) -> Inventory:
-    """The inventory named by a ``--inventory`` option, else ``$HIL_INVENTORY``."""
-    chosen = path if path else os.environ.get("HIL_INVENTORY")
+def inventory_path(path: str | os.PathLike[str] | None) -> str:
+    """The file a ``--inventory`` option names, else ``$HIL_INVENTORY``; InputError if neither."""
+    chosen = os.fspath(path) if path else os.environ.get("HIL_INVENTORY")
     if not chosen:
         raise InputError("no inventory: pass --inventory FILE or set HIL_INVENTORY")
-    return load(chosen)
+    return chosen
+
+
+def load_from_args(path: str | os.PathLike[str] | None) -> Inventory:
+    """Load the inventory named by a ``--inventory`` option, else by ``$HIL_INVENTORY``."""
+    return load(inventory_path(path))
 
 
 def _read(file: str) -> str:

@@ -1,0 +1,128 @@
+"""``hil inventory check|show``: validate inventory files and show what they hold."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from hil.errors import EXIT_INPUT, EXIT_OK, InputError
+from hil.inventory import (
+    Inventory,
+    Pair,
+    inventory_document,
+    inventory_path,
+    load,
+    load_from_args,
+    parse_requirements,
+    select,
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``inventory check`` and ``inventory show``."""
+    group = subparsers.add_parser(
+        "inventory", help="check or show inventory files", description=__doc__
+    )
+    sub = group.add_subparsers(dest="inventory_command", metavar="ACTION")
+    sub.required = True
+
+    check = sub.add_parser(
+        "check",
+        help="validate inventory files",
+        description="Validate each FILE; print 'FILE: ok (N hosts, M links)' or its "
+        "located error (file:line: yaml.path: message). Exit 1 if any is bad.",
+    )
+    check.add_argument("files", nargs="*", metavar="FILE", help="default: --inventory")
+    check.set_defaults(func=_check)
+
+    show = sub.add_parser(
+        "show",
+        help="show hosts, ports and pairs",
+        description="Print the hosts, their RNIC ports and the pairs (with the pull "
+        "modes each offers) of an inventory.",
+    )
+    show.add_argument("file", nargs="?", metavar="FILE", help="default: --inventory")
+    show.add_argument("--json", action="store_true", help="one JSON object: hosts, links, pairs")
+    show.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="list only pairs meeting this requirement (repeatable), e.g. speed>=25000",
+    )
+    show.set_defaults(func=_show)
+
+
+def _check(args: argparse.Namespace) -> int:
+    files = args.files or [inventory_path(args.inventory)]
+    status = EXIT_OK
+    for file in files:
+        try:
+            inv = load(file)
+        except InputError as e:
+            print(e, file=sys.stderr)
+            status = EXIT_INPUT
+            continue
+        print(f"{file}: ok ({len(inv.hosts)} hosts, {len(inv.links)} links)")
+    return status
+
+
+def _show(args: argparse.Namespace) -> int:
+    requirements = parse_requirements(args.require)
+    inv = load_from_args(args.file or args.inventory)
+    pairs = select(inv, requirements)
+    if args.json:
+        print(json.dumps(inventory_document(inv, pairs), indent=2))
+        return EXIT_OK
+    print(_hosts_table(inv))
+    print()
+    print(_ports_table(inv))
+    print()
+    if requirements:
+        wanted = " ".join(str(r) for r in requirements)
+        print(f"pairs meeting {wanted}: {len(pairs)} of {len(inv.links)}")
+    print(_pairs_table(pairs))
+    return EXIT_OK
+
+
+def _hosts_table(inv: Inventory) -> str:
+    rows = [("HOST", "SSH", "TAGS")]
+    for h in inv.hosts.values():
+        target = f"{h.ssh.user}@{h.ssh.host}:{h.ssh.port}"
+        if h.ssh.jump:
+            target += f" via {h.ssh.jump}"
+        rows.append((h.name, target, ",".join(h.tags) or "-"))
+    return _table(rows)
+
+
+def _ports_table(inv: Inventory) -> str:
+    rows = [
+        ("HOST", "PORT", "NETDEV", "DRIVER", "RDMA_DEVICE", "ADDRESS", "MTU", "SPEED", "FIRMWARE",
+         "FALLBACK"),
+    ]  # fmt: skip
+    for h in inv.hosts.values():
+        for r in h.rnics:
+            rows.append((h.name, r.name, r.netdev, r.driver, r.rdma_device, r.address, r.mtu,
+                         r.speed, r.firmware, r.fallback))  # fmt: skip
+    return _table(rows) if len(rows) > 1 else "no RNIC ports"
+
+
+def _pairs_table(pairs: list[Pair]) -> str:
+    if not pairs:
+        return "no pairs"
+    rows = [("PAIR", "END_A", "END_B", "TAGS", "PULLS")]
+    for p in pairs:
+        modes = ",".join(pull.mode for pull in p.link.pulls)
+        rows.append((p.name, p.link.a, p.link.b, ",".join(p.link.tags) or "-", modes or "-"))
+    return _table(rows)
+
+
+def _table(rows: Sequence[Sequence[object]]) -> str:
+    """Left-aligned columns; ``None`` shows as ``-``."""
+    cells = [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
