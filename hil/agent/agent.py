@@ -1,0 +1,190 @@
+"""``Agent``: start the agent on a host (or locally) and call it through typed methods.
+
+Each method is one agent call: plain data out, frozen dataclasses back, and
+a ``HilError`` naming the host when it fails (``AgentCallError`` keeps the
+agent's error kind and errno).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from hil.agent.build import build
+from hil.agent.client import DEFAULT_TIMEOUT, AgentClient
+from hil.agent.deploy import push
+from hil.agent.transport import LocalChannel, SSHChannel
+from hil.agent.types import (
+    AddressInfo,
+    CommandResult,
+    KernelLog,
+    KmsgRecord,
+    LinkInfo,
+    RdmaDevice,
+    RdmaLink,
+)
+from hil.errors import AgentError, CommandFailed
+from hil.inventory.model import Host, IPInterface
+
+
+class Agent(AgentClient):
+    """A running agent on one host; use as a context manager or call ``close()``."""
+
+    @classmethod
+    def start(cls, session: Any, host: Host) -> Agent:
+        """Upload the agent to ``host`` over ``session`` (cached) and start it there.
+
+        Runs ``host.python`` through sudo when ``host.ssh.sudo`` says so.
+        """
+        bundle = build()
+        path = push(session, bundle, host.name)
+        argv = [host.python, "-I", path]
+        try:
+            process = session.open_process(argv, sudo=host.ssh.sudo)
+        except OSError as e:
+            raise AgentError(host.name, f"cannot start the agent ({' '.join(argv)}): {e}")
+        return cls(SSHChannel(process), host.name, expect_hash=bundle.sha256)
+
+    @classmethod
+    def local(cls, argv_prefix: Sequence[str] | None = None, name: str = "local") -> Agent:
+        """Run the agent here: ``argv_prefix`` is the command up to the python
+        interpreter, e.g. ``["ip", "netns", "exec", "ns1", "/usr/bin/python3"]``."""
+        bundle = build()
+        argv = [*(argv_prefix or [sys.executable]), "-I", str(bundle.path)]
+        try:
+            channel = LocalChannel(argv)
+        except OSError as e:
+            raise AgentError(name, f"cannot start the agent ({' '.join(argv)}): {e}")
+        return cls(channel, name, expect_hash=bundle.sha256)
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- links and addresses ------------------------------------------------
+
+    def ping(self) -> int:
+        """One round trip; the agent's pid."""
+        return self.call("ping")["pid"]
+
+    def links(self) -> list[LinkInfo]:
+        """Every link on the host (in the agent's network namespace)."""
+        return [LinkInfo.from_wire(d) for d in self.call("links")]
+
+    def link(self, netdev: str) -> LinkInfo:
+        """The link ``netdev``; ``AgentCallError`` kind ``not_found`` when absent."""
+        return LinkInfo.from_wire(self.call("link", netdev=netdev))
+
+    def set_link(self, netdev: str, up: bool | None = None, mtu: int | None = None) -> LinkInfo:
+        """Set ``netdev`` up/down and/or its mtu; returns the link as it was before."""
+        return LinkInfo.from_wire(self.call("set_link", netdev=netdev, up=up, mtu=mtu))
+
+    def wait_link(
+        self,
+        netdev: str,
+        operstate: str | None = None,
+        carrier: bool | None = None,
+        timeout: float = 10.0,
+    ) -> LinkInfo:
+        """Wait until ``netdev`` has ``operstate`` and/or ``carrier``.
+
+        ``WaitTimeout`` (with the state last seen) when it does not within ``timeout``.
+        """
+        found = self.call(
+            "wait_link", timeout=timeout, netdev=netdev, operstate=operstate, carrier=carrier
+        )
+        return LinkInfo.from_wire(found)
+
+    def add_link(self, name: str, kind: str, peer: str | None = None) -> LinkInfo:
+        """Create a virtual link (``dummy``; ``veth`` with ``peer``)."""
+        return LinkInfo.from_wire(self.call("add_link", name=name, kind=kind, peer=peer))
+
+    def delete_link(self, name: str) -> None:
+        """Delete link ``name``."""
+        self.call("delete_link", name=name)
+
+    def addresses(self, netdev: str | None = None) -> list[AddressInfo]:
+        """Addresses of ``netdev``, or of every link."""
+        return [AddressInfo.from_wire(d) for d in self.call("addresses", netdev=netdev)]
+
+    def add_address(self, netdev: str, address: IPInterface | str) -> None:
+        """Add ``address`` (with prefix, e.g. ``198.18.0.1/24``) to ``netdev``."""
+        self.call("add_address", netdev=netdev, address=str(address))
+
+    def delete_address(self, netdev: str, address: IPInterface | str) -> None:
+        """Remove ``address`` from ``netdev``."""
+        self.call("delete_address", netdev=netdev, address=str(address))
+
+    def flush_addresses(self, netdev: str, family: int | None = None) -> list[AddressInfo]:
+        """Remove every address (or every IPv4/IPv6 one) of ``netdev``; returns them."""
+        removed = self.call("flush_addresses", netdev=netdev, family=family)
+        return [AddressInfo.from_wire(d) for d in removed]
+
+    # -- sysctls and commands -----------------------------------------------
+
+    def sysctl(self, name: str) -> str:
+        """The value of sysctl ``name`` (``net.ipv4.ip_forward``)."""
+        return self.call("sysctl_get", name=name)
+
+    def set_sysctl(self, name: str, value: str | int) -> str:
+        """Set sysctl ``name``; returns the old value, for the restore."""
+        return self.call("sysctl_set", name=name, value=str(value))
+
+    def run(
+        self,
+        argv: Sequence[str],
+        timeout: float = 60.0,
+        input: str | None = None,
+        check: bool = False,
+    ) -> CommandResult:
+        """Run ``argv`` on the host (no shell); ``CommandFailed`` if ``check`` and non-zero.
+
+        ``CommandTimeout`` when it runs past ``timeout`` (the agent kills it).
+        """
+        r = self.call("run", timeout=timeout, argv=list(argv), input=input)
+        result = CommandResult(tuple(argv), r["status"], r["stdout"], r["stderr"])
+        if check and result.status != 0:
+            raise CommandFailed(self.host, list(argv), result.status, result.stdout, result.stderr)
+        return result
+
+    # -- RDMA ---------------------------------------------------------------
+
+    def rdma_devices(self, timeout: float = DEFAULT_TIMEOUT) -> list[RdmaDevice]:
+        """RDMA devices; ``AgentCallError`` kind ``rdma_unavailable`` without RDMA."""
+        return [RdmaDevice(**d) for d in self.call("rdma_devices", timeout=timeout)]
+
+    def rdma_links(self, timeout: float = DEFAULT_TIMEOUT) -> list[RdmaLink]:
+        """RDMA ports and their netdevs."""
+        return [RdmaLink(**d) for d in self.call("rdma_links", timeout=timeout)]
+
+    def add_siw(self, name: str, netdev: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Create soft-iWARP device ``name`` on ``netdev``."""
+        self.call("rdma_add_siw", timeout=timeout, name=name, netdev=netdev)
+
+    def delete_rdma_link(self, name: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Delete RDMA link ``name`` (a siw device)."""
+        self.call("rdma_delete_link", timeout=timeout, name=name)
+
+    def rdma_resources(
+        self, types: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> dict[str, int]:
+        """Counts of RDMA resources by type (cm_id, qp, cq, mr)."""
+        return self.call("rdma_resources", timeout=timeout, types=list(types) if types else None)
+
+    # -- kernel log ---------------------------------------------------------
+
+    def kmsg_cursor(self) -> int:
+        """A cursor at the current end of the kernel log."""
+        return self.call("kmsg_cursor")
+
+    def kmsg_read(self, cursor: int) -> KernelLog:
+        """What the kernel logged since ``cursor`` was made or last read."""
+        got = self.call("kmsg_read", cursor=cursor)
+        return KernelLog(tuple(KmsgRecord(**r) for r in got["records"]), got["lost"])
+
+    def kmsg_close(self, cursor: int) -> None:
+        """Release ``cursor``."""
+        self.call("kmsg_close", cursor=cursor)

@@ -1,0 +1,11 @@
+"""The agent that runs on a lab host, inside one zipapp.
+
+This package imports nothing from the rest of ``hil``: it runs with the
+host's own python3 (stdlib only) plus the packages bundled next to it in the
+zipapp (pyroute2).  The controller imports it only for ``PROTOCOL_VERSION``.
+"""
+
+# Bump on any change that an older client or agent would misread.
+PROTOCOL_VERSION = 1
+# The agent answers a call that overran its timeout this much after it.
+AGENT_GRACE = 0.5

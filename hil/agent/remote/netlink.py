@@ -1,0 +1,198 @@
+"""Links and addresses through rtnetlink (pyroute2), as plain JSON-safe data.
+
+pyroute2's sync ``IPRoute`` drives its own event loop and is not safe to
+share between the agent's worker threads, so each operation opens one (about
+a millisecond) and closes it.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkError
+
+from .errors import OpError
+
+IFF_UP = 0x1
+_POLL_INTERVAL = 0.05
+
+
+@contextmanager
+def _iproute(op: str, netdev: str | None = None) -> Iterator[IPRoute]:
+    """An IPRoute whose kernel errors become OpErrors naming ``op`` and ``netdev``."""
+    where = f"{op} {netdev}" if netdev else op
+    try:
+        with IPRoute() as ipr:
+            yield ipr
+    except NetlinkError as e:
+        name = errno.errorcode.get(e.code, str(e.code))
+        raise OpError(
+            "netlink",
+            f"{where}: {os.strerror(e.code)} ({name})",
+            errno=e.code,
+            errname=name,
+            op=op,
+            netdev=netdev,
+        )
+
+
+def _index(ipr: IPRoute, netdev: str) -> int:
+    found = ipr.link_lookup(ifname=netdev)
+    if not found:
+        raise OpError("not_found", f"no network interface {netdev!r}", netdev=netdev)
+    return found[0]
+
+
+def _link(msg) -> dict:
+    return {
+        "name": msg.get("IFLA_IFNAME"),
+        "index": msg["index"],
+        "mtu": msg.get("IFLA_MTU"),
+        "operstate": msg.get("IFLA_OPERSTATE"),
+        "carrier": bool(msg.get("IFLA_CARRIER")),
+        "up": bool(msg["flags"] & IFF_UP),
+        "mac": msg.get("IFLA_ADDRESS"),
+        "kind": _kind(msg),
+    }
+
+
+def _kind(msg) -> str | None:
+    info = msg.get("IFLA_LINKINFO")
+    return info.get("IFLA_INFO_KIND") if info else None
+
+
+def _address(msg, names: dict[int, str]) -> dict:
+    addr = msg.get("IFA_LOCAL") or msg.get("IFA_ADDRESS")
+    return {
+        "netdev": names.get(msg["index"], str(msg["index"])),
+        "address": f"{addr}/{msg['prefixlen']}",
+        "family": 6 if ":" in addr else 4,
+        "scope": msg["scope"],
+    }
+
+
+def links() -> list[dict]:
+    """Every link of the namespace, sorted by index."""
+    with _iproute("list links") as ipr:
+        return sorted((_link(m) for m in ipr.get_links()), key=lambda x: x["index"])
+
+
+def link(netdev: str) -> dict:
+    """The link ``netdev``."""
+    with _iproute("show link", netdev) as ipr:
+        return _link(ipr.get_links(_index(ipr, netdev))[0])
+
+
+def addresses(netdev: str | None = None) -> list[dict]:
+    """Addresses of ``netdev`` (or of every link), with prefix length."""
+    with _iproute("list addresses", netdev) as ipr:
+        names = {m["index"]: m.get("IFLA_IFNAME") for m in ipr.get_links()}
+        kwargs = {"index": _index(ipr, netdev)} if netdev else {}
+        return [_address(m, names) for m in ipr.get_addr(**kwargs)]
+
+
+def set_link(netdev: str, up: bool | None = None, mtu: int | None = None) -> dict:
+    """Set ``netdev`` up/down and/or its mtu; returns the link as it was before."""
+    with _iproute("set link", netdev) as ipr:
+        idx = _index(ipr, netdev)
+        before = _link(ipr.get_links(idx)[0])
+        if mtu is not None:
+            ipr.link("set", index=idx, mtu=int(mtu))
+        if up is not None:
+            ipr.link("set", index=idx, state="up" if up else "down")
+        return before
+
+
+def _interface(address: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
+    try:
+        return ipaddress.ip_interface(address)
+    except ValueError as e:
+        raise OpError("bad_params", f"not an address with prefix: {address!r} ({e})")
+
+
+def add_address(netdev: str, address: str) -> None:
+    """Add ``address`` (``A.B.C.D/prefix`` or IPv6) to ``netdev``."""
+    iface = _interface(address)
+    with _iproute(f"add address {iface}", netdev) as ipr:
+        ipr.addr(
+            "add",
+            index=_index(ipr, netdev),
+            address=str(iface.ip),
+            prefixlen=iface.network.prefixlen,
+        )
+
+
+def delete_address(netdev: str, address: str) -> None:
+    """Remove ``address`` from ``netdev``."""
+    iface = _interface(address)
+    with _iproute(f"delete address {iface}", netdev) as ipr:
+        ipr.addr(
+            "del",
+            index=_index(ipr, netdev),
+            address=str(iface.ip),
+            prefixlen=iface.network.prefixlen,
+        )
+
+
+def flush_addresses(netdev: str, family: int | None = None) -> list[dict]:
+    """Remove every (or every IPv4 / IPv6) address of ``netdev``; returns them."""
+    removed = [a for a in addresses(netdev) if family in (None, a["family"])]
+    for a in removed:
+        delete_address(netdev, a["address"])
+    return removed
+
+
+def wait_link(
+    netdev: str, timeout: float, operstate: str | None = None, carrier: bool | None = None
+) -> dict:
+    """Poll ``netdev`` until it has ``operstate`` and/or ``carrier``; returns it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = link(netdev)
+        if operstate in (None, seen["operstate"]) and carrier in (None, seen["carrier"]):
+            return seen
+        if time.monotonic() >= deadline:
+            want = ", ".join(
+                f"{k}={v}" for k, v in (("operstate", operstate), ("carrier", carrier)) if v is not None
+            )
+            raise OpError(
+                "wait_timeout",
+                f"{netdev} did not reach {want} within {timeout:g}s: "
+                f"seen operstate={seen['operstate']} carrier={seen['carrier']} up={seen['up']}",
+                seen=seen,
+            )
+        time.sleep(_POLL_INTERVAL)
+
+
+def add_link(name: str, kind: str, peer: str | None = None) -> dict:
+    """Create a virtual link (``dummy``, or ``veth`` with ``peer``); returns it."""
+    extra = {"peer": peer} if peer else {}
+    with _iproute(f"add {kind} link", name) as ipr:
+        ipr.link("add", ifname=name, kind=kind, **extra)
+    return link(name)
+
+
+def delete_link(name: str) -> None:
+    """Delete the link ``name`` (a veth takes its peer with it)."""
+    with _iproute("delete link", name) as ipr:
+        ipr.link("del", index=_index(ipr, name))
+
+
+METHODS = {
+    "links": links,
+    "link": link,
+    "addresses": addresses,
+    "set_link": set_link,
+    "add_address": add_address,
+    "delete_address": delete_address,
+    "flush_addresses": flush_addresses,
+    "wait_link": wait_link,
+    "add_link": add_link,
+    "delete_link": delete_link,
+}

@@ -1,0 +1,111 @@
+"""RDMA devices, links and resources through iproute2's ``rdma`` tool (JSON).
+
+pyroute2 has no RDMA netlink, so these run ``rdma -j ...``.  A host without
+the tool, or whose kernel has no RDMA netlink, gets ``rdma_unavailable``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from .errors import OpError
+from .system import run
+
+RESOURCE_TYPES = ("cm_id", "qp", "cq", "mr")
+# What rdma prints when the kernel has no RDMA netlink (no ib_core loaded).
+_NO_NETLINK = "Failed to open NETLINK_RDMA socket"
+
+
+def _rdma(args: list[str], timeout: float) -> str:
+    tool = shutil.which("rdma")
+    if tool is None:
+        raise OpError(
+            "rdma_unavailable",
+            "the rdma tool is not installed (Debian package iproute2)",
+            argv=["rdma", *args],
+        )
+    result = run([tool, *args], timeout)
+    if result["status"] != 0:
+        stderr = result["stderr"].strip()
+        if _NO_NETLINK in stderr:
+            raise OpError(
+                "rdma_unavailable",
+                f"the kernel has no RDMA netlink (rdma {' '.join(args)}: {stderr}); "
+                "load ib_core and the RNIC driver (or siw)",
+                argv=["rdma", *args],
+                stderr=stderr,
+            )
+        raise OpError(
+            "command_failed",
+            f"rdma {' '.join(args)} exited {result['status']}: {stderr}",
+            argv=["rdma", *args],
+            status=result["status"],
+            stderr=stderr,
+        )
+    return result["stdout"]
+
+
+def _json(args: list[str], timeout: float) -> list[dict]:
+    out = _rdma(["-j", *args], timeout)
+    try:
+        data = json.loads(out) if out.strip() else []
+    except ValueError:
+        raise OpError("command_failed", f"rdma {' '.join(args)} printed no JSON: {out[:200]!r}")
+    return data if isinstance(data, list) else [data]
+
+
+def devices(timeout: float) -> list[dict]:
+    """RDMA devices: name, index, node type, firmware (``rdma dev show``)."""
+    return [
+        {
+            "name": d.get("ifname"),
+            "index": d.get("ifindex"),
+            "node_type": d.get("node_type"),
+            "fw": d.get("fw"),
+            "node_guid": d.get("node_guid"),
+        }
+        for d in _json(["dev", "show"], timeout)
+    ]
+
+
+def links(timeout: float) -> list[dict]:
+    """RDMA ports with their netdev and state (``rdma link show``)."""
+    return [
+        {
+            "device": p.get("ifname"),
+            "port": p.get("port"),
+            "state": p.get("state"),
+            "physical_state": p.get("physical_state"),
+            "netdev": p.get("netdev"),
+        }
+        for p in _json(["link", "show"], timeout)
+    ]
+
+
+def add_siw(name: str, netdev: str, timeout: float) -> None:
+    """Create the soft-iWARP device ``name`` on ``netdev``."""
+    _rdma(["link", "add", name, "type", "siw", "netdev", netdev], timeout)
+
+
+def delete_link(name: str, timeout: float) -> None:
+    """Delete the RDMA link (e.g. a siw device) ``name``."""
+    _rdma(["link", "delete", name], timeout)
+
+
+def resources(timeout: float, types: list[str] | None = None) -> dict[str, int]:
+    """How many of each resource type (cm_id, qp, cq, mr) exist now."""
+    wanted = list(types) if types else list(RESOURCE_TYPES)
+    unknown = sorted(set(wanted) - set(RESOURCE_TYPES))
+    if unknown:
+        raise OpError("bad_params", f"unknown RDMA resource types {unknown}; know {RESOURCE_TYPES}")
+    return {t: len(_json(["resource", "show", t], timeout)) for t in wanted}
+
+
+METHODS = {
+    "rdma_devices": devices,
+    "rdma_links": links,
+    "rdma_add_siw": add_siw,
+    "rdma_delete_link": delete_link,
+    "rdma_resources": resources,
+}

@@ -1,0 +1,127 @@
+"""How the client reaches a running agent: a byte pipe in, lines out, stderr kept.
+
+``Channel`` is the interface the client needs.  ``LocalChannel`` runs the
+agent as a local subprocess (tests, ``ip netns exec``); ``SSHChannel`` wraps
+a process started on the SSH connection (``SSHSession.open_process``).
+"""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import threading
+from typing import IO, Any, Protocol
+
+STDERR_TAIL_LINES = 20
+
+
+class Channel(Protocol):
+    """A started agent process as the client sees it."""
+
+    def write(self, data: bytes) -> None:
+        """Send bytes to the agent's stdin (raises OSError when it is gone)."""
+
+    def readline(self) -> bytes:
+        """One line from the agent's stdout; b"" at end of stream."""
+
+    def stderr_tail(self) -> str:
+        """The last lines the agent wrote to stderr."""
+
+    def exit_status(self) -> int | None:
+        """The agent's exit status once it exited, else None."""
+
+    def close(self, timeout: float) -> None:
+        """Close stdin (the agent then exits), wait up to ``timeout``, then kill."""
+
+
+class _StderrTail:
+    """Drains a stderr stream in a thread, keeping its last lines."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._lines: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        for line in iter(stream.readline, b""):
+            self._lines.append(line.decode("utf-8", errors="replace").rstrip())
+
+    def text(self, settle: float = 0.2) -> str:
+        # A dying agent's last words may still be in the pipe: let the drain finish.
+        self._thread.join(settle)
+        return "\n".join(self._lines)
+
+
+class LocalChannel:
+    """The agent as a local subprocess (``argv`` ends with the .pyz path)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self._proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert self._proc.stdin and self._proc.stdout and self._proc.stderr
+        self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
+        self._stderr = _StderrTail(self._proc.stderr)
+
+    def write(self, data: bytes) -> None:
+        self._stdin.write(data)
+        self._stdin.flush()
+
+    def readline(self) -> bytes:
+        return self._stdout.readline()
+
+    def stderr_tail(self) -> str:
+        return self._stderr.text()
+
+    def exit_status(self) -> int | None:
+        return self._proc.poll()
+
+    def close(self, timeout: float) -> None:
+        try:
+            self._stdin.close()
+        except OSError:
+            pass  # already gone: nothing left to tell it
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._stdout.close()
+
+
+class SSHChannel:
+    """The agent as a process on an SSH connection (``hil.ssh.RemoteProcess``).
+
+    Uses the process's ``stdin``/``stdout`` file objects, ``stderr`` when it
+    has one, and ``close()``; the exit status comes from ``exit_status()`` or
+    ``returncode`` when the transport offers either.
+    """
+
+    def __init__(self, process: Any) -> None:
+        self._process = process
+        stderr = getattr(process, "stderr", None)
+        self._stderr = _StderrTail(stderr) if stderr is not None else None
+
+    def write(self, data: bytes) -> None:
+        self._process.stdin.write(data)
+        self._process.stdin.flush()
+
+    def readline(self) -> bytes:
+        return self._process.stdout.readline()
+
+    def stderr_tail(self) -> str:
+        return self._stderr.text() if self._stderr else ""
+
+    def exit_status(self) -> int | None:
+        status = getattr(self._process, "exit_status", None)
+        if callable(status):
+            return status()
+        return getattr(self._process, "returncode", None)
+
+    def close(self, timeout: float) -> None:
+        try:
+            self._process.stdin.close()
+        except OSError:
+            pass  # channel already closed
+        self._process.close()
