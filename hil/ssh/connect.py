@@ -1,0 +1,146 @@
+"""Opening an authenticated paramiko Transport to an endpoint, with clear errors.
+
+The whole connect (TCP or jump channel, banner, key exchange, host key check,
+authentication) is bounded by one deadline; each failure becomes one of
+Unreachable, HostKeyError or AuthenticationFailed naming what failed.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import time
+from pathlib import Path
+
+import paramiko
+
+from hil.errors import AuthenticationFailed, Unreachable
+from hil.ssh import hostkeys
+from hil.ssh.endpoint import Endpoint
+
+KEEPALIVE_INTERVAL = 15  # seconds; keeps NAT and firewall state of idle sessions
+CHANNEL_TIMEOUT = 10.0  # opening any channel (exec, SFTP, jump); paramiko's default is 1 h
+_CHECK_HOST = "check the host is up and ssh.host/ssh.port in the inventory"
+_SOCKET_ERRORS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.EHOSTUNREACH: "no route to host",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ETIMEDOUT: "timed out",
+}
+
+
+def open_transport(
+    ep: Endpoint,
+    timeout: float,
+    log: logging.Logger,
+    via: tuple[str, paramiko.Transport] | None = None,
+) -> paramiko.Transport:
+    """An authenticated transport to ``ep``, directly or through ``via`` (name, transport)."""
+    deadline = time.monotonic() + timeout
+    sock = _open_socket(ep, via, timeout)
+    transport = paramiko.Transport(sock)
+    try:
+        _handshake(ep, transport, deadline, timeout, log)
+        _authenticate(ep, transport, deadline)
+    except BaseException:
+        transport.close()
+        raise
+    transport.set_keepalive(KEEPALIVE_INTERVAL)
+    transport.channel_timeout = CHANNEL_TIMEOUT
+    return transport
+
+
+def _unreachable(ep: Endpoint, what: str) -> Unreachable:
+    return Unreachable(ep.host_name, f"cannot connect to {ep.address}:{ep.port}: {what}; {_CHECK_HOST}")
+
+
+def _open_socket(
+    ep: Endpoint, via: tuple[str, paramiko.Transport] | None, timeout: float
+) -> socket.socket | paramiko.Channel:
+    if via is not None:
+        return _open_jump_channel(ep, *via, timeout)
+    try:
+        return socket.create_connection((ep.address, ep.port), timeout=timeout)
+    except socket.gaierror as e:
+        raise _unreachable(ep, f"DNS lookup of {ep.address} failed ({e.strerror})") from None
+    except TimeoutError:
+        raise _unreachable(ep, f"timed out after {timeout:g}s") from None
+    except OSError as e:
+        what = _SOCKET_ERRORS.get(e.errno or 0, e.strerror or str(e))
+        raise _unreachable(ep, what) from None
+
+
+def _open_jump_channel(
+    ep: Endpoint, hop: str, via: paramiko.Transport, timeout: float
+) -> paramiko.Channel:
+    try:
+        return via.open_channel(
+            "direct-tcpip", (ep.address, ep.port), ("127.0.0.1", 0), timeout=timeout
+        )
+    except paramiko.ChannelException as e:
+        what = f"the jump host {hop} could not connect: {e.text}"
+    except paramiko.SSHException as e:
+        what = f"through the jump host {hop}: {e} (timeout {timeout:g}s)"
+    raise _unreachable(ep, what)
+
+
+def _handshake(
+    ep: Endpoint, t: paramiko.Transport, deadline: float, timeout: float, log: logging.Logger
+) -> None:
+    """Banner and key exchange, then the host key check."""
+    remaining = max(deadline - time.monotonic(), 0.1)
+    t.banner_timeout = t.handshake_timeout = remaining
+    known = hostkeys.known_keys(ep)
+    options = t.get_security_options()
+    options.key_types = hostkeys.preferred_key_types(known, tuple(options.key_types))
+    try:
+        t.start_client(timeout=remaining)
+    except (paramiko.SSHException, EOFError, OSError) as e:
+        raise _unreachable(ep, f"SSH handshake failed: {e or type(e).__name__}") from None
+    if not t.is_active() or not t.completion_event.is_set():
+        raise _unreachable(ep, f"no SSH handshake within {timeout:g}s")
+    hostkeys.verify(ep, known, t.get_remote_server_key(), log)
+
+
+def _authenticate(ep: Endpoint, t: paramiko.Transport, deadline: float) -> None:
+    """Try each identity file in turn; the first the host accepts wins."""
+    if not ep.identity_files:
+        raise AuthenticationFailed(
+            ep.host_name,
+            f"no identity file for {ep}: set ssh.identity_file in the inventory "
+            f"or create ~/.ssh/id_ed25519",
+        )
+    for path in ep.identity_files:
+        t.auth_timeout = max(deadline - time.monotonic(), 0.1)
+        try:
+            t.auth_publickey(ep.user, _load_key(ep, path))
+            return
+        except paramiko.BadAuthenticationType as e:
+            raise AuthenticationFailed(
+                ep.host_name,
+                f"{ep} does not accept public keys (it allows: {', '.join(e.allowed_types)})",
+            ) from None
+        except paramiko.AuthenticationException:
+            continue
+        except paramiko.SSHException as e:
+            raise _unreachable(ep, f"authentication did not complete: {e}") from None
+    keys = ", ".join(str(p) for p in ep.identity_files)
+    raise AuthenticationFailed(
+        ep.host_name,
+        f"{ep} refused the key(s) {keys}; install the public key ({ep.identity_files[0]}.pub) "
+        f"in ~{ep.user}/.ssh/authorized_keys on the host, or set ssh.identity_file",
+    )
+
+
+def _load_key(ep: Endpoint, path: Path) -> paramiko.PKey:
+    try:
+        return paramiko.PKey.from_path(str(path))
+    except paramiko.PasswordRequiredException:
+        raise AuthenticationFailed(
+            ep.host_name,
+            f"identity file {path} is encrypted; hil does not ask for passphrases: "
+            f"use an unencrypted key for the lab",
+        ) from None
+    except (OSError, paramiko.SSHException, ValueError) as e:
+        raise AuthenticationFailed(ep.host_name, f"cannot load identity file {path}: {e}") from None

@@ -1,0 +1,203 @@
+"""One SSH connection to one inventory host, shared by commands, SFTP and the agent."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from hil.errors import CommandFailed, CommandTimeout, InputError, SSHError
+from hil.inventory.model import Host
+from hil.ssh import channel
+from hil.ssh.channel import RemoteProcess
+from hil.ssh.connect import open_transport
+from hil.ssh.endpoint import DEFAULT_SSH_CONFIG, Endpoint, load_ssh_config, resolve
+
+# The remote ``timeout`` fires this long after our own deadline, so that we
+# report CommandTimeout ourselves; it only matters if our TERM got lost.
+_REMOTE_GRACE = 2.0
+_REMOTE_KILL_AFTER = "5"
+_SFTP_TIMEOUT = 60.0  # per SFTP request, so a dead host cannot hang an upload
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a finished remote command did."""
+
+    argv: tuple[str, ...]
+    status: int
+    stdout: str
+    stderr: str
+
+
+class SSHSession:
+    """An authenticated connection to one host; see ``connect``."""
+
+    def __init__(
+        self, host: Host, endpoint: Endpoint, transport: paramiko.Transport, log: logging.Logger
+    ) -> None:
+        self.host = host
+        self.endpoint = endpoint
+        self.transport = transport
+        self.log = log
+        self._sftp: paramiko.SFTPClient | None = None
+        self._sftp_lock = threading.Lock()
+
+    @classmethod
+    def connect(
+        cls,
+        host: Host,
+        *,
+        jump_session: SSHSession | None = None,
+        timeout: float | None = None,
+        ssh_config: Path | None = DEFAULT_SSH_CONFIG,
+    ) -> SSHSession:
+        """Connect and authenticate to ``host``, through ``jump_session`` if given.
+
+        ``timeout`` bounds the whole connect (default: the host's
+        ssh.connect_timeout).  ``ssh_config`` resolves aliases (None: none).
+        A host whose inventory or ssh_config names a jump host needs
+        ``jump_session``; SSHPool provides it.
+        """
+        ep = resolve(host, load_ssh_config(ssh_config))
+        if ep.jumps and jump_session is None:
+            raise SSHError(
+                host.name,
+                f"is reached through {' then '.join(ep.jumps)}: connect it through "
+                f"SSHPool, or pass jump_session",
+            )
+        log = logging.getLogger(f"hil.ssh.{host.name}")
+        via = None if jump_session is None else (jump_session.name, jump_session.transport)
+        transport = open_transport(ep, ep.connect_timeout if timeout is None else timeout, log, via)
+        log.info("connected to %s%s", ep, f" via {jump_session.name}" if jump_session else "")
+        return cls(host, ep, transport, log)
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+    def is_alive(self) -> bool:
+        """True while the transport is up."""
+        return self.transport.is_active()
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float = 60,
+        check: bool = True,
+        input: bytes | str | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        """Run ``argv`` on the host and wait for it, at most ``timeout`` seconds.
+
+        ``input`` is fed to its stdin (which is closed right away otherwise).
+        ``sudo`` asks for root: the command goes through ``sudo -n`` when the
+        host's ssh.sudo says the login user needs it.  Raises CommandFailed
+        when ``check`` and the exit status is not 0, CommandTimeout (after
+        killing the remote process group) when it runs too long.
+        """
+        argv = _checked(argv)
+        remote = ["timeout", f"--kill-after={_REMOTE_KILL_AFTER}", f"{timeout + _REMOTE_GRACE:g}"]
+        command = shlex.join(self._sudo(sudo) + remote + argv)
+        data = input.encode() if isinstance(input, str) else (input or b"")
+        deadline = time.monotonic() + timeout
+        chan = self._open_channel()
+        try:
+            self.log.debug("run: %s", shlex.join(argv))
+            chan.exec_command(command)
+            output = channel.exchange(chan, data, deadline)
+            if output is None:
+                channel.send_signal(chan, "TERM")
+                raise CommandTimeout(
+                    self.name,
+                    f"{shlex.join(argv)} did not finish within {timeout:g}s and was killed; "
+                    f"raise its timeout if it is just slow",
+                )
+            status = chan.recv_exit_status()
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise SSHError(self.name, f"{shlex.join(argv)}: connection failed: {e}") from None
+        finally:
+            chan.close()
+        result = Result(tuple(argv), status, *(b.decode(errors="replace") for b in output))
+        if check and status != 0:
+            raise CommandFailed(self.name, argv, status, result.stdout, result.stderr)
+        return result
+
+    def open_process(self, argv: list[str], *, sudo: bool = False) -> RemoteProcess:
+        """Start ``argv`` on its own exec channel and return it running.
+
+        The caller talks to it through the RemoteProcess and must close() it.
+        """
+        argv = _checked(argv)
+        chan = self._open_channel()
+        try:
+            chan.exec_command(shlex.join(self._sudo(sudo) + argv))
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            chan.close()
+            raise SSHError(self.name, f"cannot start {shlex.join(argv)}: {e}") from None
+        self.log.debug("started: %s", shlex.join(argv))
+        return RemoteProcess(self.name, argv, chan)
+
+    def sftp(self) -> paramiko.SFTPClient:
+        """The session's SFTP client, opened on first use."""
+        with self._sftp_lock:
+            if self._sftp is None:
+                try:
+                    self._sftp = paramiko.SFTPClient.from_transport(self.transport)
+                except (paramiko.SSHException, OSError, EOFError) as e:
+                    raise SSHError(
+                        self.name, f"cannot open SFTP: {e}; is the sftp Subsystem enabled?"
+                    ) from None
+                if self._sftp is None:
+                    raise SSHError(self.name, "SFTP refused; is the sftp Subsystem enabled?")
+                self._sftp.get_channel().settimeout(_SFTP_TIMEOUT)
+            return self._sftp
+
+    def put_file(self, local: Path, remote: str, mode: int = 0o644) -> None:
+        """Upload ``local`` to ``remote`` atomically (temp name, then rename)."""
+        partial = f"{remote}.part"
+        sftp = self.sftp()
+        try:
+            sftp.put(str(local), partial)
+            sftp.chmod(partial, mode)
+            sftp.posix_rename(partial, remote)
+        except (OSError, paramiko.SSHException, EOFError) as e:
+            raise SSHError(self.name, f"cannot upload {local} to {remote}: {e}") from None
+        self.log.debug("uploaded %s to %s", local, remote)
+
+    def close(self) -> None:
+        """Close SFTP and the connection; safe to call twice."""
+        with self._sftp_lock:
+            if self._sftp is not None:
+                self._sftp.close()
+                self._sftp = None
+        self.transport.close()
+
+    def __enter__(self) -> SSHSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _sudo(self, wanted: bool) -> list[str]:
+        return ["sudo", "-n", "--"] if wanted and self.endpoint.sudo else []
+
+    def _open_channel(self) -> paramiko.Channel:
+        try:
+            return self.transport.open_session()
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise SSHError(
+                self.name, f"cannot open a channel to {self.endpoint}: {e}; reconnect"
+            ) from None
+
+
+def _checked(argv: list[str]) -> list[str]:
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise InputError(f"a command is a non-empty list of strings, not {argv!r}")
+    return list(argv)
