@@ -1,0 +1,106 @@
+"""The hosts of one run: an SSH pool and one agent per host, started lazily.
+
+Everything that acts on lab hosts (pair setup, the restore journal, link
+pulls, the CLI) goes through a ``Hosts`` so that a host is connected once and
+its agent started once per run, and both are closed at the end of the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from hil.errors import InputError
+from hil.inventory.model import Host, Inventory
+
+if TYPE_CHECKING:
+    from hil.agent import Agent
+    from hil.reservation.store import Store
+    from hil.ssh import SSHPool, SSHSession
+
+log = logging.getLogger(__name__)
+
+# The default bound of one agent call made by host control, in seconds.
+CALL_TIMEOUT = 30.0
+
+
+class Hosts:
+    """SSH sessions and agents for the hosts of ``inventory``; a context manager.
+
+    ``store`` is the reservation store whose restore journals this run uses
+    (optional: only the journal needs it).
+    """
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        store: Store | None = None,
+        pool: SSHPool | None = None,
+        call_timeout: float = CALL_TIMEOUT,
+    ) -> None:
+        self.inventory = inventory
+        self.store = store
+        self.call_timeout = call_timeout
+        self._pool = pool
+        self._agents: dict[str, Agent] = {}
+        self._lock = threading.Lock()
+
+    def host(self, name: str) -> Host:
+        """The inventory host ``name``; ``InputError`` naming the known hosts."""
+        host = self.inventory.hosts.get(name)
+        if host is None:
+            known = ", ".join(sorted(self.inventory.hosts)) or "none"
+            raise InputError(f"{self.inventory.path}: no host {name!r} (hosts: {known})")
+        return host
+
+    def session(self, name: str) -> SSHSession:
+        """The open SSH session to host ``name`` (connected on first use)."""
+        self.host(name)
+        with self._lock:
+            if self._pool is None:
+                from hil.ssh import SSHPool
+
+                self._pool = SSHPool(self.inventory)
+            pool = self._pool
+        return pool.get(name)
+
+    def agent(self, name: str) -> Agent:
+        """The agent on host ``name``, started over its session on first use."""
+        host = self.host(name)
+        with self._lock:
+            agent = self._agents.get(name)
+        if agent is not None:
+            return agent
+        from hil.agent import Agent
+
+        agent = Agent.start(self.session(name), host)
+        with self._lock:
+            # Two threads may have raced to start one; keep the first.
+            kept = self._agents.setdefault(name, agent)
+        if kept is not agent:
+            agent.close()
+        return kept
+
+    def call(self, name: str, method: str, timeout: float | None = None, **params: Any) -> Any:
+        """One agent call on host ``name``, bounded by ``timeout`` (default ``call_timeout``)."""
+        return self.agent(name).call(method, timeout=timeout or self.call_timeout, **params)
+
+    def close(self) -> None:
+        """Stop every agent, then close every SSH session; errors are logged, not raised."""
+        with self._lock:
+            agents, self._agents = list(self._agents.items()), {}
+            pool, self._pool = self._pool, None
+        for name, agent in agents:
+            try:
+                agent.close()
+            except Exception as e:  # noqa: BLE001 -- closing must reach every host
+                log.warning("%s: closing the agent failed: %s", name, e)
+        if pool is not None:
+            pool.close_all()
+
+    def __enter__(self) -> Hosts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,260 @@
+"""The restore journal: every change a run makes on a host, and how to undo it.
+
+A change is recorded *before* it is made, as a JSON-safe undo entry (data, not
+a closure), in the reservation store under the lease and the affected host::
+
+    journal.change("t6-a", agent_undo("set_link", "restore mtu 1500 on eth1",
+                                      netdev="eth1", mtu=1500))
+    hosts.call("t6-a", "set_link", netdev="eth1", mtu=9000)
+
+At teardown ``Journal.close`` undoes the run's entries newest first; each
+entry is removed once undone, a failing one is reported and kept, and the
+rest still run.  A run that dies before teardown leaves its entries behind;
+``replay`` (called right after reserving a pair) and ``hil host restore``
+undo them.
+
+Undo kinds (every entry also has ``what``, a sentence for people):
+
+- ``agent``: ``method`` and ``params`` of an agent call on the entry's host
+  (``run`` must exit 0); ``timeout``, when given, bounds the call and is the
+  operation's own timeout (``wait_link``, ``run``);
+- ``ssh``: ``argv`` run over SSH on host ``on`` (a switch or PDU controller);
+- ``qmp``: QEMU ``set_link`` on ``socket`` for ``netdev`` with ``up``.
+
+Optional keys: ``then`` (entries run after this one succeeded, e.g. a wait
+for carrier), ``missing_ok`` (an agent error saying the thing is already gone
+counts as undone) and any tags a caller wants to find entries by (``link``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hil.errors import AgentError, CommandFailed, HilError, InputError, RemoteError
+
+if TYPE_CHECKING:
+    from hil.hosts import Hosts
+    from hil.inventory.model import Pair
+    from hil.reservation.model import JournalEntry
+    from hil.reservation.store import Store
+
+log = logging.getLogger(__name__)
+
+UNDO_KINDS = ("agent", "ssh", "qmp")
+UNDO_TIMEOUT = 30.0
+# Agent error kinds and errnos that mean "what the undo removes is gone already".
+_MISSING_KINDS = {"not_found"}
+_MISSING_ERRNOS = {"ENOENT", "ENODEV", "EADDRNOTAVAIL", "ESRCH"}
+# What tc and ip print when the thing to delete is not there.
+_MISSING_TEXT = re.compile(r"not found|[Cc]annot find|No such file or directory|does not exist")
+
+
+def agent_undo(method: str, what: str, **params: Any) -> dict[str, Any]:
+    """An undo entry that calls agent ``method`` with ``params`` on the entry's host."""
+    return {"kind": "agent", "method": method, "params": params, "what": what}
+
+
+def ssh_undo(on: str, argv: list[str], what: str) -> dict[str, Any]:
+    """An undo entry that runs ``argv`` over SSH on inventory host ``on``."""
+    return {"kind": "ssh", "on": on, "argv": list(argv), "what": what}
+
+
+def qmp_undo(socket: str, netdev: str, up: bool, what: str) -> dict[str, Any]:
+    """An undo entry that sets a QEMU NIC's link through the QMP ``socket``."""
+    return {"kind": "qmp", "socket": socket, "netdev": netdev, "up": up, "what": what}
+
+
+def _check_entry(entry: dict[str, Any]) -> None:
+    """Refuse an entry that could not be replayed by another process."""
+    if entry.get("kind") not in UNDO_KINDS or not entry.get("what"):
+        raise TypeError(f"an undo entry needs kind in {UNDO_KINDS} and what: {entry!r}")
+    json.dumps(entry)  # TypeError for anything not JSON-safe (a closure, a set)
+    for follow in entry.get("then", ()):
+        _check_entry(follow)
+
+
+@dataclass(frozen=True)
+class UndoFailure:
+    """An undo that failed: its host, entry id, what it meant to do and why."""
+
+    host: str
+    entry_id: int
+    what: str
+    error: str
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.what} (journal entry {self.entry_id}) failed: {self.error}"
+
+
+@dataclass(frozen=True)
+class UndoReport:
+    """What a round of undos did: the ``what`` of each done, and the failures."""
+
+    undone: tuple[str, ...] = ()
+    failed: tuple[UndoFailure, ...] = ()
+
+    def check(self, context: str) -> None:
+        """Raise ``RemoteError`` listing every failure, if there was any."""
+        if self.failed:
+            host = self.failed[0].host
+            lines = "; ".join(str(f) for f in self.failed)
+            raise RemoteError(
+                host,
+                f"{context}: {len(self.failed)} undo(s) failed and stay in the journal "
+                f"(fix the host, then run `hil host restore {host}`): {lines}",
+            )
+
+
+def _is_missing(error: Exception) -> bool:
+    kind = getattr(error, "kind", None)
+    details = getattr(error, "details", None) or {}
+    if kind in _MISSING_KINDS or details.get("errname") in _MISSING_ERRNOS:
+        return True
+    return kind == "command_failed" and bool(_MISSING_TEXT.search(str(details.get("stderr", ""))))
+
+
+def apply_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
+    """Carry out one undo entry of ``host`` (and its ``then`` entries)."""
+    kind = entry["kind"]
+    try:
+        if kind == "agent":
+            _agent_undo(hosts, host, entry, timeout)
+        elif kind == "ssh":
+            hosts.session(entry["on"]).run(list(entry["argv"]), timeout=timeout, check=True)
+        elif kind == "qmp":
+            from hil.lab.qmp import set_link
+
+            set_link(entry["socket"], entry["netdev"], bool(entry["up"]), timeout=timeout)
+        else:
+            raise InputError(f"journal entry of unknown kind {kind!r}: {entry!r}")
+    except AgentError as e:
+        if not (entry.get("missing_ok") and _is_missing(e)):
+            raise
+        log.info("%s: %s: already undone (%s)", host, entry["what"], e)
+    for follow in entry.get("then", ()):
+        apply_undo(hosts, host, follow, timeout)
+
+
+def _agent_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
+    method, params = entry["method"], entry["params"]
+    result = hosts.call(host, method, timeout=entry.get("timeout", timeout), **params)
+    if method == "run" and result["status"] != 0:
+        if entry.get("missing_ok") and _MISSING_TEXT.search(result["stderr"]):
+            log.info("%s: %s: already undone (%s)", host, entry["what"], result["stderr"].strip())
+            return
+        raise CommandFailed(
+            host, list(params["argv"]), result["status"], result["stdout"], result["stderr"]
+        )
+
+
+def _undo_entries(
+    hosts: Hosts, store: Store, entries: Iterable[JournalEntry], timeout: float
+) -> UndoReport:
+    """Undo ``entries`` newest first, removing each one undone."""
+    undone: list[str] = []
+    failed: list[UndoFailure] = []
+    for e in sorted(entries, key=lambda x: x.id, reverse=True):
+        what = str(e.entry.get("what", e.entry))
+        try:
+            apply_undo(hosts, e.host, e.entry, timeout)
+        except HilError as err:
+            log.warning("%s: undo %r failed: %s", e.host, what, err)
+            failed.append(UndoFailure(e.host, e.id, what, str(err)))
+            continue
+        store.journal_remove(e.id)
+        log.info("%s: undone: %s", e.host, what)
+        undone.append(f"{e.host}: {what}")
+    return UndoReport(tuple(undone), tuple(failed))
+
+
+class Journal:
+    """The restore journal of one run, under lease ``lease_id``.
+
+    ``change`` records an undo entry; ``undo`` undoes some of this run's
+    entries (a link restore); ``close`` undoes all that remain (teardown).
+    """
+
+    def __init__(
+        self, hosts: Hosts, store: Store, lease_id: str, timeout: float = UNDO_TIMEOUT
+    ) -> None:
+        self.hosts = hosts
+        self.store = store
+        self.lease_id = lease_id
+        self.timeout = timeout
+        self._ids: dict[int, str] = {}  # entry id -> host, for this run's entries
+
+    def change(self, host: str, undo: dict[str, Any]) -> int:
+        """Record ``undo`` for a change about to be made on ``host``; returns the entry id."""
+        _check_entry(undo)
+        self.hosts.host(host)
+        entry_id = self.store.journal_add(host, self.lease_id, undo)
+        self._ids[entry_id] = host
+        log.debug("%s: journaled (%d): %s", host, entry_id, undo["what"])
+        return entry_id
+
+    def forget(self, entry_id: int) -> None:
+        """Drop an entry without undoing it (the change it guarded did not happen)."""
+        self.store.journal_remove(entry_id)
+        self._ids.pop(entry_id, None)
+
+    def find(self, hosts: Iterable[str], **tags: Any) -> list[JournalEntry]:
+        """Entries on ``hosts`` (of any lease) whose keys match ``tags``, oldest first."""
+        found = [
+            e
+            for h in dict.fromkeys(hosts)
+            for e in self.store.journal_entries(h)
+            if all(e.entry.get(k) == v for k, v in tags.items())
+        ]
+        return sorted(found, key=lambda e: e.id)
+
+    def undo(self, entries: Iterable[JournalEntry]) -> UndoReport:
+        """Undo ``entries`` newest first; each one undone leaves the journal."""
+        entries = list(entries)
+        report = _undo_entries(self.hosts, self.store, entries, self.timeout)
+        failed = {f.entry_id for f in report.failed}
+        for e in entries:
+            if e.id not in failed:
+                self._ids.pop(e.id, None)
+        return report
+
+    def close(self) -> UndoReport:
+        """Teardown: undo every entry this run recorded that is still journaled."""
+        hosts = set(self._ids.values())
+        mine = [e for e in self.find(hosts) if e.id in self._ids]
+        return self.undo(mine)
+
+
+def replay(
+    hosts: Hosts, pair: Pair, store: Store | None = None, timeout: float = UNDO_TIMEOUT
+) -> UndoReport:
+    """Undo what dead runs left in the journals of ``pair``'s hosts, newest first.
+
+    Call right after reserving the pair (the reservation makes the hosts
+    ours, so every entry left on them belongs to a run that is gone).
+    """
+    store = _store(hosts, store)
+    entries = [e for h in pair.hosts for e in store.journal_entries(h.name)]
+    if entries:
+        log.info("pair %s: replaying %d journal entries left behind", pair.name, len(entries))
+    return _undo_entries(hosts, store, entries, timeout)
+
+
+def restore_host(
+    hosts: Hosts, name: str, store: Store | None = None, timeout: float = UNDO_TIMEOUT
+) -> UndoReport:
+    """Undo every journal entry of host ``name``, newest first (``hil host restore``)."""
+    hosts.host(name)
+    store = _store(hosts, store)
+    return _undo_entries(hosts, store, store.journal_entries(name), timeout)
+
+
+def _store(hosts: Hosts, store: Store | None) -> Store:
+    store = store or hosts.store
+    if store is None:
+        raise TypeError("the restore journal needs a reservation store (Hosts(store=...))")
+    return store

@@ -1,0 +1,207 @@
+"""Setup of a reserved pair: each RNIC port brought to the inventory's state.
+
+``setup_pair(hosts, pair, journal)`` applies, on each of the pair's two
+hosts, the host's sysctls, the port's mtu, link up and its address (added
+when missing; other addresses are left alone), waits for carrier, checks
+that A reaches B over the data addresses, and picks each port's RDMA device:
+the inventory's ``rdma_device`` when the host has it, else a siw device
+``siw_<netdev>`` when the port says ``fallback: siw``, else an error naming
+the host, the netdev and what is missing.  Every change is journaled before
+it is made, so teardown (or the next reservation) puts the host back.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from hil.agent.client import AgentCallError
+from hil.errors import RemoteError, WaitTimeout
+from hil.inventory.model import Host, Pair, Rnic
+from hil.journal import agent_undo
+
+if TYPE_CHECKING:
+    from hil.agent import Agent
+    from hil.hosts import Hosts
+    from hil.journal import Journal
+
+log = logging.getLogger(__name__)
+
+CARRIER_TIMEOUT = 15.0
+REACH_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class PortState:
+    """One configured end of the pair."""
+
+    host: str
+    port: str
+    netdev: str
+    address: str | None
+    mtu: int
+    rdma_device: str | None  # None when setup ran with rdma=False
+    created: bool  # True when setup created the RDMA device (siw fallback)
+
+
+@dataclass(frozen=True)
+class PairState:
+    """The pair after setup: both ends, and whether A reached B."""
+
+    pair: str
+    a: PortState
+    b: PortState
+    reached: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-safe form for ``hil host setup --json`` and reports."""
+        return {"pair": self.pair, "a": asdict(self.a), "b": asdict(self.b), "reached": self.reached}
+
+
+def setup_pair(
+    hosts: Hosts,
+    pair: Pair,
+    journal: Journal,
+    *,
+    rdma: bool = True,
+    reach_timeout: float = REACH_TIMEOUT,
+) -> PairState:
+    """Bring ``pair`` to the inventory's state, journaling every change.
+
+    ``rdma=False`` skips picking RDMA devices (hosts without RDMA, such as
+    the netns lab).  Raises ``RemoteError`` naming host and netdev when a
+    port cannot be configured, reached, or given an RDMA device.
+    """
+    sides = ((pair.host_a, pair.rnic_a), (pair.host_b, pair.rnic_b))
+    for host, rnic in sides:
+        _apply_sysctls(hosts.agent(host.name), journal, host)
+        _configure_port(hosts.agent(host.name), journal, host, rnic)
+    mtus = [_wait_carrier(hosts.agent(h.name), h, r, peer) for (h, r), peer in zip(sides, "ba")]
+    reached = _check_reach(hosts, pair, reach_timeout)
+    devices = [
+        _pick_rdma(hosts.agent(h.name), journal, h, r) if rdma else (None, False) for h, r in sides
+    ]
+    a, b = (
+        PortState(h.name, r.name, r.netdev, str(r.address) if r.address else None, mtu, *dev)
+        for (h, r), mtu, dev in zip(sides, mtus, devices)
+    )
+    log.info("pair %s set up: %s, %s", pair.name, a, b)
+    return PairState(pair.name, a, b, reached)
+
+
+def _apply_sysctls(agent: Agent, journal: Journal, host: Host) -> None:
+    for name, value in host.sysctls:
+        old = agent.sysctl(name)
+        if old.split() == str(value).split():
+            continue
+        journal.change(
+            host.name, agent_undo("sysctl_set", f"restore sysctl {name}={old}", name=name, value=old)
+        )
+        agent.set_sysctl(name, value)
+
+
+def _configure_port(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> None:
+    netdev = rnic.netdev
+    try:
+        info = agent.link(netdev)
+    except AgentCallError as e:
+        if e.kind != "not_found":
+            raise
+        raise RemoteError(
+            host.name,
+            f"port {rnic.name}: no netdev {netdev!r} on the host; check the inventory's "
+            f"netdev and that the {rnic.driver} driver is loaded",
+        ) from None
+    if rnic.mtu is not None and info.mtu != rnic.mtu:
+        what = f"restore mtu {info.mtu} on {netdev}"
+        journal.change(host.name, agent_undo("set_link", what, netdev=netdev, mtu=info.mtu))
+        agent.set_link(netdev, mtu=rnic.mtu)
+    if not info.up:
+        what = f"set {netdev} down again"
+        journal.change(host.name, agent_undo("set_link", what, netdev=netdev, up=False))
+        agent.set_link(netdev, up=True)
+    if rnic.address is not None:
+        present = {a.address for a in agent.addresses(netdev)}
+        if rnic.address not in present:
+            undo = agent_undo(
+                "delete_address",
+                f"remove {rnic.address} from {netdev}",
+                netdev=netdev,
+                address=str(rnic.address),
+            )
+            undo["missing_ok"] = True
+            journal.change(host.name, undo)
+            agent.add_address(netdev, rnic.address)
+
+
+def _wait_carrier(agent: Agent, host: Host, rnic: Rnic, peer: str) -> int:
+    """Wait for carrier on the port; returns its mtu."""
+    try:
+        return agent.wait_link(rnic.netdev, carrier=True, timeout=CARRIER_TIMEOUT).mtu
+    except WaitTimeout as e:
+        raise RemoteError(
+            host.name,
+            f"{rnic.netdev} (port {rnic.name}) has no carrier after {CARRIER_TIMEOUT:g}s "
+            f"({e}); check the cable to host {peer.upper()} of the pair and its far end",
+        ) from None
+
+
+def _check_reach(hosts: Hosts, pair: Pair, timeout: float) -> bool:
+    """Ping B's data address from A's port; False when an address is not in the inventory."""
+    ra, rb = pair.rnic_a, pair.rnic_b
+    if ra.address is None or rb.address is None:
+        log.warning("pair %s: a port has no address in the inventory; reach not checked", pair.name)
+        return False
+    target = str(rb.address.ip)
+    argv = ["ping", "-n", "-c", "1", "-w", f"{max(1, round(timeout))}", "-I", ra.netdev, target]
+    result = hosts.agent(pair.host_a.name).run(argv, timeout=timeout + 5)
+    if result.status != 0:
+        seen = (result.stdout + result.stderr).strip().splitlines()[-2:]
+        raise RemoteError(
+            pair.host_a.name,
+            f"cannot reach {pair.host_b.name} at {target} from {ra.netdev} ({ra.address}) "
+            f"within {timeout:g}s ({' / '.join(seen)}); check the cable, both addresses "
+            "and prefixes, and any firewall on the data path",
+        )
+    return True
+
+
+def _pick_rdma(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> tuple[str, bool]:
+    """The port's RDMA device and whether setup created it."""
+    try:
+        ports = agent.rdma_links()
+        unavailable = ""
+    except AgentCallError as e:
+        if e.kind != "rdma_unavailable":
+            raise
+        ports, unavailable = [], str(e)
+    names = {p.device for p in ports}
+    if rnic.rdma_device and rnic.rdma_device in names:
+        return rnic.rdma_device, False
+    if rnic.fallback == "siw":
+        name = f"siw_{rnic.netdev}"
+        if name in names:
+            return name, False
+        undo = agent_undo("rdma_delete_link", f"delete siw device {name}", name=name)
+        undo["missing_ok"] = True
+        journal.change(host.name, undo)
+        agent.add_siw(name, rnic.netdev)
+        return name, True
+    raise RemoteError(host.name, _missing(rnic, sorted(names), unavailable))
+
+
+def _missing(rnic: Rnic, present: list[str], unavailable: str) -> str:
+    where = f"{rnic.netdev} (port {rnic.name})"
+    seen = f"host has: {', '.join(present)}" if present else "the host has no RDMA device"
+    if unavailable:
+        seen = f"RDMA is unavailable: {unavailable}"
+    if rnic.rdma_device is None:
+        return (
+            f"{where}: the inventory names no rdma_device and no fallback ({seen}); "
+            "set rdma_device, or fallback: siw"
+        )
+    return (
+        f"{where}: RDMA device {rnic.rdma_device} is absent ({seen}); is the {rnic.driver} "
+        f"driver loaded (modprobe {rnic.driver})? or set fallback: siw"
+    )
