@@ -11,38 +11,37 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from hil.errors import InputError, InventoryError
-from hil.inventory.model import (
-    PULL_MODES,
-    Host,
-    Inventory,
-    IPInterface,
-    Link,
-    LinkEnd,
-    Pull,
-    Rnic,
-    SshConfig,
-)
+from hil.inventory.links import parse_link
+from hil.inventory.model import Host, Inventory, IPInterface, Link, Rnic, SshConfig
 from hil.inventory.nodes import (
+    NAME,
+    NAME_WHAT,
     At,
     boolean,
+    check_name,
     choice,
     entries,
     fields,
+    file_path,
+    given,
     integer,
+    known,
     matching,
     number,
     sequence,
+    tags,
     text,
 )
 
 SUPPORTED_VERSION = 1
+HOST_KEY_POLICIES = ("strict", "accept-new")
 
 TOP_KEYS = ("version", "hosts", "links")
 HOST_KEYS = ("ssh", "python", "tags", "sysctls", "rnics")
@@ -54,28 +53,12 @@ RNIC_KEYS = (
     "name", "netdev", "driver", "rdma_device", "address",
     "mtu", "speed", "firmware", "fallback",
 )  # fmt: skip
-LINK_KEYS = ("ends", "tags", "pull")
-# Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
-# mode so reports can say which side was pulled; it defaults to the first end.
-PULL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "admin": (("mode", "end"), ()),
-    "blackhole": (("mode", "end"), ()),
-    "carrier": (("mode", "end", "qmp", "netdev"), ("qmp", "netdev")),
-    "command": (("mode", "end", "controller", "down", "up", "vars"), ("controller", "down", "up")),
-}
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_CHARS = "(letters, digits, '_', '.', '-'; starting with a letter or digit)"
-_NAME_WHAT = f"a valid name {_CHARS}"
 # Words that end up in an ssh or process argument list: no spaces, and no
 # leading '-' so that inventory text can never be taken for an option.
 _WORD = re.compile(r"[^\s-][^\s]*")
 _NETDEV = re.compile(r"(?!\.\.?$)[^\s/:]{1,15}")
 _DRIVER = re.compile(r"[a-z0-9_]+")
 _SYSCTL = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
-_END = re.compile(r"([^:\s]+):([^:\s]+)")
 
 _SPEED_MAX = 10_000_000  # Mb/s: 10 Tb/s, far beyond any RNIC, catches unit slips
 
@@ -124,7 +107,10 @@ def _compose(file: str, source: str) -> At:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else None
-        context = f" ({e.context})" if e.context else ""
+        context = ""
+        if e.context:
+            started = f" started at line {e.context_mark.line + 1}" if e.context_mark else ""
+            context = f" ({e.context}{started})"
         raise InventoryError(file, line, "", f"invalid YAML: {e.problem}{context}") from None
     except yaml.YAMLError as e:
         raise InventoryError(file, None, "", f"invalid YAML: {e}") from None
@@ -164,47 +150,40 @@ class _Loader:
         links: dict[str, Link] = {}
         if "links" in top and not top["links"].is_null:
             for name, at in entries(top["links"]).items():
-                links[name] = self._link(name, at)
+                links[name] = parse_link(name, at, self.hosts, self.base)
         return Inventory(path=Path(self.file), hosts=self.hosts, links=links)
 
     # -- hosts -------------------------------------------------------------
 
     def _host(self, name: str, at: At) -> _Checked:
-        _check_name(at, name)
+        check_name(at, name)
         f = fields(at, HOST_KEYS, required=("ssh",))
         ssh, jump = self._ssh(f["ssh"])
         host = Host(
             name=name,
             ssh=ssh,
-            tags=_tags(f.get("tags")),
+            tags=tags(f.get("tags")),
             rnics=self._rnics(f.get("rnics")),
-            python=matching(f["python"], _WORD, "an interpreter name or path")
-            if _given(f, "python")
-            else "python3",
             sysctls=_sysctls(f.get("sysctls")),
+            **_read_given(f, {"python": _interpreter}),  # type: ignore[arg-type]
         )
         return _Checked(host, jump)
 
     def _ssh(self, at: At) -> tuple[SshConfig, At | None]:
         f = fields(at, SSH_KEYS, required=("host",))
-        defaults = SshConfig(host="")
-        jump = f["jump"] if _given(f, "jump") else None
-        ssh = SshConfig(
-            host=matching(f["host"], _WORD, "a host name, address or ssh alias"),
-            port=integer(f["port"], 1, 65535) if _given(f, "port") else defaults.port,
-            user=matching(f["user"], _WORD, "a user name") if _given(f, "user") else defaults.user,
-            identity_file=self._path(f["identity_file"]) if _given(f, "identity_file") else None,
-            jump=matching(jump, _NAME, _NAME_WHAT) if jump else None,
-            host_key_policy=choice(f["host_key_policy"], ("strict", "accept-new"))  # type: ignore[arg-type]
-            if _given(f, "host_key_policy")
-            else defaults.host_key_policy,
-            known_hosts=self._path(f["known_hosts"]) if _given(f, "known_hosts") else None,
-            sudo=boolean(f["sudo"]) if _given(f, "sudo") else defaults.sudo,
-            connect_timeout=number(f["connect_timeout"], 0.1, 3600)
-            if _given(f, "connect_timeout")
-            else defaults.connect_timeout,
-        )
-        return ssh, jump
+        readers: dict[str, Callable[[At], object]] = {
+            "host": lambda a: matching(a, _WORD, "a host name, address or ssh alias"),
+            "port": lambda a: integer(a, 1, 65535),
+            "user": lambda a: matching(a, _WORD, "a user name"),
+            "identity_file": lambda a: file_path(a, self.base),
+            "jump": lambda a: matching(a, NAME, NAME_WHAT),
+            "host_key_policy": lambda a: choice(a, HOST_KEY_POLICIES),
+            "known_hosts": lambda a: file_path(a, self.base),
+            "sudo": boolean,
+            "connect_timeout": lambda a: number(a, 0.1, 3600),
+        }
+        ssh = SshConfig(**_read_given(f, readers))  # type: ignore[arg-type]
+        return ssh, f["jump"] if given(f, "jump") else None
 
     def _check_jump(self, c: _Checked) -> None:
         """``jump`` names another host, and following jumps never loops."""
@@ -214,7 +193,7 @@ class _Loader:
         hop = c.host.ssh.jump
         while hop is not None:
             if hop not in self.hosts:
-                raise c.jump.error(f"no host {hop!r} in this inventory ({_known(self.hosts)})")
+                raise c.jump.error(f"no host {hop!r} in this inventory ({known(self.hosts)})")
             if hop in seen:
                 raise c.jump.error(f"jump hosts loop: {' -> '.join([*seen, hop])}")
             seen.append(hop)
@@ -243,131 +222,27 @@ class _Loader:
 
     def _rnic(self, at: At) -> Rnic:
         f = fields(at, RNIC_KEYS, required=("name", "netdev", "driver"))
-        return Rnic(
-            name=matching(f["name"], _NAME, _NAME_WHAT),
-            netdev=matching(f["netdev"], _NETDEV, "a network interface name"),
-            driver=matching(f["driver"], _DRIVER, "a driver name (like iw_cxgb4 or siw)"),
-            rdma_device=matching(f["rdma_device"], _NAME, "an RDMA device name (like cxgb4_0)")
-            if _given(f, "rdma_device")
-            else None,
-            address=_interface(f["address"]) if _given(f, "address") else None,
-            mtu=integer(f["mtu"], 68, 65535) if _given(f, "mtu") else None,
-            speed=integer(f["speed"], 1, _SPEED_MAX) if _given(f, "speed") else None,
-            firmware=text(f["firmware"]) if _given(f, "firmware") else None,
-            fallback=choice(f["fallback"], ("siw",)) if _given(f, "fallback") else None,  # type: ignore[arg-type]
-        )
-
-    # -- links -------------------------------------------------------------
-
-    def _link(self, name: str, at: At) -> Link:
-        _check_name(at, name)
-        f = fields(at, LINK_KEYS, required=("ends",))
-        ends = sequence(f["ends"])
-        if len(ends) != 2:
-            raise f["ends"].error(f"a link has exactly two ends, got {len(ends)}")
-        a, b = (self._end(e) for e in ends)
-        if a.host == b.host:
-            raise f["ends"].error(f"both ends are on host {a.host!r}; a link joins two hosts")
-        pulls: list[Pull] = []
-        modes: dict[str, int] = {}
-        if _given(f, "pull"):
-            for item in sequence(f["pull"]):
-                pull = self._pull(item, (a, b))
-                if pull.mode in modes:
-                    raise item.error(
-                        f"duplicate pull mode {pull.mode!r} (first at line {modes[pull.mode]})"
-                    )
-                modes[pull.mode] = item.line
-                pulls.append(pull)
-        return Link(name=name, a=a, b=b, pulls=tuple(pulls), tags=_tags(f.get("tags")))
-
-    def _end(self, at: At) -> LinkEnd:
-        value = text(at)
-        m = _END.fullmatch(value)
-        if not m:
-            raise at.error(f"{value!r} is not HOST:PORT (like t6-a:p0)")
-        host, port = m.groups()
-        if host not in self.hosts:
-            raise at.error(f"no host {host!r} in this inventory ({_known(self.hosts)})")
-        ports = [r.name for r in self.hosts[host].rnics]
-        if port not in ports:
-            raise at.error(
-                f"host {host!r} has no RNIC port {port!r} (ports: {', '.join(ports) or 'none'})"
-            )
-        return LinkEnd(host, port)
-
-    def _pull(self, at: At, ends: tuple[LinkEnd, LinkEnd]) -> Pull:
-        found = entries(at)
-        if not _given(found, "mode"):
-            raise at.error(f"missing required key 'mode' (one of: {', '.join(PULL_MODES)})")
-        mode = choice(found["mode"], PULL_MODES)
-        allowed, required = PULL_KEYS[mode]
-        f = fields(at, allowed, ("mode", *required))
-        end = ends[0]
-        if _given(f, "end"):
-            value = text(f["end"])
-            named = [e for e in ends if str(e) == value]
-            if not named:
-                raise f["end"].error(
-                    f"{value!r} is not an end of this link (ends: {ends[0]}, {ends[1]})"
-                )
-            end = named[0]
-        if mode == "carrier":
-            return Pull(
-                mode="carrier",
-                end=end,
-                qmp=self._path(f["qmp"]),
-                qmp_netdev=matching(f["netdev"], _QEMU_ID, "a QEMU netdev id"),
-            )
-        if mode == "command":
-            return self._command_pull(f, end)
-        return Pull(mode=mode, end=end)  # type: ignore[arg-type]
-
-    def _command_pull(self, f: dict[str, At], end: LinkEnd) -> Pull:
-        controller = matching(f["controller"], _NAME, _NAME_WHAT)
-        if controller not in self.hosts:
-            raise f["controller"].error(
-                f"no host {controller!r} in this inventory ({_known(self.hosts)})"
-            )
-        variables = _vars(f["vars"]) if _given(f, "vars") else ()
-        names = {k for k, _ in variables}
-        return Pull(
-            mode="command",
-            end=end,
-            controller=controller,
-            down=_template(f["down"], names),
-            up=_template(f["up"], names),
-            vars=variables,
-        )
-
-    def _path(self, at: At) -> str:
-        """A file path: ``~`` expanded, relative ones taken from the inventory's folder."""
-        value = text(at)
-        if not value:
-            raise at.error("expected a file path, got an empty string")
-        return os.path.normpath(self.base / os.path.expanduser(value))
+        readers: dict[str, Callable[[At], object]] = {
+            "name": lambda a: matching(a, NAME, NAME_WHAT),
+            "netdev": lambda a: matching(a, _NETDEV, "a network interface name"),
+            "driver": lambda a: matching(a, _DRIVER, "a driver name (like iw_cxgb4 or siw)"),
+            "rdma_device": lambda a: matching(a, NAME, "an RDMA device name (like cxgb4_0)"),
+            "address": _interface,
+            "mtu": lambda a: integer(a, 68, 65535),
+            "speed": lambda a: integer(a, 1, _SPEED_MAX),
+            "firmware": text,
+            "fallback": lambda a: choice(a, ("siw",)),
+        }
+        return Rnic(**_read_given(f, readers))  # type: ignore[arg-type]
 
 
-def _given(f: dict[str, At], key: str) -> bool:
-    """The key is present with a non-null value (null means "not set")."""
-    return key in f and not f[key].is_null
+def _read_given(f: dict[str, At], readers: dict[str, Callable[[At], object]]) -> dict[str, object]:
+    """Each given key read by its reader; absent or null keys keep the dataclass default."""
+    return {key: read(f[key]) for key, read in readers.items() if given(f, key)}
 
 
-def _check_name(at: At, name: str) -> None:
-    if not _NAME.fullmatch(name):
-        raise at.error(f"{name!r} is not {_NAME_WHAT}")
-
-
-def _known(names: dict[str, object]) -> str:
-    listed = sorted(names)
-    shown = ", ".join(listed[:12]) + (", ..." if len(listed) > 12 else "")
-    return f"hosts: {shown or 'none'}"
-
-
-def _tags(at: At | None) -> tuple[str, ...]:
-    if at is None or at.is_null:
-        return ()
-    return tuple(matching(item, _NAME, f"a valid tag {_CHARS}") for item in sequence(at))
+def _interpreter(at: At) -> str:
+    return matching(at, _WORD, "an interpreter name or path")
 
 
 def _interface(at: At) -> IPInterface:
@@ -392,36 +267,3 @@ def _sysctls(at: At | None) -> tuple[tuple[str, str], ...]:
     return tuple(result)
 
 
-def _vars(at: At) -> tuple[tuple[str, str], ...]:
-    result = []
-    for key, value in entries(at).items():
-        if not _IDENT.fullmatch(key):
-            raise value.error(f"{key!r} is not a variable name (letters, digits, '_')")
-        result.append((key, text(value)))
-    return tuple(result)
-
-
-def _template(at: At, names: set[str]) -> tuple[str, ...]:
-    """An argument list whose ``{name}`` fields must all be in ``names``."""
-    items = sequence(at)
-    if not items:
-        raise at.error("expected a non-empty argument list")
-    argv = []
-    for item in items:
-        arg = text(item)
-        try:
-            parsed = list(string.Formatter().parse(arg))
-        except ValueError as e:
-            raise item.error(f"bad template {arg!r}: {e} (write {{{{ for a literal brace)") from None
-        for _, field, spec, conversion in parsed:
-            if field is None:
-                continue
-            if not _IDENT.fullmatch(field) or spec or conversion:
-                raise item.error(f"template field {{{field}}} must be a plain {{name}}")
-            if field not in names:
-                raise item.error(
-                    f"template field {{{field}}} is not in vars "
-                    f"(vars: {', '.join(sorted(names)) or 'none'})"
-                )
-        argv.append(arg)
-    return tuple(argv)

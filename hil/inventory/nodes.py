@@ -9,13 +9,21 @@ Python value or raises ``InventoryError`` at that place.
 from __future__ import annotations
 
 import difflib
+import os
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
 
 from hil.errors import InventoryError
+
+# Names of hosts, ports, links and tags: they appear in HOST:PORT and in
+# reservation keys, so no ':' and no spaces.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+NAME_CHARS = "(letters, digits, '_', '.', '-'; starting with a letter or digit)"
+NAME_WHAT = f"a valid name {NAME_CHARS}"
 
 _TAG = "tag:yaml.org,2002:"
 _MERGE = _TAG + "merge"
@@ -172,6 +180,39 @@ def choice(at: At, allowed: Collection[str]) -> str:
     if value not in allowed:
         raise at.error(f"{value!r} is not one of: {', '.join(allowed)}")
     return value
+
+
+def given(found: Mapping[str, At], key: str) -> bool:
+    """The key is present with a non-null value (null means "not set")."""
+    return key in found and not found[key].is_null
+
+
+def check_name(at: At, name: str) -> None:
+    """A mapping key used as a host or link name must be a valid name."""
+    if not NAME.fullmatch(name):
+        raise at.error(f"{name!r} is not {NAME_WHAT}")
+
+
+def tags(at: At | None) -> tuple[str, ...]:
+    """An optional list of tags."""
+    if at is None or at.is_null:
+        return ()
+    return tuple(matching(item, NAME, f"a valid tag {NAME_CHARS}") for item in sequence(at))
+
+
+def file_path(at: At, base: Path) -> str:
+    """A file path: ``~`` expanded, a relative one taken from ``base``."""
+    value = text(at)
+    if not value:
+        raise at.error("expected a file path, got an empty string")
+    return os.path.normpath(base / os.path.expanduser(value))
+
+
+def known(names: Collection[str], what: str = "hosts") -> str:
+    """``hosts: a, b, c`` for "no such host" messages (long lists cut short)."""
+    listed = sorted(names)
+    shown = ", ".join(listed[:12]) + (", ..." if len(listed) > 12 else "")
+    return f"{what}: {shown or 'none'}"
 
 
 def _construct(node: yaml.ScalarNode) -> object:

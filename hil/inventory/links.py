@@ -1,0 +1,166 @@
+"""Validate the ``links:`` section: two ends on two hosts, and the pull modes.
+
+Called by ``hil.inventory.loader`` once the hosts are known, so that every
+``HOST:PORT`` end, pull ``end`` and ``controller`` is checked against them.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from pathlib import Path
+
+from hil.inventory.model import PULL_MODES, Host, Link, LinkEnd, Pull
+from hil.inventory.nodes import (
+    NAME,
+    NAME_WHAT,
+    At,
+    check_name,
+    choice,
+    entries,
+    fields,
+    file_path,
+    given,
+    known,
+    matching,
+    sequence,
+    tags,
+    text,
+)
+
+LINK_KEYS = ("ends", "tags", "pull")
+# Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
+# mode so reports can say which side was pulled; it defaults to the first end.
+PULL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "admin": (("mode", "end"), ()),
+    "blackhole": (("mode", "end"), ()),
+    "carrier": (("mode", "end", "qmp", "netdev"), ("qmp", "netdev")),
+    "command": (("mode", "end", "controller", "down", "up", "vars"), ("controller", "down", "up")),
+}
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+_END = re.compile(r"([^:\s]+):([^:\s]+)")
+
+
+def parse_link(name: str, at: At, hosts: Mapping[str, Host], base: Path) -> Link:
+    """The link ``name`` at ``at``; paths in it are relative to ``base``."""
+    return _LinkReader(hosts, base).link(name, at)
+
+
+class _LinkReader:
+    def __init__(self, hosts: Mapping[str, Host], base: Path) -> None:
+        self.hosts = hosts
+        self.base = base
+
+    def link(self, name: str, at: At) -> Link:
+        check_name(at, name)
+        f = fields(at, LINK_KEYS, required=("ends",))
+        ends = sequence(f["ends"])
+        if len(ends) != 2:
+            raise f["ends"].error(f"a link has exactly two ends, got {len(ends)}")
+        a, b = (self._end(e) for e in ends)
+        if a.host == b.host:
+            raise f["ends"].error(f"both ends are on host {a.host!r}; a link joins two hosts")
+        pulls: list[Pull] = []
+        lines: dict[str, int] = {}
+        for item in sequence(f["pull"]) if given(f, "pull") else []:
+            pull = self._pull(item, (a, b))
+            if pull.mode in lines:
+                raise item.error(
+                    f"duplicate pull mode {pull.mode!r} (first at line {lines[pull.mode]})"
+                )
+            lines[pull.mode] = item.line
+            pulls.append(pull)
+        return Link(name=name, a=a, b=b, pulls=tuple(pulls), tags=tags(f.get("tags")))
+
+    def _end(self, at: At) -> LinkEnd:
+        value = text(at)
+        m = _END.fullmatch(value)
+        if not m:
+            raise at.error(f"{value!r} is not HOST:PORT (like t6-a:p0)")
+        host, port = m.groups()
+        if host not in self.hosts:
+            raise at.error(f"no host {host!r} in this inventory ({known(self.hosts)})")
+        ports = [r.name for r in self.hosts[host].rnics]
+        if port not in ports:
+            raise at.error(f"host {host!r} has no RNIC port {port!r} ({known(ports, 'ports')})")
+        return LinkEnd(host, port)
+
+    def _pull(self, at: At, ends: tuple[LinkEnd, LinkEnd]) -> Pull:
+        found = entries(at)
+        if not given(found, "mode"):
+            raise at.error(f"missing required key 'mode' (one of: {', '.join(PULL_MODES)})")
+        mode = choice(found["mode"], PULL_MODES)
+        allowed, required = PULL_KEYS[mode]
+        f = fields(at, allowed, ("mode", *required))
+        end = self._pull_end(f["end"], ends) if given(f, "end") else ends[0]
+        if mode == "carrier":
+            return Pull(
+                mode="carrier",
+                end=end,
+                qmp=file_path(f["qmp"], self.base),
+                qmp_netdev=matching(f["netdev"], _QEMU_ID, "a QEMU netdev id"),
+            )
+        if mode == "command":
+            return self._command_pull(f, end)
+        return Pull(mode=mode, end=end)  # type: ignore[arg-type]
+
+    def _pull_end(self, at: At, ends: tuple[LinkEnd, LinkEnd]) -> LinkEnd:
+        value = text(at)
+        for end in ends:
+            if str(end) == value:
+                return end
+        raise at.error(f"{value!r} is not an end of this link (ends: {ends[0]}, {ends[1]})")
+
+    def _command_pull(self, f: dict[str, At], end: LinkEnd) -> Pull:
+        controller = matching(f["controller"], NAME, NAME_WHAT)
+        if controller not in self.hosts:
+            raise f["controller"].error(
+                f"no host {controller!r} in this inventory ({known(self.hosts)})"
+            )
+        variables = _vars(f["vars"]) if given(f, "vars") else ()
+        names = {k for k, _ in variables}
+        return Pull(
+            mode="command",
+            end=end,
+            controller=controller,
+            down=_template(f["down"], names),
+            up=_template(f["up"], names),
+            vars=variables,
+        )
+
+
+def _vars(at: At) -> tuple[tuple[str, str], ...]:
+    result = []
+    for key, value in entries(at).items():
+        if not _IDENT.fullmatch(key):
+            raise value.error(f"{key!r} is not a variable name (letters, digits, '_')")
+        result.append((key, text(value)))
+    return tuple(result)
+
+
+def _template(at: At, names: set[str]) -> tuple[str, ...]:
+    """An argument list whose ``{name}`` fields must all be in ``names``."""
+    items = sequence(at)
+    if not items:
+        raise at.error("expected a non-empty argument list")
+    argv = []
+    for item in items:
+        arg = text(item)
+        try:
+            parsed = list(string.Formatter().parse(arg))
+        except ValueError as e:
+            raise item.error(f"bad template {arg!r}: {e} (write {{{{ for a literal brace)") from None
+        for _, field, spec, conversion in parsed:
+            if field is None:
+                continue
+            if not _IDENT.fullmatch(field) or spec or conversion:
+                raise item.error(f"template field {{{field}}} must be a plain {{name}}")
+            if field not in names:
+                raise item.error(
+                    f"template field {{{field}}} is not in vars ({known(names, 'vars')})"
+                )
+        argv.append(arg)
+    return tuple(argv)

@@ -1,0 +1,346 @@
+"""Broken inventories: each gives one located message, exit 1 and no traceback.
+
+Every case edits a valid base inventory in one place and states the exact
+message, ``file:line: yaml.path: message``, that the loader must give; each
+is checked in-process and through the real ``hil inventory check`` command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hil.errors import InventoryError
+from hil.inventory import load
+
+BASE = """\
+hosts:
+  bastion:
+    ssh:
+      host: bastion.lab.example
+  ctl:
+    ssh: {host: ctl.lab.example, jump: bastion}
+  a:
+    ssh:
+      host: a.lab.example
+      jump: bastion
+    tags: [x]
+    rnics:
+      - name: p0
+        netdev: eth1
+        driver: siw
+        address: 198.18.0.1/24
+        mtu: 1500
+        speed: 10000
+  b:
+    ssh:
+      host: b.lab.example
+    tags: [x]
+    rnics:
+      - name: p0
+        netdev: eth1
+        driver: siw
+        address: 198.18.0.2/24
+        mtu: 1500
+links:
+  l1:
+    ends: [a:p0, b:p0]
+    pull:
+      - mode: admin
+      - mode: command
+        controller: ctl
+        down: [swctl, "{port}", down]
+        up: [swctl, "{port}", up]
+        vars: {port: Eth1/1}
+"""
+
+HOSTS = "hosts: a, b, bastion, ctl"
+RNIC_ALLOWED = "address, driver, fallback, firmware, mtu, name, netdev, rdma_device, speed"
+
+# (id, text to replace in BASE (first occurrence), replacement, expected message)
+CASES = [
+    (
+        "bad-ip",
+        "198.18.0.1/24",
+        "198.18.1.300/24",
+        "lab.yaml:16: hosts.a.rnics[0].address: '198.18.1.300/24' is not an IP network",
+    ),
+    (
+        "address-without-prefix",
+        "198.18.0.1/24",
+        "198.18.0.1",
+        "lab.yaml:16: hosts.a.rnics[0].address: '198.18.0.1' has no prefix length "
+        "(write ADDRESS/PREFIX, like 198.18.0.1/24)",
+    ),
+    (
+        "unknown-key",
+        "speed: 10000",
+        "sped: 10000",
+        "lab.yaml:18: hosts.a.rnics[0].sped: unknown key 'sped' "
+        f"(did you mean 'speed'? allowed: {RNIC_ALLOWED})",
+    ),
+    (
+        "unknown-top-key",
+        "links:",
+        "link:",
+        "lab.yaml:29: link: unknown key 'link' (did you mean 'links'? "
+        "allowed: hosts, links, version)",
+    ),
+    (
+        "duplicate-key",
+        "    tags: [x]\n",
+        "    tags: [x]\n    tags: [y]\n",
+        "lab.yaml:12: hosts.a.tags: duplicate key 'tags' (first at line 11)",
+    ),
+    (
+        "duplicate-host",
+        "  b:\n",
+        "  a:\n",
+        "lab.yaml:19: hosts.a: duplicate key 'a' (first at line 7)",
+    ),
+    (
+        "dangling-end-host",
+        "ends: [a:p0, b:p0]",
+        "ends: [a:p0, c:p0]",
+        f"lab.yaml:31: links.l1.ends[1]: no host 'c' in this inventory ({HOSTS})",
+    ),
+    (
+        "dangling-end-port",
+        "ends: [a:p0, b:p0]",
+        "ends: [a:p0, b:p1]",
+        "lab.yaml:31: links.l1.ends[1]: host 'b' has no RNIC port 'p1' (ports: p0)",
+    ),
+    (
+        "end-not-host-port",
+        "ends: [a:p0, b:p0]",
+        "ends: [a:p0, b]",
+        "lab.yaml:31: links.l1.ends[1]: 'b' is not HOST:PORT (like t6-a:p0)",
+    ),
+    (
+        "three-ends",
+        "ends: [a:p0, b:p0]",
+        "ends: [a:p0, b:p0, ctl:p0]",
+        "lab.yaml:31: links.l1.ends: a link has exactly two ends, got 3",
+    ),
+    (
+        "same-host-link",
+        "ends: [a:p0, b:p0]",
+        "ends: [a:p0, a:p0]",
+        "lab.yaml:31: links.l1.ends: both ends are on host 'a'; a link joins two hosts",
+    ),
+    (
+        "jump-unknown-host",
+        "jump: bastion}",
+        "jump: bastoin}",
+        f"lab.yaml:6: hosts.ctl.ssh.jump: no host 'bastoin' in this inventory ({HOSTS})",
+    ),
+    (
+        "jump-loop",
+        "      host: bastion.lab.example\n",
+        "      host: bastion.lab.example\n      jump: ctl\n",
+        "lab.yaml:5: hosts.bastion.ssh.jump: jump hosts loop: bastion -> ctl -> bastion",
+    ),
+    (
+        "bad-pull-mode",
+        "mode: admin",
+        "mode: unplug",
+        "lab.yaml:33: links.l1.pull[0].mode: 'unplug' is not one of: "
+        "admin, blackhole, carrier, command",
+    ),
+    (
+        "pull-end-not-on-link",
+        "      - mode: admin\n",
+        "      - mode: admin\n        end: ctl:p0\n",
+        "lab.yaml:34: links.l1.pull[0].end: 'ctl:p0' is not an end of this link "
+        "(ends: a:p0, b:p0)",
+    ),
+    (
+        "pull-key-of-other-mode",
+        "      - mode: admin\n",
+        "      - mode: admin\n        qmp: /run/q.sock\n",
+        "lab.yaml:34: links.l1.pull[0].qmp: unknown key 'qmp' (allowed: end, mode)",
+    ),
+    (
+        "duplicate-pull-mode",
+        "      - mode: command\n",
+        "      - mode: admin\n      - mode: command\n",
+        "lab.yaml:34: links.l1.pull[1]: duplicate pull mode 'admin' (first at line 33)",
+    ),
+    (
+        "carrier-without-netdev",
+        "      - mode: admin\n",
+        "      - mode: carrier\n        qmp: /run/q.sock\n",
+        "lab.yaml:33: links.l1.pull[0]: missing required key 'netdev'",
+    ),
+    (
+        "command-without-up",
+        '        up: [swctl, "{port}", up]\n',
+        "",
+        "lab.yaml:34: links.l1.pull[1]: missing required key 'up'",
+    ),
+    (
+        "template-field-not-in-vars",
+        '"{port}", down',
+        '"{prot}", down',
+        "lab.yaml:36: links.l1.pull[1].down[1]: template field {prot} is not in vars (vars: port)",
+    ),
+    (
+        "template-unbalanced-brace",
+        '"{port}", down',
+        '"{port", down',
+        "lab.yaml:36: links.l1.pull[1].down[1]: bad template '{port': expected '}' before "
+        "end of string (write {{ for a literal brace)",
+    ),
+    (
+        "controller-unknown",
+        "controller: ctl",
+        "controller: switch",
+        f"lab.yaml:35: links.l1.pull[1].controller: no host 'switch' in this inventory ({HOSTS})",
+    ),
+    (
+        "wrong-type-mtu",
+        "mtu: 1500",
+        "mtu: big",
+        "lab.yaml:17: hosts.a.rnics[0].mtu: expected an integer, got a string 'big'",
+    ),
+    (
+        "wrong-type-rnics",
+        "    rnics:\n      - name: p0\n        netdev: eth1\n        driver: siw\n"
+        "        address: 198.18.0.1/24\n        mtu: 1500\n        speed: 10000\n",
+        "    rnics: eth1\n",
+        "lab.yaml:12: hosts.a.rnics: expected a list, got a string 'eth1'",
+    ),
+    (
+        "wrong-type-tags",
+        "    tags: [x]\n",
+        "    tags: x\n",
+        "lab.yaml:11: hosts.a.tags: expected a list, got a string 'x'",
+    ),
+    (
+        "bad-mtu",
+        "mtu: 1500",
+        "mtu: 20",
+        "lab.yaml:17: hosts.a.rnics[0].mtu: 20 is out of range 68..65535",
+    ),
+    (
+        "bad-ssh-port",
+        "      host: a.lab.example\n",
+        "      host: a.lab.example\n      port: 70000\n",
+        "lab.yaml:10: hosts.a.ssh.port: 70000 is out of range 1..65535",
+    ),
+    (
+        "bad-host-key-policy",
+        "      host: a.lab.example\n",
+        "      host: a.lab.example\n      host_key_policy: accept-all\n",
+        "lab.yaml:10: hosts.a.ssh.host_key_policy: 'accept-all' is not one of: "
+        "strict, accept-new",
+    ),
+    (
+        "missing-ssh-host",
+        "      host: b.lab.example\n",
+        "      port: 22\n",
+        "lab.yaml:20: hosts.b.ssh: missing required key 'host'",
+    ),
+    (
+        "ssh-host-like-an-option",
+        "host: b.lab.example",
+        "host: -oProxyCommand=touch",
+        "lab.yaml:21: hosts.b.ssh.host: '-oProxyCommand=touch' is not a host name, "
+        "address or ssh alias",
+    ),
+    (
+        "missing-netdev",
+        "        netdev: eth1\n        driver: siw\n        address: 198.18.0.2/24\n",
+        "        driver: siw\n        address: 198.18.0.2/24\n",
+        "lab.yaml:24: hosts.b.rnics[0]: missing required key 'netdev'",
+    ),
+    (
+        "duplicate-port-name",
+        "        mtu: 1500\n        speed: 10000\n",
+        "        mtu: 1500\n        speed: 10000\n      - name: p0\n        netdev: eth2\n"
+        "        driver: siw\n",
+        "lab.yaml:19: hosts.a.rnics[1]: duplicate RNIC port name 'p0' (first at line 13)",
+    ),
+    (
+        "bad-fallback",
+        "        speed: 10000\n",
+        "        speed: 10000\n        fallback: rxe\n",
+        "lab.yaml:19: hosts.a.rnics[0].fallback: 'rxe' is not one of: siw",
+    ),
+    (
+        "bad-sysctl-name",
+        "    tags: [x]\n",
+        "    tags: [x]\n    sysctls: {../../etc/passwd: 1}\n",
+        "lab.yaml:12: hosts.a.sysctls['../../etc/passwd']: '../../etc/passwd' is not a "
+        "sysctl name (like net.ipv4.tcp_retries2)",
+    ),
+    (
+        "bad-host-name",
+        "  b:\n",
+        "  b c:\n",
+        "lab.yaml:19: hosts['b c']: 'b c' is not a valid name (letters, digits, '_', '.', '-'; "
+        "starting with a letter or digit)",
+    ),
+    (
+        "yaml-syntax-error",
+        "    tags: [x]\n",
+        "    tags: [x\n",
+        "lab.yaml:12: invalid YAML: expected ',' or ']', but got ':' "
+        "(while parsing a flow sequence started at line 11)",
+    ),
+    (
+        "unsupported-version",
+        "hosts:\n",
+        "version: 2\nhosts:\n",
+        "lab.yaml:1: version: unsupported version 2 (this hil reads version 1)",
+    ),
+    (
+        "root-not-a-mapping",
+        BASE,
+        "- a\n- b\n",
+        "lab.yaml:1: expected a mapping, got a list",
+    ),
+    (
+        "empty-file",
+        BASE,
+        "# nothing yet\n",
+        "lab.yaml:1: the file is empty (expected hosts: and links:)",
+    ),
+]
+
+
+def _broken(tmp_path: Path, old: str, new: str) -> Path:
+    assert old in BASE, f"test case edits text that is not in BASE: {old!r}"
+    path = tmp_path / "lab.yaml"
+    path.write_text(BASE.replace(old, new, 1))
+    return path
+
+
+def test_base_is_valid(tmp_path: Path) -> None:
+    path = tmp_path / "lab.yaml"
+    path.write_text(BASE)
+    inv = load(path)
+    assert sorted(inv.hosts) == ["a", "b", "bastion", "ctl"]
+    assert list(inv.links) == ["l1"]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_broken_inventory_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     old: str, new: str, message: str) -> None:
+    _broken(tmp_path, old, new)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InventoryError) as caught:
+        load("lab.yaml")
+    assert str(caught.value) == message
+    assert caught.value.file == "lab.yaml"
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_broken_inventory_through_cli(tmp_path: Path, hil, old: str, new: str, message: str) -> None:
+    _broken(tmp_path, old, new)
+    done = hil("inventory", "check", "lab.yaml", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == message + "\n"
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
