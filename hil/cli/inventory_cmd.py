@@ -88,7 +88,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _hosts_table(inv: Inventory) -> str:
-    rows = [("HOST", "SSH", "TAGS")]
+    rows: list[tuple[object, ...]] = [("HOST", "SSH", "TAGS")]
     for h in inv.hosts.values():
         target = f"{h.ssh.user}@{h.ssh.host}:{h.ssh.port}"
         if h.ssh.jump:
@@ -98,7 +98,7 @@ def _hosts_table(inv: Inventory) -> str:
 
 
 def _ports_table(inv: Inventory) -> str:
-    rows = [
+    rows: list[tuple[object, ...]] = [
         ("HOST", "PORT", "NETDEV", "DRIVER", "RDMA_DEVICE", "ADDRESS", "MTU", "SPEED", "FIRMWARE",
          "FALLBACK"),
     ]  # fmt: skip
@@ -112,7 +112,7 @@ def _ports_table(inv: Inventory) -> str:
 def _pairs_table(pairs: list[Pair]) -> str:
     if not pairs:
         return "no pairs"
-    rows = [("PAIR", "END_A", "END_B", "TAGS", "PULLS")]
+    rows: list[tuple[object, ...]] = [("PAIR", "END_A", "END_B", "TAGS", "PULLS")]
     for p in pairs:
         modes = ",".join(pull.mode for pull in p.link.pulls)
         rows.append((p.name, p.link.a, p.link.b, ",".join(p.link.tags) or "-", modes or "-"))

@@ -152,7 +152,9 @@ def _template(at: At, names: set[str]) -> tuple[str, ...]:
         try:
             parsed = list(string.Formatter().parse(arg))
         except ValueError as e:
-            raise item.error(f"bad template {arg!r}: {e} (write {{{{ for a literal brace)") from None
+            raise item.error(
+                f"bad template {arg!r}: {e} (write {{{{ for a literal brace)"
+            ) from None
         for _, field, spec, conversion in parsed:
             if field is None:
                 continue

@@ -265,5 +265,3 @@ def _sysctls(at: At | None) -> tuple[tuple[str, str], ...]:
             raise value.error(f"{key!r} is not a sysctl name (like net.ipv4.tcp_retries2)")
         result.append((key, text(value)))
     return tuple(result)
-
-

@@ -14,6 +14,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -72,7 +73,7 @@ class At:
 
 def line_of(node: yaml.Node) -> int:
     """The 1-based line a node starts on."""
-    return node.start_mark.line + 1
+    return int(node.start_mark.line) + 1
 
 
 def describe(node: yaml.Node) -> str:
@@ -215,7 +216,7 @@ def known(names: Collection[str], what: str = "hosts") -> str:
     return f"{what}: {shown or 'none'}"
 
 
-def _construct(node: yaml.ScalarNode) -> object:
+def _construct(node: yaml.ScalarNode) -> Any:
     # A fresh constructor per scalar: it keeps no state we rely on, and the
     # SafeConstructor knows YAML 1.1's integer and boolean spellings.
     return yaml.constructor.SafeConstructor().construct_object(node)

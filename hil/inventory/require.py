@@ -66,8 +66,8 @@ class Requirement:
         actual = getattr(rnic, self.key)
         if self.key in NUMERIC_KEYS:
             # An unknown speed or mtu cannot be shown to meet any bound.
-            return actual is not None and _COMPARE[self.op](actual, int(self.value))
-        return (actual == self.value) == (self.op == "=")
+            return actual is not None and _COMPARE[self.op](int(actual), int(self.value))
+        return bool(actual == self.value) == (self.op == "=")
 
 
 def parse_requirement(text: str) -> Requirement:

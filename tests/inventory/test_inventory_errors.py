@@ -152,8 +152,7 @@ CASES = [
         "pull-end-not-on-link",
         "      - mode: admin\n",
         "      - mode: admin\n        end: ctl:p0\n",
-        "lab.yaml:34: links.l1.pull[0].end: 'ctl:p0' is not an end of this link "
-        "(ends: a:p0, b:p0)",
+        "lab.yaml:34: links.l1.pull[0].end: 'ctl:p0' is not an end of this link (ends: a:p0, b:p0)",
     ),
     (
         "pull-key-of-other-mode",
@@ -233,8 +232,7 @@ CASES = [
         "bad-host-key-policy",
         "      host: a.lab.example\n",
         "      host: a.lab.example\n      host_key_policy: accept-all\n",
-        "lab.yaml:10: hosts.a.ssh.host_key_policy: 'accept-all' is not one of: "
-        "strict, accept-new",
+        "lab.yaml:10: hosts.a.ssh.host_key_policy: 'accept-all' is not one of: strict, accept-new",
     ),
     (
         "missing-ssh-host",
@@ -325,9 +323,12 @@ def test_base_is_valid(tmp_path: Path) -> None:
     assert list(inv.links) == ["l1"]
 
 
-@pytest.mark.parametrize(("old", "new", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_broken_inventory_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     old: str, new: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("old", "new", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_broken_inventory_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str, message: str
+) -> None:
     _broken(tmp_path, old, new)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InventoryError) as caught:
@@ -336,8 +337,12 @@ def test_broken_inventory_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert caught.value.file == "lab.yaml"
 
 
-@pytest.mark.parametrize(("old", "new", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_broken_inventory_through_cli(tmp_path: Path, hil, old: str, new: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("old", "new", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_broken_inventory_through_cli(
+    tmp_path: Path, hil, old: str, new: str, message: str
+) -> None:
     _broken(tmp_path, old, new)
     done = hil("inventory", "check", "lab.yaml", cwd=tmp_path)
     assert done.returncode == 1
