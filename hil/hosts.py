@@ -82,7 +82,7 @@ class Hosts:
             agent.close()
         return kept
 
-    def call(self, name: str, method: str, timeout: float | None = None, **params: Any) -> Any:
+    def call(self, name: str, method: str, /, timeout: float | None = None, **params: Any) -> Any:
         """One agent call on host ``name``, bounded by ``timeout`` (default ``call_timeout``)."""
         return self.agent(name).call(method, timeout=timeout or self.call_timeout, **params)
 
