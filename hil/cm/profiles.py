@@ -1,0 +1,164 @@
+"""Provider profiles: where siw and iw_cxgb4 keep the iWARP CM contract differently.
+
+The contract rules (:mod:`hil.cm.contract`) read statuses and time bounds
+from a :class:`Profile` and never look at the driver's name, so the same
+suites run on both providers.  Each value's source is in docs/contract.md.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+from dataclasses import dataclass
+
+from hil.errors import InputError
+
+# Linux TCP constants that bound siw's link-pull detection (include/net/tcp.h).
+TCP_RTO_MIN_S = 0.2
+TCP_RTO_MAX_S = 120.0
+
+
+def tcp_retries2_timeout_s(retries2: int, rto_min_s: float = TCP_RTO_MIN_S,
+                           rto_max_s: float = TCP_RTO_MAX_S) -> float:
+    """How long Linux TCP retransmits before it gives up, for ``net.ipv4.tcp_retries2``.
+
+    The kernel's ``tcp_model_timeout()``: the RTO doubles from ``rto_min`` until
+    it reaches ``rto_max``, then stays there; 15 (the default) gives 924.6 s,
+    5 gives 12.6 s.
+    """
+    if retries2 < 0:
+        raise InputError(f"tcp_retries2 must be >= 0, not {retries2}")
+    linear_backoff_thresh = int(math.log2(rto_max_s / rto_min_s))
+    if retries2 <= linear_backoff_thresh:
+        return ((2 << retries2) - 1) * rto_min_s
+    return (((2 << linear_backoff_thresh) - 1) * rto_min_s
+            + (retries2 - linear_backoff_thresh) * rto_max_s)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one provider promises where the iWARP CM contract leaves room.
+
+    Statuses are kernel statuses (negative errnos or 0), bounds are seconds
+    and already include a margin for a slow (TCG) guest.
+    """
+
+    name: str
+    # Status of REJECTED when the peer calls rdma_reject (or destroys the request).
+    reject_status: int
+    # True: with no listener, rdma_connect() itself fails ECONNREFUSED and no
+    # event follows.  False: rdma_connect() returns 0, one of
+    # no_listener_events follows.
+    no_listener_connect_error: bool
+    no_listener_events: frozenset[str]
+    # DISCONNECTED statuses after rdma_disconnect (either side).
+    orderly_close_statuses: frozenset[int]
+    # The local DISCONNECTED status after moving a connected QP to ERR.
+    abort_statuses: frozenset[int]
+    # True when the peer of an abortive close sees what an orderly close shows.
+    abortive_peer_looks_orderly: bool
+    # How soon the initiator's DISCONNECTED follows rdma_disconnect.
+    local_close_bound_s: float
+    # How long rdma_destroy_id may block on an id in CONN_SENT.
+    conn_sent_destroy_bound_s: float
+    # cxgb4 retries with MPA v1 after a RST during MPA v2: the passive side
+    # may then see a second CONNECT_REQUEST for one connect.
+    mpa_v1_retry: bool
+    # Invariant 8: whether TCP is torn down when DISCONNECTED is reported.
+    disconnected_means_tcp_down: bool
+    # Link pull, carrier lost: detection bound with data in flight and when
+    # idle (None: the provider promises no detection).
+    pull_traffic_bound_s: float | None
+    pull_idle_bound_s: float | None
+    # Link set administratively down on one host (None: as carrier lost).
+    admin_down_bound_s: float | None
+
+    def peer_abort_statuses(self) -> frozenset[int]:
+        """The DISCONNECTED statuses the peer of an abortive close may see."""
+        if self.abortive_peer_looks_orderly:
+            return self.orderly_close_statuses
+        return self.abort_statuses
+
+    def link_pull_bound_s(self, mode: str, traffic: bool) -> float | None:
+        """Within how many seconds a pulled link must end a connection, or None.
+
+        ``mode`` is ``"carrier"`` (cable pulled) or ``"admin"`` (``ip link
+        set down`` on one host); ``traffic`` says whether data was in flight.
+        """
+        if mode not in ("carrier", "admin"):
+            raise InputError(f"unknown link pull mode {mode!r} (known: carrier, admin)")
+        if mode == "admin" and self.admin_down_bound_s is not None:
+            return self.admin_down_bound_s
+        return self.pull_traffic_bound_s if traffic else self.pull_idle_bound_s
+
+
+def siw_profile(tcp_retries2: int = 15) -> Profile:
+    """The soft-iWARP profile for a host whose ``net.ipv4.tcp_retries2`` is given."""
+    # Under traffic the retransmit timer fires at RTO steps, so detection can
+    # overshoot the model timeout by up to one step (at most doubling it).
+    pull_bound = 2 * tcp_retries2_timeout_s(tcp_retries2) + 2.0
+    return Profile(
+        name="siw",
+        reject_status=-errno.ECONNRESET,
+        no_listener_connect_error=True,
+        no_listener_events=frozenset(),
+        orderly_close_statuses=frozenset({0}),
+        abort_statuses=frozenset({0}),
+        abortive_peer_looks_orderly=True,
+        local_close_bound_s=1.0,
+        conn_sent_destroy_bound_s=10.0 + 3.0,  # MPAREQ_TIMEOUT plus margin
+        mpa_v1_retry=False,
+        disconnected_means_tcp_down=False,
+        pull_traffic_bound_s=pull_bound,
+        pull_idle_bound_s=None,  # no keepalive: an idle connection never notices
+        admin_down_bound_s=2.0,  # siw moves every QP of the netdev to ERR at once
+    )
+
+
+def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
+    """The Chelsio iw_cxgb4 profile for the module's ``ep_timeout_secs``."""
+    margin = 5.0
+    return Profile(
+        name="iw_cxgb4",
+        reject_status=-errno.ECONNREFUSED,
+        no_listener_connect_error=False,
+        no_listener_events=frozenset({"REJECTED", "UNREACHABLE", "CONNECT_ERROR"}),
+        # -ETIMEDOUT when the peer's FIN does not come within ep_timeout_secs.
+        orderly_close_statuses=frozenset({0, -errno.ETIMEDOUT}),
+        abort_statuses=frozenset({-errno.ECONNRESET}),
+        abortive_peer_looks_orderly=False,
+        local_close_bound_s=ep_timeout_secs + margin,
+        conn_sent_destroy_bound_s=ep_timeout_secs + margin,
+        mpa_v1_retry=True,
+        disconnected_means_tcp_down=True,
+        # Firmware retransmit abort; not measured yet, so a generous bound.
+        pull_traffic_bound_s=2.0 * ep_timeout_secs + margin,
+        pull_idle_bound_s=None,  # keepalive interval is firmware configuration
+        admin_down_bound_s=None,
+    )
+
+
+SIW = siw_profile()
+IW_CXGB4 = cxgb4_profile()
+
+_ALIASES = {"siw": "siw", "iw_cxgb4": "iw_cxgb4", "cxgb4": "iw_cxgb4"}
+
+
+def profile_for(driver: str, *, tcp_retries2: int | None = None,
+                ep_timeout_secs: int | None = None) -> Profile:
+    """The profile for an RDMA driver name as ``rdma link`` / sysfs report it.
+
+    Pass the host's ``tcp_retries2`` (siw) or ``ep_timeout_secs`` (cxgb4) when
+    known; the defaults are the kernel's.
+    """
+    name = _ALIASES.get(driver)
+    if name == "siw":
+        return SIW if tcp_retries2 is None else siw_profile(tcp_retries2)
+    if name == "iw_cxgb4":
+        return IW_CXGB4 if ep_timeout_secs is None else cxgb4_profile(ep_timeout_secs)
+    raise InputError(f"no contract profile for RDMA driver {driver!r} "
+                     f"(known: {', '.join(sorted(_ALIASES))})")
+
+
+__all__ = ["IW_CXGB4", "SIW", "Profile", "cxgb4_profile", "profile_for",
+           "siw_profile", "tcp_retries2_timeout_s"]

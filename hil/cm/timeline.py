@@ -1,0 +1,221 @@
+"""One run of a CM sequence as data: both hosts' events and the controller's actions.
+
+Times are microseconds.  ``t_us`` is always on the CONTROLLER's time base: a
+host's raw monotonic stamp (``host_t_us``) plus that host's estimated clock
+offset.  Events and actions of the same host share one offset, so comparing
+them is exact; comparing across hosts is good to the sum of both offsets'
+``uncertainty_us`` (see :meth:`Timeline.uncertainty_us`).
+
+Everything here is JSON-safe and round-trips through :meth:`Timeline.to_json`
+and :meth:`Timeline.from_json`.  Private data is kept as lowercase hex.
+
+Action names the sequences use (rules in :mod:`hil.cm.contract` read them):
+``listen``, ``connect``, ``accept``, ``reject``, ``disconnect``, ``qp_err``
+(abortive: QP moved to ERR), ``destroy``, ``kill`` (SIGKILL of the process
+holding ``id``), ``pull`` / ``restore`` (link; params ``mode`` and
+``traffic``), ``traffic``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hil.errors import InputError
+
+SIDES = ("a", "b")
+# Events that end an active connect (invariant 1).
+CONNECT_REPLIES = frozenset({"ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR"})
+
+
+@dataclass(frozen=True)
+class Event:
+    """One RDMA CM event as a host's event channel delivered it.
+
+    ``status`` is the kernel's (a negative errno or 0); ``id`` names the cm_id
+    within its host (e.g. ``"b:4"``), ``listen_id`` the listener a
+    CONNECT_REQUEST came through; ``seq`` is the position in the channel's
+    delivery order; ``conn`` ties the events of one logical connection on
+    both sides together (filled by the sequence when it knows).
+    """
+
+    host: str
+    side: str
+    t_us: int
+    host_t_us: int
+    type: str
+    status: int = 0
+    id: str = ""
+    listen_id: str | None = None
+    private_data: str = ""
+    conn: str | None = None
+    seq: int = 0
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ValueError(f"event side must be one of {SIDES}, not {self.side!r}")
+        bytes.fromhex(self.private_data)  # raises ValueError on non-hex text
+
+    @property
+    def private_bytes(self) -> bytes:
+        """The private data as bytes."""
+        return bytes.fromhex(self.private_data)
+
+    def brief(self) -> str:
+        """A one-line rendering for messages: ``a:3 ESTABLISHED(0) @12.345ms``."""
+        conn = f" conn={self.conn}" if self.conn else ""
+        return f"{self.id} {self.type}({self.status}) @{self.t_us / 1000:.3f}ms on {self.host}{conn}"
+
+
+@dataclass(frozen=True)
+class Action:
+    """Something the controller made a host do, and how it went.
+
+    ``result`` is ``"ok"`` or the failure as an errno name (``"ECONNREFUSED"``)
+    or number; ``duration_us`` is how long the call took on the host (how long
+    a destroy blocked).  ``id`` names the cm_id acted on, when there is one.
+    """
+
+    t_us: int
+    side: str
+    name: str
+    id: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    result: str | int = "ok"
+    duration_us: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ValueError(f"action side must be one of {SIDES}, not {self.side!r}")
+
+    @property
+    def ok(self) -> bool:
+        """True when the operation succeeded."""
+        return self.result == "ok"
+
+    @property
+    def end_us(self) -> int:
+        """When the call returned (its start when no duration was measured)."""
+        return self.t_us + (self.duration_us or 0)
+
+    def brief(self) -> str:
+        """A one-line rendering for messages."""
+        target = f" {self.id}" if self.id else ""
+        took = f" took {self.duration_us / 1000:.1f}ms" if self.duration_us is not None else ""
+        return f"{self.side}:{self.name}{target} -> {self.result} @{self.t_us / 1000:.3f}ms{took}"
+
+
+@dataclass(frozen=True)
+class ClockOffset:
+    """``controller_time = host_time + offset_us``, known to +/- ``uncertainty_us``."""
+
+    host: str
+    offset_us: int
+    uncertainty_us: int
+
+
+@dataclass(frozen=True)
+class ResourceCount:
+    """How many objects of a kind (cm_id, qp, cq, mr) a host held before and after."""
+
+    host: str
+    kind: str
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
+class KernelLogLine:
+    """One kernel log line a host printed while the scenario ran."""
+
+    host: str
+    line: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A scenario run on a pair: actions, events, clock offsets and after-run evidence."""
+
+    scenario: str
+    provider: str
+    pair: tuple[str, str]
+    actions: tuple[Action, ...] = ()
+    events: tuple[Event, ...] = ()
+    offsets: tuple[ClockOffset, ...] = ()
+    resources: tuple[ResourceCount, ...] = ()
+    kernel_log: tuple[KernelLogLine, ...] = ()
+
+    def sorted(self) -> Timeline:
+        """The same timeline with events and actions in controller-time order.
+
+        Ties keep each channel's delivery order (``seq``).
+        """
+        events = sorted(self.events, key=lambda e: (e.t_us, e.host, e.seq))
+        actions = sorted(self.actions, key=lambda a: a.t_us)
+        return Timeline(self.scenario, self.provider, self.pair, tuple(actions),
+                        tuple(events), self.offsets, self.resources, self.kernel_log)
+
+    def merged(self) -> list[Event | Action]:
+        """Events and actions interleaved in controller-time order (for display)."""
+        items: list[Event | Action] = [*self.events, *self.actions]
+        return sorted(items, key=lambda x: (x.t_us, isinstance(x, Event)))
+
+    def events_for(self, cm_id: str) -> list[Event]:
+        """The events of one cm_id in delivery order."""
+        return sorted((e for e in self.events if e.id == cm_id), key=lambda e: (e.seq, e.t_us))
+
+    def events_of_conn(self, conn: str, side: str | None = None) -> list[Event]:
+        """The events of one logical connection (optionally one side) in time order."""
+        picked = (e for e in self.events if e.conn == conn and (side is None or e.side == side))
+        return sorted(picked, key=lambda e: (e.t_us, e.seq))
+
+    def actions_for(self, cm_id: str, name: str | None = None) -> list[Action]:
+        """The actions on one cm_id (optionally of one name) in time order."""
+        picked = (a for a in self.actions if a.id == cm_id and (name is None or a.name == name))
+        return sorted(picked, key=lambda a: a.t_us)
+
+    def conn_of(self, cm_id: str) -> str | None:
+        """The connection label of a cm_id, from the first of its events that has one."""
+        return next((e.conn for e in self.events_for(cm_id) if e.conn), None)
+
+    def uncertainty_us(self, *hosts: str) -> int:
+        """The summed offset uncertainty of these hosts (0 for unknown hosts)."""
+        by_host = {o.host: o.uncertainty_us for o in self.offsets}
+        return sum(by_host.get(h, 0) for h in set(hosts))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict."""
+        return asdict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        """The timeline as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Timeline:
+        """Rebuild a timeline from :meth:`to_dict` output."""
+        try:
+            return cls(
+                scenario=data["scenario"],
+                provider=data["provider"],
+                pair=(data["pair"][0], data["pair"][1]),
+                actions=tuple(Action(**a) for a in data.get("actions", ())),
+                events=tuple(Event(**e) for e in data.get("events", ())),
+                offsets=tuple(ClockOffset(**o) for o in data.get("offsets", ())),
+                resources=tuple(ResourceCount(**r) for r in data.get("resources", ())),
+                kernel_log=tuple(KernelLogLine(**k) for k in data.get("kernel_log", ())),
+            )
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
+            raise InputError(f"not a timeline: {type(exc).__name__}: {exc}") from exc
+
+    @classmethod
+    def from_json(cls, text: str) -> Timeline:
+        """Rebuild a timeline from :meth:`to_json` output."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise InputError(f"not a timeline: invalid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise InputError("not a timeline: the JSON is not an object")
+        return cls.from_dict(data)
