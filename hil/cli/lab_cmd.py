@@ -1,10 +1,16 @@
-"""``hil lab``: the virtual lab of QEMU soft-iWARP guests."""
+"""``hil lab``: the virtual lab of QEMU soft-iWARP guests (see docs/virtual-lab.md)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import time
+from pathlib import Path
 
-from hil.lab import kernel
+from hil.errors import EXIT_INFRA, EXIT_OK
+from hil.lab import control, kernel
+from hil.lab.accel import ACCELS
+from hil.lab.state import default_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,11 +18,85 @@ def register(sub: argparse._SubParsersAction) -> None:
     lab = sub.add_parser("lab", help="the virtual lab of QEMU soft-iWARP guests")
     cmds = lab.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", parser_class=type(lab))
     cmds.required = True
+
     p = cmds.add_parser("kernel", help="build (or find cached) the guest kernel with siw")
     p.add_argument("--rebuild", action="store_true", help="build even when a cached kernel exists")
     p.set_defaults(func=_kernel)
+
+    p = cmds.add_parser("up", help="boot the lab's guests (reuses a running lab)")
+    _dir_option(p)
+    p.add_argument("--hosts", type=int, default=2, help="number of guests, cabled as a chain (default 2)")
+    p.add_argument("--memory", default="1G", help="memory per guest, as for QEMU -m (default 1G)")
+    p.add_argument("--accel", choices=ACCELS, default="auto",
+                   help="kvm, tcg, or auto: KVM only if a probe boot works (default auto)")
+    p.add_argument("--boot-timeout", type=float, default=control.BOOT_TIMEOUT,
+                   help=f"seconds for all guests to become SSH-ready (default {control.BOOT_TIMEOUT:g})")
+    p.set_defaults(func=_up)
+
+    p = cmds.add_parser("status", help="show the lab's guests, pids, ports, uptime and health "
+                        "(exit 3 when no healthy lab runs)")
+    _dir_option(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_status)
+
+    p = cmds.add_parser("down", help="stop the lab's guests and remove its files")
+    _dir_option(p)
+    p.set_defaults(func=_down)
+
+    p = cmds.add_parser("inventory", help="print the running lab's inventory path")
+    _dir_option(p)
+    p.set_defaults(func=_inventory)
+
+
+def _dir_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dir", type=Path, default=default_dir(),
+                   help=f"the lab directory (default {default_dir()})")
 
 
 def _kernel(args: argparse.Namespace) -> int:
     print(kernel.ensure_kernel(rebuild=args.rebuild))
     return 0
+
+
+def _up(args: argparse.Namespace) -> int:
+    control.up(args.dir, hosts=args.hosts, memory=args.memory, accel_mode=args.accel,
+               boot_timeout=args.boot_timeout)
+    print(control.inventory_path(args.dir))
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    if not control.down(args.dir):
+        print(f"no lab in {args.dir}")
+    return 0
+
+
+def _inventory(args: argparse.Namespace) -> int:
+    print(control.inventory_path(args.dir))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    found = control.status(args.dir)
+    if found is None:
+        print(json.dumps({"dir": str(args.dir), "running": False}) if args.json
+              else f"no lab in {args.dir}")
+        return EXIT_INFRA
+    state, health = found
+    uptime = time.time() - state.started
+    rows = [{"name": h.guest.name, "pid": h.guest.pid, "ssh_port": h.guest.ssh_port,
+             "qmp": h.guest.qmp, "log": h.guest.log, "qemu_alive": h.qemu_alive,
+             "ssh_answering": h.ssh_answering} for h in health]
+    healthy = all(h.qemu_alive and h.ssh_answering for h in health)
+    if args.json:
+        print(json.dumps({"dir": state.dir, "running": True, "healthy": healthy, "accel": state.accel,
+                          "uptime_s": round(uptime, 1), "kernel": state.kernel,
+                          "cable_ports": list(state.cable_ports), "guests": rows}, indent=2))
+    else:
+        print(f"lab {state.dir}: {len(rows)} guests, {state.accel.upper()}, up {uptime:.0f} s, "
+              f"{'healthy' if healthy else 'UNHEALTHY'}")
+        print(f"  {'NAME':<6} {'PID':>8} {'SSH':>6}  QEMU  SSH")
+        for r in rows:
+            print(f"  {r['name']:<6} {r['pid']:>8} {r['ssh_port']:>6}  "
+                  f"{'up' if r['qemu_alive'] else 'DEAD':<4}  {'ok' if r['ssh_answering'] else 'no'}")
+    return EXIT_OK if healthy else EXIT_INFRA

@@ -1,0 +1,215 @@
+"""``up``, ``down`` and ``status`` of a lab directory.
+
+One lab per directory; a lock file serialises commands on the same
+directory, and labs in different directories run side by side.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from hil.errors import HilError, InputError, LabError
+from hil.lab import accel, bootfiles, guests, inventory, kernel, network, readiness
+from hil.lab.state import GuestState, LabState, boot_id, check_dir, load, qemu_alive, save, stale_reason
+
+LOCK_FILE = ".lock"
+PORT_ATTEMPTS = 3
+BOOT_TIMEOUT = 300.0  # TCG on a busy 2-core machine: ~20 s alone, much more when loaded
+# What QEMU logs when a port we probed free was taken before it bound it.
+_PORT_TAKEN = ("Address already in use", "Could not set up host forwarding rule")
+
+# The files a lab makes in its directory (see bootfiles, guests, state, inventory).
+_OURS = re.compile(
+    r"lab\d+\.(d|log|pid|qmp)|lab\.(json|tmp)|inventory\.(yaml|tmp)|known_hosts|id_ed25519(\.pub)?"
+)
+
+Say = Callable[[str], None]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class GuestHealth:
+    """What ``status`` reports about one guest."""
+
+    guest: GuestState
+    qemu_alive: bool
+    ssh_answering: bool
+
+
+@contextmanager
+def _locked(lab_dir: Path) -> Iterator[None]:
+    lab_dir.mkdir(parents=True, exist_ok=True)
+    with open(lab_dir / LOCK_FILE, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LabError(f"{lab_dir}: another `hil lab` command is working on this lab; "
+                           "wait for it, or use another --dir") from None
+        yield
+
+
+def up(lab_dir: Path, hosts: int = 2, memory: str = "1G", accel_mode: str = "auto",
+       say: Say = _stderr, boot_timeout: float = BOOT_TIMEOUT) -> LabState:
+    """Bring a lab of ``hosts`` guests up in ``lab_dir`` (reusing a healthy one)."""
+    network.check_hosts(hosts)
+    lab_dir = check_dir(lab_dir)
+    with _locked(lab_dir):
+        running = _reuse_or_clean(lab_dir, hosts, say)
+        if running is not None:
+            return running
+        image = kernel.ensure_kernel(progress=say)
+        chosen = accel.choose(accel_mode, image, say)
+        started = time.monotonic()
+        try:
+            state, cables = _boot(lab_dir, image, hosts, memory, chosen, say)
+            inv = inventory.write(state, cables)
+            readiness.wait_ready(state, inv, started + boot_timeout, say)
+        except BaseException:
+            _teardown(lab_dir, say)
+            _remove_dir(lab_dir)
+            raise
+        say(f"lab: {hosts} guests SSH-ready in {time.monotonic() - started:.1f} s ({chosen.upper()}); "
+            f"inventory {inv}")
+        return state
+
+
+def _reuse_or_clean(lab_dir: Path, hosts: int, say: Say) -> LabState | None:
+    state = load(lab_dir)
+    if state is None:
+        return None
+    reason = stale_reason(state)
+    if reason is None:
+        if len(state.guests) != hosts:
+            raise InputError(f"{lab_dir}: a lab of {len(state.guests)} guests runs here; "
+                             f"`hil lab down --dir {lab_dir}` first to start one of {hosts}")
+        say(f"lab: already up in {lab_dir} ({len(state.guests)} guests)")
+        return state
+    say(f"lab: found a stale lab in {lab_dir} ({reason}); cleaning it up")
+    _teardown(lab_dir, say)
+    return None
+
+
+def _boot(lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str,
+          say: Say) -> tuple[LabState, list[network.Cable]]:
+    client_pub = bootfiles.write_client_key(lab_dir)
+    tried: set[int] = set()
+    attempt = 1
+    while True:
+        ports = network.allocate_ports(hosts, avoid=tried)
+        tried |= {*ports.ssh, *ports.cables}
+        cables = network.cables(hosts, ports.cables)
+        try:
+            return _start_all(lab_dir, image, ports, cables, memory, chosen, client_pub, say), cables
+        except LabError as e:
+            if attempt == PORT_ATTEMPTS or not any(m in str(e) for m in _PORT_TAKEN):
+                raise
+            say(f"lab: a port was taken while starting ({e}); retrying with new ports")
+            _teardown(lab_dir, say, keep=(bootfiles.CLIENT_KEY, bootfiles.CLIENT_KEY + ".pub"))
+            attempt += 1
+
+
+def _start_all(lab_dir: Path, image: Path, ports: network.Ports, cables: list[network.Cable],
+               memory: str, chosen: str, client_pub: str, say: Say) -> LabState:
+    names = [network.guest_name(i) for i in range(len(ports.ssh))]
+    host_keys = [bootfiles.write_guest(lab_dir, i, n, cables, client_pub) for i, n in enumerate(names)]
+    bootfiles.write_known_hosts(lab_dir, list(zip(ports.ssh, host_keys)))
+    state = LabState(str(lab_dir), boot_id(), time.time(), chosen, str(image), ports.cables, ())
+    # Guest i listens on its cable to guest i+1, which connects: start in order.
+    for i, name in enumerate(names):
+        spec = guests.GuestSpec(name, i, ports.ssh[i], memory, chosen)
+        g = guests.start(image, lab_dir, spec, cables)
+        state = replace(state, guests=(*state.guests, g))
+        save(state)
+        say(f"lab: started {name} (QEMU pid {g.pid}, ssh 127.0.0.1:{g.ssh_port})")
+        for cable in cables:
+            if cable.a.guest == i:
+                guests.wait_listening(cable.port, g)
+    return state
+
+
+def down(lab_dir: Path, say: Say = _stderr) -> bool:
+    """Stop the lab in ``lab_dir`` and remove its files; False if there was none."""
+    lab_dir = check_dir(lab_dir)
+    if not lab_dir.exists():
+        return False
+    with _locked(lab_dir):
+        had = load(lab_dir) is not None
+        _teardown(lab_dir, say)
+        _remove_dir(lab_dir)
+    return had
+
+
+def _teardown(lab_dir: Path, say: Say, keep: tuple[str, ...] = ()) -> None:
+    """Stop every recorded guest (if this boot's) and remove the lab's files but ``keep``."""
+    try:
+        state = load(lab_dir)
+    except LabError:
+        state = None  # unreadable state: nothing we can safely signal
+    errors = []
+    if state is not None and state.boot_id == boot_id():
+        for g in state.guests:
+            try:
+                guests.stop(g)
+            except HilError as e:
+                errors.append(str(e))
+        if state.guests:
+            say(f"lab: stopped {', '.join(g.name for g in state.guests)}")
+    _remove_files(lab_dir, {LOCK_FILE, *keep})
+    if errors:
+        raise LabError(f"{lab_dir}: could not stop every guest: " + "; ".join(errors))
+
+
+def _remove_files(lab_dir: Path, keep: set[str]) -> None:
+    """Remove what the lab made in ``lab_dir``, and nothing else found there."""
+    for entry in lab_dir.iterdir():
+        if entry.name in keep or not _OURS.fullmatch(entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _remove_dir(lab_dir: Path) -> None:
+    (lab_dir / LOCK_FILE).unlink(missing_ok=True)
+    try:
+        lab_dir.rmdir()
+    except OSError:
+        pass  # someone put other files there: leave them and the dir
+
+
+def status(lab_dir: Path, say: Say = _stderr) -> tuple[LabState, list[GuestHealth]] | None:
+    """The running lab in ``lab_dir`` with each guest's health; a stale one is cleaned, None."""
+    lab_dir = check_dir(lab_dir)
+    state = load(lab_dir) if lab_dir.exists() else None
+    if state is None:
+        return None
+    reason = stale_reason(state)
+    if reason is not None:
+        say(f"lab: the lab in {lab_dir} is stale ({reason}); cleaning it up")
+        with _locked(lab_dir):
+            _teardown(lab_dir, say)
+            _remove_dir(lab_dir)
+        return None
+    health = [GuestHealth(g, qemu_alive(g), guests.ssh_banner(g.ssh_port)) for g in state.guests]
+    return state, health
+
+
+def inventory_path(lab_dir: Path) -> Path:
+    """The inventory of the running lab in ``lab_dir``; LabError when none runs."""
+    lab_dir = check_dir(lab_dir)
+    path = lab_dir / inventory.INVENTORY_FILE
+    if load(lab_dir) is None or not path.exists():
+        raise LabError(f"no lab runs in {lab_dir}: start one with `hil lab up --dir {lab_dir}`")
+    return path

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Runs inside a lab guest as root, started by vng --exec with the guest's
+# config dir (written by hil.lab.bootfiles) as $1: configure, then become
+# sshd.  Any failure ends the script, which powers the guest off; its output
+# is in DIR/<guest>.log.
+set -eu
+conf=$1
+run=/run/hil
+
+mkdir -p "$run" /run/sshd
+chmod 700 "$run"
+cp "$conf/ssh_host_ed25519_key" "$conf/authorized_keys" "$conf/sshd_config" "$run/"
+chmod 600 "$run/ssh_host_ed25519_key" "$run/authorized_keys"
+
+# vng bind-mounts an /etc/shadow with root locked ("root:!"); sshd without
+# PAM refuses a locked account even with a key.  "*" is "no password", not
+# locked.  Rewrite in place: the bind mount makes sed -i's rename fail.
+sed 's/^root:[^:]*:/root:*:/' /etc/shadow > "$run/shadow"
+cat "$run/shadow" > /etc/shadow
+
+ip link set dev lo up
+# Each line: MAC NAME ADDRESS/PREFIX.  NICs are found by their fixed MAC and
+# renamed, so the guest's names match the QEMU netdev ids and the inventory.
+while read -r mac name addr; do
+    dev=""
+    for d in /sys/class/net/*; do
+        if [ "$(cat "$d/address")" = "$mac" ]; then dev=${d##*/}; fi
+    done
+    if [ -z "$dev" ]; then echo "hil-lab: no NIC with MAC $mac" >&2; exit 1; fi
+    if [ "$dev" != "$name" ]; then
+        ip link set dev "$dev" down
+        ip link set dev "$dev" name "$name"
+    fi
+    ip addr add "$addr" dev "$name"
+    ip link set dev "$name" up
+done < "$conf/nics"
+
+# Each line: key=value, as in sysctl.conf.
+while IFS='=' read -r key value; do
+    echo "$value" > "/proc/sys/$(echo "$key" | tr . /)"
+done < "$conf/sysctls"
+
+# Each line: RDMA_DEVICE NETDEV.  siw is created here so the lab is ready
+# without the framework's siw fallback.
+while read -r rdmadev netdev; do
+    rdma link add "$rdmadev" type siw netdev "$netdev"
+done < "$conf/siw"
+
+echo "hil-lab: $(hostname) configured; starting sshd"
+exec /usr/sbin/sshd -D -e -f "$run/sshd_config"

@@ -1,0 +1,255 @@
+"""Start and stop lab guests: vng running QEMU, detached, one per guest.
+
+Each guest is ``vng --run BZIMAGE --exec "sh guest_boot.sh CONF"`` in its
+own session (so ``hil lab up`` can exit and the guest stays), with its
+output in ``DIR/<name>.log``, QEMU's pid in ``DIR/<name>.pid`` and its QMP
+socket at ``DIR/<name>.qmp``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hil.errors import LabError
+from hil.lab import qmp
+from hil.lab.bootfiles import BOOT_SCRIPT, guest_conf_dir
+from hil.lab.network import Cable, data_nics, mgmt_nic
+from hil.lab.state import GuestState, pgid_of, qemu_alive
+
+START_TIMEOUT = 30.0  # vng to QEMU running with its pidfile and sockets
+QUIT_TIMEOUT = 10.0
+TERM_TIMEOUT = 5.0
+
+# vng processes started by this process, reaped by stop() so that none is
+# left as a zombie (the CLI exits and leaves reaping to init instead).
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True)
+class GuestSpec:
+    """What to boot for one guest."""
+
+    name: str
+    index: int
+    ssh_port: int
+    memory: str
+    accel: str  # "kvm" or "tcg"
+
+
+def vng_binary() -> str:
+    """The vng of hil's venv (often not on PATH), else the one on PATH."""
+    beside = Path(sys.executable).with_name("vng")
+    found = str(beside) if beside.exists() else shutil.which("vng")
+    if found is None:
+        raise LabError("vng not found: pip install virtme-ng into hil's venv (run ci/install)")
+    return found
+
+
+def qemu_options(lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> list[str]:
+    """The QEMU options for a guest's pidfile, QMP socket and NICs."""
+    mgmt = mgmt_nic(spec.index)
+    opts = [
+        "-pidfile", str(lab_dir / f"{spec.name}.pid"),
+        "-qmp", f"unix:{lab_dir / spec.name}.qmp,server=on,wait=off",
+        "-netdev", f"user,id={mgmt.netdev},restrict=on,hostfwd=tcp:127.0.0.1:{spec.ssh_port}-:22",
+        "-device", f"virtio-net-pci,netdev={mgmt.netdev},mac={mgmt.mac}",
+    ]
+    for cable, nic in data_nics(spec.index, lab_cables):
+        role = "listen" if cable.a.guest == spec.index else "connect"
+        opts += ["-netdev", f"socket,id={nic.netdev},{role}=127.0.0.1:{cable.port}",
+                 "-device", f"virtio-net-pci,netdev={nic.netdev},mac={nic.mac}"]
+    return opts
+
+
+def vng_argv(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> list[str]:
+    """The full vng command line of a guest."""
+    argv = [vng_binary(), "--run", str(kernel), "--name", spec.name, "--cpus", "1",
+            "--memory", spec.memory, "--cwd", "/", "--disable-microvm", "--verbose"]
+    if spec.accel == "tcg":
+        argv.append("--disable-kvm")
+    argv += ["--exec", f"sh {BOOT_SCRIPT} {guest_conf_dir(lab_dir, spec.name)}"]
+    # vng hands these to a shell unquoted: every part is free of shell syntax
+    # (paths are checked by state.check_dir, the rest is ours).
+    argv.append("--qemu-opts=" + " ".join(qemu_options(lab_dir, spec, lab_cables)))
+    return argv
+
+
+def vng_env() -> dict[str, str]:
+    """The environment for vng: it runs virtme-run through PATH, so the venv's bin goes first."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    return env
+
+
+def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> GuestState:
+    """Launch a guest and wait until its QEMU runs; returns its recorded state."""
+    log = lab_dir / f"{spec.name}.log"
+    pidfile = lab_dir / f"{spec.name}.pid"
+    pidfile.unlink(missing_ok=True)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            vng_argv(kernel, lab_dir, spec, lab_cables), stdin=subprocess.DEVNULL,
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=vng_env(), cwd="/",
+        )
+    _children[proc.pid] = proc
+    qmp_path = str(lab_dir / f"{spec.name}.qmp")
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            _children.pop(proc.pid, None)
+            raise LabError(f"{spec.name}: vng exited {proc.returncode} at start:\n{log_tail(log)}")
+        pid = _read_pid(pidfile)
+        if pid is not None and Path(qmp_path).exists():
+            return GuestState(spec.name, spec.index, pid, proc.pid, spec.ssh_port, qmp_path, str(log))
+        time.sleep(0.2)
+    _kill_group(proc.pid)
+    raise LabError(f"{spec.name}: QEMU did not start within {START_TIMEOUT:.0f} s:\n{log_tail(log)}")
+
+
+def _read_pid(pidfile: Path) -> int | None:
+    try:
+        text = pidfile.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def log_tail(log: Path, lines: int = 15) -> str:
+    """The last lines of a guest log, for error messages."""
+    try:
+        return "\n".join(log.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return f"(no log at {log})"
+
+
+def wait_listening(port: int, guest: GuestState, timeout: float = START_TIMEOUT) -> None:
+    """Wait until ``guest``'s QEMU listens on 127.0.0.1:``port`` (a cable's socket).
+
+    It reads /proc/net/tcp instead of connecting: QEMU takes the first
+    connection on a cable's socket as the peer guest.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port in listening_ports():
+            return
+        if not qemu_alive(guest):
+            raise LabError(f"{guest.name}: QEMU exited:\n{log_tail(Path(guest.log))}")
+        time.sleep(0.2)
+    raise LabError(f"{guest.name}: QEMU did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def listening_ports() -> set[int]:
+    """TCP ports in LISTEN state on this machine (IPv4 and IPv6)."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == "0A":
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def ssh_banner(port: int, timeout: float = 2.0) -> bool:
+    """Whether 127.0.0.1:``port`` answers with an SSH banner."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            return s.recv(64).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def stop(guest: GuestState) -> None:
+    """Stop a guest: QMP quit, then SIGTERM, then SIGKILL to its process group."""
+    if qemu_alive(guest):
+        try:
+            qmp.quit_qemu(guest.qmp, timeout=QUIT_TIMEOUT)
+        except LabError:
+            pass  # QEMU not answering QMP: the signals below still stop it
+        _wait_gone(guest, QUIT_TIMEOUT)
+    # Signal the group only while it still holds our processes: after they
+    # are gone its number may be reused by someone else's.
+    if _group_alive(guest.pgid) and _group_is_ours(guest.pgid, guest.qmp):
+        _kill_group(guest.pgid)
+    _reap(guest.pgid)
+
+
+def _group_is_ours(pgid: int, marker: str) -> bool:
+    """Whether a live member of ``pgid`` has ``marker`` (our QMP path) in its argv."""
+    for pid in _group_members(pgid):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _wait_gone(guest: GuestState, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while qemu_alive(guest) and time.monotonic() < deadline:
+        _reap(guest.pgid, block=False)
+        time.sleep(0.1)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # Zombies still count as members; only live ones matter.
+    return any(_is_live(p) for p in _group_members(pgid))
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and pgid_of(int(entry.name)) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def _is_live(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _kill_group(pgid: int) -> None:
+    for sig, wait in ((signal.SIGTERM, TERM_TIMEOUT), (signal.SIGKILL, TERM_TIMEOUT)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            _reap(pgid, block=False)
+            time.sleep(0.1)
+        if not _group_alive(pgid):
+            return
+    raise LabError(f"process group {pgid} survived SIGKILL; check `ps -g {pgid}`")
+
+
+def _reap(pid: int, block: bool = True) -> None:
+    proc = _children.get(pid)
+    if proc is None:
+        return
+    try:
+        proc.wait(timeout=TERM_TIMEOUT if block else 0)
+    except subprocess.TimeoutExpired:
+        return
+    _children.pop(pid, None)

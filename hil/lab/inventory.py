@@ -1,0 +1,90 @@
+"""The lab's inventory: ``DIR/inventory.yaml``, in the format of docs/inventory.md.
+
+Hosts are reached on 127.0.0.1 with the lab's key and strictly checked host
+keys; each data NIC is an RNIC port ``pK`` (``driver: siw``, the siw device
+the lab created, ``fallback: siw``); each cable is a link ``lab-I-J`` with
+``carrier`` (QMP), ``admin`` and ``blackhole`` pulls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hil.lab.bootfiles import CLIENT_KEY, GUEST_SYSCTLS, KNOWN_HOSTS, rdma_device
+from hil.lab.network import Cable, CableEnd, data_nics, guest_name
+from hil.lab.state import LabState
+
+INVENTORY_FILE = "inventory.yaml"
+DATA_MTU = 1500
+HEADER = "# The virtual lab's inventory, written by `hil lab up`; it is replaced on every up.\n"
+
+
+def port_name(netdev: str) -> str:
+    """The RNIC port name of a data NIC: ``data0`` -> ``p0``."""
+    return "p" + netdev.removeprefix("data")
+
+
+def document(state: LabState, lab_cables: list[Cable]) -> dict[str, Any]:
+    """The inventory of a lab as plain YAML-ready data."""
+    lab_dir = Path(state.dir)
+    hosts = {}
+    for g in state.guests:
+        hosts[g.name] = {
+            "ssh": {
+                "host": "127.0.0.1",
+                "port": g.ssh_port,
+                "user": "root",
+                "identity_file": str(lab_dir / CLIENT_KEY),
+                "known_hosts": str(lab_dir / KNOWN_HOSTS),
+                "host_key_policy": "strict",
+                "connect_timeout": 10,
+            },
+            "python": "/usr/bin/python3",
+            "tags": ["virtual", "siw"],
+            "sysctls": dict(GUEST_SYSCTLS),
+            "rnics": [_rnic(nic.netdev, nic.address) for _, nic in data_nics(g.index, lab_cables)],
+        }
+    links = {c.name: _link(state, c) for c in lab_cables}
+    return {"version": 1, "hosts": hosts, "links": links}
+
+
+def _rnic(netdev: str, address: str) -> dict[str, Any]:
+    return {
+        "name": port_name(netdev),
+        "netdev": netdev,
+        "driver": "siw",
+        "rdma_device": rdma_device(netdev),
+        "fallback": "siw",
+        "address": address,
+        "mtu": DATA_MTU,
+    }
+
+
+def _end(end: CableEnd) -> str:
+    return f"{guest_name(end.guest)}:{port_name(end.nic.netdev)}"
+
+
+def _link(state: LabState, cable: Cable) -> dict[str, Any]:
+    qmp = state.guests[cable.a.guest].qmp
+    return {
+        "ends": [_end(cable.a), _end(cable.b)],
+        "tags": ["virtual"],
+        "pull": [
+            {"mode": "carrier", "end": _end(cable.a), "qmp": qmp, "netdev": cable.a.nic.netdev},
+            {"mode": "admin", "end": _end(cable.a)},
+            {"mode": "blackhole", "end": _end(cable.a)},
+        ],
+    }
+
+
+def write(state: LabState, lab_cables: list[Cable]) -> Path:
+    """Write ``DIR/inventory.yaml``; returns its path."""
+    path = Path(state.dir) / INVENTORY_FILE
+    text = yaml.safe_dump(document(state, lab_cables), sort_keys=False, default_flow_style=False)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(HEADER + text)
+    tmp.replace(path)
+    return path

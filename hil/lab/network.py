@@ -1,0 +1,141 @@
+"""The lab's wiring: guests, their NICs and MACs, cables, addresses, ports.
+
+Guests are cabled as a chain: ``lab0 - lab1 - ... - labN-1``.  Cable ``c``
+joins guest ``c`` (which listens on the cable's TCP port) and guest ``c+1``
+(which connects to it), carries the subnet ``198.18.c.0/24`` (``.1`` on the
+lower guest, ``.2`` on the upper one), and ends on each guest in a data NIC
+whose QEMU netdev id and guest interface name are both ``dataK`` (K counts
+that guest's cables).  For two guests this is one cable: lab0:data0 to
+lab1:data0.  The management NIC ``mgmt0`` is QEMU user networking
+(``restrict=on``: no way out) with SSH forwarded from 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from hil.errors import InputError, LabError
+
+MAX_GUESTS = 32  # a chain of 31 cables: far more than two cores can run
+MGMT_ADDRESS = "10.0.2.15/24"  # QEMU user networking's guest address
+
+
+@dataclass(frozen=True)
+class Nic:
+    """A guest NIC: QEMU netdev id (also the guest's interface name) and MAC."""
+
+    netdev: str
+    mac: str
+    address: str  # interface address with prefix, "198.18.0.1/24"
+
+
+@dataclass(frozen=True)
+class CableEnd:
+    """One end of a cable: a guest index and that guest's data NIC."""
+
+    guest: int
+    nic: Nic
+
+
+@dataclass(frozen=True)
+class Cable:
+    """A point-to-point cable: a QEMU socket netdev from ``a`` (listens) to ``b``."""
+
+    index: int
+    a: CableEnd
+    b: CableEnd
+    port: int
+
+    @property
+    def name(self) -> str:
+        """``lab-0-1``: the link name used in the inventory."""
+        return f"lab-{self.a.guest}-{self.b.guest}"
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The TCP ports of a lab on 127.0.0.1: SSH per guest, one per cable."""
+
+    ssh: tuple[int, ...]
+    cables: tuple[int, ...]
+
+
+def guest_name(index: int) -> str:
+    """The name of guest ``index``: the inventory host name and the guest's hostname."""
+    return f"lab{index}"
+
+
+def mgmt_nic(guest: int) -> Nic:
+    """The management NIC of a guest."""
+    return Nic("mgmt0", f"52:54:00:00:{guest:02x}:00", MGMT_ADDRESS)
+
+
+def check_hosts(n: int) -> None:
+    """InputError unless ``n`` guests make a lab."""
+    if not 2 <= n <= MAX_GUESTS:
+        raise InputError(f"--hosts must be between 2 and {MAX_GUESTS}, got {n}")
+
+
+def cables(n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
+    """The chain of cables of an ``n``-guest lab, on the given TCP ports."""
+    check_hosts(n)
+    if len(cable_ports) != n - 1:
+        raise LabError(f"{n} guests need {n - 1} cable ports, got {len(cable_ports)}")
+    nic_count = [0] * n
+    result = []
+    for c in range(n - 1):
+        subnet = ipaddress.IPv4Network(f"198.18.{c}.0/24")
+        ends = []
+        for side, guest in enumerate((c, c + 1)):
+            k = nic_count[guest]
+            nic_count[guest] += 1
+            mac = f"52:54:00:01:{guest:02x}:{k:02x}"
+            ends.append(CableEnd(guest, Nic(f"data{k}", mac, f"{subnet[side + 1]}/{subnet.prefixlen}")))
+        result.append(Cable(c, ends[0], ends[1], cable_ports[c]))
+    return result
+
+
+def data_nics(guest: int, lab_cables: list[Cable]) -> list[tuple[Cable, Nic]]:
+    """The data NICs of ``guest`` with their cables, in netdev-id order."""
+    nics = []
+    for cable in lab_cables:
+        for end in (cable.a, cable.b):
+            if end.guest == guest:
+                nics.append((cable, end.nic))
+    return sorted(nics, key=lambda cn: cn[1].netdev)
+
+
+def free_ports(count: int, avoid: Collection[int] = ()) -> tuple[int, ...]:
+    """``count`` distinct TCP ports free on 127.0.0.1 now, none of them in ``avoid``.
+
+    The kernel picks each (bind to port 0) while all are held, so they are
+    distinct; QEMU binds them a moment later.  Another process may take one
+    in between: the lab then retries with new ports, passing the old ones as
+    ``avoid``.
+    """
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < count:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(s)
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if port not in avoid:
+                ports.append(port)
+            if len(held) > count + 100:
+                raise LabError("cannot find free TCP ports on 127.0.0.1")
+    finally:
+        for s in held:
+            s.close()
+    return tuple(ports)
+
+
+def allocate_ports(n: int, avoid: Collection[int] = ()) -> Ports:
+    """SSH and cable ports for an ``n``-guest lab."""
+    check_hosts(n)
+    ports = free_ports(2 * n - 1, avoid)
+    return Ports(ssh=ports[:n], cables=ports[n:])
