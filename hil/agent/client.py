@@ -100,7 +100,7 @@ class AgentClient:
             )
         msg = self._hello.answer
         if msg is None:
-            raise AgentError(self.host, f"agent exited before its handshake: {self._dead}")
+            raise AgentError(self.host, f"no agent handshake: {self._dead}")
         if msg.get("agent") != "hil" or msg.get("protocol") != PROTOCOL_VERSION:
             raise AgentError(
                 self.host,
@@ -157,7 +157,7 @@ class AgentClient:
         pending.event.set()
 
     def _on_death(self) -> None:
-        status = self._channel.exit_status()
+        status = self._channel.exit_status(wait=1.0)
         self._dead = f"agent exited (status {status}){self._stderr_suffix()}"
         self._hello.event.set()
         with self._lock:

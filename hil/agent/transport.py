@@ -27,8 +27,8 @@ class Channel(Protocol):
     def stderr_tail(self) -> str:
         """The last lines the agent wrote to stderr."""
 
-    def exit_status(self) -> int | None:
-        """The agent's exit status once it exited, else None."""
+    def exit_status(self, wait: float = 0.0) -> int | None:
+        """The agent's exit status, waiting up to ``wait`` for it; None if running."""
 
     def close(self, timeout: float) -> None:
         """Close stdin (the agent then exits), wait up to ``timeout``, then kill."""
@@ -39,12 +39,18 @@ class _StderrTail:
 
     def __init__(self, stream: IO[bytes]) -> None:
         self._lines: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._stream = stream
         self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
         self._thread.start()
 
     def _drain(self, stream: IO[bytes]) -> None:
         for line in iter(stream.readline, b""):
             self._lines.append(line.decode("utf-8", errors="replace").rstrip())
+
+    def close(self, timeout: float) -> None:
+        """Wait for the stream to end (its process exited), then close it."""
+        self._thread.join(timeout)
+        self._stream.close()
 
     def text(self, settle: float = 0.2) -> str:
         # A dying agent's last words may still be in the pipe: let the drain finish.
@@ -74,8 +80,11 @@ class LocalChannel:
     def stderr_tail(self) -> str:
         return self._stderr.text()
 
-    def exit_status(self) -> int | None:
-        return self._proc.poll()
+    def exit_status(self, wait: float = 0.0) -> int | None:
+        try:
+            return self._proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            return None
 
     def close(self, timeout: float) -> None:
         try:
@@ -88,6 +97,7 @@ class LocalChannel:
             self._proc.kill()
             self._proc.wait()
         self._stdout.close()
+        self._stderr.close(timeout)
 
 
 class SSHChannel:
@@ -113,7 +123,7 @@ class SSHChannel:
     def stderr_tail(self) -> str:
         return self._stderr.text() if self._stderr else ""
 
-    def exit_status(self) -> int | None:
+    def exit_status(self, wait: float = 0.0) -> int | None:
         status = getattr(self._process, "exit_status", None)
         if callable(status):
             return status()

@@ -1,0 +1,31 @@
+"""Helpers shared by the agent's tests (imported as a top-level module by pytest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HOST_PYTHON = "/usr/bin/python3"  # the host's python, not the controller venv's
+
+
+def process_running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def pids_with_cmdline(argv: list[str]) -> list[int]:
+    """Live processes whose command line is exactly ``argv``."""
+    want = "\0".join(argv) + "\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_text() == want and process_running(int(entry.name)):
+                found.append(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found

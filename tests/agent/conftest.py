@@ -1,0 +1,45 @@
+"""Fixtures for the agent's tests: throwaway network namespaces and agents in them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from agenttest import HOST_PYTHON
+
+from hil.agent import Agent
+
+
+def needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create network namespaces (run the tests as root)")
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    """A new, empty network namespace, deleted afterwards (also on failure)."""
+    needs_root()
+    name = f"hil-agent-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["ip", "netns", "add", name], check=True, timeout=10)
+    try:
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "delete", name], check=True, timeout=10)
+
+
+@pytest.fixture
+def agent(netns: str) -> Iterator[Agent]:
+    """The real agent zipapp, run by the host's python3 inside ``netns``."""
+    with Agent.local(["ip", "netns", "exec", netns, HOST_PYTHON], name=netns) as a:
+        yield a
+
+
+@pytest.fixture
+def host_agent() -> Iterator[Agent]:
+    """The real agent zipapp, run by the host's python3 in the test's own namespace."""
+    with Agent.local([HOST_PYTHON], name="testhost") as a:
+        yield a
