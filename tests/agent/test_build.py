@@ -1,0 +1,42 @@
+"""The agent zipapp: deterministic, self-contained, cached by content hash."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import zipfile
+from pathlib import Path
+
+from hil.agent import build
+from hil.agent.build import archive_bytes, cache_dir
+
+REMOTE = Path(__file__).parents[2] / "hil" / "agent" / "remote"
+
+
+def test_same_sources_give_the_same_bytes() -> None:
+    first, second = archive_bytes(), archive_bytes()
+    assert first == second
+    assert hashlib.sha256(first).hexdigest() == build().sha256
+
+
+def test_build_is_cached_under_its_hash() -> None:
+    bundle = build()
+    assert bundle.path == cache_dir() / f"{bundle.sha256}.pyz"
+    assert hashlib.sha256(bundle.path.read_bytes()).hexdigest() == bundle.sha256
+    assert bundle.size == bundle.path.stat().st_size
+
+
+def test_archive_holds_agent_and_pyroute2_sorted_with_fixed_times() -> None:
+    zf = zipfile.ZipFile(io.BytesIO(archive_bytes()))
+    names = zf.namelist()
+    assert names == sorted(names)
+    assert {"__main__.py", "hil_agent/main.py", "pyroute2/__init__.py"} <= set(names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_agent_code_imports_nothing_from_the_rest_of_hil() -> None:
+    for path in REMOTE.rglob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"^\s*(from|import)\s+hil\b", text, re.M), path

@@ -1,0 +1,88 @@
+"""RDMA operations: the real error paths here, the parsing against a stand-in tool.
+
+This host's kernel has no RDMA, so the real ``rdma`` tool fails; the agent
+must say so clearly.  The success path runs against real siw in the virtual
+lab (tests/lab); here a stand-in ``rdma`` on PATH prints the JSON the real
+tool prints, to check what the agent makes of it and the argv it passes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from agenttest import HOST_PYTHON
+
+from hil.agent import Agent, AgentCallError, RdmaDevice, RdmaLink
+
+FAKE_RDMA = """#!/bin/sh
+echo "$*" >> "$(dirname "$0")/calls"
+case "$*" in
+"-j dev show") echo '[{"ifindex":0,"ifname":"siw0","node_type":"rnic","node_guid":"5254:00ff:fe12:3456","sys_image_guid":"5254:00ff:fe12:3456"}]' ;;
+"-j link show") echo '[{"ifindex":0,"ifname":"siw0","port":1,"state":"ACTIVE","physical_state":"LINK_UP","netdev":"eth1","netdev_index":3}]' ;;
+"-j resource show qp") echo '[{"ifindex":0,"ifname":"siw0","port":1,"lqpn":1},{"ifindex":0,"ifname":"siw0","lqpn":2}]' ;;
+"-j resource show cm_id") echo '[{"ifindex":0,"ifname":"siw0","state":"LISTEN"}]' ;;
+"-j resource show "*) echo '[]' ;;
+"link add siw0 type siw netdev eth1") ;;
+*) echo "error: no such link: $*" >&2; exit 1 ;;
+esac
+"""
+
+
+def _kernel_has_rdma() -> bool:
+    return Path("/sys/class/infiniband").is_dir() or (
+        shutil.which("rdma") is not None
+        and subprocess.run(["rdma", "link", "show"], capture_output=True, timeout=10).returncode == 0
+    )
+
+
+@pytest.fixture
+def fake_rdma(tmp_path: Path) -> Iterator[tuple[Agent, Path]]:
+    tool = tmp_path / "rdma"
+    tool.write_text(FAKE_RDMA)
+    tool.chmod(0o755)
+    with Agent.local(["env", f"PATH={tmp_path}:/usr/bin:/bin", HOST_PYTHON], name="fakerdma") as a:
+        yield a, tmp_path / "calls"
+
+
+def test_kernel_without_rdma_netlink_is_a_structured_error(host_agent: Agent) -> None:
+    if shutil.which("rdma") is None or _kernel_has_rdma():
+        pytest.skip("this kernel has RDMA (or no rdma tool): the error path cannot be reached")
+    for call in (host_agent.rdma_links, host_agent.rdma_devices, host_agent.rdma_resources):
+        with pytest.raises(AgentCallError, match=r"testhost: agent rdma_\w+: the kernel has no RDMA netlink") as e:
+            call()
+        assert e.value.kind == "rdma_unavailable"
+    with pytest.raises(AgentCallError, match="no RDMA netlink") as e:
+        host_agent.add_siw("siwtest0", "lo")
+
+
+def test_missing_rdma_tool_is_a_structured_error() -> None:
+    with Agent.local(["env", "PATH=/nonexistent", HOST_PYTHON], name="bare") as agent:
+        with pytest.raises(AgentCallError, match=r"bare: agent rdma_links: the rdma tool is not installed") as e:
+            agent.rdma_links()
+    assert e.value.kind == "rdma_unavailable"
+
+
+def test_devices_links_and_resource_counts_from_rdma_json(fake_rdma) -> None:
+    agent, _ = fake_rdma
+    assert agent.rdma_devices() == [RdmaDevice("siw0", 0, "rnic", None, "5254:00ff:fe12:3456")]
+    assert agent.rdma_links() == [RdmaLink("siw0", 1, "ACTIVE", "LINK_UP", "eth1")]
+    assert agent.rdma_resources() == {"cm_id": 1, "qp": 2, "cq": 0, "mr": 0}
+    assert agent.rdma_resources(["qp"]) == {"qp": 2}
+    with pytest.raises(AgentCallError, match=r"unknown RDMA resource types \['pd'\]"):
+        agent.rdma_resources(["pd"])
+
+
+def test_siw_add_and_delete_pass_the_right_argv(fake_rdma) -> None:
+    agent, calls = fake_rdma
+    agent.add_siw("siw0", "eth1")
+    with pytest.raises(AgentCallError, match=r"rdma link delete siw0 exited 1: error: no such link") as e:
+        agent.delete_rdma_link("siw0")
+    assert e.value.kind == "command_failed" and e.value.details["status"] == 1
+    assert calls.read_text().splitlines() == [
+        "link add siw0 type siw netdev eth1",
+        "link delete siw0",
+    ]

@@ -1,0 +1,77 @@
+"""The agent's request loop in-process: the watchdog, malformed lines, agent bugs."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+
+import pytest
+
+from hil.agent.remote import main
+
+
+class Lines:
+    """A stand-in for the agent's stdout that hands each line to the test."""
+
+    def __init__(self) -> None:
+        self.q: queue.Queue[dict] = queue.Queue()
+
+    def write(self, data: bytes) -> None:
+        self.q.put(json.loads(data))
+
+    def flush(self) -> None:
+        pass
+
+    def next(self) -> dict:
+        return self.q.get(timeout=10)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> tuple[main.Server, Lines]:
+    release = threading.Event()
+
+    def stuck() -> str:  # an op that cannot bound itself
+        release.wait(10)
+        return "late"
+
+    def broken() -> None:
+        raise ValueError("agent bug")
+
+    monkeypatch.setitem(main.METHODS, "stuck", stuck)
+    monkeypatch.setitem(main.METHODS, "broken", broken)
+    out = Lines()
+    yield main.Server(out), out
+    release.set()
+
+
+def _request(rid: int, method: str, timeout: float = 5.0, **params) -> bytes:
+    return json.dumps({"id": rid, "method": method, "params": params, "timeout": timeout}).encode()
+
+
+def test_watchdog_answers_an_overrun_once_and_drops_the_late_result(server) -> None:
+    srv, out = server
+    srv.handle(_request(1, "stuck", timeout=0.1))
+    answer = out.next()
+    assert answer == {
+        "id": 1,
+        "error": {"type": "timeout", "message": "stuck did not finish within 0.1s", "details": {}},
+    }
+    srv.handle(_request(2, "ping"))
+    assert out.next()["id"] == 2
+    assert out.q.empty()
+
+
+def test_malformed_line_gets_an_error_without_id(server) -> None:
+    srv, out = server
+    srv.handle(b"{not json")
+    answer = out.next()
+    assert answer["id"] is None and answer["error"]["type"] == "bad_request"
+
+
+def test_an_agent_bug_is_reported_with_its_traceback(server) -> None:
+    srv, out = server
+    srv.handle(_request(3, "broken"))
+    error = out.next()["error"]
+    assert error["type"] == "internal" and error["message"] == "ValueError: agent bug"
+    assert "raise ValueError" in error["details"]["traceback"]
