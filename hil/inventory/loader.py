@@ -71,11 +71,7 @@ def load(path: str | os.PathLike[str]) -> Inventory:
     """
     file = os.fspath(path)
     root = _compose(file, _read(file))
-    try:
-        return _Loader(file).inventory(root)
-    except RecursionError:
-        # Only a YAML alias that contains itself nests this deep.
-        raise InventoryError(file, None, "", "recursive YAML alias") from None
+    return _Loader(file).inventory(root)
 
 
 def inventory_path(path: str | os.PathLike[str] | None) -> str:

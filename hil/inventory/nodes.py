@@ -93,13 +93,19 @@ def entries(at: At) -> dict[str, At]:
     Duplicate keys are errors (naming the first one's line).  YAML merge
     keys (``<<: *anchor``) are honoured: explicit keys win over merged ones.
     """
+    return _entries(at, ())
+
+
+def _entries(at: At, merging: tuple[yaml.Node, ...]) -> dict[str, At]:
+    """``entries``; ``merging`` holds the mappings whose ``<<`` led here."""
     if not isinstance(at.node, yaml.MappingNode):
         raise at.error(f"expected a mapping, got {describe(at.node)}")
     own: dict[str, At] = {}
     merged: dict[str, At] = {}
     for key_node, value_node in at.node.value:
         if key_node.tag == _MERGE:
-            for name, child in _merge_sources(at, key_node, value_node).items():
+            sources = _merge_sources(at, key_node, value_node, (*merging, at.node))
+            for name, child in sources.items():
                 merged.setdefault(name, child)
             continue
         name = _key_name(at, key_node)
@@ -229,7 +235,9 @@ def _key_name(at: At, key_node: yaml.Node) -> str:
     return str(key_node.value)
 
 
-def _merge_sources(at: At, key_node: yaml.Node, value_node: yaml.Node) -> dict[str, At]:
+def _merge_sources(
+    at: At, key_node: yaml.Node, value_node: yaml.Node, merging: tuple[yaml.Node, ...]
+) -> dict[str, At]:
     """The entries a ``<<`` key brings in: one mapping or a list of them."""
     where = At(at.file, line_of(key_node), at.path, value_node)
     sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
@@ -237,7 +245,9 @@ def _merge_sources(at: At, key_node: yaml.Node, value_node: yaml.Node) -> dict[s
     for source in sources:
         if not isinstance(source, yaml.MappingNode):
             raise where.error(f"'<<' must merge a mapping, got {describe(source)}")
-        for name, child in entries(At(at.file, where.line, at.path, source)).items():
+        if any(source is m for m in merging):
+            raise where.error("'<<' merges a mapping that contains this one")
+        for name, child in _entries(At(at.file, where.line, at.path, source), merging).items():
             result.setdefault(name, child)
     return result
 

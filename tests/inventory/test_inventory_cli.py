@@ -1,0 +1,125 @@
+"""``hil inventory check|show`` through the real console script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hil.inventory import load
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = "inventory/example-lab.yaml"
+
+
+def test_check_example(hil) -> None:
+    done = hil("inventory", "check", EXAMPLE)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"{EXAMPLE}: ok (8 hosts, 3 links)\n"
+
+
+def test_check_reports_every_file(hil, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("hosts:\n  a:\n    ssh: {host: a, prot: 22}\n")
+    missing = tmp_path / "missing.yaml"
+    done = hil("inventory", "check", str(bad), str(REPO / EXAMPLE), str(missing))
+    assert done.returncode == 1
+    assert done.stdout == f"{REPO / EXAMPLE}: ok (8 hosts, 3 links)\n"
+    assert done.stderr.splitlines() == [
+        f"{bad}:3: hosts.a.ssh.prot: unknown key 'prot' (did you mean 'port'? allowed: "
+        "connect_timeout, host, host_key_policy, identity_file, jump, known_hosts, port, "
+        "sudo, user)",
+        f"{missing}: cannot read inventory: No such file or directory",
+    ]
+
+
+def test_check_without_file_uses_global_inventory_option(hil) -> None:
+    done = hil("--inventory", EXAMPLE, "inventory", "check")
+    assert (done.returncode, done.stdout) == (0, f"{EXAMPLE}: ok (8 hosts, 3 links)\n")
+
+
+def test_no_inventory_at_all_is_bad_input(hil) -> None:
+    for action in ("check", "show"):
+        done = hil("inventory", action)
+        assert done.returncode == 1
+        assert (
+            done.stderr == "hil: error: no inventory: pass --inventory FILE or set HIL_INVENTORY\n"
+        )
+
+
+def test_show_tables(hil) -> None:
+    done = hil("inventory", "show", EXAMPLE)
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert ["t6-a", "root@t6-a.lab.example:22", "via", "bastion", "t6,rack3"] in lines
+    assert ["t6-a", "p0", "enp1s0f4", "iw_cxgb4", "cxgb4_0", "198.18.1.1/24", "9000", "25000",
+            "1.27.4.0", "-"] in lines  # fmt: skip
+    assert ["gen-b", "p0", "eno2", "siw", "-", "198.18.4.2/24", "1500", "10000", "-",
+            "siw"] in lines  # fmt: skip
+    assert ["t6-pair-1", "t6-a:p0", "t6-b:p0", "t6,chelsio", "admin,blackhole,command"] in lines
+    assert ["siw-pair-1", "gen-a:p0", "gen-b:p0", "siw", "admin,blackhole"] in lines
+
+
+def test_show_require_filters_pairs(hil) -> None:
+    done = hil(
+        "inventory", "show", EXAMPLE, "--require", "driver=iw_cxgb4", "--require", "mtu<9000"
+    )
+    assert done.returncode == 0
+    assert "pairs meeting driver=iw_cxgb4 mtu<9000: 1 of 3" in done.stdout
+    pairs = [line.split()[0] for line in done.stdout.split("PAIR", 1)[1].splitlines()[1:]]
+    assert pairs == ["t5-pair-1"]
+
+
+def test_show_bad_requirement_is_one_line(hil) -> None:
+    done = hil("inventory", "show", EXAMPLE, "--require", "speed>=fast")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "hil: error: bad requirement 'speed>=fast': 'fast' is not a whole number\n"
+    )
+
+
+def test_show_bad_inventory_is_located(hil, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("hosts:\n  a:\n    ssh: {host: a, port: many}\n")
+    done = hil("inventory", "show", str(bad))
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"hil: error: {bad}:3: hosts.a.ssh.port: expected an integer, got a string 'many'\n"
+    )
+
+
+def test_show_json_round_trip(hil, tmp_path: Path) -> None:
+    done = hil("inventory", "show", EXAMPLE, "--json")
+    assert (done.returncode, done.stderr) == (0, "")
+    doc = json.loads(done.stdout)
+    assert set(doc) == {"version", "hosts", "links", "pairs"}
+    assert doc["hosts"]["t5-a"]["rnics"][1]["address"] == "fd00:198:18:3::1/64"
+    assert doc["pairs"][0] == {
+        "name": "t6-pair-1",
+        "hosts": ["t6-a", "t6-b"],
+        "ends": ["t6-a:p0", "t6-b:p0"],
+        "tags": ["t6", "chelsio"],
+        "pulls": ["admin", "blackhole", "command"],
+    }
+    # The hosts and links of the JSON are themselves a valid inventory that
+    # loads into the same hosts and links as the file it came from.
+    del doc["pairs"]
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps(doc))
+    check = hil("inventory", "check", str(again))
+    assert (check.returncode, check.stdout) == (0, f"{again}: ok (8 hosts, 3 links)\n")
+    original = load(REPO / EXAMPLE)
+    reloaded = load(again)
+    assert (reloaded.hosts, reloaded.links) == (original.hosts, original.links)
+
+
+def test_show_json_with_require(hil) -> None:
+    done = hil("inventory", "show", EXAMPLE, "--json", "--require", "fallback=siw")
+    doc = json.loads(done.stdout)
+    assert [p["name"] for p in doc["pairs"]] == ["siw-pair-1"]
+    assert len(doc["links"]) == 3  # the inventory itself is shown whole
+
+
+def test_help_lists_inventory_actions(hil) -> None:
+    done = hil("inventory", "--help")
+    assert done.returncode == 0
+    assert "check" in done.stdout and "show" in done.stdout
