@@ -1,0 +1,175 @@
+"""Invariants 1-10: each rule fails on a hand-built violating timeline and passes a good one."""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import replace
+
+import pytest
+from cmtimelines import (Builder, connected, destroy_in_conn_sent, listener_destroyed,
+                         orderly_close, rejected)
+from contractcheck import breaks, conforms
+
+from hil.cm.contract import Violation, check
+from hil.cm.profiles import IW_CXGB4, SIW, Profile
+from hil.cm.timeline import Timeline
+
+
+def _run(tl: Timeline, profile: Profile, rule: str) -> tuple[Violation, ...]:
+    return check(tl, profile, rules=[rule]).violations
+
+
+@pytest.mark.parametrize("profile", [SIW, IW_CXGB4], ids=lambda p: p.name)
+def test_a_plain_connect_and_close_conform(profile: Profile) -> None:
+    conforms(connected(profile.name).build(), profile)
+    conforms(orderly_close(profile.name), profile)
+
+
+def test_connect_ends_once_two_replies() -> None:
+    b = connected()
+    b.ev("a", "REJECTED", "a:1", 8, -errno.ECONNRESET)
+    v = breaks(b.build(), SIW, "connect-ends-once", "a:1 got 2 connect replies")
+    assert {e.type for e in v.violations[0].events} == {"ESTABLISHED", "REJECTED"}
+
+
+def test_connect_ends_once_disconnected_first() -> None:
+    b = Builder("connect")
+    b.act("a", "connect", "a:1", 1)
+    b.ev("a", "DISCONNECTED", "a:1", 2).ev("a", "ESTABLISHED", "a:1", 3)
+    breaks(b.build(), SIW, "connect-ends-once", "DISCONNECTED before its connect reply")
+
+
+def test_connect_ends_once_no_reply() -> None:
+    b = Builder("connect").act("a", "connect", "a:1", 1)
+    breaks(b.build(), SIW, "connect-ends-once", "ended with none of")
+
+
+def test_connect_ends_once_failed_connect_then_event() -> None:
+    b = Builder("connect").act("a", "connect", "a:1", 1, "ECONNREFUSED")
+    b.ev("a", "REJECTED", "a:1", 3, -errno.ECONNRESET)
+    breaks(b.build(), SIW, "connect-ends-once", "failed (ECONNREFUSED) yet events followed")
+
+
+def test_second_connect_request_only_with_mpa_v1_retry() -> None:
+    b = connected()
+    b.ev("b", "CONNECT_REQUEST", "b:3", 5, listen_id="b:1")
+    tl = b.build()
+    breaks(tl, SIW, "connect-ends-once", "2 CONNECT_REQUESTs (at most 1")
+    assert not [v for v in _run(tl, IW_CXGB4, "connect-ends-once")]
+
+
+def test_no_ib_only_events() -> None:
+    b = connected()
+    b.ev("a", "TIMEWAIT_EXIT", "a:1", 50)
+    breaks(b.build(), SIW, "no-ib-only-events", "InfiniBand-only")
+
+
+def test_disconnect_once_twice() -> None:
+    b = connected()
+    b.ev("a", "DISCONNECTED", "a:1", 50).ev("a", "DISCONNECTED", "a:1", 51)
+    breaks(b.build(), SIW, "disconnect-once-after-established", "a:1 got 2 DISCONNECTED")
+
+
+def test_disconnect_once_without_established() -> None:
+    b = Builder("x").ev("b", "CONNECT_REQUEST", "b:2", 1, listen_id="b:1")
+    b.act("b", "accept", "b:2", 2).ev("b", "DISCONNECTED", "b:2", 3)
+    breaks(b.build(), SIW, "disconnect-once-after-established", "without ESTABLISHED")
+
+
+def test_no_event_before_accept() -> None:
+    b = Builder("x").ev("b", "CONNECT_REQUEST", "b:2", 1, listen_id="b:1")
+    b.ev("b", "ESTABLISHED", "b:2", 2).act("b", "accept", "b:2", 3)
+    breaks(b.build(), SIW, "no-event-before-accept", "b:2 got events before accept")
+
+
+def test_no_event_for_a_rejected_request() -> None:
+    b = Builder("x").ev("b", "CONNECT_REQUEST", "b:2", 1, listen_id="b:1")
+    b.act("b", "reject", "b:2", 2).ev("b", "DISCONNECTED", "b:2", 3)
+    breaks(b.build(), SIW, "no-event-before-accept", "never accepted")
+
+
+@pytest.mark.parametrize("result, ok", [("ECONNRESET", True), (-errno.ECONNRESET, True),
+                                        ("EINVAL", False)])
+def test_accept_may_fail_only_with_econnreset(result: str | int, ok: bool) -> None:
+    b = Builder("x").ev("b", "CONNECT_REQUEST", "b:2", 1, listen_id="b:1")
+    b.act("b", "accept", "b:2", 2, result)
+    if ok:
+        assert not _run(b.build(), SIW, "no-event-before-accept")
+    else:
+        breaks(b.build(), SIW, "no-event-before-accept", "failed with EINVAL, not ECONNRESET")
+
+
+def test_no_event_after_destroy() -> None:
+    b = connected()
+    b.act("a", "destroy", "a:1", 100, duration_ms=1)
+    b.ev("a", "DISCONNECTED", "a:1", 100.5)  # during the destroy call: allowed
+    assert not _run(b.build(), SIW, "no-event-after-destroy")
+    b.ev("a", "DISCONNECTED", "a:1", 102)
+    breaks(b.build(), SIW, "no-event-after-destroy", "after its destroy returned")
+
+
+def test_no_connect_request_through_a_destroyed_listener() -> None:
+    b = Builder("x").act("b", "listen", "b:1", 0).act("b", "destroy", "b:1", 5, duration_ms=1)
+    b.ev("b", "CONNECT_REQUEST", "b:7", 9, listen_id="b:1")
+    breaks(b.build(), SIW, "no-event-after-destroy", "events for b:1")
+
+
+def test_listener_destroy_conforming() -> None:
+    conforms(listener_destroyed(), SIW)
+
+
+def test_listener_destroy_pending_must_be_rejected() -> None:
+    breaks(listener_destroyed(pending_reply="ESTABLISHED"), SIW,
+           "listener-destroy-rejects-pending", "a:3 was pending on listener b:1")
+
+
+def test_listener_destroy_keeps_accepted() -> None:
+    breaks(listener_destroyed(accepted_lost=True), SIW, "listener-destroy-rejects-pending",
+           "accepted b:2 was disconnected")
+
+
+@pytest.mark.parametrize("profile, ms, ok", [(SIW, 9_900, True), (SIW, 20_000, False),
+                                             (IW_CXGB4, 20_000, True), (IW_CXGB4, 70_000, False)],
+                         ids=["siw-10s", "siw-20s", "cxgb4-20s", "cxgb4-70s"])
+def test_destroy_in_conn_sent_bounded(profile: Profile, ms: float, ok: bool) -> None:
+    tl = destroy_in_conn_sent(ms)
+    if ok:
+        conforms(tl, profile)
+    else:
+        breaks(tl, profile, "destroy-in-conn-sent-bounded", "in CONN_SENT blocked")
+
+
+def test_destroy_in_conn_sent_must_be_measured_and_succeed() -> None:
+    breaks(destroy_in_conn_sent(None), SIW, "destroy-in-conn-sent-bounded",
+           "no measured duration")
+    breaks(destroy_in_conn_sent(5, "EBUSY"), SIW, "destroy-in-conn-sent-bounded", "failed: EBUSY")
+
+
+def test_disconnect_idempotent() -> None:
+    b = connected()
+    b.act("a", "disconnect", "a:1", 100).ev("a", "DISCONNECTED", "a:1", 101)
+    b.ev("b", "DISCONNECTED", "b:2", 102)
+    b.act("a", "disconnect", "a:1", 110)
+    conforms(b.build(), SIW)
+    b.act("a", "disconnect", "a:1", 120, "EINVAL")
+    breaks(b.build(), SIW, "disconnect-idempotent", "repeated rdma_disconnect on a:1 failed")
+
+
+def test_fifo_host_stamps_go_back() -> None:
+    tl = orderly_close()
+    a_events = [e for e in tl.events if e.side == "a"]
+    # a:1's ROUTE_RESOLVED delivered last on a's channel: its stamp is older
+    moved = tuple(replace(e, seq=99) if e is a_events[1] else e for e in tl.events)
+    breaks(replace(tl, events=moved), SIW, "fifo-per-channel", "stamped before the previous one")
+
+
+def test_fifo_life_order_per_id() -> None:
+    b = Builder("x").act("a", "connect", "a:1", 0)
+    b.ev("a", "ROUTE_RESOLVED", "a:1", 1).ev("a", "ADDR_RESOLVED", "a:1", 2)
+    b.ev("a", "ESTABLISHED", "a:1", 3)
+    breaks(b.build(), SIW, "fifo-per-channel", "a:1 got ADDR_RESOLVED after ROUTE_RESOLVED")
+
+
+def test_reject_conforms() -> None:
+    conforms(rejected(), SIW)
+

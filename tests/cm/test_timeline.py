@@ -1,0 +1,80 @@
+"""The timeline model: ordering helpers, lookups and the JSON round trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cmtimelines import HOSTS, OFFSETS, link_pull, orderly_close, with_evidence
+
+from hil.cm.timeline import Action, Event, Timeline
+from hil.errors import InputError
+
+
+def test_json_round_trip_is_lossless() -> None:
+    tl = with_evidence(orderly_close(), after_cm_id=1, log=("WARNING: x",))
+    text = tl.to_json(indent=2)
+    assert Timeline.from_json(text) == tl
+    assert json.loads(text)["events"][0]["private_data"] == ""
+
+
+def test_round_trip_keeps_action_params_and_none_ids() -> None:
+    tl = link_pull(detect_ms=5000)
+    again = Timeline.from_json(tl.to_json())
+    pull = next(a for a in again.actions if a.name == "pull")
+    assert pull.id is None and pull.params == {"mode": "carrier", "traffic": True}
+
+
+def test_host_stamps_follow_offsets() -> None:
+    tl = orderly_close()
+    for e in tl.events:
+        side = "a" if e.host == HOSTS["a"] else "b"
+        assert e.t_us == e.host_t_us + OFFSETS[side]
+
+
+def test_events_for_follows_delivery_order() -> None:
+    tl = orderly_close()
+    assert [e.type for e in tl.events_for("a:1")] == [
+        "ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED"]
+    assert tl.conn_of("b:2") == "c1"
+    assert tl.conn_of("nope") is None
+
+
+def test_merged_interleaves_actions_and_events_in_time() -> None:
+    merged = orderly_close().merged()
+    times = [x.t_us for x in merged]
+    assert times == sorted(times)
+    assert any(isinstance(x, Action) for x in merged) and any(isinstance(x, Event) for x in merged)
+
+
+def test_sorted_orders_by_controller_time() -> None:
+    tl = orderly_close()
+    shuffled = Timeline(tl.scenario, tl.provider, tl.pair, tl.actions[::-1], tl.events[::-1])
+    assert shuffled.sorted().events == tl.events
+
+
+def test_uncertainty_sums_hosts() -> None:
+    tl = orderly_close()
+    assert tl.uncertainty_us(*tl.pair) == 600
+    assert tl.uncertainty_us("unknown") == 0
+
+
+def test_event_rejects_bad_side_and_non_hex_private_data() -> None:
+    with pytest.raises(ValueError, match="side"):
+        Event("h", "c", 0, 0, "ESTABLISHED")
+    with pytest.raises(ValueError):
+        Event("h", "a", 0, 0, "ESTABLISHED", private_data="zz")
+    assert Event("h", "a", 0, 0, "REJECTED", private_data="00ff").private_bytes == b"\x00\xff"
+
+
+@pytest.mark.parametrize("text, why", [
+    ("[1, 2]", "not an object"),
+    ("{", "invalid JSON"),
+    ('{"scenario": "x"}', "KeyError"),
+    ('{"scenario": "x", "provider": "siw", "pair": ["a", "b"], "events": [{"side": "q"}]}',
+     "TypeError"),
+])
+def test_from_json_bad_input_is_one_clear_input_error(text: str, why: str) -> None:
+    with pytest.raises(InputError, match=why) as info:
+        Timeline.from_json(text)
+    assert "\n" not in str(info.value)
