@@ -27,7 +27,7 @@ environment:
   HIL_STORE      default for --store (a SQLite path or a postgresql:// URL)
 """
 
-COMMANDS: list[str] = ["hil.cli.lab_cmd", "hil.cli.inventory_cmd"]
+COMMANDS: list[str] = ["hil.cli.lab_cmd", "hil.cli.inventory_cmd", "hil.cli.reserve_cmd"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,160 @@
+"""``hil reserve|renew|release|status``: pair leases for CI scripts and people.
+
+A lease taken with ``hil reserve`` outlives the command: keep it alive with
+``hil renew LEASE`` (before its TTL runs out) and give it back with
+``hil release LEASE``; or use ``hil reserve --hold``, which renews in the
+foreground until SIGTERM or SIGINT and then releases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from hil.errors import EXIT_OK, InputError, LeaseLost
+from hil.inventory import load_from_args, parse_requirements, select
+from hil.inventory.model import Inventory, Pair
+from hil.reservation import Claim, Heartbeat, Holder, Lease, Store, open_store, reserve
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``reserve``, ``renew``, ``release`` and ``status``."""
+    p = subparsers.add_parser(
+        "reserve", help="reserve a pair of lab hosts", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--pair", metavar="NAME", help="this pair (a link name of the inventory)")
+    which.add_argument("--require", action="append", default=[], metavar="K=V",
+                       help="any pair meeting this requirement (repeatable), e.g. driver=iw_cxgb4")
+    p.add_argument("--ttl", type=_ttl, default=300.0, metavar="S",
+                   help="lease lifetime without renewal, in seconds (default 300)")
+    p.add_argument("--wait", type=_seconds, default=0.0, metavar="S",
+                   help="queue up to S seconds for a busy pair, first come first served "
+                   "(default 0: fail at once, exit 2)")
+    p.add_argument("--holder", metavar="TEXT", help="a note on who or what holds the lease")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: lease, pair, hosts, holder, acquired, expires, ttl")
+    p.add_argument("--hold", action="store_true",
+                   help="stay in the foreground renewing until SIGTERM/SIGINT, then release; "
+                   "exit 3 if the lease is lost")
+    p.set_defaults(func=_reserve)
+
+    p = subparsers.add_parser("renew", help="extend a lease",
+                              description="Push LEASE's expiry to now + TTL. Exit 3 if it was "
+                              "lost (taken over after it expired).")
+    p.add_argument("lease", metavar="LEASE")
+    p.add_argument("--ttl", type=_ttl, metavar="S", help="new TTL (default: the lease's)")
+    p.add_argument("--json", action="store_true", help="print the lease as one JSON object")
+    p.set_defaults(func=_renew)
+
+    p = subparsers.add_parser("release", help="give a lease back",
+                              description="Release LEASE; releasing it again is fine.")
+    p.add_argument("lease", metavar="LEASE")
+    p.set_defaults(func=_release)
+
+    p = subparsers.add_parser("status", help="who holds which pair, and who waits",
+                              description="List live leases (holder, since, until) and waiters.")
+    p.add_argument("--json", action="store_true",
+                   help='one JSON object: {"leases": [...], "waiting": [...]}')
+    p.set_defaults(func=_status)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < 1e9:
+        raise argparse.ArgumentTypeError(f"seconds out of range: {text!r}")
+    return value
+
+
+def _ttl(text: str) -> float:
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("a TTL must be more than 0 seconds")
+    return value
+
+
+def claims_of(inventory: Inventory, pair: str | None, requires: Sequence[str]) -> list[Claim]:
+    """The claims a ``--pair`` or ``--require`` selection stands for (all pairs if neither)."""
+    if pair:
+        try:
+            pairs = [inventory.pair(pair)]
+        except KeyError as e:
+            raise InputError(str(e.args[0])) from None
+    else:
+        pairs = select(inventory, parse_requirements(requires))
+        if not pairs:
+            raise InputError(f"{inventory.path}: no pair meets {' '.join(requires)}")
+    return [_claim(p) for p in pairs]
+
+
+def _claim(pair: Pair) -> Claim:
+    return Claim(pair.name, (pair.host_a.name, pair.host_b.name))
+
+
+def _print_lease(lease: Lease, as_json: bool) -> None:
+    print(json.dumps(lease.to_json()) if as_json else str(lease), flush=True)
+
+
+def _reserve(args: argparse.Namespace) -> int:
+    claims = claims_of(load_from_args(args.inventory), args.pair, args.require)
+    with open_store(args.store) as store:
+        lease = reserve(store, claims, Holder.current(args.holder), ttl=args.ttl, wait=args.wait,
+                        progress=lambda text: print(f"hil: {text}", file=sys.stderr, flush=True))
+        _print_lease(lease, args.json)
+        if args.hold:
+            _hold(store, lease)
+    return EXIT_OK
+
+
+def _hold(store: Store, lease: Lease) -> None:
+    """Renew until SIGTERM/SIGINT, then release; raise LeaseLost if it is lost."""
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    with Heartbeat(store, lease, on_lost=lambda _: done.set()) as beat:
+        # Short waits: the signal handler runs between them.
+        while not done.wait(0.2):
+            pass
+    beat.check()
+    store.release(lease.id)
+    print(f"hil: released lease {lease.id}", file=sys.stderr)
+
+
+def _renew(args: argparse.Namespace) -> int:
+    with open_store(args.store) as store:
+        _print_lease(store.renew(args.lease, args.ttl), args.json)
+    return EXIT_OK
+
+
+def _release(args: argparse.Namespace) -> int:
+    with open_store(args.store) as store:
+        store.release(args.lease)
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    with open_store(args.store) as store:
+        leases, tickets = store.leases(), store.tickets()
+    if args.json:
+        doc: dict[str, Any] = {"leases": [le.to_json() for le in leases],
+                               "waiting": [t.to_json() for t in tickets]}
+        print(json.dumps(doc))
+        return EXIT_OK
+    if not leases:
+        print("no pair is held")
+    for le in leases:
+        print(f"{le.pair:<16} {le.hosts[0]}+{le.hosts[1]}  lease {le.id}  held by {le.holder}  "
+              f"since {le.acquired:%Y-%m-%d %H:%M:%S} until {le.expires:%H:%M:%S} UTC")
+    for t in tickets:
+        print(f"waiting: {t.holder} for {', '.join(c.pair for c in t.claims)} "
+              f"since {t.created:%Y-%m-%d %H:%M:%S} UTC")
+    return EXIT_OK

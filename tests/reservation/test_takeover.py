@@ -1,0 +1,87 @@
+"""Expired leases are taken over; their holders learn it at the next heartbeat."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hil.errors import BusyError, LeaseLost
+from hil.reservation import Claim, Heartbeat, Holder, Store, open_store, reserve
+
+AB = Claim("ab", ("a", "b"))
+BC = Claim("bc", ("b", "c"))
+
+
+def test_killed_holder_loses_its_pair_within_its_ttl(store_url: str, spawn: Any) -> None:
+    ttl = 2.0
+    holder = spawn("hold", "--store", store_url, "--claims", json.dumps([["ab", "a", "b"]]),
+                   "--ttl", str(ttl))
+    assert holder.stdout is not None
+    first = json.loads(holder.stdout.readline())
+    with open_store(store_url) as store:
+        # Well past one TTL, the holder's heartbeat still keeps the pair.
+        time.sleep(1.5 * ttl)
+        with pytest.raises(BusyError, match=r"held by .*\(holder\)"):
+            reserve(store, [AB], Holder.current("next"))
+        holder.kill()
+        holder.wait(timeout=10)
+        lease = reserve(store, [AB], Holder.current("next"), wait=ttl + 1.5, poll=0.1)
+        assert lease.pair == "ab"
+        with pytest.raises(LeaseLost, match=f"taken over .* by .*next.*lease {lease.id}"):
+            store.renew(first["lease"])
+
+
+def test_heartbeat_keeps_the_lease_alive(store: Store) -> None:
+    lease = reserve(store, [AB], Holder.current(), ttl=0.6)
+    with Heartbeat(store, lease) as beat:
+        time.sleep(1.5)
+        with pytest.raises(BusyError):
+            reserve(store, [BC], Holder.current("other"))
+        beat.check()
+    assert beat.lost is None
+    assert beat.lease.expires > lease.expires
+
+
+def test_taken_over_holder_learns_it_at_the_next_heartbeat(store_url: str, store: Store) -> None:
+    lease = reserve(store, [AB], Holder.current("first"), ttl=0.5)
+    time.sleep(0.7)
+    thief = reserve(store, [BC], Holder.current("thief"))
+    lost = threading.Event()
+    seen: list[LeaseLost] = []
+
+    def on_lost(e: LeaseLost) -> None:
+        seen.append(e)
+        lost.set()
+
+    # The heartbeat opens its own connection from the URL.
+    with Heartbeat(store_url, lease, on_lost=on_lost) as beat:
+        assert lost.wait(10)
+    assert seen == [beat.lost]
+    with pytest.raises(LeaseLost, match=rf"lease {lease.id} on pair ab expired .* taken over "
+                       rf".* by .*\(thief\) \(lease {thief.id}\)"):
+        beat.check()
+
+
+def test_renewing_an_expired_lease_nobody_took_succeeds(store: Store) -> None:
+    lease = reserve(store, [AB], Holder.current(), ttl=0.2)
+    time.sleep(0.3)
+    assert store.leases() == []
+    renewed = store.renew(lease.id, ttl=30)
+    assert renewed.expires > lease.expires
+    assert [le.id for le in store.leases()] == [lease.id]
+
+
+def test_heartbeat_that_cannot_reach_the_store_gives_up_at_expiry(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "r.db")) as store:
+        lease = reserve(store, [AB], Holder.current(), ttl=0.6)
+    lost = threading.Event()
+    # Nothing listens on port 1: every renewal fails until the lease expires.
+    with Heartbeat("postgresql://hil@127.0.0.1:1/x", lease, on_lost=lambda _: lost.set()) as b:
+        assert lost.wait(10)
+    with pytest.raises(LeaseLost, match=f"could not renew lease {lease.id} .* before it expired"):
+        b.check()
