@@ -56,7 +56,7 @@ RNIC_KEYS = (
 # Words that end up in an ssh or process argument list: no spaces, and no
 # leading '-' so that inventory text can never be taken for an option.
 _WORD = re.compile(r"[^\s-][^\s]*")
-_NETDEV = re.compile(r"(?!\.\.?$)[^\s/:]{1,15}")
+_NETDEV = re.compile(r"(?!\.\.?$)(?!-)[^\s/:]{1,15}")
 _DRIVER = re.compile(r"[a-z0-9_]+")
 _SYSCTL = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
 

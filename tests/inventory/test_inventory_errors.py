@@ -248,6 +248,12 @@ CASES = [
         "address or ssh alias",
     ),
     (
+        "netdev-like-an-option",
+        "        netdev: eth1\n        driver: siw\n        address: 198.18.0.2/24\n",
+        "        netdev: -all\n        driver: siw\n        address: 198.18.0.2/24\n",
+        "lab.yaml:25: hosts.b.rnics[0].netdev: '-all' is not a network interface name",
+    ),
+    (
         "missing-netdev",
         "        netdev: eth1\n        driver: siw\n        address: 198.18.0.2/24\n",
         "        driver: siw\n        address: 198.18.0.2/24\n",
