@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from hil.agent.build import build
 from hil.agent.client import DEFAULT_TIMEOUT, AgentClient
-from hil.agent.deploy import push
+from hil.agent.deploy import REMOTE_DIR, push
 from hil.agent.transport import LocalChannel, SSHChannel
 from hil.agent.types import (
     AddressInfo,
@@ -26,24 +25,23 @@ from hil.agent.types import (
 )
 from hil.errors import AgentError, CommandFailed
 from hil.inventory.model import Host, IPInterface
+from hil.ssh import SSHSession
 
 
 class Agent(AgentClient):
     """A running agent on one host; use as a context manager or call ``close()``."""
 
     @classmethod
-    def start(cls, session: Any, host: Host) -> Agent:
+    def start(cls, session: SSHSession, host: Host, remote_dir: str = REMOTE_DIR) -> Agent:
         """Upload the agent to ``host`` over ``session`` (cached) and start it there.
 
-        Runs ``host.python`` through sudo when ``host.ssh.sudo`` says so.
+        Runs ``host.python``, through ``sudo -n`` when ``host.ssh.sudo`` says so.
+        ``remote_dir`` (relative to the SSH user's home, or absolute) holds the
+        uploaded builds.
         """
         bundle = build()
-        path = push(session, bundle, host.name)
-        argv = [host.python, "-I", path]
-        try:
-            process = session.open_process(argv, sudo=host.ssh.sudo)
-        except OSError as e:
-            raise AgentError(host.name, f"cannot start the agent ({' '.join(argv)}): {e}")
+        path = push(session, bundle, host.name, remote_dir)
+        process = session.open_process([host.python, "-I", path], sudo=True)
         return cls(SSHChannel(process), host.name, expect_hash=bundle.sha256)
 
     @classmethod

@@ -15,16 +15,19 @@ import posixpath
 import stat
 from typing import Any
 
+import paramiko
+
 from hil.agent.build import Bundle
-from hil.errors import AgentError
+from hil.errors import AgentError, SSHError
+from hil.ssh import SSHSession
 
 REMOTE_DIR = ".cache/hil/agent"  # relative to the SSH user's home
 log = logging.getLogger("hil.agent.deploy")
 
 
-def remote_path(home: str, bundle: Bundle) -> str:
+def remote_path(home: str, bundle: Bundle, remote_dir: str = REMOTE_DIR) -> str:
     """Where ``bundle`` lives on a host whose SSH user's home is ``home``."""
-    return posixpath.join(home, REMOTE_DIR, f"{bundle.sha256}.pyz")
+    return posixpath.join(home, remote_dir, f"{bundle.sha256}.pyz")
 
 
 def _makedirs(sftp: Any, path: str) -> None:
@@ -45,11 +48,14 @@ def _cached(sftp: Any, path: str, size: int) -> bool:
         return False
 
 
-def push(session: Any, bundle: Bundle, host: str) -> str:
-    """Make sure ``bundle`` is on the host; returns its absolute remote path."""
+def push(session: SSHSession, bundle: Bundle, host: str, remote_dir: str = REMOTE_DIR) -> str:
+    """Make sure ``bundle`` is on the host; returns its absolute remote path.
+
+    ``remote_dir`` is relative to the SSH user's home, or absolute.
+    """
     try:
         sftp = session.sftp()
-        path = remote_path(sftp.normalize("."), bundle)
+        path = remote_path(sftp.normalize("."), bundle, remote_dir)
         if _cached(sftp, path, bundle.size):
             log.info("%s: agent %s already there", host, bundle.sha256[:12])
             return path
@@ -59,9 +65,9 @@ def push(session: Any, bundle: Bundle, host: str) -> str:
         sftp.posix_rename(tmp, path)
         log.info("%s: uploaded agent %s (%d bytes)", host, bundle.sha256[:12], bundle.size)
         return path
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, paramiko.SSHException) as e:
         raise AgentError(
             host,
-            f"cannot upload the agent to ~/{REMOTE_DIR} over SFTP: {e}; "
+            f"cannot upload the agent to {remote_dir} over SFTP: {e}; "
             "check the SSH user's home is writable and the sftp subsystem is enabled",
         )

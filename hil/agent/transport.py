@@ -10,7 +10,10 @@ from __future__ import annotations
 import collections
 import subprocess
 import threading
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
+
+from hil.errors import CommandTimeout, SSHError
+from hil.ssh import RemoteProcess
 
 STDERR_TAIL_LINES = 20
 
@@ -101,37 +104,30 @@ class LocalChannel:
 
 
 class SSHChannel:
-    """The agent as a process on an SSH connection (``hil.ssh.RemoteProcess``).
+    """The agent as a process on an SSH exec channel (``hil.ssh.RemoteProcess``)."""
 
-    Uses the process's ``stdin``/``stdout`` file objects, ``stderr`` when it
-    has one, and ``close()``; the exit status comes from ``exit_status()`` or
-    ``returncode`` when the transport offers either.
-    """
-
-    def __init__(self, process: Any) -> None:
+    def __init__(self, process: RemoteProcess) -> None:
         self._process = process
-        stderr = getattr(process, "stderr", None)
-        self._stderr = _StderrTail(stderr) if stderr is not None else None
+        self._stdout = process.stdout
+        self._stderr = _StderrTail(process.stderr)
 
     def write(self, data: bytes) -> None:
-        self._process.stdin.write(data)
-        self._process.stdin.flush()
+        try:
+            self._process.write(data)
+        except SSHError as e:
+            raise OSError(str(e)) from None
 
     def readline(self) -> bytes:
-        return self._process.stdout.readline()
+        return self._stdout.readline()
 
     def stderr_tail(self) -> str:
-        return self._stderr.text() if self._stderr else ""
+        return self._stderr.text()
 
     def exit_status(self, wait: float = 0.0) -> int | None:
-        status = getattr(self._process, "exit_status", None)
-        if callable(status):
-            return status()
-        return getattr(self._process, "returncode", None)
+        try:
+            return self._process.wait(wait)
+        except CommandTimeout:
+            return None
 
     def close(self, timeout: float) -> None:
-        try:
-            self._process.stdin.close()
-        except OSError:
-            pass  # channel already closed
-        self._process.close()
+        self._process.close(timeout)

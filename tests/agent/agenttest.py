@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 HOST_PYTHON = "/usr/bin/python3"  # the host's python, not the controller venv's
@@ -29,3 +31,13 @@ def pids_with_cmdline(argv: list[str]) -> list[int]:
         except (FileNotFoundError, ProcessLookupError):
             continue
     return found
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout`` passes (False)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

@@ -15,7 +15,7 @@ import pytest
 from hil.agent import PROTOCOL_VERSION, Agent, AgentCallError, build
 from hil.errors import AgentError, CommandTimeout
 
-from agenttest import HOST_PYTHON, pids_with_cmdline, process_running
+from agenttest import HOST_PYTHON, pids_with_cmdline, process_running, wait_for
 
 
 def test_handshake_announces_version_build_pid_python_and_kernel(host_agent: Agent) -> None:
@@ -108,19 +108,11 @@ def test_closing_stdin_ends_the_agent_and_everything_it_started() -> None:
     worker = threading.Thread(target=call)
     try:
         worker.start()
-        assert _wait_for(lambda: len(pids_with_cmdline(argv)) == 1)
+        assert wait_for(lambda: len(pids_with_cmdline(argv)) == 1)
     finally:
         agent.close()
         worker.join(10)
     assert not process_running(agent.hello.pid)
-    assert _wait_for(lambda: pids_with_cmdline(argv) == [])
+    assert wait_for(lambda: pids_with_cmdline(argv) == [])
     assert len(errors) == 1 and "agent exited" in str(errors[0])
 
-
-def _wait_for(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True

@@ -1,0 +1,101 @@
+"""The agent pushed over SFTP and run over SSH on a netns-lab host (real sshd)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from agenttest import pids_with_cmdline, process_running, wait_for
+
+from conftest import needs_root
+from hil.agent import Agent, build
+from hil.errors import AgentError
+from hil.inventory.model import Host
+from hil.ssh import SSHPool, SSHSession
+
+
+@pytest.fixture(scope="module")
+def lab_host() -> Iterator[tuple[SSHSession, Host, object]]:
+    """The first host of a two-host netns lab and an SSH session to it (module-wide: sshd is slow to start)."""
+    needs_root()
+    from hil.testing.netnslab import NetnsLab
+
+    with NetnsLab(hosts=2) as lab:
+        inventory = lab.inventory()
+        name = lab.hosts[0].name
+        with SSHPool(inventory, ssh_config=None) as pool:
+            yield pool.get(name), inventory.hosts[name], lab
+
+
+@pytest.fixture
+def remote_dir() -> Iterator[str]:
+    """A fresh upload directory (absolute), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="hil-agent-cache-")) / "agent"
+    yield str(path)
+    shutil.rmtree(path.parent)
+
+
+def test_push_handshake_and_cache_hit_on_the_second_push(lab_host, remote_dir: str) -> None:
+    session, host, _ = lab_host
+    bundle = build()
+    uploaded = Path(remote_dir) / f"{bundle.sha256}.pyz"
+    assert not uploaded.exists()
+    with Agent.start(session, host, remote_dir=remote_dir) as agent:
+        assert agent.hello.hash == bundle.sha256
+        assert agent.host == host.name
+    assert hashlib.sha256(uploaded.read_bytes()).hexdigest() == bundle.sha256
+    first = uploaded.stat()
+    with Agent.start(session, host, remote_dir=remote_dir) as agent:
+        assert agent.ping() == agent.hello.pid
+    second = uploaded.stat()
+    assert (second.st_ino, second.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+    assert sorted(os.listdir(remote_dir)) == [uploaded.name]  # no temp files left
+
+
+def test_set_and_restore_an_address_in_the_host_namespace(lab_host, remote_dir: str) -> None:
+    session, host, lab = lab_host
+    rnic = host.rnics[0]
+    extra = "198.18.200.1/24"
+    with Agent.start(session, host, remote_dir=remote_dir) as agent:
+        before = agent.set_link(rnic.netdev, mtu=1400)
+        agent.add_address(rnic.netdev, extra)
+        try:
+            seen = lab.exec(0, ["ip", "-o", "addr", "show", "dev", rnic.netdev]).stdout
+            assert extra in seen and "mtu" not in seen
+            assert agent.link(rnic.netdev).mtu == 1400
+        finally:
+            agent.delete_address(rnic.netdev, extra)
+            agent.set_link(rnic.netdev, mtu=before.mtu)
+        assert extra not in lab.exec(0, ["ip", "-o", "addr", "show", "dev", rnic.netdev]).stdout
+        assert str(rnic.address) in {str(a.address) for a in agent.addresses(rnic.netdev)}
+
+
+def test_closing_the_channel_ends_the_remote_agent_and_its_children(lab_host, remote_dir) -> None:
+    session, host, _ = lab_host
+    argv = ["sleep", f"{700 + uuid.uuid4().int % 99}.75"]
+    agent = Agent.start(session, host, remote_dir=remote_dir)
+    errors: list[Exception] = []
+
+    def call() -> None:
+        try:
+            agent.run(argv, timeout=60)
+        except AgentError as e:
+            errors.append(e)
+
+    worker = threading.Thread(target=call)
+    try:
+        worker.start()
+        assert wait_for(lambda: len(pids_with_cmdline(argv)) == 1)
+    finally:
+        agent.close()
+        worker.join(10)
+    assert wait_for(lambda: not process_running(agent.hello.pid))
+    assert wait_for(lambda: pids_with_cmdline(argv) == [])
+    assert len(errors) == 1 and "agent exited" in str(errors[0])
