@@ -144,7 +144,7 @@ class _Loader:
         for c in checked.values():
             self._check_jump(c)
         links: dict[str, Link] = {}
-        if "links" in top and not top["links"].is_null:
+        if given(top, "links"):
             for name, at in entries(top["links"]).items():
                 links[name] = parse_link(name, at, self.hosts, self.base)
         return Inventory(path=Path(self.file), hosts=self.hosts, links=links)

@@ -1,0 +1,19 @@
+"""The public names of ``hil.inventory`` (other layers code against them)."""
+
+from __future__ import annotations
+
+import hil.inventory
+
+
+def test_exported_names() -> None:
+    assert sorted(hil.inventory.__all__) == sorted(
+        [
+            "PULL_MODES", "REQUIREMENT_KEYS", "Host", "HostKeyPolicy", "IPInterface",
+            "Inventory", "Link", "LinkEnd", "Pair", "Pull", "PullMode", "Requirement",
+            "Rnic", "SshConfig", "inventory_document", "inventory_path", "load",
+            "load_from_args", "pair_document", "parse_requirement", "parse_requirements",
+            "select",
+        ]
+    )  # fmt: skip
+    for name in hil.inventory.__all__:
+        assert getattr(hil.inventory, name) is not None, name
