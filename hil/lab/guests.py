@@ -176,9 +176,9 @@ def stop(guest: GuestState) -> None:
     if qemu_alive(guest):
         try:
             qmp.quit_qemu(guest.qmp, timeout=QUIT_TIMEOUT)
+            _wait_gone(guest, QUIT_TIMEOUT)
         except LabError:
             pass  # QEMU not answering QMP: the signals below still stop it
-        _wait_gone(guest, QUIT_TIMEOUT)
     # Signal the group only while it still holds our processes: after they
     # are gone its number may be reused by someone else's.
     if _group_alive(guest.pgid) and _group_is_ours(guest.pgid, guest.qmp):

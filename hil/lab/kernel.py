@@ -88,12 +88,16 @@ def find_source(src_dir: Path = Path("/usr/src")) -> KernelSource:
         )
     tarball = tarballs[-1]
     package = tarball.name.removesuffix(".tar.xz")
-    out = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version}", package],
-        capture_output=True, text=True, timeout=30, check=False,
-    )
-    version = out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else _mtime_tag(tarball)
-    return KernelSource(package, version, tarball)
+    return KernelSource(package, _package_version(package) or _mtime_tag(tarball), tarball)
+
+
+def _package_version(package: str) -> str | None:
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package],
+                             capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def _mtime_tag(path: Path) -> str:
@@ -250,10 +254,10 @@ def _make(tree: Path, jobs: int, progress: Progress) -> None:
         started = time.monotonic()
         try:
             while proc.poll() is None:
+                time.sleep(PROGRESS_EVERY)
                 elapsed = time.monotonic() - started
                 if elapsed > BUILD_TIMEOUT:
                     raise LabError(f"lab kernel: make ran over {BUILD_TIMEOUT:.0f} s; see {log_path}")
-                time.sleep(PROGRESS_EVERY)
                 progress(f"lab kernel: {elapsed:4.0f} s, {watcher.compiled} files compiled: {watcher.last}")
         finally:
             if proc.poll() is None:

@@ -1,0 +1,67 @@
+"""The lab inventory is read by hil's own inventory loader, unchanged."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from pathlib import Path
+
+from hil.inventory import loader
+from hil.lab import bootfiles, inventory, network
+from hil.lab.state import GuestState, LabState
+
+
+def lab_state(lab_dir: Path, n: int) -> tuple[LabState, list[network.Cable]]:
+    ports = network.Ports(ssh=tuple(2200 + i for i in range(n)), cables=tuple(3300 + i for i in range(n - 1)))
+    guests = tuple(
+        GuestState(network.guest_name(i), i, 100 + i, 100 + i, ports.ssh[i],
+                   str(lab_dir / f"lab{i}.qmp"), str(lab_dir / f"lab{i}.log"))
+        for i in range(n)
+    )
+    state = LabState(str(lab_dir), "boot", time.time(), "tcg", "/k", ports.cables, guests)
+    return state, network.cables(n, ports.cables)
+
+
+def test_two_guest_inventory_loads_with_strict_host_keys_and_siw(tmp_path: Path) -> None:
+    state, cables = lab_state(tmp_path, 2)
+    inv = loader.load(inventory.write(state, cables))
+    assert sorted(inv.hosts) == ["lab0", "lab1"]
+    h = inv.hosts["lab1"]
+    assert (h.ssh.host, h.ssh.port, h.ssh.user, h.ssh.host_key_policy) == ("127.0.0.1", 2201, "root", "strict")
+    assert h.ssh.known_hosts == str(tmp_path / bootfiles.KNOWN_HOSTS)
+    assert h.ssh.identity_file == str(tmp_path / bootfiles.CLIENT_KEY)
+    assert h.python == "/usr/bin/python3"
+    assert set(h.tags) == {"virtual", "siw"}
+    assert dict(h.sysctls)["net.ipv4.tcp_retries2"] == "5"
+    (p0,) = h.rnics
+    assert (p0.name, p0.netdev, p0.driver, p0.rdma_device, p0.fallback, p0.mtu) == (
+        "p0", "data0", "siw", "siw_data0", "siw", 1500)
+    assert p0.address == ipaddress.ip_interface("198.18.0.2/24")
+    pair = inv.pair("lab-0-1")
+    assert (str(pair.link.a), str(pair.link.b)) == ("lab0:p0", "lab1:p0")
+    carrier = pair.link.pull("carrier")
+    assert (carrier.qmp, carrier.qmp_netdev, str(carrier.end)) == (str(tmp_path / "lab0.qmp"), "data0", "lab0:p0")
+    assert {p.mode for p in pair.link.pulls} == {"carrier", "admin", "blackhole"}
+
+
+def test_three_guest_inventory_has_a_chain_of_two_links(tmp_path: Path) -> None:
+    state, cables = lab_state(tmp_path, 3)
+    inv = loader.load(inventory.write(state, cables))
+    assert list(inv.links) == ["lab-0-1", "lab-1-2"]
+    assert [r.name for r in inv.hosts["lab1"].rnics] == ["p0", "p1"]
+    assert str(inv.pair("lab-1-2").link.a) == "lab1:p1"
+
+
+def test_guest_boot_files_match_the_inventory(tmp_path: Path) -> None:
+    _, cables = lab_state(tmp_path, 2)
+    client = bootfiles.write_client_key(tmp_path)
+    host_pub = bootfiles.write_guest(tmp_path, 1, "lab1", cables, client)
+    conf = bootfiles.guest_conf_dir(tmp_path, "lab1")
+    assert (conf / "authorized_keys").read_text().strip() == client
+    assert (conf / "nics").read_text().splitlines() == [
+        "52:54:00:00:01:00 mgmt0 10.0.2.15/24", "52:54:00:01:01:00 data0 198.18.0.2/24"]
+    assert (conf / "siw").read_text() == "siw_data0 data0\n"
+    assert "net.ipv4.tcp_retries2=5" in (conf / "sysctls").read_text().splitlines()
+    assert "Subsystem sftp /usr/lib/openssh/sftp-server" in (conf / "sshd_config").read_text()
+    known = bootfiles.write_known_hosts(tmp_path, [(2201, host_pub)])
+    assert known.read_text() == "[127.0.0.1]:2201 " + " ".join(host_pub.split()[:2]) + "\n"

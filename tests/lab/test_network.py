@@ -1,0 +1,69 @@
+"""The lab's wiring: chain of cables, MACs, addresses, and port allocation."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from hil.errors import InputError
+from hil.lab import network
+
+
+def test_two_guests_have_one_cable_data0_to_data0() -> None:
+    (cable,) = network.cables(2, (40001,))
+    assert cable.name == "lab-0-1"
+    assert (cable.a.guest, cable.a.nic.netdev, cable.a.nic.address) == (0, "data0", "198.18.0.1/24")
+    assert (cable.b.guest, cable.b.nic.netdev, cable.b.nic.address) == (1, "data0", "198.18.0.2/24")
+    assert cable.port == 40001
+
+
+def test_three_guests_chain_and_the_middle_one_has_two_data_nics() -> None:
+    cables = network.cables(3, (1, 2))
+    assert [c.name for c in cables] == ["lab-0-1", "lab-1-2"]
+    middle = network.data_nics(1, cables)
+    assert [(c.name, n.netdev, n.address) for c, n in middle] == [
+        ("lab-0-1", "data0", "198.18.0.2/24"),
+        ("lab-1-2", "data1", "198.18.1.1/24"),
+    ]
+
+
+def test_every_mac_of_a_lab_is_distinct() -> None:
+    n = network.MAX_GUESTS
+    cables = network.cables(n, tuple(range(n - 1)))
+    macs = [network.mgmt_nic(g).mac for g in range(n)]
+    macs += [nic.mac for g in range(n) for _, nic in network.data_nics(g, cables)]
+    assert len(macs) == len(set(macs)) == n + 2 * (n - 1)
+
+
+@pytest.mark.parametrize("n", [0, 1, network.MAX_GUESTS + 1])
+def test_guest_count_out_of_range_is_bad_input(n: int) -> None:
+    with pytest.raises(InputError, match="--hosts must be between 2 and"):
+        network.allocate_ports(n)
+
+
+def test_ports_are_distinct_free_and_not_in_avoid() -> None:
+    first = network.allocate_ports(3)
+    ports = [*first.ssh, *first.cables]
+    assert len(ports) == len(set(ports)) == 5
+    again = network.free_ports(5, avoid=ports)
+    assert not set(again) & set(ports)
+    for p in ports:  # each is bindable right now
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", p))
+
+
+def test_two_labs_side_by_side_get_disjoint_ports() -> None:
+    lab_a = network.allocate_ports(2)
+    held = []
+    try:
+        for p in (*lab_a.ssh, *lab_a.cables):  # lab A's QEMUs hold their ports
+            s = socket.socket()
+            held.append(s)
+            s.bind(("127.0.0.1", p))
+            s.listen()
+        lab_b = network.allocate_ports(2)
+    finally:
+        for s in held:
+            s.close()
+    assert not {*lab_a.ssh, *lab_a.cables} & {*lab_b.ssh, *lab_b.cables}
