@@ -31,7 +31,8 @@ from hil.inventory.nodes import (
 
 LINK_KEYS = ("ends", "tags", "pull")
 # Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
-# mode so reports can say which side was pulled; it defaults to the first end.
+# mode: admin and blackhole act on it (default: the first end); for carrier
+# and command it is optional and names the side whose carrier is affected.
 PULL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "admin": (("mode", "end"), ()),
     "blackhole": (("mode", "end"), ()),
@@ -39,6 +40,7 @@ PULL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "command": (("mode", "end", "controller", "down", "up", "vars"), ("controller", "down", "up")),
 }
 
+_ACTS_ON_AN_END = ("admin", "blackhole")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _END = re.compile(r"([^:\s]+):([^:\s]+)")
@@ -95,7 +97,9 @@ class _LinkReader:
         mode = choice(found["mode"], PULL_MODES)
         allowed, required = PULL_KEYS[mode]
         f = fields(at, allowed, ("mode", *required))
-        end = self._pull_end(f["end"], ends) if given(f, "end") else ends[0]
+        end = self._pull_end(f["end"], ends) if given(f, "end") else None
+        if end is None and mode in _ACTS_ON_AN_END:
+            end = ends[0]
         if mode == "carrier":
             return Pull(
                 mode="carrier",
@@ -114,7 +118,7 @@ class _LinkReader:
                 return end
         raise at.error(f"{value!r} is not an end of this link (ends: {ends[0]}, {ends[1]})")
 
-    def _command_pull(self, f: dict[str, At], end: LinkEnd) -> Pull:
+    def _command_pull(self, f: dict[str, At], end: LinkEnd | None) -> Pull:
         controller = matching(f["controller"], NAME, NAME_WHAT)
         if controller not in self.hosts:
             raise f["controller"].error(

@@ -66,8 +66,10 @@ def test_example_pulls(example: Inventory) -> None:
     assert command.controller == "switch-ctl"
     assert command.down == ("/usr/local/bin/swctl", "port", "{port}", "disable")
     assert command.vars == (("port", "Eth1/3"),)
-    # Without `end:` a pull acts on the link's first end.
+    # Without `end:` admin and blackhole act on the link's first end; command
+    # and carrier pulls have no end unless one is given.
     assert example.links["t5-pair-1"].pull("admin").end == LinkEnd("t5-a", "p0")
+    assert example.links["t5-pair-1"].pull("command").end is None
 
 
 def _write(path: Path, text: str) -> Path:
@@ -128,6 +130,16 @@ def test_relative_paths_are_taken_from_the_inventory_folder(
     assert ssh.known_hosts == str(tmp_path / "known")
     carrier = inv.links["l"].pull("carrier")
     assert (carrier.qmp, carrier.qmp_netdev) == (str(tmp_path / "lab" / "run" / "g0.qmp"), "data0")
+    assert carrier.end is None
+
+
+def test_carrier_pull_with_end(tmp_path: Path) -> None:
+    text = MINIMAL.replace(
+        "{ends: [a:p0, b:p0]}",
+        "{ends: [a:p0, b:p0], pull: [{mode: carrier, qmp: /q, netdev: d0, end: b:p0}]}",
+    )
+    inv = load(_write(tmp_path / "lab.yaml", text))
+    assert inv.links["l"].pull("carrier").end == LinkEnd("b", "p0")
 
 
 def test_tilde_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
