@@ -1,0 +1,169 @@
+"""The real virtual lab: two QEMU guests with siw, reached like lab hosts.
+
+Boots once per session (see conftest); the last test takes it down.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from vlab import VirtualLab
+
+from hil.errors import HostKeyError
+from hil.lab import guests, qmp
+from hil.ssh import Result, SSHPool, SSHSession
+
+# The session's first lab test may build the kernel (~15 min on 2 cores).
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(3600)]
+
+
+@pytest.fixture(scope="module")
+def pool(virtual_lab: VirtualLab) -> Iterator[SSHPool]:
+    with SSHPool(virtual_lab.inventory, ssh_config=None) as p:
+        yield p
+
+
+def test_both_guests_answer_over_hil_ssh_with_verified_host_keys(
+    virtual_lab: VirtualLab, pool: SSHPool
+) -> None:
+    for name in ("lab0", "lab1"):
+        assert virtual_lab.inventory.hosts[name].ssh.host_key_policy == "strict"
+        out = pool.get(name).run(["hostname"], timeout=30)
+        assert out.stdout.strip() == name
+
+
+def test_a_wrong_host_key_is_refused(virtual_lab: VirtualLab, tmp_path: Path) -> None:
+    host = virtual_lab.inventory.hosts["lab0"]
+    other_port = virtual_lab.inventory.hosts["lab1"].ssh.port
+    wrong = tmp_path / "known_hosts"
+    # lab1's key recorded for lab0's address: the check must fail, not pass.
+    lines = Path(host.ssh.known_hosts or "").read_text().splitlines()
+    key = next(ln.split(" ", 1)[1] for ln in lines if ln.startswith(f"[127.0.0.1]:{other_port} "))
+    wrong.write_text(f"[127.0.0.1]:{host.ssh.port} {key}\n")
+    bad = replace(host, ssh=replace(host.ssh, known_hosts=str(wrong)))
+    with pytest.raises(HostKeyError):
+        SSHSession.connect(bad, timeout=20, ssh_config=None).close()
+
+
+def rdma_links(session: SSHSession) -> list[dict[str, object]]:
+    return json.loads(session.run(["rdma", "-j", "link", "show"], timeout=30).stdout)
+
+
+def test_each_guest_has_an_active_siw_device_on_its_data_nic(
+    virtual_lab: VirtualLab, pool: SSHPool
+) -> None:
+    for name, host in virtual_lab.inventory.hosts.items():
+        (rnic,) = host.rnics
+        links = {(ln["ifname"], ln.get("netdev")): ln for ln in rdma_links(pool.get(name))}
+        link = links[(rnic.rdma_device, rnic.netdev)]
+        assert link["state"] == "ACTIVE", link
+
+
+def test_guests_have_the_sysctls_the_inventory_records(virtual_lab: VirtualLab, pool: SSHPool) -> None:
+    for name, host in virtual_lab.inventory.hosts.items():
+        for key, value in host.sysctls:
+            path = "/proc/sys/" + key.replace(".", "/")
+            assert pool.get(name).run(["cat", path], timeout=30).stdout.strip() == value
+
+
+def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool: SSHPool) -> None:
+    pair = virtual_lab.inventory.pair("lab-0-1")
+    server_addr = str(pair.rnic_a.address.ip) if pair.rnic_a.address else ""
+    server, client = pool.get(pair.host_a.name), pool.get(pair.host_b.name)
+    served: list[Result] = []
+    thread = threading.Thread(target=lambda: served.append(
+        server.run(["rping", "-s", "-a", server_addr, "-C", "3", "-v"], timeout=90, check=False)))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until the server listens
+            out = client.run(["rping", "-c", "-a", server_addr, "-C", "3", "-v"], timeout=60, check=False)
+            if out.status == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert out.status == 0, out.stderr
+        assert out.stdout.count("ping data: rdma-ping-") == 3
+    finally:
+        if not served:
+            client.run(["rping", "-c", "-a", server_addr, "-C", "1"], timeout=30, check=False)
+        thread.join(120)
+    assert served and served[0].status == 0, served
+
+
+def carrier(session: SSHSession, netdev: str) -> bool:
+    (link,) = json.loads(session.run(["ip", "-j", "link", "show", "dev", netdev], timeout=30).stdout)
+    return "NO-CARRIER" not in link["flags"] and "LOWER_UP" in link["flags"]
+
+
+def wait_carrier(session: SSHSession, netdev: str, want: bool, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while carrier(session, netdev) != want:
+        assert time.monotonic() < deadline, f"{netdev} carrier did not become {want}"
+        time.sleep(0.5)
+
+
+def test_a_qmp_carrier_pull_shows_no_carrier_and_restore_brings_it_back(
+    virtual_lab: VirtualLab, pool: SSHPool
+) -> None:
+    pull = virtual_lab.inventory.links["lab-0-1"].pull("carrier")
+    assert pull.end is not None and pull.qmp and pull.qmp_netdev
+    session = pool.get(pull.end.host)
+    netdev = virtual_lab.inventory.hosts[pull.end.host].rnic(pull.end.port).netdev
+    assert carrier(session, netdev)
+    qmp.set_link(pull.qmp, pull.qmp_netdev, up=False, timeout=10)
+    try:
+        wait_carrier(session, netdev, want=False)
+    finally:
+        qmp.set_link(pull.qmp, pull.qmp_netdev, up=True, timeout=10)
+    wait_carrier(session, netdev, want=True)
+
+
+def hil_lab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hil", "lab", *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_status_reports_a_healthy_lab_and_up_reuses_it(virtual_lab: VirtualLab) -> None:
+    out = hil_lab("status", "--dir", str(virtual_lab.dir), "--json")
+    assert out.returncode == 0, out.stderr
+    status = json.loads(out.stdout)
+    assert status["healthy"] is True
+    assert [g["pid"] for g in status["guests"]] == [g.pid for g in virtual_lab.state.guests]
+    out = hil_lab("up", "--dir", str(virtual_lab.dir))
+    assert out.returncode == 0, out.stderr
+    assert "already up" in out.stderr
+    assert out.stdout.strip() == str(virtual_lab.dir / "inventory.yaml")
+
+
+def test_zz_down_leaves_no_process_and_no_listening_port(virtual_lab: VirtualLab) -> None:
+    # Named to run last in this module: it takes the session's lab down.
+    ports = {*(g.ssh_port for g in virtual_lab.state.guests), *virtual_lab.state.cable_ports}
+    assert ports <= guests.listening_ports()
+    out = hil_lab("down", "--dir", str(virtual_lab.dir))
+    assert out.returncode == 0, out.stderr
+    for g in virtual_lab.state.guests:
+        assert not Path(f"/proc/{g.pid}").exists() or _zombie(g.pid), f"{g.name} QEMU still runs"
+        assert not _live_members(g.pgid), f"{g.name}: processes left in group {g.pgid}"
+    assert not ports & guests.listening_ports()
+    assert not virtual_lab.dir.exists()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _live_members(pgid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(pgid)], capture_output=True, text=True,
+                         timeout=30, check=False)
+    return [int(f[0]) for f in (ln.split() for ln in out.stdout.splitlines()) if not f[1].startswith("Z")]
