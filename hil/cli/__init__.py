@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 
-from hil.errors import EXIT_INFRA, EXIT_INPUT, HilError
+from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError
 
 EPILOG = """exit codes:
   0  ok
@@ -81,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("hil: interrupted", file=sys.stderr)
         return EXIT_INFRA
+    except BrokenPipeError:
+        # The reader went away (`hil ... | head`): not an error of ours.
+        # Point stdout at /dev/null so the interpreter's final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":
