@@ -41,9 +41,13 @@ class PostgresStore(SqlStore):
         self.url = redact(url)
         self.timeout = timeout
         self._conn: psycopg.Connection[Any] | None = None
-        with self._lock, self._transaction(write=True) as tx:
-            for ddl in schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"):
-                tx.q(ddl)
+        try:
+            with self._lock, self._transaction(write=True) as tx:
+                for ddl in schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"):
+                    tx.q(ddl)
+        except StoreError:
+            self.close()
+            raise
 
     def _connect(self) -> psycopg.Connection[Any]:
         ms = int(self.timeout * 1000)

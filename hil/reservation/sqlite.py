@@ -32,9 +32,13 @@ class SqliteStore(SqlStore):
         self.url = str(self.path)
         self.timeout = timeout
         self._conn = self._connect()
-        with self._lock, self._transaction(write=True) as tx:
-            for ddl in schema("INTEGER PRIMARY KEY AUTOINCREMENT"):
-                tx.q(ddl)
+        try:
+            with self._lock, self._transaction(write=True) as tx:
+                for ddl in schema("INTEGER PRIMARY KEY AUTOINCREMENT"):
+                    tx.q(ddl)
+        except StoreError:
+            self.close()
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         try:
