@@ -1,0 +1,134 @@
+"""The pytest plugin (registered as ``hil`` through the ``pytest11`` entry point).
+
+It is inactive unless an inventory is given (``--hil-inventory`` or
+``HIL_INVENTORY``) or a lease is adopted (``--hil-lease``).  Then, at session
+start, it reserves a pair (each xdist worker its own), so that the session
+header names the pair and the holder; it renews the lease while the session
+lives and releases it at the end.  Tests get the pair from the ``hil_pair``
+session fixture; ``@pytest.mark.hil_requires("driver=iw_cxgb4", ...)`` skips
+a test whose requirements the reserved pair does not meet.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    # The session module pulls in the store drivers: import it only when the
+    # plugin is active, so that every other pytest run stays light.
+    from hil.plugin.session import HilSession, Reserved
+
+SESSION_KEY = pytest.StashKey["HilSession"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hil", "hil: iWARP lab pairs")
+    group.addoption(
+        "--hil-inventory",
+        default=os.environ.get("HIL_INVENTORY"),
+        help="Inventory YAML file of the lab to take a pair from (env HIL_INVENTORY). "
+        "Without it (or --hil-lease) the plugin does nothing.",
+    )
+    group.addoption(
+        "--hil-store",
+        default=os.environ.get("HIL_STORE"),
+        help="Reservation store: a SQLite path or a postgresql:// URL (env HIL_STORE; "
+        "default ~/.local/state/hil/reservations.db).",
+    )
+    group.addoption("--hil-pair", help="Reserve this pair (a link name of the inventory).")
+    group.addoption(
+        "--hil-require",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="Reserve any pair meeting this requirement, e.g. driver=iw_cxgb4, speed>=25000, "
+        "tag=t6. Repeatable; all must hold.",
+    )
+    group.addoption(
+        "--hil-lease",
+        help="Adopt a lease already taken with 'hil reserve': renew it while the session "
+        "lives, and leave its release to whoever took it.",
+    )
+    group.addoption(
+        "--hil-wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="Queue for a busy pair for up to this long instead of failing at once.",
+    )
+    group.addoption(
+        "--hil-ttl",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="Lease time to live; the session renews it every third of that.",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "hil_requires(*requirements): skip unless the reserved pair meets every requirement "
+        "(K=V, K>=V, ... as for --hil-require).",
+    )
+    if config.getoption("hil_inventory") or config.getoption("hil_lease"):
+        from hil.plugin.session import HilSession
+
+        config.stash[SESSION_KEY] = HilSession(config, config.getoption("hil_inventory"))
+
+
+def _session(config: pytest.Config) -> HilSession | None:
+    return config.stash.get(SESSION_KEY, None)
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    # The controller runs no tests: its workers each reserve their own pair.
+    return not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    hs = _session(session.config)
+    if hs is None or _is_xdist_controller(session.config):
+        return
+    if session.config.option.collectonly:
+        return
+    hs.start()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    hs = _session(config)
+    if hs is None:
+        return []
+    if _is_xdist_controller(config):
+        return [f"hil: each xdist worker reserves its own pair from {hs.describe_request()}"]
+    return hs.header_lines()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    hs = _session(item.config)
+    if hs is None:
+        return
+    hs.stop_if_lease_lost()
+    marker_reqs = [r for m in item.iter_markers("hil_requires") for r in m.args]
+    if marker_reqs and hs.reserved is not None:
+        reason = hs.unmet(marker_reqs)
+        if reason:
+            pytest.skip(reason)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    hs = _session(session.config)
+    if hs is not None:
+        hs.finish()
+
+
+@pytest.fixture(scope="session")
+def hil_pair(request: pytest.FixtureRequest) -> Reserved:
+    """The pair this session (or xdist worker) holds, with its lease and inventory."""
+    hs = _session(request.config)
+    if hs is None:
+        pytest.skip("no lab inventory: pass --hil-inventory FILE (or set HIL_INVENTORY)")
+    return hs.require_reserved()
