@@ -18,7 +18,16 @@ from pathlib import Path
 
 from hil.errors import HilError, InputError, LabError
 from hil.lab import accel, bootfiles, guests, inventory, kernel, network, readiness
-from hil.lab.state import GuestState, LabState, boot_id, check_dir, load, qemu_alive, save, stale_reason
+from hil.lab.state import (
+    GuestState,
+    LabState,
+    boot_id,
+    check_dir,
+    load,
+    qemu_alive,
+    save,
+    stale_reason,
+)
 
 LOCK_FILE = ".lock"
 PORT_ATTEMPTS = 3

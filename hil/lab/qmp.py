@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import socket
 import time
-from typing import Any
+from typing import Any, Self
 
 from hil.errors import LabError
 
@@ -55,7 +55,7 @@ class QMPClient:
             self._sock.close()
             raise
 
-    def __enter__(self) -> QMPClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
