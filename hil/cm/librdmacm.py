@@ -1,0 +1,360 @@
+"""A thin ctypes layer over librdmacm and libibverbs, for the remote agent.
+
+Runs on a lab host under the host's own ``/usr/bin/python3``: standard
+library only, and nothing imported from the rest of ``hil``; its QP side is
+the sibling module ``ibverbs.py`` (the agent zipapp bundles the two files
+together, in one package).
+
+Why ctypes and not pyverbs: pyverbs' ``CMEvent`` exposes neither the event's
+status nor the cm_id it belongs to, its event channel has no pollable fd, a
+``get_cm_event`` blocks while holding the GIL, and an un-acked ``CMEvent``
+deadlocks ``close()``.  The contract checks need status, id, listen_id,
+private data and a timestamp for every event, and the agent must never block
+without bound.  So here the channel's fd is non-blocking and polled with a
+timeout, ``struct rdma_cm_event`` is read field by field, and every event is
+acked right after it is copied (an un-acked event hangs ``rdma_destroy_id``).
+
+cm_ids are named by small integer handles, never raw pointers, so they can
+cross the agent's JSON channel.  On iWARP a connect or an accept needs a QP:
+call :meth:`CMChannel.create_qp` on the id first (after ADDR_RESOLVED on the
+active side, after CONNECT_REQUEST on the passive side).
+
+Blocking: every call returns promptly except ``rdma_destroy_id`` on an id in
+CONN_SENT (bounded by the provider's connect timeout: 10 s on siw,
+``ep_timeout_secs`` on cxgb4) and siw's ``rdma_connect`` (a kernel TCP
+connect).  ctypes releases the GIL in foreign calls, so the agent can run
+those in a worker thread and keep answering.
+
+Struct layouts are those of rdma-core's headers on x86_64
+(``rdma/rdma_cma.h``, ``infiniband/verbs.h``; rdma-core 44).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import select
+import socket
+import struct
+import threading
+import time
+from ctypes import POINTER, Structure, byref, c_int, c_uint8, c_uint32, c_void_p
+
+from .ibverbs import SIGNATURES as VERBS_SIGNATURES
+from .ibverbs import QPResources, RdmaError, RdmaUnavailable, Signatures, call, load
+
+__all__ = ["EVENT_NAMES", "CMChannel", "Lib", "RdmaError", "RdmaUnavailable", "probe"]
+
+EVENT_NAMES = ("ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR",
+               "CONNECT_REQUEST", "CONNECT_RESPONSE", "CONNECT_ERROR", "UNREACHABLE",
+               "REJECTED", "ESTABLISHED", "DISCONNECTED", "DEVICE_REMOVAL",
+               "MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT")
+RDMA_PS_TCP = 0x0106
+MAX_PRIVATE_DATA = 255  # rdma_conn_param.private_data_len is a uint8_t
+# errnos that mean "no RDMA here" rather than "this call went wrong".
+_UNAVAILABLE = (errno.ENODEV, errno.ENOENT, errno.ENOSYS, errno.ENXIO)
+
+
+class _ConnParam(Structure):
+    _fields_ = [("private_data", c_void_p), ("private_data_len", c_uint8),
+                ("responder_resources", c_uint8), ("initiator_depth", c_uint8),
+                ("flow_control", c_uint8), ("retry_count", c_uint8),
+                ("rnr_retry_count", c_uint8), ("srq", c_uint8), ("qp_num", c_uint32)]
+
+
+class _CMEvent(Structure):
+    # param is a union of conn and ud; only conn is read (iWARP has no UD).
+    _fields_ = [("id", c_void_p), ("listen_id", c_void_p), ("event", c_int),
+                ("status", c_int), ("conn", _ConnParam), ("_ud_rest", c_uint8 * 32)]
+
+
+class _CMIdHead(Structure):
+    """The first fields of struct rdma_cm_id (the rest is never read)."""
+
+    _fields_ = [("verbs", c_void_p), ("channel", c_void_p), ("context", c_void_p),
+                ("qp", c_void_p)]
+
+
+_SIGNATURES: Signatures = {
+    "rdma_create_event_channel": (c_void_p, []),
+    "rdma_destroy_event_channel": (None, [c_void_p]),
+    "rdma_create_id": (c_int, [c_void_p, POINTER(c_void_p), c_void_p, c_int]),
+    "rdma_destroy_id": (c_int, [c_void_p]),
+    "rdma_bind_addr": (c_int, [c_void_p, c_void_p]),
+    "rdma_resolve_addr": (c_int, [c_void_p, c_void_p, c_void_p, c_int]),
+    "rdma_resolve_route": (c_int, [c_void_p, c_int]),
+    "rdma_listen": (c_int, [c_void_p, c_int]),
+    "rdma_connect": (c_int, [c_void_p, POINTER(_ConnParam)]),
+    "rdma_accept": (c_int, [c_void_p, POINTER(_ConnParam)]),
+    "rdma_reject": (c_int, [c_void_p, c_void_p, c_uint8]),
+    "rdma_disconnect": (c_int, [c_void_p]),
+    "rdma_create_qp": (c_int, [c_void_p, c_void_p, c_void_p]),
+    "rdma_destroy_qp": (None, [c_void_p]),
+    "rdma_get_cm_event": (c_int, [c_void_p, POINTER(POINTER(_CMEvent))]),
+    "rdma_ack_cm_event": (c_int, [POINTER(_CMEvent)]),
+}
+
+
+class Lib:
+    """librdmacm.so.1 (``cm``) and libibverbs.so.1 (``verbs``), their functions typed."""
+
+    def __init__(self, cm: str = "librdmacm.so.1", verbs: str = "libibverbs.so.1") -> None:
+        self.cm = load(cm, _SIGNATURES, "librdmacm1")
+        self.verbs = load(verbs, VERBS_SIGNATURES, "libibverbs1")
+
+
+def sockaddr(address: str, port: int = 0) -> ctypes.Array[ctypes.c_char]:
+    """A struct sockaddr_in or sockaddr_in6 for a numeric address."""
+    try:
+        packed = socket.inet_pton(socket.AF_INET, address)
+        raw = struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + packed + bytes(8)
+    except OSError:
+        try:
+            packed = socket.inet_pton(socket.AF_INET6, address)
+        except OSError:
+            raise RdmaError("sockaddr", errno.EINVAL,
+                            f"not a numeric IP address: {address!r}") from None
+        raw = (struct.pack("=H", socket.AF_INET6) + struct.pack("!HI", port, 0) + packed
+               + struct.pack("=I", 0))
+    return ctypes.create_string_buffer(raw, len(raw))
+
+
+class _Id:
+    """A cm_id and the verbs resources this layer made for its QP."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+        self.res: QPResources | None = None
+
+    def head(self) -> _CMIdHead:
+        return _CMIdHead.from_address(self.ptr)
+
+
+class CMChannel:
+    """An RDMA CM event channel and the cm_ids on it, named by integer handles.
+
+    Not thread-safe, except that a blocking :meth:`destroy_id` may run in
+    another thread while this one polls events.
+    """
+
+    def __init__(self, lib: Lib | None = None) -> None:
+        self._lib = lib or Lib()
+        ptr = self._lib.cm.rdma_create_event_channel()
+        if not ptr:
+            err = ctypes.get_errno()
+            if err in _UNAVAILABLE:
+                raise RdmaUnavailable("rdma_create_event_channel", err,
+                                      "no RDMA device, or the kernel lacks RDMA CM (rdma_ucm)")
+            raise RdmaError("rdma_create_event_channel", err)
+        self._ch: int | None = ptr
+        self.fd: int = c_int.from_address(ptr).value  # struct rdma_event_channel { int fd; }
+        os.set_blocking(self.fd, False)
+        self._poller = select.poll()
+        self._poller.register(self.fd, select.POLLIN)
+        self._ids: dict[int, _Id] = {}
+        self._by_ptr: dict[int, int] = {}
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> CMChannel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _register(self, ptr: int) -> int:
+        with self._lock:
+            handle = self._next
+            self._next += 1
+            self._ids[handle] = _Id(ptr)
+            self._by_ptr[ptr] = handle
+        return handle
+
+    def _id(self, handle: int) -> _Id:
+        try:
+            return self._ids[handle]
+        except KeyError:
+            raise RdmaError("cm_id", errno.EBADF, f"no cm_id with handle {handle}") from None
+
+    def _res(self, handle: int, op: str) -> QPResources:
+        res = self._id(handle).res
+        if res is None:
+            raise RdmaError(op, errno.EINVAL, f"cm_id {handle} has no QP: call create_qp first")
+        return res
+
+    def create_id(self) -> int:
+        """A new RDMA_PS_TCP cm_id on this channel; returns its handle."""
+        out = c_void_p()
+        call("rdma_create_id", self._lib.cm.rdma_create_id, self._ch, byref(out), None,
+             RDMA_PS_TCP)
+        return self._register(int(out.value or 0))
+
+    def bind(self, handle: int, address: str, port: int = 0) -> None:
+        """Bind a cm_id to a local address (and port, for a listener)."""
+        call("rdma_bind_addr", self._lib.cm.rdma_bind_addr, self._id(handle).ptr,
+             sockaddr(address, port))
+
+    def listen(self, handle: int, backlog: int) -> None:
+        """Listen on a bound cm_id.  ``backlog`` must be > 0 (0 means 1024 in ucma)."""
+        if backlog <= 0:
+            raise RdmaError("rdma_listen", errno.EINVAL, "pass a positive backlog")
+        call("rdma_listen", self._lib.cm.rdma_listen, self._id(handle).ptr, backlog)
+
+    def resolve_addr(self, handle: int, dst: str, port: int, src: str | None = None,
+                     timeout_ms: int = 2000) -> None:
+        """Start address resolution; ADDR_RESOLVED or ADDR_ERROR follows."""
+        src_sa = sockaddr(src) if src else None
+        call("rdma_resolve_addr", self._lib.cm.rdma_resolve_addr, self._id(handle).ptr, src_sa,
+             sockaddr(dst, port), timeout_ms)
+
+    def resolve_route(self, handle: int, timeout_ms: int = 2000) -> None:
+        """Start route resolution; ROUTE_RESOLVED or ROUTE_ERROR follows."""
+        call("rdma_resolve_route", self._lib.cm.rdma_resolve_route, self._id(handle).ptr,
+             timeout_ms)
+
+    def create_qp(self, handle: int, depth: int = 16, buf_size: int = 65536) -> dict[str, int]:
+        """Give a cm_id a PD, a CQ, an RC QP and a registered buffer.
+
+        Returns ``qp_num`` and the buffer's ``addr``, ``rkey`` and ``length``
+        (what a peer needs for RDMA WRITEs into it).
+        """
+        cm = self._id(handle)
+        verbs = cm.head().verbs
+        if not verbs:
+            raise RdmaError("rdma_create_qp", errno.EINVAL,
+                            f"cm_id {handle} has no device yet: resolve its address first")
+        if cm.res is not None:
+            raise RdmaError("rdma_create_qp", errno.EEXIST, f"cm_id {handle} has a QP already")
+        res = QPResources(self._lib.verbs, verbs, depth, buf_size)
+        try:
+            call("rdma_create_qp", self._lib.cm.rdma_create_qp, cm.ptr, res.pd,
+                 byref(res.init_attr()))
+        except RdmaError:
+            res.release()
+            raise
+        cm.res = res
+        return res.attach(int(cm.head().qp or 0))
+
+    def _conn_param(self, private_data: bytes, depth: int) -> _ConnParam:
+        if len(private_data) > MAX_PRIVATE_DATA:
+            raise RdmaError("conn_param", errno.EINVAL,
+                            f"private data longer than {MAX_PRIVATE_DATA} bytes")
+        buf = ctypes.create_string_buffer(private_data, len(private_data) or 1)
+        param = _ConnParam(private_data=ctypes.addressof(buf) if private_data else None,
+                           private_data_len=len(private_data), responder_resources=depth,
+                           initiator_depth=depth, retry_count=7, rnr_retry_count=7)
+        param._keep = buf  # type: ignore[attr-defined]  # buffer lives as long as param
+        return param
+
+    def connect(self, handle: int, private_data: bytes = b"", depth: int = 1) -> None:
+        """rdma_connect with private data; needs a QP (:meth:`create_qp`)."""
+        param = self._conn_param(private_data, depth)
+        call("rdma_connect", self._lib.cm.rdma_connect, self._id(handle).ptr, byref(param))
+
+    def accept(self, handle: int, private_data: bytes = b"", depth: int = 1) -> None:
+        """rdma_accept a CONNECT_REQUEST's id with private data; needs a QP."""
+        param = self._conn_param(private_data, depth)
+        call("rdma_accept", self._lib.cm.rdma_accept, self._id(handle).ptr, byref(param))
+
+    def reject(self, handle: int, private_data: bytes = b"") -> None:
+        """rdma_reject a CONNECT_REQUEST's id with private data."""
+        if len(private_data) > MAX_PRIVATE_DATA:
+            raise RdmaError("rdma_reject", errno.EINVAL,
+                            f"private data longer than {MAX_PRIVATE_DATA} bytes")
+        call("rdma_reject", self._lib.cm.rdma_reject, self._id(handle).ptr,
+             private_data or None, len(private_data))
+
+    def disconnect(self, handle: int) -> None:
+        """rdma_disconnect (on iWARP it moves the QP to SQD, not ERR)."""
+        call("rdma_disconnect", self._lib.cm.rdma_disconnect, self._id(handle).ptr)
+
+    def qp_to_error(self, handle: int) -> None:
+        """Move the cm_id's QP to ERR: an abortive close."""
+        self._res(handle, "ibv_modify_qp").to_error()
+
+    def post_recv(self, handle: int, count: int = 1) -> None:
+        """Post ``count`` receives on the cm_id's QP, each of its whole buffer."""
+        self._res(handle, "ibv_post_recv").post_recv(count)
+
+    def post_send(self, handle: int, length: int, remote: tuple[int, int] | None = None) -> int:
+        """Post one signaled SEND, or RDMA WRITE to ``remote`` = (addr, rkey); returns wr_id."""
+        return self._res(handle, "ibv_post_send").post_send(length, remote)
+
+    def poll_cq(self, handle: int, max_entries: int = 16) -> list[dict[str, int]]:
+        """Completions ready on the cm_id's CQ (never waits)."""
+        return self._res(handle, "ibv_poll_cq").poll(max_entries)
+
+    def poll_event(self, timeout_s: float) -> dict[str, object] | None:
+        """The next CM event, or None if none came within ``timeout_s``.
+
+        The event is copied and acked at once; ``host_t_us`` is this host's
+        CLOCK_MONOTONIC in µs when it was read.  A CONNECT_REQUEST's ``id``
+        is a new handle; ``listen_id`` is its listener's.
+        """
+        if self._ch is None:
+            raise RdmaError("rdma_get_cm_event", errno.EBADF, "the channel is closed")
+        if not self._poller.poll(max(0, int(timeout_s * 1000))):
+            return None
+        ev = POINTER(_CMEvent)()
+        if self._lib.cm.rdma_get_cm_event(self._ch, byref(ev)) != 0:
+            err = ctypes.get_errno()
+            if err == errno.EAGAIN:
+                return None  # woken, but the event was not complete yet
+            raise RdmaError("rdma_get_cm_event", err)
+        host_t_us = time.monotonic_ns() // 1000
+        try:
+            e = ev.contents
+            kind = EVENT_NAMES[e.event] if 0 <= e.event < len(EVENT_NAMES) else str(e.event)
+            pdata = (ctypes.string_at(e.conn.private_data, e.conn.private_data_len)
+                     if e.conn.private_data and e.conn.private_data_len else b"")
+            id_ptr, listen_ptr, status = int(e.id or 0), int(e.listen_id or 0), e.status
+        finally:
+            self._lib.cm.rdma_ack_cm_event(ev)
+        if kind == "CONNECT_REQUEST" and id_ptr not in self._by_ptr:
+            self._register(id_ptr)
+        return {"type": kind, "status": status, "id": self._by_ptr.get(id_ptr),
+                "listen_id": self._by_ptr.get(listen_ptr) if listen_ptr else None,
+                "private_data": pdata.hex(), "host_t_us": host_t_us}
+
+    def destroy_id(self, handle: int) -> int:
+        """Destroy a cm_id (its QP first, its CQ, MR and PD after); returns µs it blocked."""
+        cm = self._id(handle)
+        if cm.head().qp:
+            self._lib.cm.rdma_destroy_qp(cm.ptr)
+        start = time.monotonic_ns()
+        call("rdma_destroy_id", self._lib.cm.rdma_destroy_id, cm.ptr)
+        took_us = (time.monotonic_ns() - start) // 1000
+        with self._lock:
+            del self._ids[handle]
+            self._by_ptr.pop(cm.ptr, None)
+        if cm.res is not None:
+            cm.res.release()
+        return took_us
+
+    def handles(self) -> list[int]:
+        """The handles of the cm_ids alive on this channel."""
+        return sorted(self._ids)
+
+    def close(self) -> None:
+        """Destroy every cm_id (newest first) and the channel; raises the first failure."""
+        first: RdmaError | None = None
+        for handle in sorted(self._ids, reverse=True):
+            try:
+                self.destroy_id(handle)
+            except RdmaError as exc:
+                first = first or exc
+        if self._ch:
+            self._lib.cm.rdma_destroy_event_channel(self._ch)
+            self._ch = None
+        if first:
+            raise first
+
+
+def probe(lib: Lib | None = None) -> str | None:
+    """None when this host can open an RDMA CM channel, else the reason, one line."""
+    try:
+        CMChannel(lib).close()
+    except RdmaError as exc:
+        return str(exc)
+    return None
