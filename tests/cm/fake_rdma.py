@@ -1,0 +1,161 @@
+"""A fake librdmacm/libibverbs boundary for unit tests of hil.cm.librdmacm.
+
+The event channel's fd is a real pipe, so polling and timeouts are real;
+cm_ids, QPs and CQs are real memory laid out like rdma-core's structs, and
+the provider ops table holds Python callbacks at rdma-core's offsets, so the
+layer's pointer arithmetic is exercised for real.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from ctypes import c_int, c_void_p
+from typing import Any
+
+from hil.cm import ibverbs
+from hil.cm.librdmacm import _CMEvent
+
+OPS_TABLE_SIZE = 232  # sizeof(struct ibv_context) is larger; we use the first slots only
+
+
+class FakeCM:
+    """librdmacm: ids are blocks of memory; events are queued by the test."""
+
+    def __init__(self, context: int) -> None:
+        self.rfd, self.wfd = os.pipe()
+        self._chan = c_int(self.rfd)
+        self._keep: list[Any] = []
+        self.context = context
+        self.queue: list[_CMEvent] = []
+        self.acked = 0
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.fail_create_channel = 0
+        self.qp = ctypes.create_string_buffer(64)  # struct ibv_qp; qp_num at 52
+        c_void_p.from_buffer(self.qp).value = context
+        ctypes.c_uint32.from_buffer(self.qp, ibverbs.QP_NUM_OFFSET).value = 77
+
+    def new_id(self) -> int:
+        block = ctypes.create_string_buffer(64)  # struct rdma_cm_id head: verbs, .., qp
+        c_void_p.from_buffer(block).value = self.context
+        self._keep.append(block)
+        return ctypes.addressof(block)
+
+    def push(self, kind: int, id_ptr: int, listen_ptr: int = 0, status: int = 0,
+             pdata: bytes = b"") -> None:
+        ev = _CMEvent(id=id_ptr, listen_id=listen_ptr or None, event=kind, status=status)
+        if pdata:
+            buf = ctypes.create_string_buffer(pdata, len(pdata))
+            self._keep.append(buf)
+            ev.conn.private_data, ev.conn.private_data_len = ctypes.addressof(buf), len(pdata)
+        self.queue.append(ev)
+        os.write(self.wfd, b"e")
+
+    def rdma_create_event_channel(self) -> int | None:
+        if self.fail_create_channel:
+            ctypes.set_errno(self.fail_create_channel)
+            return None
+        return ctypes.addressof(self._chan)
+
+    def rdma_destroy_event_channel(self, ch: int) -> None:
+        os.close(self.rfd)
+        os.close(self.wfd)
+
+    def rdma_create_id(self, ch: int, out: Any, ctx: Any, ps: int) -> int:
+        out._obj.value = self.new_id()
+        return 0
+
+    def rdma_get_cm_event(self, ch: int, out: Any) -> int:
+        os.read(self.rfd, 1)
+        out._obj.contents = self.queue.pop(0)
+        return 0
+
+    def rdma_ack_cm_event(self, ev: Any) -> int:
+        self.acked += 1
+        return 0
+
+    def rdma_create_qp(self, cm_ptr: int, pd: int, attr: Any) -> int:
+        c_void_p.from_address(cm_ptr + 24).value = ctypes.addressof(self.qp)
+        return 0
+
+    def rdma_destroy_qp(self, cm_ptr: int) -> None:
+        c_void_p.from_address(cm_ptr + 24).value = None
+
+    def __getattr__(self, name: str) -> Any:
+        def record(*args: Any) -> int:
+            self.calls.append((name, args))
+            if name == "rdma_listen" and args[1] > 1000:
+                ctypes.set_errno(errno.EINVAL)
+                return -1
+            return 0
+        return record
+
+
+class FakeVerbs:
+    """libibverbs and a provider whose ops table records posts and returns completions."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, int, int, int, int]] = []
+        self.recvs = 0
+        self.modified: list[int] = []
+        self.cq = ctypes.create_string_buffer(64)
+        self.mr = ibverbs.MR(lkey=11, rkey=22)
+        self.released: list[str] = []
+        self._callbacks = (ibverbs.POLL_CQ(self._poll), ibverbs.POST_SEND(self._send),
+                           ibverbs.POST_RECV(self._recv))
+        self.context = ctypes.create_string_buffer(OPS_TABLE_SIZE)
+        for offset, fn in zip((ibverbs.OPS_POLL_CQ, ibverbs.OPS_POST_SEND,
+                               ibverbs.OPS_POST_RECV), self._callbacks):
+            c_void_p.from_buffer(self.context, offset).value = ctypes.cast(fn, c_void_p).value
+        c_void_p.from_buffer(self.cq).value = ctypes.addressof(self.context)
+
+    def _poll(self, cq: int, n: int, wcs: Any) -> int:
+        done = self.sent[:n]
+        for i, (wr_id, _, length, _, _) in enumerate(done):
+            wcs[i].wr_id, wcs[i].byte_len = wr_id, length
+        del self.sent[:len(done)]
+        return len(done)
+
+    def _send(self, qp: int, wr: Any, bad: Any) -> int:
+        w = wr.contents
+        self.sent.append((w.wr_id, w.opcode, w.sg_list.contents.length,
+                          w.sg_list.contents.lkey, w.remote_addr))
+        return 0
+
+    def _recv(self, qp: int, wr: Any, bad: Any) -> int:
+        self.recvs += 1
+        return 0
+
+    def ibv_alloc_pd(self, context: int) -> int:
+        return 0x1000
+
+    def ibv_create_cq(self, *args: Any) -> int:
+        return ctypes.addressof(self.cq)
+
+    def ibv_reg_mr(self, *args: Any) -> Any:
+        return ctypes.pointer(self.mr)
+
+    def ibv_modify_qp(self, qp: int, attr: Any, mask: int) -> int:
+        self.modified.append(c_int.from_buffer(attr).value)
+        return errno.EINVAL if len(self.modified) > 1 else 0
+
+    def ibv_dereg_mr(self, mr: Any) -> int:
+        self.released.append("mr")
+        return 0
+
+    def ibv_destroy_cq(self, cq: int) -> int:
+        self.released.append("cq")
+        return 0
+
+    def ibv_dealloc_pd(self, pd: int) -> int:
+        self.released.append("pd")
+        return 0
+
+
+class FakeLib:
+    """Stands in for :class:`hil.cm.librdmacm.Lib`."""
+
+    def __init__(self) -> None:
+        self.verbs = FakeVerbs()
+        self.cm = FakeCM(ctypes.addressof(self.verbs.context))

@@ -1,0 +1,195 @@
+"""The ctypes layer: struct layouts, the real libraries, and the channel over a fake boundary."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from fake_rdma import FakeLib
+
+from hil.cm import ibverbs, librdmacm
+from hil.cm.librdmacm import CMChannel, Lib, RdmaError, RdmaUnavailable
+
+CM_DIR = Path(librdmacm.__file__).parent
+
+# (struct, size, {field: offset}) from rdma-core 44's headers on x86_64, read
+# with offsetof()/sizeof() in C; ctypes must lay the structs out the same.
+LAYOUTS = [
+    (librdmacm._CMEvent, 80, {"listen_id": 8, "event": 16, "status": 20, "conn": 24}),
+    (librdmacm._ConnParam, 24, {"responder_resources": 9, "initiator_depth": 10,
+                                "retry_count": 12, "rnr_retry_count": 13, "srq": 14,
+                                "qp_num": 16}),
+    (librdmacm._CMIdHead, 32, {"verbs": 0, "qp": 24}),  # the head of struct rdma_cm_id
+    (ibverbs.SendWR, 128, {"sg_list": 16, "num_sge": 24, "opcode": 28, "send_flags": 32,
+                           "remote_addr": 40, "rkey": 48}),
+    (ibverbs.RecvWR, 32, {"sg_list": 16, "num_sge": 24}),
+    (ibverbs.SGE, 16, {"length": 8, "lkey": 12}),
+    (ibverbs.WC, 48, {"status": 8, "opcode": 12, "byte_len": 20, "qp_num": 28}),
+    (ibverbs.MR, 48, {"addr": 16, "length": 24, "lkey": 36, "rkey": 40}),
+    (ibverbs.QPInitAttr, 64, {"cap": 32, "qp_type": 52, "sq_sig_all": 56}),
+]
+
+
+@pytest.mark.parametrize("struct, size, offsets", LAYOUTS, ids=[s.__name__ for s, _, _ in LAYOUTS])
+def test_struct_layouts_match_rdma_core(struct: type, size: int, offsets: dict[str, int]) -> None:
+    assert ctypes.sizeof(struct) == size
+    for name, offset in offsets.items():
+        assert getattr(struct, name).offset == offset, name
+
+
+def test_inline_verbs_offsets_match_rdma_core() -> None:
+    # offsetof(struct ibv_context, ops.poll_cq / ops.post_send / ops.post_recv),
+    # offsetof(struct ibv_qp, qp_num), sizeof(struct ibv_qp_attr)
+    assert (ibverbs.OPS_POLL_CQ, ibverbs.OPS_POST_SEND, ibverbs.OPS_POST_RECV) == (96, 208, 216)
+    assert (ibverbs.QP_NUM_OFFSET, ibverbs.QP_ATTR_SIZE) == (52, 144)
+    assert librdmacm.RDMA_PS_TCP == 262 and ibverbs.IBV_QPS_ERR == 6
+
+
+def test_real_libraries_load_and_type_every_function() -> None:
+    lib = Lib()
+    assert lib.cm.rdma_get_cm_event.argtypes and lib.verbs.ibv_reg_mr.restype
+
+
+def test_real_channel_opens_or_says_why() -> None:
+    """On a host with RDMA CM the channel works; without, a one-line reason (here: ENODEV)."""
+    try:
+        with CMChannel() as ch:
+            handle = ch.create_id()
+            assert ch.handles() == [handle]
+            assert ch.poll_event(0.05) is None
+    except RdmaUnavailable as exc:
+        assert exc.op == "rdma_create_event_channel"
+        assert str(exc).startswith(f"rdma_create_event_channel: {errno.errorcode[exc.errno]} (")
+        assert "no RDMA device, or the kernel lacks RDMA CM" in str(exc)
+        assert librdmacm.probe() == str(exc)
+
+
+def test_missing_library_is_rdma_unavailable() -> None:
+    with pytest.raises(RdmaUnavailable, match="libnosuch.so.9.*install rdma-core's librdmacm1"):
+        Lib(cm="libnosuch.so.9")
+
+
+def test_runs_under_host_python_with_stdlib_only(tmp_path: Path) -> None:
+    """The agent bundles librdmacm.py and ibverbs.py alone; /usr/bin/python3 -I must import them."""
+    python = shutil.which("python3", path="/usr/bin")
+    if python is None:
+        pytest.skip("no /usr/bin/python3 on this machine")
+    pkg = tmp_path / "bundle"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name in ("librdmacm.py", "ibverbs.py"):
+        shutil.copy(CM_DIR / name, pkg / name)
+    code = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import bundle.librdmacm as m; "
+            "print(m.probe()); print(sorted(k for k in sys.modules if k.startswith('hil')))")
+    out = subprocess.run([python, "-I", "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=30, check=True).stdout.splitlines()
+    assert out[1] == "[]"
+    assert out[0] == str(librdmacm.probe())
+
+
+def test_sockaddr_packing() -> None:
+    v4 = librdmacm.sockaddr("198.18.0.1", 7471).raw
+    assert len(v4) == 16 and v4[2:4] == (7471).to_bytes(2, "big")
+    assert int.from_bytes(v4[:2], "little") == socket.AF_INET and v4[4:8] == bytes([198, 18, 0, 1])
+    v6 = librdmacm.sockaddr("::1", 1).raw
+    assert len(v6) == 28 and int.from_bytes(v6[:2], "little") == socket.AF_INET6
+    with pytest.raises(RdmaError, match="not a numeric IP address: 'lab-a'"):
+        librdmacm.sockaddr("lab-a")
+
+
+def test_unexpected_channel_errno_is_rdma_error_not_unavailable() -> None:
+    lib = FakeLib()
+    lib.cm.fail_create_channel = errno.EMFILE
+    with pytest.raises(RdmaError, match="EMFILE") as info:
+        CMChannel(lib)  # type: ignore[arg-type]
+    assert not isinstance(info.value, RdmaUnavailable)
+
+
+def test_poll_event_times_out_without_blocking() -> None:
+    with CMChannel(FakeLib()) as ch:  # type: ignore[arg-type]
+        assert not os.get_blocking(ch.fd)
+        start = time.monotonic()
+        assert ch.poll_event(0.05) is None
+        assert time.monotonic() - start < 2
+
+
+def test_events_are_copied_acked_and_named_by_handles() -> None:
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        listener = ch.create_id()
+        ch.bind(listener, "198.18.0.2", 7471)
+        ch.listen(listener, 8)
+        listen_ptr = ch._id(listener).ptr
+        child_ptr = lib.cm.new_id()
+        lib.cm.push(4, child_ptr, listen_ptr, 0, b"\xc0\xff\xee")
+        before = time.monotonic_ns() // 1000
+        ev = ch.poll_event(1.0)
+        assert ev is not None and lib.cm.acked == 1
+        assert ev["type"] == "CONNECT_REQUEST" and ev["listen_id"] == listener
+        assert ev["private_data"] == "c0ffee" and ev["status"] == 0
+        assert ev["id"] not in (None, listener) and ev["id"] in ch.handles()
+        assert isinstance(ev["host_t_us"], int) and ev["host_t_us"] >= before
+        lib.cm.push(8, child_ptr, status=-errno.ECONNRESET)
+        ev2 = ch.poll_event(1.0)
+        assert ev2 is not None and (ev2["type"], ev2["status"], ev2["id"]) == (
+            "REJECTED", -104, ev["id"])
+        assert lib.cm.acked == 2
+
+
+def test_listen_needs_a_positive_backlog_and_errors_name_the_call() -> None:
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        with pytest.raises(RdmaError, match="rdma_listen: EINVAL.*positive backlog"):
+            ch.listen(h, 0)
+        with pytest.raises(RdmaError, match=r"^rdma_listen: EINVAL \(Invalid argument\)$"):
+            ch.listen(h, 5000)
+        with pytest.raises(RdmaError, match="no cm_id with handle 99"):
+            ch.disconnect(99)
+        with pytest.raises(RdmaError, match="has no QP: call create_qp first"):
+            ch.post_send(h, 10)
+        with pytest.raises(RdmaError, match="private data longer than 255"):
+            ch.reject(h, bytes(256))
+
+
+def test_qp_traffic_goes_through_the_provider_ops_table() -> None:
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        info = ch.create_qp(h, depth=4, buf_size=4096)
+        assert info["qp_num"] == 77 and info["rkey"] == 22 and info["length"] == 4096
+        ch.post_recv(h, 3)
+        assert lib.verbs.recvs == 3
+        first = ch.post_send(h, 100)
+        second = ch.post_send(h, 200, remote=(0xdead000, 5))
+        assert lib.verbs.sent == [(first, ibverbs.IBV_WR_SEND, 100, 11, 0),
+                                  (second, ibverbs.IBV_WR_RDMA_WRITE, 200, 11, 0xdead000)]
+        done = ch.poll_cq(h)
+        assert [(c["wr_id"], c["byte_len"]) for c in done] == [(first, 100), (second, 200)]
+        with pytest.raises(RdmaError, match="length must be 1..4096"):
+            ch.post_send(h, 5000)
+        ch.qp_to_error(h)
+        assert lib.verbs.modified == [ibverbs.IBV_QPS_ERR]
+        with pytest.raises(RdmaError, match="ibv_modify_qp: EINVAL"):
+            ch.qp_to_error(h)  # the fake provider refuses the second time
+        took = ch.destroy_id(h)
+        assert took >= 0 and ch.handles() == []
+        assert lib.verbs.released == ["mr", "cq", "pd"]
+
+
+def test_connect_passes_private_data() -> None:
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        ch.connect(h, b"hello", depth=2)
+        name, (ptr, param) = lib.cm.calls[-1]
+        p = param._obj
+        assert name == "rdma_connect" and ctypes.string_at(p.private_data, 5) == b"hello"
+        assert (p.private_data_len, p.initiator_depth, p.responder_resources) == (5, 2, 2)
