@@ -9,8 +9,8 @@ for every mode a link offers:
   carrier stays up: an nftables ``netdev`` table with an ingress and an egress
   chain of policy drop, created in one transaction; the restore deletes that
   table and nothing else;
-- ``command``: the pull's ``down`` / ``up`` argument templates, fields filled
-  from its ``vars``, run over SSH on its ``controller`` host;
+- ``command``: the pull's ``down`` / ``up`` argument templates, ``{name}``
+  fields filled from its ``vars``, run over SSH on its ``controller`` host;
 - ``carrier``: QEMU QMP ``set_link`` on the guest NIC (virtual lab).
 
 Each pull is journaled *before* it happens, keyed by the link's end host (or
@@ -237,16 +237,13 @@ class LinkControl:
         self.hosts.session(pull.controller).run(down, timeout=STEP_TIMEOUT, check=True)
 
     def _argv(self, link: Link, pull: Pull, templates: tuple[str, ...]) -> list[str]:
-        fields = {"link": link.name}
-        if pull.end is not None:
-            fields.update(host=pull.end.host, port=pull.end.port, netdev=self._netdev(pull.end))
-        fields.update(dict(pull.vars))
+        fields = dict(pull.vars)
         try:
             return [t.format(**fields) for t in templates]
         except (KeyError, IndexError, ValueError) as e:
             raise InputError(
                 f"link {link.name}: command template {list(templates)} needs field {e} "
-                f"(vars: {', '.join(sorted(fields))})"
+                f"(vars: {', '.join(sorted(fields)) or 'none'})"
             ) from None
 
     def _pull_carrier(self, link: Link, pull: Pull, change: Any) -> None:

@@ -185,8 +185,16 @@ def _pick_rdma(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> tuple[
             return name, False
         undo = agent_undo("rdma_delete_link", f"delete siw device {name}", name=name)
         undo["missing_ok"] = True
-        journal.change(host.name, undo)
-        agent.add_siw(name, rnic.netdev)
+        entry = journal.change(host.name, undo)
+        try:
+            agent.add_siw(name, rnic.netdev)
+        except AgentCallError as e:
+            journal.forget(entry)
+            raise RemoteError(
+                host.name,
+                f"{rnic.netdev} (port {rnic.name}): cannot create siw device {name} ({e}); "
+                "does the kernel have siw (modprobe siw)?",
+            ) from None
         return name, True
     raise RemoteError(host.name, _missing(rnic, sorted(names), unavailable))
 
