@@ -104,6 +104,8 @@ def test_wait_that_expires_exits_2_with_progress(hil: Run) -> None:
     assert "no pair became free within 1 s" in waited.stderr
 
 
+# Input checks do not depend on the store kind.
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 @pytest.mark.parametrize("args,message", [
     (["reserve", "--pair", "nope"], "no pair 'nope'"),
     (["reserve", "--require", "speed>>1"], "bad requirement 'speed>>1'"),
@@ -154,6 +156,7 @@ def test_hold_exits_3_when_the_lease_is_taken_over(
     assert f"(thief) (lease {thief.id})" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 def test_exit_codes_are_in_help(hil: Run) -> None:
     text = _ok(hil("--help"))
     assert "2  busy or timed out" in text
