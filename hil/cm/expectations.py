@@ -23,7 +23,7 @@ DEFAULT_KERNEL_ALLOW = (
 )
 
 
-def _peer_events(tl: Timeline, cm_id: str, side: str, types: Sequence[str]) -> list[Event]:
+def _peer_events(tl: Timeline, cm_id: str | None, side: str, types: Sequence[str]) -> list[Event]:
     """The other side's events of the connection ``cm_id`` belongs to."""
     conn = tl.conn_of(cm_id)
     if conn is None:

@@ -218,6 +218,8 @@ class QPResources:
 
     def poll(self, max_entries: int) -> list[dict[str, int]]:
         """Completions ready on the CQ (never waits)."""
+        if not self.cq:
+            raise RdmaError("ibv_poll_cq", errno.EBADF, "the CQ was released")
         wcs = (WC * max_entries)()
         n = POLL_CQ(_op(self.cq, OPS_POLL_CQ))(self.cq, max_entries, wcs)
         if n < 0:

@@ -7,6 +7,7 @@ CONNECT_REQUEST, how long destroy may block) the rule reads the profile.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 
 from hil.cm.profiles import Profile
 from hil.cm.rule import CLOSE_ACTIONS, Finding, errno_name, ms, replies, rule
@@ -111,7 +112,7 @@ def _no_event_after_destroy(tl: Timeline, profile: Profile) -> Iterator[Finding]
        "[src] cma.c cma_cancel_listens, ucma_cleanup_ctx_events; iwcm.c iw_destroy_cm_id")
 def _listener_destroy(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     listeners = {e.listen_id for e in tl.events if e.listen_id}
-    listeners |= {a.id for a in tl.actions if a.name == "listen"}
+    listeners |= {a.id for a in tl.actions if a.name == "listen" and a.id}
     for act in (a for a in tl.actions if a.name == "destroy" and a.id in listeners):
         yield from _pending_rejected(tl, act)
         yield from _accepted_survive(tl, act)
@@ -186,15 +187,15 @@ def _disconnect_idempotent(tl: Timeline, profile: Profile) -> Iterator[Finding]:
 def _fifo(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     for host in sorted({e.host for e in tl.events}):
         events = sorted((e for e in tl.events if e.host == host), key=lambda e: e.seq)
-        for prev, cur in zip(events, events[1:]):
+        for prev, cur in pairwise(events):
             if cur.host_t_us < prev.host_t_us:
                 yield Finding(f"{host} delivered an event stamped before the previous one",
                               (prev, cur))
         last: dict[str, Event] = {}
         for cur in events:
-            prev = last.get(cur.id)
-            if prev and _RANK.get(cur.type, 0) < _RANK.get(prev.type, 0):
-                yield Finding(f"{cur.id} got {cur.type} after {prev.type}", (prev, cur))
+            before = last.get(cur.id)
+            if before and _RANK.get(cur.type, 0) < _RANK.get(before.type, 0):
+                yield Finding(f"{cur.id} got {cur.type} after {before.type}", (before, cur))
             last[cur.id] = cur
 
 

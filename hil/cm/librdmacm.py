@@ -40,6 +40,7 @@ import struct
 import threading
 import time
 from ctypes import POINTER, Structure, byref, c_int, c_uint8, c_uint32, c_void_p
+from typing import Self
 
 from .ibverbs import SIGNATURES as VERBS_SIGNATURES
 from .ibverbs import QPResources, RdmaError, RdmaUnavailable, Signatures, call, load
@@ -157,7 +158,7 @@ class CMChannel:
         self._next = 1
         self._lock = threading.Lock()
 
-    def __enter__(self) -> CMChannel:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -244,7 +245,7 @@ class CMChannel:
         param = _ConnParam(private_data=ctypes.addressof(buf) if private_data else None,
                            private_data_len=len(private_data), responder_resources=depth,
                            initiator_depth=depth, retry_count=7, rnr_retry_count=7)
-        param._keep = buf  # type: ignore[attr-defined]  # buffer lives as long as param
+        param._keep = buf  # the buffer must live as long as param
         return param
 
     def connect(self, handle: int, private_data: bytes = b"", depth: int = 1) -> None:

@@ -56,7 +56,7 @@ def errno_name(result: str | int) -> str:
     return result
 
 
-def replies(tl: Timeline, cm_id: str) -> list[Event]:
+def replies(tl: Timeline, cm_id: str | None) -> list[Event]:
     """The connect replies (ESTABLISHED, REJECTED, ...) of a cm_id in delivery order."""
     return [e for e in tl.events_for(cm_id) if e.type in CONNECT_REPLIES]
 

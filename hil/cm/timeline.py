@@ -65,7 +65,8 @@ class Event:
     def brief(self) -> str:
         """A one-line rendering for messages: ``a:3 ESTABLISHED(0) @12.345ms``."""
         conn = f" conn={self.conn}" if self.conn else ""
-        return f"{self.id} {self.type}({self.status}) @{self.t_us / 1000:.3f}ms on {self.host}{conn}"
+        when = f"@{self.t_us / 1000:.3f}ms"
+        return f"{self.id} {self.type}({self.status}) {when} on {self.host}{conn}"
 
 
 @dataclass(frozen=True)
@@ -161,21 +162,23 @@ class Timeline:
         items: list[Event | Action] = [*self.events, *self.actions]
         return sorted(items, key=lambda x: (x.t_us, isinstance(x, Event)))
 
-    def events_for(self, cm_id: str) -> list[Event]:
-        """The events of one cm_id in delivery order."""
-        return sorted((e for e in self.events if e.id == cm_id), key=lambda e: (e.seq, e.t_us))
+    def events_for(self, cm_id: str | None) -> list[Event]:
+        """The events of one cm_id in delivery order (none for ``None``)."""
+        picked = (e for e in self.events if cm_id is not None and e.id == cm_id)
+        return sorted(picked, key=lambda e: (e.seq, e.t_us))
 
     def events_of_conn(self, conn: str, side: str | None = None) -> list[Event]:
         """The events of one logical connection (optionally one side) in time order."""
         picked = (e for e in self.events if e.conn == conn and (side is None or e.side == side))
         return sorted(picked, key=lambda e: (e.t_us, e.seq))
 
-    def actions_for(self, cm_id: str, name: str | None = None) -> list[Action]:
-        """The actions on one cm_id (optionally of one name) in time order."""
-        picked = (a for a in self.actions if a.id == cm_id and (name is None or a.name == name))
+    def actions_for(self, cm_id: str | None, name: str | None = None) -> list[Action]:
+        """The actions on one cm_id (optionally of one name) in time order (none for ``None``)."""
+        picked = (a for a in self.actions
+                  if cm_id is not None and a.id == cm_id and (name is None or a.name == name))
         return sorted(picked, key=lambda a: a.t_us)
 
-    def conn_of(self, cm_id: str) -> str | None:
+    def conn_of(self, cm_id: str | None) -> str | None:
         """The connection label of a cm_id, from the first of its events that has one."""
         return next((e.conn for e in self.events_for(cm_id) if e.conn), None)
 

@@ -1,12 +1,20 @@
-"""Scenario expectations and invariant 11: each rule fails a violating timeline, passes a good one."""
+"""Scenario expectations and invariant 11: each rule fails a violating timeline, passes a good
+one."""
 
 from __future__ import annotations
 
 import errno
 
 import pytest
-from cmtimelines import (connected, link_pull, no_listener, orderly_close, qp_err_close,
-                         rejected, with_evidence)
+from cmtimelines import (
+    connected,
+    link_pull,
+    no_listener,
+    orderly_close,
+    qp_err_close,
+    rejected,
+    with_evidence,
+)
 from contractcheck import breaks, conforms
 
 from hil.cm.contract import check, rules_with

@@ -6,8 +6,14 @@ import errno
 from dataclasses import replace
 
 import pytest
-from cmtimelines import (Builder, connected, destroy_in_conn_sent, listener_destroyed,
-                         orderly_close, rejected)
+from cmtimelines import (
+    Builder,
+    connected,
+    destroy_in_conn_sent,
+    listener_destroyed,
+    orderly_close,
+    rejected,
+)
 from contractcheck import breaks, conforms
 
 from hil.cm.contract import Violation, check

@@ -189,7 +189,7 @@ def test_connect_passes_private_data() -> None:
     with CMChannel(lib) as ch:  # type: ignore[arg-type]
         h = ch.create_id()
         ch.connect(h, b"hello", depth=2)
-        name, (ptr, param) = lib.cm.calls[-1]
+        name, (_, param) = lib.cm.calls[-1]
         p = param._obj
         assert name == "rdma_connect" and ctypes.string_at(p.private_data, 5) == b"hello"
         assert (p.private_data_len, p.initiator_depth, p.responder_resources) == (5, 2, 2)
