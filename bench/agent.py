@@ -56,7 +56,9 @@ def main() -> int:
         name = lab.hosts[0].name
         host: Host = lab.inventory().hosts[name]
         _setup(lab, name)  # first upload, outside the timings
-        _report("setup (connect+start)", _median_ms(lambda: _setup(lab, name), args.setups), args.setups)
+        _report(
+            "setup (connect+start)", _median_ms(lambda: _setup(lab, name), args.setups), args.setups
+        )
         with SSHPool(lab.inventory(), ssh_config=None) as pool:
             session: SSHSession = pool.get(name)
             start_ms = _median_ms(lambda: Agent.start(session, host).close(), args.setups)

@@ -53,7 +53,7 @@ class Agent(AgentClient):
         try:
             channel = LocalChannel(argv)
         except OSError as e:
-            raise AgentError(name, f"cannot start the agent ({' '.join(argv)}): {e}")
+            raise AgentError(name, f"cannot start the agent ({' '.join(argv)}): {e}") from None
         return cls(channel, name, expect_hash=bundle.sha256)
 
     def __enter__(self) -> Agent:

@@ -24,7 +24,14 @@ from hil.errors import AgentError
 # Pure-Python packages the agent imports besides the stdlib.
 BUNDLED = ("pyroute2",)
 AGENT_PACKAGE = "hil_agent"
-MAIN = b"from hil_agent.main import main\n\nmain()\n"
+MAIN = b"""import sys
+
+if sys.version_info < (3, 9):
+    sys.exit("the hil agent needs python >= 3.9 (pyroute2); this is " + sys.version.split()[0])
+from hil_agent.main import main
+
+main()
+"""
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 
 
@@ -58,7 +65,11 @@ def _sources(root: Path, prefix: str) -> list[tuple[str, Path]]:
     """(archive name, file) for every source file under ``root``, sans caches."""
     found = []
     for path in root.rglob("*"):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
+        if (
+            path.is_file()
+            and "__pycache__" not in path.parts
+            and path.suffix not in (".pyc", ".pyo")
+        ):
             found.append((f"{prefix}/{path.relative_to(root).as_posix()}", path))
     return found
 

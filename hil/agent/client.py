@@ -124,7 +124,7 @@ class AgentClient:
                 methods=tuple(msg.get("methods", ())),
             )
         except KeyError as e:
-            raise AgentError(self.host, f"agent handshake lacks {e}: {msg}")
+            raise AgentError(self.host, f"agent handshake lacks {e}: {msg}") from None
 
     def _stderr_suffix(self) -> str:
         tail = self._channel.stderr_tail().strip()
@@ -180,7 +180,9 @@ class AgentClient:
         except (OSError, ValueError):
             with self._lock:
                 self._pending.pop(rid, None)
-            raise AgentError(self.host, f"agent {method}: channel closed{self._stderr_suffix()}")
+            raise AgentError(
+                self.host, f"agent {method}: channel closed{self._stderr_suffix()}"
+            ) from None
         if not pending.event.wait(timeout + CLIENT_GRACE):
             with self._lock:
                 self._pending.pop(rid, None)

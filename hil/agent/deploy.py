@@ -18,7 +18,7 @@ from typing import Any
 import paramiko
 
 from hil.agent.build import Bundle
-from hil.errors import AgentError, SSHError
+from hil.errors import AgentError
 from hil.ssh import SSHSession
 
 REMOTE_DIR = ".cache/hil/agent"  # relative to the SSH user's home
@@ -70,4 +70,4 @@ def push(session: SSHSession, bundle: Bundle, host: str, remote_dir: str = REMOT
             host,
             f"cannot upload the agent to {remote_dir} over SFTP: {e}; "
             "check the SSH user's home is writable and the sftp subsystem is enabled",
-        )
+        ) from None

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 HOST_PYTHON = "/usr/bin/python3"  # the host's python, not the controller venv's
 
@@ -41,3 +44,9 @@ def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def needs_root() -> None:
+    """Skip unless root: network namespaces and sshd labs need it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create network namespaces (run the tests as root)")

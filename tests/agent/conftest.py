@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import uuid
 from collections.abc import Iterator
 
 import pytest
-
-from agenttest import HOST_PYTHON
+from agenttest import HOST_PYTHON, needs_root
 
 from hil.agent import Agent
-
-
-def needs_root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create network namespaces (run the tests as root)")
 
 
 @pytest.fixture

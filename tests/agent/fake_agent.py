@@ -13,8 +13,15 @@ from hil.agent.remote import PROTOCOL_VERSION
 
 
 def hello(protocol: int) -> None:
-    msg = {"agent": "hil", "protocol": protocol, "hash": "fake", "pid": 1,
-           "python": "3", "kernel": "k", "uid": 0}
+    msg = {
+        "agent": "hil",
+        "protocol": protocol,
+        "hash": "fake",
+        "pid": 1,
+        "python": "3",
+        "kernel": "k",
+        "uid": 0,
+    }
     print(json.dumps(msg), flush=True)
 
 
@@ -23,7 +30,7 @@ if mode == "nohello":
     sys.stdin.read()
     sys.exit(0)
 hello(999 if mode == "mismatch" else PROTOCOL_VERSION)
-for line in sys.stdin:
+for _line in sys.stdin:
     if mode == "die":
         print("Traceback: fake agent crashed on purpose", file=sys.stderr, flush=True)
         sys.exit(3)

@@ -22,7 +22,9 @@ def fake(mode: str, **kwargs) -> AgentClient:
 
 
 def test_version_mismatch_is_refused_with_a_clear_error() -> None:
-    with pytest.raises(AgentError, match=r"fakehost: agent speaks protocol 999, this controller speaks 1"):
+    with pytest.raises(
+        AgentError, match=r"fakehost: agent speaks protocol 999, this controller speaks 1"
+    ):
         fake("mismatch")
 
 
@@ -38,14 +40,18 @@ def test_missing_handshake_times_out() -> None:
 
 def test_interpreter_that_exits_at_once_says_so() -> None:
     channel = LocalChannel([sys.executable, "-c", "import sys; sys.exit('no python here')"])
-    with pytest.raises(AgentError, match=r"(?s)no agent handshake: agent exited \(status 1\).*no python here"):
+    with pytest.raises(
+        AgentError, match=r"(?s)no agent handshake: agent exited \(status 1\).*no python here"
+    ):
         AgentClient(channel, "fakehost")
 
 
 def test_call_that_gets_no_answer_times_out_naming_host_method_and_timeout() -> None:
     client = fake("mute")
     try:
-        with pytest.raises(CommandTimeout, match=r"fakehost: agent links did not answer within 0.1s"):
+        with pytest.raises(
+            CommandTimeout, match=r"fakehost: agent links did not answer within 0.1s"
+        ):
             client.call("links", timeout=0.1)
         assert client.alive  # one lost call does not end the session
     finally:
@@ -55,7 +61,9 @@ def test_call_that_gets_no_answer_times_out_naming_host_method_and_timeout() -> 
 def test_agent_death_mid_call_fails_the_call_with_its_stderr_tail() -> None:
     client = fake("die")
     try:
-        with pytest.raises(AgentError, match=r"(?s)agent links: agent exited \(status 3\).*fake agent crashed"):
+        with pytest.raises(
+            AgentError, match=r"(?s)agent links: agent exited \(status 3\).*fake agent crashed"
+        ):
             client.call("links", timeout=10)
         assert not client.alive
         with pytest.raises(AgentError, match="agent ping: agent exited"):

@@ -13,7 +13,9 @@ def _log(text: str) -> None:
 
 
 def test_read_returns_exactly_what_was_logged_after_the_cursor(host_agent: Agent) -> None:
-    before, during, after = (f"hil-test {uuid.uuid4().hex} {w}" for w in ("before", "during", "after"))
+    before, during, after = (
+        f"hil-test {uuid.uuid4().hex} {w}" for w in ("before", "during", "after")
+    )
     _log(before)
     cursor = host_agent.kmsg_cursor()
     _log(during)

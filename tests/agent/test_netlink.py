@@ -49,7 +49,11 @@ def test_veth_peer_down_drops_carrier_and_wait_sees_it(agent: Agent, veth) -> No
 def test_wait_timeout_says_what_state_was_seen(agent: Agent, veth) -> None:
     a, b = veth
     agent.set_link(b, up=False)
-    with pytest.raises(WaitTimeout, match=rf"hv0 did not reach operstate=UP within 0.3s: seen operstate=LOWERLAYERDOWN carrier=False up=True"):
+    with pytest.raises(
+        WaitTimeout,
+        match=r"hv0 did not reach operstate=UP within 0.3s: "
+        r"seen operstate=LOWERLAYERDOWN carrier=False up=True",
+    ):
         agent.wait_link(a, operstate="UP", timeout=0.3)
 
 

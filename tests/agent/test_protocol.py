@@ -11,11 +11,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from agenttest import HOST_PYTHON, pids_with_cmdline, process_running, wait_for
 
 from hil.agent import PROTOCOL_VERSION, Agent, AgentCallError, build
 from hil.errors import AgentError, CommandTimeout
-
-from agenttest import HOST_PYTHON, pids_with_cmdline, process_running, wait_for
 
 
 def test_handshake_announces_version_build_pid_python_and_kernel(host_agent: Agent) -> None:
@@ -30,7 +29,9 @@ def test_handshake_announces_version_build_pid_python_and_kernel(host_agent: Age
 
 
 def test_unknown_method_is_a_structured_error(host_agent: Agent) -> None:
-    with pytest.raises(AgentCallError, match=r"testhost: agent frobnicate: no method 'frobnicate'") as e:
+    with pytest.raises(
+        AgentCallError, match=r"testhost: agent frobnicate: no method 'frobnicate'"
+    ) as e:
         host_agent.call("frobnicate")
     assert e.value.kind == "unknown_method"
     assert "links" in e.value.details["known"]
@@ -69,7 +70,9 @@ def test_a_slow_call_does_not_block_others(host_agent: Agent) -> None:
 
 def test_call_that_exceeds_its_timeout_is_killed_on_the_host(host_agent: Agent) -> None:
     argv = ["sleep", f"{900 + uuid.uuid4().int % 99}.5"]  # unique, to find it in /proc
-    with pytest.raises(CommandTimeout, match=r"testhost: agent run \(timeout 0.5s\): sleep .* killed"):
+    with pytest.raises(
+        CommandTimeout, match=r"testhost: agent run \(timeout 0.5s\): sleep .* killed"
+    ):
         host_agent.run(argv, timeout=0.5)
     assert pids_with_cmdline(argv) == []
     assert host_agent.ping()  # the session goes on
@@ -115,4 +118,3 @@ def test_closing_stdin_ends_the_agent_and_everything_it_started() -> None:
     assert not process_running(agent.hello.pid)
     assert wait_for(lambda: pids_with_cmdline(argv) == [])
     assert len(errors) == 1 and "agent exited" in str(errors[0])
-

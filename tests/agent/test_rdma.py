@@ -8,6 +8,7 @@ tool prints, to check what the agent makes of it and the argv it passes.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -18,13 +19,28 @@ from agenttest import HOST_PYTHON
 
 from hil.agent import Agent, AgentCallError, RdmaDevice, RdmaLink
 
-FAKE_RDMA = """#!/bin/sh
+GUID = "5254:00ff:fe12:3456"
+DEV_SHOW = [{"ifindex": 0, "ifname": "siw0", "node_type": "rnic", "node_guid": GUID}]
+LINK_SHOW = [
+    {
+        "ifindex": 0,
+        "ifname": "siw0",
+        "port": 1,
+        "state": "ACTIVE",
+        "physical_state": "LINK_UP",
+        "netdev": "eth1",
+        "netdev_index": 3,
+    }
+]
+QP_SHOW = [{"ifindex": 0, "ifname": "siw0", "lqpn": 1}, {"ifindex": 0, "ifname": "siw0", "lqpn": 2}]
+CM_ID_SHOW = [{"ifindex": 0, "ifname": "siw0", "state": "LISTEN"}]
+FAKE_RDMA = f"""#!/bin/sh
 echo "$*" >> "$(dirname "$0")/calls"
 case "$*" in
-"-j dev show") echo '[{"ifindex":0,"ifname":"siw0","node_type":"rnic","node_guid":"5254:00ff:fe12:3456","sys_image_guid":"5254:00ff:fe12:3456"}]' ;;
-"-j link show") echo '[{"ifindex":0,"ifname":"siw0","port":1,"state":"ACTIVE","physical_state":"LINK_UP","netdev":"eth1","netdev_index":3}]' ;;
-"-j resource show qp") echo '[{"ifindex":0,"ifname":"siw0","port":1,"lqpn":1},{"ifindex":0,"ifname":"siw0","lqpn":2}]' ;;
-"-j resource show cm_id") echo '[{"ifindex":0,"ifname":"siw0","state":"LISTEN"}]' ;;
+"-j dev show") echo '{json.dumps(DEV_SHOW)}' ;;
+"-j link show") echo '{json.dumps(LINK_SHOW)}' ;;
+"-j resource show qp") echo '{json.dumps(QP_SHOW)}' ;;
+"-j resource show cm_id") echo '{json.dumps(CM_ID_SHOW)}' ;;
 "-j resource show "*) echo '[]' ;;
 "link add siw0 type siw netdev eth1") ;;
 *) echo "error: no such link: $*" >&2; exit 1 ;;
@@ -35,7 +51,8 @@ esac
 def _kernel_has_rdma() -> bool:
     return Path("/sys/class/infiniband").is_dir() or (
         shutil.which("rdma") is not None
-        and subprocess.run(["rdma", "link", "show"], capture_output=True, timeout=10).returncode == 0
+        and subprocess.run(["rdma", "link", "show"], capture_output=True, timeout=10).returncode
+        == 0
     )
 
 
@@ -52,7 +69,9 @@ def test_kernel_without_rdma_netlink_is_a_structured_error(host_agent: Agent) ->
     if shutil.which("rdma") is None or _kernel_has_rdma():
         pytest.skip("this kernel has RDMA (or no rdma tool): the error path cannot be reached")
     for call in (host_agent.rdma_links, host_agent.rdma_devices, host_agent.rdma_resources):
-        with pytest.raises(AgentCallError, match=r"testhost: agent rdma_\w+: the kernel has no RDMA netlink") as e:
+        with pytest.raises(
+            AgentCallError, match=r"testhost: agent rdma_\w+: the kernel has no RDMA netlink"
+        ) as e:
             call()
         assert e.value.kind == "rdma_unavailable"
     with pytest.raises(AgentCallError, match="no RDMA netlink") as e:
@@ -61,14 +80,16 @@ def test_kernel_without_rdma_netlink_is_a_structured_error(host_agent: Agent) ->
 
 def test_missing_rdma_tool_is_a_structured_error() -> None:
     with Agent.local(["env", "PATH=/nonexistent", HOST_PYTHON], name="bare") as agent:
-        with pytest.raises(AgentCallError, match=r"bare: agent rdma_links: the rdma tool is not installed") as e:
+        with pytest.raises(
+            AgentCallError, match=r"bare: agent rdma_links: the rdma tool is not installed"
+        ) as e:
             agent.rdma_links()
     assert e.value.kind == "rdma_unavailable"
 
 
 def test_devices_links_and_resource_counts_from_rdma_json(fake_rdma) -> None:
     agent, _ = fake_rdma
-    assert agent.rdma_devices() == [RdmaDevice("siw0", 0, "rnic", None, "5254:00ff:fe12:3456")]
+    assert agent.rdma_devices() == [RdmaDevice("siw0", 0, "rnic", None, GUID)]
     assert agent.rdma_links() == [RdmaLink("siw0", 1, "ACTIVE", "LINK_UP", "eth1")]
     assert agent.rdma_resources() == {"cm_id": 1, "qp": 2, "cq": 0, "mr": 0}
     assert agent.rdma_resources(["qp"]) == {"qp": 2}
@@ -79,7 +100,9 @@ def test_devices_links_and_resource_counts_from_rdma_json(fake_rdma) -> None:
 def test_siw_add_and_delete_pass_the_right_argv(fake_rdma) -> None:
     agent, calls = fake_rdma
     agent.add_siw("siw0", "eth1")
-    with pytest.raises(AgentCallError, match=r"rdma link delete siw0 exited 1: error: no such link") as e:
+    with pytest.raises(
+        AgentCallError, match=r"rdma link delete siw0 exited 1: error: no such link"
+    ) as e:
         agent.delete_rdma_link("siw0")
     assert e.value.kind == "command_failed" and e.value.details["status"] == 1
     assert calls.read_text().splitlines() == [

@@ -10,7 +10,13 @@ from hil.agent.remote.errors import OpError
 
 def test_kmsg_record_parses_priority_facility_seq_time_and_drops_key_lines() -> None:
     rec = kmsg.parse(b"14,1234,5678901,-;hello world\n SUBSYSTEM=net\n DEVICE=n2\n")
-    assert rec == {"seq": 1234, "usec": 5678901, "priority": 6, "facility": 1, "message": "hello world"}
+    assert rec == {
+        "seq": 1234,
+        "usec": 5678901,
+        "priority": 6,
+        "facility": 1,
+        "message": "hello world",
+    }
 
 
 def test_kmsg_record_keeps_semicolons_in_the_message() -> None:

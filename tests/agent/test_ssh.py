@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agenttest import pids_with_cmdline, process_running, wait_for
+from agenttest import needs_root, pids_with_cmdline, process_running, wait_for
 
-from conftest import needs_root
 from hil.agent import Agent, build
 from hil.errors import AgentError
 from hil.inventory.model import Host
@@ -23,7 +22,10 @@ from hil.ssh import SSHPool, SSHSession
 
 @pytest.fixture(scope="module")
 def lab_host() -> Iterator[tuple[SSHSession, Host, object]]:
-    """The first host of a two-host netns lab and an SSH session to it (module-wide: sshd is slow to start)."""
+    """The first host of a two-host netns lab and an SSH session to it.
+
+    Module-wide: building a lab (sshd per host) takes a second or two.
+    """
     needs_root()
     from hil.testing.netnslab import NetnsLab
 

@@ -26,13 +26,17 @@ def test_sysctl_with_slashes_reaches_names_holding_dots(agent: Agent) -> None:
 
 
 def test_sysctl_errors_are_clear(agent: Agent) -> None:
-    with pytest.raises(AgentCallError, match=r"no sysctl net.ipv4.nope \(/proc/sys/net/ipv4/nope does not exist\)") as e:
+    with pytest.raises(
+        AgentCallError, match=r"no sysctl net.ipv4.nope \(/proc/sys/net/ipv4/nope does not exist\)"
+    ) as e:
         agent.sysctl("net.ipv4.nope")
     assert e.value.kind == "not_found"
     with pytest.raises(AgentCallError, match=r"not a sysctl name: '../../etc/passwd'") as e:
         agent.sysctl("../../etc/passwd")
     assert e.value.kind == "bad_params"
-    with pytest.raises(AgentCallError, match=r"cannot set sysctl net.ipv4.ip_forward=banana: Invalid argument"):
+    with pytest.raises(
+        AgentCallError, match=r"cannot set sysctl net.ipv4.ip_forward=banana: Invalid argument"
+    ):
         agent.set_sysctl("net.ipv4.ip_forward", "banana")
 
 
@@ -48,7 +52,9 @@ def test_run_passes_arguments_without_a_shell(host_agent: Agent) -> None:
 
 
 def test_run_check_raises_command_failed_with_stderr(host_agent: Agent) -> None:
-    with pytest.raises(CommandFailed, match=r"testhost: ls /nonexistent-hil exited 2: .*No such file") as e:
+    with pytest.raises(
+        CommandFailed, match=r"testhost: ls /nonexistent-hil exited 2: .*No such file"
+    ) as e:
         host_agent.run(["ls", "/nonexistent-hil"], check=True)
     assert e.value.status == 2
 

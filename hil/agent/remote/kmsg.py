@@ -41,7 +41,7 @@ def cursor() -> int:
     try:
         fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
-        raise OpError("os", f"cannot open {KMSG}: {e.strerror}", errno=e.errno)
+        raise OpError("os", f"cannot open {KMSG}: {e.strerror}", errno=e.errno) from None
     os.lseek(fd, 0, os.SEEK_END)
     with _lock:
         cid = next(_ids)

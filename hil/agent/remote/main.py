@@ -99,7 +99,7 @@ class Server:
         except OpError as e:
             reply.error(e)
         except Exception as e:  # an agent bug: keep serving, report it whole
-            tb = "".join(traceback.format_exception(e)[-6:])
+            tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])
             reply.error(OpError("internal", f"{type(e).__name__}: {e}", traceback=tb))
         finally:
             watchdog.cancel()
@@ -145,7 +145,7 @@ def _call(method: str, params: dict, timeout: float) -> object:
     try:
         sig.bind(**params)
     except TypeError as e:
-        raise OpError("bad_params", f"{method}: {e}", params=sorted(params))
+        raise OpError("bad_params", f"{method}: {e}", params=sorted(params)) from None
     return fn(**params)
 
 

@@ -39,7 +39,7 @@ def _iproute(op: str, netdev: str | None = None) -> Iterator[IPRoute]:
             errname=name,
             op=op,
             netdev=netdev,
-        )
+        ) from None
 
 
 def _index(ipr: IPRoute, netdev: str) -> int:
@@ -113,7 +113,7 @@ def _interface(address: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interfac
     try:
         return ipaddress.ip_interface(address)
     except ValueError as e:
-        raise OpError("bad_params", f"not an address with prefix: {address!r} ({e})")
+        raise OpError("bad_params", f"not an address with prefix: {address!r} ({e})") from None
 
 
 def add_address(netdev: str, address: str) -> None:
@@ -159,7 +159,9 @@ def wait_link(
             return seen
         if time.monotonic() >= deadline:
             want = ", ".join(
-                f"{k}={v}" for k, v in (("operstate", operstate), ("carrier", carrier)) if v is not None
+                f"{k}={v}"
+                for k, v in (("operstate", operstate), ("carrier", carrier))
+                if v is not None
             )
             raise OpError(
                 "wait_timeout",

@@ -51,7 +51,9 @@ def _json(args: list[str], timeout: float) -> list[dict]:
     try:
         data = json.loads(out) if out.strip() else []
     except ValueError:
-        raise OpError("command_failed", f"rdma {' '.join(args)} printed no JSON: {out[:200]!r}")
+        raise OpError(
+            "command_failed", f"rdma {' '.join(args)} printed no JSON: {out[:200]!r}"
+        ) from None
     return data if isinstance(data, list) else [data]
 
 

@@ -54,7 +54,9 @@ def run(argv: list[str], timeout: float, input: str | None = None) -> dict:
             start_new_session=True,
         )
     except OSError as e:
-        raise OpError("os", f"cannot start {argv[0]}: {e.strerror}", errno=e.errno, argv=argv)
+        raise OpError(
+            "os", f"cannot start {argv[0]}: {e.strerror}", errno=e.errno, argv=argv
+        ) from None
     with _children_lock:
         _children.add(proc)
     try:
@@ -68,7 +70,7 @@ def run(argv: list[str], timeout: float, input: str | None = None) -> dict:
             argv=argv,
             stdout=_text(e.stdout or out or b""),
             stderr=_text(e.stderr or err or b""),
-        )
+        ) from None
     finally:
         with _children_lock:
             _children.discard(proc)
@@ -88,9 +90,11 @@ def _read(path: str, name: str) -> str:
         with open(path) as f:
             return f.read().strip()
     except FileNotFoundError:
-        raise OpError("not_found", f"no sysctl {name} ({path} does not exist)", name=name)
+        raise OpError("not_found", f"no sysctl {name} ({path} does not exist)", name=name) from None
     except OSError as e:
-        raise OpError("os", f"cannot read sysctl {name}: {e.strerror}", errno=e.errno, name=name)
+        raise OpError(
+            "os", f"cannot read sysctl {name}: {e.strerror}", errno=e.errno, name=name
+        ) from None
 
 
 def sysctl_get(name: str) -> str:
@@ -112,7 +116,7 @@ def sysctl_set(name: str, value: str) -> str:
             errno=e.errno,
             name=name,
             value=value,
-        )
+        ) from None
     return old
 
 
