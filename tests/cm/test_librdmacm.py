@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import shutil
 import socket
@@ -18,6 +19,7 @@ from hil.cm import ibverbs, librdmacm
 from hil.cm.librdmacm import CMChannel, Lib, RdmaError, RdmaUnavailable
 
 CM_DIR = Path(librdmacm.__file__).parent
+HOST_PYTHON = "/usr/bin/python3"
 
 # (struct, size, {field: offset}) from rdma-core 44's headers on x86_64, read
 # with offsetof()/sizeof() in C; ctypes must lay the structs out the same.
@@ -76,22 +78,41 @@ def test_missing_library_is_rdma_unavailable() -> None:
         Lib(cm="libnosuch.so.9")
 
 
-def test_runs_under_host_python_with_stdlib_only(tmp_path: Path) -> None:
-    """The agent bundles librdmacm.py and ibverbs.py alone; /usr/bin/python3 -I must import them."""
-    python = shutil.which("python3", path="/usr/bin")
-    if python is None:
-        pytest.skip("no /usr/bin/python3 on this machine")
-    pkg = tmp_path / "bundle"
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    """The two agent-side files copied alone into a package ``cm``, with the peer script."""
+    if not Path(HOST_PYTHON).exists():
+        pytest.skip(f"no {HOST_PYTHON} on this machine (lab hosts run the agent with it)")
+    pkg = tmp_path / "cm"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     for name in ("librdmacm.py", "ibverbs.py"):
         shutil.copy(CM_DIR / name, pkg / name)
-    code = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import bundle.librdmacm as m; "
+    shutil.copy(Path(__file__).parent / "cmpeer.py", tmp_path / "cmpeer.py")
+    return tmp_path
+
+
+def test_runs_under_host_python_with_stdlib_only(bundle: Path) -> None:
+    """The agent bundles librdmacm.py and ibverbs.py alone; ``python3 -I`` must import them."""
+    code = (f"import sys; sys.path.insert(0, {str(bundle)!r}); import cm.librdmacm as m; "
             "print(m.probe()); print(sorted(k for k in sys.modules if k.startswith('hil')))")
-    out = subprocess.run([python, "-I", "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=30, check=True).stdout.splitlines()
+    out = subprocess.run([HOST_PYTHON, "-I", "-c", code], capture_output=True, text=True,
+                         timeout=30, check=True).stdout.splitlines()
     assert out[1] == "[]"
     assert out[0] == str(librdmacm.probe())
+
+
+def test_peer_script_reports_in_json_lines(bundle: Path) -> None:
+    """The lab peer script runs here too: without RDMA it reports why, one JSON line."""
+    proc = subprocess.run([HOST_PYTHON, "-I", str(bundle / "cmpeer.py"), "--timeout", "2",
+                           "client", "127.0.0.1", "7471"],
+                          check=False, capture_output=True, text=True, timeout=30)
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    reason = librdmacm.probe()
+    if reason is None:
+        assert proc.returncode == 0 and any("action" in x for x in lines)
+    else:
+        assert (proc.returncode, lines) == (3, [{"error": reason}])
 
 
 def test_sockaddr_packing() -> None:
