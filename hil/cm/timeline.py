@@ -57,6 +57,21 @@ class Event:
             raise ValueError(f"event side must be one of {SIDES}, not {self.side!r}")
         bytes.fromhex(self.private_data)  # raises ValueError on non-hex text
 
+    @classmethod
+    def from_agent(cls, host: str, side: str, raw: dict[str, Any], offset: ClockOffset,
+                   seq: int, conn: str | None = None) -> Event:
+        """An event from a ``CMChannel.poll_event()`` dict, put on the controller time base.
+
+        Handles become ids ``"<side>:<handle>"``.
+        """
+        def name(handle: object) -> str | None:
+            return None if handle is None else f"{side}:{handle}"
+
+        return cls(host=host, side=side, t_us=raw["host_t_us"] + offset.offset_us,
+                   host_t_us=raw["host_t_us"], type=raw["type"], status=raw["status"],
+                   id=name(raw["id"]) or "", listen_id=name(raw["listen_id"]),
+                   private_data=raw["private_data"], conn=conn, seq=seq)
+
     @property
     def private_bytes(self) -> bytes:
         """The private data as bytes."""

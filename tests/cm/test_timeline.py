@@ -7,7 +7,7 @@ import json
 import pytest
 from cmtimelines import HOSTS, OFFSETS, link_pull, orderly_close, with_evidence
 
-from hil.cm.timeline import Action, Event, Timeline
+from hil.cm.timeline import Action, ClockOffset, Event, Timeline
 from hil.errors import InputError
 
 
@@ -78,3 +78,15 @@ def test_from_json_bad_input_is_one_clear_input_error(text: str, why: str) -> No
     with pytest.raises(InputError, match=why) as info:
         Timeline.from_json(text)
     assert "\n" not in str(info.value)
+
+
+def test_event_from_agent_moves_to_controller_time_and_names_ids() -> None:
+    raw = {"type": "CONNECT_REQUEST", "status": 0, "id": 4, "listen_id": 1,
+           "private_data": "c0ffee", "host_t_us": 5_000}
+    ev = Event.from_agent("lab-b", "b", raw, ClockOffset("lab-b", 1_000, 50), seq=3, conn="c1")
+    assert (ev.t_us, ev.host_t_us, ev.id, ev.listen_id) == (6_000, 5_000, "b:4", "b:1")
+    assert (ev.type, ev.private_bytes, ev.seq, ev.conn) == ("CONNECT_REQUEST", b"\xc0\xff\xee",
+                                                            3, "c1")
+    lost = Event.from_agent("lab-b", "b", {**raw, "id": None, "listen_id": None},
+                            ClockOffset("lab-b", 0, 0), seq=4)
+    assert (lost.id, lost.listen_id) == ("", None)
