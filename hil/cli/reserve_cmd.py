@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from hil.errors import EXIT_OK, InputError, LeaseLost
+from hil.errors import EXIT_OK, InputError
 from hil.inventory import load_from_args, parse_requirements, select
 from hil.inventory.model import Inventory, Pair
 from hil.reservation import Claim, Heartbeat, Holder, Lease, Store, open_store, reserve

@@ -28,7 +28,7 @@ class _PgTx:
         self.now = float(row[0])
 
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cur = self._conn.execute(sql.replace("?", "%s"), tuple(params))  # type: ignore[arg-type]
+        cur = self._conn.execute(sql.replace("?", "%s"), tuple(params))
         return [tuple(r) for r in cur.fetchall()] if cur.description else []
 
 

@@ -34,8 +34,8 @@ def test_malformed_postgres_url() -> None:
 
 
 def test_unknown_store_scheme() -> None:
-    with pytest.raises(StoreError, match="'mysql://u:\\*\\*\\*@db/x'.*SQLite file path or a "
-                       "postgresql:// URL"):
+    with pytest.raises(StoreError, match=r"'mysql://u:\*\*\*@db/x'.*SQLite file path or a "
+                       r"postgresql:// URL"):
         open_store("mysql://u:pw@db/x")
 
 
@@ -53,7 +53,7 @@ def test_sqlite_path_that_is_a_directory(tmp_path: Path) -> None:
 
 def test_sqlite_path_under_a_file(tmp_path: Path) -> None:
     (tmp_path / "plain").write_text("")
-    with pytest.raises(StoreError, match="plain/r.db: cannot open"):
+    with pytest.raises(StoreError, match=r"plain/r\.db: cannot open"):
         open_store(str(tmp_path / "plain" / "r.db"))
 
 
@@ -86,7 +86,7 @@ def test_postgres_lock_held_too_long(pg_url: str) -> None:
             psycopg.connect(pg_url, autocommit=True) as blocker:
         with blocker.transaction():
             blocker.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-            with pytest.raises(StoreError, match="did not answer within 0.3 s"):
+            with pytest.raises(StoreError, match=r"did not answer within 0\.3 s"):
                 store.try_acquire([AB], Holder.current(), 30)
         # The store recovers once the lock is free.
         assert store.try_acquire([AB], Holder.current(), 30) is not None
