@@ -30,7 +30,7 @@ def cycle(args: argparse.Namespace) -> int:
     records = []
     with open_store(args.store, timeout=30) as store:
         for _ in range(args.cycles):
-            lease = reserve(store, claims, holder, ttl=60, wait=60, poll=args.poll)
+            lease = reserve(store, claims, holder, ttl=args.ttl, wait=60, poll=args.poll)
             start = time.monotonic()
             time.sleep(rng.uniform(0, 0.003))
             end = time.monotonic()
@@ -63,6 +63,7 @@ def main() -> int:
     c.add_argument("--cycles", type=int, required=True)
     c.add_argument("--seed", type=int, required=True)
     c.add_argument("--poll", type=float, default=0.05)
+    c.add_argument("--ttl", type=float, default=60)
     c.add_argument("--out", required=True)
     c.set_defaults(func=cycle)
     h = sub.add_parser("hold")

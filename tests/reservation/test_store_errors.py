@@ -90,3 +90,15 @@ def test_postgres_lock_held_too_long(pg_url: str) -> None:
                 store.try_acquire([AB], Holder.current(), 30)
         # The store recovers once the lock is free.
         assert store.try_acquire([AB], Holder.current(), 30) is not None
+
+
+@pytest.mark.postgres
+def test_postgres_store_reconnects_after_losing_its_connection(pg_url: str) -> None:
+    with PostgresStore(pg_url) as store, psycopg.connect(pg_url, autocommit=True) as admin:
+        lease = store.try_acquire([AB], Holder.current(), 30)
+        assert lease is not None
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                      " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        with pytest.raises(StoreError, match="query failed"):
+            store.renew(lease.id)
+        assert store.renew(lease.id).id == lease.id

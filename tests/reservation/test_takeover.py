@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,27 @@ def test_killed_holder_loses_its_pair_within_its_ttl(store_url: str, spawn: Any)
         assert lease.pair == "ab"
         with pytest.raises(LeaseLost, match=f"taken over .* by .*next.*lease {lease.id}"):
             store.renew(first["lease"])
+
+
+def test_workers_killed_at_random_points_leave_a_working_store(
+    store_url: str, spawn: Any, tmp_path: Path
+) -> None:
+    ttl = 1.5
+    pairs = [["ab", "a", "b"], ["bc", "b", "c"]]
+    workers = [spawn("cycle", "--store", store_url, "--claims", json.dumps(pairs),
+                     "--cycles", "100000", "--seed", str(n), "--poll", "0.01",
+                     "--ttl", str(ttl), "--out", str(tmp_path / f"w{n}")) for n in range(4)]
+    with open_store(store_url) as store:
+        _until(lambda: len(store.leases()) > 0)
+        for n, w in enumerate(workers):
+            # Kill mid-cycle: inside a transaction, holding, or queueing.
+            time.sleep(0.05 * (n + 1))
+            w.kill()
+            w.wait(timeout=10)
+        lease = reserve(store, [AB, BC], Holder.current("after"), wait=ttl + 2, poll=0.1)
+        second = reserve(store, [Claim("cd", ("c", "d")), Claim("ad", ("a", "d"))],
+                         Holder.current("after"), wait=ttl + 2, poll=0.1)
+        assert {lease.pair, second.pair} in ({"ab", "cd"}, {"bc", "ad"})
 
 
 def test_heartbeat_keeps_the_lease_alive(store: Store) -> None:
@@ -85,3 +107,10 @@ def test_heartbeat_that_cannot_reach_the_store_gives_up_at_expiry(tmp_path: Path
         assert lost.wait(10)
     with pytest.raises(LeaseLost, match=f"could not renew lease {lease.id} .* before it expired"):
         b.check()
+
+
+def _until(condition: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
