@@ -21,11 +21,21 @@ from hil.inventory import load_from_args, parse_requirements, select
 from hil.inventory.model import Inventory, Pair
 from hil.reservation import Claim, Heartbeat, Holder, Lease, Store, open_store, reserve
 
+RESERVE_HELP = """\
+Reserve a pair (both its hosts) of the inventory: the one --pair names, the
+first free one meeting every --require, or else the first free one at all.
+
+The lease outlives this command: keep it alive with 'hil renew LEASE' before
+its TTL runs out and give it back with 'hil release LEASE'; or use --hold,
+which renews in the foreground until SIGTERM or SIGINT and then releases.
+Exit 2 when no pair is free (or --wait ran out), naming who holds them.
+"""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``reserve``, ``renew``, ``release`` and ``status``."""
     p = subparsers.add_parser(
-        "reserve", help="reserve a pair of lab hosts", description=__doc__,
+        "reserve", help="reserve a pair of lab hosts", description=RESERVE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     which = p.add_mutually_exclusive_group()
