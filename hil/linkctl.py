@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hil.errors import HilError, InputError
-from hil.inventory.model import PULL_MODES, Link, LinkEnd, Pull
+from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
 from hil.journal import UndoReport, agent_undo, qmp_undo, ssh_undo
 
 if TYPE_CHECKING:
@@ -89,6 +89,15 @@ def _blackhole_script(netdev: str) -> str:
     )
 
 
+def find_link(inventory: Inventory, name: str) -> Link:
+    """The link ``name`` of ``inventory``; ``InputError`` naming the known links."""
+    link = inventory.links.get(name)
+    if link is None:
+        known = ", ".join(sorted(inventory.links)) or "none"
+        raise InputError(f"{inventory.path}: no link {name!r} (links: {known})")
+    return link
+
+
 class LinkControl:
     """Pull and restore the inventory's links; every pull goes into ``journal``."""
 
@@ -100,14 +109,7 @@ class LinkControl:
 
     def link(self, name: str | Link) -> Link:
         """The inventory link ``name``; ``InputError`` naming the known links."""
-        if isinstance(name, Link):
-            return name
-        inv = self.hosts.inventory
-        link = inv.links.get(name)
-        if link is None:
-            known = ", ".join(sorted(inv.links)) or "none"
-            raise InputError(f"{inv.path}: no link {name!r} (links: {known})")
-        return link
+        return name if isinstance(name, Link) else find_link(self.hosts.inventory, name)
 
     def _pull(self, link: Link, mode: str | None) -> Pull:
         if not link.pulls:

@@ -27,7 +27,13 @@ environment:
   HIL_STORE      default for --store (a SQLite path or a postgresql:// URL)
 """
 
-COMMANDS: list[str] = ["hil.cli.lab_cmd", "hil.cli.inventory_cmd", "hil.cli.reserve_cmd"]
+COMMANDS: list[str] = [
+    "hil.cli.lab_cmd",
+    "hil.cli.inventory_cmd",
+    "hil.cli.reserve_cmd",
+    "hil.cli.host_cmd",
+    "hil.cli.link_cmd",
+]
 
 
 class _Parser(argparse.ArgumentParser):

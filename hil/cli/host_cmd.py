@@ -1,0 +1,256 @@
+"""``hil host info|exec|setup|restore``: one lab host, or a pair, by hand.
+
+``hil host setup PAIR`` reserves the pair (unless ``--lease`` names one
+already held), replays what dead runs left in its restore journal, sets it
+up, prints the lease and keeps it, like ``hil reserve``: renew it with
+``hil renew``, give it back with ``hil release``.  Its changes stay in the
+journal and are undone by the next reservation of the pair or by
+``hil host restore HOST``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import select
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from hil.errors import EXIT_INFRA, EXIT_OK, BusyError, CommandTimeout, InputError
+from hil.hosts import Hosts
+from hil.inventory import load_from_args
+from hil.inventory.model import Inventory, Pair
+from hil.journal import Journal, replay, restore_host
+from hil.pairsetup import setup_pair
+from hil.reservation import Claim, Holder, Lease, Store, open_store, reserve
+
+EXEC_TIMEOUT = 300.0
+_CHUNK = 65536
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``hil host`` and its subcommands."""
+    host = subparsers.add_parser("host", help="inspect, configure and restore lab hosts",
+                                 description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmds = host.add_subparsers(dest="host_command", metavar="HOST_COMMAND",
+                               parser_class=type(host))
+    cmds.required = True
+
+    p = cmds.add_parser("info", help="kernel, RDMA devices, links and addresses of a host")
+    p.add_argument("host", metavar="HOST")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_info)
+
+    p = cmds.add_parser("exec", help="run a command on a host; exits with its status",
+                        description="Run CMD on HOST over SSH (no shell), streaming its "
+                        "stdout and stderr; exit with its exit status.")
+    p.add_argument("host", metavar="HOST")
+    p.add_argument("--timeout", type=float, default=EXEC_TIMEOUT, metavar="S",
+                   help=f"stop the command after S seconds, exit 2 (default {EXEC_TIMEOUT:g})")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    p.set_defaults(func=_exec)
+
+    p = cmds.add_parser("setup", help="reserve a pair and bring it to the inventory's state",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("pair", metavar="PAIR")
+    p.add_argument("--lease", metavar="LEASE", help="set up under this live lease of the pair "
+                   "instead of reserving it")
+    p.add_argument("--ttl", type=float, default=300.0, metavar="S",
+                   help="TTL of the lease taken (default 300)")
+    p.add_argument("--wait", type=float, default=0.0, metavar="S",
+                   help="queue up to S seconds for a busy pair (default 0: exit 2 at once)")
+    p.add_argument("--no-rdma", action="store_true",
+                   help="configure the network only; pick no RDMA device")
+    p.add_argument("--json", action="store_true", help='print {"lease": ..., "setup": ...}')
+    p.set_defaults(func=_setup)
+
+    p = cmds.add_parser("restore", help="undo a host's restore journal, newest change first",
+                        description="Undo every change left in HOST's restore journal. "
+                        "Refused while a live lease holds HOST, unless --lease names it or "
+                        "--force is given.")
+    p.add_argument("host", metavar="HOST")
+    p.add_argument("--lease", metavar="LEASE", help="the live lease that holds HOST")
+    p.add_argument("--force", action="store_true", help="restore even while another lease holds it")
+    p.set_defaults(func=_restore)
+
+
+# -- leases ---------------------------------------------------------------------
+
+
+def acting_lease(store: Store, host_names: Iterable[str], given: str | None) -> str:
+    """The lease id a manual change to ``host_names`` is journaled under.
+
+    ``given`` must be live and hold those hosts.  Without it, hosts held by a
+    live lease are refused (``BusyError``); free hosts get a ``manual:`` id.
+    """
+    names = set(host_names)
+    live = [le for le in store.leases() if names & set(le.hosts)]
+    if given:
+        lease = next((le for le in live if le.id == given), None)
+        if lease is None:
+            raise InputError(f"lease {given} is not live or holds none of {', '.join(sorted(names))}")
+        if not names <= set(lease.hosts):
+            raise InputError(f"lease {given} holds {', '.join(lease.hosts)}, not all of "
+                             f"{', '.join(sorted(names))}")
+        return lease.id
+    if live:
+        le = live[0]
+        raise BusyError(f"{', '.join(sorted(names & set(le.hosts)))} held by lease {le.id} "
+                        f"({le.holder}); pass --lease {le.id} to act under it")
+    holder = Holder.current()
+    return f"manual:{holder.user}@{holder.hostname}"
+
+
+def _pair(inv: Inventory, name: str) -> Pair:
+    try:
+        return inv.pair(name)
+    except KeyError as e:
+        raise InputError(str(e.args[0])) from None
+
+
+# -- info -----------------------------------------------------------------------
+
+
+def host_info(hosts: Hosts, name: str) -> dict[str, Any]:
+    """What ``hil host info`` shows, as a JSON-safe dict."""
+    from hil.agent import AgentCallError
+
+    agent = hosts.agent(name)
+    rdma: dict[str, Any] = {"available": True, "error": None, "devices": [], "ports": []}
+    try:
+        rdma["devices"] = [vars(d) for d in agent.rdma_devices()]
+        rdma["ports"] = [vars(p) for p in agent.rdma_links()]
+    except AgentCallError as e:
+        if e.kind != "rdma_unavailable":
+            raise
+        rdma.update(available=False, error=str(e))
+    addresses: dict[str, list[str]] = {}
+    for a in agent.addresses():
+        addresses.setdefault(a.netdev, []).append(str(a.address))
+    links = [{**vars(li), "addresses": addresses.get(li.name, [])} for li in agent.links()]
+    return {"host": name, "kernel": agent.hello.kernel, "python": agent.hello.python,
+            "rdma": rdma, "links": links}
+
+
+def _info(args: argparse.Namespace) -> int:
+    with Hosts(load_from_args(args.inventory)) as hosts:
+        info = host_info(hosts, args.host)
+    if args.json:
+        print(json.dumps(info))
+        return EXIT_OK
+    print(f"{info['host']}: kernel {info['kernel']}, python {info['python']}")
+    rdma = info["rdma"]
+    if not rdma["available"]:
+        print(f"RDMA: unavailable ({rdma['error']})")
+    elif not rdma["ports"]:
+        print("RDMA: no devices")
+    for p in rdma["ports"]:
+        print(f"RDMA: {p['device']}/{p['port']} {p['state']} ({p['physical_state']}) "
+              f"netdev {p['netdev'] or '-'}")
+    for li in info["links"]:
+        state = "carrier" if li["carrier"] else "no-carrier"
+        print(f"  {li['name']:<16} {li['operstate']:<8} {'up' if li['up'] else 'down':<5} "
+              f"mtu {li['mtu']:<6} {state:<11} {' '.join(li['addresses'])}".rstrip())
+    return EXIT_OK
+
+
+# -- exec -----------------------------------------------------------------------
+
+
+def _exec(args: argparse.Namespace) -> int:
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        raise InputError("hil host exec: give the command after --, e.g. hil host exec h1 -- uname -a")
+    with Hosts(load_from_args(args.inventory)) as hosts:
+        host = hosts.host(args.host)
+        proc = hosts.session(args.host).open_process(list(argv), sudo=host.ssh.sudo)
+        try:
+            status = _stream(args.host, argv, proc.channel, args.timeout)
+        finally:
+            proc.close()
+    if status < 0:
+        print(f"hil: error: {args.host}: {argv[0]} ended without an exit status "
+              "(killed, or the connection dropped)", file=sys.stderr)
+        return EXIT_INFRA
+    return status
+
+
+def _stream(host: str, argv: list[str], chan: Any, timeout: float) -> int:
+    """Copy the channel's stdout and stderr to ours until it exits; its exit status."""
+    chan.shutdown_write()  # the command gets EOF on stdin, as with ssh -n
+    deadline = time.monotonic() + timeout
+    while True:
+        moved = False
+        if chan.recv_ready():
+            sys.stdout.buffer.write(chan.recv(_CHUNK))
+            sys.stdout.flush()
+            moved = True
+        if chan.recv_stderr_ready():
+            sys.stderr.buffer.write(chan.recv_stderr(_CHUNK))
+            sys.stderr.flush()
+            moved = True
+        if moved:
+            continue
+        if chan.exit_status_ready() and (chan.eof_received or chan.closed):
+            return int(chan.recv_exit_status())
+        if time.monotonic() >= deadline:
+            raise CommandTimeout(host, f"{' '.join(argv)} still ran after {timeout:g}s and was "
+                                 "stopped; raise --timeout if it is just slow")
+        select.select([chan], [], [], 0.1)
+
+
+# -- setup and restore -------------------------------------------------------------
+
+
+def _setup(args: argparse.Namespace) -> int:
+    inv = load_from_args(args.inventory)
+    pair = _pair(inv, args.pair)
+    names = [pair.host_a.name, pair.host_b.name]
+    with open_store(args.store) as store:
+        if args.lease:
+            lease: Lease = store.get(acting_lease(store, names, args.lease))
+        else:
+            claim = Claim(pair.name, (names[0], names[1]))
+            lease = reserve(store, [claim], Holder.current("hil host setup"), ttl=args.ttl,
+                            wait=args.wait)
+        with Hosts(inv, store) as hosts:
+            journal = Journal(hosts, store, lease.id)
+            try:
+                if not args.lease:
+                    replay(hosts, pair).check(f"replaying the journal of pair {pair.name}")
+                state = setup_pair(hosts, pair, journal, rdma=not args.no_rdma)
+            except BaseException:
+                # A half-done setup is undone, and a lease we took is given back.
+                for failure in journal.close().failed:
+                    print(f"hil: warning: {failure}", file=sys.stderr)
+                if not args.lease:
+                    store.release(lease.id)
+                raise
+    if args.json:
+        print(json.dumps({"lease": lease.to_json(), "setup": state.to_json()}))
+        return EXIT_OK
+    print(lease)
+    for side in (state.a, state.b):
+        created = " (created)" if side.created else ""
+        print(f"  {side.host}:{side.port} {side.netdev} {side.address or '-'} mtu {side.mtu} "
+              f"rdma {side.rdma_device or '-'}{created}")
+    print(f"  {state.a.host} reaches {state.b.host}: {'yes' if state.reached else 'not checked'}")
+    return EXIT_OK
+
+
+def _restore(args: argparse.Namespace) -> int:
+    inv = load_from_args(args.inventory)
+    with open_store(args.store) as store, Hosts(inv, store) as hosts:
+        hosts.host(args.host)
+        if not args.force:
+            acting_lease(store, [args.host], args.lease)
+        report = restore_host(hosts, args.host)
+    for line in report.undone:
+        print(f"undone: {line}")
+    if not report.undone and not report.failed:
+        print(f"{args.host}: the restore journal is empty; nothing to restore")
+    report.check(f"restoring {args.host}")
+    return EXIT_OK
