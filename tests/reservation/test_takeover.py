@@ -58,6 +58,23 @@ def test_workers_killed_at_random_points_leave_a_working_store(
         assert {lease.pair, second.pair} in ({"ab", "cd"}, {"bc", "ad"})
 
 
+def test_a_killed_waiter_stops_blocking_the_queue(store_url: str, spawn: Any,
+                                                 tmp_path: Path) -> None:
+    with open_store(store_url) as store:
+        first = reserve(store, [AB], Holder.current("first"))
+        waiter = spawn("cycle", "--store", store_url, "--claims", json.dumps([["ab", "a", "b"]]),
+                       "--cycles", "1", "--seed", "1", "--out", str(tmp_path / "w"))
+        _until(lambda: len(store.tickets()) == 1)
+        waiter.kill()
+        waiter.wait(timeout=10)
+        store.release(first.id)
+        with pytest.raises(BusyError, match="queued for by .*contender 1"):
+            reserve(store, [AB], Holder.current("next"))
+        # Its ticket lapses within a few of its polls (2 s here).
+        lease = reserve(store, [AB], Holder.current("next"), wait=5, poll=0.1)
+        assert lease.pair == "ab"
+
+
 def test_heartbeat_keeps_the_lease_alive(store: Store) -> None:
     lease = reserve(store, [AB], Holder.current(), ttl=0.6)
     with Heartbeat(store, lease) as beat:
