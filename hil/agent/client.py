@@ -111,7 +111,8 @@ class AgentClient:
             raise AgentError(
                 self.host,
                 f"agent reports build {str(msg.get('hash'))[:12]}, expected "
-                f"{expect_hash[:12]}: the uploaded file is not the one built",
+                f"{expect_hash[:12]}: the file on the host is not the one built; delete "
+                f"{expect_hash}.pyz from its agent cache (~/.cache/hil/agent) and retry",
             )
         try:
             return Hello(
