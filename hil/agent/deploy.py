@@ -13,7 +13,6 @@ import logging
 import os
 import posixpath
 import stat
-from typing import Any
 
 import paramiko
 
@@ -30,7 +29,7 @@ def remote_path(home: str, bundle: Bundle, remote_dir: str = REMOTE_DIR) -> str:
     return posixpath.join(home, remote_dir, f"{bundle.sha256}.pyz")
 
 
-def _makedirs(sftp: Any, path: str) -> None:
+def _makedirs(sftp: paramiko.SFTPClient, path: str) -> None:
     parts = path.strip("/").split("/")
     for i in range(1, len(parts) + 1):
         d = "/" + "/".join(parts[:i])
@@ -41,7 +40,7 @@ def _makedirs(sftp: Any, path: str) -> None:
             sftp.mkdir(d, 0o700)
 
 
-def _cached(sftp: Any, path: str, size: int) -> bool:
+def _cached(sftp: paramiko.SFTPClient, path: str, size: int) -> bool:
     try:
         return sftp.stat(path).st_size == size
     except FileNotFoundError:
