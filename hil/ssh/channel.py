@@ -1,10 +1,11 @@
 """Exec channels: running one command to completion, and long-running processes.
 
-Killing what a channel started: OpenSSH's sshd runs each exec request as the
-leader of a new process group and, on a ``signal`` channel request, signals
-that group (sshd >= 7.9).  We send TERM when a command times out or a
-process will not end; for commands, a remote ``timeout`` is the backstop
-that holds even if the signal is lost or the connection drops.
+Closing a channel does not end what it started: sshd leaves the process
+running.  sshd's ``signal`` channel request does not help either, since
+sshd refuses it for root logins (no privilege separation after auth).  So
+the session runs each command under the remote ``timeout``, and a
+RemoteProcess reports its process group first thing, so that ``close()``
+can kill that group over a second channel when the process will not exit.
 """
 
 from __future__ import annotations
@@ -14,29 +15,15 @@ import select
 import shlex
 import time
 
-import paramiko
-from paramiko.common import cMSG_CHANNEL_REQUEST
+from collections.abc import Callable
 
-from hil.errors import CommandTimeout, SSHError
+import paramiko
+
+from hil.errors import CommandFailed, CommandTimeout, SSHError
 
 _CHUNK = 65536
 _POLL = 0.2  # seconds between checks for the exit status when no data arrives
 _KILL_AFTER = 2.0  # seconds a process gets to exit on TERM before KILL
-
-
-def send_signal(chan: paramiko.Channel, name: str) -> None:
-    """Ask sshd to signal the channel's process group (``name`` like "TERM")."""
-    m = paramiko.Message()
-    m.add_byte(cMSG_CHANNEL_REQUEST)
-    m.add_int(chan.remote_chanid)
-    m.add_string("signal")
-    m.add_boolean(False)
-    m.add_string(name)
-    try:
-        # paramiko has no public call for RFC 4254 section 6.9 signals.
-        chan.transport._send_user_message(m)
-    except (paramiko.SSHException, OSError, EOFError):
-        pass  # the channel or transport is gone: nothing left to signal
 
 
 def exchange(chan: paramiko.Channel, data: bytes, deadline: float) -> tuple[bytes, bytes] | None:
@@ -81,15 +68,60 @@ class RemoteProcess:
     waits, and signals the process group if it has not exited.
     """
 
-    def __init__(self, host: str, argv: list[str], chan: paramiko.Channel) -> None:
+    def __init__(
+        self,
+        host: str,
+        argv: list[str],
+        chan: paramiko.Channel,
+        kill_group: Callable[[int, str], None],
+    ) -> None:
         self.host = host
         self.argv = argv
         self.channel = chan
+        self.pgid = 0  # the remote process group, as the start wrapper reported it
+        self._kill_group = kill_group  # (pgid, signal name): signals it over another channel
         self.stdin = chan.makefile_stdin("wb")
         self.stdout = chan.makefile("rb")
         self.stderr = chan.makefile_stderr("rb")
         self._buffer = bytearray()
         self._log = logging.getLogger(f"hil.ssh.{host}")
+
+    @classmethod
+    def start(
+        cls,
+        host: str,
+        argv: list[str],
+        chan: paramiko.Channel,
+        kill_group: Callable[[int, str], None],
+        timeout: float,
+    ) -> RemoteProcess:
+        """Wrap a channel whose command first prints its process group id."""
+        proc = cls(host, argv, chan, kill_group)
+        proc.pgid = proc._read_pgid(timeout)
+        return proc
+
+    def _read_pgid(self, timeout: float) -> int:
+        """The first line, read byte by byte so stdout keeps everything after it."""
+        deadline = time.monotonic() + timeout
+        line = b""
+        while not line.endswith(b"\n"):
+            if self.channel.recv_ready():
+                line += self.channel.recv(1)
+            elif self.channel.eof_received:
+                break
+            elif time.monotonic() >= deadline:
+                self.channel.close()
+                raise CommandTimeout(
+                    self.host, f"{shlex.join(self.argv)} did not start within {timeout:g}s"
+                )
+            else:
+                select.select([self.channel], [], [], min(deadline - time.monotonic(), _POLL))
+        if not line.strip().isdigit():
+            status = self.wait(timeout)
+            err = self.stderr.read().decode(errors="replace")
+            self.channel.close()
+            raise CommandFailed(self.host, self.argv, status, line.decode(errors="replace"), err)
+        return int(line)
 
     def write(self, data: bytes) -> None:
         """Send bytes to the process's stdin."""
@@ -144,7 +176,7 @@ class RemoteProcess:
         return self.channel.recv_exit_status()
 
     def close(self, timeout: float = 5.0) -> int | None:
-        """End the process: close stdin, wait, then TERM its process group.
+        """End the process: close stdin, wait, then TERM (and KILL) its process group.
 
         Returns its exit status, or None when it had to be signalled.
         """
@@ -164,9 +196,9 @@ class RemoteProcess:
 
     def _terminate(self) -> None:
         """TERM the process group; KILL it when TERM is ignored."""
-        send_signal(self.channel, "TERM")
+        self._kill_group(self.pgid, "TERM")
         if not self.channel.status_event.wait(_KILL_AFTER):
-            send_signal(self.channel, "KILL")
+            self._kill_group(self.pgid, "KILL")
 
     def __enter__(self) -> RemoteProcess:
         return self

@@ -61,7 +61,10 @@ def _open_socket(
     if via is not None:
         return _open_jump_channel(ep, *via, timeout)
     try:
-        return socket.create_connection((ep.address, ep.port), timeout=timeout)
+        sock = socket.create_connection((ep.address, ep.port), timeout=timeout)
+        # Agent calls are small request/answer pairs: no Nagle delay on them.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
     except socket.gaierror as e:
         raise _unreachable(ep, f"DNS lookup of {ep.address} failed ({e.strerror})") from None
     except TimeoutError:

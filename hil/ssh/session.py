@@ -18,10 +18,15 @@ from hil.ssh.channel import RemoteProcess
 from hil.ssh.connect import open_transport
 from hil.ssh.endpoint import DEFAULT_SSH_CONFIG, Endpoint, load_ssh_config, resolve
 
-# The remote ``timeout`` fires this long after our own deadline, so that we
-# report CommandTimeout ourselves; it only matters if our TERM got lost.
-_REMOTE_GRACE = 2.0
-_REMOTE_KILL_AFTER = "5"
+# The remote ``timeout`` kills a command's process group this long after our
+# own deadline (it starts a little later), so we see the deadline first.
+_REMOTE_GRACE = 0.5
+_REMOTE_KILL_AFTER = "2"  # KILL this long after TERM, for commands that ignore TERM
+_TIMEOUT_STATUS = 124  # what ``timeout`` exits with when it fired
+# Reports the process group (field 5 of /proc/PID/stat) before exec'ing the
+# process, so that RemoteProcess.close() can signal the whole group.
+_REPORT_PGID = 'read -r _ _ _ _ pgid _ < /proc/$$/stat && echo "$pgid" && exec "$@"'
+_KILL_TIMEOUT = 10.0
 _SFTP_TIMEOUT = 60.0  # per SFTP request, so a dead host cannot hang an upload
 
 
@@ -99,50 +104,61 @@ class SSHSession:
         ``input`` is fed to its stdin (which is closed right away otherwise).
         ``sudo`` asks for root: the command goes through ``sudo -n`` when the
         host's ssh.sudo says the login user needs it.  Raises CommandFailed
-        when ``check`` and the exit status is not 0, CommandTimeout (after
-        killing the remote process group) when it runs too long.
+        when ``check`` and the exit status is not 0, CommandTimeout when it
+        runs too long (the remote ``timeout`` kills its process group within
+        a second of that).
         """
         argv = _checked(argv)
         remote = ["timeout", f"--kill-after={_REMOTE_KILL_AFTER}", f"{timeout + _REMOTE_GRACE:g}"]
         command = shlex.join(self._sudo(sudo) + remote + argv)
         data = input.encode() if isinstance(input, str) else (input or b"")
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         chan = self._open_channel()
         try:
             self.log.debug("run: %s", shlex.join(argv))
             chan.exec_command(command)
             output = channel.exchange(chan, data, deadline)
-            if output is None:
-                channel.send_signal(chan, "TERM")
-                raise CommandTimeout(
-                    self.name,
-                    f"{shlex.join(argv)} did not finish within {timeout:g}s and was killed; "
-                    f"raise its timeout if it is just slow",
-                )
-            status = chan.recv_exit_status()
+            status = None if output is None else chan.recv_exit_status()
         except (paramiko.SSHException, OSError, EOFError) as e:
             raise SSHError(self.name, f"{shlex.join(argv)}: connection failed: {e}") from None
         finally:
             chan.close()
+        if output is None or (status == _TIMEOUT_STATUS and time.monotonic() - started >= timeout):
+            raise CommandTimeout(
+                self.name,
+                f"{shlex.join(argv)} did not finish within {timeout:g}s and was killed; "
+                f"raise its timeout if it is just slow",
+            )
         result = Result(tuple(argv), status, *(b.decode(errors="replace") for b in output))
         if check and status != 0:
             raise CommandFailed(self.name, argv, status, result.stdout, result.stderr)
         return result
 
-    def open_process(self, argv: list[str], *, sudo: bool = False) -> RemoteProcess:
+    def open_process(
+        self, argv: list[str], *, sudo: bool = False, start_timeout: float = 30
+    ) -> RemoteProcess:
         """Start ``argv`` on its own exec channel and return it running.
 
         The caller talks to it through the RemoteProcess and must close() it.
+        CommandFailed when it cannot start (e.g. sudo refuses), CommandTimeout
+        when it has not started within ``start_timeout`` seconds.
         """
         argv = _checked(argv)
+        wrapped = self._sudo(sudo) + ["sh", "-c", _REPORT_PGID, "hil-process", *argv]
         chan = self._open_channel()
         try:
-            chan.exec_command(shlex.join(self._sudo(sudo) + argv))
+            chan.exec_command(shlex.join(wrapped))
         except (paramiko.SSHException, OSError, EOFError) as e:
             chan.close()
             raise SSHError(self.name, f"cannot start {shlex.join(argv)}: {e}") from None
-        self.log.debug("started: %s", shlex.join(argv))
-        return RemoteProcess(self.name, argv, chan)
+
+        def kill_group(pgid: int, signal: str) -> None:
+            self._kill_group(pgid, signal, sudo)
+
+        proc = RemoteProcess.start(self.name, argv, chan, kill_group, start_timeout)
+        self.log.debug("started: %s (process group %d)", shlex.join(argv), proc.pgid)
+        return proc
 
     def sftp(self) -> paramiko.SFTPClient:
         """The session's SFTP client, opened on first use."""
@@ -187,6 +203,14 @@ class SSHSession:
 
     def _sudo(self, wanted: bool) -> list[str]:
         return ["sudo", "-n", "--"] if wanted and self.endpoint.sudo else []
+
+    def _kill_group(self, pgid: int, signal: str, sudo: bool) -> None:
+        """Signal a remote process group; a dead session has nothing left to kill."""
+        try:
+            self.run(["kill", "-s", signal, "--", f"-{pgid}"],
+                     timeout=_KILL_TIMEOUT, check=False, sudo=sudo)
+        except SSHError as e:
+            self.log.warning("could not signal process group %d: %s", pgid, e)
 
     def _open_channel(self) -> paramiko.Channel:
         try:
