@@ -10,8 +10,10 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import paramiko
 
@@ -52,7 +54,9 @@ def open_transport(
 
 
 def _unreachable(ep: Endpoint, what: str) -> Unreachable:
-    return Unreachable(ep.host_name, f"cannot connect to {ep.address}:{ep.port}: {what}; {_CHECK_HOST}")
+    return Unreachable(
+        ep.host_name, f"cannot connect to {ep.address}:{ep.port}: {what}; {_CHECK_HOST}"
+    )
 
 
 def _open_socket(
@@ -60,18 +64,45 @@ def _open_socket(
 ) -> socket.socket | paramiko.Channel:
     if via is not None:
         return _open_jump_channel(ep, *via, timeout)
-    try:
-        sock = socket.create_connection((ep.address, ep.port), timeout=timeout)
+    deadline = time.monotonic() + timeout
+    failure = "no address"
+    for family, kind, proto, _, sockaddr in _resolve(ep, timeout):
+        sock = socket.socket(family, kind, proto)
+        sock.settimeout(max(deadline - time.monotonic(), 0.01))
+        try:
+            sock.connect(sockaddr)
+        except TimeoutError:
+            sock.close()
+            failure = f"timed out after {timeout:g}s"
+            break
+        except OSError as e:
+            sock.close()
+            failure = _SOCKET_ERRORS.get(e.errno or 0, e.strerror or str(e))
+            continue
         # Agent calls are small request/answer pairs: no Nagle delay on them.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
-    except socket.gaierror as e:
-        raise _unreachable(ep, f"DNS lookup of {ep.address} failed ({e.strerror})") from None
-    except TimeoutError:
-        raise _unreachable(ep, f"timed out after {timeout:g}s") from None
-    except OSError as e:
-        what = _SOCKET_ERRORS.get(e.errno or 0, e.strerror or str(e))
-        raise _unreachable(ep, what) from None
+    raise _unreachable(ep, failure)
+
+
+def _resolve(ep: Endpoint, timeout: float) -> list[tuple[Any, ...]]:
+    """getaddrinfo bounded by ``timeout``: a dead DNS server must not hang a run."""
+    found: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            found.append(socket.getaddrinfo(ep.address, ep.port, type=socket.SOCK_STREAM))
+        except OSError as e:
+            found.append(e)
+
+    worker = threading.Thread(target=lookup, name=f"hil-dns-{ep.host_name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not found:
+        raise _unreachable(ep, f"DNS lookup of {ep.address} took more than {timeout:g}s")
+    if isinstance(found[0], OSError):
+        raise _unreachable(ep, f"DNS lookup of {ep.address} failed ({found[0]})")
+    return list(found[0])
 
 
 def _open_jump_channel(

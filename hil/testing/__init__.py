@@ -1,5 +1,12 @@
 """Test support that tests and bench scripts share: the netns lab of real sshd hosts."""
 
-from hil.testing.netnslab import Cable, LabHost, LabPort, NetnsLab, cleanup_stale
+from hil.testing.netnslab import (
+    ALT_SSH_PORT,
+    Cable,
+    LabHost,
+    LabPort,
+    NetnsLab,
+    cleanup_stale,
+)
 
-__all__ = ["Cable", "LabHost", "LabPort", "NetnsLab", "cleanup_stale"]
+__all__ = ["ALT_SSH_PORT", "Cable", "LabHost", "LabPort", "NetnsLab", "cleanup_stale"]

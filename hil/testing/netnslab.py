@@ -10,7 +10,8 @@ chain: cable k joins host k and host k+1 on ``198.18.k.0/24`` (host k is
 ``data1``... (ports ``p0``, ``p1``...) in cable order, so with two hosts
 ``data0`` 198.18.0.1/24 is cabled to ``data0`` 198.18.0.2/24.
 
-A client key, per-host host keys, a known_hosts file and an inventory YAML
+sshd also listens on port 2222 (``ALT_SSH_PORT``; known_hosts lists port 22
+only).  A client key, per-host host keys, a known_hosts file and an inventory YAML
 are made for the run in a temp directory.  Everything is undone on exit,
 also when building fails or is interrupted; ``cleanup_stale()`` removes what
 labs of dead processes left behind.
@@ -42,6 +43,7 @@ from hil.testing import netnslab_files as files
 log = logging.getLogger("hil.testing.netnslab")
 
 SSHD = "/usr/sbin/sshd"
+ALT_SSH_PORT = files.ALT_SSH_PORT
 MGMT_NET = ipaddress.IPv4Network("198.19.0.0/16")
 _PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without it
 _ALLOC_LOCK = Path("/run/lock/hil-netnslab.lock")

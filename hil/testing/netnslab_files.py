@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from hil.testing.netnslab import LabHost, NetnsLab
 
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+ALT_SSH_PORT = 2222
 
 
 def make_key(path: Path, comment: str) -> None:
@@ -35,6 +36,8 @@ def write_sshd_config(lab: NetnsLab, host: LabHost) -> Path:
                 "# Written by hil.testing.NetnsLab; sshd listens on all namespace addresses.",
                 "ListenAddress 0.0.0.0",
                 "Port 22",
+                # A second port, for tests of [host]:port known_hosts entries.
+                f"Port {ALT_SSH_PORT}",
                 f"HostKey {key}",
                 f"PidFile {folder / 'sshd.pid'}",
                 f"AuthorizedKeysFile {lab.tmpdir / 'authorized_keys'}",

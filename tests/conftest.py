@@ -1,0 +1,63 @@
+"""Fixtures shared by hil's own tests.
+
+- ``netns_lab``: the session's NetnsLab (hil.testing): two network-namespace
+  hosts with real sshd, a data cable between them, keys, known_hosts and an
+  inventory.  Tests that use it are marked ``netns`` automatically.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+import pytest
+
+from hil.testing import NetnsLab, cleanup_stale
+
+
+def netns_unavailable() -> str | None:
+    """Why the netns lab cannot be built here, or None when it can."""
+    if os.geteuid() != 0:
+        return "the netns lab needs root (network namespaces, sshd on port 22)"
+    for tool in ("ip", "/usr/sbin/sshd", "ssh-keygen", "unshare"):
+        if shutil.which(tool) is None:
+            return f"the netns lab needs {tool} (ci/install installs it)"
+    probe = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10)
+    if probe.returncode != 0:
+        return f"'ip netns' does not work here: {probe.stderr.strip()}"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the netns lab, so ``-m 'not netns'`` leaves it out."""
+    for item in items:
+        if "netns_lab" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.netns)
+
+
+def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def netns_lab() -> Iterator[NetnsLab]:
+    """Two namespace hosts with real sshd for the whole session; torn down at its end."""
+    reason = netns_unavailable()
+    if reason:
+        pytest.skip(reason)
+    cleanup_stale()
+    # A CI runner stops a job with SIGTERM: turn it into an interrupt so the
+    # lab's teardown still runs.
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm) if in_main else None
+    try:
+        with NetnsLab(hosts=2) as lab:
+            yield lab
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
