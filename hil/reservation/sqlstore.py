@@ -132,23 +132,30 @@ class SqlStore(Store):
             seq = self._touch_ticket(tx, ticket, claims, holder, ticket_ttl) if ticket else None
             rows = [_lease(r) for r in tx.q(f"SELECT {LEASE_COLUMNS} FROM hil_leases")]
             held = {h for r in rows if r.expires_ts > tx.now for h in r.lease.hosts}
-            queued = self._queued_hosts(tx, seq, ticket)
-            for claim in claims:
-                if held.intersection(claim.hosts) or queued.intersection(claim.hosts):
-                    continue
-                lease_id = _new_id()
-                for old in (r.lease for r in rows if set(r.lease.hosts) & set(claim.hosts)):
-                    self._take_over(tx, old, lease_id, holder)
-                tx.q(
-                    f"INSERT INTO hil_leases ({LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (lease_id, claim.pair, *claim.hosts, json.dumps(holder.to_json()),
-                     tx.now, tx.now + ttl, ttl),
-                )
-                if ticket:
-                    tx.q("DELETE FROM hil_tickets WHERE id = ?", (ticket,))
-                return Lease(lease_id, claim.pair, claim.hosts, holder,
-                             utc(tx.now), utc(tx.now + ttl), ttl)
-        return None
+            blocked = held | self._queued_hosts(tx, seq, ticket)
+            claim = next((c for c in claims if not blocked.intersection(c.hosts)), None)
+            if claim is None:
+                return None
+            lease = self._grant(tx, claim, holder, ttl, [r.lease for r in rows])
+            if ticket:
+                tx.q("DELETE FROM hil_tickets WHERE id = ?", (ticket,))
+            return lease
+
+    def _grant(
+        self, tx: Tx, claim: Claim, holder: Holder, ttl: float, leases: list[Lease]
+    ) -> Lease:
+        """Insert a lease on ``claim``, taking over the expired ones on its hosts."""
+        lease = Lease(_new_id(), claim.pair, claim.hosts, holder,
+                      utc(tx.now), utc(tx.now + ttl), ttl)
+        for old in leases:
+            if set(old.hosts) & set(claim.hosts):
+                self._take_over(tx, old, lease.id, holder)
+        tx.q(
+            f"INSERT INTO hil_leases ({LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (lease.id, claim.pair, *claim.hosts, json.dumps(holder.to_json()),
+             tx.now, tx.now + ttl, ttl),
+        )
+        return lease
 
     def _take_over(self, tx: Tx, old: Lease, new_id: str, holder: Holder) -> None:
         """Drop the expired ``old`` lease, remembering who took its hosts."""
