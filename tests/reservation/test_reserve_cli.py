@@ -162,3 +162,20 @@ def test_exit_codes_are_in_help(hil: Run) -> None:
     assert "2  busy or timed out" in text
     assert "reserve" in text and "status" in text
 
+
+
+def test_status_shows_waiters_and_sigint_leaves_the_queue(
+    hil: Run, background: Callable[..., subprocess.Popen[str]]
+) -> None:
+    _ok(hil("reserve", "--pair", "ab", "--holder", "first"))
+    waiter = background("reserve", "--pair", "bc", "--wait", "60", "--holder", "w")
+    deadline = time.monotonic() + 20
+    while not (waiting := json.loads(_ok(hil("status", "--json")))["waiting"]):
+        assert time.monotonic() < deadline, "the waiter never queued"
+        time.sleep(0.1)
+    assert [(w["pairs"], w["holder"]["note"]) for w in waiting] == [(["bc"], "w")]
+    assert "waiting: " in _ok(hil("status"))
+    waiter.send_signal(signal.SIGINT)
+    _, err = waiter.communicate(timeout=15)
+    assert waiter.returncode == 3 and "hil: interrupted" in err
+    assert json.loads(_ok(hil("status", "--json")))["waiting"] == []
