@@ -68,7 +68,7 @@ def test_a_killed_waiter_stops_blocking_the_queue(store_url: str, spawn: Any,
         waiter.kill()
         waiter.wait(timeout=10)
         store.release(first.id)
-        with pytest.raises(BusyError, match="queued for by .*contender 1"):
+        with pytest.raises(BusyError, match=r"queued for by .*contender 1"):
             reserve(store, [AB], Holder.current("next"))
         # Its ticket lapses within a few of its polls (2 s here).
         lease = reserve(store, [AB], Holder.current("next"), wait=5, poll=0.1)
