@@ -170,7 +170,12 @@ def _authenticate(ep: Endpoint, t: paramiko.Transport, deadline: float) -> None:
 def _load_key(ep: Endpoint, path: Path) -> paramiko.PKey:
     try:
         return paramiko.PKey.from_path(str(path))
-    except paramiko.PasswordRequiredException:
+    except (paramiko.PasswordRequiredException, TypeError) as e:
+        # cryptography reports an encrypted OpenSSH-format key as a TypeError.
+        if isinstance(e, TypeError) and "password" not in str(e):
+            raise AuthenticationFailed(
+                ep.host_name, f"cannot load identity file {path}: {e}"
+            ) from None
         raise AuthenticationFailed(
             ep.host_name,
             f"identity file {path} is encrypted; hil does not ask for passphrases: "

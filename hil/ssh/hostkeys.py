@@ -100,4 +100,6 @@ def _append(ep: Endpoint, key: paramiko.PKey) -> None:
                 line = "\n" + line
             f.write(line.encode())
     except OSError as e:
-        raise HostKeyError(ep.host_name, f"cannot add the host key to {ep.known_hosts}: {e}") from None
+        raise HostKeyError(
+            ep.host_name, f"cannot add the host key to {ep.known_hosts}: {e}"
+        ) from None

@@ -73,7 +73,7 @@ class SSHSession:
         if ep.jumps and jump_session is None:
             raise SSHError(
                 host.name,
-                f"is reached through {' then '.join(ep.jumps)}: connect it through "
+                f"needs the jump host {' then '.join(ep.jumps)}: connect it through "
                 f"SSHPool, or pass jump_session",
             )
         log = logging.getLogger(f"hil.ssh.{host.name}")

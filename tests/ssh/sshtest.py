@@ -10,9 +10,9 @@ from typing import Any
 from hil.inventory.model import Host, Inventory
 
 
-def with_ssh(host: Host, **changes: Any) -> Host:
-    """``host`` with some ssh settings changed."""
-    return dataclasses.replace(host, ssh=dataclasses.replace(host.ssh, **changes))
+def with_ssh(base: Host, **changes: Any) -> Host:
+    """``base`` with some ssh settings changed."""
+    return dataclasses.replace(base, ssh=dataclasses.replace(base.ssh, **changes))
 
 
 def inventory_of(base: Inventory, *hosts: Host) -> Inventory:

@@ -1,0 +1,119 @@
+"""Connection failures, each with its own error and within its timeout."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sshtest import make_key, with_ssh
+
+from hil.errors import EXIT_INFRA, AuthenticationFailed, SSHError, Unreachable
+from hil.inventory.model import Host, Inventory
+from hil.ssh import SSHSession
+from hil.testing import NetnsLab
+
+
+@pytest.fixture
+def ns0(lab_inventory: Inventory) -> Host:
+    return lab_inventory.hosts["ns0"]
+
+
+def connect(host: Host, timeout: float | None = None) -> None:
+    SSHSession.connect(host, ssh_config=None, timeout=timeout).close()
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_wrong_key_is_refused_naming_user_and_key(ns0: Host, tmp_path: Path) -> None:
+    key = make_key(tmp_path / "stranger")
+    with pytest.raises(AuthenticationFailed) as info:
+        connect(with_ssh(ns0, identity_file=str(key)))
+    assert str(info.value) == (
+        f"ns0: root@{ns0.ssh.host}:22 refused the key(s) {key}; install the public key "
+        f"({key}.pub) in ~root/.ssh/authorized_keys on the host, or set ssh.identity_file"
+    )
+    assert info.value.exit_code == EXIT_INFRA
+
+
+def test_a_wrong_user_is_refused(ns0: Host) -> None:
+    with pytest.raises(AuthenticationFailed, match="nobody@"):
+        connect(with_ssh(ns0, user="nobody"))
+
+
+def test_an_encrypted_key_is_refused_without_prompting(ns0: Host, tmp_path: Path) -> None:
+    key = make_key(tmp_path / "locked", passphrase="secret-passphrase")
+    with pytest.raises(AuthenticationFailed, match="is encrypted") as info:
+        connect(with_ssh(ns0, identity_file=str(key)))
+    assert "secret-passphrase" not in str(info.value)
+
+
+def test_a_missing_identity_file_is_named(ns0: Host, tmp_path: Path) -> None:
+    with pytest.raises(AuthenticationFailed, match=f"cannot load identity file {tmp_path}/nope"):
+        connect(with_ssh(ns0, identity_file=str(tmp_path / "nope")))
+
+
+def test_a_closed_port_is_unreachable_refused(ns0: Host) -> None:
+    port = closed_port()
+    with pytest.raises(Unreachable) as info:
+        connect(with_ssh(ns0, host="127.0.0.1", port=port))
+    assert str(info.value) == (
+        f"ns0: cannot connect to 127.0.0.1:{port}: connection refused; "
+        f"check the host is up and ssh.host/ssh.port in the inventory"
+    )
+
+
+def test_an_unknown_name_is_a_dns_failure(ns0: Host) -> None:
+    with pytest.raises(Unreachable, match="DNS lookup of no-such-host.invalid"):
+        connect(with_ssh(ns0, host="no-such-host.invalid"))
+
+
+@pytest.fixture
+def silent_lab() -> Iterator[NetnsLab]:
+    """A one-host lab whose answers to the test process are dropped (blackhole route)."""
+    with NetnsLab(hosts=1) as lab:
+        root_side = next(lab.hosts[0].mgmt_address.network.hosts())
+        lab.exec(0, ["ip", "route", "add", "blackhole", f"{root_side}/32"])
+        yield lab
+
+
+def test_a_host_that_drops_packets_times_out_within_connect_timeout(
+    silent_lab: NetnsLab,
+) -> None:
+    host = silent_lab.inventory().hosts["ns0"]
+    started = time.monotonic()
+    with pytest.raises(Unreachable) as info:
+        connect(with_ssh(host, connect_timeout=1.5))
+    elapsed = time.monotonic() - started
+    assert str(info.value) == (
+        f"ns0: cannot connect to {host.ssh.host}:22: timed out after 1.5s; "
+        f"check the host is up and ssh.host/ssh.port in the inventory"
+    )
+    assert elapsed < 5, f"Unreachable came {elapsed:.1f}s after a 1.5s connect timeout"
+
+
+def test_the_timeout_argument_overrides_connect_timeout(silent_lab: NetnsLab) -> None:
+    host = silent_lab.inventory().hosts["ns0"]
+    with pytest.raises(Unreachable, match="timed out after 0.5s"):
+        connect(with_ssh(host, connect_timeout=60), timeout=0.5)
+
+
+def test_a_jump_host_in_the_inventory_needs_a_pool_or_jump_session(ns0: Host) -> None:
+    with pytest.raises(SSHError, match="ns0: needs the jump host ns1: connect it through SSHPool"):
+        connect(with_ssh(ns0, jump="ns1"))
+
+
+def test_a_session_dies_with_its_connection(ns0: Host) -> None:
+    session = SSHSession.connect(ns0, ssh_config=None)
+    assert session.is_alive()
+    session.close()
+    assert not session.is_alive()
+    with pytest.raises(SSHError, match="ns0: cannot open a channel"):
+        session.run(["true"])
