@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,9 +71,33 @@ def test_a_closed_port_is_unreachable_refused(ns0: Host) -> None:
     )
 
 
-def test_an_unknown_name_is_a_dns_failure(ns0: Host) -> None:
-    with pytest.raises(Unreachable, match="DNS lookup of no-such-host.invalid"):
-        connect(with_ssh(ns0, host="no-such-host.invalid"))
+def test_a_failing_dns_lookup_is_unreachable(
+    ns0: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Faked: a real lookup would query a DNS server outside the test network.
+    def no_such_name(*args: object, **kwargs: object) -> None:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
+    with pytest.raises(Unreachable, match="DNS lookup of lab-host.example failed"):
+        connect(with_ssh(ns0, host="lab-host.example"))
+
+
+def test_a_hanging_dns_lookup_is_cut_at_the_connect_timeout(
+    ns0: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def hanging(*args: object, **kwargs: object) -> None:
+        release.wait(30)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    try:
+        with pytest.raises(Unreachable, match="DNS lookup of lab-host.example took more than 0.3s"):
+            connect(with_ssh(ns0, host="lab-host.example"), timeout=0.3)
+    finally:
+        release.set()
 
 
 @pytest.fixture
