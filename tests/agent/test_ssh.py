@@ -12,28 +12,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agenttest import needs_root, pids_with_cmdline, process_running, wait_for
+from agenttest import pids_with_cmdline, process_running, wait_for
 
 from hil.agent import Agent, build
 from hil.errors import AgentError
 from hil.inventory.model import Host
 from hil.ssh import SSHPool, SSHSession
+from hil.testing import NetnsLab
 
 
 @pytest.fixture(scope="module")
-def lab_host() -> Iterator[tuple[SSHSession, Host, object]]:
-    """The first host of a two-host netns lab and an SSH session to it.
-
-    Module-wide: building a lab (sshd per host) takes a second or two.
-    """
-    needs_root()
-    from hil.testing.netnslab import NetnsLab
-
-    with NetnsLab(hosts=2) as lab:
-        inventory = lab.inventory()
-        name = lab.hosts[0].name
-        with SSHPool(inventory, ssh_config=None) as pool:
-            yield pool.get(name), inventory.hosts[name], lab
+def lab_host(netns_lab: NetnsLab) -> Iterator[tuple[SSHSession, Host, NetnsLab]]:
+    """The first host of the session's netns lab and an SSH session to it."""
+    inventory = netns_lab.inventory()
+    name = netns_lab.hosts[0].name
+    with SSHPool(inventory, ssh_config=None) as pool:
+        yield pool.get(name), inventory.hosts[name], netns_lab
 
 
 @pytest.fixture
@@ -65,18 +59,20 @@ def test_set_and_restore_an_address_in_the_host_namespace(lab_host, remote_dir: 
     session, host, lab = lab_host
     rnic = host.rnics[0]
     extra = "198.18.200.1/24"
+
+    def ip(*args: str) -> str:  # what the namespace itself says, not the agent
+        return lab.exec(0, ["ip", "-o", *args, "dev", rnic.netdev]).stdout
+
     with Agent.start(session, host, remote_dir=remote_dir) as agent:
         before = agent.set_link(rnic.netdev, mtu=1400)
         agent.add_address(rnic.netdev, extra)
         try:
-            seen = lab.exec(0, ["ip", "-o", "addr", "show", "dev", rnic.netdev]).stdout
-            assert extra in seen and "mtu" not in seen
-            assert agent.link(rnic.netdev).mtu == 1400
+            assert extra in ip("addr", "show") and " mtu 1400 " in ip("link", "show")
         finally:
             agent.delete_address(rnic.netdev, extra)
             agent.set_link(rnic.netdev, mtu=before.mtu)
-        assert extra not in lab.exec(0, ["ip", "-o", "addr", "show", "dev", rnic.netdev]).stdout
-        assert str(rnic.address) in {str(a.address) for a in agent.addresses(rnic.netdev)}
+    assert extra not in ip("addr", "show") and f" mtu {before.mtu} " in ip("link", "show")
+    assert str(rnic.address) in ip("addr", "show")
 
 
 def test_closing_the_channel_ends_the_remote_agent_and_its_children(lab_host, remote_dir) -> None:
