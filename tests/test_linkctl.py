@@ -33,10 +33,10 @@ LINK = "ns0-ns1"
 HERE = Path(__file__).parent
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[NetnsLab]:
-    with NetnsLab(hosts=2) as lab:
-        yield lab
+@pytest.fixture
+def lab(netns_lab: NetnsLab) -> NetnsLab:
+    """The session's netns lab (tests/conftest.py); each test leaves it as it found it."""
+    return netns_lab
 
 
 @pytest.fixture

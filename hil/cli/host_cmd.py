@@ -50,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("host", metavar="HOST")
     p.add_argument("--timeout", type=float, default=EXEC_TIMEOUT, metavar="S",
                    help=f"stop the command after S seconds, exit 2 (default {EXEC_TIMEOUT:g})")
-    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD...",
+                   help="the command and its arguments (options of exec go before HOST)")
     p.set_defaults(func=_exec)
 
     p = cmds.add_parser("setup", help="reserve a pair and bring it to the inventory's state",
@@ -164,13 +165,16 @@ def _exec(args: argparse.Namespace) -> int:
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not argv:
         raise InputError("hil host exec: give the command after --, e.g. hil host exec h1 -- uname -a")
+    if argv is args.argv and argv[0].startswith("-"):
+        raise InputError(f"hil host exec: {argv[0]} after HOST: write hil host exec "
+                         "[--timeout S] HOST -- CMD...")
     with Hosts(load_from_args(args.inventory)) as hosts:
         host = hosts.host(args.host)
         proc = hosts.session(args.host).open_process(list(argv), sudo=host.ssh.sudo)
         try:
             status = _stream(args.host, argv, proc.channel, args.timeout)
         finally:
-            proc.close()
+            proc.close(timeout=1.0)  # it has exited, or overran and is stopped now
     if status < 0:
         print(f"hil: error: {args.host}: {argv[0]} ended without an exit status "
               "(killed, or the connection dropped)", file=sys.stderr)

@@ -1,0 +1,173 @@
+"""Pair setup: RDMA device picking with the agent faked (the host kernel has no
+RDMA), and the network part plus the no-RDMA error path on the real netns lab."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hil.errors import RemoteError
+from hil.hosts import Hosts
+from hil.inventory.model import Host, Inventory
+from hil.journal import Journal
+from hil.pairsetup import setup_pair
+from hil.reservation import Store, open_store
+from hil.testing.netnslab import NetnsLab
+from tests.fake_hosts import FakeHosts, two_host_inventory
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = open_store(str(tmp_path / "reservations.db"))
+    yield s
+    s.close()
+
+
+def _fake(store: Store, **inventory: object) -> tuple[FakeHosts, Journal]:
+    hosts = FakeHosts(two_host_inventory(**inventory), store)  # type: ignore[arg-type]
+    return hosts, Journal(hosts, store, "lease-1")  # type: ignore[arg-type]
+
+
+# -- RDMA device picking, agent faked ------------------------------------------
+
+
+def test_the_inventorys_device_is_used_when_present(store: Store) -> None:
+    hosts, journal = _fake(store)
+    for agent in hosts.agents.values():
+        agent.rdma_devices["cxgb4_0"] = "eth1"
+    state = setup_pair(hosts, hosts.inventory.pair("ab"), journal)  # type: ignore[arg-type]
+    assert (state.a.rdma_device, state.a.created) == ("cxgb4_0", False)
+    assert state.reached
+
+
+def test_siw_fallback_creates_a_device_and_teardown_deletes_it(store: Store) -> None:
+    hosts, journal = _fake(store, fallback="siw")
+    state = setup_pair(hosts, hosts.inventory.pair("ab"), journal)  # type: ignore[arg-type]
+    assert (state.b.rdma_device, state.b.created) == ("siw_eth1", True)
+    assert hosts.agents["b"].rdma_devices == {"siw_eth1": "eth1"}
+    journal.close().check("teardown")
+    assert hosts.agents["b"].rdma_devices == {}
+
+
+def test_an_existing_siw_device_is_reused_not_created(store: Store) -> None:
+    hosts, journal = _fake(store, fallback="siw")
+    hosts.agents["a"].rdma_devices["siw_eth1"] = "eth1"
+    state = setup_pair(hosts, hosts.inventory.pair("ab"), journal)  # type: ignore[arg-type]
+    assert (state.a.rdma_device, state.a.created) == ("siw_eth1", False)
+    journal.close()
+    assert hosts.agents["a"].rdma_devices == {"siw_eth1": "eth1"}
+
+
+def test_an_absent_device_without_fallback_names_host_netdev_and_driver(store: Store) -> None:
+    hosts, journal = _fake(store)
+    hosts.agents["a"].rdma_devices["cxgb4_0"] = "eth1"
+    with pytest.raises(RemoteError) as e:
+        setup_pair(hosts, hosts.inventory.pair("ab"), journal)  # type: ignore[arg-type]
+    assert e.value.exit_code == 3
+    assert str(e.value) == (
+        "b: eth1 (port p0): RDMA device cxgb4_0 is absent (the host has no RDMA device); "
+        "is the iw_cxgb4 driver loaded (modprobe iw_cxgb4)? or set fallback: siw"
+    )
+
+
+def test_the_network_changes_are_journaled_and_undone(store: Store) -> None:
+    hosts, journal = _fake(store, sysctls=(("net.ipv4.tcp_retries2", "5"),))
+    hosts.agents["a"].rdma_devices["cxgb4_0"] = "eth1"
+    hosts.agents["b"].rdma_devices["cxgb4_0"] = "eth1"
+    setup_pair(hosts, hosts.inventory.pair("ab"), journal)  # type: ignore[arg-type]
+    a = hosts.agents["a"]
+    assert (a.links["eth1"].mtu, a.links["eth1"].up) == (9000, True)
+    assert a.links["eth1"].addresses == {"198.18.0.1/24"} and a.sysctls["net.ipv4.tcp_retries2"] == "5"
+    journal.close().check("teardown")
+    assert (a.links["eth1"].mtu, a.links["eth1"].up, a.links["eth1"].addresses) == (1500, False, set())
+    assert a.sysctls["net.ipv4.tcp_retries2"] == "0"
+    assert store.journal_entries("a") == []
+
+
+# -- the real netns lab ------------------------------------------------------------
+
+
+@pytest.fixture
+def lab(netns_lab: NetnsLab) -> NetnsLab:
+    """The session's netns lab (tests/conftest.py); each test leaves it as it found it."""
+    return netns_lab
+
+
+def _configured(inv: Inventory, n: int, **rnic: object) -> Host:
+    """Host ns<n> with its port p0 changed; a second address, mtu 9000, a sysctl."""
+    host = inv.hosts[f"ns{n}"]
+    port = dataclasses.replace(
+        host.rnics[0], address=ipaddress.ip_interface(f"198.18.0.{11 + n}/24"), mtu=9000, **rnic
+    )
+    return dataclasses.replace(host, rnics=(port,), sysctls=(("net.ipv4.tcp_retries2", "5"),))
+
+
+def _inventory(lab: NetnsLab, **rnic: object) -> Inventory:
+    inv = lab.inventory()
+    return dataclasses.replace(inv, hosts={h: _configured(inv, i, **rnic) for i, h in
+                                           enumerate(sorted(inv.hosts))})
+
+
+def _netdev(lab: NetnsLab, n: int) -> tuple[int, set[str], str]:
+    import json
+
+    link = json.loads(lab.exec(n, ["ip", "-j", "addr", "show", "dev", "data0"]).stdout)[0]
+    addresses = {f"{a['local']}/{a['prefixlen']}" for a in link["addr_info"] if a["family"] == "inet"}
+    sysctl = lab.exec(n, ["sysctl", "-n", "net.ipv4.tcp_retries2"]).stdout.strip()
+    return link["mtu"], addresses, sysctl
+
+
+@pytest.mark.netns
+def test_setup_configures_real_hosts_reaches_b_and_teardown_restores(
+    lab: NetnsLab, store: Store
+) -> None:
+    before = [_netdev(lab, n) for n in (0, 1)]
+    with Hosts(_inventory(lab), store) as hosts:
+        journal = Journal(hosts, store, f"setup-{uuid.uuid4().hex[:8]}")
+        try:
+            state = setup_pair(hosts, hosts.inventory.pair("ns0-ns1"), journal, rdma=False)
+            assert state.reached and state.a.mtu == 9000 and state.b.address == "198.18.0.12/24"
+            mtu, addresses, sysctl = _netdev(lab, 1)
+            assert (mtu, sysctl) == (9000, "5")
+            assert addresses == {"198.18.0.2/24", "198.18.0.12/24"}  # added, not flushed
+        finally:
+            journal.close().check("teardown")
+    assert [_netdev(lab, n) for n in (0, 1)] == before
+
+
+@pytest.mark.netns
+def test_a_port_without_rdma_device_or_fallback_fails_naming_host_and_netdev(
+    lab: NetnsLab, store: Store
+) -> None:
+    before = _netdev(lab, 0)
+    with Hosts(_inventory(lab, fallback=None, rdma_device=None), store) as hosts:
+        journal = Journal(hosts, store, f"setup-{uuid.uuid4().hex[:8]}")
+        try:
+            with pytest.raises(RemoteError, match=r"^ns0: data0 \(port p0\): the inventory names "
+                               r"no rdma_device and no fallback \(RDMA is unavailable: ") as e:
+                setup_pair(hosts, hosts.inventory.pair("ns0-ns1"), journal)
+            assert e.value.exit_code == 3
+        finally:
+            journal.close().check("teardown")
+    assert _netdev(lab, 0) == before
+
+
+@pytest.mark.netns
+def test_siw_fallback_on_a_kernel_without_rdma_fails_clearly_and_journals_nothing(
+    lab: NetnsLab, store: Store
+) -> None:
+    with Hosts(_inventory(lab), store) as hosts:
+        journal = Journal(hosts, store, f"setup-{uuid.uuid4().hex[:8]}")
+        try:
+            with pytest.raises(RemoteError, match=r"^ns0: data0 \(port p0\): cannot create siw "
+                               r"device siw_data0 .*modprobe siw"):
+                setup_pair(hosts, hosts.inventory.pair("ns0-ns1"), journal)
+            entries = store.journal_entries("ns0")
+            assert entries and not any("siw" in e.entry["what"] for e in entries)
+        finally:
+            journal.close().check("teardown")
