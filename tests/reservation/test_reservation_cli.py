@@ -26,6 +26,10 @@ links:
   bc: {ends: ["b:p0", "c:p0"], tags: [chelsio]}
 """
 
+# The store contract runs on both stores elsewhere; CLI behaviour that does
+# not depend on the store kind is checked on SQLite only, to save time.
+SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
@@ -88,6 +92,7 @@ def test_reserve_status_renew_release(hil: Run) -> None:
     assert lost.returncode == 3 and "unknown" in lost.stderr
 
 
+@SQLITE_ONLY
 def test_busy_pair_exits_2_naming_the_holder(hil: Run) -> None:
     _ok(hil("reserve", "--pair", "ab", "--holder", "first"))
     busy = hil("reserve", "--pair", "bc")
@@ -96,6 +101,7 @@ def test_busy_pair_exits_2_naming_the_holder(hil: Run) -> None:
     assert "(first)" in busy.stderr and "Traceback" not in busy.stderr
 
 
+@SQLITE_ONLY
 def test_wait_that_expires_exits_2_with_progress(hil: Run) -> None:
     _ok(hil("reserve", "--pair", "ab", "--holder", "first"))
     waited = hil("reserve", "--pair", "ab", "--wait", "1")
@@ -104,8 +110,7 @@ def test_wait_that_expires_exits_2_with_progress(hil: Run) -> None:
     assert "no pair became free within 1 s" in waited.stderr
 
 
-# Input checks do not depend on the store kind.
-@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+@SQLITE_ONLY
 @pytest.mark.parametrize("args,message", [
     (["reserve", "--pair", "nope"], "no pair 'nope'"),
     (["reserve", "--require", "speed>>1"], "bad requirement 'speed>>1'"),
@@ -156,7 +161,7 @@ def test_hold_exits_3_when_the_lease_is_taken_over(
     assert f"(thief) (lease {thief.id})" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+@SQLITE_ONLY
 def test_exit_codes_are_in_help(hil: Run) -> None:
     text = _ok(hil("--help"))
     assert "2  busy or timed out" in text
@@ -164,6 +169,7 @@ def test_exit_codes_are_in_help(hil: Run) -> None:
 
 
 
+@SQLITE_ONLY
 def test_status_shows_waiters_and_sigint_leaves_the_queue(
     hil: Run, background: Callable[..., subprocess.Popen[str]]
 ) -> None:
