@@ -14,7 +14,6 @@ import logging
 import select
 import shlex
 import time
-
 from collections.abc import Callable
 
 import paramiko

@@ -128,11 +128,13 @@ def _handshake(
     known = hostkeys.known_keys(ep)
     options = t.get_security_options()
     options.key_types = hostkeys.preferred_key_types(known, tuple(options.key_types))
-    try:
-        t.start_client(timeout=remaining)
-    except (paramiko.SSHException, EOFError, OSError) as e:
-        raise _unreachable(ep, f"SSH handshake failed: {e or type(e).__name__}") from None
-    if not t.is_active() or not t.completion_event.is_set():
+    done = threading.Event()
+    t.start_client(event=done)
+    done.wait(remaining)
+    if not t.is_active():
+        e = t.get_exception()
+        raise _unreachable(ep, f"SSH handshake failed: {e or 'connection closed'}")
+    if not done.is_set():
         raise _unreachable(ep, f"no SSH handshake within {timeout:g}s")
     hostkeys.verify(ep, known, t.get_remote_server_key(), log)
 

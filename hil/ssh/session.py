@@ -113,27 +113,36 @@ class SSHSession:
         command = shlex.join(self._sudo(sudo) + remote + argv)
         data = input.encode() if isinstance(input, str) else (input or b"")
         started = time.monotonic()
-        deadline = started + timeout
-        chan = self._open_channel()
-        try:
-            self.log.debug("run: %s", shlex.join(argv))
-            chan.exec_command(command)
-            output = channel.exchange(chan, data, deadline)
-            status = None if output is None else chan.recv_exit_status()
-        except (paramiko.SSHException, OSError, EOFError) as e:
-            raise SSHError(self.name, f"{shlex.join(argv)}: connection failed: {e}") from None
-        finally:
-            chan.close()
-        if output is None or (status == _TIMEOUT_STATUS and time.monotonic() - started >= timeout):
+        finished = self._execute(argv, command, data, started + timeout)
+        if finished is None or (
+            finished[0] == _TIMEOUT_STATUS and time.monotonic() - started >= timeout
+        ):
             raise CommandTimeout(
                 self.name,
                 f"{shlex.join(argv)} did not finish within {timeout:g}s and was killed; "
                 f"raise its timeout if it is just slow",
             )
-        result = Result(tuple(argv), status, *(b.decode(errors="replace") for b in output))
+        status, out, err = finished
+        result = Result(tuple(argv), status, out.decode(errors="replace"),
+                        err.decode(errors="replace"))
         if check and status != 0:
             raise CommandFailed(self.name, argv, status, result.stdout, result.stderr)
         return result
+
+    def _execute(
+        self, argv: list[str], command: str, data: bytes, deadline: float
+    ) -> tuple[int, bytes, bytes] | None:
+        """Exit status, stdout and stderr of ``command``; None when ``deadline`` passed."""
+        chan = self._open_channel()
+        try:
+            self.log.debug("run: %s", shlex.join(argv))
+            chan.exec_command(command)
+            output = channel.exchange(chan, data, deadline)
+            return None if output is None else (chan.recv_exit_status(), *output)
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise SSHError(self.name, f"{shlex.join(argv)}: connection failed: {e}") from None
+        finally:
+            chan.close()
 
     def open_process(
         self, argv: list[str], *, sudo: bool = False, start_timeout: float = 30
@@ -164,16 +173,21 @@ class SSHSession:
         """The session's SFTP client, opened on first use."""
         with self._sftp_lock:
             if self._sftp is None:
-                try:
-                    self._sftp = paramiko.SFTPClient.from_transport(self.transport)
-                except (paramiko.SSHException, OSError, EOFError) as e:
-                    raise SSHError(
-                        self.name, f"cannot open SFTP: {e}; is the sftp Subsystem enabled?"
-                    ) from None
-                if self._sftp is None:
-                    raise SSHError(self.name, "SFTP refused; is the sftp Subsystem enabled?")
-                self._sftp.get_channel().settimeout(_SFTP_TIMEOUT)
+                self._sftp = self._open_sftp()
             return self._sftp
+
+    def _open_sftp(self) -> paramiko.SFTPClient:
+        try:
+            client = paramiko.SFTPClient.from_transport(self.transport)
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise SSHError(
+                self.name, f"cannot open SFTP: {e}; is the sftp Subsystem enabled?"
+            ) from None
+        sftp_channel = None if client is None else client.get_channel()
+        if client is None or sftp_channel is None:
+            raise SSHError(self.name, "SFTP refused; is the sftp Subsystem enabled?")
+        sftp_channel.settimeout(_SFTP_TIMEOUT)
+        return client
 
     def put_file(self, local: Path, remote: str, mode: int = 0o644) -> None:
         """Upload ``local`` to ``remote`` atomically (temp name, then rename)."""
