@@ -177,8 +177,13 @@ class RemoteProcess:
     def close(self, timeout: float = 5.0) -> int | None:
         """End the process: close stdin, wait, then TERM (and KILL) its process group.
 
-        Returns its exit status, or None when it had to be signalled.
+        Returns its exit status, or None when it had to be signalled (or
+        the connection is gone, which ends it by closing its stdin).
         """
+        transport = self.channel.get_transport()
+        if transport is None or not transport.is_active():
+            self.channel.close()
+            return None
         try:
             if not self.channel.closed:
                 self.channel.shutdown_write()

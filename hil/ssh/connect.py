@@ -42,6 +42,8 @@ def open_transport(
     deadline = time.monotonic() + timeout
     sock = _open_socket(ep, via, timeout)
     transport = paramiko.Transport(sock)
+    # paramiko's own messages go under the host's logger too.
+    transport.set_log_channel(f"{log.name}.paramiko")
     try:
         _handshake(ep, transport, deadline, timeout, log)
         _authenticate(ep, transport, deadline)
