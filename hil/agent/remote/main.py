@@ -166,6 +166,7 @@ def main() -> None:
         signal.signal(sig, lambda *_: shutdown(1))
     server = Server(out)
     server.hello()
+    threading.Thread(target=netlink.preload, daemon=True).start()
     for line in sys.stdin.buffer:
         if line.strip():
             server.handle(line)

@@ -3,6 +3,11 @@
 pyroute2's sync ``IPRoute`` drives its own event loop and is not safe to
 share between the agent's worker threads, so each operation opens one (about
 a millisecond) and closes it.
+
+Importing pyroute2 from the zipapp (compiled from source each time) is most
+of the agent's start-up, so it happens in ``preload()``, after the handshake,
+while the controller goes on with other work; a call that comes first waits
+for the import to finish.
 """
 
 from __future__ import annotations
@@ -13,19 +18,31 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from pyroute2 import IPRoute
-from pyroute2.netlink.exceptions import NetlinkError
+from typing import TYPE_CHECKING
 
 from .errors import OpError
+
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute
 
 IFF_UP = 0x1
 _POLL_INTERVAL = 0.05
 
 
+def preload() -> None:
+    """Import pyroute2 now (in a background thread), so the first call need not."""
+    try:
+        import pyroute2  # noqa: F401
+    except Exception:  # noqa: BLE001 - the first netlink call reports it
+        return
+
+
 @contextmanager
 def _iproute(op: str, netdev: str | None = None) -> Iterator[IPRoute]:
     """An IPRoute whose kernel errors become OpErrors naming ``op`` and ``netdev``."""
+    from pyroute2 import IPRoute
+    from pyroute2.netlink.exceptions import NetlinkError
+
     where = f"{op} {netdev}" if netdev else op
     try:
         with IPRoute() as ipr:
