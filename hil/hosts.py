@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from hil.errors import InputError
 from hil.inventory.model import Host, Inventory
@@ -99,7 +99,7 @@ class Hosts:
         if pool is not None:
             pool.close_all()
 
-    def __enter__(self) -> Hosts:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -56,7 +56,9 @@ class PairState:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-safe form for ``hil host setup --json`` and reports."""
-        return {"pair": self.pair, "a": asdict(self.a), "b": asdict(self.b), "reached": self.reached}
+        return {
+            "pair": self.pair, "a": asdict(self.a), "b": asdict(self.b), "reached": self.reached
+        }
 
 
 def setup_pair(
@@ -77,14 +79,18 @@ def setup_pair(
     for host, rnic in sides:
         _apply_sysctls(hosts.agent(host.name), journal, host)
         _configure_port(hosts.agent(host.name), journal, host, rnic)
-    mtus = [_wait_carrier(hosts.agent(h.name), h, r, peer) for (h, r), peer in zip(sides, "ba")]
+    peers = (pair.host_b.name, pair.host_a.name)
+    mtus = [
+        _wait_carrier(hosts.agent(h.name), h, r, peer)
+        for (h, r), peer in zip(sides, peers, strict=True)
+    ]
     reached = _check_reach(hosts, pair, reach_timeout)
     devices = [
         _pick_rdma(hosts.agent(h.name), journal, h, r) if rdma else (None, False) for h, r in sides
     ]
     a, b = (
         PortState(h.name, r.name, r.netdev, str(r.address) if r.address else None, mtu, *dev)
-        for (h, r), mtu, dev in zip(sides, mtus, devices)
+        for (h, r), mtu, dev in zip(sides, mtus, devices, strict=True)
     )
     log.info("pair %s set up: %s, %s", pair.name, a, b)
     return PairState(pair.name, a, b, reached)
@@ -95,9 +101,8 @@ def _apply_sysctls(agent: Agent, journal: Journal, host: Host) -> None:
         old = agent.sysctl(name)
         if old.split() == str(value).split():
             continue
-        journal.change(
-            host.name, agent_undo("sysctl_set", f"restore sysctl {name}={old}", name=name, value=old)
-        )
+        undo = agent_undo("sysctl_set", f"restore sysctl {name}={old}", name=name, value=old)
+        journal.change(host.name, undo)
         agent.set_sysctl(name, value)
 
 
@@ -143,7 +148,7 @@ def _wait_carrier(agent: Agent, host: Host, rnic: Rnic, peer: str) -> int:
         raise RemoteError(
             host.name,
             f"{rnic.netdev} (port {rnic.name}) has no carrier after {CARRIER_TIMEOUT:g}s "
-            f"({e}); check the cable to host {peer.upper()} of the pair and its far end",
+            f"({e}); check the cable to {peer} and the port at its far end",
         ) from None
 
 

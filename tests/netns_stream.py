@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Self
 
 from hil.testing.netnslab import NetnsLab
 
@@ -90,7 +91,7 @@ class Stream:
             if proc.stdout:
                 proc.stdout.close()
 
-    def __enter__(self) -> Stream:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

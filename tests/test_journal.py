@@ -89,7 +89,8 @@ def test_missing_ok_counts_an_already_undone_change_as_undone(
     hosts: FakeHosts, store: Store
 ) -> None:
     journal = Journal(hosts, store, "lease-1")  # type: ignore[arg-type]
-    undo = agent_undo("delete_address", "remove 198.18.9.1/24", netdev="eth1", address="198.18.9.1/24")
+    address = "198.18.9.1/24"
+    undo = agent_undo("delete_address", f"remove {address}", netdev="eth1", address=address)
     journal.change("a", undo)  # the run died before it added the address
     strict = agent_undo("delete_address", "strict remove", netdev="eth1", address="198.18.9.2/24")
     journal.change("b", strict)

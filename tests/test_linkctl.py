@@ -22,7 +22,7 @@ from hil.errors import InputError
 from hil.hosts import Hosts
 from hil.inventory.model import Inventory, Pull
 from hil.journal import Journal, replay
-from hil.linkctl import LinkControl
+from hil.linkctl import EndState, LinkControl
 from hil.reservation import Claim, Holder, Store, open_store, reserve
 from hil.testing.netnslab import NetnsLab
 from tests.netns_stream import Stream
@@ -60,7 +60,7 @@ def ctl(hosts: Hosts, store: Store) -> Iterator[LinkControl]:
     journal.close().check("test teardown")
 
 
-def _end(ctl: LinkControl, host: str):  # noqa: ANN202 -- an EndState
+def _end(ctl: LinkControl, host: str) -> EndState:
     state = ctl.state(LINK)
     return state.a if state.a.host == host else state.b
 
@@ -162,25 +162,26 @@ def test_a_run_killed_during_a_pull_is_restored_by_the_next_reservation(
     argv = [sys.executable, str(HERE / "pull_and_hang.py"), str(lab.inventory_path), store_url,
             LINK, "blackhole", "2"]
     run = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=HERE.parent)
+    pair = hosts.inventory.pair(LINK)
     try:
         assert run.stdout is not None
         line = run.stdout.readline()
         assert line.startswith("pulled "), f"the run did not pull: {line!r}"
-    finally:
         run.send_signal(signal.SIGKILL)
         run.wait(timeout=10)
-        if run.stdout:
-            run.stdout.close()
-    ctl = LinkControl(hosts, Journal(hosts, store, "next-run"))
-    assert _end(ctl, "ns1").blackholed, "the killed run's pull is not in place"
-    pair = hosts.inventory.pair(LINK)
-    claim = Claim(pair.name, (pair.host_a.name, pair.host_b.name))
-    lease = reserve(store, [claim], Holder.current("next run"), ttl=30, wait=15, poll=0.2)
-    try:
+        ctl = LinkControl(hosts, Journal(hosts, store, "next-run"))
+        assert _end(ctl, "ns1").blackholed, "the killed run's pull is not in place"
+        claim = Claim(pair.name, (pair.host_a.name, pair.host_b.name))
+        lease = reserve(store, [claim], Holder.current("next run"), ttl=30, wait=15, poll=0.2)
         report = replay(hosts, pair)
+        store.release(lease.id)
         assert report.undone == ("ns1: remove the blackhole of data0 (link ns0-ns1)",)
         assert _end(ctl, "ns1").blackholed is False
         assert ctl.state(LINK).pulled == ()
         lab.exec(0, ["ping", "-c", "1", "-w", "5", "198.18.0.2"])
     finally:
-        store.release(lease.id)
+        run.kill()
+        run.wait(timeout=10)
+        if run.stdout:
+            run.stdout.close()
+        replay(hosts, pair)  # the lab is shared: leave it unpulled whatever failed above

@@ -82,9 +82,11 @@ def test_the_network_changes_are_journaled_and_undone(store: Store) -> None:
     setup_pair(hosts, hosts.inventory.pair("ab"), journal)  # type: ignore[arg-type]
     a = hosts.agents["a"]
     assert (a.links["eth1"].mtu, a.links["eth1"].up) == (9000, True)
-    assert a.links["eth1"].addresses == {"198.18.0.1/24"} and a.sysctls["net.ipv4.tcp_retries2"] == "5"
+    assert a.links["eth1"].addresses == {"198.18.0.1/24"}
+    assert a.sysctls["net.ipv4.tcp_retries2"] == "5"
     journal.close().check("teardown")
-    assert (a.links["eth1"].mtu, a.links["eth1"].up, a.links["eth1"].addresses) == (1500, False, set())
+    eth1 = a.links["eth1"]
+    assert (eth1.mtu, eth1.up, eth1.addresses) == (1500, False, set())
     assert a.sysctls["net.ipv4.tcp_retries2"] == "0"
     assert store.journal_entries("a") == []
 
@@ -117,7 +119,9 @@ def _netdev(lab: NetnsLab, n: int) -> tuple[int, set[str], str]:
     import json
 
     link = json.loads(lab.exec(n, ["ip", "-j", "addr", "show", "dev", "data0"]).stdout)[0]
-    addresses = {f"{a['local']}/{a['prefixlen']}" for a in link["addr_info"] if a["family"] == "inet"}
+    addresses = {
+        f"{a['local']}/{a['prefixlen']}" for a in link["addr_info"] if a["family"] == "inet"
+    }
     sysctl = lab.exec(n, ["sysctl", "-n", "net.ipv4.tcp_retries2"]).stdout.strip()
     return link["mtu"], addresses, sysctl
 

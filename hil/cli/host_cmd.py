@@ -92,7 +92,8 @@ def acting_lease(store: Store, host_names: Iterable[str], given: str | None) -> 
     if given:
         lease = next((le for le in live if le.id == given), None)
         if lease is None:
-            raise InputError(f"lease {given} is not live or holds none of {', '.join(sorted(names))}")
+            held = ", ".join(sorted(names))
+            raise InputError(f"lease {given} is not live or holds none of {held}")
         if not names <= set(lease.hosts):
             raise InputError(f"lease {given} holds {', '.join(lease.hosts)}, not all of "
                              f"{', '.join(sorted(names))}")
@@ -164,7 +165,8 @@ def _info(args: argparse.Namespace) -> int:
 def _exec(args: argparse.Namespace) -> int:
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not argv:
-        raise InputError("hil host exec: give the command after --, e.g. hil host exec h1 -- uname -a")
+        raise InputError("hil host exec: give the command after --, "
+                         "e.g. hil host exec h1 -- uname -a")
     if argv is args.argv and argv[0].startswith("-"):
         raise InputError(f"hil host exec: {argv[0]} after HOST: write hil host exec "
                          "[--timeout S] HOST -- CMD...")

@@ -42,10 +42,14 @@ def env(netns_lab: NetnsLab, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         hil(inventory, store, "host", "restore", host, "--force")
 
 
-def hil(inventory: Path, store: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def hil(
+    inventory: Path, store: Path, *argv: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run ``hil --inventory I --store S ARGV...``."""
     cmd = [sys.executable, "-m", "hil", "--inventory", str(inventory), "--store", str(store), *argv]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False
+    )
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
@@ -113,7 +117,9 @@ def test_link_pull_and_restore_by_hand(env: tuple[Path, Path], netns_lab: NetnsL
     netns_lab.exec(0, ["ping", "-c", "1", "-w", "5", "198.18.0.2"])
 
 
-def test_host_restore_undoes_a_command_pull_by_hand(env: tuple[Path, Path], netns_lab: NetnsLab) -> None:
+def test_host_restore_undoes_a_command_pull_by_hand(
+    env: tuple[Path, Path], netns_lab: NetnsLab
+) -> None:
     assert hil(*env, "link", "pull", LINK, "--mode", "command").returncode == 0
     assert "state DOWN" in netns_lab.exec(0, ["ip", "link", "show", "data0"]).stdout
     done = hil(*env, "host", "restore", "ns0")
