@@ -22,6 +22,7 @@ from hil.errors import CommandFailed, CommandTimeout, SSHError
 
 _CHUNK = 65536
 _POLL = 0.2  # seconds between checks for the exit status when no data arrives
+_SEND_POLL = 0.005  # seconds between checks for send window while input is pending
 _KILL_AFTER = 2.0  # seconds a process gets to exit on TERM before KILL
 
 
@@ -37,10 +38,7 @@ def exchange(chan: paramiko.Channel, data: bytes, deadline: float) -> tuple[byte
     if not data:
         chan.shutdown_write()
     while True:
-        if sent < len(data) and chan.send_ready():
-            sent += chan.send(data[sent : sent + _CHUNK])
-            if sent == len(data):
-                chan.shutdown_write()
+        sent = _feed(chan, data, sent)
         while chan.recv_ready():
             out += chan.recv(_CHUNK)
         while chan.recv_stderr_ready():
@@ -50,7 +48,23 @@ def exchange(chan: paramiko.Channel, data: bytes, deadline: float) -> tuple[byte
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
-        select.select([chan], [], [], min(remaining, _POLL))
+        # The channel's fd signals incoming data only; while input waits for
+        # the remote window to open, poll briefly instead.
+        select.select([chan], [], [], min(remaining, _POLL if sent >= len(data) else _SEND_POLL))
+
+
+def _feed(chan: paramiko.Channel, data: bytes, sent: int) -> int:
+    """Send what the remote window takes now; closes stdin when all is sent."""
+    try:
+        while sent < len(data) and chan.send_ready():
+            sent += chan.send(data[sent : sent + _CHUNK])
+            if sent == len(data):
+                chan.shutdown_write()
+    except OSError:
+        # The command closed its end (it exited without reading everything):
+        # stop feeding it, its output and status still count.
+        return len(data)
+    return sent
 
 
 def _pending(chan: paramiko.Channel) -> bool:

@@ -73,6 +73,13 @@ def test_large_input_and_output_flow_both_ways_without_deadlock(session: SSHSess
     assert hashlib.sha256(r.stdout.encode()).hexdigest() == hashlib.sha256(data).hexdigest()
 
 
+def test_input_to_a_command_that_only_reads_or_never_reads(session: SSHSession) -> None:
+    data = os.urandom(6 * 1024 * 1024)
+    assert session.run(["wc", "-c"], input=data, timeout=120).stdout.strip() == str(len(data))
+    assert session.run(["true"], input=data, timeout=120).status == 0
+    assert session.run(["head", "-c", "4"], input=b"abcdefgh" * 10**6).stdout == "abcd"
+
+
 def test_without_input_stdin_is_closed(session: SSHSession) -> None:
     assert session.run(["cat"], timeout=10).stdout == ""
 
