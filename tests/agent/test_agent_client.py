@@ -1,6 +1,6 @@
 """The client's side of the protocol, against stand-in agents that misbehave.
 
-The real agent's side of the same contract is in test_protocol.py.
+The real agent's side of the same contract is in test_agent_protocol.py.
 """
 
 from __future__ import annotations
