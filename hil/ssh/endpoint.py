@@ -3,7 +3,8 @@
 A host's ``ssh.host`` may be an alias from ``~/.ssh/config``.  Resolution
 merges the two sources with the inventory winning: a field the inventory
 leaves at its default (port 22, user root, no identity file, no jump, no
-known_hosts file) takes the ssh_config value when there is one.
+known_hosts file) takes the ssh_config value when there is one; for port
+and user, only a value from a block that names the host, not from ``Host *``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 # Tried in this order when neither the inventory nor ssh_config names a key.
 DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 _DEFAULTS = SshConfig(host="")
+_UNMATCHED = "hil-matches-only-catch-all-blocks.invalid"
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,12 @@ def resolve(host: Host, config: paramiko.SSHConfig) -> Endpoint:
     """Merge ``host.ssh`` with the ssh_config entry of ``host.ssh.host``."""
     ssh = host.ssh
     conf = config.lookup(ssh.host)
+    # Port and User from catch-all blocks (``Host *``) do not replace the
+    # inventory's defaults: a personal "User me" must not undo "user: root".
+    generic = config.lookup(_UNMATCHED)
+    for key in ("port", "user"):
+        if key in conf and conf.get(key) == generic.get(key):
+            del conf[key]
     return Endpoint(
         host_name=host.name,
         address=conf.get("hostname", ssh.host),

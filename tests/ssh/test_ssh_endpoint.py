@@ -22,6 +22,11 @@ Host alias
 
 Host plain
   User other
+
+Host *
+  User me
+  Port 2022
+  IdentityFile ~/.ssh/personal
 """
 
 
@@ -35,7 +40,9 @@ def config(tmp_path: Path) -> paramiko.SSHConfig:
 def test_alias_fills_what_the_inventory_leaves_at_defaults(config: paramiko.SSHConfig) -> None:
     ep = resolve(Host("h", SshConfig(host="alias")), config)
     assert (ep.address, ep.port, ep.user) == ("real.example", 2200, "admin")
-    assert ep.identity_files == (Path("~/keys/lab").expanduser(),)
+    # IdentityFile accumulates over the blocks that match, as in OpenSSH.
+    assert ep.identity_files == (Path("~/keys/lab").expanduser(),
+                                 Path("~/.ssh/personal").expanduser())
     assert ep.jumps == ("gw1", "admin@gw2:2022")
     assert ep.known_hosts == Path("/etc/lab_known_hosts")
     assert ep.known_hosts_name == "[real.example]:2200"
@@ -53,8 +60,18 @@ def test_inventory_values_win(config: paramiko.SSHConfig) -> None:
 def test_a_host_not_in_ssh_config_is_taken_as_is(config: paramiko.SSHConfig) -> None:
     ep = resolve(Host("h", SshConfig(host="10.0.0.1", identity_file="/k")), config)
     assert (ep.address, ep.port, ep.user, ep.jumps) == ("10.0.0.1", 22, "root", ())
+    assert ep.identity_files == (Path("/k"),)
     assert ep.known_hosts_name == "10.0.0.1"
     assert ep.known_hosts == Path("~/.ssh/known_hosts").expanduser()
+
+
+def test_catch_all_port_and_user_do_not_replace_inventory_defaults(
+    config: paramiko.SSHConfig,
+) -> None:
+    ep = resolve(Host("h", SshConfig(host="10.0.0.1")), config)
+    assert (ep.port, ep.user) == (22, "root")
+    assert ep.identity_files == (Path("~/.ssh/personal").expanduser(),)
+    assert resolve(Host("h", SshConfig(host="plain")), config).user == "other"
 
 
 def test_missing_ssh_config_is_empty(tmp_path: Path) -> None:
