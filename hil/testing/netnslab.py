@@ -169,12 +169,17 @@ class NetnsLab:
     def close(self, quiet: bool = False) -> None:
         """Undo everything, newest first; each failing step is reported, the rest still run."""
         failures = []
+        interrupted: BaseException | None = None
         while self._undo:
             what, undo = self._undo.pop()
             try:
                 undo()
+            except KeyboardInterrupt as e:
+                interrupted = e  # a second Ctrl-C must not leave half a lab behind
             except Exception as e:  # noqa: BLE001 - keep tearing down, report below
                 failures.append(f"{what}: {e}")
+        if interrupted is not None:
+            raise interrupted
         if failures and not quiet:
             raise LabError("netns lab teardown: " + "; ".join(failures))
         for f in failures:
