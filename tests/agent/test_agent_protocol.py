@@ -6,7 +6,6 @@ import hashlib
 import os
 import signal
 import threading
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -79,22 +78,28 @@ def test_call_that_exceeds_its_timeout_is_killed_on_the_host(host_agent: Agent) 
 
 
 def test_agent_killed_mid_call_gives_agent_error(host_agent: Agent) -> None:
+    argv = ["sleep", f"{600 + uuid.uuid4().int % 99}.5"]
     errors: list[Exception] = []
 
     def call() -> None:
         try:
-            host_agent.run(["sleep", "30"], timeout=60)
+            host_agent.run(argv, timeout=60)
         except AgentError as e:
             errors.append(e)
 
     worker = threading.Thread(target=call)
     worker.start()
-    time.sleep(0.3)  # let the call reach the agent
-    os.kill(host_agent.hello.pid, signal.SIGKILL)
-    worker.join(10)
-    assert not worker.is_alive()
-    assert len(errors) == 1 and "agent exited (status -9)" in str(errors[0])
-    assert not host_agent.alive
+    try:
+        assert wait_for(lambda: len(pids_with_cmdline(argv)) == 1)  # the call is under way
+        os.kill(host_agent.hello.pid, signal.SIGKILL)
+        worker.join(10)
+        assert not worker.is_alive()
+        assert len(errors) == 1 and "agent exited (status -9)" in str(errors[0])
+        assert not host_agent.alive
+    finally:
+        for pid in pids_with_cmdline(argv):  # a SIGKILLed agent cannot end its children
+            os.kill(pid, signal.SIGKILL)
+        worker.join(10)
 
 
 def test_closing_stdin_ends_the_agent_and_everything_it_started() -> None:
