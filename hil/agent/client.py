@@ -137,12 +137,15 @@ class AgentClient:
                 try:
                     msg = json.loads(raw)
                 except ValueError:
+                    msg = None
+                if not isinstance(msg, dict):
                     self._log.warning("agent printed a non-protocol line: %r", raw[:200])
                     continue
                 self._dispatch(msg)
-        except (OSError, ValueError) as e:  # channel torn down under us
+        except Exception as e:  # noqa: BLE001 - whatever the transport raises, the agent is gone
             self._log.debug("agent channel read failed: %s", e)
-        self._on_death()
+        finally:
+            self._on_death()
 
     def _dispatch(self, msg: dict) -> None:
         if not self._hello.event.is_set():
@@ -159,20 +162,21 @@ class AgentClient:
 
     def _on_death(self) -> None:
         status = self._channel.exit_status(wait=1.0)
-        self._dead = f"agent exited (status {status}){self._stderr_suffix()}"
-        self._hello.event.set()
-        with self._lock:
+        dead = f"agent exited (status {status}){self._stderr_suffix()}"
+        with self._lock:  # with call(): no call registers after this
+            self._dead = dead
             pending, self._pending = self._pending, {}
+        self._hello.event.set()
         for p in pending.values():
             p.event.set()
 
     def call(self, method: str, timeout: float = DEFAULT_TIMEOUT, **params: Any) -> Any:
         """Call ``method`` on the agent; its result, or a HilError naming the host."""
-        if self._dead is not None:
-            raise AgentError(self.host, f"agent {method}: {self._dead}")
         rid = next(self._ids)
         pending = _Pending()
         with self._lock:
+            if self._dead is not None:
+                raise AgentError(self.host, f"agent {method}: {self._dead}")
             self._pending[rid] = pending
         line = json.dumps({"id": rid, "method": method, "params": params, "timeout": timeout})
         try:
