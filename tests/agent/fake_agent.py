@@ -4,6 +4,7 @@
 - ``mute``: handshakes, then never answers.
 - ``die``: handshakes, then on the first request writes to stderr and exits 3.
 - ``nohello``: never handshakes (but exits when its stdin closes).
+- ``noisy``: prints lines that are not protocol, then answers "ok" to all.
 """
 
 import json
@@ -30,7 +31,11 @@ if mode == "nohello":
     sys.stdin.read()
     sys.exit(0)
 hello(999 if mode == "mismatch" else PROTOCOL_VERSION)
-for _line in sys.stdin:
+if mode == "noisy":
+    print("a library talking\n42", flush=True)
+for line in sys.stdin:
+    if mode == "noisy":
+        print(json.dumps({"id": json.loads(line)["id"], "result": "ok"}), flush=True)
     if mode == "die":
         print("Traceback: fake agent crashed on purpose", file=sys.stderr, flush=True)
         sys.exit(3)

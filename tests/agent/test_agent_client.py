@@ -70,3 +70,12 @@ def test_agent_death_mid_call_fails_the_call_with_its_stderr_tail() -> None:
             client.call("ping")
     finally:
         client.close()
+
+
+def test_lines_that_are_not_protocol_are_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    client = fake("noisy")
+    try:
+        assert client.call("ping", timeout=5) == "ok"
+    finally:
+        client.close()
+    assert "non-protocol line: b'a library talking" in caplog.text
