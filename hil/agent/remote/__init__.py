@@ -2,7 +2,7 @@
 
 This package imports nothing from the rest of ``hil``: it runs with the
 host's own python3 (stdlib only) plus the packages bundled next to it in the
-zipapp (pyroute2).  The controller imports it only for ``PROTOCOL_VERSION``.
+zipapp (pyroute2).  The controller imports it only for its constants.
 """
 
 # Bump on any change that an older client or agent would misread.
