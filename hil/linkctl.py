@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hil.errors import HilError, InputError
+from hil.agent.client import AgentCallError
+from hil.errors import HilError, InputError, RemoteError
 from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
 from hil.journal import UndoReport, agent_undo, qmp_undo, ssh_undo
 
@@ -194,10 +195,22 @@ class LinkControl:
         netdev = self._netdev(end)
         agent = self.hosts.agent(end.host)
         info = agent.link(netdev)
-        table = agent.run(["nft", "list", "table", "netdev", blackhole_table(netdev)], STEP_TIMEOUT)
-        return EndState(
-            end.host, end.port, netdev, info.up, info.carrier, info.operstate, table.status == 0
-        )
+        holed = self._blackholed(end.host, netdev, need_nft=False)
+        return EndState(end.host, end.port, netdev, info.up, info.carrier, info.operstate, holed)
+
+    def _blackholed(self, host: str, netdev: str, need_nft: bool) -> bool:
+        """Whether hil's blackhole table of ``netdev`` exists on ``host``."""
+        argv = ["nft", "list", "table", "netdev", blackhole_table(netdev)]
+        try:
+            return self.hosts.agent(host).run(argv, STEP_TIMEOUT).status == 0
+        except AgentCallError as e:
+            if e.kind != "os":  # "os": nft could not be started
+                raise
+            if not need_nft:
+                return False  # no nft on the host: nothing there can be blackholed
+            raise RemoteError(
+                host, f"cannot run nft ({e}); blackhole pulls need nftables on the host"
+            ) from None
 
     # -- the modes ------------------------------------------------------------
 
@@ -218,7 +231,7 @@ class LinkControl:
         netdev = self._netdev(end)
         agent = self.hosts.agent(end.host)
         table = blackhole_table(netdev)
-        if agent.run(["nft", "list", "table", "netdev", table], STEP_TIMEOUT).status == 0:
+        if self._blackholed(end.host, netdev, need_nft=True):
             raise InputError(
                 f"{end.host}: {netdev} is already blackholed by a table hil did not journal; "
                 f"delete it by hand: nft delete table netdev {table}"
