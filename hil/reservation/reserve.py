@@ -14,6 +14,10 @@ log = logging.getLogger(__name__)
 
 # A waiter says again where it stands at least this often, even unchanged.
 PROGRESS_EVERY = 30.0
+# By default a wait ticket outlives several missed polls (a loaded machine
+# may stall a waiter for a second) but not many, so a killed waiter stops
+# blocking the queue within seconds: max(TICKET_TTL, 10 polls).
+TICKET_TTL = 5.0
 
 
 def reserve(
@@ -24,13 +28,16 @@ def reserve(
     wait: float = 0.0,
     poll: float = 0.5,
     progress: Callable[[str], None] | None = None,
+    ticket_ttl: float | None = None,
 ) -> Lease:
     """Take the first free pair of ``claims`` (in order) for ``holder``.
 
     With ``wait`` 0, raise ``BusyError`` naming who holds each pair.  With
     ``wait`` > 0, queue first come first served, polling every ``poll``
     seconds and telling ``progress`` where we stand, and raise
-    ``WaitTimeout`` naming the holders after ``wait`` seconds.
+    ``WaitTimeout`` naming the holders after ``wait`` seconds.  Our place in
+    the queue lapses ``ticket_ttl`` seconds after our last poll (default
+    max(TICKET_TTL, 10 polls)), should this process die.
     """
     claims = list(claims)
     if not claims:
@@ -40,7 +47,9 @@ def reserve(
         if lease is None:
             raise BusyError(f"no pair is free: {describe(store, claims)}")
         return lease
-    return _queue(store, claims, holder, ttl, wait, poll, progress)
+    if ticket_ttl is None:
+        ticket_ttl = max(TICKET_TTL, 10 * poll)
+    return _queue(store, claims, holder, ttl, wait, poll, ticket_ttl, progress)
 
 
 def _queue(
@@ -50,11 +59,9 @@ def _queue(
     ttl: float,
     wait: float,
     poll: float,
+    ticket_ttl: float,
     progress: Callable[[str], None] | None,
 ) -> Lease:
-    # The ticket outlives a few missed polls only, so a killed waiter stops
-    # blocking the queue soon.
-    ticket_ttl = max(2.0, 4 * poll)
     deadline = time.monotonic() + wait
     ticket = store.enqueue(claims, holder, ticket_ttl)
     said, said_at = "", 0.0

@@ -30,7 +30,8 @@ def cycle(args: argparse.Namespace) -> int:
     records = []
     with open_store(args.store, timeout=30) as store:
         for _ in range(args.cycles):
-            lease = reserve(store, claims, holder, ttl=args.ttl, wait=60, poll=args.poll)
+            lease = reserve(store, claims, holder, ttl=args.ttl, wait=60, poll=args.poll,
+                            ticket_ttl=args.ticket_ttl)
             start = time.monotonic()
             time.sleep(rng.uniform(0, 0.003))
             end = time.monotonic()
@@ -64,6 +65,7 @@ def main() -> int:
     c.add_argument("--seed", type=int, required=True)
     c.add_argument("--poll", type=float, default=0.05)
     c.add_argument("--ttl", type=float, default=60)
+    c.add_argument("--ticket-ttl", type=float)
     c.add_argument("--out", required=True)
     c.set_defaults(func=cycle)
     h = sub.add_parser("hold")

@@ -9,6 +9,7 @@ import pytest
 
 from hil.errors import BusyError, InputError, WaitTimeout
 from hil.reservation import Claim, Holder, Lease, Store, open_store, reserve
+from hil.reservation.reserve import TICKET_TTL
 
 AB = Claim("ab", ("a", "b"))
 BC = Claim("bc", ("b", "c"))
@@ -43,7 +44,7 @@ def test_wait_times_out_naming_the_holder_and_leaves_the_queue(store: Store) -> 
 
 
 def test_waiters_get_the_pair_in_arrival_order(store_url: str, store: Store) -> None:
-    first = reserve(store, [AB], OWNER)
+    first = reserve(store, [Claim("xa", ("x", "a"))], OWNER)
     order: list[str] = []
     errors: list[BaseException] = []
 
@@ -63,10 +64,10 @@ def test_waiters_get_the_pair_in_arrival_order(store_url: str, store: Store) -> 
         t.start()
         threads.append(t)
         _until(lambda n=n: len(store.tickets()) == n)
-    # A newcomer that does not queue may not jump the queue once ab is free.
+    # A newcomer may not take a free pair that shares a host with the queue's.
+    with pytest.raises(BusyError, match=r"pair bd \(b, d\) is free but queued for by .*\(w1\)"):
+        reserve(store, [Claim("bd", ("b", "d"))], Holder.current("jumper"))
     store.release(first.id)
-    with pytest.raises(BusyError, match="queued for by"):
-        reserve(store, [BC], Holder.current("jumper"))
     for t in threads:
         t.join(30)
     assert errors == []
@@ -93,3 +94,15 @@ def _until(condition: object, timeout: float = 10) -> None:
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
+
+
+def test_default_ticket_ttl_outlives_several_polls(store: Store) -> None:
+    reserve(store, [AB], OWNER)
+    seen: list[float] = []
+
+    def look(_: str) -> None:
+        seen.extend((t.expires - t.created).total_seconds() for t in store.tickets())
+
+    with pytest.raises(WaitTimeout):
+        reserve(store, [AB], Holder.current(), wait=0.2, poll=0.1, progress=look)
+    assert seen and seen[0] == pytest.approx(TICKET_TTL, abs=0.01)

@@ -44,7 +44,8 @@ def test_workers_killed_at_random_points_leave_a_working_store(
     pairs = [["ab", "a", "b"], ["bc", "b", "c"]]
     workers = [spawn("cycle", "--store", store_url, "--claims", json.dumps(pairs),
                      "--cycles", "100000", "--seed", str(n), "--poll", "0.01",
-                     "--ttl", str(ttl), "--out", str(tmp_path / f"w{n}")) for n in range(4)]
+                     "--ttl", str(ttl), "--ticket-ttl", str(ttl),
+                     "--out", str(tmp_path / f"w{n}")) for n in range(4)]
     with open_store(store_url) as store:
         _until(lambda: len(store.leases()) > 0)
         for n, w in enumerate(workers):
@@ -52,6 +53,7 @@ def test_workers_killed_at_random_points_leave_a_working_store(
             time.sleep(0.05 * (n + 1))
             w.kill()
             w.wait(timeout=10)
+        # Their leases and wait tickets lapse within a TTL.
         lease = reserve(store, [AB, BC], Holder.current("after"), wait=ttl + 2, poll=0.1)
         second = reserve(store, [Claim("cd", ("c", "d")), Claim("ad", ("a", "d"))],
                          Holder.current("after"), wait=ttl + 2, poll=0.1)
@@ -63,15 +65,16 @@ def test_a_killed_waiter_stops_blocking_the_queue(store_url: str, spawn: Any,
     with open_store(store_url) as store:
         first = reserve(store, [AB], Holder.current("first"))
         waiter = spawn("cycle", "--store", store_url, "--claims", json.dumps([["ab", "a", "b"]]),
-                       "--cycles", "1", "--seed", "1", "--out", str(tmp_path / "w"))
+                       "--cycles", "1", "--seed", "1", "--ticket-ttl", "1.5",
+                       "--out", str(tmp_path / "w"))
         _until(lambda: len(store.tickets()) == 1)
         waiter.kill()
         waiter.wait(timeout=10)
         store.release(first.id)
         with pytest.raises(BusyError, match=r"queued for by .*contender 1"):
             reserve(store, [AB], Holder.current("next"))
-        # Its ticket lapses within a few of its polls (2 s here).
-        lease = reserve(store, [AB], Holder.current("next"), wait=5, poll=0.1)
+        # Its ticket lapses within its ticket TTL.
+        lease = reserve(store, [AB], Holder.current("next"), wait=4.5, poll=0.1)
         assert lease.pair == "ab"
 
 
