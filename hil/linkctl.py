@@ -120,7 +120,7 @@ class LinkControl:
         if mode not in PULL_MODES:
             raise InputError(f"unknown pull mode {mode!r} (modes: {', '.join(PULL_MODES)})")
         try:
-            return link.pull(mode)  # type: ignore[arg-type]
+            return link.pull(mode)
         except KeyError as e:
             raise InputError(str(e.args[0])) from None
 
