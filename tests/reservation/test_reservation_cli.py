@@ -130,10 +130,10 @@ def test_bad_input_is_one_line_and_nonzero(hil: Run, args: list[str], message: s
 def test_hold_renews_until_sigterm_then_releases(
     hil: Run, background: Callable[..., subprocess.Popen[str]]
 ) -> None:
-    holder = background("reserve", "--pair", "ab", "--ttl", "1", "--hold", "--json")
+    holder = background("reserve", "--pair", "ab", "--ttl", "2", "--hold", "--json")
     assert holder.stdout is not None
     lease = json.loads(holder.stdout.readline())
-    time.sleep(2)  # two TTLs: only the heartbeat keeps it
+    time.sleep(2.5)  # past its TTL: only the heartbeat keeps it
     assert hil("reserve", "--pair", "ab").returncode == 2
     holder.send_signal(signal.SIGTERM)
     _, err = holder.communicate(timeout=15)

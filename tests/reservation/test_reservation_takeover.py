@@ -79,7 +79,7 @@ def test_a_killed_waiter_stops_blocking_the_queue(store_url: str, spawn: Any,
 
 
 def test_heartbeat_keeps_the_lease_alive(store: Store) -> None:
-    lease = reserve(store, [AB], Holder.current(), ttl=0.6)
+    lease = reserve(store, [AB], Holder.current(), ttl=1.0)
     with Heartbeat(store, lease) as beat:
         time.sleep(1.5)
         with pytest.raises(BusyError):
