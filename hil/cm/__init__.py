@@ -5,9 +5,7 @@
 - :mod:`hil.cm.profiles`: ``SIW``, ``IW_CXGB4``, ``profile_for(driver)``.
 - :mod:`hil.cm.contract`: ``check(timeline, profile) -> Verdict``, the rules
   (:mod:`hil.cm.invariants`, :mod:`hil.cm.expectations`, :mod:`hil.cm.rule`).
-- :mod:`hil.cm.librdmacm`: the ctypes layer over librdmacm that runs inside
-  the remote agent (stdlib only; it imports nothing from hil).
-
-This package's ``__init__`` imports nothing, so the agent can import
-``hil.cm.librdmacm`` without pulling in the controller's modules.
+- :mod:`hil.cm.session`, :mod:`hil.cm.sequences`: run CM sequences on a
+  set-up pair through the agents' CM endpoints (the ctypes layer over
+  librdmacm lives in the agent: ``hil/agent/remote/librdmacm.py``).
 """

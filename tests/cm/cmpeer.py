@@ -1,4 +1,4 @@
-"""A CM peer for trying hil.cm.librdmacm on real RDMA hosts (the lab's siw guests).
+"""A CM peer for trying hil.agent.remote.librdmacm on real RDMA hosts (the lab's siw guests).
 
 Run with the host's own python3, next to a copy of ``librdmacm.py`` and
 ``ibverbs.py`` in a package directory named by ``--pkg`` (default ``cm``):

@@ -1,4 +1,4 @@
-"""A fake librdmacm/libibverbs boundary for unit tests of hil.cm.librdmacm.
+"""A fake librdmacm/libibverbs boundary for unit tests of hil.agent.remote.librdmacm.
 
 The event channel's fd is a real pipe, so polling and timeouts are real;
 cm_ids, QPs and CQs are real memory laid out like rdma-core's structs, and
@@ -14,8 +14,8 @@ import os
 from ctypes import c_int, c_void_p
 from typing import Any
 
-from hil.cm import ibverbs
-from hil.cm.librdmacm import _CMEvent
+from hil.agent.remote import ibverbs
+from hil.agent.remote.librdmacm import _CMEvent
 
 OPS_TABLE_SIZE = 232  # sizeof(struct ibv_context) is larger; we use the first slots only
 
@@ -154,7 +154,7 @@ class FakeVerbs:
 
 
 class FakeLib:
-    """Stands in for :class:`hil.cm.librdmacm.Lib`."""
+    """Stands in for :class:`hil.agent.remote.librdmacm.Lib`."""
 
     def __init__(self) -> None:
         self.verbs = FakeVerbs()

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from fake_rdma import FakeLib
 
-from hil.cm import ibverbs, librdmacm
-from hil.cm.librdmacm import CMChannel, Lib, RdmaError, RdmaUnavailable
+from hil.agent.remote import ibverbs, librdmacm
+from hil.agent.remote.librdmacm import CMChannel, Lib, RdmaError, RdmaUnavailable
 
 CM_DIR = Path(librdmacm.__file__).parent
 HOST_PYTHON = "/usr/bin/python3"

@@ -1,4 +1,4 @@
-"""libibverbs through ctypes: the QP, CQ, PD and MR side of :mod:`hil.cm.librdmacm`.
+"""libibverbs through ctypes: the QP, CQ, PD and MR side of :mod:`hil.agent.remote.librdmacm`.
 
 Standard library only and nothing from the rest of ``hil``: it runs inside
 the remote agent next to ``librdmacm.py`` (bundle the two files together).

@@ -2,8 +2,8 @@
 
 Runs on a lab host under the host's own ``/usr/bin/python3``: standard
 library only, and nothing imported from the rest of ``hil``; its QP side is
-the sibling module ``ibverbs.py`` (the agent zipapp bundles the two files
-together, in one package).
+the sibling module ``ibverbs.py``; both live in the agent package
+(``hil/agent/remote/``) and are bundled into its zipapp.
 
 Why ctypes and not pyverbs: pyverbs' ``CMEvent`` exposes neither the event's
 status nor the cm_id it belongs to, its event channel has no pollable fd, a
@@ -40,10 +40,13 @@ import struct
 import threading
 import time
 from ctypes import POINTER, Structure, byref, c_int, c_uint8, c_uint32, c_void_p
-from typing import Self
+from typing import TYPE_CHECKING
 
 from .ibverbs import SIGNATURES as VERBS_SIGNATURES
 from .ibverbs import QPResources, RdmaError, RdmaUnavailable, Signatures, call, load
+
+if TYPE_CHECKING:  # typing.Self is 3.11; the agent runs on any python3 >= 3.9
+    from typing import Self
 
 __all__ = ["EVENT_NAMES", "CMChannel", "Lib", "RdmaError", "RdmaUnavailable", "probe"]
 
