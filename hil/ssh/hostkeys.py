@@ -68,10 +68,13 @@ def verify(
 
 
 def _unknown_message(ep: Endpoint, offered: paramiko.PKey) -> str:
+    scan = f"ssh-keyscan -p {ep.port} {ep.address}"
+    # Behind a jump host the scan only works from there.
+    how = (f"run {scan} on {ep.jumps[-1]} and add its output to {ep.known_hosts}"
+           if ep.jumps else f"run: {scan} >> {ep.known_hosts}")
     return (
         f"host key of {ep.known_hosts_name} ({offered.get_name()} {fingerprint(offered)}) "
-        f"is not in {ep.known_hosts}; if this is the right host, run: "
-        f"ssh-keyscan -p {ep.port} {ep.address} >> {ep.known_hosts} "
+        f"is not in {ep.known_hosts}; if this is the right host, {how} "
         f"(or set ssh.host_key_policy: accept-new for this host)"
     )
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sshtest import inventory_of, with_ssh
 
-from hil.errors import InputError, Unreachable
+from hil.errors import HostKeyError, InputError, Unreachable
 from hil.inventory.model import Host, Inventory
 from hil.ssh import SSHPool, SSHSession
 from hil.testing import ALT_SSH_PORT, NetnsLab
@@ -77,6 +77,17 @@ def test_jump_host_from_the_inventory(lab_inventory: Inventory, netns_lab: Netns
         with session.open_process(["cat"]) as proc:
             proc.write(b"through the jump\n")
             assert proc.readline(timeout=10) == b"through the jump\n"
+
+
+def test_unknown_key_behind_a_jump_host_says_where_to_scan(
+    lab_inventory: Inventory, tmp_path: Path
+) -> None:
+    target = with_ssh(b_via_a(lab_inventory), known_hosts=str(tmp_path / "empty"))
+    with SSHPool(inventory_of(lab_inventory, lab_inventory.hosts["ns0"], target),
+                 ssh_config=None) as pool:
+        with pytest.raises(HostKeyError, match=(
+            r"run ssh-keyscan -p 22 198.18.0.2 on ns0 and add its output to .*/empty")):
+            pool.get("ns1-via-ns0")
 
 
 def test_jump_session_passed_by_hand(lab_inventory: Inventory) -> None:
