@@ -12,13 +12,20 @@ a test whose requirements the reserved pair does not meet.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pytest
 
+from hil.errors import HilError
+
 if TYPE_CHECKING:
-    # The session module pulls in the store drivers: import it only when the
-    # plugin is active, so that every other pytest run stays light.
+    # These pull in the store drivers, paramiko and pyroute2: import them only
+    # when the plugin is active, so that every other pytest run stays light.
+    from hil.hosts import Hosts
+    from hil.journal import Journal
+    from hil.pairsetup import PairState
     from hil.plugin.session import HilSession, Reserved
 
 SESSION_KEY = pytest.StashKey["HilSession"]()
@@ -119,6 +126,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(reason)
 
 
+@pytest.hookimpl(trylast=True)  # after the session fixtures' teardown undid our changes
 def pytest_sessionfinish(session: pytest.Session) -> None:
     hs = _session(session.config)
     if hs is not None:
@@ -132,3 +140,54 @@ def hil_pair(request: pytest.FixtureRequest) -> Reserved:
     if hs is None:
         pytest.skip("no lab inventory: pass --hil-inventory FILE (or set HIL_INVENTORY)")
     return hs.require_reserved()
+
+
+@pytest.fixture(scope="session")
+def hil_hosts(hil_pair: Reserved, request: pytest.FixtureRequest) -> Iterator[Hosts]:
+    """SSH sessions and agents for the lab's hosts, after undoing what dead runs left.
+
+    Whatever an earlier run that was killed changed on the pair's hosts is in
+    its restore journal; it is replayed first, so this session starts from
+    the inventory's state.
+    """
+    from hil.hosts import Hosts
+    from hil.journal import replay
+
+    hs = _session(request.config)
+    assert hs is not None
+    with Hosts(hil_pair.inventory, hs.store) as hosts:
+        with _as_failure():
+            replay(hosts, hil_pair.pair).check(f"replaying the journal of pair {hil_pair.pair.name}")
+        yield hosts
+
+
+@pytest.fixture(scope="session")
+def hil_journal(hil_pair: Reserved, hil_hosts: Hosts) -> Iterator[Journal]:
+    """The session's restore journal: every change it records is undone at the end."""
+    from hil.journal import Journal
+
+    assert hil_hosts.store is not None
+    journal = Journal(hil_hosts, hil_hosts.store, hil_pair.lease.id)
+    yield journal
+    with _as_failure():
+        journal.close().check(f"restoring pair {hil_pair.pair.name}")
+
+
+@pytest.fixture(scope="session")
+def hil_setup(hil_pair: Reserved, hil_hosts: Hosts, hil_journal: Journal) -> PairState:
+    """The pair brought to the inventory's state (links, addresses, RDMA devices)."""
+    from hil.pairsetup import setup_pair
+
+    with _as_failure():
+        state = setup_pair(hil_hosts, hil_pair.pair, hil_journal)
+    return state
+
+
+@contextmanager
+def _as_failure() -> Iterator[None]:
+    # A lab problem in a fixture is a sentence for the engineer (it names the
+    # host and what to do), not a traceback through hil's internals.
+    try:
+        yield
+    except HilError as e:
+        pytest.fail(f"hil: {type(e).__name__}: {e}", pytrace=False)

@@ -14,6 +14,7 @@ from hil.errors import EXIT_INFRA, HilError, InputError
 from hil.inventory import Inventory, Pair, load
 from hil.inventory.require import parse_requirement, select
 from hil.reservation import Claim, Heartbeat, Holder, Lease, open_store, reserve
+from hil.reservation.store import Store
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class HilSession:
         self.reserved: Reserved | None = None
         self.error: HilError | None = None
         self._heartbeat: Heartbeat | None = None
-        self._store = None
+        self.store: Store | None = None
         self._adopted = False
 
     def describe_request(self) -> str:
@@ -60,13 +61,13 @@ class HilSession:
             raise InputError("--hil-lease needs the inventory the lease was taken from: "
                              "pass --hil-inventory FILE (or set HIL_INVENTORY)")
         inventory = load(self.inventory_path)
-        self._store = open_store(opt("hil_store"))
+        self.store = open_store(opt("hil_store"))
         if opt("hil_lease"):
-            lease = self._store.get(opt("hil_lease"))
+            lease = self.store.get(opt("hil_lease"))
             self._adopted = True
         else:
             lease = reserve(
-                self._store,
+                self.store,
                 self._claims(inventory),
                 self._holder(),
                 ttl=opt("hil_ttl"),
@@ -74,7 +75,7 @@ class HilSession:
                 progress=self._progress,
             )
         self.reserved = Reserved(inventory.pair(lease.pair), lease, inventory)
-        self._heartbeat = Heartbeat(self._store, lease)
+        self._heartbeat = Heartbeat(self.store, lease)
         self._heartbeat.start()
 
     def _claims(self, inventory: Inventory) -> list[Claim]:
@@ -143,9 +144,9 @@ class HilSession:
             self._heartbeat.stop()
         if self.reserved is not None and not self._adopted:
             try:
-                self._store.release(self.reserved.lease.id)
+                self.store.release(self.reserved.lease.id)
             except HilError as e:
                 self._progress(f"could not release lease {self.reserved.lease.id}: {e}")
-        if self._store is not None:
-            self._store.close()
+        if self.store is not None:
+            self.store.close()
 

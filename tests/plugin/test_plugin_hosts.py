@@ -1,0 +1,68 @@
+"""The plugin's host fixtures against the netns lab: real sshd, agent and netlink."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hil.testing import NetnsLab
+
+pytest_plugins = ["pytester"]
+
+CHANGE_MTU = """
+import os
+from hil.journal import agent_undo
+
+def test_change(hil_pair, hil_hosts, hil_journal):
+    host = hil_pair.pair.host_a.name
+    hil_journal.change(host, agent_undo("set_link", "restore mtu", netdev="data0", mtu={mtu}))
+    hil_hosts.agent(host).set_link("data0", mtu=1400)
+    assert hil_hosts.agent(host).link("data0").mtu == 1400
+    {after}
+"""
+
+
+def mtu(lab: NetnsLab) -> int:
+    return json.loads(lab.exec(0, ["ip", "-j", "link", "show", "dev", "data0"]).stdout)[0]["mtu"]
+
+
+def run(pytester: pytest.Pytester, lab: NetnsLab, store: Path, *extra: str):
+    return pytester.runpytest_subprocess(
+        "--hil-inventory", str(lab.inventory_path), "--hil-store", str(store), "-p", "no:cacheprovider",
+        *extra,
+    )
+
+
+def test_changes_are_undone_at_session_end(pytester, netns_lab, tmp_path):
+    before = mtu(netns_lab)
+    pytester.makepyfile(CHANGE_MTU.format(mtu=before, after=""))
+    run(pytester, netns_lab, tmp_path / "s.db").assert_outcomes(passed=1)
+    assert mtu(netns_lab) == before
+
+
+def test_killed_run_is_replayed_by_the_next_session(pytester, netns_lab, tmp_path):
+    before = mtu(netns_lab)
+    # The run dies in the middle of its test: no teardown, lease left to expire.
+    pytester.makepyfile(CHANGE_MTU.format(mtu=before, after="os._exit(9)"))
+    killed = run(pytester, netns_lab, tmp_path / "s.db", "--hil-ttl", "1")
+    assert killed.ret == 9
+    assert mtu(netns_lab) == 1400
+    pytester.makepyfile(
+        """
+        def test_clean_start(hil_hosts, hil_pair):
+            assert hil_hosts.agent(hil_pair.pair.host_a.name).link("data0").mtu == %d
+        """ % before
+    )
+    run(pytester, netns_lab, tmp_path / "s.db", "--hil-wait", "20").assert_outcomes(passed=1)
+    assert mtu(netns_lab) == before
+
+
+def test_setup_without_rdma_names_host_and_netdev(pytester, netns_lab, tmp_path):
+    # The host kernel has no RDMA: the siw fallback cannot work, and says so.
+    pytester.makepyfile("def test_setup(hil_setup):\n    pass\n")
+    result = run(pytester, netns_lab, tmp_path / "s.db")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*hil: RemoteError: ns0: data0 (port p0): cannot create siw device*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
