@@ -25,10 +25,10 @@ import threading
 import traceback
 from typing import BinaryIO
 
-from . import AGENT_GRACE, PROTOCOL_VERSION, kmsg, netlink, rdma, system
+from . import AGENT_GRACE, PROTOCOL_VERSION, cm, kmsg, netlink, rdma, system
 from .errors import OpError
 
-METHODS = {**system.METHODS, **netlink.METHODS, **rdma.METHODS, **kmsg.METHODS}
+METHODS = {**system.METHODS, **netlink.METHODS, **rdma.METHODS, **kmsg.METHODS, **cm.METHODS}
 DEFAULT_TIMEOUT = 30.0
 
 
@@ -152,6 +152,7 @@ def _call(method: str, params: dict, timeout: float) -> object:
 def shutdown(status: int) -> None:
     """Kill our children, close our cursors, and exit without waiting for workers."""
     system.kill_children()
+    cm.close_all()
     kmsg.close_all()
     sys.stderr.flush()
     os._exit(status)

@@ -1,0 +1,250 @@
+"""Agent CM operations: one worker process per CM endpoint, driven over a pipe.
+
+``cm_open`` starts a worker (``cmworker.py``, from this same zipapp) that
+owns one RDMA CM event channel; ``cm_call(endpoint, op, params)`` runs one of
+its operations (listen, connect, accept, reject, disconnect, qp_err, destroy,
+stream_start/stop/stats, events, pause, handles); ``cm_kill`` SIGKILLs it, the
+way a crashing application would drop its connections; ``cm_close`` ends it
+in order.  ``cm_now`` is this host's CLOCK_MONOTONIC in µs, the time base of
+every event and action the workers report (for the controller's clock offset).
+
+No call blocks the agent: each request already runs in its own agent thread,
+and here waits for the worker's answer at most ``timeout``; a worker stuck in
+a foreign call (destroy in CONN_SENT) stays stuck alone.  When the agent
+exits, :func:`close_all` kills every worker, and a worker also dies with the
+agent by PR_SET_PDEATHSIG; the kernel then releases every cm_id and QP.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .errors import OpError
+
+START_TIMEOUT = 20.0  # a worker's python start + librdmacm load, on a slow TCG guest
+_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+         "from hil_agent.cmworker import main; main()")
+
+
+def now_us() -> int:
+    """This host's CLOCK_MONOTONIC in µs."""
+    return time.monotonic_ns() // 1000
+
+
+class WorkerProcess:
+    """One running cmworker: its pipe, the answers it owes, the tail of its stderr."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        argv = [sys.executable, "-I", "-c", _BOOT, os.path.abspath(sys.argv[0])]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        self.pid = self.proc.pid
+        self._pending: dict[int, list] = {}
+        self._lock = threading.Lock()
+        self._next = 1
+        self._hello: dict | None = None
+        self._hello_ready = threading.Event()
+        self._dead = threading.Event()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if self._hello is None:
+                self._hello = msg
+                self._hello_ready.set()
+                continue
+            with self._lock:
+                slot = self._pending.pop(msg.get("id"), None)
+            if slot is not None:
+                slot[1] = msg
+                slot[0].set()
+        self._dead.set()
+        self._hello_ready.set()
+        with self._lock:
+            pending, self._pending = list(self._pending.values()), {}
+        for slot in pending:
+            slot[0].set()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._stderr.append(line.decode("utf-8", "replace").rstrip())
+
+    def _gone(self, what: str) -> OpError:
+        try:
+            status = self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            status = None
+        tail = " / ".join(list(self._stderr)[-3:])
+        return OpError("cm_worker_died", f"CM endpoint {self.number} (pid {self.pid}) {what} "
+                       f"(exit status {status}){': ' + tail if tail else ''}",
+                       endpoint=self.number, pid=self.pid, status=status)
+
+    def wait_hello(self, timeout: float) -> None:
+        """Wait for the worker's hello; OpError when it failed or did not start."""
+        if not self._hello_ready.wait(timeout):
+            self.kill()
+            raise OpError("timeout", f"CM endpoint worker did not start within {timeout:g}s")
+        hello = self._hello
+        if hello is None:
+            raise self._gone("exited before it said hello")
+        if "error" in hello:
+            self.proc.wait(5)
+            raise OpError(hello.get("kind", "rdma"), f"cannot open an RDMA CM channel: "
+                          f"{hello['error']}")
+
+    def call(self, op: str, params: dict, timeout: float) -> dict:
+        """One operation in the worker, answered within ``timeout`` or OpError."""
+        slot: list = [threading.Event(), None]
+        with self._lock:
+            if self._dead.is_set():
+                raise self._gone("is gone")
+            rid = self._next
+            self._next += 1
+            self._pending[rid] = slot
+        line = json.dumps({"id": rid, "op": op, "params": params}).encode() + b"\n"
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+        except OSError:
+            raise self._gone("is gone") from None
+        if not slot[0].wait(timeout):
+            with self._lock:
+                self._pending.pop(rid, None)
+            raise OpError("timeout", f"cm {op} on endpoint {self.number} did not finish within "
+                          f"{timeout:g}s; the endpoint (pid {self.pid}) may still be blocked "
+                          "in it: kill it (cm_kill) or close it", op=op, endpoint=self.number)
+        answer = slot[1]
+        if answer is None:
+            raise self._gone(f"died during {op}")
+        if "error" in answer:
+            err = dict(answer["error"])
+            kind, message = err.pop("type", "rdma"), err.pop("message", "")
+            raise OpError(kind, f"cm {op}: {message}", **err)
+        return answer["result"]
+
+    def kill(self) -> int:
+        """SIGKILL the worker; returns the µs time it was sent."""
+        t_us = now_us()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(10)
+        return t_us
+
+    def close(self, timeout: float) -> int | None:
+        """Close its stdin (it destroys its ids and exits); SIGKILL at the timeout."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+
+_workers: dict[int, WorkerProcess] = {}
+_lock = threading.Lock()
+_numbers = iter(range(1, 1 << 30))
+
+
+def _worker(endpoint: int) -> WorkerProcess:
+    with _lock:
+        w = _workers.get(endpoint)
+    if w is None:
+        raise OpError("not_found", f"no CM endpoint {endpoint} (open one with cm_open)")
+    return w
+
+
+def cm_now() -> dict:
+    """This host's CLOCK_MONOTONIC in µs."""
+    return {"t_us": now_us()}
+
+
+def cm_open(timeout: float) -> dict:
+    """Start a CM endpoint worker with its own event channel; its number and pid."""
+    with _lock:
+        number = next(_numbers)
+    try:
+        w = WorkerProcess(number)
+    except OSError as e:
+        raise OpError("os", f"cannot start a CM endpoint worker: {e.strerror}") from None
+    with _lock:
+        _workers[number] = w
+    try:
+        w.wait_hello(min(timeout, START_TIMEOUT))
+    except OpError:
+        with _lock:
+            _workers.pop(number, None)
+        raise
+    return {"endpoint": number, "pid": w.pid}
+
+
+def cm_call(endpoint: int, op: str, timeout: float, params: dict | None = None) -> dict:
+    """Run ``op`` in endpoint ``endpoint`` (see cmworker.OPS), bounded by ``timeout``."""
+    return _worker(endpoint).call(op, params or {}, timeout)
+
+
+def cm_kill(endpoint: int) -> dict:
+    """SIGKILL endpoint ``endpoint``'s process, as a crash would; when it was sent."""
+    w = _worker(endpoint)
+    with _lock:
+        _workers.pop(endpoint, None)
+    return {"t_us": w.kill(), "pid": w.pid}
+
+
+def cm_close(endpoint: int, timeout: float) -> dict:
+    """End endpoint ``endpoint`` in order (ids destroyed), killing it at the timeout."""
+    w = _worker(endpoint)
+    with _lock:
+        _workers.pop(endpoint, None)
+    status = w.close(max(0.1, timeout - 0.5))
+    return {"status": status, "killed": status is None}
+
+
+def cm_endpoints() -> list[dict]:
+    """The endpoints alive: number and pid."""
+    with _lock:
+        return [{"endpoint": n, "pid": w.pid} for n, w in sorted(_workers.items())]
+
+
+def close_all() -> None:
+    """Kill every worker (the agent is exiting)."""
+    with _lock:
+        workers = list(_workers.values())
+        _workers.clear()
+    for w in workers:
+        try:
+            os.kill(w.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+METHODS = {
+    "cm_now": cm_now,
+    "cm_open": cm_open,
+    "cm_call": cm_call,
+    "cm_kill": cm_kill,
+    "cm_close": cm_close,
+    "cm_endpoints": cm_endpoints,
+}

@@ -1,0 +1,358 @@
+"""One CM endpoint in its own process: an event channel, driven over a pipe by the agent.
+
+The agent starts one per endpoint (``cm.py``) so that SIGKILL of the process
+holding a connection is real, and so that a foreign call that blocks (destroy
+in CONN_SENT, siw's connect) blocks only this process's request thread.
+
+Protocol on stdin/stdout, one JSON object a line: first the worker's hello
+``{"pid": N}`` (or ``{"error": ..., "kind": ...}`` and exit), then for each
+request ``{"id": 1, "op": "connect", "params": {...}}`` exactly one answer
+``{"id": 1, "result": {...}}`` or ``{"id": 1, "error": {...}}``.  Each request
+runs in its own thread.
+
+A poller thread reads the channel all the time, so every event is stamped
+(host CLOCK_MONOTONIC, µs) when it arrives, and appends it to the log; a
+listener may answer its requests itself (``auto``).  The worker exits when
+its stdin closes, or with the agent (PR_SET_PDEATHSIG); the kernel releases
+whatever it still held.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+
+from .cmstream import Stream
+from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
+
+QP_DEPTH = 16  # send and receive queue depth of every QP this worker makes
+RESOLVE_MS = 2000
+_PR_SET_PDEATHSIG = 1
+
+
+def now_us() -> int:
+    """This host's CLOCK_MONOTONIC in µs (the time base of events and actions)."""
+    return time.monotonic_ns() // 1000
+
+
+class Log:
+    """Events and the worker's own actions (auto accept/reject), in arrival order."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict] = []
+        self.cond = threading.Condition()
+
+    def add(self, entry: dict) -> dict:
+        with self.cond:
+            entry["seq"] = len(self.entries) + 1
+            self.entries.append(entry)
+            self.cond.notify_all()
+        return entry
+
+    def wait(self, after: int, match: dict, timeout: float) -> list[dict]:
+        """Entries after ``after``, once one matches ``match`` (or at the timeout)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                fresh = self.entries[after:]
+                if any(_matches(e, match) for e in fresh):
+                    return fresh
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return fresh
+                self.cond.wait(left)
+
+
+def _matches(entry: dict, match: dict) -> bool:
+    if not match:
+        return True
+    types = match.get("types")
+    return (entry.get("kind") == "event"
+            and (not types or entry["type"] in types)
+            and (match.get("id") is None or entry.get("id") == match["id"]))
+
+
+class Worker:
+    """The channel, its log, the auto-answering listeners and the traffic streams."""
+
+    def __init__(self, channel: CMChannel) -> None:
+        self.ch = channel
+        self.log = Log()
+        self.auto: dict[int, tuple[str, bytes]] = {}
+        self.streams: dict[int, Stream] = {}
+        self.paused = threading.Event()
+        self.closing = threading.Event()
+
+    # -- the poller ----------------------------------------------------------
+
+    def poll_loop(self) -> None:
+        """Read events until closing; stamp, log, and auto-answer them."""
+        while not self.closing.is_set():
+            if self.paused.is_set():
+                time.sleep(0.01)
+                continue
+            try:
+                ev = self.ch.poll_event(0.1)
+            except RdmaError as e:
+                self.log.add({"kind": "error", "message": str(e), "t_us": now_us()})
+                time.sleep(0.1)
+                continue
+            if ev is None:
+                continue
+            self.log.add({"kind": "event", **ev})
+            rule = self.auto.get(ev["listen_id"]) if ev["type"] == "CONNECT_REQUEST" else None
+            if rule is not None:
+                threading.Thread(target=self._auto_answer, args=(ev["id"], *rule),
+                                 daemon=True).start()
+
+    def _auto_answer(self, handle: int, how: str, pdata: bytes) -> None:
+        op = self.accept if how == "accept" else self.reject
+        entry = {"kind": "action", "name": how, "id": handle,
+                 "params": {"private_data": pdata.hex(), "auto": True}}
+        try:
+            entry.update(op(id=handle, private_data=pdata.hex()))
+            entry["result"] = "ok"
+        except RdmaError as e:
+            entry.update(result=errno.errorcode.get(e.errno or 0, str(e.errno)),
+                         t_us=now_us(), us=0)
+        self.log.add(entry)
+
+    def _wait_event(self, handle: int, types: tuple[str, ...], after: int,
+                    timeout: float) -> dict:
+        """The first event of ``types`` for ``handle`` logged after entry ``after``."""
+        match = {"types": list(types), "id": handle}
+        found = [e for e in self.log.wait(after, match, timeout) if _matches(e, match)]
+        if not found:
+            raise RdmaError(f"wait {'/'.join(types)}", errno.ETIMEDOUT,
+                            f"cm_id {handle}: no event within {timeout:g}s")
+        return found[0]
+
+    # -- operations (each returns a dict; RdmaError is the failure) -----------
+
+    def listen(self, address: str, port: int, backlog: int = 16, auto: str | None = None,
+               private_data: str = "") -> dict:
+        """A listener bound to ``address:port``; ``auto`` = accept/reject answers requests."""
+        if auto not in (None, "accept", "reject"):
+            raise RdmaError("listen", errno.EINVAL, f"auto must be accept or reject, not {auto!r}")
+        h = self.ch.create_id()
+        try:
+            self.ch.bind(h, address, port)
+            t0 = now_us()
+            self.ch.listen(h, backlog)
+        except RdmaError:
+            self.ch.destroy_id(h)
+            raise
+        if auto:
+            self.auto[h] = (auto, bytes.fromhex(private_data))
+        return {"id": h, "t_us": t0, "us": now_us() - t0}
+
+    def connect(self, dst: str, port: int, src: str | None = None, private_data: str = "",
+                timeout: float = 10.0) -> dict:
+        """Resolve address and route, make a QP, rdma_connect; the reply comes as an event."""
+        h = self.ch.create_id()
+        try:
+            mark = len(self.log.entries)
+            self.ch.resolve_addr(h, dst, port, src, RESOLVE_MS)
+            ev = self._wait_event(h, ("ADDR_RESOLVED", "ADDR_ERROR"), mark, timeout)
+            if ev["type"] != "ADDR_RESOLVED":
+                raise RdmaError("rdma_resolve_addr", -ev["status"] or errno.EHOSTUNREACH)
+            mark = len(self.log.entries)
+            self.ch.resolve_route(h, RESOLVE_MS)
+            ev = self._wait_event(h, ("ROUTE_RESOLVED", "ROUTE_ERROR"), mark, timeout)
+            if ev["type"] != "ROUTE_RESOLVED":
+                raise RdmaError("rdma_resolve_route", -ev["status"] or errno.EHOSTUNREACH)
+            qp = self.ch.create_qp(h, depth=QP_DEPTH)
+            self.ch.post_recv(h, QP_DEPTH)
+        except RdmaError as e:
+            e.handle = h  # type: ignore[attr-defined]
+            raise
+        t0 = now_us()
+        try:
+            self.ch.connect(h, bytes.fromhex(private_data))
+        except RdmaError as e:
+            e.handle, e.t_us, e.us = h, t0, now_us() - t0  # type: ignore[attr-defined]
+            raise
+        return {"id": h, "t_us": t0, "us": now_us() - t0, "qp": qp}
+
+    def accept(self, id: int, private_data: str = "") -> dict:
+        """Make a QP for a CONNECT_REQUEST's id, post receives, rdma_accept."""
+        qp = self.ch.create_qp(id, depth=QP_DEPTH)
+        self.ch.post_recv(id, QP_DEPTH)
+        return {**self._timed(self.ch.accept, id, bytes.fromhex(private_data)), "qp": qp}
+
+    def reject(self, id: int, private_data: str = "") -> dict:
+        """rdma_reject with private data."""
+        return self._timed(self.ch.reject, id, bytes.fromhex(private_data))
+
+    def disconnect(self, id: int) -> dict:
+        """rdma_disconnect (orderly close)."""
+        return self._timed(self.ch.disconnect, id)
+
+    def qp_err(self, id: int) -> dict:
+        """Move the QP to ERR (abortive close)."""
+        return self._timed(self.ch.qp_to_error, id)
+
+    def destroy(self, id: int) -> dict:
+        """Stop the id's stream, destroy its QP and the id; ``us`` is how long destroy blocked."""
+        stream = self.streams.pop(id, None)
+        if stream is not None:
+            stream.stop()
+        self.auto.pop(id, None)
+        t0 = now_us()
+        try:
+            blocked = self.ch.destroy_id(id)
+        except RdmaError as e:
+            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            raise
+        return {"t_us": t0, "us": blocked}
+
+    def stream_start(self, id: int, mode: str = "write", size: int = 4096, depth: int = 4,
+                     remote: dict | None = None) -> dict:
+        """Keep ``depth`` SENDs or RDMA WRITEs of ``size`` in flight (``sink``: repost recvs)."""
+        if id in self.streams:
+            raise RdmaError("stream_start", errno.EBUSY, f"cm_id {id} already streams")
+        target = (int(remote["addr"]), int(remote["rkey"])) if remote else None
+        stream = Stream(self.ch, id, mode, size, min(depth, QP_DEPTH), target)
+        self.streams[id] = stream
+        stream.start()
+        return {"t_us": now_us(), "us": 0}
+
+    def stream_stop(self, id: int) -> dict:
+        """Stop the stream; its counts (ops, bytes, first error)."""
+        stream = self.streams.pop(id, None)
+        if stream is None:
+            raise RdmaError("stream_stop", errno.ENOENT, f"cm_id {id} has no stream")
+        return {"t_us": now_us(), "us": 0, **stream.stop()}
+
+    def stream_stats(self, id: int) -> dict:
+        """The running stream's counts so far."""
+        stream = self.streams.get(id)
+        if stream is None:
+            raise RdmaError("stream_stats", errno.ENOENT, f"cm_id {id} has no stream")
+        return stream.stats()
+
+    def events(self, after: int = 0, timeout: float = 0.0, types: list | None = None,
+               id: int | None = None) -> dict:
+        """Log entries after ``after``, waiting up to ``timeout`` for a matching event."""
+        match = {"types": types, "id": id} if (types or id is not None) else {}
+        return {"log": self.log.wait(after, match, timeout), "t_us": now_us()}
+
+    def pause(self, on: bool = True) -> dict:
+        """Stop (or resume) reading events: requests then stay unretrieved in the kernel."""
+        (self.paused.set if on else self.paused.clear)()
+        return {"t_us": now_us(), "us": 0}
+
+    def handles(self) -> dict:
+        """The live cm_id handles."""
+        return {"ids": self.ch.handles()}
+
+    def close(self) -> None:
+        """Stop every stream, destroy every id and the channel."""
+        for stream in list(self.streams.values()):
+            stream.stop()
+        self.streams.clear()
+        self.ch.close()
+
+    def _timed(self, fn: object, *args: object) -> dict:
+        t0 = now_us()
+        try:
+            fn(*args)  # type: ignore[operator]
+        except RdmaError as e:
+            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            raise
+        return {"t_us": t0, "us": now_us() - t0}
+
+
+OPS = ("listen", "connect", "accept", "reject", "disconnect", "qp_err", "destroy",
+       "stream_start", "stream_stop", "stream_stats", "events", "pause", "handles")
+
+
+class Server:
+    """Requests from stdin, one thread each; answers to stdout under a lock."""
+
+    def __init__(self, worker: Worker | None, out: object) -> None:
+        self.worker = worker
+        self._out = out
+        self._lock = threading.Lock()
+
+    def send(self, msg: dict) -> None:
+        line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+        with self._lock:
+            try:
+                self._out.write(line)  # type: ignore[attr-defined]
+                self._out.flush()  # type: ignore[attr-defined]
+            except OSError:
+                os._exit(1)  # the agent is gone
+
+    def handle(self, line: bytes) -> None:
+        try:
+            req = json.loads(line)
+            rid, op, params = req["id"], req["op"], req.get("params") or {}
+        except (ValueError, KeyError, TypeError) as e:
+            self.send({"id": None, "error": {"type": "bad_request", "message": str(e)}})
+            return
+        threading.Thread(target=self._run, args=(rid, op, params), daemon=True).start()
+
+    def _run(self, rid: object, op: str, params: dict) -> None:
+        if op not in OPS:
+            self.send({"id": rid, "error": {"type": "unknown_method", "message": f"no op {op}"}})
+            return
+        try:
+            self.send({"id": rid, "result": getattr(self.worker, op)(**params)})
+        except RdmaError as e:
+            details = {k: getattr(e, k) for k in ("handle", "t_us", "us") if hasattr(e, k)}
+            self.send({"id": rid, "error": {
+                "type": "rdma", "message": str(e), "errno": e.errno,
+                "errno_name": errno.errorcode.get(e.errno or 0, str(e.errno)), **details}})
+        except TypeError as e:
+            self.send({"id": rid, "error": {"type": "bad_params", "message": f"{op}: {e}"}})
+        except Exception as e:  # a worker bug: answer with its traceback, keep serving
+            tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])
+            self.send({"id": rid, "error": {"type": "internal", "message": f"{e!r}",
+                                            "traceback": tb}})
+
+
+def _die_with_parent() -> None:
+    """SIGKILL us when the agent dies, even by SIGKILL (Linux prctl)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def main() -> None:
+    """Open the channel, say hello, serve requests until stdin closes."""
+    _die_with_parent()
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    server = Server(None, out)
+    try:
+        channel = CMChannel()
+    except RdmaError as e:
+        kind = "rdma_unavailable" if isinstance(e, RdmaUnavailable) else "rdma"
+        server.send({"error": str(e), "kind": kind})
+        os._exit(3)
+    server.worker = worker = Worker(channel)
+    poller = threading.Thread(target=worker.poll_loop, daemon=True)
+    poller.start()
+    server.send({"pid": os.getpid()})
+    for line in sys.stdin.buffer:
+        if line.strip():
+            server.handle(line)
+    worker.closing.set()
+    poller.join(2)
+    # Destroying every id may block (an id in CONN_SENT); the kernel frees
+    # whatever is left when we exit, so bound the orderly part.
+    closer = threading.Thread(target=worker.close, daemon=True)
+    closer.start()
+    closer.join(15)
+    os._exit(0)
