@@ -1,0 +1,166 @@
+"""What suites and the CM engine call to put evidence into the Allure report.
+
+Every helper is safe to call anywhere: outside an Allure run (no
+``--alluredir``, or allure-pytest not installed) it records nothing and
+returns.  Metrics are kept in any case so that the plugin can write them out.
+
+    with step("connect", side="a", port=4791):      # an Allure step with parameters
+        ...
+    attach_timeline(timeline, verdict)               # SVG picture + raw JSON (+ its metrics)
+    attach_verdict(verdict)
+    attach_kernel_log(lines)
+    attach_resources(before, after)                  # {host: {kind: count}} each
+    attach_pcap(path)
+    metric("connect_latency", 3.2, "ms")
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hil.cm.contract import Verdict
+from hil.cm.timeline import KernelLogLine, Timeline
+from hil.report.svg import render_timeline
+
+try:
+    import allure
+    from allure_commons.utils import represent
+except ImportError:  # the helpers stay callable (as no-ops) without allure-pytest
+    allure = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number a test measured (connect latency, detection time, storm rate)."""
+
+    test: str
+    name: str
+    value: float
+    unit: str
+
+
+class _Metrics:
+    """The metrics of this process's session, by test; the plugin names the current test."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.current_test = ""
+        self._items: list[Metric] = []
+
+    def add(self, name: str, value: float, unit: str) -> Metric:
+        m = Metric(self.current_test, name, float(value), unit)
+        with self._lock:
+            self._items.append(m)
+        return m
+
+    def of_test(self, test: str) -> list[Metric]:
+        with self._lock:
+            return [m for m in self._items if m.test == test]
+
+    def all(self) -> list[Metric]:
+        with self._lock:
+            return list(self._items)
+
+
+METRICS = _Metrics()
+
+
+@contextmanager
+def step(name: str, **params: Any) -> Iterator[None]:
+    """An Allure step named ``name`` showing ``params``; a plain block without allure."""
+    if allure is None:
+        yield
+        return
+    ctx = allure.step(name)
+    ctx.params = {k: represent(v) for k, v in params.items()}
+    with ctx:
+        yield
+
+
+def metric(name: str, value: float, unit: str) -> Metric:
+    """Record a measurement of the current test; shown as a step and kept for the trends."""
+    m = METRICS.add(name, value, unit)
+    if allure is not None:
+        with step(f"metric {name} = {value:g} {unit}", value=value, unit=unit):
+            pass
+    return m
+
+
+def attach_timeline(timeline: Timeline, verdict: Verdict | None = None) -> None:
+    """The timeline as a picture (SVG) and as raw JSON; records its metrics if it has any."""
+    for name, value in (getattr(timeline, "metrics", None) or {}).items():
+        value, unit = value if isinstance(value, (tuple, list)) else (value, "")
+        metric(name, value, unit)
+    if allure is None:
+        return
+    allure.attach(render_timeline(timeline, verdict), name=f"timeline {timeline.scenario}",
+                  attachment_type=allure.attachment_type.SVG)
+    allure.attach(timeline.to_json(indent=1), name=f"timeline {timeline.scenario} (json)",
+                  attachment_type=allure.attachment_type.JSON)
+
+
+def attach_verdict(verdict: Verdict) -> None:
+    """The contract verdict as text (the rules and each violation's evidence) and JSON."""
+    if allure is None:
+        return
+    word = "passed" if verdict.ok else "FAILED"
+    allure.attach(verdict.to_text(), name=f"contract verdict: {word}",
+                  attachment_type=allure.attachment_type.TEXT)
+    allure.attach(verdict.to_json(indent=1), name="contract verdict (json)",
+                  attachment_type=allure.attachment_type.JSON)
+
+
+def attach_kernel_log(lines: Iterable[str | KernelLogLine], name: str = "kernel log") -> None:
+    """Kernel log lines printed while the test ran (``host: line`` for KernelLogLine)."""
+    if allure is None:
+        return
+    text = "\n".join(f"{x.host}: {x.line}" if isinstance(x, KernelLogLine) else str(x)
+                     for x in lines)
+    allure.attach(text or "(nothing logged)", name=name,
+                  attachment_type=allure.attachment_type.TEXT)
+
+
+def resources_table(before: Mapping[str, Mapping[str, int]],
+                    after: Mapping[str, Mapping[str, int]]) -> str:
+    """``rdma resource`` counts per host and kind, before and after, as aligned text."""
+    rows = [("host", "kind", "before", "after", "")]
+    for host in sorted(set(before) | set(after)):
+        kinds = sorted(set(before.get(host, {})) | set(after.get(host, {})))
+        for kind in kinds:
+            b, a = before.get(host, {}).get(kind), after.get(host, {}).get(kind)
+            rows.append((host, kind, str(b), str(a), "" if a == b else "<- changed"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def attach_resources(before: Mapping[str, Mapping[str, int]],
+                     after: Mapping[str, Mapping[str, int]]) -> None:
+    """``rdma resource`` counts ({host: {kind: count}}) before and after the test."""
+    if allure is None:
+        return
+    allure.attach(resources_table(before, after), name="rdma resource before/after",
+                  attachment_type=allure.attachment_type.TEXT)
+
+
+def attach_pcap(path: Path | str, name: str | None = None) -> None:
+    """A packet capture file (opens in Wireshark from the report)."""
+    if allure is None:
+        return
+    allure.attach.file(str(path), name=name or Path(path).name,
+                       attachment_type=allure.attachment_type.PCAP)
+
+
+def attach_metrics(test: str) -> None:
+    """The metrics recorded by ``test`` as one JSON attachment (the plugin calls this)."""
+    found = METRICS.of_test(test)
+    if allure is None or not found:
+        return
+    allure.attach(json.dumps([asdict(m) for m in found], indent=1), name="metrics",
+                  attachment_type=allure.attachment_type.JSON)

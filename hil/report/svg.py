@@ -1,0 +1,249 @@
+"""A CM timeline as an SVG picture: a lane per host, actions and events on one time axis.
+
+Each lane (one per host of the pair) has a row of controller actions (a bar
+as long as the call took, red when it failed) above a row of the events the
+host's channel delivered (a dot, red when the status is not 0, ringed when a
+contract violation cites it).  Labels are staggered so that they do not
+overlap; what does not fit keeps its text in a hover tooltip.  A link pull
+shades the time until its restore on every lane.  The footer states each
+host's clock offset and its uncertainty, drawn as a bar around each event,
+because cross-host order is only good to the sum of both uncertainties.
+
+    svg_text = render_timeline(timeline, verdict)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
+
+from hil.cm.contract import Verdict
+from hil.cm.timeline import Action, Event, Timeline
+
+WIDTH = 1100
+GUTTER = 150  # left margin for the lane names
+RIGHT = 30
+FONT = 11
+CHAR_W = 6.4  # average glyph width at FONT px, for label collision estimates
+ROW_H = 15
+MAX_ROWS = 5  # label rows per track; more labels only get tooltips
+OK_COLOR = "#1565c0"
+EVENT_COLOR = "#2e7d32"
+BAD_COLOR = "#c62828"
+PULL_FILL = "#fff3e0"
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """Maps controller microseconds to x pixels."""
+
+    start_us: int
+    end_us: int
+
+    def x(self, t_us: int) -> float:
+        span = max(self.end_us - self.start_us, 1)
+        return GUTTER + (t_us - self.start_us) * (WIDTH - GUTTER - RIGHT) / span
+
+    def px_per_us(self) -> float:
+        return (WIDTH - GUTTER - RIGHT) / max(self.end_us - self.start_us, 1)
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """One thing to draw on a track: where, what label, which color."""
+
+    t_us: int
+    end_us: int
+    label: str
+    tooltip: str
+    color: str
+    ringed: bool = False
+
+
+def render_timeline(timeline: Timeline, verdict: Verdict | None = None) -> str:
+    """The timeline as a standalone SVG document (text)."""
+    axis = _axis(timeline)
+    cited = _cited(verdict)
+    parts: list[str] = []
+    y = 48
+    lanes_top = y
+    for side, host in zip(("a", "b"), timeline.pair, strict=True):
+        uncertainty = timeline.uncertainty_us(host)
+        actions = [_action_mark(a) for a in timeline.actions if a.side == side]
+        events = [_event_mark(e, cited) for e in timeline.events if e.side == side]
+        lane, height = _lane(axis, y, f"{host} ({side})", actions, events, uncertainty)
+        parts.append(lane)
+        y += height
+    shading = _pulls(axis, timeline.actions, lanes_top, y)
+    ticks = _ticks(axis, lanes_top, y)
+    footer = _footer(timeline, y + 36)
+    height = y + 36 + ROW_H * (len(timeline.offsets) + 2)
+    head = _header(timeline, verdict)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans, Arial, sans-serif" '
+        f'font-size="{FONT}">'
+        f'<rect width="{WIDTH}" height="{height}" fill="white"/>'
+        f"{head}{shading}{ticks}{''.join(parts)}{footer}</svg>"
+    )
+
+
+def _axis(tl: Timeline) -> _Axis:
+    times = [e.t_us for e in tl.events] + [a.t_us for a in tl.actions]
+    ends = [a.end_us for a in tl.actions] + times
+    if not times:
+        return _Axis(0, 1000)
+    start, end = min(times), max(ends)
+    pad = max((end - start) // 40, 50)
+    return _Axis(start - pad, end + pad)
+
+
+def _cited(verdict: Verdict | None) -> set[tuple[str, int, str]]:
+    """The events a violation cites, as (id, t_us, type) keys."""
+    if verdict is None:
+        return set()
+    return {(e.id, e.t_us, e.type) for v in verdict.violations for e in v.events}
+
+
+def _action_mark(a: Action) -> _Mark:
+    params = ", ".join(f"{k}={v}" for k, v in sorted(a.params.items()))
+    label = f"{a.name}{' ' + a.id if a.id else ''}" + ("" if a.ok else f" → {a.result}")
+    return _Mark(a.t_us, a.end_us, label, a.brief() + (f" [{params}]" if params else ""),
+                 OK_COLOR if a.ok else BAD_COLOR)
+
+
+def _event_mark(e: Event, cited: set[tuple[str, int, str]]) -> _Mark:
+    status = f"({e.status})" if e.status else ""
+    ringed = (e.id, e.t_us, e.type) in cited
+    return _Mark(e.t_us, e.t_us, f"{e.type}{status} {e.id}", e.brief(),
+                 BAD_COLOR if e.status or ringed else EVENT_COLOR, ringed)
+
+
+def _lane(axis: _Axis, top: int, name: str, actions: list[_Mark], events: list[_Mark],
+          uncertainty_us: int) -> tuple[str, int]:
+    """One host's lane: its name, the action track and the event track; returns its height."""
+    act_svg, act_rows = _track(axis, top + 8, actions, bars=True, uncertainty_us=0)
+    ev_top = top + 8 + (act_rows + 1) * ROW_H + 6
+    ev_svg, ev_rows = _track(axis, ev_top, events, bars=False, uncertainty_us=uncertainty_us)
+    height = ev_top - top + (ev_rows + 1) * ROW_H + 12
+    frame = (
+        f'<g class="lane" data-host="{escape(name)}">'
+        f'<rect x="4" y="{top}" width="{WIDTH - 8}" height="{height - 4}" fill="none" '
+        f'stroke="#bbb"/>'
+        f'<text x="10" y="{top + 16}" font-weight="bold" font-size="12">{escape(name)}</text>'
+        f'<text x="10" y="{top + 31}" fill="#666">actions</text>'
+        f'<text x="10" y="{ev_top + 16}" fill="#666">events</text>'
+    )
+    return frame + act_svg + ev_svg + "</g>", height
+
+
+def _track(axis: _Axis, top: int, marks: list[_Mark], bars: bool,
+           uncertainty_us: int) -> tuple[str, int]:
+    """Marks on a baseline at ``top`` with staggered labels; returns (svg, label rows used)."""
+    out: list[str] = []
+    row_end = [float("-inf")] * MAX_ROWS
+    used = 0
+    base = top + 4
+    for m in sorted(marks, key=lambda m: m.t_us):
+        x, x2 = axis.x(m.t_us), axis.x(m.end_us)
+        title = f"<title>{escape(m.tooltip)}</title>"
+        if bars:
+            out.append(f'<rect x="{x:.1f}" y="{base - 3}" width="{max(x2 - x, 3):.1f}" '
+                       f'height="7" fill="{m.color}">{title}</rect>')
+        else:
+            half = uncertainty_us * axis.px_per_us()
+            if half >= 1:
+                out.append(f'<line x1="{x - half:.1f}" y1="{base}" x2="{x + half:.1f}" '
+                           f'y2="{base}" stroke="{m.color}" stroke-opacity="0.4" '
+                           f'stroke-width="5"/>')
+            ring = (f'<circle cx="{x:.1f}" cy="{base}" r="7" fill="none" stroke="{BAD_COLOR}" '
+                    f'stroke-width="2"/>') if m.ringed else ""
+            out.append(f'{ring}<circle cx="{x:.1f}" cy="{base}" r="4" fill="{m.color}">'
+                       f"{title}</circle>")
+        width = len(m.label) * CHAR_W
+        # Near the right edge the label ends at the mark instead of starting there.
+        anchor = "end" if x + width > WIDTH - 6 else "start"
+        left = x if anchor == "start" else x - width
+        row = next((r for r in range(MAX_ROWS) if row_end[r] < left - 2), None)
+        if row is None:
+            continue  # no room: the tooltip still carries the text
+        row_end[row] = max(x, left + width)
+        used = max(used, row + 1)
+        ly = base + 14 + row * ROW_H
+        out.append(f'<line x1="{x:.1f}" y1="{base + 4}" x2="{x:.1f}" y2="{ly - 9}" '
+                   f'stroke="#ccc"/>')
+        out.append(f'<text x="{x:.1f}" y="{ly}" fill="{m.color}" text-anchor="{anchor}">'
+                   f"{escape(m.label)}</text>")
+    return "".join(out), used
+
+
+def _pulls(axis: _Axis, actions: Iterable[Action], top: int, bottom: int) -> str:
+    """Shade each link pull until its restore (or the end of the picture)."""
+    out = []
+    pulls = sorted((a for a in actions if a.name in ("pull", "restore")), key=lambda a: a.t_us)
+    start: Action | None = None
+    for a in [*pulls, None]:
+        if a is not None and a.name == "pull":
+            start = start or a
+            continue
+        if start is not None:
+            end = axis.x(a.t_us) if a is not None else axis.x(axis.end_us)
+            x = axis.x(start.t_us)
+            mode = start.params.get("mode", "")
+            out.append(f'<rect x="{x:.1f}" y="{top}" width="{max(end - x, 2):.1f}" '
+                       f'height="{bottom - top}" fill="{PULL_FILL}"/>'
+                       f'<text x="{x + 3:.1f}" y="{top - 4}" fill="#e65100">'
+                       f"link pulled{' (' + escape(str(mode)) + ')' if mode else ''}</text>")
+            start = None
+    return "".join(out)
+
+
+def _ticks(axis: _Axis, top: int, bottom: int) -> str:
+    """Vertical grid lines and labels in milliseconds of controller time."""
+    span_ms = (axis.end_us - axis.start_us) / 1000
+    step = _nice_step(span_ms / 8)
+    first = int(axis.start_us / 1000 / step) * step
+    out = []
+    t = first
+    while t * 1000 <= axis.end_us:
+        if t * 1000 >= axis.start_us:
+            x = axis.x(int(t * 1000))
+            out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom + 4}" '
+                       f'stroke="#eee"/><text x="{x:.1f}" y="{bottom + 16}" '
+                       f'text-anchor="middle" fill="#555">{t:g} ms</text>')
+        t += step
+    return "".join(out)
+
+
+def _nice_step(raw_ms: float) -> float:
+    """1, 2 or 5 times a power of ten, at least ``raw_ms``."""
+    power = 0.001
+    while True:
+        for m in (1, 2, 5):
+            if m * power >= raw_ms:
+                return m * power
+        power *= 10
+
+
+def _header(tl: Timeline, verdict: Verdict | None) -> str:
+    status = ""
+    if verdict is not None:
+        color = EVENT_COLOR if verdict.ok else BAD_COLOR
+        word = "PASSED" if verdict.ok else f"FAILED ({len(verdict.violations)} violations)"
+        status = f' · <tspan fill="{color}" font-weight="bold">contract {word}</tspan>'
+    title = (f"scenario {escape(tl.scenario)} · provider {escape(tl.provider)} · "
+             f"pair {escape(tl.pair[0])} ↔ {escape(tl.pair[1])}")
+    return f'<text x="10" y="22" font-size="14" font-weight="bold">{title}{status}</text>'
+
+
+def _footer(tl: Timeline, top: int) -> str:
+    lines = ["times: controller clock; each host's stamps shifted by its estimated offset"]
+    for o in tl.offsets:
+        lines.append(f"{o.host}: offset {o.offset_us / 1000:+.3f} ms "
+                     f"± {o.uncertainty_us / 1000:.3f} ms (shaded bar around its events)")
+    if len(tl.offsets) >= 2:
+        total = tl.uncertainty_us(*tl.pair) / 1000
+        lines.append(f"order across hosts is only certain beyond ± {total:.3f} ms")
+    return "".join(f'<text x="10" y="{top + i * ROW_H}" fill="#444">{escape(line)}</text>'
+                   for i, line in enumerate(lines))
