@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 SESSION_KEY = pytest.StashKey["HilSession"]()
 
+pytest_plugins = ["hil.report.plugin"]  # Allure labels, captures and run files (docs/reports.md)
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil", "hil: iWARP lab pairs")

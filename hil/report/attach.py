@@ -157,6 +157,13 @@ def attach_pcap(path: Path | str, name: str | None = None) -> None:
                        attachment_type=allure.attachment_type.PCAP)
 
 
+def note(title: str, text: str) -> None:
+    """A short text attachment, e.g. why a capture is missing."""
+    if allure is None:
+        return
+    allure.attach(text, name=title, attachment_type=allure.attachment_type.TEXT)
+
+
 def attach_metrics(test: str) -> None:
     """The metrics recorded by ``test`` as one JSON attachment (the plugin calls this)."""
     found = METRICS.of_test(test)

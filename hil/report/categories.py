@@ -1,0 +1,96 @@
+"""``categories.json``: how Allure sorts failures into lab, contract and product problems.
+
+The agreement with suites and the CM engine (see the package docstring):
+
+- a **contract violation** is a failure whose message contains
+  ``contract violation:`` or ``contract FAILED`` (what ``Verdict.to_text()``
+  starts with), e.g. ``assert verdict.ok, verdict.to_text()``;
+- a **lab / infrastructure error** is an exception of the ``hil.errors.HilError``
+  tree (SSH, agent, reservation, lab), the hil plugin's ``hil: <Class>: ...``
+  fixture failures, or a pytest-timeout: the test could
+  not judge the product;
+- any other assertion failure is a **product failure**; any other exception
+  a **test defect** (a bug in the suite or the framework).
+
+Allure matches ``messageRegex`` against the whole message (Java ``matches``),
+whose first line is ``module.Class: text`` for exceptions outside builtins.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from hil.errors import HilError
+
+CONTRACT_MARKERS = ("contract violation:", "contract FAILED")
+TIMEOUT_MESSAGE = "Failed: Timeout"
+# The hil plugin's fixtures turn a HilError into pytest.fail("hil: <Class>: ...").
+FIXTURE_FAILURE = r"Failed: hil: \w+: "
+
+
+def infrastructure_classes() -> list[str]:
+    """The qualified names of every HilError subclass imported so far."""
+    seen: list[str] = []
+    todo: list[type] = [HilError]
+    while todo:
+        cls = todo.pop()
+        name = f"{cls.__module__}.{cls.__qualname__}"
+        if name not in seen:
+            seen.append(name)
+            todo.extend(cls.__subclasses__())
+    return sorted(seen)
+
+
+def _infra_regex() -> str:
+    names = "|".join(re.escape(n) for n in infrastructure_classes())
+    return rf"(?:(?:{names}): .*|{FIXTURE_FAILURE}.*|{re.escape(TIMEOUT_MESSAGE)}.*)"
+
+
+def categories() -> list[dict[str, Any]]:
+    """The categories, most specific first."""
+    contract = "|".join(re.escape(m) for m in CONTRACT_MARKERS)
+    infra = _infra_regex()
+    return [
+        {
+            "name": "Contract violations",
+            "description": "The RNIC broke the iWARP CM contract (see the verdict attachment).",
+            "matchedStatuses": ["failed", "broken"],
+            "messageRegex": rf"(?s).*(?:{contract}).*",
+        },
+        {
+            "name": "Lab / infrastructure errors",
+            "description": "SSH, agent, reservation or lab failure: the product was not judged.",
+            "matchedStatuses": ["failed", "broken"],
+            "messageRegex": rf"(?s){infra}",
+        },
+        {
+            "name": "Product failures",
+            "description": "A check on the product failed outside the CM contract.",
+            "matchedStatuses": ["failed"],
+            "messageRegex": rf"(?s)(?!.*(?:{contract}))(?!{infra}).*",
+        },
+        {
+            "name": "Test defects",
+            "description": "An unexpected exception in a suite or in hil itself.",
+            "matchedStatuses": ["broken"],
+            "messageRegex": rf"(?s)(?!.*(?:{contract}))(?!{infra}).*",
+        },
+    ]
+
+
+def write_categories(alluredir: Path) -> Path:
+    """Write ``categories.json`` into the results directory."""
+    path = alluredir / "categories.json"
+    path.write_text(json.dumps(categories(), indent=1))
+    return path
+
+
+def category_of(status: str, message: str) -> str | None:
+    """The category name Allure will give a result (what the regexes say, in Python)."""
+    for cat in categories():
+        if status in cat["matchedStatuses"] and re.fullmatch(cat["messageRegex"], message):
+            return cat["name"]
+    return None

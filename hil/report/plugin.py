@@ -1,0 +1,201 @@
+"""The reporting half of the pytest plugin: Allure labels, packet captures, run files.
+
+Registered by ``hil.plugin``; it works with any test and does its Allure
+work only when allure-pytest writes results (``--alluredir``):
+
+- labels on every test: ``suite`` (the module without ``test_``), ``pair``
+  and ``provider`` (the reserved pair and its driver), ``direction`` and
+  ``pull_mode`` (from the test's parameters of those names; ``mode`` counts
+  as the pull mode);
+- for tests on the pair, tcpdump on host A's data port (``--hil-pcap``:
+  ``failed`` (default) keeps the capture of failed tests, ``all`` of every
+  test, ``none`` captures nothing); a capture that cannot start is noted in
+  the report and does not fail the test;
+- each test's metrics (``hil.report.attach.metric``) as an attachment;
+- at the end: ``categories.json``, ``executor.json`` (``HIL_BUILD_ORDER``
+  numbers a run outside CI), ``environment.properties`` (read through the
+  agents at the first test on the pair) and ``hil-metrics.json`` (every
+  metric of the run, for the trends the pipelines keep).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import re
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from hil.errors import HilError
+from hil.report import attach
+from hil.report.categories import write_categories
+from hil.report.environment import write_properties
+from hil.report.executor import write_executor
+
+if TYPE_CHECKING:
+    # Both pull in paramiko: imported when a test uses the pair, not by every pytest run.
+    from hil.report.pcap import Capture
+
+log = logging.getLogger(__name__)
+
+PCAP_CHOICES = ("failed", "all", "none")
+LABEL_MARK = "allure_label"  # allure-pytest's marker for labels known at collection
+PULL_MODE_PARAMS = ("pull_mode", "mode")
+ENV_KEY = pytest.StashKey[dict[str, str]]()
+REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
+METRICS_FILE = "hil-metrics.json"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hil-report", "hil: Allure reports")
+    group.addoption(
+        "--hil-pcap",
+        choices=PCAP_CHOICES,
+        default="failed",
+        help="Capture the pair's data link with tcpdump during each test on the pair and "
+        "attach the .pcap: for failed tests (default), all tests, or none.",
+    )
+
+
+def alluredir(config: pytest.Config) -> Path | None:
+    """Where allure-pytest writes results, or None when it is not writing any."""
+    value = config.getoption("allure_report_dir", None)
+    return Path(value) if value else None
+
+
+def _reserved(config: pytest.Config) -> Any:
+    """The pair the hil plugin holds (its ``Reserved``), or None."""
+    from hil.plugin import SESSION_KEY
+
+    hs = config.stash.get(SESSION_KEY, None)
+    return None if hs is None else hs.reserved
+
+
+def labels_for(item: pytest.Item, reserved: Any) -> list[tuple[str, str]]:
+    """The (label, value) pairs of a test: suite, pair, provider, direction, pull mode."""
+    module = Path(str(item.path)).stem
+    labels = [("suite", re.sub(r"^test_", "", module))]
+    params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
+    if reserved is not None:
+        labels.append(("pair", reserved.pair.name))
+    provider = params.get("provider") or (
+        reserved.pair.rnic_a.driver if reserved is not None else None)
+    if provider:
+        labels.append(("provider", str(provider)))
+    if "direction" in params:
+        labels.append(("direction", str(params["direction"])))
+    mode = next((params[p] for p in PULL_MODE_PARAMS if p in params), None)
+    if mode is not None:
+        labels.append(("pull_mode", str(getattr(mode, "mode", mode))))
+    return labels
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reserved = _reserved(config)
+    for item in items:
+        for name, value in labels_for(item, reserved):
+            item.add_marker(pytest.mark.allure_label(value, label_type=name))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    item.stash.setdefault(REPORTS_KEY, {})[report.when] = report
+
+
+def _failed(item: pytest.Item) -> bool:
+    return any(r.failed for r in item.stash.get(REPORTS_KEY, {}).values())
+
+
+def _uses_pair(request: pytest.FixtureRequest) -> bool:
+    return bool({"hil_pair", "hil_hosts", "hil_setup"} & set(request.fixturenames))
+
+
+def _start_capture(request: pytest.FixtureRequest) -> Capture | None:
+    """tcpdump on host A's data port, after the pair is set up; None (noted) if it fails."""
+    if "hil_setup" in request.fixturenames:
+        request.getfixturevalue("hil_setup")  # the port must be up before tcpdump opens it
+    from hil.report.pcap import Capture
+
+    hosts = request.getfixturevalue("hil_hosts")
+    pair = request.getfixturevalue("hil_pair").pair
+    try:
+        return Capture.start(hosts.session(pair.host_a.name), pair.rnic_a.netdev)
+    except HilError as e:
+        log.warning("no packet capture: %s", e)
+        attach.note("packet capture not taken", str(e))
+        return None
+
+
+def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
+    if not keep:
+        capture.discard()
+        return
+    out = Path(str(item.config.getoption("allure_report_dir"))) / "pcap"
+    name = re.sub(r"[^\w.-]+", "_", item.nodeid)[-150:] + ".pcap"
+    try:
+        attach.attach_pcap(capture.stop(out / name),
+                           name=f"{capture.session.name} {capture.netdev}.pcap")
+    except HilError as e:
+        attach.note("packet capture lost", str(e))
+
+
+def _gather_environment(request: pytest.FixtureRequest) -> None:
+    config = request.config
+    if ENV_KEY in config.stash:
+        return
+    from hil.report.environment import gather
+
+    hosts = request.getfixturevalue("hil_hosts")
+    config.stash[ENV_KEY] = gather(hosts, request.getfixturevalue("hil_pair").pair)
+
+
+@pytest.fixture(autouse=True)
+def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Per test: name the test for its metrics, capture the data link, attach what was kept."""
+    item = request.node
+    attach.METRICS.current_test = item.nodeid
+    mode = request.config.getoption("hil_pcap")
+    writing = alluredir(request.config) is not None
+    capture = None
+    if writing and _uses_pair(request) and _reserved(request.config) is not None:
+        _gather_environment(request)
+        if mode != "none":
+            capture = _start_capture(request)
+    yield
+    if capture is not None:
+        _finish_capture(capture, item, keep=mode == "all" or _failed(item))
+    attach.attach_metrics(item.nodeid)
+
+
+def base_properties() -> dict[str, str]:
+    """What is known without a pair: the controller and its Python."""
+    return {
+        "controller": platform.node(),
+        "controller.python": platform.python_version(),
+        "pytest": pytest.__version__,
+    }
+
+
+def write_metrics(directory: Path) -> Path:
+    """Every metric of this run as JSON (``[{test, name, value, unit}, ...]``)."""
+    path = directory / METRICS_FILE
+    path.write_text(json.dumps([asdict(m) for m in attach.METRICS.all()], indent=1))
+    return path
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    directory = alluredir(session.config)
+    if directory is None or not directory.is_dir():
+        return
+    write_categories(directory)
+    write_executor(directory)
+    props = {**base_properties(), **session.config.stash.get(ENV_KEY, {"pair": "none"})}
+    write_properties(directory, props)
+    write_metrics(directory)
