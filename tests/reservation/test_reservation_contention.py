@@ -13,7 +13,7 @@ from typing import Any
 PAIRS = [["p01", "h0", "h1"], ["p12", "h1", "h2"], ["p23", "h2", "h3"],
          ["p30", "h3", "h0"], ["p02", "h0", "h2"]]
 WORKERS = 16
-CYCLES = 25  # per worker: 400 holds per store
+CYCLES = 20  # per worker: 320 holds per store
 
 
 def overlaps(records: list[dict[str, Any]]) -> list[str]:
