@@ -60,7 +60,7 @@ def test_waiters_get_the_pair_in_arrival_order(store_url: str, store: Store) -> 
 
     threads = []
     for n, name in enumerate(["w1", "w2", "w3", "w4"], start=1):
-        t = threading.Thread(target=wait_for_pair, args=(name,))
+        t = threading.Thread(target=wait_for_pair, args=(name,), daemon=True)
         t.start()
         threads.append(t)
         _until(lambda n=n: len(store.tickets()) == n)
@@ -79,7 +79,7 @@ def test_waiting_for_any_of_several_pairs_takes_the_first_freed(store: Store) ->
     ab_lease = reserve(store, [AB], OWNER)
     cd_lease = reserve(store, [cd], OWNER)
     got: list[Lease] = []
-    t = threading.Thread(target=lambda: got.append(
+    t = threading.Thread(daemon=True, target=lambda: got.append(
         reserve(store, [AB, cd], Holder.current(), wait=30, poll=0.05)))
     t.start()
     _until(lambda: len(store.tickets()) == 1)
