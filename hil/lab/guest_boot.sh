@@ -18,6 +18,10 @@ chmod 600 "$run/ssh_host_ed25519_key" "$run/authorized_keys"
 sed 's/^root:[^:]*:/root:*:/' /etc/shadow > "$run/shadow"
 cat "$run/shadow" > /etc/shadow
 
+# /root is the host's, read-only over 9p, with the host's dotfiles (which
+# print noise into every SSH command): give root a fresh writable home.
+mount -t tmpfs -o mode=700 tmpfs /root
+
 ip link set dev lo up
 # Each line: MAC NAME ADDRESS/PREFIX.  NICs are found by their fixed MAC and
 # renamed, so the guest's names match the QEMU netdev ids and the inventory.

@@ -72,7 +72,9 @@ def qemu_options(lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> lis
 def vng_argv(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> list[str]:
     """The full vng command line of a guest."""
     argv = [vng_binary(), "--run", str(kernel), "--name", spec.name, "--cpus", "1",
-            "--memory", spec.memory, "--cwd", "/", "--disable-microvm", "--verbose"]
+            "--memory", spec.memory, "--cwd", "/", "--disable-microvm", "--verbose",
+            # CONFIG_DUMMY=y would add a stray dummy0 to every guest.
+            "--append", "dummy.numdummies=0"]
     if spec.accel == "tcg":
         argv.append("--disable-kvm")
     argv += ["--exec", f"sh {BOOT_SCRIPT} {guest_conf_dir(lab_dir, spec.name)}"]

@@ -76,24 +76,24 @@ def test_guests_have_the_sysctls_the_inventory_records(virtual_lab: VirtualLab, 
 
 def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool: SSHPool) -> None:
     pair = virtual_lab.inventory.pair("lab-0-1")
-    server_addr = str(pair.rnic_a.address.ip) if pair.rnic_a.address else ""
+    assert pair.rnic_a.address is not None
+    addr, port = str(pair.rnic_a.address.ip), "7174"
     server, client = pool.get(pair.host_a.name), pool.get(pair.host_b.name)
     served: list[Result] = []
-    thread = threading.Thread(target=lambda: served.append(
-        server.run(["rping", "-s", "-a", server_addr, "-C", "3", "-v"], timeout=90, check=False)))
+    thread = threading.Thread(target=lambda: served.append(server.run(
+        ["rping", "-s", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=90, check=False)))
     thread.start()
     try:
-        deadline = time.monotonic() + 60
-        while True:  # until the server listens
-            out = client.run(["rping", "-c", "-a", server_addr, "-C", "3", "-v"], timeout=60, check=False)
-            if out.status == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(1)
+        # rping -c hangs after a refused connect: start it only once the server listens.
+        deadline = time.monotonic() + 30
+        while f"{addr}:{port}" not in server.run(["ss", "-Htln"], timeout=30).stdout:
+            assert time.monotonic() < deadline, "rping server did not listen within 30 s"
+            time.sleep(0.5)
+        out = client.run(["rping", "-c", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=60,
+                         check=False)
         assert out.status == 0, out.stderr
         assert out.stdout.count("ping data: rdma-ping-") == 3
     finally:
-        if not served:
-            client.run(["rping", "-c", "-a", server_addr, "-C", "1"], timeout=30, check=False)
         thread.join(120)
     assert served and served[0].status == 0, served
 
