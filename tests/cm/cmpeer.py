@@ -5,6 +5,9 @@ Run with the host's own python3, next to a copy of ``librdmacm.py`` and
 
     python3 cmpeer.py server 198.18.0.2 7471 accept
     python3 cmpeer.py client 198.18.0.2 7471 --pdata c0ffee --disconnect
+    python3 cmpeer.py client 198.18.0.2 7471 --abort          # QP to ERR instead
+    python3 cmpeer.py server 198.18.0.2 7471 ignore           # never answer, and
+    python3 cmpeer.py client 198.18.0.2 7471 --destroy-after 1  # destroy in CONN_SENT
 
 Prints one JSON object a line: ``{"event": {...}}`` for each CM event and
 ``{"action": NAME, "result": "ok" | ERRNO_NAME, "us": DURATION}`` for each
@@ -58,7 +61,7 @@ def wait(ch: Any, types: set[str], timeout_s: float) -> dict[str, Any] | None:
 
 
 def server(ch: Any, args: argparse.Namespace) -> None:
-    """Listen; accept or reject each request; after accepting, wait for DISCONNECTED."""
+    """Listen; accept, reject or ignore each request; after accepting, wait for DISCONNECTED."""
     listener = ch.create_id()
     act("bind", ch.bind, listener, args.addr, args.port)
     act("listen", ch.listen, listener, 8)
@@ -69,6 +72,9 @@ def server(ch: Any, args: argparse.Namespace) -> None:
             return
         if args.mode == "reject":
             act("reject", ch.reject, req["id"], b"no thanks")
+            continue
+        if args.mode == "ignore":
+            wait(ch, {"never"}, args.timeout)  # print whatever comes
             continue
         act("create_qp", ch.create_qp, req["id"])
         act("post_recv", ch.post_recv, req["id"], 4)
@@ -87,14 +93,20 @@ def client(ch: Any, args: argparse.Namespace) -> None:
     if not wait(ch, {"ROUTE_RESOLVED", "ROUTE_ERROR"}, args.timeout):
         return
     act("create_qp", ch.create_qp, h)
-    if act("connect", ch.connect, h, bytes.fromhex(args.pdata)):
+    connecting = act("connect", ch.connect, h, bytes.fromhex(args.pdata))
+    if connecting and args.destroy_after:
+        time.sleep(args.destroy_after)
+    elif connecting:
         reply = wait(ch, {"ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR"},
                      args.timeout)
         if reply and reply["type"] == "ESTABLISHED":
             act("post_send", ch.post_send, h, 1024)
             time.sleep(0.2)
             emit(completions=ch.poll_cq(h))
-            if args.disconnect:
+            if args.abort:
+                act("qp_err", ch.qp_to_error, h)
+                wait(ch, {"DISCONNECTED"}, args.timeout)
+            elif args.disconnect:
                 act("disconnect", ch.disconnect, h)
                 wait(ch, {"DISCONNECTED"}, args.timeout)
                 act("disconnect_again", ch.disconnect, h)
@@ -110,13 +122,16 @@ def main() -> int:
     srv = sub.add_parser("server")
     srv.add_argument("addr")
     srv.add_argument("port", type=int)
-    srv.add_argument("mode", choices=("accept", "reject"))
+    srv.add_argument("mode", choices=("accept", "reject", "ignore"))
     srv.add_argument("--count", type=int, default=1)
     cli = sub.add_parser("client")
     cli.add_argument("addr")
     cli.add_argument("port", type=int)
     cli.add_argument("--pdata", default="")
     cli.add_argument("--disconnect", action="store_true")
+    cli.add_argument("--abort", action="store_true", help="move the QP to ERR")
+    cli.add_argument("--destroy-after", type=float, default=0.0,
+                     help="destroy this many seconds after connect, without waiting")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     lib = importlib.import_module(f"{args.pkg}.librdmacm")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import time
 from ctypes import c_int, c_void_p
 from typing import Any
 
@@ -32,6 +33,7 @@ class FakeCM:
         self.acked = 0
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.fail_create_channel = 0
+        self.qp_destroy_s = 0.0
         self.qp = ctypes.create_string_buffer(64)  # struct ibv_qp; qp_num at 52
         c_void_p.from_buffer(self.qp).value = context
         ctypes.c_uint32.from_buffer(self.qp, ibverbs.QP_NUM_OFFSET).value = 77
@@ -80,6 +82,7 @@ class FakeCM:
         return 0
 
     def rdma_destroy_qp(self, cm_ptr: int) -> None:
+        time.sleep(self.qp_destroy_s)  # siw blocks here in CONN_SENT
         c_void_p.from_address(cm_ptr + 24).value = None
 
     def __getattr__(self, name: str) -> Any:

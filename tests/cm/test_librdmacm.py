@@ -205,6 +205,16 @@ def test_qp_traffic_goes_through_the_provider_ops_table() -> None:
         assert lib.verbs.released == ["mr", "cq", "pd"]
 
 
+def test_destroy_time_covers_the_qp_destroy() -> None:
+    """On siw in CONN_SENT the QP's destroy is what blocks (lab): it must be in the figure."""
+    lib = FakeLib()
+    lib.cm.qp_destroy_s = 0.05
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        ch.create_qp(h)
+        assert ch.destroy_id(h) >= 50_000
+
+
 def test_connect_passes_private_data() -> None:
     lib = FakeLib()
     with CMChannel(lib) as ch:  # type: ignore[arg-type]

@@ -322,11 +322,15 @@ class CMChannel:
                 "private_data": pdata.hex(), "host_t_us": host_t_us}
 
     def destroy_id(self, handle: int) -> int:
-        """Destroy a cm_id (its QP first, its CQ, MR and PD after); returns µs it blocked."""
+        """Destroy a cm_id (its QP first, its CQ, MR and PD after); returns µs it blocked.
+
+        The time covers the QP's destroy too: on siw, in CONN_SENT, it is
+        destroying the QP that blocks until the MPA timeout (seen on the lab).
+        """
         cm = self._id(handle)
+        start = time.monotonic_ns()
         if cm.head().qp:
             self._lib.cm.rdma_destroy_qp(cm.ptr)
-        start = time.monotonic_ns()
         call("rdma_destroy_id", self._lib.cm.rdma_destroy_id, cm.ptr)
         took_us = (time.monotonic_ns() - start) // 1000
         with self._lock:
