@@ -118,8 +118,12 @@ def _escape(text: str) -> str:
             .replace(":", "\\:"))
 
 
-def write_properties(alluredir: Path, props: Mapping[str, str]) -> Path:
-    """Write ``environment.properties`` into the results directory (keys sorted)."""
+def write_properties(alluredir: Path, props: Mapping[str, str], append: bool = False) -> Path:
+    """Write ``environment.properties`` into the results directory (keys sorted).
+
+    ``append`` adds to what is there (the pipelines add the metric trends).
+    """
     path = alluredir / "environment.properties"
-    path.write_text("".join(f"{_escape(k)}={_escape(v)}\n" for k, v in sorted(props.items())))
+    with path.open("a" if append else "w") as f:
+        f.write("".join(f"{_escape(k)}={_escape(v)}\n" for k, v in sorted(props.items())))
     return path

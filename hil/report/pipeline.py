@@ -1,0 +1,163 @@
+"""The lab pipelines: run suites into Allure results, generate the report, keep the trend.
+
+``ci/nightly`` and ``ci/run-suite`` call this after they have an inventory
+(a lab file, or the virtual lab's)::
+
+    python -m hil.report.pipeline --reports artifacts/reports/nightly --keep 14 \\
+        --inventory lab.yaml [--pair P | --require K=V ...] suites [-- pytest args]
+
+It prints one line (``hil report: 12 passed, 1 failed, 0 broken, 2 skipped;
+report artifacts/.../report/index.html``) and exits 0 when every test passed
+(or was skipped), 1 when tests failed, 3 when the run could not judge the
+product (lab or infrastructure errors only, no tests, pytest itself failed,
+the report could not be generated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError, LabError
+from hil.report import history
+from hil.report.environment import write_properties
+from hil.report.plugin import METRICS_FILE
+
+EXIT_TESTS_FAILED = 1
+DEFAULT_ALLURE = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / ".bin" / "allure"
+GENERATE_TIMEOUT = 600.0
+INFRA_CATEGORY = "Lab / infrastructure errors"
+# pytest's own exit codes: 0 ok, 1 tests failed, 2 interrupted, 3 internal error,
+# 4 usage error, 5 no tests collected.
+PYTEST_TESTS_FAILED = 1
+
+
+def generate(results: Path, report: Path, allure: Path = DEFAULT_ALLURE,
+             timeout: float = GENERATE_TIMEOUT) -> None:
+    """Run the Allure 2 generator on ``results`` into ``report``; LabError on failure."""
+    if not os.access(allure, os.X_OK):
+        raise LabError(f"no Allure generator at {allure}: run ci/install "
+                       f"(it installs allure-commandline into .tools)")
+    argv = [str(allure), "generate", str(results), "-o", str(report), "--clean"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise LabError(f"allure generate did not finish within {timeout:g}s") from None
+    if done.returncode != 0 or not (report / "index.html").is_file():
+        tail = (done.stderr or done.stdout).strip()[-500:]
+        raise LabError(f"allure generate exited {done.returncode}: {tail}")
+
+
+def _failures(results: Path) -> list[tuple[str, str]]:
+    """(status, message) of every failed or broken test result."""
+    out = []
+    for path in results.glob("*-result.json"):
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:
+            continue
+        if data.get("status") in ("failed", "broken"):
+            out.append((data["status"], (data.get("statusDetails") or {}).get("message", "")))
+    return out
+
+
+def _is_infra(status: str, message: str, categories: list[dict]) -> bool:
+    for cat in categories:
+        if status in cat.get("matchedStatuses", []) and re.fullmatch(cat["messageRegex"],
+                                                                     message):
+            return bool(cat["name"] == INFRA_CATEGORY)
+    return False
+
+
+def exit_status(results: Path, pytest_rc: int) -> int:
+    """0 all passed, 1 tests failed, 3 only lab/infrastructure errors or pytest broke."""
+    if pytest_rc not in (0, PYTEST_TESTS_FAILED):
+        return EXIT_INFRA
+    failures = _failures(results)
+    if not failures:
+        return EXIT_OK if pytest_rc == 0 else EXIT_TESTS_FAILED
+    # The categories the plugin wrote know every HilError class the run imported.
+    cats_file = results / "categories.json"
+    categories = json.loads(cats_file.read_text()) if cats_file.is_file() else []
+    if all(_is_infra(s, m, categories) for s, m in failures):
+        return EXIT_INFRA
+    return EXIT_TESTS_FAILED
+
+
+def run_pytest(run: history.Run, args: argparse.Namespace) -> int:
+    """pytest on the suites into the run's results; its exit code."""
+    argv = [sys.executable, "-m", "pytest", *args.suites, f"--alluredir={run.results}",
+            f"--hil-pcap={args.pcap}", "-p", "no:cacheprovider"]
+    if args.inventory:
+        argv.append(f"--hil-inventory={args.inventory}")
+    if args.pair:
+        argv.append(f"--hil-pair={args.pair}")
+    argv += [f"--hil-require={r}" for r in args.require]
+    env = {**os.environ, "HIL_BUILD_ORDER": str(run.order)}
+    print(f"hil report: run {run.order}: {' '.join(argv[1:])}", file=sys.stderr, flush=True)
+    # pytest bounds each test (pytest-timeout); the pipeline adds no second clock.
+    return subprocess.run([*argv, *args.pytest_args], env=env).returncode
+
+
+def pipeline(args: argparse.Namespace) -> int:
+    """One run: results, history, report, metrics trend; prints the summary line."""
+    reports = Path(args.reports)
+    run = history.new_run(reports)
+    rc = run_pytest(run, args)
+    metrics = history.record_metrics(reports, run, run.results / METRICS_FILE, args.keep)
+    if run.results.is_dir():
+        write_properties(run.results, history.metric_properties(metrics), append=True)
+    generate(run.results, run.report, Path(args.allure))
+    history.finish(reports, run, args.keep)
+    status = exit_status(run.results, rc)
+    summary = history.summary(run.report)
+    print(f"hil report: {summary.line()}; report {run.report / 'index.html'}; exit {status}")
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m hil.report.pipeline", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("suites", nargs="*", default=["suites"],
+                   help="test files or directories (default: suites)")
+    p.add_argument("--reports", default="artifacts/reports/nightly",
+                   help="directory of the kept runs (default artifacts/reports/nightly)")
+    p.add_argument("--keep", type=int, default=14, help="runs kept for the trend (default 14)")
+    p.add_argument("--inventory", default=os.environ.get("HIL_INVENTORY"),
+                   help="lab inventory (env HIL_INVENTORY)")
+    p.add_argument("--pair", help="reserve this pair")
+    p.add_argument("--require", action="append", default=[], metavar="K=V",
+                   help="reserve a pair meeting this (repeatable)")
+    p.add_argument("--pcap", choices=("failed", "all", "none"), default="failed",
+                   help="packet captures to keep (default: of failed tests)")
+    p.add_argument("--allure", default=str(DEFAULT_ALLURE), help="the allure executable")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments (pytest's after ``--``), run the pipeline, map errors to exit codes."""
+    argv = sys.argv[1:] if argv is None else argv
+    ours, extra = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (
+        argv, [])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(ours)
+    except SystemExit as e:
+        return EXIT_INPUT if e.code else EXIT_OK
+    args.pytest_args = extra
+    try:
+        if args.keep < 1:
+            raise InputError(f"--keep must be at least 1, not {args.keep}")
+        return pipeline(args)
+    except HilError as e:
+        print(f"hil report: error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
