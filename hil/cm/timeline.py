@@ -161,6 +161,8 @@ class Timeline:
     offsets: tuple[ClockOffset, ...] = ()
     resources: tuple[ResourceCount, ...] = ()
     kernel_log: tuple[KernelLogLine, ...] = ()
+    # What the sequence measured: connect latency, detection time, storm rate...
+    metrics: dict[str, float] = field(default_factory=dict)
 
     def sorted(self) -> Timeline:
         """The same timeline with events and actions in controller-time order.
@@ -170,7 +172,8 @@ class Timeline:
         events = sorted(self.events, key=lambda e: (e.t_us, e.host, e.seq))
         actions = sorted(self.actions, key=lambda a: a.t_us)
         return Timeline(self.scenario, self.provider, self.pair, tuple(actions),
-                        tuple(events), self.offsets, self.resources, self.kernel_log)
+                        tuple(events), self.offsets, self.resources, self.kernel_log,
+                        dict(self.metrics))
 
     def merged(self) -> list[Event | Action]:
         """Events and actions interleaved in controller-time order (for display)."""
@@ -223,6 +226,7 @@ class Timeline:
                 offsets=tuple(ClockOffset(**o) for o in data.get("offsets", ())),
                 resources=tuple(ResourceCount(**r) for r in data.get("resources", ())),
                 kernel_log=tuple(KernelLogLine(**k) for k in data.get("kernel_log", ())),
+                metrics=dict(data.get("metrics", {})),
             )
         except (KeyError, TypeError, IndexError, ValueError) as exc:
             raise InputError(f"not a timeline: {type(exc).__name__}: {exc}") from exc

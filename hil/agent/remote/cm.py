@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -38,14 +39,51 @@ def now_us() -> int:
     return time.monotonic_ns() // 1000
 
 
+class _Spawner:
+    """Starts workers from one thread that lives as long as the agent.
+
+    PR_SET_PDEATHSIG fires when the parent THREAD exits, and each agent
+    request runs in a short-lived thread: a worker started there would be
+    killed as soon as its cm_open returned.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def popen(self, argv: list[str]) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, daemon=True)
+                self._thread.start()
+        done: queue.Queue = queue.Queue()
+        self._jobs.put((argv, done))
+        result = done.get()
+        if isinstance(result, OSError):
+            raise result
+        return result
+
+    def _serve(self) -> None:
+        while True:
+            argv, done = self._jobs.get()
+            try:
+                done.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, start_new_session=True))
+            except OSError as e:
+                done.put(e)
+
+
+_spawner = _Spawner()
+
+
 class WorkerProcess:
     """One running cmworker: its pipe, the answers it owes, the tail of its stderr."""
 
     def __init__(self, number: int) -> None:
         self.number = number
         argv = [sys.executable, "-I", "-c", _BOOT, os.path.abspath(sys.argv[0])]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        self.proc = _spawner.popen(argv)
         self.pid = self.proc.pid
         self._pending: dict[int, list] = {}
         self._lock = threading.Lock()

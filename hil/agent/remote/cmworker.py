@@ -154,18 +154,18 @@ class Worker:
         return {"id": h, "t_us": t0, "us": now_us() - t0}
 
     def connect(self, dst: str, port: int, src: str | None = None, private_data: str = "",
-                timeout: float = 10.0) -> dict:
+                resolve_timeout: float = 10.0) -> dict:
         """Resolve address and route, make a QP, rdma_connect; the reply comes as an event."""
         h = self.ch.create_id()
         try:
             mark = len(self.log.entries)
             self.ch.resolve_addr(h, dst, port, src, RESOLVE_MS)
-            ev = self._wait_event(h, ("ADDR_RESOLVED", "ADDR_ERROR"), mark, timeout)
+            ev = self._wait_event(h, ("ADDR_RESOLVED", "ADDR_ERROR"), mark, resolve_timeout)
             if ev["type"] != "ADDR_RESOLVED":
                 raise RdmaError("rdma_resolve_addr", -ev["status"] or errno.EHOSTUNREACH)
             mark = len(self.log.entries)
             self.ch.resolve_route(h, RESOLVE_MS)
-            ev = self._wait_event(h, ("ROUTE_RESOLVED", "ROUTE_ERROR"), mark, timeout)
+            ev = self._wait_event(h, ("ROUTE_RESOLVED", "ROUTE_ERROR"), mark, resolve_timeout)
             if ev["type"] != "ROUTE_RESOLVED":
                 raise RdmaError("rdma_resolve_route", -ev["status"] or errno.EHOSTUNREACH)
             qp = self.ch.create_qp(h, depth=QP_DEPTH)
@@ -238,11 +238,11 @@ class Worker:
             raise RdmaError("stream_stats", errno.ENOENT, f"cm_id {id} has no stream")
         return stream.stats()
 
-    def events(self, after: int = 0, timeout: float = 0.0, types: list | None = None,
+    def events(self, after: int = 0, wait: float = 0.0, types: list | None = None,
                id: int | None = None) -> dict:
-        """Log entries after ``after``, waiting up to ``timeout`` for a matching event."""
+        """Log entries after ``after``, waiting up to ``wait`` s for a matching event."""
         match = {"types": types, "id": id} if (types or id is not None) else {}
-        return {"log": self.log.wait(after, match, timeout), "t_us": now_us()}
+        return {"log": self.log.wait(after, match, wait), "t_us": now_us()}
 
     def pause(self, on: bool = True) -> dict:
         """Stop (or resume) reading events: requests then stay unretrieved in the kernel."""

@@ -1,0 +1,51 @@
+"""A host's clock offset to the controller, estimated over the agent channel.
+
+Timelines put every host's events on the controller's CLOCK_MONOTONIC (µs).
+Each round trip asks the agent for its CLOCK_MONOTONIC (``cm_now``) between
+two readings of ours; the host read its clock somewhere inside that window,
+so ``offset = midpoint - host_time`` is off by at most half the round trip.
+Several rounds, and the one with the smallest round trip wins (queueing
+on SSH, the guest or our own threads only ever widens the window).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from hil.cm.timeline import ClockOffset
+from hil.errors import InputError
+
+DEFAULT_ROUNDS = 7
+CALL_TIMEOUT = 10.0
+
+
+def controller_us() -> int:
+    """The controller's CLOCK_MONOTONIC in µs: the time base of every timeline."""
+    return time.monotonic_ns() // 1000
+
+
+def estimate(host: str, host_now_us: Callable[[], int],
+             rounds: int = DEFAULT_ROUNDS) -> ClockOffset:
+    """``host``'s offset from ``rounds`` round trips of ``host_now_us`` (the tightest wins)."""
+    if rounds < 1:
+        raise InputError(f"clock offset of {host}: rounds must be >= 1, not {rounds}")
+    best: tuple[int, int] | None = None  # (rtt, offset)
+    for _ in range(rounds):
+        t0 = controller_us()
+        h = host_now_us()
+        t1 = controller_us()
+        rtt = t1 - t0
+        if best is None or rtt < best[0]:
+            best = (rtt, (t0 + t1) // 2 - h)
+    assert best is not None
+    rtt, offset = best
+    return ClockOffset(host=host, offset_us=offset, uncertainty_us=(rtt + 1) // 2)
+
+
+def agent_now(agent: object) -> Callable[[], int]:
+    """A ``host_now_us`` for :func:`estimate` through an agent's ``cm_now``."""
+    def now() -> int:
+        return int(agent.call("cm_now", timeout=CALL_TIMEOUT)["t_us"])  # type: ignore[attr-defined]
+
+    return now

@@ -1,0 +1,252 @@
+"""The controller's proxy of one CM endpoint: a worker process on a host, via its agent.
+
+Every call is recorded into a :class:`~hil.cm.recording.Recording` as an
+:class:`~hil.cm.timeline.Action` stamped with the HOST's time of the call
+(not the SSH round trip) moved onto the controller's time base, and every
+event the endpoint's channel delivered as an :class:`~hil.cm.timeline.Event`.
+
+A call that fails in librdmacm (``rdma_connect`` -> ECONNREFUSED) is a
+result, not an exception: it is recorded with the errno's name and returned
+as an :class:`Outcome` whose ``ok`` is False.  So is a call that overran its
+timeout (result ``"timeout"``).  Lost agents and dead workers raise.
+
+cm_ids are named ``"<side>:<endpoint>.<handle>"`` (``"b:2.4"``), unique
+within a run even with several endpoints on one host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hil.agent.client import AgentCallError
+from hil.cm.clock import controller_us
+from hil.cm.timeline import Action, ClockOffset, Event
+from hil.errors import CommandTimeout, RemoteError
+
+if TYPE_CHECKING:
+    from hil.agent import Agent
+    from hil.cm.recording import Recording
+
+DEFAULT_TIMEOUT = 30.0
+OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A recorded call: the action, and the worker's result (``{}`` when it failed)."""
+
+    action: Action
+    value: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return self.action.ok
+
+    @property
+    def id(self) -> str | None:
+        """The cm_id the call made or acted on."""
+        return self.action.id
+
+
+class Endpoint:
+    """One CM endpoint (an event channel in its own process) on one side of the pair."""
+
+    def __init__(self, rec: Recording, side: str, host: str, agent: Agent,
+                 offset: ClockOffset, number: int, pid: int) -> None:
+        self.rec, self.side, self.host, self.agent = rec, side, host, agent
+        self.offset, self.number, self.pid = offset, number, pid
+        self.alive = True
+        self._cursor = 0
+
+    @classmethod
+    def open(cls, rec: Recording, side: str, host: str, agent: Agent,
+             offset: ClockOffset) -> Endpoint:
+        """Start a worker with its own event channel on ``host``."""
+        got = agent.call("cm_open", timeout=OPEN_TIMEOUT)
+        return cls(rec, side, host, agent, offset, int(got["endpoint"]), int(got["pid"]))
+
+    # -- naming and time -----------------------------------------------------
+
+    def name(self, handle: int | None) -> str | None:
+        """The timeline id of a handle of this endpoint."""
+        return None if handle is None else f"{self.side}:{self.number}.{handle}"
+
+    def handle(self, cm_id: str) -> int:
+        """The worker's handle of a timeline id of this endpoint."""
+        prefix = f"{self.side}:{self.number}."
+        if not cm_id.startswith(prefix):
+            raise RemoteError(self.host, f"cm_id {cm_id} is not on endpoint {prefix[:-1]}")
+        return int(cm_id[len(prefix):])
+
+    def to_controller(self, host_t_us: int) -> int:
+        """A host timestamp on the controller's time base."""
+        return host_t_us + self.offset.offset_us
+
+    # -- the call ------------------------------------------------------------
+
+    def _call(self, op: str, timeout: float = DEFAULT_TIMEOUT, **params: Any) -> dict[str, Any]:
+        return self.agent.call("cm_call", timeout=timeout, endpoint=self.number, op=op,
+                               params=params)
+
+    def act(self, name: str, op: str, cm_id: str | None = None, *,
+            record: dict[str, Any] | None = None, timeout: float = DEFAULT_TIMEOUT,
+            **params: Any) -> Outcome:
+        """Run ``op`` in the worker and record it as action ``name`` on ``cm_id``.
+
+        ``record`` is what the action's params show (private data as hex...).
+        """
+        if cm_id is not None:
+            params["id"] = self.handle(cm_id)
+        start = controller_us()
+        try:
+            value = self._call(op, timeout=timeout, **params)
+        except CommandTimeout:
+            action = Action(start, self.side, name, cm_id, record or {}, "timeout",
+                            controller_us() - start)
+            self.rec.add_action(action)
+            return Outcome(action)
+        except AgentCallError as e:
+            if e.kind != "rdma":
+                raise
+            d = e.details
+            cm_id = cm_id or self.name(d.get("handle"))
+            t_us = self.to_controller(d["t_us"]) if "t_us" in d else start
+            action = Action(t_us, self.side, name, cm_id, record or {},
+                            str(d.get("errno_name") or e.errno), d.get("us"))
+            self.rec.add_action(action)
+            return Outcome(action)
+        cm_id = cm_id or self.name(value.get("id"))
+        t_us = self.to_controller(value["t_us"]) if "t_us" in value else start
+        action = Action(t_us, self.side, name, cm_id, record or {}, "ok", value.get("us"))
+        self.rec.add_action(action)
+        return Outcome(action, value)
+
+    # -- CM operations -------------------------------------------------------
+
+    def listen(self, address: str, port: int, backlog: int = 16, auto: str | None = None,
+               private_data: bytes = b"") -> Outcome:
+        """A listener; ``auto="accept"|"reject"`` answers its requests in the worker."""
+        return self.act("listen", "listen", record={"port": port, "backlog": backlog,
+                                                    "auto": auto},
+                        address=address, port=port, backlog=backlog, auto=auto,
+                        private_data=private_data.hex())
+
+    def connect(self, dst: str, port: int, src: str | None = None, private_data: bytes = b"",
+                timeout: float = 10.0, listener: bool = True) -> Outcome:
+        """Resolve, make a QP and rdma_connect; ``listener=False`` marks a no-listener try."""
+        return self.act("connect", "connect", record={"dst": dst, "port": port,
+                                                      "private_data": private_data.hex(),
+                                                      "listener": listener},
+                        timeout=timeout + 5, dst=dst, port=port, src=src,
+                        private_data=private_data.hex(), resolve_timeout=timeout)
+
+    def accept(self, cm_id: str, private_data: bytes = b"") -> Outcome:
+        """rdma_accept a CONNECT_REQUEST (with a fresh QP)."""
+        return self.act("accept", "accept", cm_id, record={"private_data": private_data.hex()},
+                        private_data=private_data.hex())
+
+    def reject(self, cm_id: str, private_data: bytes = b"") -> Outcome:
+        """rdma_reject a CONNECT_REQUEST with private data."""
+        return self.act("reject", "reject", cm_id, record={"private_data": private_data.hex()},
+                        private_data=private_data.hex())
+
+    def disconnect(self, cm_id: str) -> Outcome:
+        """rdma_disconnect: orderly close."""
+        return self.act("disconnect", "disconnect", cm_id)
+
+    def qp_err(self, cm_id: str) -> Outcome:
+        """Move the QP to ERR: abortive close."""
+        return self.act("qp_err", "qp_err", cm_id)
+
+    def destroy(self, cm_id: str, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
+        """rdma_destroy_id; the action's duration is how long it blocked on the host."""
+        return self.act("destroy", "destroy", cm_id, timeout=timeout)
+
+    def stream_start(self, cm_id: str, mode: str = "write", size: int = 4096, depth: int = 4,
+                     remote: dict[str, int] | None = None) -> Outcome:
+        """Keep SENDs or RDMA WRITEs in flight on the connection (``sink`` receives)."""
+        return self.act("traffic", "stream_start", cm_id, record={"mode": mode, "size": size},
+                        mode=mode, size=size, depth=depth, remote=remote)
+
+    def stream_stop(self, cm_id: str) -> dict[str, Any]:
+        """Stop the stream; its counts (not recorded as an action)."""
+        return self._call("stream_stop", id=self.handle(cm_id))
+
+    def pause(self, on: bool = True) -> None:
+        """Stop (or resume) reading events, leaving requests unretrieved in the kernel."""
+        self._call("pause", on=on)
+
+    def handles(self) -> list[str]:
+        """The live cm_ids of this endpoint."""
+        return [n for h in self._call("handles")["ids"] if (n := self.name(h))]
+
+    # -- events --------------------------------------------------------------
+
+    def collect(self, timeout: float = 0.0, types: tuple[str, ...] = (),
+                cm_id: str | None = None) -> list[Event]:
+        """Fetch what the worker logged since the last fetch, waiting up to ``timeout``
+        for an event of ``types`` (and of ``cm_id``); returns the new events."""
+        if not self.alive:
+            return []
+        got = self._call("events", timeout=timeout + 10, after=self._cursor, wait=timeout,
+                         types=list(types) or None,
+                         id=self.handle(cm_id) if cm_id else None)
+        fresh: list[Event] = []
+        for entry in got["log"]:
+            self._cursor = max(self._cursor, entry["seq"])
+            if entry["kind"] == "event":
+                fresh.append(self._event(entry))
+            elif entry["kind"] == "action":
+                self._auto_action(entry)
+        for e in fresh:
+            self.rec.add_event(e)
+        return fresh
+
+    def wait(self, types: tuple[str, ...] | str, cm_id: str | None = None,
+             timeout: float = 10.0) -> Event | None:
+        """The next event of ``types`` (for ``cm_id``), or None after ``timeout``."""
+        types = (types,) if isinstance(types, str) else types
+        deadline = controller_us() + timeout * 1e6
+        while True:
+            left = max(0.0, (deadline - controller_us()) / 1e6)
+            for e in self.collect(left, types, cm_id):
+                if e.type in types and (cm_id is None or e.id == cm_id):
+                    return e
+            if left <= 0:
+                return None
+
+    def _event(self, raw: dict[str, Any]) -> Event:
+        return Event(host=self.host, side=self.side, t_us=self.to_controller(raw["host_t_us"]),
+                     host_t_us=raw["host_t_us"], type=raw["type"], status=raw["status"],
+                     id=self.name(raw["id"]) or "", listen_id=self.name(raw["listen_id"]),
+                     private_data=raw["private_data"], seq=raw["seq"])
+
+    def _auto_action(self, raw: dict[str, Any]) -> None:
+        self.rec.add_action(Action(self.to_controller(raw["t_us"]), self.side, raw["name"],
+                                   self.name(raw["id"]), raw.get("params", {}),
+                                   raw["result"], raw.get("us")))
+
+    # -- lifetime ------------------------------------------------------------
+
+    def kill(self, ids: tuple[str, ...] = ()) -> Action:
+        """SIGKILL the worker; recorded as a ``kill`` of each of ``ids`` (its connections)."""
+        self.collect()
+        got = self.agent.call("cm_kill", timeout=DEFAULT_TIMEOUT, endpoint=self.number)
+        self.alive = False
+        t_us = self.to_controller(got["t_us"])
+        actions = [Action(t_us, self.side, "kill", i, {"pid": self.pid}) for i in ids or (None,)]
+        for a in actions:
+            self.rec.add_action(a)
+        return actions[0]
+
+    def close(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Collect the last events, then end the worker in order (killed at the timeout)."""
+        if not self.alive:
+            return
+        try:
+            self.collect()
+        finally:
+            self.alive = False
+            self.agent.call("cm_close", timeout=timeout, endpoint=self.number)

@@ -1,0 +1,147 @@
+"""One sequence run being recorded: its endpoints, actions, events, labels and metrics.
+
+A :class:`Recording` is a context manager made by
+:meth:`hil.cm.session.CMSession.recording`.  On entry it takes each host's
+baseline (RDMA resource counts, a kernel-log cursor); on exit it closes every
+endpoint it opened (their ids destroyed, their processes gone), waits for the
+resource counts to come back, and reads the kernel log, so
+:meth:`timeline` carries the after-run evidence the contract judges
+(invariant 11).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Self
+
+from hil.cm.clock import controller_us
+from hil.cm.endpoint import Endpoint
+from hil.cm.timeline import SIDES, Action, Event, KernelLogLine, ResourceCount, Timeline
+
+if TYPE_CHECKING:
+    from hil.cm.session import CMSession
+
+log = logging.getLogger(__name__)
+
+SETTLE_TIMEOUT = 10.0  # how long resource counts may take to come back after the run
+
+
+class Recording:
+    """Actions and events of one run on the controller time base, and its endpoints."""
+
+    def __init__(self, session: CMSession, scenario: str, evidence: bool = True) -> None:
+        self.session = session
+        self.scenario = scenario
+        self.evidence = evidence
+        self.metrics: dict[str, float] = {}
+        self._actions: list[Action] = []
+        self._events: list[Event] = []
+        self._labels: dict[str, str] = {}
+        self._endpoints: list[Endpoint] = []
+        self._lock = threading.Lock()
+        self._baseline: dict[str, dict[str, int]] = {}
+        self._cursors: dict[str, int] = {}
+        self._resources: list[ResourceCount] = []
+        self._kernel: list[KernelLogLine] = []
+
+    # -- endpoints and records ----------------------------------------------
+
+    def endpoint(self, side: str) -> Endpoint:
+        """A new endpoint (its own process and event channel) on ``side`` ("a" or "b")."""
+        s = self.session
+        ep = Endpoint.open(self, side, s.host(side), s.agent(side), s.offset(side))
+        with self._lock:
+            self._endpoints.append(ep)
+        return ep
+
+    def add_action(self, action: Action) -> None:
+        """Record an action."""
+        with self._lock:
+            self._actions.append(action)
+
+    def add_event(self, event: Event) -> None:
+        """Record an event."""
+        with self._lock:
+            self._events.append(event)
+
+    def controller_action(self, side: str, name: str, start_us: int, result: str = "ok",
+                          **params: Any) -> Action:
+        """Record something the controller did itself (a link pull) that began at ``start_us``."""
+        action = Action(start_us, side, name, None, params, result, controller_us() - start_us)
+        self.add_action(action)
+        return action
+
+    def label(self, conn: str, *ids: str | None) -> None:
+        """Tie cm_ids of both sides to one logical connection ``conn``."""
+        with self._lock:
+            self._labels.update({i: conn for i in ids if i})
+
+    def metric(self, name: str, value: float) -> None:
+        """Record a measurement (µs, counts, rates)."""
+        self.metrics[name] = value
+
+    def events(self) -> list[Event]:
+        """The events recorded so far, in controller-time order."""
+        with self._lock:
+            return sorted(self._events, key=lambda e: (e.t_us, e.seq))
+
+    def timeline(self) -> Timeline:
+        """Everything recorded, as a sorted :class:`Timeline` with labels applied."""
+        s = self.session
+        with self._lock:
+            events = [replace(e, conn=self._labels.get(e.id, e.conn)) for e in self._events]
+            actions = list(self._actions)
+        tl = Timeline(self.scenario, s.profile.name, (s.host("a"), s.host("b")),
+                      tuple(actions), tuple(events),
+                      tuple(s.offset(side) for side in SIDES), tuple(self._resources),
+                      tuple(self._kernel), dict(self.metrics))
+        return tl.sorted()
+
+    # -- lifetime and evidence ----------------------------------------------
+
+    def __enter__(self) -> Self:
+        if self.evidence:
+            for side in SIDES:
+                agent = self.session.agent(side)
+                self._baseline[side] = agent.rdma_resources()
+                self._cursors[side] = agent.kmsg_cursor()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every endpoint, then take the after-run evidence."""
+        with self._lock:
+            endpoints, self._endpoints = self._endpoints, []
+        errors = []
+        for ep in endpoints:
+            try:
+                ep.close()
+            except Exception as e:  # noqa: BLE001 -- every endpoint must be closed
+                errors.append(e)
+                log.warning("%s: closing CM endpoint %s failed: %s", ep.host, ep.number, e)
+        if self.evidence and self._baseline:
+            self._collect_evidence()
+        if errors:
+            raise errors[0]
+
+    def _collect_evidence(self) -> None:
+        for side in SIDES:
+            agent, host = self.session.agent(side), self.session.host(side)
+            before = self._baseline.pop(side)
+            after = agent.rdma_resources()
+            deadline = time.monotonic() + SETTLE_TIMEOUT
+            # The kernel frees a dead process's ids asynchronously: give it a moment.
+            while any(after[k] > before[k] for k in before) and time.monotonic() < deadline:
+                time.sleep(0.3)
+                after = agent.rdma_resources()
+            self._resources += [ResourceCount(host, k, before[k], after[k]) for k in sorted(before)]
+            cursor = self._cursors.pop(side)
+            try:
+                self._kernel += [KernelLogLine(host, m) for m in agent.kmsg_read(cursor).messages()]
+            finally:
+                agent.kmsg_close(cursor)

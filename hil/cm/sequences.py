@@ -1,0 +1,297 @@
+"""The CM sequences: each runs on a :class:`~hil.cm.session.CMSession` and returns a Timeline.
+
+API: ``SEQUENCES[name](session, **params) -> Timeline`` (or
+``session.run(name, **params)``).  "active" and "passive" follow the
+session's direction.  Every sequence destroys what it made and closes its
+endpoints; its timeline carries both hosts' events, the controller's
+actions, the clock offsets, the resource counts before/after, the kernel log
+and ``metrics`` (µs unless named otherwise).
+
+| name | params | steps | metrics |
+|---|---|---|---|
+| ``connect`` | ``private_data`` | listen, connect, accept, ESTABLISHED both, close by active | ``connect_us`` |
+| ``close`` | ``by`` = active/passive | connect, rdma_disconnect by ``by``, DISCONNECTED both | ``connect_us``, ``close_us`` |
+| ``abort`` | ``how`` = qp_err/destroy/kill, ``by`` | connect, abortive close, peer DISCONNECTED | ``detection_us`` |
+| ``reject`` | ``private_data`` | listen, connect, rdma_reject with data, REJECTED | ``reject_us`` |
+| ``no_listener`` | | connect to a port nobody listens on | |
+| ``link_pull`` | ``mode``, ``traffic``, ``hold_s`` | connect, (traffic), pull, wait DISCONNECTED or hold, restore, reconnect | ``detection_us``, ``traffic_ops``, ``reconnect_us`` |
+| ``destroy_conn_sent`` | | listener never answers, connect, destroy in CONN_SENT | ``destroy_blocked_us`` |
+| ``listener_destroy`` | ``pending``, ``accepted`` | accept some, leave others unretrieved, destroy the listener | ``destroy_blocked_us`` |
+| ``storm`` | ``count`` | ``count`` concurrent connects (auto-accept), then concurrent closes | ``connect_rate_per_s``, ``cycle_rate_per_s`` |
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from hil.cm import steps
+from hil.cm.clock import controller_us
+from hil.cm.steps import REPLY_TIMEOUT, Conn, StepFailed
+from hil.cm.timeline import Timeline
+from hil.errors import InputError
+
+if TYPE_CHECKING:
+    from hil.cm.recording import Recording
+    from hil.cm.session import CMSession
+
+Sequence = Callable[..., Timeline]
+ABORTS = ("qp_err", "destroy", "kill")
+BYS = ("active", "passive")
+PEER_DETECT_TIMEOUT = 20.0  # siw: the peer of an abort sees FIN at once; cxgb4 RST
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InputError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
+def _open_conn(rec: Recording, label: str = "c1", private_data: bytes = b"hil") -> Conn:
+    s = rec.session
+    listener = steps.listen(rec, s.passive)
+    conn = steps.establish(rec, rec.endpoint(s.active), listener, label, private_data)
+    rec.metric("connect_us", conn.established_us - conn.connect.action.t_us)
+    steps.destroy(listener.ep, listener.id)
+    return conn
+
+
+def connect(s: CMSession, private_data: bytes = b"hil") -> Timeline:
+    """Connect, then close orderly from the active side."""
+    with s.recording("connect") as rec:
+        conn = _open_conn(rec, private_data=private_data)
+        steps.close(conn, "active")
+        steps.teardown(conn)
+    return rec.timeline()
+
+
+def close(s: CMSession, by: str = "active") -> Timeline:
+    """Connect, then close orderly from side ``by``; both see DISCONNECTED."""
+    _choice("by", by, BYS)
+    with s.recording(f"close-{by}") as rec:
+        conn = _open_conn(rec)
+        out = steps.close(conn, by)
+        last = max(e.t_us for e in rec.events() if e.type == "DISCONNECTED")
+        rec.metric("close_us", last - out.action.t_us)
+        steps.teardown(conn)
+    return rec.timeline()
+
+
+def abort(s: CMSession, how: str = "qp_err", by: str = "active") -> Timeline:
+    """Connect, then close abortively from side ``by``: QP to ERR, destroy, or SIGKILL."""
+    _choice("how", how, ABORTS)
+    _choice("by", by, BYS)
+    with s.recording(f"abort-{how}-{by}") as rec:
+        conn = _open_conn(rec)
+        ep, cm_id = (conn.active, conn.active_id) if by == "active" else \
+            (conn.passive, conn.passive_id)
+        peer = "passive" if by == "active" else "active"
+        if how == "qp_err":
+            start = ep.qp_err(cm_id).action.t_us
+        elif how == "destroy":
+            start = ep.destroy(cm_id).action.t_us
+        else:
+            start = ep.kill((cm_id,)).t_us
+        got = steps.wait_disconnected(conn, PEER_DETECT_TIMEOUT, (peer,))[peer]
+        if got is not None:
+            rec.metric("detection_us", got.t_us - start)
+        if how == "qp_err":
+            steps.wait_disconnected(conn, REPLY_TIMEOUT, (by,))
+        steps.teardown(conn)
+    return rec.timeline()
+
+
+def reject(s: CMSession, private_data: bytes = b"no thanks") -> Timeline:
+    """The passive side rejects with private data; the active side gets REJECTED."""
+    with s.recording("reject") as rec:
+        listener = steps.listen(rec, s.passive)
+        active = rec.endpoint(s.active)
+        conn = steps.start_connect(rec, active, listener, b"hil")
+        if not conn.ok or conn.id is None:
+            raise StepFailed(active.host, f"connect failed: {conn.action.result}")
+        req = steps.expect(listener.ep, "CONNECT_REQUEST", None, "reject")
+        rec.label("c1", conn.id, req.id)
+        out = listener.ep.reject(req.id, private_data)
+        got = active.wait(steps.REPLY_TYPES, conn.id, REPLY_TIMEOUT)
+        if got is not None:
+            rec.metric("reject_us", got.t_us - out.action.t_us)
+        listener.ep.collect(0.2)  # an event after rdma_reject would be a violation: catch it
+        steps.destroy(active, conn.id)
+        steps.destroy(listener.ep, req.id, listener.id)
+    return rec.timeline()
+
+
+def no_listener(s: CMSession) -> Timeline:
+    """Connect to a port nobody listens on; siw: ECONNREFUSED from rdma_connect, no event."""
+    with s.recording("no-listener") as rec:
+        active = rec.endpoint(s.active)
+        port = s.port()
+        conn = active.connect(s.address(s.passive), port, src=s.address(s.active),
+                              listener=False)
+        if conn.id is not None:
+            active.collect(1.0, steps.REPLY_TYPES, conn.id)  # any event would be recorded
+            steps.destroy(active, conn.id)
+    return rec.timeline()
+
+
+def link_pull(s: CMSession, mode: str | None = None, traffic: bool = False,
+              hold_s: float = 5.0) -> Timeline:
+    """Pull the pair's link (idle or under traffic), wait for detection, restore, reconnect."""
+    modes = s.pull_modes()
+    mode = mode or (modes[0] if modes else "")
+    if mode not in modes:
+        raise InputError(f"link {s.pair.name} offers no {mode!r} pull "
+                         f"(offers: {', '.join(modes) or 'none'})")
+    lc = s.link_control()
+    pull = s.pair.link.pull(mode)  # type: ignore[arg-type]
+    side = s.side_of(pull.end.host) if pull.end else "a"
+    # The contract knows two kinds: the host sees its link go down (admin) or not.
+    kind = "admin" if mode == "admin" else "carrier"
+    bound = s.profile.link_pull_bound_s(kind, traffic)
+    with s.recording(f"link-pull-{mode}{'-traffic' if traffic else ''}") as rec:
+        conn = _open_conn(rec)
+        if traffic:
+            _start_traffic(conn)
+        start = controller_us()
+        lc.pull(s.pair.link, mode)
+        rec.controller_action(side, "pull", start, mode=kind, method=mode, traffic=traffic)
+        found = steps.wait_disconnected(conn, bound + 5 if bound else hold_s, ("active",))
+        if found["active"] is None:
+            found = steps.wait_disconnected(conn, 1.0, ("passive",))
+        hit = next((e for e in found.values() if e is not None), None)
+        if hit is not None:
+            rec.metric("detection_us", hit.t_us - start)
+        start = controller_us()
+        lc.restore(s.pair.link, mode)
+        rec.controller_action(side, "restore", start, mode=kind, method=mode)
+        if traffic:
+            rec.metric("traffic_ops", _stop_traffic(conn))
+        _drop(conn)
+        s.refresh_offsets()  # a pull may have held a guest's clock: measure again
+        again = _open_conn(rec, "c2")
+        rec.metric("reconnect_us", again.established_us - again.connect.action.t_us)
+        steps.close(again, "active")
+        steps.teardown(again)
+    return rec.timeline()
+
+
+def _start_traffic(conn: Conn) -> None:
+    remote = {k: conn.passive_qp[k] for k in ("addr", "rkey")}
+    out = conn.active.stream_start(conn.active_id, "write", remote=remote)
+    if not out.ok:
+        raise StepFailed(conn.active.host, f"traffic on {conn.label}: {out.action.result}")
+    time.sleep(0.5)  # let data be in flight before the pull
+
+
+def _stop_traffic(conn: Conn) -> int:
+    return int(conn.active.stream_stop(conn.active_id).get("ops", 0))
+
+
+def _drop(conn: Conn) -> None:
+    """Close what is left of a connection after a pull: disconnect (idempotent), destroy."""
+    for ep, cm_id in ((conn.active, conn.active_id), (conn.passive, conn.passive_id)):
+        ep.disconnect(cm_id)
+    steps.wait_disconnected(conn, 3.0)
+    steps.teardown(conn)
+
+
+def destroy_conn_sent(s: CMSession) -> Timeline:
+    """Connect to a listener that never answers; destroy the active id in CONN_SENT."""
+    bound = s.profile.conn_sent_destroy_bound_s
+    with s.recording("destroy-conn-sent") as rec:
+        listener = steps.listen(rec, s.passive)
+        active = rec.endpoint(s.active)
+        conn = steps.start_connect(rec, active, listener, b"hil")
+        if not conn.ok or conn.id is None:
+            raise StepFailed(active.host, f"connect failed: {conn.action.result}")
+        req = steps.expect(listener.ep, "CONNECT_REQUEST", None, "destroy in CONN_SENT")
+        rec.label("c1", conn.id, req.id)
+        out = active.destroy(conn.id, timeout=bound + 10)
+        if out.action.duration_us is not None:
+            rec.metric("destroy_blocked_us", out.action.duration_us)
+        steps.destroy(listener.ep, req.id, listener.id)
+    return rec.timeline()
+
+
+def listener_destroy(s: CMSession, pending: int = 2, accepted: int = 1) -> Timeline:
+    """Destroy a listener holding unretrieved requests: they are REJECTED; accepted ids live."""
+    with s.recording("listener-destroy") as rec:
+        listener = steps.listen(rec, s.passive)
+        active = rec.endpoint(s.active)
+        conns = [steps.establish(rec, active, listener, f"c{i}") for i in range(accepted)]
+        listener.ep.pause(True)
+        tries = [steps.start_connect(rec, active, listener, f"p{i}".encode())
+                 for i in range(pending)]
+        for i, t in enumerate(tries):
+            rec.label(f"p{i}", t.id)
+        time.sleep(1.0)  # let the requests reach the passive kernel, unretrieved
+        out = listener.ep.destroy(listener.id)
+        if out.action.duration_us is not None:
+            rec.metric("destroy_blocked_us", out.action.duration_us)
+        listener.ep.pause(False)
+        for t in tries:
+            if t.ok and t.id:
+                active.wait(steps.REPLY_TYPES, t.id, REPLY_TIMEOUT)
+        for c in conns:
+            steps.close(c, "active")
+            steps.teardown(c)
+        steps.destroy(active, *(t.id for t in tries))
+        steps.destroy(listener.ep, *listener.ep.handles())
+    return rec.timeline()
+
+
+def storm(s: CMSession, count: int = 8) -> Timeline:
+    """``count`` concurrent connects to an auto-accepting listener, then concurrent closes."""
+    if not 1 <= count <= 256:
+        raise InputError(f"storm count must be 1..256, not {count}")
+    with s.recording(f"storm-{count}") as rec:
+        listener = steps.listen(rec, s.passive, auto="accept", backlog=max(16, count))
+        active = rec.endpoint(s.active)
+        with ThreadPoolExecutor(max_workers=min(count, 16)) as pool:
+            outs = list(pool.map(lambda i: steps.start_connect(
+                rec, active, listener, f"hil-storm-{i:03d}".encode()), range(count)))
+        ids = [o.id for o in outs if o.ok and o.id]
+        est = [steps.expect(active, steps.REPLY_TYPES, i, "storm") for i in ids]
+        _label_storm(rec, outs, listener)
+        first = min(o.action.t_us for o in outs)
+        up = [e for e in est if e.type == "ESTABLISHED"]
+        if up:
+            rec.metric("connected", len(up))
+            rec.metric("connect_rate_per_s", len(up) / max(1e-6, (max(e.t_us for e in up)
+                                                                    - first) / 1e6))
+        with ThreadPoolExecutor(max_workers=min(count, 16)) as pool:
+            list(pool.map(lambda e: active.disconnect(e.id), up))
+        downs = [active.wait("DISCONNECTED", e.id, REPLY_TIMEOUT) for e in up]
+        if up and all(downs):
+            last = max(d.t_us for d in downs if d)
+            rec.metric("cycle_rate_per_s", len(up) / max(1e-6, (last - first) / 1e6))
+        listener.ep.collect(1.0)
+        steps.destroy(active, *ids)
+        steps.destroy(listener.ep, *listener.ep.handles())
+    return rec.timeline()
+
+
+def _label_storm(rec: Recording, outs: list, listener: steps.Listener) -> None:
+    """Tie each passive id to its active id by the private data the connect carried."""
+    listener.ep.collect(0.5)
+    by_data = {o.action.params["private_data"]: o.id for o in outs if o.id}
+    for e in rec.events():
+        if e.type == "CONNECT_REQUEST" and e.side == listener.ep.side:
+            tag = next((d for d in by_data if d and d in e.private_data), None)
+            if tag:
+                rec.label(f"s{tag[-6:]}", by_data[tag], e.id)
+
+
+SEQUENCES: dict[str, Sequence] = {
+    "connect": connect,
+    "close": close,
+    "abort": abort,
+    "reject": reject,
+    "no_listener": no_listener,
+    "link_pull": link_pull,
+    "destroy_conn_sent": destroy_conn_sent,
+    "listener_destroy": listener_destroy,
+    "storm": storm,
+}

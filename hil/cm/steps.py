@@ -1,0 +1,146 @@
+"""The small steps CM sequences are made of: listen, establish, close, tear down.
+
+Each step works on a :class:`~hil.cm.recording.Recording` and its
+endpoints, so everything it does lands on the run's timeline.  A step that
+needs something to succeed (``establish``) raises :class:`StepFailed` naming
+the host, what failed and what was seen; steps whose outcome is the point of
+the sequence (a reject, a connect with no listener) just return it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hil.cm.endpoint import Endpoint, Outcome
+from hil.cm.timeline import Event
+from hil.errors import RemoteError
+
+if TYPE_CHECKING:
+    from hil.cm.recording import Recording
+
+REPLY_TYPES = ("ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR")
+# siw answers an unanswered MPA request after 10 s; allow that plus a slow guest.
+REPLY_TIMEOUT = 15.0
+
+
+class StepFailed(RemoteError):
+    """A step of a CM sequence did not get what it needs to go on."""
+
+
+@dataclass(frozen=True)
+class Listener:
+    """A listening cm_id: its endpoint, id and port."""
+
+    ep: Endpoint
+    id: str
+    port: int
+
+
+@dataclass(frozen=True)
+class Conn:
+    """One established connection: both endpoints, both ids and both QPs' buffers."""
+
+    label: str
+    active: Endpoint
+    passive: Endpoint
+    active_id: str
+    passive_id: str
+    active_qp: dict
+    passive_qp: dict
+    connect: Outcome
+    established_us: int  # the active side's ESTABLISHED, controller time
+
+
+def listen(rec: Recording, side: str, auto: str | None = None, private_data: bytes = b"",
+           backlog: int = 16, ep: Endpoint | None = None) -> Listener:
+    """A listener on ``side``'s data address and a fresh port (a new endpoint unless ``ep``)."""
+    s = rec.session
+    ep = ep or rec.endpoint(side)
+    port = s.port()
+    got = ep.listen(s.address(side), port, backlog, auto, private_data)
+    if not got.ok or got.id is None:
+        raise StepFailed(ep.host, f"cannot listen on {s.address(side)}:{port}: "
+                         f"{got.action.result}")
+    return Listener(ep, got.id, port)
+
+
+def start_connect(rec: Recording, active: Endpoint, listener: Listener,
+                  private_data: bytes = b"", listener_present: bool = True) -> Outcome:
+    """rdma_connect from ``active`` to the listener's address and port (no waiting)."""
+    s = rec.session
+    return active.connect(s.address(listener.ep.side), listener.port,
+                          src=s.address(active.side), private_data=private_data,
+                          listener=listener_present)
+
+
+def expect(ep: Endpoint, types: str | tuple[str, ...], cm_id: str | None, what: str,
+           timeout: float = REPLY_TIMEOUT) -> Event:
+    """Wait for an event or raise :class:`StepFailed` saying what was seen instead."""
+    got = ep.wait(types, cm_id, timeout)
+    if got is None:
+        seen = "; ".join(e.brief() for e in ep.rec.events()[-6:]) or "no events"
+        raise StepFailed(ep.host, f"{what}: no {types} for {cm_id or 'any id'} within "
+                         f"{timeout:g}s (last events: {seen})")
+    return got
+
+
+def establish(rec: Recording, active: Endpoint, listener: Listener, label: str,
+              private_data: bytes = b"hil", accept_data: bytes = b"hil-ok") -> Conn:
+    """Connect and accept (explicitly, from the controller); both sides ESTABLISHED."""
+    conn = start_connect(rec, active, listener, private_data)
+    if not conn.ok or conn.id is None:
+        raise StepFailed(active.host, f"connect {label} to port {listener.port} failed: "
+                         f"{conn.action.result}")
+    req = expect(listener.ep, "CONNECT_REQUEST", None, f"connect {label}")
+    rec.label(label, conn.id, req.id)
+    acc = listener.ep.accept(req.id, accept_data)
+    if not acc.ok:
+        raise StepFailed(listener.ep.host, f"accept {label} failed: {acc.action.result}")
+    est = expect(active, REPLY_TYPES, conn.id, f"connect {label}")
+    if est.type != "ESTABLISHED":
+        raise StepFailed(active.host, f"connect {label}: got {est.brief()}, not ESTABLISHED")
+    expect(listener.ep, "ESTABLISHED", req.id, f"accept {label}")
+    return Conn(label, active, listener.ep, conn.id, req.id, conn.value.get("qp", {}),
+                acc.value.get("qp", {}), conn, est.t_us)
+
+
+def wait_disconnected(conn: Conn, timeout: float, sides: Iterable[str] = ("active", "passive")
+                      ) -> dict[str, Event | None]:
+    """Each named side's DISCONNECTED on the connection (None when it did not come)."""
+    found: dict[str, Event | None] = {}
+    for which in sides:
+        ep, cm_id = (conn.active, conn.active_id) if which == "active" else \
+            (conn.passive, conn.passive_id)
+        found[which] = ep.wait("DISCONNECTED", cm_id, timeout) if ep.alive else None
+    return found
+
+
+def close(conn: Conn, by: str = "active", timeout: float = REPLY_TIMEOUT) -> Outcome:
+    """Orderly close started by ``by`` ("active"/"passive"); waits for both DISCONNECTED."""
+    ep, cm_id = (conn.active, conn.active_id) if by == "active" else \
+        (conn.passive, conn.passive_id)
+    out = ep.disconnect(cm_id)
+    if not out.ok:
+        raise StepFailed(ep.host, f"disconnect {conn.label} failed: {out.action.result}")
+    got = wait_disconnected(conn, timeout)
+    missing = [w for w, e in got.items() if e is None]
+    if missing:
+        raise StepFailed(ep.host, f"close of {conn.label} by the {by} side: no DISCONNECTED "
+                         f"on the {' and '.join(missing)} side within {timeout:g}s")
+    return out
+
+
+def destroy(ep: Endpoint, *ids: str | None, timeout: float = 30.0) -> list[Outcome]:
+    """Destroy each of ``ids`` that is still alive on ``ep`` (others are skipped)."""
+    if not ep.alive:
+        return []
+    alive = set(ep.handles())
+    return [ep.destroy(i, timeout=timeout) for i in ids if i and i in alive]
+
+
+def teardown(conn: Conn) -> None:
+    """Destroy both ids of a connection (after its close)."""
+    destroy(conn.active, conn.active_id)
+    destroy(conn.passive, conn.passive_id)
