@@ -1,0 +1,43 @@
+"""The command line a guest boots with: NICs, cables, sockets, no shell syntax."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hil.lab import guests, network
+
+LAB = Path("/tmp/hil-test-lab")
+
+
+def options(index: int, n: int = 3) -> list[str]:
+    cables = network.cables(n, tuple(41000 + c for c in range(n - 1)))
+    spec = guests.GuestSpec(network.guest_name(index), index, 40000 + index, "768M", "tcg")
+    return guests.qemu_options(LAB, spec, cables)
+
+
+def test_the_middle_guest_connects_to_its_left_cable_and_listens_on_its_right() -> None:
+    opts = options(1)
+    assert "socket,id=data0,connect=127.0.0.1:41000" in opts
+    assert "socket,id=data1,listen=127.0.0.1:41001" in opts
+    assert "virtio-net-pci,netdev=data1,mac=52:54:00:01:01:01" in opts
+
+
+def test_management_nic_forwards_ssh_from_loopback_only_and_cannot_reach_out() -> None:
+    opts = options(0)
+    assert "user,id=mgmt0,restrict=on,hostfwd=tcp:127.0.0.1:40000-:22" in opts
+    assert f"unix:{LAB}/lab0.qmp,server=on,wait=off" in opts
+    assert str(LAB / "lab0.pid") in opts
+
+
+def test_vng_gets_no_shell_syntax_and_tcg_when_asked() -> None:
+    spec = guests.GuestSpec("lab0", 0, 40000, "768M", "tcg")
+    argv = guests.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(2, (41000,)))
+    assert "--disable-kvm" in argv
+    assert argv[argv.index("--exec") + 1] == f"sh {guests.BOOT_SCRIPT} {LAB}/lab0.d"
+    qemu_opts = next(a for a in argv if a.startswith("--qemu-opts="))
+    # vng passes these through a shell: only characters with no meaning there.
+    assert re.fullmatch(r"[A-Za-z0-9 ._/:,=+-]+", qemu_opts.removeprefix("--qemu-opts="))
+    kvm = guests.vng_argv(Path("/k/bzImage"), LAB, guests.GuestSpec("lab0", 0, 1, "1G", "kvm"),
+                          network.cables(2, (41000,)))
+    assert "--disable-kvm" not in kvm
