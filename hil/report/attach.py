@@ -92,11 +92,18 @@ def metric(name: str, value: float, unit: str) -> Metric:
     return m
 
 
+def unit_of(name: str) -> str:
+    """The unit a timeline metric's name implies (``connect_us``: µs, per the CM engine)."""
+    for suffix, unit in (("_per_s", "1/s"), ("_us", "us"), ("_ms", "ms"), ("_s", "s")):
+        if name.endswith(suffix):
+            return unit
+    return ""
+
+
 def attach_timeline(timeline: Timeline, verdict: Verdict | None = None) -> None:
-    """The timeline as a picture (SVG) and as raw JSON; records its metrics if it has any."""
-    for name, value in (getattr(timeline, "metrics", None) or {}).items():
-        value, unit = value if isinstance(value, (tuple, list)) else (value, "")
-        metric(name, value, unit)
+    """The timeline as a picture (SVG) and as raw JSON; records its metrics."""
+    for name, value in timeline.metrics.items():
+        metric(name, value, unit_of(name))
     if allure is None:
         return
     allure.attach(render_timeline(timeline, verdict), name=f"timeline {timeline.scenario}",

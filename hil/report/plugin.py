@@ -109,6 +109,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     item.stash.setdefault(REPORTS_KEY, {})[report.when] = report
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any],
+                         request: pytest.FixtureRequest) -> Iterator[None]:
+    # A CMSession from any fixture (the suites' ``cm``) reports its runs.
+    outcome = yield
+    value = outcome.get_result() if outcome.excinfo is None else None
+    if type(value).__name__ == "CMSession":
+        from hil.cm.session import CMSession
+        from hil.report.cmhooks import observe
+
+        if isinstance(value, CMSession):
+            observe(value)
+
+
 def _failed(item: pytest.Item) -> bool:
     return any(r.failed for r in item.stash.get(REPORTS_KEY, {}).values())
 

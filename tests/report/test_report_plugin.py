@@ -1,0 +1,156 @@
+"""The report plugin in real pytest runs (pytester) writing real allure-pytest results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hil.testing import NetnsLab
+
+pytest_plugins = ["pytester"]
+
+CM_TESTS = Path(__file__).resolve().parents[1] / "cm"
+
+LABELLED = """
+import pytest
+from hil.report.attach import metric, step
+
+@pytest.mark.parametrize("mode", ["admin"])
+@pytest.mark.parametrize("direction", ["a-b", "b-a"])
+def test_pull(direction, mode):
+    with step("pull the link", mode=mode, end="a"):
+        metric("detection_us", 1500, "us")
+"""
+
+OBSERVED = """
+import sys
+sys.path.insert(0, {cm!r})
+import cmtimelines
+import pytest
+from hil.cm.profiles import profile_for
+from hil.report.cmhooks import observe
+
+class Session:
+    direction = "a-b"
+    profile = profile_for("siw")
+
+    def recording(self, scenario):
+        return None
+
+    def run(self, name, **params):
+        if params.get("fail"):
+            raise RuntimeError("agent went away")
+        return cmtimelines.qp_err_close("siw", 0, 0)
+
+def test_sequence_is_a_step_with_its_actions():
+    observe(Session()).run("abort", how="qp_err")
+"""
+
+ON_THE_PAIR = """
+def test_ping_then_fail(hil_pair, hil_hosts):
+    host = hil_pair.pair.host_a.name
+    peer = str(hil_pair.pair.rnic_b.address.ip)
+    hil_hosts.agent(host).run(["ping", "-c", "2", "-i", "0.2", "-W", "2", peer], check=True)
+    assert False, "product failure on purpose"
+"""
+
+
+def results(alluredir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
+
+
+def labels(result: dict[str, Any]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for label in result["labels"]:
+        out.setdefault(label["name"], []).append(label["value"])
+    return out
+
+
+def test_labels_steps_metrics_and_run_files(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_link_pull=LABELLED)
+    out = pytester.path / "allure"
+    pytester.runpytest_subprocess(f"--alluredir={out}", "-p", "no:cacheprovider").assert_outcomes(
+        passed=2)
+    found = sorted(results(out), key=lambda r: r["name"])
+    assert len(found) == 2
+    for r in found:
+        lab = labels(r)
+        assert lab["suite"] == ["link_pull"]  # ours, not allure's default module name
+        assert lab["pull_mode"] == ["admin"]
+        assert lab["direction"][0] in ("a-b", "b-a")
+        step = r["steps"][0]
+        assert step["name"] == "pull the link"
+        assert {p["name"]: p["value"] for p in step["parameters"]} == {"mode": "'admin'",
+                                                                        "end": "'a'"}
+    metrics = json.loads((out / "hil-metrics.json").read_text())
+    assert [(m["name"], m["value"], m["unit"]) for m in metrics] == [("detection_us", 1500, "us")] * 2
+    cats = json.loads((out / "categories.json").read_text())
+    assert [c["name"] for c in cats][:2] == ["Contract violations", "Lab / infrastructure errors"]
+    assert json.loads((out / "executor.json").read_text())["type"] in ("local", "jenkins", "gitlab")
+    assert "pair=none" in (out / "environment.properties").read_text()
+
+
+def test_without_alluredir_the_helpers_are_quiet(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_link_pull=LABELLED)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+    assert not list(pytester.path.glob("**/*-result.json"))
+
+
+def test_an_observed_cm_session_reports_its_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_abort=OBSERVED.format(cm=str(CM_TESTS)))
+    out = pytester.path / "allure"
+    pytester.runpytest_subprocess(f"--alluredir={out}", "-p", "no:cacheprovider").assert_outcomes(
+        passed=1)
+    (r,) = results(out)
+    (seq,) = r["steps"]
+    assert seq["name"] == "sequence abort"
+    assert {p["name"] for p in seq["parameters"]} == {"direction", "how"}
+    assert [s["name"] for s in seq["steps"]][-1] == "lab-a: qp_err a:1 -> ok"
+    names = {a["name"] for a in seq["attachments"]}
+    assert {"timeline abort", "timeline abort (json)"} <= names
+    assert any(n.startswith("contract verdict") for n in names)
+
+
+@pytest.mark.parametrize("pcap", ["failed", "none"])
+def test_a_failed_test_on_the_pair_gets_a_capture_and_the_environment(
+    pytester: pytest.Pytester, netns_lab: NetnsLab, tmp_path: Path, pcap: str
+) -> None:
+    pytester.makepyfile(test_pair=ON_THE_PAIR)
+    out = tmp_path / "allure"
+    run = pytester.runpytest_subprocess(
+        "--hil-inventory", str(netns_lab.inventory_path), "--hil-store", str(tmp_path / "s.db"),
+        f"--alluredir={out}", f"--hil-pcap={pcap}", "-p", "no:cacheprovider")
+    run.assert_outcomes(failed=1)
+    (r,) = results(out)
+    lab = labels(r)
+    assert lab["pair"] == ["ns0-ns1"] and lab["provider"] == ["siw"]
+    env = (out / "environment.properties").read_text()
+    assert "pair=ns0-ns1" in env and "ns0.data0.driver=veth" in env
+    pcaps = [a for a in _all_attachments(out, r) if a["type"] == "application/vnd.tcpdump.pcap"]
+    if pcap == "none":
+        assert pcaps == []
+        return
+    (att,) = pcaps
+    text = subprocess.run(["tcpdump", "-n", "-r", str(out / att["source"])], capture_output=True,
+                          text=True, timeout=30, check=True).stdout
+    assert text.count("ICMP echo request") >= 2
+
+
+def _all_attachments(alluredir: Path, result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The attachments of a test and of its fixtures' set-up and tear-down (containers)."""
+    blocks: list[dict[str, Any]] = [result]
+    for path in alluredir.glob("*-container.json"):
+        container = json.loads(path.read_text())
+        if result["uuid"] in container.get("children", []):
+            blocks += container.get("befores", []) + container.get("afters", [])
+    found: list[dict[str, Any]] = []
+    todo = list(blocks)
+    while todo:
+        s = todo.pop()
+        found += s.get("attachments", [])
+        todo += s.get("steps", [])
+    return found
