@@ -1,7 +1,8 @@
 """A real pytest run, the pipeline twice, the real Allure generator, the report in Chromium.
 
 The suites here are small stand-ins (two modules, one test failing with a
-contract violation and its timeline attached); the pipeline, allure-pytest,
+contract violation and its timeline attached, one product failure, one lab
+error); the pipeline, allure-pytest,
 the plugin, the generator and the browser are the real ones.  Screenshots go
 to artifacts/report-test/ (and their paths are printed).
 """
@@ -55,6 +56,7 @@ sys.path.insert(0, {cm!r})
 import cmtimelines
 from hil.cm.contract import check
 from hil.cm.profiles import profile_for
+from hil.errors import Unreachable
 from hil.report.attach import attach_timeline
 
 
@@ -63,6 +65,14 @@ def test_qp_err_close():
     verdict = check(tl, profile_for("siw"))
     attach_timeline(tl, verdict)
     assert verdict.ok, verdict.to_text()
+
+
+def test_destroy_returns():
+    assert 2 + 2 == 5, "destroy blocked for 30 s"
+
+
+def test_lab_host_down():
+    raise Unreachable("lab-b", "no TCP connection within 10s; is the host up?")
 '''
 
 pytestmark = pytest.mark.skipif(
@@ -93,14 +103,14 @@ def _section(dom: str, widget: str) -> str:
 
 
 def _failed_case(report: Path) -> tuple[str, str]:
-    """(test case uid, uid of its timeline SVG attachment) of the failed test."""
+    """(test case uid, uid of its timeline SVG attachment) of the contract failure."""
     for path in (report / "data" / "test-cases").glob("*.json"):
         case = json.loads(path.read_text())
-        if case["status"] == "failed":
+        if case["name"] == "test_qp_err_close":
             atts = [a for s in [case["testStage"]] for a in s["attachments"]]
             svg = next(a for a in atts if a["type"] == "image/svg+xml")
             return case["uid"], svg["uid"]
-    raise AssertionError("the report has no failed test")
+    raise AssertionError("the report has no test_qp_err_close")
 
 
 def test_the_pipeline_exits_1_on_a_test_failure_and_keeps_both_runs(
@@ -111,7 +121,7 @@ def test_the_pipeline_exits_1_on_a_test_failure_and_keeps_both_runs(
     kept = history.runs(reports)
     assert [r.order for r in kept] == [1, 2]
     assert (reports / "latest").resolve() == kept[-1].path.resolve()
-    assert history.summary(kept[-1].report) == history.Summary(2, 1, 0, 1)
+    assert history.summary(kept[-1].report) == history.Summary(2, 2, 1, 1)
     assert (kept[-1].results / "history" / "history-trend.json").is_file()
 
 
@@ -127,7 +137,9 @@ def test_the_report_shows_suites_trend_and_the_failed_timeline_in_chromium(
         assert re.search(r">\s*abort\s*<", suites) and re.search(r">\s*close\s*<", suites)
         trend = _section(overview, "history-trend")
         assert "chart__svg" in trend and ">#1<" in trend and ">#2<" in trend
-        assert "Contract violations" in _section(overview, "categories")
+        categories = _section(overview, "categories")
+        for name in ("Contract violations", "Product failures", "Lab / infrastructure errors"):
+            assert name in categories
 
         page = f"{base}index.html#testresult/{case_uid}?attachment={svg_uid}"
         dom = dump_dom(page, tmp_path / "profile")

@@ -1,0 +1,112 @@
+"""Kept runs, history carried into the next results, metric trends, the pipeline's exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hil.errors import InputError, LabError
+from hil.report import history, pipeline
+from hil.report.categories import write_categories
+from hil.report.executor import executor
+
+
+def fake_report(run: history.Run, passed: int = 1, failed: int = 0) -> None:
+    """What allure generate leaves that the pipeline reads: summary and history."""
+    (run.report / "widgets").mkdir(parents=True)
+    stat = {"passed": passed, "failed": failed, "broken": 0, "skipped": 0, "unknown": 0}
+    (run.report / "widgets" / "summary.json").write_text(json.dumps({"statistic": stat}))
+    (run.report / "history").mkdir()
+    (run.report / "history" / "history-trend.json").write_text(f'[{{"buildOrder": {run.order}}}]')
+
+
+def test_each_run_starts_with_the_last_reports_history(tmp_path: Path) -> None:
+    first = history.new_run(tmp_path)
+    assert first.order == 1 and not (first.results / "history").exists()
+    fake_report(first)
+    history.finish(tmp_path, first, keep=3)
+    second = history.new_run(tmp_path)
+    assert second.order == 2
+    trend = json.loads((second.results / "history" / "history-trend.json").read_text())
+    assert trend == [{"buildOrder": 1}]
+
+
+def test_only_the_last_n_runs_are_kept_and_latest_points_at_the_newest(tmp_path: Path) -> None:
+    for _ in range(5):
+        run = history.new_run(tmp_path)
+        fake_report(run)
+        history.finish(tmp_path, run, keep=3)
+    assert [r.order for r in history.runs(tmp_path)] == [3, 4, 5]
+    assert (tmp_path / "latest").resolve() == (tmp_path / "runs" / "0005").resolve()
+
+
+def test_summary_line_and_a_missing_report(tmp_path: Path) -> None:
+    run = history.new_run(tmp_path)
+    fake_report(run, passed=3, failed=1)
+    assert history.summary(run.report).line() == "3 passed, 1 failed, 0 broken, 0 skipped"
+    with pytest.raises(InputError, match="not an Allure report summary"):
+        history.summary(tmp_path / "nothing")
+
+
+def test_metric_trend_over_the_kept_runs(tmp_path: Path) -> None:
+    values = [[1000, 3000], [2500], [4000]]
+    for got in values:
+        run = history.new_run(tmp_path)
+        metrics = [{"test": "t", "name": "connect_us", "value": v, "unit": "us"} for v in got]
+        (run.results / "hil-metrics.json").write_text(json.dumps(metrics))
+        kept = history.record_metrics(tmp_path, run, run.results / "hil-metrics.json", keep=2)
+    assert [h["run"] for h in kept] == [2, 3]
+    props = history.metric_properties(kept)
+    assert props == {"metric.connect_us": "4000 us over 1 tests (runs 2..3: 2500, 4000)"}
+
+
+def results_with(tmp_path: Path, *outcomes: tuple[str, str]) -> Path:
+    tmp_path.mkdir(exist_ok=True)
+    write_categories(tmp_path)
+    for i, (status, message) in enumerate(outcomes):
+        data = {"status": status, "statusDetails": {"message": message}}
+        (tmp_path / f"{i}-result.json").write_text(json.dumps(data))
+    return tmp_path
+
+
+@pytest.mark.parametrize(("outcomes", "pytest_rc", "status"), [
+    ((("passed", ""), ("skipped", "")), 0, 0),
+    ((("failed", "AssertionError: contract FAILED: x"),), 1, 1),
+    ((("broken", "hil.errors.Unreachable: lab-a: down"),), 1, 3),
+    ((("broken", "hil.errors.Unreachable: lab-a: down"), ("failed", "AssertionError: x")), 1, 1),
+    ((), 5, 3),   # no tests collected
+    ((), 2, 3),   # interrupted
+    ((), 1, 1),   # failed outside any result (e.g. a teardown error)
+])
+def test_exit_status_tells_test_failures_from_lab_trouble(
+    tmp_path: Path, outcomes: tuple[tuple[str, str], ...], pytest_rc: int, status: int
+) -> None:
+    assert pipeline.exit_status(results_with(tmp_path / "r", *outcomes), pytest_rc) == status
+
+
+def test_a_missing_generator_is_an_infrastructure_error(tmp_path: Path) -> None:
+    with pytest.raises(LabError, match="run ci/install"):
+        pipeline.generate(tmp_path, tmp_path / "report", tmp_path / "no-allure")
+
+
+def test_bad_arguments_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert pipeline.main(["--keep", "0"]) == 1
+    assert capsys.readouterr().err.strip() == "hil report: error: --keep must be at least 1, not 0"
+    assert pipeline.main(["--pcap", "sometimes"]) == 1
+
+
+def test_executor_from_jenkins_gitlab_or_a_local_run() -> None:
+    jenkins = executor({"JENKINS_URL": "https://ci/", "BUILD_NUMBER": "41", "JOB_NAME": "iwarp",
+                        "BUILD_URL": "https://ci/job/iwarp/41/"})
+    assert (jenkins["type"], jenkins["buildOrder"]) == ("jenkins", 41)
+    assert jenkins["reportUrl"] == "https://ci/job/iwarp/41/allure"
+    gitlab = executor({"GITLAB_CI": "true", "CI_PIPELINE_IID": "7", "CI_PIPELINE_ID": "900",
+                       "CI_JOB_URL": "https://gl/p/-/jobs/5", "CI_PROJECT_PATH": "lab/hil",
+                       "CI_JOB_NAME": "nightly"})
+    assert (gitlab["type"], gitlab["buildOrder"]) == ("gitlab", 7)
+    assert gitlab["buildName"] == "lab/hil #900 nightly"
+    local = executor({"HIL_BUILD_ORDER": "12"})
+    assert (local["type"], local["buildOrder"], local["buildName"]) == ("local", 12, "local run #12")
+    assert executor({"HIL_BUILD_ORDER": "twelve"})["buildOrder"] == 0
