@@ -1,0 +1,31 @@
+"""Allure reports of lab runs, and the pipelines that keep their trend (docs/reports.md).
+
+README: the agreement between the suites, the CM engine and the report
+-----------------------------------------------------------------------
+
+- **Contract violations** are failures whose message contains
+  ``contract violation:`` or ``contract FAILED`` (the first words of
+  ``Verdict.to_text()``): ``assert verdict.ok, verdict.to_text()`` or
+  ``pytest.fail(verdict.to_text())`` both qualify.
+- **Lab / infrastructure errors** are exceptions of the ``hil.errors.HilError``
+  tree (raise them, do not wrap them in AssertionError), the hil plugin's
+  ``hil: <Class>: ...`` fixture failures, and pytest-timeout's timeouts.
+- Every other assertion failure is a **product failure**, every other
+  exception a **test defect**.
+- Labels come from test parameters named ``direction`` and ``pull_mode``
+  (or ``mode``), from ``provider`` when a test has it, else the reserved
+  pair's driver.
+- A ``CMSession`` made by any fixture is observed (:mod:`hil.report.cmhooks`):
+  each ``run(name, **params)`` is a step, with its actions as sub-steps and
+  its timeline (SVG + JSON), verdict, kernel log and resource counts
+  attached; ``Timeline.metrics`` feed the trends.  Code that does not go
+  through ``CMSession.run`` calls :mod:`hil.report.attach` itself:
+  ``step(name, **params)``, ``attach_timeline``, ``attach_verdict``,
+  ``attach_kernel_log``, ``attach_resources``, ``attach_pcap``, ``metric``
+  (all no-ops without ``--alluredir``).
+
+Modules: svg (timeline picture), attach (helpers), cmhooks (CMSession
+observer), plugin (pytest: labels, ``--hil-pcap``, run files), pcap (tcpdump
+over SSH), environment, categories, executor (run files), history (kept
+runs, trend), pipeline (what ci/nightly and ci/run-suite run).
+"""

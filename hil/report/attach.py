@@ -32,7 +32,7 @@ try:
     import allure
     from allure_commons.utils import represent
 except ImportError:  # the helpers stay callable (as no-ops) without allure-pytest
-    allure = None
+    allure = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def step(name: str, **params: Any) -> Iterator[None]:
         yield
         return
     ctx = allure.step(name)
-    ctx.params = {k: represent(v) for k, v in params.items()}
+    ctx.params = {k: represent(v) for k, v in params.items()}  # type: ignore[no-untyped-call]
     with ctx:
         yield
 
@@ -160,7 +160,7 @@ def attach_pcap(path: Path | str, name: str | None = None) -> None:
     """A packet capture file (opens in Wireshark from the report)."""
     if allure is None:
         return
-    allure.attach.file(str(path), name=name or Path(path).name,
+    allure.attach.file(str(path), name=name or Path(path).name,  # type: ignore[no-untyped-call]
                        attachment_type=allure.attachment_type.PCAP)
 
 

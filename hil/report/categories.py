@@ -92,5 +92,5 @@ def category_of(status: str, message: str) -> str | None:
     """The category name Allure will give a result (what the regexes say, in Python)."""
     for cat in categories():
         if status in cat["matchedStatuses"] and re.fullmatch(cat["messageRegex"], message):
-            return cat["name"]
+            return str(cat["name"])
     return None

@@ -80,8 +80,8 @@ def report_timeline(timeline: Timeline, session: CMSession) -> None:
     if timeline.kernel_log:
         attach_kernel_log(timeline.kernel_log)
     if timeline.resources:
-        before = {r.host: {} for r in timeline.resources}
-        after = {r.host: {} for r in timeline.resources}
+        before: dict[str, dict[str, int]] = {r.host: {} for r in timeline.resources}
+        after: dict[str, dict[str, int]] = {r.host: {} for r in timeline.resources}
         for r in timeline.resources:
             before[r.host][r.kind] = r.before
             after[r.host][r.kind] = r.after

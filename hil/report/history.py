@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hil.errors import InputError
 
@@ -110,9 +111,9 @@ def summary(report: Path) -> Summary:
                      ("passed", "failed", "broken", "skipped", "unknown")))
 
 
-def run_metrics(metrics: Iterable[dict]) -> dict[str, dict[str, float | str]]:
+def run_metrics(metrics: Iterable[dict[str, Any]]) -> dict[str, dict[str, float | str]]:
     """A run's metrics by name: the mean over its tests, the count and the unit."""
-    by_name: dict[str, list[dict]] = {}
+    by_name: dict[str, list[dict[str, Any]]] = {}
     for m in metrics:
         by_name.setdefault(m["name"], []).append(m)
     return {name: {"mean": statistics.fmean(float(x["value"]) for x in items),
@@ -120,7 +121,8 @@ def run_metrics(metrics: Iterable[dict]) -> dict[str, dict[str, float | str]]:
             for name, items in sorted(by_name.items())}
 
 
-def record_metrics(reports: Path, run: Run, metrics_file: Path, keep: int) -> list[dict]:
+def record_metrics(reports: Path, run: Run, metrics_file: Path,
+                   keep: int) -> list[dict[str, Any]]:
     """Append this run's metrics to the history (last ``keep`` runs); return the history."""
     try:
         metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else []
@@ -135,7 +137,7 @@ def record_metrics(reports: Path, run: Run, metrics_file: Path, keep: int) -> li
     return history
 
 
-def metric_properties(history: list[dict]) -> dict[str, str]:
+def metric_properties(history: list[dict[str, Any]]) -> dict[str, str]:
     """``environment.properties`` lines that show each metric's trend on the overview.
 
     ``metric.connect_latency = 3.1 ms (runs 5..7: 2.9, 3.0, 3.1)``.

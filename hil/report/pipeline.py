@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError, LabError
 from hil.report import history
@@ -66,7 +67,7 @@ def _failures(results: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _is_infra(status: str, message: str, categories: list[dict]) -> bool:
+def _is_infra(status: str, message: str, categories: list[dict[str, Any]]) -> bool:
     for cat in categories:
         if status in cat.get("matchedStatuses", []) and re.fullmatch(cat["messageRegex"],
                                                                      message):

@@ -12,6 +12,8 @@ work only when allure-pytest writes results (``--alluredir``):
   test, ``none`` captures nothing); a capture that cannot start is noted in
   the report and does not fail the test;
 - each test's metrics (``hil.report.attach.metric``) as an attachment;
+- every ``CMSession`` a fixture returns is observed (:mod:`hil.report.cmhooks`):
+  its sequence runs become steps with the timeline and verdict attached;
 - at the end: ``categories.json``, ``executor.json`` (``HIL_BUILD_ORDER``
   numbers a run outside CI), ``environment.properties`` (read through the
   agents at the first test on the pair) and ``hil-metrics.json`` (every
@@ -24,7 +26,7 @@ import json
 import logging
 import platform
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,25 +104,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.allure_label(value, label_type=name))
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     item.stash.setdefault(REPORTS_KEY, {})[report.when] = report
+    return report
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any],
-                         request: pytest.FixtureRequest) -> Iterator[None]:
+                         request: pytest.FixtureRequest) -> Generator[None, Any, Any]:
     # A CMSession from any fixture (the suites' ``cm``) reports its runs.
-    outcome = yield
-    value = outcome.get_result() if outcome.excinfo is None else None
-    if type(value).__name__ == "CMSession":
+    value = yield
+    if type(value).__name__ == "CMSession":  # cheap test first: no import for other fixtures
         from hil.cm.session import CMSession
         from hil.report.cmhooks import observe
 
         if isinstance(value, CMSession):
             observe(value)
+    return value
 
 
 def _failed(item: pytest.Item) -> bool:
@@ -210,6 +214,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     write_categories(directory)
     write_executor(directory)
-    props = {**base_properties(), **session.config.stash.get(ENV_KEY, {"pair": "none"})}
+    gathered = session.config.stash.get(ENV_KEY, None) or {"pair": "none"}
+    props = {**base_properties(), **gathered}
     write_properties(directory, props)
     write_metrics(directory)

@@ -30,7 +30,7 @@ def chromium_missing() -> str | None:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 -- base signature
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

@@ -87,7 +87,8 @@ def test_labels_steps_metrics_and_run_files(pytester: pytest.Pytester) -> None:
         assert {p["name"]: p["value"] for p in step["parameters"]} == {"mode": "'admin'",
                                                                         "end": "'a'"}
     metrics = json.loads((out / "hil-metrics.json").read_text())
-    assert [(m["name"], m["value"], m["unit"]) for m in metrics] == [("detection_us", 1500, "us")] * 2
+    got = [(m["name"], m["value"], m["unit"]) for m in metrics]
+    assert got == [("detection_us", 1500, "us")] * 2
     cats = json.loads((out / "categories.json").read_text())
     assert [c["name"] for c in cats][:2] == ["Contract violations", "Lab / infrastructure errors"]
     assert json.loads((out / "executor.json").read_text())["type"] in ("local", "jenkins", "gitlab")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -13,7 +14,7 @@ from hil.cm.timeline import Event, Timeline
 from hil.report.svg import BAD_COLOR, CHAR_W, render_timeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cm"))
-import cmtimelines  # noqa: E402 -- the contract tests' hand-built timelines
+import cmtimelines  # the contract tests' hand-built timelines
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -96,7 +97,7 @@ def test_crowded_labels_do_not_overlap_and_keep_their_tooltips() -> None:
         rows.setdefault(t.get("y", ""), []).append((left, left + width))
     for spans in rows.values():  # no two labels of a row overlap
         spans.sort()
-        assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
     titles = [t.text for t in root.iter(f"{NS}title")]
     assert sum(1 for t in titles if t and "ESTABLISHED" in t) == 300
 
