@@ -121,13 +121,15 @@ def run_metrics(metrics: Iterable[dict[str, Any]]) -> dict[str, dict[str, float 
             for name, items in sorted(by_name.items())}
 
 
-def record_metrics(reports: Path, run: Run, metrics_file: Path,
+def record_metrics(reports: Path, run: Run, metrics_files: Iterable[Path],
                    keep: int) -> list[dict[str, Any]]:
     """Append this run's metrics to the history (last ``keep`` runs); return the history."""
-    try:
-        metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else []
-    except ValueError as e:
-        raise InputError(f"{metrics_file}: not JSON: {e}") from None
+    metrics: list[dict[str, Any]] = []
+    for path in metrics_files:
+        try:
+            metrics += json.loads(path.read_text())
+        except ValueError as e:
+            raise InputError(f"{path}: not JSON: {e}") from None
     path = reports / METRICS_HISTORY
     lines = path.read_text().splitlines() if path.is_file() else []
     history = [json.loads(line) for line in lines if line.strip()]

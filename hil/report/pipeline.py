@@ -27,7 +27,7 @@ from typing import Any
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError, LabError
 from hil.report import history
 from hil.report.environment import write_properties
-from hil.report.plugin import METRICS_FILE
+from hil.report.plugin import METRICS_GLOB
 
 EXIT_TESTS_FAILED = 1
 DEFAULT_ALLURE = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / ".bin" / "allure"
@@ -110,7 +110,8 @@ def pipeline(args: argparse.Namespace) -> int:
     reports = Path(args.reports)
     run = history.new_run(reports)
     rc = run_pytest(run, args)
-    metrics = history.record_metrics(reports, run, run.results / METRICS_FILE, args.keep)
+    metrics = history.record_metrics(reports, run, sorted(run.results.glob(METRICS_GLOB)),
+                                     args.keep)
     if run.results.is_dir():
         write_properties(run.results, history.metric_properties(metrics), append=True)
     generate(run.results, run.report, Path(args.allure))

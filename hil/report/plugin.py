@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 import re
+import tempfile
 from collections.abc import Generator, Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -50,7 +52,7 @@ LABEL_MARK = "allure_label"  # allure-pytest's marker for labels known at collec
 PULL_MODE_PARAMS = ("pull_mode", "mode")
 ENV_KEY = pytest.StashKey[dict[str, str]]()
 REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
-METRICS_FILE = "hil-metrics.json"
+METRICS_GLOB = "hil-metrics*.json"  # one file per process: xdist workers write side by side
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -155,13 +157,14 @@ def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
     if not keep:
         capture.discard()
         return
-    out = Path(str(item.config.getoption("allure_report_dir"))) / "pcap"
     name = re.sub(r"[^\w.-]+", "_", item.nodeid)[-150:] + ".pcap"
-    try:
-        attach.attach_pcap(capture.stop(out / name),
-                           name=f"{capture.session.name} {capture.netdev}.pcap")
-    except HilError as e:
-        attach.note("packet capture lost", str(e))
+    # Attaching copies the file into the results: fetch it to a scratch directory.
+    with tempfile.TemporaryDirectory(prefix="hil-pcap-") as scratch:
+        try:
+            attach.attach_pcap(capture.stop(Path(scratch) / name),
+                               name=f"{capture.session.name} {capture.netdev}.pcap")
+        except HilError as e:
+            attach.note("packet capture lost", str(e))
 
 
 def _gather_environment(request: pytest.FixtureRequest) -> None:
@@ -202,8 +205,9 @@ def base_properties() -> dict[str, str]:
 
 
 def write_metrics(directory: Path) -> Path:
-    """Every metric of this run as JSON (``[{test, name, value, unit}, ...]``)."""
-    path = directory / METRICS_FILE
+    """Every metric of this process as JSON (``[{test, name, value, unit}, ...]``)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    path = directory / (f"hil-metrics-{worker}.json" if worker else "hil-metrics.json")
     path.write_text(json.dumps([asdict(m) for m in attach.METRICS.all()], indent=1))
     return path
 

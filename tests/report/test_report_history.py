@@ -56,7 +56,7 @@ def test_metric_trend_over_the_kept_runs(tmp_path: Path) -> None:
         run = history.new_run(tmp_path)
         metrics = [{"test": "t", "name": "connect_us", "value": v, "unit": "us"} for v in got]
         (run.results / "hil-metrics.json").write_text(json.dumps(metrics))
-        kept = history.record_metrics(tmp_path, run, run.results / "hil-metrics.json", keep=2)
+        kept = history.record_metrics(tmp_path, run, [run.results / "hil-metrics.json"], keep=2)
     assert [h["run"] for h in kept] == [2, 3]
     props = history.metric_properties(kept)
     assert props == {"metric.connect_us": "4000 us over 1 tests (runs 2..3: 2500, 4000)"}
