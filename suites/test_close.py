@@ -1,0 +1,57 @@
+"""Orderly close: rdma_disconnect by either side, and its idempotence.
+
+Parameters: ``direction`` (which host connects) and ``by`` (which end of the
+connection calls rdma_disconnect).  The contract judges the statuses and the
+initiator's close time (``close-status``, ``disconnect-completes-within``,
+``disconnect-once-after-established``); the tests add that both sides did
+see their DISCONNECTED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from cmsuite import explain, seen
+
+from hil.cm import steps
+from hil.cm.contract import Verdict
+from hil.cm.profiles import Profile
+from hil.cm.session import CMSession
+from hil.cm.timeline import Timeline
+
+Contract = Callable[[Timeline], Verdict]
+
+
+@pytest.mark.parametrize("by", ["active", "passive"])
+def test_orderly_close_disconnects_both_sides(cm: CMSession, contract: Contract,
+                                              profile: Profile, by: str) -> None:
+    """rdma_disconnect by ``by``: one DISCONNECTED per side, with an orderly status."""
+    tl = cm.run("close", by=by)
+    contract(tl)
+    for side in (cm.active, cm.passive):
+        got = seen(tl, "DISCONNECTED", side)
+        assert len(got) == 1, explain(tl, f"expected one DISCONNECTED on side {side}")
+        assert got[0].status in profile.orderly_close_statuses, explain(
+            tl, f"DISCONNECTED status {got[0].status} on side {side}; profile {profile.name} "
+            f"allows {sorted(profile.orderly_close_statuses)} for an orderly close")
+    assert "close_us" in tl.metrics, explain(tl, "no close time measured")
+
+
+@pytest.mark.parametrize("direction", ["a-b"])
+def test_disconnect_again_after_close_returns_0(cm: CMSession, contract: Contract) -> None:
+    """Invariant 7: rdma_disconnect on an id already closed (CLOSING/IDLE) returns 0."""
+    with cm.recording("disconnect-twice") as rec:
+        listener = steps.listen(rec, cm.passive)
+        conn = steps.establish(rec, rec.endpoint(cm.active), listener, "c1")
+        steps.destroy(listener.ep, listener.id)
+        steps.close(conn, "active")
+        again_active = conn.active.disconnect(conn.active_id)
+        again_passive = conn.passive.disconnect(conn.passive_id)
+        steps.teardown(conn)
+    tl = rec.timeline()
+    contract(tl)
+    assert again_active.ok and again_passive.ok, explain(
+        tl, "a second rdma_disconnect failed: "
+        f"{again_active.action.brief()}; {again_passive.action.brief()}")
+    assert len(seen(tl, "DISCONNECTED")) == 2, explain(tl, "expected one DISCONNECTED per side")
