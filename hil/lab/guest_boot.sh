@@ -9,7 +9,10 @@ run=/run/hil
 
 mkdir -p "$run" /run/sshd
 chmod 700 "$run"
-cp "$conf/ssh_host_ed25519_key" "$conf/authorized_keys" "$conf/sshd_config" "$run/"
+# Copy everything first: the lab dir may be under /root, hidden below.
+for f in ssh_host_ed25519_key authorized_keys sshd_config nics sysctls siw; do
+    cp "$conf/$f" "$run/$f"
+done
 chmod 600 "$run/ssh_host_ed25519_key" "$run/authorized_keys"
 
 # vng bind-mounts an /etc/shadow with root locked ("root:!"); sshd without
@@ -37,18 +40,18 @@ while read -r mac name addr; do
     fi
     ip addr add "$addr" dev "$name"
     ip link set dev "$name" up
-done < "$conf/nics"
+done < "$run/nics"
 
 # Each line: key=value, as in sysctl.conf.
 while IFS='=' read -r key value; do
     echo "$value" > "/proc/sys/$(echo "$key" | tr . /)"
-done < "$conf/sysctls"
+done < "$run/sysctls"
 
 # Each line: RDMA_DEVICE NETDEV.  siw is created here so the lab is ready
 # without the framework's siw fallback.
 while read -r rdmadev netdev; do
     rdma link add "$rdmadev" type siw netdev "$netdev"
-done < "$conf/siw"
+done < "$run/siw"
 
 echo "hil-lab: $(hostname) configured; starting sshd"
 exec /usr/sbin/sshd -D -e -f "$run/sshd_config"

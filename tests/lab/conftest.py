@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from vlab import VirtualLab
@@ -13,8 +16,7 @@ from hil.lab import control
 
 
 @pytest.fixture(scope="session")
-def virtual_lab(tmp_path_factory: pytest.TempPathFactory,
-                pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
+def virtual_lab(pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
     """Two guests up (building the kernel first if it is not cached), down at the end."""
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
 
@@ -23,10 +25,16 @@ def virtual_lab(tmp_path_factory: pytest.TempPathFactory,
         with capture.global_and_fixture_disabled():
             print(line, file=sys.stderr, flush=True)
 
-    lab_dir = tmp_path_factory.mktemp("vlab")
+    # Under the home directory like the default lab dir: the guests see the
+    # host's home read-only and the boot script hides /root, which must work.
+    home = Path(tempfile.mkdtemp(prefix=".hil-test-lab-", dir=Path.home()))
+    lab_dir = home / "lab"
     try:
         state = control.up(lab_dir, hosts=2, memory="768M", say=say)
         inventory = loader.load(control.inventory_path(lab_dir))
         yield VirtualLab(lab_dir, state, inventory)
     finally:
-        control.down(lab_dir, say=say)
+        try:
+            control.down(lab_dir, say=say)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
