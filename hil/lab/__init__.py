@@ -1,0 +1,17 @@
+"""The virtual lab: QEMU guests with soft-iWARP, reached over SSH like lab hosts.
+
+Public entry points (see docs/virtual-lab.md):
+
+- ``hil.lab.control``: ``up(dir, hosts, memory, accel_mode)``, ``down(dir)``,
+  ``status(dir)``, ``inventory_path(dir)``;
+- ``hil.lab.kernel``: ``ensure_kernel(rebuild)``, ``cached_kernel()``;
+- ``hil.lab.qmp``: ``set_link(qmp_path, netdev_id, up, timeout)`` (the
+  ``carrier`` link pull), ``quit_qemu``, ``QMPClient``;
+- ``hil.lab.state.default_dir()``: where ``hil lab`` keeps its lab.
+
+Modules: ``kernel`` (build and cache), ``network`` (wiring, MACs, ports),
+``bootfiles`` and ``guest_boot.sh`` (what a guest boots with), ``guests``
+(start/stop vng and QEMU), ``accel`` (KVM probe), ``readiness`` (SSH-ready),
+``inventory`` (the lab's inventory file), ``state`` (the lab dir's state
+file and stale detection), ``control`` (up/down/status).
+"""
