@@ -99,12 +99,15 @@ def _reuse_or_clean(lab_dir: Path, hosts: int, say: Say) -> LabState | None:
         return None
     reason = stale_reason(state)
     if reason is None:
+        mute = [g.name for g in state.guests if not guests.ssh_banner(g.ssh_port)]
+        reason = f"SSH does not answer on {', '.join(mute)}" if mute else None
+    if reason is None:
         if len(state.guests) != hosts:
             raise InputError(f"{lab_dir}: a lab of {len(state.guests)} guests runs here; "
                              f"`hil lab down --dir {lab_dir}` first to start one of {hosts}")
         say(f"lab: already up in {lab_dir} ({len(state.guests)} guests)")
         return state
-    say(f"lab: found a stale lab in {lab_dir} ({reason}); cleaning it up")
+    say(f"lab: found a stale or unhealthy lab in {lab_dir} ({reason}); cleaning it up")
     _teardown(lab_dir, say)
     return None
 
