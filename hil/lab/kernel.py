@@ -190,11 +190,18 @@ def _build_lock(progress: Progress) -> Iterator[None]:
     lock_path = cache_root() / "kernel" / ".build.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            progress("lab kernel: another build is running; waiting for it to finish")
-            fcntl.flock(f, fcntl.LOCK_EX)
+        deadline = time.monotonic() + BUILD_TIMEOUT
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LabError(f"lab kernel: another build held {lock_path} for over "
+                                   f"{BUILD_TIMEOUT:.0f} s; stop it, or remove the lock") from None
+                if deadline - time.monotonic() > BUILD_TIMEOUT - PROGRESS_EVERY:
+                    progress("lab kernel: another build is running; waiting for it to finish")
+                time.sleep(PROGRESS_EVERY)
         yield
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import time
 from pathlib import Path
 
@@ -73,3 +74,18 @@ def test_missing_build_tools_name_the_debian_packages(
 def test_no_linux_source_says_what_to_install(tmp_path: Path) -> None:
     with pytest.raises(LabError, match="apt-get install linux-source-6.1"):
         kernel.find_source(tmp_path)
+
+
+def test_a_build_held_by_another_process_is_waited_for_with_a_limit(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kernel, "BUILD_TIMEOUT", 0.5)
+    monkeypatch.setattr(kernel, "PROGRESS_EVERY", 0.1)
+    lock = cache / "kernel" / ".build.lock"
+    lock.parent.mkdir(parents=True)
+    said: list[str] = []
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(LabError, match="another build held .* for over"):
+            kernel.ensure_kernel(progress=said.append)
+    assert said == ["lab kernel: another build is running; waiting for it to finish"]
