@@ -1,0 +1,52 @@
+"""Link pull: the pair's cable goes away while a connection is idle or carries traffic.
+
+Parameters: ``direction``, ``mode`` (each pull mode hil knows; one the
+reserved link does not offer skips, naming what it offers) and ``traffic``
+(RDMA WRITEs in flight, or idle).  Each run connects, pulls, waits for
+detection within the profile's bound (or holds the link down when the
+provider promises none), restores the link and connects again.  The
+contract judges ``link-pull-detected-within``; the tests add that the
+detection happened when the profile promises it, and that the reconnect
+after the restore worked.  Every test here is marked ``disruptive``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from cmsuite import explain
+
+from hil.cm.contract import Verdict
+from hil.cm.profiles import Profile
+from hil.cm.session import CMSession
+from hil.cm.timeline import Timeline
+from hil.inventory.model import PULL_MODES
+
+Contract = Callable[[Timeline], Verdict]
+
+pytestmark = pytest.mark.disruptive
+
+
+@pytest.mark.parametrize("traffic", [False, True], ids=["idle", "traffic"])
+@pytest.mark.parametrize("mode", PULL_MODES)
+def test_link_pull_then_restore_and_reconnect(cm: CMSession, contract: Contract,
+                                              profile: Profile, mode: str,
+                                              traffic: bool) -> None:
+    """Detection within the profile's bound (when it has one), then a working reconnect."""
+    offered = cm.pull_modes()
+    if mode not in offered:
+        pytest.skip(f"link {cm.pair.link.name} offers no {mode!r} pull "
+                    f"(offers: {', '.join(offered) or 'none'})")
+    tl = cm.run("link_pull", mode=mode, traffic=traffic)
+    contract(tl)
+    bound = profile.link_pull_bound_s("admin" if mode == "admin" else "carrier", traffic)
+    if bound is not None:
+        assert "detection_us" in tl.metrics, explain(
+            tl, f"profile {profile.name} promises detection of a {mode} pull "
+            f"({'traffic' if traffic else 'idle'}) within {bound:.1f} s: none came")
+    if traffic:
+        assert tl.metrics.get("traffic_ops", 0) > 0, explain(tl, "no traffic ran before the pull")
+    c2 = [e for e in tl.events if e.conn == "c2" and e.type == "ESTABLISHED"]
+    assert len(c2) == 2, explain(tl, "the reconnect after the restore did not establish "
+                                     "on both sides")
