@@ -1,0 +1,108 @@
+"""Races around destroy and close: the code paths the iWARP CM rewrote more than once.
+
+- destroy of the active id in CONN_SENT (the listener never answers): the
+  destroy blocks only until the provider gives up (``destroy-in-conn-sent-bounded``);
+- the passive side destroys a connect request it never answered: the active
+  side gets REJECTED (``reject-status``);
+- both sides call rdma_disconnect at the same moment: one DISCONNECTED each
+  (``disconnect-once-after-established``, ``disconnect-idempotent``);
+- the active side destroys its id right after rdma_connect, racing the
+  auto-accepting peer's reply: no event after the destroy returned
+  (``no-event-after-destroy``), nothing leaked, kernel log clean.
+
+Every test runs in both directions.  The after-test checks matter most here:
+a race that goes wrong shows as a leaked cm_id/QP or a kernel WARNING.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from cmsuite import explain, seen
+
+from hil.cm import steps
+from hil.cm.contract import Verdict
+from hil.cm.profiles import Profile
+from hil.cm.session import CMSession
+from hil.cm.timeline import Timeline
+
+Contract = Callable[[Timeline], Verdict]
+
+
+def test_destroy_during_connect_blocks_within_the_bound(
+        cm: CMSession, contract: Contract, profile: Profile) -> None:
+    """Invariant 7: destroy in CONN_SENT returns within the provider's connect timeout."""
+    tl = cm.run("destroy_conn_sent")
+    contract(tl)
+    blocked = tl.metrics.get("destroy_blocked_us")
+    assert blocked is not None, explain(tl, "the destroy in CONN_SENT did not complete")
+    assert blocked <= profile.conn_sent_destroy_bound_s * 1e6, explain(
+        tl, f"destroy blocked {blocked / 1e6:.1f} s, over {profile.conn_sent_destroy_bound_s} s")
+    assert seen(tl, "CONNECT_REQUEST", cm.passive), explain(
+        tl, "the connect never reached the listener, so the id was not in CONN_SENT")
+    replies = [e for e in tl.events if e.side == cm.active and e.type in steps.REPLY_TYPES]
+    assert not replies, explain(tl, "the connect got a reply: the destroy was not in CONN_SENT")
+
+
+def test_unanswered_request_destroyed_gives_rejected(
+        cm: CMSession, contract: Contract, profile: Profile) -> None:
+    """The passive side destroys a CONNECT_REQUEST without answering: active REJECTED."""
+    with cm.recording("destroy-unanswered-request") as rec:
+        listener = steps.listen(rec, cm.passive)
+        active = rec.endpoint(cm.active)
+        conn = steps.start_connect(rec, active, listener, b"hil")
+        assert conn.ok and conn.id, f"rdma_connect failed: {conn.action.brief()}"
+        req = steps.expect(listener.ep, "CONNECT_REQUEST", None, "unanswered request")
+        rec.label("c1", conn.id, req.id)
+        steps.destroy(listener.ep, req.id)
+        reply = active.wait(steps.REPLY_TYPES, conn.id, steps.REPLY_TIMEOUT)
+        steps.destroy(active, conn.id)
+        steps.destroy(listener.ep, listener.id)
+    tl = rec.timeline()
+    contract(tl)
+    assert reply is not None and reply.type == "REJECTED", explain(
+        tl, "destroying an unanswered request should give the active side REJECTED")
+    assert reply.status == profile.reject_status, explain(
+        tl, f"REJECTED({reply.status}); profile {profile.name} says {profile.reject_status}")
+
+
+def test_simultaneous_disconnect_from_both_sides(cm: CMSession, contract: Contract) -> None:
+    """Both ends call rdma_disconnect at once: both calls return 0, one DISCONNECTED each."""
+    with cm.recording("disconnect-both") as rec:
+        listener = steps.listen(rec, cm.passive)
+        conn = steps.establish(rec, rec.endpoint(cm.active), listener, "c1")
+        steps.destroy(listener.ep, listener.id)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            outs = list(pool.map(lambda ep_id: ep_id[0].disconnect(ep_id[1]),
+                                 [(conn.active, conn.active_id), (conn.passive, conn.passive_id)]))
+        down = steps.wait_disconnected(conn, steps.REPLY_TIMEOUT)
+        steps.teardown(conn)
+    tl = rec.timeline()
+    contract(tl)
+    assert all(o.ok for o in outs), explain(tl, "a concurrent rdma_disconnect failed")
+    missing = [w for w, e in down.items() if e is None]
+    assert not missing, explain(tl, f"no DISCONNECTED on the {' and '.join(missing)} side")
+    assert len(seen(tl, "DISCONNECTED")) == 2, explain(tl, "expected one DISCONNECTED per side")
+
+
+@pytest.mark.parametrize("rounds", [4])
+def test_destroy_racing_the_connect_reply(cm: CMSession, contract: Contract,
+                                          rounds: int) -> None:
+    """rdma_destroy_id right after rdma_connect, while the peer auto-accepts: no late event."""
+    with cm.recording("destroy-racing-reply") as rec:
+        listener = steps.listen(rec, cm.passive, auto="accept")
+        active = rec.endpoint(cm.active)
+        destroys = []
+        for i in range(rounds):
+            conn = steps.start_connect(rec, active, listener, f"hil-race-{i}".encode())
+            assert conn.ok and conn.id, f"rdma_connect failed: {conn.action.brief()}"
+            rec.label(f"r{i}", conn.id)
+            destroys += steps.destroy(active, conn.id, timeout=30.0)
+        listener.ep.collect(1.0)  # the passive side's ends of the raced connections
+        steps.destroy(listener.ep, *listener.ep.handles())
+    tl = rec.timeline()
+    contract(tl)
+    assert len(destroys) == rounds and all(d.ok for d in destroys), explain(
+        tl, "a destroy racing the connect reply failed")
