@@ -75,7 +75,7 @@ def port_properties(runner: _Runner, host: Host, rnic: Rnic) -> dict[str, str]:
         why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
     except HilError as e:
         info, why = {}, str(e)
-    unknown = f"unknown (ethtool: {why})"
+    unknown = "none reported by ethtool" if info else f"unknown (ethtool: {why})"
     return {
         f"{prefix}.driver": info.get("driver") or rnic.driver or unknown,
         f"{prefix}.driver_version": info.get("version") or unknown,

@@ -149,7 +149,26 @@ def metric_properties(history: list[dict[str, Any]]) -> dict[str, str]:
     for name in names:
         points = [(h["run"], h["metrics"][name]) for h in history if name in h["metrics"]]
         last = points[-1][1]
-        trend = ", ".join(f"{p['mean']:.4g}" for _, p in points)
-        props[f"metric.{name}"] = (f"{last['mean']:.4g} {last['unit']} over {last['count']} "
-                                   f"tests (runs {points[0][0]}..{points[-1][0]}: {trend})")
+        scale, unit = _display_unit(float(last["mean"]), str(last["unit"]))
+        trend = ", ".join(_number(p["mean"] / scale) for _, p in points)
+        props[f"metric.{name}"] = (f"{_number(last['mean'] / scale)} {unit} over "
+                                   f"{last['count']} tests (runs {points[0][0]}..{points[-1][0]}: "
+                                   f"{trend})".replace("  ", " "))
     return props
+
+
+def _display_unit(value: float, unit: str) -> tuple[float, str]:
+    """A divisor and unit that keep a time readable: 2975236 us is 2975.2 ms, or 2.98 s."""
+    if unit == "us" and value >= 1e6:
+        return 1e6, "s"
+    if unit == "us" and value >= 1e3:
+        return 1e3, "ms"
+    if unit == "ms" and value >= 1e3:
+        return 1e3, "s"
+    return 1.0, unit
+
+
+def _number(value: float) -> str:
+    """Three significant decimals without exponent or trailing zeros: 190.874, 348, 2.98."""
+    text = f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text

@@ -59,7 +59,12 @@ def test_metric_trend_over_the_kept_runs(tmp_path: Path) -> None:
         kept = history.record_metrics(tmp_path, run, [run.results / "hil-metrics.json"], keep=2)
     assert [h["run"] for h in kept] == [2, 3]
     props = history.metric_properties(kept)
-    assert props == {"metric.connect_us": "4000 us over 1 tests (runs 2..3: 2500, 4000)"}
+    assert props == {"metric.connect_us": "4 ms over 1 tests (runs 2..3: 2.5, 4)"}
+    seconds = history.metric_properties([{"run": 9, "metrics": {"detection_us": {
+        "mean": 2975236.3, "count": 20, "unit": "us"}, "traffic_ops": {
+        "mean": 348.0, "count": 6, "unit": ""}}}])
+    assert seconds == {"metric.detection_us": "2.975 s over 20 tests (runs 9..9: 2.975)",
+                       "metric.traffic_ops": "348 over 6 tests (runs 9..9: 348)"}
 
 
 def results_with(tmp_path: Path, *outcomes: tuple[str, str]) -> Path:
