@@ -36,10 +36,11 @@ PULL_FILL = "#fff3e0"
 
 @dataclass(frozen=True)
 class _Axis:
-    """Maps controller microseconds to x pixels."""
+    """Maps controller microseconds to x pixels; ``origin_us`` is shown as 0 ms."""
 
     start_us: int
     end_us: int
+    origin_us: int
 
     def x(self, t_us: int) -> float:
         span = max(self.end_us - self.start_us, 1)
@@ -93,10 +94,10 @@ def _axis(tl: Timeline) -> _Axis:
     times = [e.t_us for e in tl.events] + [a.t_us for a in tl.actions]
     ends = [a.end_us for a in tl.actions] + times
     if not times:
-        return _Axis(0, 1000)
+        return _Axis(0, 1000, 0)
     start, end = min(times), max(ends)
     pad = max((end - start) // 40, 50)
-    return _Axis(start - pad, end + pad)
+    return _Axis(start - pad, end + pad, start)
 
 
 def _cited(verdict: Verdict | None) -> set[tuple[str, int, str]]:
@@ -200,19 +201,18 @@ def _pulls(axis: _Axis, actions: Iterable[Action], top: int, bottom: int) -> str
 
 
 def _ticks(axis: _Axis, top: int, bottom: int) -> str:
-    """Vertical grid lines and labels in milliseconds of controller time."""
-    span_ms = (axis.end_us - axis.start_us) / 1000
-    step = _nice_step(span_ms / 8)
-    first = int(axis.start_us / 1000 / step) * step
+    """Vertical grid lines labelled in ms since the first action or event."""
+    lo, hi = axis.start_us - axis.origin_us, axis.end_us - axis.origin_us
+    step_us = round(_nice_step((hi - lo) / 1000 / 8) * 1000)
     out = []
-    t = first
-    while t * 1000 <= axis.end_us:
-        if t * 1000 >= axis.start_us:
-            x = axis.x(int(t * 1000))
+    t = (lo // step_us) * step_us
+    while t <= hi:
+        if t >= lo:
+            x = axis.x(axis.origin_us + t)
             out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom + 4}" '
                        f'stroke="#eee"/><text x="{x:.1f}" y="{bottom + 16}" '
-                       f'text-anchor="middle" fill="#555">{t:g} ms</text>')
-        t += step
+                       f'text-anchor="middle" fill="#555">{t / 1000:g} ms</text>')
+        t += step_us
     return "".join(out)
 
 
@@ -238,7 +238,8 @@ def _header(tl: Timeline, verdict: Verdict | None) -> str:
 
 
 def _footer(tl: Timeline, top: int) -> str:
-    lines = ["times: controller clock; each host's stamps shifted by its estimated offset"]
+    lines = ["times: ms since the first action or event, on the controller's clock; each host's "
+             "stamps shifted by its estimated offset"]
     for o in tl.offsets:
         lines.append(f"{o.host}: offset {o.offset_us / 1000:+.3f} ms "
                      f"± {o.uncertainty_us / 1000:.3f} ms (shaded bar around its events)")
