@@ -3,7 +3,8 @@
 Registered by ``hil.plugin``; it works with any test and does its Allure
 work only when allure-pytest writes results (``--alluredir``):
 
-- labels on every test: ``suite`` (the module without ``test_``), ``pair``
+- labels on every test: ``suite`` and ``parentSuite`` (the module without
+  ``test_``; ``subSuite`` the test function of parametrized tests), ``pair``
   and ``provider`` (the reserved pair and its driver), ``direction`` and
   ``pull_mode`` (from the test's parameters of those names; ``mode`` counts
   as the pull mode);
@@ -82,9 +83,13 @@ def _reserved(config: pytest.Config) -> Any:
 
 def labels_for(item: pytest.Item, reserved: Any) -> list[tuple[str, str]]:
     """The (label, value) pairs of a test: suite, pair, provider, direction, pull mode."""
-    module = Path(str(item.path)).stem
-    labels = [("suite", re.sub(r"^test_", "", module))]
+    suite = re.sub(r"^test_", "", Path(str(item.path)).stem)
+    # parentSuite too: allure-pytest's default (the package, "suites") would put every
+    # suite under one node of the tree and of the overview's Suites widget.
+    labels = [("parentSuite", suite), ("suite", suite)]
     params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
+    if params:  # one node per test function, its parameter variants below
+        labels.append(("subSuite", getattr(item, "originalname", item.name)))
     if reserved is not None:
         labels.append(("pair", reserved.pair.name))
     provider = params.get("provider") or (

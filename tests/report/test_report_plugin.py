@@ -79,7 +79,8 @@ def test_labels_steps_metrics_and_run_files(pytester: pytest.Pytester) -> None:
     assert len(found) == 2
     for r in found:
         lab = labels(r)
-        assert lab["suite"] == ["link_pull"]  # ours, not allure's default module name
+        assert lab["suite"] == lab["parentSuite"] == ["link_pull"]  # not allure's defaults
+        assert lab["subSuite"] == ["test_pull"]
         assert lab["pull_mode"] == ["admin"]
         assert lab["direction"][0] in ("a-b", "b-a")
         step = r["steps"][0]
