@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 30.0
 OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest
+# Event.seq = endpoint number * SEQ_STRIDE + position in that endpoint's channel:
+# unique per host, and in delivery order for endpoints used one after another.
+SEQ_STRIDE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class Endpoint:
         self.offset, self.number, self.pid = offset, number, pid
         self.alive = True
         self._cursor = 0
+        self._seen: list[Event] = []  # every event fetched, in delivery order
+        self._claimed: set[int] = set()  # seqs of events a wait() has returned
 
     @classmethod
     def open(cls, rec: Recording, side: str, host: str, agent: Agent,
@@ -202,26 +207,35 @@ class Endpoint:
                 self._auto_action(entry)
         for e in fresh:
             self.rec.add_event(e)
+        self._seen += fresh
         return fresh
 
     def wait(self, types: tuple[str, ...] | str, cm_id: str | None = None,
              timeout: float = 10.0) -> Event | None:
-        """The next event of ``types`` (for ``cm_id``), or None after ``timeout``."""
+        """The first event of ``types`` (for ``cm_id``) no earlier wait returned, or None
+        after ``timeout``; events fetched meanwhile for other waits count too."""
         types = (types,) if isinstance(types, str) else types
         deadline = controller_us() + timeout * 1e6
         while True:
-            left = max(0.0, (deadline - controller_us()) / 1e6)
-            for e in self.collect(left, types, cm_id):
-                if e.type in types and (cm_id is None or e.id == cm_id):
+            for e in self._seen:
+                if (e.seq not in self._claimed and e.type in types
+                        and (cm_id is None or e.id == cm_id)):
+                    self._claimed.add(e.seq)
                     return e
-            if left <= 0:
+            left = max(0.0, (deadline - controller_us()) / 1e6)
+            if left <= 0 or not self.alive:
+                return None
+            self.collect(left, types, cm_id)
+            if controller_us() >= deadline and not any(
+                    e.seq not in self._claimed and e.type in types
+                    and (cm_id is None or e.id == cm_id) for e in self._seen):
                 return None
 
     def _event(self, raw: dict[str, Any]) -> Event:
         return Event(host=self.host, side=self.side, t_us=self.to_controller(raw["host_t_us"]),
                      host_t_us=raw["host_t_us"], type=raw["type"], status=raw["status"],
                      id=self.name(raw["id"]) or "", listen_id=self.name(raw["listen_id"]),
-                     private_data=raw["private_data"], seq=raw["seq"])
+                     private_data=raw["private_data"], seq=self.number * SEQ_STRIDE + raw["seq"])
 
     def _auto_action(self, raw: dict[str, Any]) -> None:
         self.rec.add_action(Action(self.to_controller(raw["t_us"]), self.side, raw["name"],

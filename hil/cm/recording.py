@@ -103,6 +103,8 @@ class Recording:
     # -- lifetime and evidence ----------------------------------------------
 
     def __enter__(self) -> Self:
+        # Guest clocks drift against ours (TCG): measure the offsets for each run.
+        self.session.refresh_offsets()
         if self.evidence:
             for side in SIDES:
                 agent = self.session.agent(side)
