@@ -39,15 +39,23 @@ class Session:
     profile = profile_for("siw")
 
     def recording(self, scenario):
-        return None
+        return Recording()
 
     def run(self, name, **params):
         if params.get("fail"):
+            self.recording(name)
             raise RuntimeError("agent went away")
         return cmtimelines.qp_err_close("siw", 0, 0)
 
+class Recording:
+    def timeline(self):
+        return cmtimelines.connected().build()
+
 def test_sequence_is_a_step_with_its_actions():
     observe(Session()).run("abort", how="qp_err")
+
+def test_a_failed_sequence_leaves_its_partial_timeline():
+    observe(Session()).run("abort", fail=True)
 """
 
 ON_THE_PAIR = """
@@ -106,9 +114,13 @@ def test_an_observed_cm_session_reports_its_run(pytester: pytest.Pytester) -> No
     pytester.makepyfile(test_abort=OBSERVED.format(cm=str(CM_TESTS)))
     out = pytester.path / "allure"
     pytester.runpytest_subprocess(f"--alluredir={out}", "-p", "no:cacheprovider").assert_outcomes(
-        passed=1)
-    (r,) = results(out)
-    (seq,) = r["steps"]
+        passed=1, failed=1)
+    by_name = {r["name"]: r for r in results(out)}
+    (partial,) = by_name["test_a_failed_sequence_leaves_its_partial_timeline"]["steps"]
+    assert partial["status"] == "broken"
+    assert [a["name"] for a in partial["attachments"]] == ["timeline connect",
+                                                          "timeline connect (json)"]
+    (seq,) = by_name["test_sequence_is_a_step_with_its_actions"]["steps"]
     assert seq["name"] == "sequence abort"
     assert {p["name"] for p in seq["parameters"]} == {"direction", "how"}
     assert [s["name"] for s in seq["steps"]][-1] == "lab-a: qp_err a:1 -> ok"
