@@ -21,6 +21,7 @@ EPILOG = """exit codes:
   1  bad input (inventory, arguments, unknown names)
   2  busy or timed out (pair held by someone else, --wait expired)
   3  infrastructure error (store, SSH, agent, lab)
+  4  the RDMA CM contract was violated (hil cm run)
 
 environment:
   HIL_INVENTORY  default for --inventory
@@ -33,6 +34,7 @@ COMMANDS: list[str] = [
     "hil.cli.reserve_cmd",
     "hil.cli.host_cmd",
     "hil.cli.link_cmd",
+    "hil.cli.cm_cmd",
 ]
 
 

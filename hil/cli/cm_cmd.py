@@ -1,0 +1,179 @@
+"""``hil cm run|list``: one RDMA CM sequence on a reserved pair, for one-off use.
+
+``hil cm run SEQUENCE`` reserves a pair (``--pair``, ``--require``, or the
+first free one; ``--lease`` adopts a lease already held), replays what dead
+runs left in its journal, sets the pair up, runs the sequence, restores the
+pair and releases the lease it took.  It prints the timeline (both hosts'
+events and the controller's actions on the controller's clock) and the
+contract verdict.  Exit 0 when the contract holds, 4 when it is violated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+from typing import Any
+
+from hil.errors import EXIT_OK, InputError
+
+EXIT_CONTRACT = 4  # the sequence ran, and the CM contract was violated
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``hil cm`` and its subcommands."""
+    cm = subparsers.add_parser("cm", help="run RDMA CM sequences on a pair", description=__doc__,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmds = cm.add_subparsers(dest="cm_command", metavar="CM_COMMAND", parser_class=type(cm))
+    cmds.required = True
+
+    p = cmds.add_parser("list", help="the sequences and their parameters")
+    p.set_defaults(func=_list)
+
+    p = cmds.add_parser("run", help="run one sequence; print its timeline and verdict",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sequence", metavar="SEQUENCE", help="a sequence name (hil cm list)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--pair", metavar="NAME", help="this pair (a link name of the inventory)")
+    which.add_argument("--require", action="append", default=[], metavar="K=V",
+                       help="any pair meeting this requirement (repeatable)")
+    which.add_argument("--lease", metavar="LEASE",
+                       help="run under this live lease (from 'hil reserve'); it is not released")
+    p.add_argument("--direction", choices=("a-b", "b-a"), default="a-b",
+                   help="which host connects: a-b (default) or b-a")
+    p.add_argument("--mode", metavar="MODE", help="link pull mode (link_pull; default: the "
+                   "link's first)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="K=V",
+                   help="a sequence parameter, e.g. -p by=passive -p count=16 (repeatable)")
+    p.add_argument("--wait", type=float, default=0.0, metavar="S",
+                   help="queue up to S seconds for a busy pair (default 0: exit 2 at once)")
+    p.add_argument("--json", action="store_true",
+                   help='print one JSON object: {"lease", "setup", "timeline", "verdict"}')
+    p.set_defaults(func=_run)
+
+
+def _sequences() -> dict[str, Any]:
+    from hil.cm.sequences import SEQUENCES
+
+    return SEQUENCES
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name, fn in sorted(_sequences().items()):
+        params = [f"{p.name}={p.default!r}" for p in list(inspect.signature(fn).parameters.values())[1:]]
+        doc = (fn.__doc__ or "").strip().splitlines()[0]
+        print(f"{name:<18} {' '.join(params) or '-':<44} {doc}")
+    return EXIT_OK
+
+
+def _value(text: str) -> Any:
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def sequence_params(name: str, pairs: list[str], mode: str | None) -> dict[str, Any]:
+    """``-p K=V`` texts as the parameters of sequence ``name``; InputError when they do not fit."""
+    seqs = _sequences()
+    fn = seqs.get(name)
+    if fn is None:
+        raise InputError(f"no CM sequence {name!r} (known: {', '.join(sorted(seqs))})")
+    params: dict[str, Any] = {}
+    for text in pairs:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise InputError(f"-p {text!r}: write KEY=VALUE")
+        params[key] = _value(value)
+    if mode is not None:
+        params["mode"] = mode
+    accepted = list(inspect.signature(fn).parameters)[1:]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise InputError(f"sequence {name} takes no {', '.join(unknown)} "
+                         f"(it takes: {', '.join(accepted) or 'nothing'})")
+    if isinstance(params.get("private_data"), str | int | float):
+        params["private_data"] = str(params["private_data"]).encode()
+    return params
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hil.cli.reserve_cmd import claims_of
+    from hil.inventory import load_from_args
+    from hil.reservation import Heartbeat, Holder, open_store, reserve
+
+    params = sequence_params(args.sequence, args.param, args.mode)
+    inv = load_from_args(args.inventory)
+    with open_store(args.store) as store:
+        if args.lease:
+            lease = next((le for le in store.leases() if le.id == args.lease), None)
+            if lease is None:
+                raise InputError(f"lease {args.lease} is not live (hil status lists leases)")
+        else:
+            claims = claims_of(inv, args.pair, args.require)
+            lease = reserve(store, claims, Holder.current(f"hil cm run {args.sequence}"),
+                            wait=args.wait, progress=lambda t: print(f"hil: {t}", file=sys.stderr))
+        try:
+            with Heartbeat(store, lease):
+                doc, verdict_text = _run_on(inv, store, lease, args, params)
+        finally:
+            if not args.lease:
+                store.release(lease.id)
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        _print(doc, verdict_text)
+    return EXIT_OK if doc["verdict"]["ok"] else EXIT_CONTRACT
+
+
+def _run_on(inv: Any, store: Any, lease: Any, args: argparse.Namespace,
+            params: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Set the lease's pair up, run the sequence, restore; the JSON document and verdict."""
+    from hil.cm.contract import check
+    from hil.cm.session import CMSession
+    from hil.hosts import Hosts
+    from hil.journal import Journal, replay
+    from hil.pairsetup import setup_pair
+
+    try:
+        pair = inv.pair(lease.pair)
+    except KeyError as e:
+        raise InputError(str(e.args[0])) from None
+    with Hosts(inv, store) as hosts:
+        if not args.lease:
+            replay(hosts, pair).check(f"replaying the journal of pair {pair.name}")
+        journal = Journal(hosts, store, lease.id)
+        try:
+            state = setup_pair(hosts, pair, journal)
+            session = CMSession(hosts, pair, direction=args.direction, journal=journal)
+            timeline = session.run(args.sequence, **params)
+            verdict = check(timeline, session.profile)
+        finally:
+            journal.close().check(f"restoring pair {pair.name}")
+    doc = {"lease": lease.to_json(), "setup": state.to_json(),
+           "timeline": timeline.to_dict(), "verdict": verdict.to_dict()}
+    return doc, verdict.to_text()
+
+
+def _print(doc: dict[str, Any], verdict_text: str) -> None:
+    from hil.cm.timeline import Timeline
+
+    tl = Timeline.from_dict(doc["timeline"])
+    print(f"{tl.scenario} on pair {doc['lease']['pair']} ({tl.pair[0]}, {tl.pair[1]}), "
+          f"profile {tl.provider}")
+    for o in tl.offsets:
+        print(f"  clock {o.host}: offset {o.offset_us} us +/- {o.uncertainty_us} us")
+    t0 = min((x.t_us for x in tl.merged()), default=0)
+    for x in tl.merged():
+        print(f"  {(x.t_us - t0) / 1000:10.3f} ms  {x.brief()}")
+    for name, value in sorted(tl.metrics.items()):
+        print(f"  metric {name} = {value:g}")
+    for r in tl.resources:
+        if r.after != r.before:
+            print(f"  resources {r.host} {r.kind}: {r.before} before, {r.after} after")
+    print(verdict_text)
