@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from hil.agent.types import KernelLog
 from hil.cm.contract import Verdict, Violation, check, rule_named
@@ -38,6 +39,7 @@ POLL_S = 0.25
 # non-static key", "INFO: task x blocked for more than 120 seconds").
 LOCKDEP_INFO = re.compile(r"^INFO: |possible circular locking|possible recursive locking")
 RULES = ("resources-back-to-baseline", "kernel-log-clean")
+T = TypeVar("T")
 
 
 class Probe(Protocol):
@@ -103,8 +105,8 @@ def compile_allow(patterns: Sequence[str]) -> tuple[str, ...]:
 
 def begin(probes: Mapping[str, Probe]) -> Baseline:
     """Record each host's resource counts and a kernel-log cursor at the current end."""
-    counts = {host: _counts(p) for host, p in probes.items()}
-    cursors = {host: p.kmsg_cursor() for host, p in probes.items()}
+    counts = _each(probes, _counts)
+    cursors = _each(probes, lambda p: p.kmsg_cursor())
     return Baseline(counts, cursors)
 
 
@@ -122,7 +124,7 @@ def wait_back_to_baseline(
     """
     start = clock()
     while True:
-        now = {host: _counts(p) for host, p in probes.items()}
+        now = _each(probes, _counts)
         counts = tuple(
             ResourceCount(host, kind, baseline.counts[host].get(kind, 0), now[host].get(kind, 0))
             for host in probes for kind in KINDS
@@ -136,17 +138,17 @@ def wait_back_to_baseline(
 def read_kernel_log(probes: Mapping[str, Probe], baseline: Baseline
                     ) -> tuple[tuple[KernelLogLine, ...], dict[str, int]]:
     """Every kernel log line since the baseline's cursors (closed after), and records lost."""
-    lines: list[KernelLogLine] = []
-    lost: dict[str, int] = {}
-    for host, p in probes.items():
-        cursor = baseline.cursors[host]
+    def read(host: str) -> KernelLog:
+        probe, cursor = probes[host], baseline.cursors[host]
         try:
-            log = p.kmsg_read(cursor)
+            return probe.kmsg_read(cursor)
         finally:
-            p.kmsg_close(cursor)
-        lines += [KernelLogLine(host, m) for m in log.messages()]
-        lost[host] = log.lost
-    return tuple(lines), lost
+            probe.kmsg_close(cursor)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(probes))) as pool:
+        logs = dict(zip(probes, pool.map(read, probes), strict=True))
+    lines = tuple(KernelLogLine(host, m) for host, log in logs.items() for m in log.messages())
+    return lines, {host: log.lost for host, log in logs.items()}
 
 
 def judge(resources: tuple[ResourceCount, ...], kernel_log: tuple[KernelLogLine, ...],
@@ -188,6 +190,13 @@ def finish(probes: Mapping[str, Probe], baseline: Baseline, profile: Profile,
 
 def _counts(probe: Probe) -> dict[str, int]:
     return probe.rdma_resources(KINDS)
+
+
+def _each(probes: Mapping[str, Probe], fn: Callable[[Probe], T]) -> dict[str, T]:
+    """``fn`` on every host at once (guests are slow; hosts need not wait for each other)."""
+    with ThreadPoolExecutor(max_workers=max(1, len(probes))) as pool:
+        futures = {host: pool.submit(fn, p) for host, p in probes.items()}
+        return {host: f.result() for host, f in futures.items()}
 
 
 def _matches_bad(line: str) -> bool:
