@@ -1,0 +1,94 @@
+"""CM sequences between the two siw guests of a real virtual lab (marker ``lab``)."""
+
+from __future__ import annotations
+
+import errno
+import time
+
+import pytest
+from cmlab import CMPair
+
+from hil.cm import steps
+from hil.cm.contract import check
+from hil.cm.session import CMSession
+from hil.cm.timeline import Timeline
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture
+def session(cm_pair: CMPair) -> CMSession:
+    return CMSession(cm_pair.hosts, cm_pair.pair, journal=cm_pair.journal)
+
+
+def types(tl: Timeline, side: str) -> list[tuple[str, int]]:
+    return [(e.type, e.status) for e in tl.events if e.side == side]
+
+
+def assert_contract(tl: Timeline, session: CMSession) -> None:
+    verdict = check(tl, session.profile)
+    assert verdict.ok, verdict.to_text() + "\n" + "\n".join(x.brief() for x in tl.merged())
+
+
+def test_connect_and_orderly_close(session: CMSession) -> None:
+    tl = session.run("connect", private_data=b"hello-lab")
+    assert types(tl, "a") == [("ADDR_RESOLVED", 0), ("ROUTE_RESOLVED", 0), ("ESTABLISHED", 0),
+                              ("DISCONNECTED", 0)]
+    assert types(tl, "b") == [("CONNECT_REQUEST", 0), ("ESTABLISHED", 0), ("DISCONNECTED", 0)]
+    request = next(e for e in tl.events if e.type == "CONNECT_REQUEST")
+    assert request.private_bytes.startswith(b"hello-lab") and request.listen_id
+    assert {o.host for o in tl.offsets} == set(tl.pair)
+    assert all(0 < o.uncertainty_us < 1_000_000 for o in tl.offsets)
+    assert tl.metrics["connect_us"] > 0
+    assert all(r.after == r.before for r in tl.resources) and len(tl.resources) == 8
+    assert_contract(tl, session)
+
+
+def test_reject_gives_econnreset_with_private_data(session: CMSession) -> None:
+    tl = session.run("reject", private_data=b"go away")
+    rejected = [e for e in tl.events if e.type == "REJECTED"]
+    assert [(e.side, e.status) for e in rejected] == [("a", -errno.ECONNRESET)]
+    assert rejected[0].private_bytes.startswith(b"go away")
+    assert not [e for e in tl.events if e.side == "b" and e.type != "CONNECT_REQUEST"]
+    assert_contract(tl, session)
+
+
+def test_no_listener_is_econnrefused_without_event(session: CMSession) -> None:
+    tl = session.run("no_listener")
+    connect = next(a for a in tl.actions if a.name == "connect")
+    assert connect.result == "ECONNREFUSED" and connect.id
+    assert [e.type for e in tl.events] == ["ADDR_RESOLVED", "ROUTE_RESOLVED"]
+    assert_contract(tl, session)
+
+
+def test_sigkill_of_the_holder_leaves_no_cm_id(session: CMSession) -> None:
+    agent = session.agent(session.active)
+    before = agent.rdma_resources(["cm_id"])["cm_id"]
+    with session.recording("kill") as rec:
+        listener = steps.listen(rec, session.passive)
+        conn = steps.establish(rec, rec.endpoint(session.active), listener, "c1")
+        assert agent.rdma_resources(["cm_id"])["cm_id"] == before + 1
+        pid = conn.active.pid
+        conn.active.kill((conn.active_id,))
+        assert agent.run(["kill", "-0", str(pid)]).status != 0  # the holder is gone
+        deadline = time.monotonic() + 10
+        while agent.rdma_resources(["cm_id"])["cm_id"] > before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert agent.rdma_resources(["cm_id"])["cm_id"] == before
+        steps.wait_disconnected(conn, 10, ("passive",))
+        steps.destroy(conn.passive, conn.passive_id, listener.id)
+    tl = rec.timeline()
+    assert [a.name for a in tl.actions if a.name == "kill"] == ["kill"]
+    assert ("DISCONNECTED", 0) in types(tl, session.passive)
+    assert all(r.after == r.before for r in tl.resources)
+    assert_contract(tl, session)
+
+
+def test_storm_connects_all_and_labels_both_sides(session: CMSession) -> None:
+    tl = session.run("storm", count=4)
+    assert tl.metrics["connected"] == 4 and tl.metrics["connect_rate_per_s"] > 0
+    conns = {e.conn for e in tl.events if e.conn}
+    assert len(conns) == 4
+    for conn in conns:
+        assert {e.side for e in tl.events_of_conn(conn) if e.type == "ESTABLISHED"} == {"a", "b"}
+    assert_contract(tl, session)
