@@ -216,6 +216,7 @@ class Endpoint:
         after ``timeout``; events fetched meanwhile for other waits count too."""
         types = (types,) if isinstance(types, str) else types
         deadline = controller_us() + timeout * 1e6
+        fetched = False
         while True:
             for e in self._seen:
                 if (e.seq not in self._claimed and e.type in types
@@ -223,13 +224,10 @@ class Endpoint:
                     self._claimed.add(e.seq)
                     return e
             left = max(0.0, (deadline - controller_us()) / 1e6)
-            if left <= 0 or not self.alive:
+            if not self.alive or (fetched and left <= 0):
                 return None
             self.collect(left, types, cm_id)
-            if controller_us() >= deadline and not any(
-                    e.seq not in self._claimed and e.type in types
-                    and (cm_id is None or e.id == cm_id) for e in self._seen):
-                return None
+            fetched = True
 
     def _event(self, raw: dict[str, Any]) -> Event:
         return Event(host=self.host, side=self.side, t_us=self.to_controller(raw["host_t_us"]),

@@ -1,0 +1,232 @@
+"""A fake of the agent boundary for the CM engine's controller side.
+
+``FakeCMWorld`` plays two hosts' agents answering ``cm_*`` calls the way the
+real agent and its workers do on siw (events with status and private data,
+ECONNREFUSED with no listener, REJECTED -104, DISCONNECTED 0 on both sides),
+each host with its own clock, so sequences, endpoints, recordings and the
+clock offset can be tested without a lab.  The real thing is tested in
+test_sequences_lab.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from hil.agent.client import AgentCallError
+from hil.agent.types import KernelLog
+from hil.cm.clock import controller_us
+from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
+
+ADDRS = {"h0": "198.18.0.1", "h1": "198.18.0.2"}
+SKEW_US = {"h0": -5_000_000, "h1": 7_000_000}  # host clock = controller clock + skew
+
+
+@dataclass
+class Cid:
+    """One fake cm_id."""
+
+    ep: FakeEp
+    handle: int
+    state: str = "idle"
+    peer: Cid | None = None
+    listen_on: tuple[str, int] | None = None
+
+
+@dataclass
+class FakeEp:
+    """One fake endpoint worker: its ids and its log."""
+
+    host: FakeAgent
+    number: int
+    log: list[dict] = field(default_factory=list)
+    ids: dict[int, Cid] = field(default_factory=dict)
+    next_handle: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def new_id(self) -> Cid:
+        cid = Cid(self, next(self.next_handle))
+        self.ids[cid.handle] = cid
+        return cid
+
+    def event(self, cid: Cid, kind: str, status: int = 0, pdata: bytes = b"",
+              listen: Cid | None = None) -> None:
+        self.log.append({"kind": "event", "type": kind, "status": status, "id": cid.handle,
+                         "listen_id": listen.handle if listen else None,
+                         "private_data": pdata.hex(), "host_t_us": self.host.now(),
+                         "seq": len(self.log) + 1})
+
+
+class FakeAgent:
+    """One host's agent: cm_* calls, resource counts and an empty kernel log."""
+
+    def __init__(self, world: FakeCMWorld, name: str) -> None:
+        self.world, self.name = world, name
+        self.eps: dict[int, FakeEp] = {}
+        self.numbers = itertools.count(1)
+        self.calls: list[str] = []
+
+    def now(self) -> int:
+        return controller_us() + SKEW_US[self.name]
+
+    def call(self, method: str, timeout: float = 30.0, **params: Any) -> Any:
+        self.calls.append(method if method != "cm_call" else params["op"])
+        if method == "cm_call":
+            op = getattr(self, "op_" + params["op"])
+            return op(self.eps[params["endpoint"]], **params["params"])
+        return getattr(self, method)(**params)
+
+    # -- agent methods ---------------------------------------------------------
+
+    def cm_now(self) -> dict:
+        return {"t_us": self.now()}
+
+    def cm_open(self) -> dict:
+        n = next(self.numbers)
+        self.eps[n] = FakeEp(self, n)
+        return {"endpoint": n, "pid": 1000 + n}
+
+    def cm_close(self, endpoint: int) -> dict:
+        self._drop_all(self.eps.pop(endpoint))
+        return {"status": 0, "killed": False}
+
+    def cm_kill(self, endpoint: int) -> dict:
+        t_us = self.now()
+        self._drop_all(self.eps.pop(endpoint))
+        return {"t_us": t_us, "pid": 1000 + endpoint}
+
+    def _drop_all(self, ep: FakeEp) -> None:
+        for cid in list(ep.ids.values()):
+            self._destroy(cid)
+
+    def rdma_resources(self, types: list[str] | None = None) -> dict[str, int]:
+        n = sum(len(ep.ids) for ep in self.eps.values())
+        return {"cm_id": n, "qp": 0, "cq": 0, "mr": 0}
+
+    def kmsg_cursor(self) -> int:
+        return 1
+
+    def kmsg_read(self, cursor: int) -> KernelLog:
+        return KernelLog((), 0)
+
+    def kmsg_close(self, cursor: int) -> None:
+        return None
+
+    # -- worker ops ----------------------------------------------------------
+
+    def _timed(self, **extra: Any) -> dict:
+        return {"t_us": self.now(), "us": 50, **extra}
+
+    def _rdma_error(self, op: str, err: int, handle: int | None = None) -> AgentCallError:
+        details = {"errno": err, "errno_name": errno.errorcode[err], "t_us": self.now(),
+                   "us": 40, "handle": handle}
+        return AgentCallError(self.name, "cm_call", "rdma", f"cm {op}: {errno.errorcode[err]}",
+                              details)
+
+    def op_listen(self, ep: FakeEp, address: str, port: int, backlog: int, auto: str | None,
+                  private_data: str) -> dict:
+        cid = ep.new_id()
+        cid.state, cid.listen_on = "listen", (address, port)
+        self.world.listeners[(address, port)] = (cid, auto)
+        return self._timed(id=cid.handle)
+
+    def op_connect(self, ep: FakeEp, dst: str, port: int, src: str | None, private_data: str,
+                   resolve_timeout: float) -> dict:
+        cid = ep.new_id()
+        ep.event(cid, "ADDR_RESOLVED")
+        ep.event(cid, "ROUTE_RESOLVED")
+        found = self.world.listeners.get((dst, port))
+        if found is None:
+            raise self._rdma_error("connect", errno.ECONNREFUSED, cid.handle)
+        result = self._timed(id=cid.handle, qp={"addr": 1, "rkey": 2, "qp_num": 3})
+        self.world.tick()
+        listener, auto = found
+        child = listener.ep.new_id()
+        cid.state, child.state, cid.peer, child.peer = "sent", "recv", child, cid
+        listener.ep.event(child, "CONNECT_REQUEST", pdata=bytes.fromhex(private_data),
+                          listen=listener)
+        if auto == "accept":
+            listener.ep.host.op_accept(listener.ep, child.handle, "")
+        return result
+
+    def op_accept(self, ep: FakeEp, id: int, private_data: str) -> dict:
+        result = self._timed(qp={"addr": 4, "rkey": 5, "qp_num": 6})
+        child = ep.ids[id]
+        assert child.peer is not None
+        for c in (child, child.peer):
+            c.state = "up"
+            c.ep.event(c, "ESTABLISHED")
+        return result
+
+    def op_reject(self, ep: FakeEp, id: int, private_data: str) -> dict:
+        result = self._timed()
+        child = ep.ids[id]
+        assert child.peer is not None
+        child.peer.ep.event(child.peer, "REJECTED", -errno.ECONNRESET,
+                            bytes.fromhex(private_data))
+        child.state = child.peer.state = "idle"
+        return result
+
+    def op_disconnect(self, ep: FakeEp, id: int) -> dict:
+        result = self._timed()
+        self._close(ep.ids[id])
+        return result
+
+    op_qp_err = op_disconnect
+
+    def _close(self, cid: Cid) -> None:
+        for c in (cid, cid.peer):
+            if c is not None and c.state == "up":
+                c.state = "closed"
+                c.ep.event(c, "DISCONNECTED")
+
+    def _destroy(self, cid: Cid) -> None:
+        if cid.peer is not None and cid.peer.state == "up":
+            cid.peer.state = "closed"
+            cid.peer.ep.event(cid.peer, "DISCONNECTED")
+        if cid.listen_on:
+            self.world.listeners.pop(cid.listen_on, None)
+        cid.ep.ids.pop(cid.handle, None)
+
+    def op_destroy(self, ep: FakeEp, id: int) -> dict:
+        if id not in ep.ids:
+            raise self._rdma_error("destroy", errno.EBADF)
+        result = self._timed()
+        cid = ep.ids[id]
+        cid.state = "gone"
+        self._destroy(cid)
+        return result
+
+    def op_events(self, ep: FakeEp, after: int, wait: float, types: list | None,
+                  id: int | None) -> dict:
+        return {"log": ep.log[after:], "t_us": self.now()}
+
+    def op_handles(self, ep: FakeEp) -> dict:
+        return {"ids": sorted(ep.ids)}
+
+    def op_pause(self, ep: FakeEp, on: bool) -> dict:
+        return self._timed()
+
+
+class FakeCMWorld:
+    """Two fake hosts, h0 and h1, joined by link l01; ``hosts`` stands for hil.hosts.Hosts."""
+
+    def __init__(self) -> None:
+        self.listeners: dict[tuple[str, int], tuple[Cid, str | None]] = {}
+        self.agents = {name: FakeAgent(self, name) for name in ADDRS}
+        hosts = [Host(name, SshConfig(host="127.0.0.1"), rnics=(
+            Rnic("p0", "data0", "siw", "siw_data0",
+                 ipaddress.ip_interface(f"{addr}/24")),)) for name, addr in ADDRS.items()]
+        link = Link("l01", LinkEnd("h0", "p0"), LinkEnd("h1", "p0"))
+        self.pair = Pair(link, hosts[0], hosts[1])
+
+    def tick(self) -> None:
+        """Let the controller clock move on (events come after the call that caused them)."""
+        start = controller_us()
+        while controller_us() == start:
+            pass
+
+    def agent(self, name: str) -> FakeAgent:
+        return self.agents[name]

@@ -1,0 +1,160 @@
+"""The controller side of the CM engine over a fake agent boundary (tests/cm/fake_cm.py)."""
+
+from __future__ import annotations
+
+import errno
+import itertools
+
+import pytest
+from fake_cm import SKEW_US, FakeCMWorld
+
+from hil.cm import clock, steps
+from hil.cm.contract import check
+from hil.cm.profiles import SIW
+from hil.cm.sequences import SEQUENCES
+from hil.cm.session import CMSession
+from hil.cm.timeline import Timeline
+from hil.cli.cm_cmd import sequence_params
+from hil.errors import InputError
+
+
+@pytest.fixture
+def world() -> FakeCMWorld:
+    return FakeCMWorld()
+
+
+def session(world: FakeCMWorld, direction: str = "a-b") -> CMSession:
+    return CMSession(world, world.pair, direction=direction, profile=SIW)  # type: ignore[arg-type]
+
+
+def kinds(tl: Timeline, side: str) -> list[str]:
+    return [e.type for e in tl.events if e.side == side]
+
+
+def test_clock_keeps_the_tightest_round_trip() -> None:
+    # Round trips of 900, 100 and 500 µs; the host reads its clock 10 µs in.
+    ticks = itertools.chain.from_iterable((t, t + rtt) for t, rtt in
+                                          ((1000, 900), (5000, 100), (9000, 500)))
+    samples = iter([1000 + 10 - 400, 5000 + 10 - 400, 9000 + 10 - 400])
+    real = clock.controller_us
+    try:
+        clock.controller_us = lambda: next(ticks)  # type: ignore[assignment]
+        off = clock.estimate("h", lambda: next(samples), rounds=3)
+    finally:
+        clock.controller_us = real  # type: ignore[assignment]
+    assert (off.offset_us, off.uncertainty_us) == (5050 - 4610, 50)
+    with pytest.raises(InputError, match="rounds must be >= 1"):
+        clock.estimate("h", lambda: 0, rounds=0)
+
+
+def test_offsets_put_both_hosts_on_the_controller_clock(world: FakeCMWorld) -> None:
+    s = session(world)
+    for side, host in (("a", "h0"), ("b", "h1")):
+        off = s.offset(side)
+        assert abs(off.offset_us + SKEW_US[host]) <= off.uncertainty_us + 1000
+    tl = s.run("connect")
+    start = min(a.t_us for a in tl.actions)
+    assert all(abs(e.t_us - start) < 5_000_000 for e in tl.events)  # skews of 5 and 7 s removed
+
+
+@pytest.mark.parametrize("direction", ["a-b", "b-a"])
+def test_connect_records_both_sides_and_passes_the_contract(world: FakeCMWorld,
+                                                            direction: str) -> None:
+    s = session(world, direction)
+    tl = s.run("connect", private_data=b"hi")
+    active, passive = direction.split("-")
+    assert kinds(tl, active) == ["ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED",
+                                 "DISCONNECTED"]
+    assert kinds(tl, passive) == ["CONNECT_REQUEST", "ESTABLISHED", "DISCONNECTED"]
+    assert {e.conn for e in tl.events} == {"c1"}
+    assert [a.name for a in tl.actions] == ["listen", "connect", "accept", "destroy",
+                                            "disconnect", "destroy", "destroy"]
+    assert all(a.side == active for a in tl.actions if a.name in ("connect", "disconnect"))
+    assert tl.metrics["connect_us"] >= 0 and tl.pair == ("h0", "h1")
+    assert [(r.kind, r.before, r.after) for r in tl.resources if r.kind == "cm_id"] == \
+        [("cm_id", 0, 0), ("cm_id", 0, 0)]
+    assert check(tl, SIW).ok
+    assert all(not ag.eps for ag in world.agents.values())  # every endpoint closed
+
+
+def test_reject_and_no_listener_are_results_not_errors(world: FakeCMWorld) -> None:
+    s = session(world)
+    tl = s.run("reject", private_data=b"nope")
+    got = [e for e in tl.events if e.type == "REJECTED"]
+    assert [(e.side, e.status, e.private_bytes) for e in got] == [("a", -104, b"nope")]
+    assert check(tl, SIW).ok
+    tl = s.run("no_listener")
+    connect = next(a for a in tl.actions if a.name == "connect")
+    assert connect.result == "ECONNREFUSED" and connect.id and connect.id.startswith("a:")
+    assert connect.params["listener"] is False and connect.duration_us == 40
+    assert check(tl, SIW).ok
+
+
+@pytest.mark.parametrize("how", ["qp_err", "destroy", "kill"])
+def test_abort_records_the_abortive_action_and_peer_detection(world: FakeCMWorld,
+                                                              how: str) -> None:
+    tl = session(world).run("abort", how=how, by="passive")
+    closing = [a for a in tl.actions if a.name == how]
+    assert closing and closing[0].side == "b" and closing[0].id
+    assert "DISCONNECTED" in kinds(tl, "a") and "detection_us" in tl.metrics
+    assert check(tl, SIW).ok
+
+
+def test_storm_labels_each_connection_by_its_private_data(world: FakeCMWorld) -> None:
+    tl = session(world).run("storm", count=5)
+    assert tl.metrics["connected"] == 5
+    conns = {e.conn for e in tl.events if e.type == "CONNECT_REQUEST"}
+    assert len(conns) == 5 and None not in conns
+    assert [a.params.get("auto") for a in tl.actions if a.name == "listen"] == ["accept"]
+    with pytest.raises(InputError, match="storm count must be 1..256"):
+        session(world).run("storm", count=0)
+
+
+def test_waits_see_events_another_wait_fetched(world: FakeCMWorld) -> None:
+    s = session(world)
+    with s.recording("waits") as rec:
+        listener = steps.listen(rec, "b", auto="accept")
+        active = rec.endpoint("a")
+        first = steps.start_connect(rec, active, listener)
+        second = steps.start_connect(rec, active, listener)
+        # One fetch brings both ESTABLISHED; the second wait must still find its own.
+        assert active.wait("ESTABLISHED", second.id, 1.0) is not None
+        assert active.wait("ESTABLISHED", first.id, 1.0) is not None
+        assert active.wait("ESTABLISHED", first.id, 0.0) is None  # each returned once
+        steps.destroy(active, first.id, second.id)
+
+
+def test_a_step_that_cannot_go_on_names_host_and_events(world: FakeCMWorld) -> None:
+    s = session(world)
+    with s.recording("stuck") as rec:
+        listener = steps.listen(rec, "b")
+        out = steps.start_connect(rec, rec.endpoint("a"), listener)
+        with pytest.raises(steps.StepFailed, match=r"h0: reject: no \('REJECTED',\) for a:1.1 "
+                                                   r"within 0s \(last events: .*ROUTE_RESOLVED"):
+            steps.expect(rec._endpoints[1], ("REJECTED",), out.id, "reject", timeout=0)
+        listener.ep.wait("CONNECT_REQUEST", None, 0)
+
+
+def test_bad_parameters_are_input_errors(world: FakeCMWorld) -> None:
+    with pytest.raises(InputError, match="no CM sequence 'nope'"):
+        session(world).run("nope")
+    with pytest.raises(InputError, match="how must be one of qp_err, destroy, kill"):
+        session(world).run("abort", how="explode")
+    with pytest.raises(InputError, match="direction must be one of a-b, b-a"):
+        session(world, "a-c")
+    with pytest.raises(InputError, match="link l01 offers no 'carrier' pull"):
+        session(world).run("link_pull", mode="carrier")
+    assert sequence_params("storm", ["count=16"], None) == {"count": 16}
+    assert sequence_params("reject", ["private_data=x"], None) == {"private_data": b"x"}
+    assert sequence_params("link_pull", ["traffic=true"], "admin") == {"traffic": True,
+                                                                       "mode": "admin"}
+    with pytest.raises(InputError, match="sequence close takes no count"):
+        sequence_params("close", ["count=1"], None)
+    with pytest.raises(InputError, match="write KEY=VALUE"):
+        sequence_params("close", ["by"], None)
+
+
+def test_every_sequence_is_registered_with_its_session_first() -> None:
+    assert set(SEQUENCES) == {"connect", "close", "abort", "reject", "no_listener", "link_pull",
+                              "destroy_conn_sent", "listener_destroy", "storm"}
+    assert errno.ECONNRESET == 104
