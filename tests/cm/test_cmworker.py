@@ -1,0 +1,102 @@
+"""The CM worker's logic (hil/agent/remote/cmworker.py) over the fake librdmacm boundary.
+
+The worker process itself, with real librdmacm, runs on the virtual lab
+(test_sequences_lab.py); here its event log, auto-answering listeners,
+waits and error answers are tested in-process.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from fake_rdma import FakeLib
+
+from hil.agent.remote.cmworker import Server, Worker
+from hil.agent.remote.librdmacm import CMChannel
+
+CONNECT_REQUEST, ESTABLISHED = 4, 9
+
+
+@pytest.fixture
+def worker() -> Iterator[tuple[Worker, FakeLib]]:
+    lib = FakeLib()
+    w = Worker(CMChannel(lib))  # type: ignore[arg-type]
+    poller = threading.Thread(target=w.poll_loop, daemon=True)
+    poller.start()
+    yield w, lib
+    w.closing.set()
+    poller.join(2)
+    w.close()
+
+
+def test_auto_accepting_listener_answers_in_the_worker(worker: tuple[Worker, FakeLib]) -> None:
+    w, lib = worker
+    listener = w.listen("198.18.0.2", 7471, backlog=4, auto="accept", private_data="6f6b")["id"]
+    child = lib.cm.new_id()
+    lib.cm.push(CONNECT_REQUEST, child, w.ch._id(listener).ptr, 0, b"hi")
+    log = w.events(after=0, wait=2.0, types=["CONNECT_REQUEST"])["log"]
+    log = [e for e in log if e["kind"] == "event"]
+    assert [(e["type"], e["listen_id"], e["private_data"]) for e in log] == [
+        ("CONNECT_REQUEST", listener, "6869")]
+    deadline = time.monotonic() + 2
+    while len(w.log.entries) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    action = next(e for e in w.log.entries if e["kind"] == "action")
+    assert (action["kind"], action["name"], action["id"], action["result"]) == (
+        "action", "accept", log[0]["id"], "ok")
+    assert action["params"] == {"private_data": "6f6b", "auto": True}
+    assert any(name == "rdma_accept" for name, _ in lib.cm.calls)
+
+
+def test_events_wait_for_a_match_and_time_out(worker: tuple[Worker, FakeLib]) -> None:
+    w, lib = worker
+    h = w.ch.create_id()
+    start = time.monotonic()
+    assert w.events(after=0, wait=0.2, types=["ESTABLISHED"])["log"] == []
+    assert 0.15 < time.monotonic() - start < 2
+    lib.cm.push(ESTABLISHED, w.ch._id(h).ptr)
+    got = w.events(after=0, wait=2.0, types=["ESTABLISHED"], id=h)["log"]
+    assert [(e["type"], e["id"], e["seq"]) for e in got] == [("ESTABLISHED", h, 1)]
+    assert w.events(after=1, wait=0.0)["log"] == []
+
+
+def test_paused_worker_leaves_events_in_the_channel(worker: tuple[Worker, FakeLib]) -> None:
+    w, lib = worker
+    h = w.ch.create_id()
+    w.pause(True)
+    time.sleep(0.15)  # the poller is between polls now
+    lib.cm.push(ESTABLISHED, w.ch._id(h).ptr)
+    assert w.events(after=0, wait=0.3)["log"] == [] and lib.cm.acked == 0
+    w.pause(False)
+    assert len(w.events(after=0, wait=2.0, types=["ESTABLISHED"])["log"]) == 1
+
+
+def test_destroy_times_the_block_and_stops_answering(worker: tuple[Worker, FakeLib]) -> None:
+    w, lib = worker
+    h = w.ch.create_id()
+    w.ch.create_qp(h)
+    lib.cm.qp_destroy_s = 0.1
+    got = w.destroy(id=h)
+    assert got["us"] >= 0 and w.handles() == {"ids": []}
+
+
+def test_server_answers_errors_with_errno_and_timing(worker: tuple[Worker, FakeLib]) -> None:
+    w, _ = worker
+    out = io.BytesIO()
+    server = Server(w, out)
+    server._run(1, "disconnect", {"id": 42})
+    server._run(2, "listen", {"address": "198.18.0.2", "port": 1, "auto": "maybe"})
+    server._run(3, "nope", {})
+    server._run(4, "listen", {"adress": "x"})
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    first = answers[0]["error"]
+    assert (first["type"], first["errno_name"]) == ("rdma", "EBADF")
+    assert "no cm_id with handle 42" in first["message"]
+    assert answers[1]["error"]["errno_name"] == "EINVAL"
+    assert answers[2]["error"]["type"] == "unknown_method"
+    assert answers[3]["error"]["type"] == "bad_params"
