@@ -92,3 +92,33 @@ def test_storm_connects_all_and_labels_both_sides(session: CMSession) -> None:
     for conn in conns:
         assert {e.side for e in tl.events_of_conn(conn) if e.type == "ESTABLISHED"} == {"a", "b"}
     assert_contract(tl, session)
+
+
+@pytest.mark.parametrize("end", ["close", "sigkill"])
+def test_cm_workers_die_with_their_agent(cm_pair: CMPair, end: str) -> None:
+    """An agent that exits (or is SIGKILLed) takes its CM workers and their ids along."""
+    from hil.agent import Agent
+
+    name = cm_pair.pair.host_a.name
+    probe = cm_pair.hosts.agent(name)
+    before = probe.rdma_resources(["cm_id"])["cm_id"]
+    extra = Agent.start(cm_pair.hosts.session(name), cm_pair.hosts.host(name))
+    try:
+        worker = extra.call("cm_open", timeout=30)
+        extra.call("cm_call", endpoint=worker["endpoint"], op="listen",
+                   params={"address": str(cm_pair.pair.rnic_a.address.ip), "port": 7999})
+        assert probe.rdma_resources(["cm_id"])["cm_id"] == before + 1
+        if end == "sigkill":
+            probe.run(["kill", "-9", str(extra.hello.pid)], check=True)
+        else:
+            extra.close()
+        deadline = time.monotonic() + 15
+        while (probe.run(["kill", "-0", str(worker["pid"])]).status == 0
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
+        assert probe.run(["kill", "-0", str(worker["pid"])]).status != 0, "the worker outlived it"
+        while probe.rdma_resources(["cm_id"])["cm_id"] > before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert probe.rdma_resources(["cm_id"])["cm_id"] == before
+    finally:
+        extra.close()

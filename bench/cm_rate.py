@@ -1,0 +1,126 @@
+"""hil's connect+disconnect rate against rdma-core's cmtime, on one pair in one run.
+
+    .venv/bin/python bench/cm_rate.py --inventory /tmp/hil-devlab/inventory.yaml \\
+        --store /tmp/hil-devlab/store.db --wait 900 -c 16 --rounds 3
+
+Reserves the pair, sets it up, then alternates, ``--rounds`` times:
+
+- hil: the ``storm`` sequence with ``-c`` connections (concurrent connects to
+  an auto-accepting listener, then concurrent disconnects), driven from this
+  controller through the agents; rate = connections / (first rdma_connect to
+  last DISCONNECTED, host clocks);
+- cmtime: ``cmtime -b B -p PORT -c N`` on host B, ``cmtime -s B -p PORT -c N``
+  on host A; rate = connections / (its connect + disconnect step totals), and
+  the full cycle (every step, create id to destroy).
+
+Prints the median of each and the ratio hil / cmtime.  Numbers, no asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hil.cm.session import CMSession  # noqa: E402
+from hil.hosts import Hosts  # noqa: E402
+from hil.inventory import loader  # noqa: E402
+from hil.journal import Journal, replay  # noqa: E402
+from hil.pairsetup import setup_pair  # noqa: E402
+from hil.reservation import Claim, Holder, open_store, reserve  # noqa: E402
+
+CMTIME_TIMEOUT = 120.0
+
+
+def cmtime_steps(output: str) -> dict[str, float]:
+    """``{step: total ms}`` from cmtime's table (``connect      :  12.3  ...``)."""
+    steps = {}
+    for line in output.splitlines():
+        name, sep, rest = line.partition(":")
+        fields = rest.split()
+        if sep and fields:
+            try:
+                steps[name.strip()] = float(fields[0])
+            except ValueError:
+                continue
+    return steps
+
+
+def run_cmtime(s: CMSession, count: int) -> dict[str, float]:
+    """One cmtime client/server run across the pair; its step totals (ms)."""
+    port = str(s.port())
+    server_addr = s.address(s.passive)
+    server = s.agent(s.passive)
+    result: dict[str, object] = {}
+
+    def serve() -> None:
+        result["server"] = server.run(["cmtime", "-b", server_addr, "-p", port, "-c", str(count)],
+                                      timeout=CMTIME_TIMEOUT)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    time.sleep(2.0)  # the server's listen, on a slow guest
+    client = s.agent(s.active).run(["cmtime", "-s", server_addr, "-p", port, "-c", str(count)],
+                                   timeout=CMTIME_TIMEOUT)
+    t.join(CMTIME_TIMEOUT + 10)
+    if client.status != 0:
+        raise SystemExit(f"cmtime client failed ({client.status}): {client.stderr.strip()}")
+    steps = cmtime_steps(client.stdout)
+    if "connect" not in steps or "disconnect" not in steps:
+        raise SystemExit(f"cannot read cmtime's output:\n{client.stdout}")
+    return steps
+
+
+def main() -> int:
+    """Parse arguments, reserve and set up the pair, run both, print the comparison."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--inventory", required=True)
+    p.add_argument("--store", required=True)
+    p.add_argument("--pair", help="pair name (default: the inventory's first)")
+    p.add_argument("-c", "--connections", type=int, default=16)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--wait", type=float, default=0.0, help="queue for the pair up to S seconds")
+    args = p.parse_args()
+    inv = loader.load(args.inventory)
+    pair = inv.pair(args.pair) if args.pair else inv.pairs()[0]
+    hil_rates, cm_rates, cm_full = [], [], []
+    with open_store(args.store) as store:
+        claim = Claim(pair.name, (pair.host_a.name, pair.host_b.name))
+        lease = reserve(store, [claim], Holder.current("bench/cm_rate.py"), ttl=900,
+                        wait=args.wait)
+        try:
+            with Hosts(inv, store) as hosts:
+                replay(hosts, pair).check(f"replaying the journal of pair {pair.name}")
+                journal = Journal(hosts, store, lease.id)
+                try:
+                    setup_pair(hosts, pair, journal)
+                    s = CMSession(hosts, pair, journal=journal, evidence=False)
+                    for _ in range(args.rounds):
+                        tl = s.run("storm", count=args.connections)
+                        hil_rates.append(tl.metrics["cycle_rate_per_s"])
+                        steps = run_cmtime(s, args.connections)
+                        cm_rates.append(args.connections * 1000 /
+                                        (steps["connect"] + steps["disconnect"]))
+                        cm_full.append(args.connections * 1000 / sum(steps.values()))
+                finally:
+                    journal.close().check(f"restoring pair {pair.name}")
+        finally:
+            store.release(lease.id)
+    hil, cmt, full = (statistics.median(x) for x in (hil_rates, cm_rates, cm_full))
+    print(f"pair {pair.name}, {args.connections} connections, {args.rounds} rounds (median)")
+    print(f"hil storm connect+disconnect:     {hil:8.1f} conn/s  (rounds: "
+          f"{', '.join(f'{r:.1f}' for r in hil_rates)})")
+    print(f"cmtime connect+disconnect steps:  {cmt:8.1f} conn/s  (rounds: "
+          f"{', '.join(f'{r:.1f}' for r in cm_rates)})")
+    print(f"cmtime full cycle (all steps):    {full:8.1f} conn/s")
+    print(f"ratio hil / cmtime:               {hil / cmt:8.3f}  (full cycle: {hil / full:.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
