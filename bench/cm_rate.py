@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hil.cm.session import CMSession  # noqa: E402
-from hil.hosts import Hosts  # noqa: E402
-from hil.inventory import loader  # noqa: E402
-from hil.journal import Journal, replay  # noqa: E402
-from hil.pairsetup import setup_pair  # noqa: E402
-from hil.reservation import Claim, Holder, open_store, reserve  # noqa: E402
+from hil.cm.session import CMSession
+from hil.hosts import Hosts
+from hil.inventory import loader
+from hil.journal import Journal, replay
+from hil.pairsetup import setup_pair
+from hil.reservation import Claim, Holder, open_store, reserve
 
 CMTIME_TIMEOUT = 120.0
 

@@ -107,7 +107,10 @@ class Worker:
             if ev is None:
                 continue
             self.log.add({"kind": "event", **ev})
-            rule = self.auto.get(ev["listen_id"]) if ev["type"] == "CONNECT_REQUEST" else None
+            listen = ev["listen_id"]
+            rule = self.auto.get(listen) if isinstance(listen, int) else None
+            if ev["type"] != "CONNECT_REQUEST":
+                rule = None
             if rule is not None:
                 threading.Thread(target=self._auto_answer, args=(ev["id"], *rule),
                                  daemon=True).start()
@@ -313,7 +316,7 @@ class Server:
                 "errno_name": errno.errorcode.get(e.errno or 0, str(e.errno)), **details}})
         except TypeError as e:
             self.send({"id": rid, "error": {"type": "bad_params", "message": f"{op}: {e}"}})
-        except Exception as e:  # a worker bug: answer with its traceback, keep serving
+        except Exception as e:  # noqa: BLE001 -- a worker bug: report it, keep serving
             tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])
             self.send({"id": rid, "error": {"type": "internal", "message": f"{e!r}",
                                             "traceback": tb}})
