@@ -92,8 +92,9 @@ class Endpoint:
     # -- the call ------------------------------------------------------------
 
     def _call(self, op: str, timeout: float = DEFAULT_TIMEOUT, **params: Any) -> dict[str, Any]:
-        return self.agent.call("cm_call", timeout=timeout, endpoint=self.number, op=op,
-                               params=params)
+        answer: dict[str, Any] = self.agent.call("cm_call", timeout=timeout,
+                                                 endpoint=self.number, op=op, params=params)
+        return answer
 
     def act(self, name: str, op: str, cm_id: str | None = None, *,
             record: dict[str, Any] | None = None, timeout: float = DEFAULT_TIMEOUT,

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from hil.cm import steps
 from hil.cm.clock import controller_us
+from hil.cm.endpoint import Outcome
 from hil.cm.steps import REPLY_TIMEOUT, Conn, StepFailed
 from hil.cm.timeline import Timeline
 from hil.errors import InputError
@@ -277,7 +278,7 @@ def storm(s: CMSession, count: int = 8) -> Timeline:
     return rec.timeline()
 
 
-def _label_storm(rec: Recording, outs: list, listener: steps.Listener) -> None:
+def _label_storm(rec: Recording, outs: list[Outcome], listener: steps.Listener) -> None:
     """Tie each passive id to its active id by the private data the connect carried."""
     listener.ep.collect(0.5)
     by_data = {o.action.params["private_data"]: o.id for o in outs if o.id}

@@ -47,8 +47,8 @@ class Conn:
     passive: Endpoint
     active_id: str
     passive_id: str
-    active_qp: dict
-    passive_qp: dict
+    active_qp: dict[str, int]
+    passive_qp: dict[str, int]
     connect: Outcome
     established_us: int  # the active side's ESTABLISHED, controller time
 
