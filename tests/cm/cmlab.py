@@ -16,3 +16,7 @@ class CMPair:
     hosts: Hosts
     pair: Pair
     journal: Journal
+    # For the CLI: ``hil --inventory INVENTORY [--store STORE] cm run ... --lease LEASE``.
+    inventory: str
+    store: str | None
+    lease: str

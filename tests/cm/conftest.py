@@ -27,7 +27,8 @@ def cm_pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         reserved = request.getfixturevalue("hil_pair")
         request.getfixturevalue("hil_setup")
         yield CMPair(request.getfixturevalue("hil_hosts"), reserved.pair,
-                     request.getfixturevalue("hil_journal"))
+                     request.getfixturevalue("hil_journal"), str(reserved.inventory.path),
+                     request.config.getoption("hil_store"), reserved.lease.id)
         return
     yield from _own_lab(request, tmp_path_factory.mktemp("cmlab"))
 
@@ -48,14 +49,16 @@ def _own_lab(request: pytest.FixtureRequest, lab_dir: Path) -> Iterator[CMPair]:
         control.up(lab_dir, hosts=2, memory="768M", say=say)
         inventory = loader.load(control.inventory_path(lab_dir))
         pair = inventory.pairs()[0]
-        with open_store(str(lab_dir / "store.db")) as store:
+        store_path = str(lab_dir / "store.db")
+        with open_store(store_path) as store:
             claim = Claim(pair.name, (pair.host_a.name, pair.host_b.name))
             lease = reserve(store, [claim], Holder.current("tests/cm"), ttl=3600)
             with Hosts(inventory, store) as hosts:
                 journal = Journal(hosts, store, lease.id)
                 try:
                     setup_pair(hosts, pair, journal)
-                    yield CMPair(hosts, pair, journal)
+                    yield CMPair(hosts, pair, journal, str(inventory.path), store_path,
+                                 lease.id)
                 finally:
                     journal.close().check(f"restoring pair {pair.name}")
     finally:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import errno
+import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -122,3 +125,18 @@ def test_cm_workers_die_with_their_agent(cm_pair: CMPair, end: str) -> None:
         assert probe.rdma_resources(["cm_id"])["cm_id"] == before
     finally:
         extra.close()
+
+
+def test_cli_runs_a_sequence_under_the_lease(cm_pair: CMPair) -> None:
+    """``hil cm run reject --lease ... --json``: the timeline and a holding verdict, exit 0."""
+    store = ["--store", cm_pair.store] if cm_pair.store else []
+    argv = [sys.executable, "-m", "hil", "--inventory", cm_pair.inventory, *store, "cm", "run",
+            "reject", "--lease", cm_pair.lease, "--direction", "b-a", "-p", "private_data=bye",
+            "--json"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["verdict"]["ok"] and doc["lease"]["lease"] == cm_pair.lease
+    rejected = [e for e in doc["timeline"]["events"] if e["type"] == "REJECTED"]
+    assert [(e["side"], e["status"], bytes.fromhex(e["private_data"])[:3]) for e in rejected] \
+        == [("b", -104, b"bye")]
