@@ -8,7 +8,9 @@ work only when allure-pytest writes results (``--alluredir``):
   and ``provider`` (the reserved pair and its driver), ``direction`` and
   ``pull_mode`` (from the test's parameters of those names; ``mode`` counts
   as the pull mode);
-- for tests on the pair, tcpdump on host A's data port (``--hil-pcap``:
+- for tests on the pair, ``rdma resource`` counts before/after and the kernel
+  log of both hosts (:mod:`hil.report.evidence`), and tcpdump on host A's
+  data port (``--hil-pcap``:
   ``failed`` (default) keeps the capture of failed tests, ``all`` of every
   test, ``none`` captures nothing); a capture that cannot start is noted in
   the report and does not fail the test;
@@ -44,6 +46,7 @@ from hil.report.executor import write_executor
 
 if TYPE_CHECKING:
     # Both pull in paramiko: imported when a test uses the pair, not by every pytest run.
+    from hil.report.evidence import Evidence
     from hil.report.pcap import Capture
 
 log = logging.getLogger(__name__)
@@ -172,6 +175,15 @@ def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
             attach.note("packet capture lost", str(e))
 
 
+def _begin_evidence(request: pytest.FixtureRequest) -> Evidence | None:
+    from hil.report.evidence import Evidence
+
+    if "hil_setup" in request.fixturenames:
+        request.getfixturevalue("hil_setup")  # a siw fallback device counts from the start
+    pair = request.getfixturevalue("hil_pair").pair
+    return Evidence.begin(request.getfixturevalue("hil_hosts"), pair)
+
+
 def _gather_environment(request: pytest.FixtureRequest) -> None:
     config = request.config
     if ENV_KEY in config.stash:
@@ -189,14 +201,17 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
     attach.METRICS.current_test = item.nodeid
     mode = request.config.getoption("hil_pcap")
     writing = alluredir(request.config) is not None
-    capture = None
+    capture = evidence = None
     if writing and _uses_pair(request) and _reserved(request.config) is not None:
         _gather_environment(request)
+        evidence = _begin_evidence(request)
         if mode != "none":
             capture = _start_capture(request)
     yield
     if capture is not None:
         _finish_capture(capture, item, keep=mode == "all" or _failed(item))
+    if evidence is not None:
+        evidence.attach()
     attach.attach_metrics(item.nodeid)
 
 
