@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 DIRECTIONS = ("a-b", "b-a")  # which host connects: A (to B), or B (to A)
 CXGB4_EP_TIMEOUT = "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"
+# The kernel-log allowlist of the run: the default plus ini and command line.
+ALLOW_KEY = pytest.StashKey[tuple[str, ...]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -77,9 +79,6 @@ def pytest_configure(config: pytest.Config) -> None:
     except HilError as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[ALLOW_KEY] = (*DEFAULT_KERNEL_ALLOW, *allow)
-
-
-ALLOW_KEY = pytest.StashKey[tuple[str, ...]]()
 
 
 @pytest.fixture(scope="session")
