@@ -140,3 +140,21 @@ def test_cli_runs_a_sequence_under_the_lease(cm_pair: CMPair) -> None:
     rejected = [e for e in doc["timeline"]["events"] if e["type"] == "REJECTED"]
     assert [(e["side"], e["status"], bytes.fromhex(e["private_data"])[:3]) for e in rejected] \
         == [("b", -104, b"bye")]
+
+
+def test_destroy_in_conn_sent_blocks_until_the_mpa_timeout(session: CMSession) -> None:
+    tl = session.run("destroy_conn_sent")
+    blocked = tl.metrics["destroy_blocked_us"]
+    assert 5e6 < blocked <= session.profile.conn_sent_destroy_bound_s * 1e6  # siw: ~10 s
+    assert not [e for e in tl.events if e.side == "a" and e.type in steps.REPLY_TYPES]
+    assert_contract(tl, session)
+
+
+def test_admin_link_pull_under_traffic_then_reconnect(session: CMSession) -> None:
+    if "admin" not in session.pull_modes():
+        pytest.skip(f"link {session.pair.name} offers no admin pull")
+    tl = session.run("link_pull", mode="admin", traffic=True)
+    assert tl.metrics["traffic_ops"] > 0 and "reconnect_us" in tl.metrics
+    assert tl.metrics["detection_us"] < 5e6  # siw moves the QPs to ERR when the link goes down
+    assert [a.name for a in tl.actions if a.name in ("pull", "restore")] == ["pull", "restore"]
+    assert_contract(tl, session)
