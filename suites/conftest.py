@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 DIRECTIONS = ("a-b", "b-a")  # which host connects: A (to B), or B (to A)
 CXGB4_EP_TIMEOUT = "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"
+# A freshly booted TCG guest under load took over 30 s (the agent's call
+# bound) for the agent's first netlink call, which waits for pyroute2's import.
+WARMUP_TIMEOUT = 180.0
 # The kernel-log allowlist of the run: the default plus ini and command line.
 ALLOW_KEY = pytest.StashKey[tuple[str, ...]]()
 
@@ -79,6 +82,22 @@ def pytest_configure(config: pytest.Config) -> None:
     except HilError as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[ALLOW_KEY] = (*DEFAULT_KERNEL_ALLOW, *allow)
+
+
+@pytest.fixture(scope="session")
+def warm_agents(hil_pair: Reserved, hil_hosts: Hosts) -> None:
+    """Both hosts' agents started and past their first netlink call (generous bound)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [h.name for h in hil_pair.pair.hosts]
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        list(pool.map(lambda n: hil_hosts.call(n, "links", timeout=WARMUP_TIMEOUT), names))
+
+
+@pytest.fixture(scope="session")
+def hil_setup(warm_agents: None, hil_setup: PairState) -> PairState:
+    """The plugin's pair setup, after the agents are warm (cold TCG guests are slow)."""
+    return hil_setup
 
 
 @pytest.fixture(scope="session")
