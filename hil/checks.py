@@ -78,8 +78,9 @@ class CheckResult:
 
     def to_text(self) -> str:
         """The verdict, then every count before/after, then the kernel lines read."""
-        lines = [f"after-test checks {'PASSED' if self.ok else 'FAILED'} "
-                 f"(waited {self.waited_s:.1f} s for resources)"]
+        head = (f"after-test checks {'PASSED' if self.ok else 'FAILED'} "
+                f"(waited {self.waited_s:.1f} s for resources)")
+        lines = [head]
         lines += [f"    {v}" for v in self.verdict.to_text().splitlines()[1:]]
         lines.append("    resources (host kind: before -> after):")
         lines += [f"      {r.host} {r.kind}: {r.before} -> {r.after}"

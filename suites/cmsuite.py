@@ -1,19 +1,22 @@
-"""Small timeline queries the suites share, so each test states what it expects."""
+"""Small timeline queries the suites share, so each test states what it expects.
+
+Also the ``Contract`` type of the ``contract`` fixture (suites/conftest.py).
+"""
 
 from __future__ import annotations
 
-from hil.cm.session import CMSession
+from collections.abc import Callable
+
+from hil.cm.contract import Verdict
 from hil.cm.timeline import Event, Timeline
+
+# ``contract(timeline)``: the verdict, or the test fails showing it.
+Contract = Callable[[Timeline], Verdict]
 
 
 def seen(tl: Timeline, type_: str, side: str | None = None) -> list[Event]:
     """The events of ``type_`` (on ``side``, "a"/"b", when given) in time order."""
     return [e for e in tl.events if e.type == type_ and (side is None or e.side == side)]
-
-
-def sides(cm: CMSession, role: str) -> str:
-    """The side ("a"/"b") playing ``role`` ("active"/"passive") in the session."""
-    return cm.active if role == "active" else cm.passive
 
 
 def render(tl: Timeline) -> str:

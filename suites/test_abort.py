@@ -11,17 +11,11 @@ destroys the QP first, which moves it to ERR) [lab].
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from cmsuite import explain, seen
+from cmsuite import Contract, explain, seen
 
-from hil.cm.contract import Verdict
 from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
-from hil.cm.timeline import Timeline
-
-Contract = Callable[[Timeline], Verdict]
 
 
 @pytest.mark.parametrize("by", ["active", "passive"])

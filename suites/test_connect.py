@@ -8,16 +8,10 @@ in which nothing happened).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from cmsuite import Contract, explain, seen
 
-from cmsuite import explain, seen
-
-from hil.cm.contract import Verdict
 from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
-from hil.cm.timeline import Timeline
-
-Contract = Callable[[Timeline], Verdict]
 
 
 def test_connect_establishes_both_sides_and_carries_private_data(

@@ -12,18 +12,12 @@ after the restore worked.  Every test here is marked ``disruptive``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from cmsuite import explain
+from cmsuite import Contract, explain
 
-from hil.cm.contract import Verdict
 from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
-from hil.cm.timeline import Timeline
 from hil.inventory.model import PULL_MODES
-
-Contract = Callable[[Timeline], Verdict]
 
 pytestmark = pytest.mark.disruptive
 

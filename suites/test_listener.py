@@ -21,19 +21,16 @@ private data its connect carried.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import pytest
-from cmsuite import explain, seen
+from cmsuite import Contract, explain, seen
 
 from hil.cm import steps
-from hil.cm.contract import Verdict
 from hil.cm.recording import Recording
 from hil.cm.session import CMSession
 from hil.cm.steps import Listener
 from hil.cm.timeline import Timeline
 
-Contract = Callable[[Timeline], Verdict]
 # The worker's poller reads with a 100 ms poll: let one under way finish.
 PAUSE_SETTLE_S = 0.5
 # Time for the connects' MPA requests to reach the passive kernel, unretrieved.

@@ -16,19 +16,14 @@ a race that goes wrong shows as a leaked cm_id/QP or a kernel WARNING.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from cmsuite import explain, seen
+from cmsuite import Contract, explain, seen
 
 from hil.cm import steps
-from hil.cm.contract import Verdict
 from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
-from hil.cm.timeline import Timeline
-
-Contract = Callable[[Timeline], Verdict]
 
 
 def test_destroy_during_connect_blocks_within_the_bound(

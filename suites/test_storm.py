@@ -8,16 +8,10 @@ established and closed, and report the rates in the test's output.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from cmsuite import explain, seen
+from cmsuite import Contract, explain, seen
 
-from hil.cm.contract import Verdict
 from hil.cm.session import CMSession
-from hil.cm.timeline import Timeline
-
-Contract = Callable[[Timeline], Verdict]
 
 
 @pytest.mark.parametrize("count", [16])
