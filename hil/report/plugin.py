@@ -19,8 +19,9 @@ work only when allure-pytest writes results (``--alluredir``):
   its sequence runs become steps with the timeline and verdict attached;
 - at the end: ``categories.json``, ``executor.json`` (``HIL_BUILD_ORDER``
   numbers a run outside CI), ``environment.properties`` (read through the
-  agents at the first test on the pair) and ``hil-metrics.json`` (every
-  metric of the run, for the trends the pipelines keep).
+  agents after the first test on the pair, so that it never delays a setup)
+  and ``hil-metrics.json`` (every metric of the run, for the trends the
+  pipelines keep).
 """
 
 from __future__ import annotations
@@ -146,9 +147,7 @@ def _uses_pair(request: pytest.FixtureRequest) -> bool:
 
 
 def _start_capture(request: pytest.FixtureRequest) -> Capture | None:
-    """tcpdump on host A's data port, after the pair is set up; None (noted) if it fails."""
-    if "hil_setup" in request.fixturenames:
-        request.getfixturevalue("hil_setup")  # the port must be up before tcpdump opens it
+    """tcpdump on host A's data port; None (noted) if it fails."""
     from hil.report.pcap import Capture
 
     hosts = request.getfixturevalue("hil_hosts")
@@ -178,8 +177,6 @@ def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
 def _begin_evidence(request: pytest.FixtureRequest) -> Evidence | None:
     from hil.report.evidence import Evidence
 
-    if "hil_setup" in request.fixturenames:
-        request.getfixturevalue("hil_setup")  # a siw fallback device counts from the start
     pair = request.getfixturevalue("hil_pair").pair
     return Evidence.begin(request.getfixturevalue("hil_hosts"), pair)
 
@@ -201,9 +198,13 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
     attach.METRICS.current_test = item.nodeid
     mode = request.config.getoption("hil_pcap")
     writing = alluredir(request.config) is not None
+    on_pair = writing and _uses_pair(request) and _reserved(request.config) is not None
     capture = evidence = None
-    if writing and _uses_pair(request) and _reserved(request.config) is not None:
-        _gather_environment(request)
+    if on_pair:
+        if "hil_setup" in request.fixturenames:
+            # The pair set up first, as the test will see it: the port is up for tcpdump,
+            # a siw fallback device is counted from the start.
+            request.getfixturevalue("hil_setup")
         evidence = _begin_evidence(request)
         if mode != "none":
             capture = _start_capture(request)
@@ -212,6 +213,9 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
         _finish_capture(capture, item, keep=mode == "all" or _failed(item))
     if evidence is not None:
         evidence.attach()
+    if on_pair:
+        # After the test, once: its commands never delay the pair's setup or a test.
+        _gather_environment(request)
     attach.attach_metrics(item.nodeid)
 
 
