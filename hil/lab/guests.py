@@ -163,8 +163,12 @@ def listening_ports() -> set[int]:
     return ports
 
 
-def ssh_banner(port: int, timeout: float = 2.0) -> bool:
-    """Whether 127.0.0.1:``port`` answers with an SSH banner."""
+def ssh_banner(port: int, timeout: float = 10.0) -> bool:
+    """Whether 127.0.0.1:``port`` answers with an SSH banner within ``timeout``.
+
+    QEMU's user networking accepts at once and then waits for the guest, so
+    this measures the guest; a TCG guest on a loaded machine can take seconds.
+    """
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
             s.settimeout(timeout)
