@@ -51,8 +51,10 @@ class Capture:
         # -U and --immediate-mode: each packet is on disk at once (otherwise what sits in the
         # kernel ring when tcpdump is stopped is lost, and a killed run keeps nothing).
         # -Z root: Debian's tcpdump otherwise drops to a user that cannot write /tmp files.
-        argv = ["tcpdump", "-i", netdev, "-n", "-U", "--immediate-mode", "-s", str(snaplen),
-                "-Z", "root", "-w", remote]
+        # -p: the host's own traffic is all we want; promiscuous mode would log to the
+        # kernel log, which the after-test checks read.
+        argv = ["tcpdump", "-i", netdev, "-n", "-p", "-U", "--immediate-mode",
+                "-s", str(snaplen), "-Z", "root", "-w", remote]
         process = session.open_process(argv, sudo=True)
         cap = cls(session, netdev, remote, process)
         try:
