@@ -21,7 +21,7 @@ from hil.errors import AgentError, CommandTimeout, WaitTimeout
 
 DEFAULT_TIMEOUT = 30.0
 HANDSHAKE_TIMEOUT = 30.0
-CLOSE_TIMEOUT = 5.0
+CLOSE_TIMEOUT = 10.0
 # Beyond the agent's own grace: the time its timeout answer may take to travel.
 CLIENT_GRACE = AGENT_GRACE + 1.5
 
