@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,8 @@ from hil.agent.types import KernelLog, KmsgRecord
 from hil.cm.profiles import SIW
 from hil.cm.timeline import KernelLogLine, ResourceCount
 from hil.errors import InputError
+
+pytest_plugins = ["pytester"]
 
 
 class FakeProbe:
@@ -210,3 +213,36 @@ def test_real_kernel_log_allowlisted_line_passes(local_agent: Agent) -> None:
     result = checks.finish(probes, base, SIW, settle_s=0.5,
                            allow=(*checks.DEFAULT_KERNEL_ALLOW, marker))
     assert result.ok, result.to_text()
+
+
+# -- the suites' pytest wiring (suites/conftest.py), without a lab ---------------
+
+SUITES = Path(__file__).resolve().parent.parent / "suites"
+
+
+@pytest.fixture
+def suite_dir(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytest dir holding the suites' conftest and helpers, and one test on the pair."""
+    for name in ("conftest.py", "cmsuite.py"):
+        (pytester.path / name).write_text((SUITES / name).read_text())
+    pytester.makepyfile(test_one="""
+        import pytest
+
+        @pytest.mark.disruptive
+        def test_on_pair(cm, contract):
+            pass
+    """)
+    return pytester
+
+
+def test_suites_bad_allow_pattern_is_a_one_line_usage_error(suite_dir: pytest.Pytester) -> None:
+    result = suite_dir.runpytest_subprocess("--hil-kmsg-allow", "(oops", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*kernel log allow pattern '(oops' is not a regular expression*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_suites_without_inventory_skip_saying_how_to_run(suite_dir: pytest.Pytester) -> None:
+    result = suite_dir.runpytest_subprocess("--strict-markers", "-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=2)  # one per direction
+    result.stdout.fnmatch_lines(["*no lab inventory: pass --hil-inventory FILE*"])
