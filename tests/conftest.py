@@ -3,6 +3,9 @@
 - ``netns_lab``: the session's NetnsLab (hil.testing): two network-namespace
   hosts with real sshd, a data cable between them, keys, known_hosts and an
   inventory.  Tests that use it are marked ``netns`` automatically.
+- ``virtual_lab``: the session's virtual lab of two QEMU siw guests (hil.lab),
+  booted once for every test that needs real iWARP (tests/lab, tests/cm).
+  Tests marked ``takes_lab_down`` run after every other test.
 """
 
 from __future__ import annotations
@@ -11,11 +14,15 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 import pytest
+from vlab import VirtualLab
 
 from hil.testing import NetnsLab, cleanup_stale
 
@@ -33,11 +40,19 @@ def netns_unavailable() -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "takes_lab_down: stops the session's virtual lab; runs after every other test"
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses the netns lab, so ``-m 'not netns'`` leaves it out."""
+    """Mark every test that uses the netns lab, so ``-m 'not netns'`` leaves it out;
+    move the tests that take the session's virtual lab down to the end."""
     for item in items:
         if "netns_lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.netns)
+    items.sort(key=lambda item: item.get_closest_marker("takes_lab_down") is not None)
 
 
 def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -61,3 +76,32 @@ def netns_lab() -> Iterator[NetnsLab]:
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture(scope="session")
+def virtual_lab(pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
+    """Two guests up (building the kernel first if it is not cached), down at the end."""
+    # Imported here: most test runs never boot a lab.
+    from hil.inventory import load as load_inventory
+    from hil.lab import control
+
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+
+    def say(line: str) -> None:
+        # Progress (a kernel build takes minutes) goes to the terminal, not the capture.
+        with capture.global_and_fixture_disabled():
+            print(line, file=sys.stderr, flush=True)
+
+    # Under the home directory like the default lab dir: the guests see the
+    # host's home read-only and the boot script hides /root, which must work.
+    home = Path(tempfile.mkdtemp(prefix=".hil-test-lab-", dir=Path.home()))
+    lab_dir = home / "lab"
+    try:
+        state = control.up(lab_dir, hosts=2, memory="768M", say=say)
+        inventory = load_inventory(control.inventory_path(lab_dir))
+        yield VirtualLab(lab_dir, state, inventory)
+    finally:
+        try:
+            control.down(lab_dir, say=say)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)

@@ -143,8 +143,9 @@ def test_status_reports_a_healthy_lab_and_up_reuses_it(virtual_lab: VirtualLab) 
     assert out.stdout.strip() == str(virtual_lab.dir / "inventory.yaml")
 
 
+@pytest.mark.takes_lab_down
 def test_zz_down_leaves_no_process_and_no_listening_port(virtual_lab: VirtualLab) -> None:
-    # Named to run last in this module: it takes the session's lab down.
+    # Runs after every other test (takes_lab_down): it stops the session's lab.
     ports = {*(g.ssh_port for g in virtual_lab.state.guests), *virtual_lab.state.cable_ports}
     assert ports <= guests.listening_ports()
     out = hil_lab("down", "--dir", str(virtual_lab.dir))
