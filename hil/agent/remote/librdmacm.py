@@ -313,12 +313,15 @@ class CMChannel:
             pdata = (ctypes.string_at(e.conn.private_data, e.conn.private_data_len)
                      if e.conn.private_data and e.conn.private_data_len else b"")
             id_ptr, listen_ptr, status = int(e.id or 0), int(e.listen_id or 0), e.status
+            # Name the ids before the ack: until then rdma_destroy_id of this
+            # id blocks, so a destroy racing this event cannot unmap it first.
+            if kind == "CONNECT_REQUEST" and id_ptr not in self._by_ptr:
+                self._register(id_ptr)
+            handle = self._by_ptr.get(id_ptr)
+            listen_handle = self._by_ptr.get(listen_ptr) if listen_ptr else None
         finally:
             self._lib.cm.rdma_ack_cm_event(ev)
-        if kind == "CONNECT_REQUEST" and id_ptr not in self._by_ptr:
-            self._register(id_ptr)
-        return {"type": kind, "status": status, "id": self._by_ptr.get(id_ptr),
-                "listen_id": self._by_ptr.get(listen_ptr) if listen_ptr else None,
+        return {"type": kind, "status": status, "id": handle, "listen_id": listen_handle,
                 "private_data": pdata.hex(), "host_t_us": host_t_us}
 
     def destroy_id(self, handle: int) -> int:
