@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome
-from hil.cm.steps import REPLY_TIMEOUT, Conn, StepFailed
+from hil.cm.steps import REPLY_TIMEOUT, Conn, Listener, StepFailed
 from hil.cm.timeline import Timeline
 from hil.errors import InputError
 
@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 Sequence = Callable[..., Timeline]
 ABORTS = ("qp_err", "destroy", "kill")
 BYS = ("active", "passive")
+# The worker's poller reads with a 100 ms poll: let one under way finish.
+PAUSE_SETTLE_S = 0.5
+# Time for connects' MPA requests to reach the passive kernel, unretrieved.
+ARRIVE_S = 1.0
 PEER_DETECT_TIMEOUT = 20.0  # siw: the peer of an abort sees FIN at once; cxgb4 RST
 
 
@@ -221,17 +225,24 @@ def destroy_conn_sent(s: CMSession) -> Timeline:
 
 
 def listener_destroy(s: CMSession, pending: int = 2, accepted: int = 1) -> Timeline:
-    """Destroy a listener holding unretrieved requests: they are REJECTED; accepted ids live."""
+    """Destroy a listener holding unretrieved requests: they are REJECTED; accepted ids live.
+
+    [lab] A poll already under way when the listener's endpoint is paused can
+    still retrieve a request meant to stay pending, so the pause settles
+    before the connects, and any request retrieved after all is tied to its
+    connect by the private data it carried.
+    """
     with s.recording("listener-destroy") as rec:
         listener = steps.listen(rec, s.passive)
         active = rec.endpoint(s.active)
         conns = [steps.establish(rec, active, listener, f"c{i}") for i in range(accepted)]
         listener.ep.pause(True)
-        tries = [steps.start_connect(rec, active, listener, f"p{i}".encode())
+        time.sleep(PAUSE_SETTLE_S)
+        tries = [steps.start_connect(rec, active, listener, f"hil-p{i}".encode())
                  for i in range(pending)]
         for i, t in enumerate(tries):
             rec.label(f"p{i}", t.id)
-        time.sleep(1.0)  # let the requests reach the passive kernel, unretrieved
+        time.sleep(ARRIVE_S)
         out = listener.ep.destroy(listener.id)
         if out.action.duration_us is not None:
             rec.metric("destroy_blocked_us", out.action.duration_us)
@@ -239,12 +250,24 @@ def listener_destroy(s: CMSession, pending: int = 2, accepted: int = 1) -> Timel
         for t in tries:
             if t.ok and t.id:
                 active.wait(steps.REPLY_TYPES, t.id, REPLY_TIMEOUT)
+        _label_retrieved_requests(rec, listener, pending)
         for c in conns:
             steps.close(c, "active")
             steps.teardown(c)
         steps.destroy(active, *(t.id for t in tries))
         steps.destroy(listener.ep, *listener.ep.handles())
     return rec.timeline()
+
+
+def _label_retrieved_requests(rec: Recording, listener: Listener, pending: int) -> None:
+    """Tie any passive request that was retrieved after all to its connect's label."""
+    listener.ep.collect(0.3)
+    for e in rec.events():
+        if e.type != "CONNECT_REQUEST" or e.side != listener.ep.side:
+            continue
+        for i in range(pending):
+            if e.private_bytes.startswith(f"hil-p{i}".encode()):
+                rec.label(f"p{i}", e.id)
 
 
 def storm(s: CMSession, count: int = 8) -> Timeline:
