@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from hil.agent import Agent
+from hil.errors import AgentError
 
 HOST_PYTHON = "/usr/bin/python3"  # the host's python, not the controller venv's
 
@@ -50,3 +54,27 @@ def needs_root() -> None:
     """Skip unless root: network namespaces and sshd labs need it."""
     if os.geteuid() != 0:
         pytest.skip("needs root to create network namespaces (run the tests as root)")
+
+
+def close_during_run(agent: Agent, argv: list[str]) -> list[AgentError]:
+    """Close ``agent`` while it runs ``argv`` (a unique command line); the call's errors.
+
+    The caller then checks that the agent and ``argv`` are gone and that the
+    interrupted call failed.
+    """
+    errors: list[AgentError] = []
+
+    def call() -> None:
+        try:
+            agent.run(argv, timeout=60)
+        except AgentError as e:
+            errors.append(e)
+
+    worker = threading.Thread(target=call)
+    try:
+        worker.start()
+        assert wait_for(lambda: len(pids_with_cmdline(argv)) == 1)
+    finally:
+        agent.close()
+        worker.join(10)
+    return errors

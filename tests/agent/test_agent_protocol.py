@@ -10,7 +10,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from agenttest import HOST_PYTHON, pids_with_cmdline, process_running, wait_for
+from agenttest import HOST_PYTHON, close_during_run, pids_with_cmdline, process_running, wait_for
 
 from hil.agent import PROTOCOL_VERSION, Agent, AgentCallError, build
 from hil.errors import AgentError, CommandTimeout
@@ -105,21 +105,7 @@ def test_agent_killed_mid_call_gives_agent_error(host_agent: Agent) -> None:
 def test_closing_stdin_ends_the_agent_and_everything_it_started() -> None:
     argv = ["sleep", f"{800 + uuid.uuid4().int % 99}.25"]
     agent = Agent.local([HOST_PYTHON], name="testhost")
-    errors: list[Exception] = []
-
-    def call() -> None:
-        try:
-            agent.run(argv, timeout=60)
-        except AgentError as e:
-            errors.append(e)
-
-    worker = threading.Thread(target=call)
-    try:
-        worker.start()
-        assert wait_for(lambda: len(pids_with_cmdline(argv)) == 1)
-    finally:
-        agent.close()
-        worker.join(10)
+    errors = close_during_run(agent, argv)
     assert not process_running(agent.hello.pid)
     assert wait_for(lambda: pids_with_cmdline(argv) == [])
     assert len(errors) == 1 and "agent exited" in str(errors[0])

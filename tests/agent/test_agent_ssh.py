@@ -6,16 +6,14 @@ import hashlib
 import os
 import shutil
 import tempfile
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agenttest import pids_with_cmdline, process_running, wait_for
+from agenttest import close_during_run, pids_with_cmdline, process_running, wait_for
 
 from hil.agent import Agent, build
-from hil.errors import AgentError
 from hil.inventory.model import Host
 from hil.ssh import SSHPool, SSHSession
 from hil.testing import NetnsLab
@@ -79,21 +77,7 @@ def test_closing_the_channel_ends_the_remote_agent_and_its_children(lab_host, re
     session, host, _ = lab_host
     argv = ["sleep", f"{700 + uuid.uuid4().int % 99}.75"]
     agent = Agent.start(session, host, remote_dir=remote_dir)
-    errors: list[Exception] = []
-
-    def call() -> None:
-        try:
-            agent.run(argv, timeout=60)
-        except AgentError as e:
-            errors.append(e)
-
-    worker = threading.Thread(target=call)
-    try:
-        worker.start()
-        assert wait_for(lambda: len(pids_with_cmdline(argv)) == 1)
-    finally:
-        agent.close()
-        worker.join(10)
+    errors = close_during_run(agent, argv)
     assert wait_for(lambda: not process_running(agent.hello.pid))
     assert wait_for(lambda: pids_with_cmdline(argv) == [])
     assert len(errors) == 1 and "agent exited" in str(errors[0])
