@@ -114,11 +114,7 @@ def reject(s: CMSession, private_data: bytes = b"no thanks") -> Timeline:
     with s.recording("reject") as rec:
         listener = steps.listen(rec, s.passive)
         active = rec.endpoint(s.active)
-        conn = steps.start_connect(rec, active, listener, b"hil")
-        if not conn.ok or conn.id is None:
-            raise StepFailed(active.host, f"connect failed: {conn.action.result}")
-        req = steps.expect(listener.ep, "CONNECT_REQUEST", None, "reject")
-        rec.label("c1", conn.id, req.id)
+        conn, req = steps.request(rec, active, listener, "c1", what="reject")
         out = listener.ep.reject(req.id, private_data)
         got = active.wait(steps.REPLY_TYPES, conn.id, REPLY_TIMEOUT)
         if got is not None:
@@ -212,11 +208,7 @@ def destroy_conn_sent(s: CMSession) -> Timeline:
     with s.recording("destroy-conn-sent") as rec:
         listener = steps.listen(rec, s.passive)
         active = rec.endpoint(s.active)
-        conn = steps.start_connect(rec, active, listener, b"hil")
-        if not conn.ok or conn.id is None:
-            raise StepFailed(active.host, f"connect failed: {conn.action.result}")
-        req = steps.expect(listener.ep, "CONNECT_REQUEST", None, "destroy in CONN_SENT")
-        rec.label("c1", conn.id, req.id)
+        conn, req = steps.request(rec, active, listener, "c1", what="destroy in CONN_SENT")
         out = active.destroy(conn.id, timeout=bound + 10)
         if out.action.duration_us is not None:
             rec.metric("destroy_blocked_us", out.action.duration_us)

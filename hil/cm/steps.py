@@ -86,15 +86,22 @@ def expect(ep: Endpoint, types: str | tuple[str, ...], cm_id: str | None, what: 
     return got
 
 
-def establish(rec: Recording, active: Endpoint, listener: Listener, label: str,
-              private_data: bytes = b"hil", accept_data: bytes = b"hil-ok") -> Conn:
-    """Connect and accept (explicitly, from the controller); both sides ESTABLISHED."""
+def request(rec: Recording, active: Endpoint, listener: Listener, label: str,
+            private_data: bytes = b"hil", what: str | None = None) -> tuple[Outcome, Event]:
+    """rdma_connect and the listener's CONNECT_REQUEST for it, both labelled ``label``."""
     conn = start_connect(rec, active, listener, private_data)
     if not conn.ok or conn.id is None:
         raise StepFailed(active.host, f"connect {label} to port {listener.port} failed: "
                          f"{conn.action.result}")
-    req = expect(listener.ep, "CONNECT_REQUEST", None, f"connect {label}")
+    req = expect(listener.ep, "CONNECT_REQUEST", None, what or f"connect {label}")
     rec.label(label, conn.id, req.id)
+    return conn, req
+
+
+def establish(rec: Recording, active: Endpoint, listener: Listener, label: str,
+              private_data: bytes = b"hil", accept_data: bytes = b"hil-ok") -> Conn:
+    """Connect and accept (explicitly, from the controller); both sides ESTABLISHED."""
+    conn, req = request(rec, active, listener, label, private_data)
     acc = listener.ep.accept(req.id, accept_data)
     if not acc.ok:
         raise StepFailed(listener.ep.host, f"accept {label} failed: {acc.action.result}")
