@@ -29,11 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hil.cm.session import CMSession
 from hil.errors import CommandTimeout
-from hil.hosts import Hosts
 from hil.inventory import loader
-from hil.journal import Journal, replay
-from hil.pairsetup import setup_pair
-from hil.reservation import Claim, Holder, open_store, reserve
+from hil.reservation import open_store
+from hil.run import PairRequest, PairRun
 
 CMTIME_TIMEOUT = 120.0
 
@@ -98,30 +96,18 @@ def main() -> int:
     p.add_argument("--wait", type=float, default=0.0, help="queue for the pair up to S seconds")
     args = p.parse_args()
     inv = loader.load(args.inventory)
-    pair = inv.pair(args.pair) if args.pair else inv.pairs()[0]
+    request = PairRequest(pair=args.pair or inv.pairs()[0].name, holder="bench/cm_rate.py",
+                          ttl=900, wait=args.wait)
     hil_rates, cm_rates, cm_full = [], [], []
-    with open_store(args.store) as store:
-        claim = Claim(pair.name, (pair.host_a.name, pair.host_b.name))
-        lease = reserve(store, [claim], Holder.current("bench/cm_rate.py"), ttl=900,
-                        wait=args.wait)
-        try:
-            with Hosts(inv, store) as hosts:
-                replay(hosts, pair).check(f"replaying the journal of pair {pair.name}")
-                journal = Journal(hosts, store, lease.id)
-                try:
-                    setup_pair(hosts, pair, journal)
-                    s = CMSession(hosts, pair, journal=journal, evidence=False)
-                    for _ in range(args.rounds):
-                        tl = s.run("storm", count=args.connections)
-                        hil_rates.append(tl.metrics["cycle_rate_per_s"])
-                        steps = run_cmtime(s, args.connections)
-                        cm_rates.append(args.connections * 1000 /
-                                        (steps["connect"] + steps["disconnect"]))
-                        cm_full.append(args.connections * 1000 / sum(steps.values()))
-                finally:
-                    journal.close().check(f"restoring pair {pair.name}")
-        finally:
-            store.release(lease.id)
+    with open_store(args.store) as store, PairRun(inv, store, request) as run:
+        pair = run.pair
+        s = run.session(evidence=False)
+        for _ in range(args.rounds):
+            tl = s.run("storm", count=args.connections)
+            hil_rates.append(tl.metrics["cycle_rate_per_s"])
+            steps = run_cmtime(s, args.connections)
+            cm_rates.append(args.connections * 1000 / (steps["connect"] + steps["disconnect"]))
+            cm_full.append(args.connections * 1000 / sum(steps.values()))
     hil, cmt, full = (statistics.median(x) for x in (hil_rates, cm_rates, cm_full))
     print(f"pair {pair.name}, {args.connections} connections, {args.rounds} rounds (median)")
     print(f"hil storm connect+disconnect:     {hil:8.1f} conn/s  (rounds: "

@@ -11,6 +11,7 @@ contract verdict.  Exit 0 when the contract holds, 4 when it is violated.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import json
 import sys
@@ -103,61 +104,37 @@ def sequence_params(name: str, pairs: list[str], mode: str | None) -> dict[str, 
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hil.cli.reserve_cmd import claims_of
+    from hil.cm.contract import check
     from hil.inventory import load_from_args
-    from hil.reservation import Heartbeat, Holder, open_store, reserve
+    from hil.reservation import open_store
+    from hil.run import PairRequest, PairRun
 
     params = sequence_params(args.sequence, args.param, args.mode)
     inv = load_from_args(args.inventory)
+    request = PairRequest(pair=args.pair, require=tuple(args.require), lease=args.lease,
+                          holder=f"hil cm run {args.sequence}", wait=args.wait)
     with open_store(args.store) as store:
-        if args.lease:
-            lease = next((le for le in store.leases() if le.id == args.lease), None)
-            if lease is None:
-                raise InputError(f"lease {args.lease} is not live (hil status lists leases)")
-        else:
-            claims = claims_of(inv, args.pair, args.require)
-            lease = reserve(store, claims, Holder.current(f"hil cm run {args.sequence}"),
-                            wait=args.wait, progress=lambda t: print(f"hil: {t}", file=sys.stderr))
-        try:
-            with Heartbeat(store, lease):
-                doc, verdict_text = _run_on(inv, store, lease, args, params)
-        finally:
-            if not args.lease:
-                store.release(lease.id)
+        if args.lease and not any(le.id == args.lease for le in store.leases()):
+            raise InputError(f"lease {args.lease} is not live (hil status lists leases)")
+        with PairRun(inv, store, request,
+                     progress=lambda t: print(f"hil: {t}", file=sys.stderr)) as run:
+            timeline = run.session(args.direction).run(args.sequence, **params)
+            verdict = check(timeline, run.profile)
+            doc = {"lease": run.lease.to_json(), "setup": run.state.to_json(),
+                   "provider": _provider_json(run), "timeline": timeline.to_dict(),
+                   "verdict": verdict.to_dict()}
     if args.json:
         print(json.dumps(doc))
     else:
-        _print(doc, verdict_text)
+        _print(doc, verdict.to_text())
     return EXIT_OK if doc["verdict"]["ok"] else EXIT_CONTRACT
 
 
-def _run_on(inv: Any, store: Any, lease: Any, args: argparse.Namespace,
-            params: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Set the lease's pair up, run the sequence, restore; the JSON document and verdict."""
-    from hil.cm.contract import check
-    from hil.cm.session import CMSession
-    from hil.hosts import Hosts
-    from hil.journal import Journal, replay
-    from hil.pairsetup import setup_pair
-
-    try:
-        pair = inv.pair(lease.pair)
-    except KeyError as e:
-        raise InputError(str(e.args[0])) from None
-    with Hosts(inv, store) as hosts:
-        if not args.lease:
-            replay(hosts, pair).check(f"replaying the journal of pair {pair.name}")
-        journal = Journal(hosts, store, lease.id)
-        try:
-            state = setup_pair(hosts, pair, journal)
-            session = CMSession(hosts, pair, direction=args.direction, journal=journal)
-            timeline = session.run(args.sequence, **params)
-            verdict = check(timeline, session.profile)
-        finally:
-            journal.close().check(f"restoring pair {pair.name}")
-    doc = {"lease": lease.to_json(), "setup": state.to_json(),
-           "timeline": timeline.to_dict(), "verdict": verdict.to_dict()}
-    return doc, verdict.to_text()
+def _provider_json(run: Any) -> dict[str, Any]:
+    """The provider both hosts run, and each host's device, driver and settings."""
+    p = run.provider
+    return {"driver": p.driver, "profile": run.profile.name,
+            "hosts": [dataclasses.asdict(h) for h in p.hosts]}
 
 
 def _print(doc: dict[str, Any], verdict_text: str) -> None:

@@ -22,9 +22,8 @@ from hil.errors import EXIT_INFRA, EXIT_OK, BusyError, CommandTimeout, InputErro
 from hil.hosts import Hosts
 from hil.inventory import load_from_args
 from hil.inventory.model import Inventory, Pair
-from hil.journal import Journal, replay, restore_host
-from hil.pairsetup import setup_pair
-from hil.reservation import Claim, Holder, Lease, Store, open_store, reserve
+from hil.journal import restore_host
+from hil.reservation import Holder, Store, open_store
 
 EXEC_TIMEOUT = 300.0
 _CHUNK = 65536
@@ -212,29 +211,19 @@ def _stream(host: str, argv: list[str], chan: Any, timeout: float) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
+    from hil.run import PairRequest, PairRun
+
     inv = load_from_args(args.inventory)
     pair = _pair(inv, args.pair)
-    names = [pair.host_a.name, pair.host_b.name]
     with open_store(args.store) as store:
         if args.lease:
-            lease: Lease = store.get(acting_lease(store, names, args.lease))
-        else:
-            claim = Claim(pair.name, (names[0], names[1]))
-            lease = reserve(store, [claim], Holder.current("hil host setup"), ttl=args.ttl,
-                            wait=args.wait)
-        with Hosts(inv, store) as hosts:
-            journal = Journal(hosts, store, lease.id)
-            try:
-                if not args.lease:
-                    replay(hosts, pair).check(f"replaying the journal of pair {pair.name}")
-                state = setup_pair(hosts, pair, journal, rdma=not args.no_rdma)
-            except BaseException:
-                # A half-done setup is undone, and a lease we took is given back.
-                for failure in journal.close().failed:
-                    print(f"hil: warning: {failure}", file=sys.stderr)
-                if not args.lease:
-                    store.release(lease.id)
-                raise
+            acting_lease(store, [pair.host_a.name, pair.host_b.name], args.lease)
+        request = PairRequest(pair=pair.name, lease=args.lease, holder="hil host setup",
+                              ttl=args.ttl, wait=args.wait, rdma=not args.no_rdma)
+        # A failed setup is undone and a lease we took given back; a good one is kept.
+        with PairRun(inv, store, request) as run:
+            lease, state = run.lease, run.state
+            run.keep()
     if args.json:
         print(json.dumps({"lease": lease.to_json(), "setup": state.to_json()}))
         return EXIT_OK

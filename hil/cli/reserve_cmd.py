@@ -13,13 +13,12 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Sequence
 from typing import Any
 
-from hil.errors import EXIT_OK, InputError
-from hil.inventory import load_from_args, parse_requirements, select
-from hil.inventory.model import Inventory, Pair
-from hil.reservation import Claim, Heartbeat, Holder, Lease, Store, open_store, reserve
+from hil.errors import EXIT_OK
+from hil.inventory import load_from_args
+from hil.reservation import Heartbeat, Holder, Lease, Store, open_store, reserve
+from hil.run import claims_for
 
 RESERVE_HELP = """\
 Reserve a pair (both its hosts) of the inventory: the one --pair names, the
@@ -92,30 +91,12 @@ def _ttl(text: str) -> float:
     return value
 
 
-def claims_of(inventory: Inventory, pair: str | None, requires: Sequence[str]) -> list[Claim]:
-    """The claims a ``--pair`` or ``--require`` selection stands for (all pairs if neither)."""
-    if pair:
-        try:
-            pairs = [inventory.pair(pair)]
-        except KeyError as e:
-            raise InputError(str(e.args[0])) from None
-    else:
-        pairs = select(inventory, parse_requirements(requires))
-        if not pairs:
-            raise InputError(f"{inventory.path}: no pair meets {' '.join(requires)}")
-    return [_claim(p) for p in pairs]
-
-
-def _claim(pair: Pair) -> Claim:
-    return Claim(pair.name, (pair.host_a.name, pair.host_b.name))
-
-
 def _print_lease(lease: Lease, as_json: bool) -> None:
     print(json.dumps(lease.to_json()) if as_json else str(lease), flush=True)
 
 
 def _reserve(args: argparse.Namespace) -> int:
-    claims = claims_of(load_from_args(args.inventory), args.pair, args.require)
+    claims = claims_for(load_from_args(args.inventory), args.pair, args.require)
     with open_store(args.store) as store:
         lease = reserve(store, claims, Holder.current(args.holder), ttl=args.ttl, wait=args.wait,
                         progress=lambda text: print(f"hil: {text}", file=sys.stderr, flush=True))

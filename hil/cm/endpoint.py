@@ -206,8 +206,8 @@ class Endpoint:
                 fresh.append(self._event(entry))
             elif entry["kind"] == "action":
                 self._auto_action(entry)
-        for e in fresh:
-            self.rec.add_event(e)
+        if fresh:
+            self.rec.add_events(fresh)
         self._seen += fresh
         return fresh
 

@@ -58,14 +58,16 @@ class Recording:
         return ep
 
     def add_action(self, action: Action) -> None:
-        """Record an action."""
+        """Record an action (and tell the observers)."""
         with self._lock:
             self._actions.append(action)
+        self.session.observers.action(action)
 
-    def add_event(self, event: Event) -> None:
-        """Record an event."""
+    def add_events(self, batch: list[Event]) -> None:
+        """Record a batch of events one channel delivered (and tell the observers)."""
         with self._lock:
-            self._events.append(event)
+            self._events += batch
+        self.session.observers.events(batch)
 
     def controller_action(self, side: str, name: str, start_us: int, result: str = "ok",
                           **params: Any) -> Action:
@@ -112,8 +114,12 @@ class Recording:
                 self._cursors[side] = agent.kmsg_cursor()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        try:
+            self.close()
+        finally:
+            if error is not None:  # what happened before it failed, for the report
+                self.session.observers.timeline(self.timeline(), False)
 
     def close(self) -> None:
         """Close every endpoint, then take the after-run evidence."""

@@ -5,18 +5,21 @@ API (for suites and the CLI)::
     from hil.cm.session import CMSession
     from hil.cm.contract import check
 
-    session = CMSession(hosts, pair, direction="a-b", journal=journal)
+    session = pair_run.session("a-b")       # hil.run.PairRun: the usual way to get one
     timeline = session.run("reject", private_data=b"no thanks")
     verdict = check(timeline, session.profile)
 
-- ``CMSession(hosts, pair, *, direction="a-b", profile=None, journal=None,
-  evidence=True)``: ``hosts`` is a :class:`hil.hosts.Hosts` (one agent per
-  host), ``pair`` the reserved :class:`~hil.inventory.model.Pair`, already set
-  up (:func:`hil.pairsetup.setup_pair`).  ``direction`` says which side
-  connects ("a-b": host A is active).  ``profile`` defaults to the
-  contract profile of port A's driver with the host's ``tcp_retries2``.
+- ``CMSession(hosts, pair, *, profile, direction="a-b", journal=None,
+  evidence=True, observers=None)``: ``hosts`` is a :class:`hil.hosts.Hosts`
+  (one agent per host), ``pair`` the reserved
+  :class:`~hil.inventory.model.Pair`, already set up
+  (:func:`hil.pairsetup.setup_pair`).  ``profile`` is the contract profile of
+  the provider the pair really runs (:mod:`hil.run.provider` reads it).
+  ``direction`` says which side connects ("a-b": host A is active).
   ``journal`` is needed only for link pulls.  ``evidence`` takes resource
-  counts and the kernel log around every run (invariant 11).
+  counts and the kernel log around every run (invariant 11).  ``observers``
+  (:class:`hil.cm.observer.Observers`) hear of every run, action, event
+  batch, timeline and verdict.
 - ``session.run(name, **params) -> Timeline``: one sequence of
   :data:`hil.cm.sequences.SEQUENCES` (names and parameters are listed there).
 - ``session.active`` / ``session.passive``: sides ("a"/"b") for the direction;
@@ -42,13 +45,14 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from hil.cm import clock
-from hil.cm.profiles import Profile, profile_for
+from hil.cm.observer import Observers, StepInfo
 from hil.cm.recording import Recording
 from hil.cm.timeline import SIDES, ClockOffset, Timeline
 from hil.errors import InputError
 
 if TYPE_CHECKING:
     from hil.agent import Agent
+    from hil.cm.profiles import Profile
     from hil.hosts import Hosts
     from hil.inventory.model import Pair, Rnic
     from hil.journal import Journal
@@ -63,9 +67,9 @@ PORT_RANGE = (20000, 30000)  # a fresh CM port per use, so no run meets another'
 class CMSession:
     """Both ends of a set-up pair, ready to run CM sequences (see the module doc)."""
 
-    def __init__(self, hosts: Hosts, pair: Pair, *, direction: str = "a-b",
-                 profile: Profile | None = None, journal: Journal | None = None,
-                 evidence: bool = True) -> None:
+    def __init__(self, hosts: Hosts, pair: Pair, *, profile: Profile, direction: str = "a-b",
+                 journal: Journal | None = None, evidence: bool = True,
+                 observers: Observers | None = None) -> None:
         if direction not in DIRECTIONS:
             raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, "
                              f"not {direction!r}")
@@ -75,6 +79,7 @@ class CMSession:
         self.active, self.passive = direction.split("-")
         self.journal = journal
         self.evidence = evidence
+        self.observers = observers if observers is not None else Observers()
         self._offsets: dict[str, ClockOffset] = {}
         self._ports = itertools.count(random.randint(*PORT_RANGE))
         for side in SIDES:
@@ -82,17 +87,7 @@ class CMSession:
                 raise InputError(f"pair {pair.name}: port {self.rnic(side).name} of "
                                  f"{self.host(side)} has no address in the inventory; "
                                  "CM sequences need the data addresses")
-        self.profile = profile or self._default_profile()
-
-    def _default_profile(self) -> Profile:
-        driver = self.rnic("a").driver
-        retries2 = None
-        if driver == "siw":
-            try:
-                retries2 = int(self.agent("a").sysctl("net.ipv4.tcp_retries2"))
-            except ValueError:
-                retries2 = None
-        return profile_for(driver, tcp_retries2=retries2)
+        self.profile = profile
 
     # -- the pair ------------------------------------------------------------
 
@@ -171,12 +166,17 @@ class CMSession:
 
     def run(self, name: str, **params: Any) -> Timeline:
         """Run sequence ``name`` of :data:`hil.cm.sequences.SEQUENCES` with ``params``."""
+        from hil.cm.contract import check
         from hil.cm.sequences import SEQUENCES
 
         seq = SEQUENCES.get(name)
         if seq is None:
             raise InputError(f"no CM sequence {name!r} (known: {', '.join(sorted(SEQUENCES))})")
-        return seq(self, **params)
+        with self.observers.step(StepInfo(name, self.direction, dict(params))):
+            timeline = seq(self, **params)
+            self.observers.timeline(timeline, True)
+            self.observers.verdict(timeline, check(timeline, self.profile))
+            return timeline
 
 
 def _side(side: str) -> str:

@@ -241,3 +241,13 @@ class Timeline:
         if not isinstance(data, dict):
             raise InputError("not a timeline: the JSON is not an object")
         return cls.from_dict(data)
+
+
+def render(tl: Timeline) -> str:
+    """The timeline's actions and events in time order, one a line (for messages)."""
+    return "\n".join(f"  {item.brief()}" for item in tl.sorted().merged())
+
+
+def explain(tl: Timeline, what: str) -> str:
+    """A failure message: what was expected, then the whole timeline."""
+    return f"{what}\nscenario {tl.scenario} on {tl.pair[0]} <-> {tl.pair[1]}:\n{render(tl)}"

@@ -7,6 +7,12 @@ header names the pair and the holder; it renews the lease while the session
 lives and releases it at the end.  Tests get the pair from the ``hil_pair``
 session fixture; ``@pytest.mark.hil_requires("driver=iw_cxgb4", ...)`` skips
 a test whose requirements the reserved pair does not meet.
+
+Session fixtures (one :class:`hil.run.PairRun` behind them all): ``hil_run``,
+``hil_pair``, ``hil_hosts``, ``hil_journal``, ``hil_setup``.  Per-test
+fixtures for CM tests (:mod:`hil.plugin.fixtures`): ``profile``, ``cm``,
+``contract``, ``direction`` and the autouse after-test checks.  Observers of
+every run come from the ``pytest_hil_observers`` hook (:mod:`hil.plugin.hookspec`).
 """
 
 from __future__ import annotations
@@ -27,10 +33,20 @@ if TYPE_CHECKING:
     from hil.journal import Journal
     from hil.pairsetup import PairState
     from hil.plugin.session import HilSession, Reserved
+    from hil.run import PairRun
 
 SESSION_KEY = pytest.StashKey["HilSession"]()
 
-pytest_plugins = ["hil.report.plugin"]  # Allure labels, captures and run files (docs/reports.md)
+pytest_plugins = [
+    "hil.plugin.fixtures",  # cm, profile, contract, direction, the after-test checks
+    "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)
+]
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from hil.plugin import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -136,53 +152,52 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def hil_pair(request: pytest.FixtureRequest) -> Reserved:
-    """The pair this session (or xdist worker) holds, with its lease and inventory."""
+def hil_run(request: pytest.FixtureRequest) -> PairRun:
+    """The session's pair run (:class:`hil.run.PairRun`): lease, hosts, journal, setup."""
     hs = _session(request.config)
     if hs is None:
         pytest.skip("no lab inventory: pass --hil-inventory FILE (or set HIL_INVENTORY)")
-    return hs.require_reserved()
+    return hs.require_run()
 
 
 @pytest.fixture(scope="session")
-def hil_hosts(hil_pair: Reserved, request: pytest.FixtureRequest) -> Iterator[Hosts]:
-    """SSH sessions and agents for the lab's hosts, after undoing what dead runs left.
+def hil_pair(hil_run: PairRun, request: pytest.FixtureRequest) -> Reserved:
+    """The pair this session (or xdist worker) holds, with its lease and inventory."""
+    hs = _session(request.config)
+    assert hs is not None and hs.reserved is not None  # hil_run failed otherwise
+    return hs.reserved
+
+
+@pytest.fixture(scope="session")
+def hil_hosts(hil_run: PairRun) -> Iterator[Hosts]:
+    """SSH sessions and agents for the pair's hosts, after undoing what dead runs left.
 
     Whatever an earlier run that was killed changed on the pair's hosts is in
-    its restore journal; it is replayed first, so this session starts from
-    the inventory's state.
+    its restore journal; it is replayed first (unless the lease was adopted),
+    so this session starts from the inventory's state.  At the end, every
+    change this session journaled is undone.
     """
-    from hil.hosts import Hosts
-    from hil.journal import replay
-
-    hs = _session(request.config)
-    assert hs is not None
-    with Hosts(hil_pair.inventory, hs.store) as hosts:
-        with _as_failure():
-            replay(hosts, hil_pair.pair).check(f"replaying the journal of pair {hil_pair.pair.name}")
-        yield hosts
+    name = hil_run.pair.name
+    with _as_failure():
+        hosts = hil_run.open_hosts()
+    yield hosts
+    with _as_failure():
+        report = hil_run.restore()
+        if report is not None:
+            report.check(f"restoring pair {name}")
 
 
 @pytest.fixture(scope="session")
-def hil_journal(hil_pair: Reserved, hil_hosts: Hosts) -> Iterator[Journal]:
+def hil_journal(hil_run: PairRun, hil_hosts: Hosts) -> Journal:
     """The session's restore journal: every change it records is undone at the end."""
-    from hil.journal import Journal
-
-    assert hil_hosts.store is not None
-    journal = Journal(hil_hosts, hil_hosts.store, hil_pair.lease.id)
-    yield journal
-    with _as_failure():
-        journal.close().check(f"restoring pair {hil_pair.pair.name}")
+    return hil_run.journal
 
 
 @pytest.fixture(scope="session")
-def hil_setup(hil_pair: Reserved, hil_hosts: Hosts, hil_journal: Journal) -> PairState:
+def hil_setup(hil_run: PairRun, hil_hosts: Hosts) -> PairState:
     """The pair brought to the inventory's state (links, addresses, RDMA devices)."""
-    from hil.pairsetup import setup_pair
-
     with _as_failure():
-        state = setup_pair(hil_hosts, hil_pair.pair, hil_journal)
-    return state
+        return hil_run.set_up()
 
 
 @contextmanager

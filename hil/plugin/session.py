@@ -1,6 +1,9 @@
-"""The plugin's state for one pytest session: which pair it holds, and how.
+"""The plugin's state for one pytest session: the pair run it holds, and how.
 
-Kept apart from the hooks so the reservation logic reads top to bottom.
+Kept apart from the hooks so the reservation logic reads top to bottom.  The
+chain itself (reserve, heartbeat, hosts, journal, setup, provider) is
+:class:`hil.run.PairRun`'s; this only turns options into its request and its
+failures into test outcomes.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import pytest
 from hil.errors import EXIT_INFRA, HilError, InputError
 from hil.inventory import Inventory, Pair, load
 from hil.inventory.require import parse_requirement, select
-from hil.reservation import Claim, Heartbeat, Holder, Lease, open_store, reserve
+from hil.reservation import Lease, open_store
 from hil.reservation.store import Store
+from hil.run import PairRequest, PairRun
 
 
 @dataclass(frozen=True)
@@ -33,20 +37,23 @@ class HilSession:
         self.config = config
         self.inventory_path = inventory_path
         self.reserved: Reserved | None = None
+        self.run: PairRun | None = None
         self.error: HilError | None = None
-        self._heartbeat: Heartbeat | None = None
         self.store: Store | None = None
-        self._adopted = False
+
+    def request(self) -> PairRequest:
+        """The pair request the options stand for."""
+        opt = self.config.getoption
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        return PairRequest(pair=opt("hil_pair"), require=tuple(opt("hil_require")),
+                           lease=opt("hil_lease"),
+                           holder=f"pytest {worker}" if worker else "pytest",
+                           ttl=opt("hil_ttl"), wait=opt("hil_wait"))
 
     def describe_request(self) -> str:
         """The inventory and what we ask of it, for the header."""
-        opt = self.config.getoption
-        if opt("hil_lease"):
-            return f"lease {opt('hil_lease')}"
-        what = f"pair {opt('hil_pair')}" if opt("hil_pair") else (
-            " ".join(opt("hil_require")) or "any pair"
-        )
-        return f"{self.inventory_path} ({what})"
+        req = self.request()
+        return req.describe() if req.lease else f"{self.inventory_path} ({req.describe()})"
 
     def start(self) -> None:
         """Reserve or adopt; a failure is kept and reported by ``hil_pair``."""
@@ -56,45 +63,17 @@ class HilSession:
             self.error = e
 
     def _start(self) -> None:
-        opt = self.config.getoption
         if not self.inventory_path:
             raise InputError("--hil-lease needs the inventory the lease was taken from: "
                              "pass --hil-inventory FILE (or set HIL_INVENTORY)")
         inventory = load(self.inventory_path)
-        self.store = open_store(opt("hil_store"))
-        if opt("hil_lease"):
-            lease = self.store.get(opt("hil_lease"))
-            self._adopted = True
-        else:
-            lease = reserve(
-                self.store,
-                self._claims(inventory),
-                self._holder(),
-                ttl=opt("hil_ttl"),
-                wait=opt("hil_wait"),
-                progress=self._progress,
-            )
-        self.reserved = Reserved(inventory.pair(lease.pair), lease, inventory)
-        self._heartbeat = Heartbeat(self.store, lease)
-        self._heartbeat.start()
-
-    def _claims(self, inventory: Inventory) -> list[Claim]:
-        opt = self.config.getoption
-        if opt("hil_pair"):
-            try:
-                pairs = [inventory.pair(opt("hil_pair"))]
-            except KeyError as e:
-                raise InputError(str(e.args[0])) from None
-        else:
-            reqs = [parse_requirement(r) for r in opt("hil_require")]
-            pairs = select(inventory, reqs)
-            if not pairs:
-                raise InputError(f"{inventory.path}: no pair meets {' '.join(opt('hil_require'))}")
-        return [Claim(p.name, (p.host_a.name, p.host_b.name)) for p in pairs]
-
-    def _holder(self) -> Holder:
-        worker = os.environ.get("PYTEST_XDIST_WORKER")
-        return Holder.current(note=f"pytest {worker}" if worker else "pytest")
+        self.store = open_store(self.config.getoption("hil_store"))
+        observers = [o for group in self.config.hook.pytest_hil_observers(config=self.config)
+                     for o in group]
+        self.run = PairRun(inventory, self.store, self.request(), observers=observers,
+                           progress=self._progress)
+        lease = self.run.reserve()
+        self.reserved = Reserved(self.run.pair, lease, inventory)
 
     def _progress(self, message: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -109,19 +88,19 @@ class HilSession:
             return [f"hil: {self.describe_request()}"]
         lease = self.reserved.lease
         pair = self.reserved.pair
-        how = "adopted" if self._adopted else "reserved"
+        how = "adopted" if self.request().lease else "reserved"
         return [
             f"hil: pair {pair.name} ({pair.link.a} <-> {pair.link.b}) {how}, "
             f"lease {lease.id} until {lease.expires.isoformat(timespec='seconds')}",
             f"hil: holder {lease.holder}",
         ]
 
-    def require_reserved(self) -> Reserved:
-        """The reserved pair, or a test failure saying why there is none."""
-        if self.reserved is None:
+    def require_run(self) -> PairRun:
+        """The session's pair run, or a test failure saying why there is none."""
+        if self.run is None or self.reserved is None:
             why = self.error or "the session did not reserve a pair"
             pytest.fail(f"hil: no pair from {self.describe_request()}: {why}", pytrace=False)
-        return self.reserved
+        return self.run
 
     def unmet(self, requirements: list[str]) -> str | None:
         """Why the reserved pair fails ``requirements``, or None when it meets them."""
@@ -135,18 +114,17 @@ class HilSession:
 
     def stop_if_lease_lost(self) -> None:
         """End the run when the heartbeat found our lease taken over."""
-        if self._heartbeat is not None and self._heartbeat.lost is not None:
-            pytest.exit(f"hil: {self._heartbeat.lost}", returncode=EXIT_INFRA)
+        lost = None if self.run is None else self.run.lease_lost
+        if lost is not None:
+            pytest.exit(f"hil: {lost}", returncode=EXIT_INFRA)
 
     def finish(self) -> None:
-        """Stop renewing; release unless the lease was adopted."""
-        if self._heartbeat is not None:
-            self._heartbeat.stop()
-        if self.reserved is not None and not self._adopted:
-            try:
-                self.store.release(self.reserved.lease.id)
-            except HilError as e:
-                self._progress(f"could not release lease {self.reserved.lease.id}: {e}")
-        if self.store is not None:
-            self.store.close()
-
+        """Restore what is left, stop renewing, release unless the lease was adopted."""
+        try:
+            if self.run is not None:
+                self.run.close()
+        except HilError as e:
+            self._progress(f"could not restore or release the pair: {e}")
+        finally:
+            if self.store is not None:
+                self.store.close()

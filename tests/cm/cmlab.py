@@ -7,16 +7,34 @@ from dataclasses import dataclass
 from hil.hosts import Hosts
 from hil.inventory.model import Pair
 from hil.journal import Journal
+from hil.run import PairRun
 
 
 @dataclass(frozen=True)
 class CMPair:
-    """A set-up pair: its hosts (agents), the pair and the restore journal."""
+    """A set-up pair run, and what the CLI needs to act under its lease."""
 
-    hosts: Hosts
-    pair: Pair
-    journal: Journal
+    run: PairRun
     # For the CLI: ``hil --inventory INVENTORY [--store STORE] cm run ... --lease LEASE``.
     inventory: str
     store: str | None
-    lease: str
+
+    @property
+    def hosts(self) -> Hosts:
+        """The pair's hosts (agents)."""
+        return self.run.hosts
+
+    @property
+    def pair(self) -> Pair:
+        """The pair."""
+        return self.run.pair
+
+    @property
+    def journal(self) -> Journal:
+        """The run's restore journal."""
+        return self.run.journal
+
+    @property
+    def lease(self) -> str:
+        """The id of the lease the run holds."""
+        return self.run.lease.id

@@ -16,8 +16,8 @@ import pytest
 from cmlab import CMPair
 from vlab import VirtualLab
 
-from hil.hosts import Hosts
-from hil.journal import Journal
+from hil.reservation import open_store
+from hil.run import PairRequest, PairRun
 
 
 # Module scope: the pair is restored before tests/lab takes the shared lab down.
@@ -26,30 +26,16 @@ def cm_pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             ) -> Iterator[CMPair]:
     """A set-up lab pair (the plugin's, or one of the session's virtual lab)."""
     if request.config.getoption("hil_inventory") or request.config.getoption("hil_lease"):
-        reserved = request.getfixturevalue("hil_pair")
+        run = request.getfixturevalue("hil_run")
         request.getfixturevalue("hil_setup")
-        yield CMPair(request.getfixturevalue("hil_hosts"), reserved.pair,
-                     request.getfixturevalue("hil_journal"), str(reserved.inventory.path),
-                     request.config.getoption("hil_store"), reserved.lease.id)
+        yield CMPair(run, str(run.inventory.path), request.config.getoption("hil_store"))
         return
     yield from _own_lab(request.getfixturevalue("virtual_lab"), tmp_path_factory.mktemp("cm"))
 
 
 def _own_lab(lab: VirtualLab, scratch: Path) -> Iterator[CMPair]:
-    from hil.pairsetup import setup_pair
-    from hil.reservation import Claim, Holder, open_store, reserve
-
-    pair = lab.inventory.pairs()[0]
     # Not in the lab's directory: `hil lab down` removes only what the lab made.
     store_path = str(scratch / "store.db")
-    with open_store(store_path) as store:
-        claim = Claim(pair.name, (pair.host_a.name, pair.host_b.name))
-        lease = reserve(store, [claim], Holder.current("tests/cm"), ttl=3600)
-        with Hosts(lab.inventory, store) as hosts:
-            journal = Journal(hosts, store, lease.id)
-            try:
-                setup_pair(hosts, pair, journal)
-                yield CMPair(hosts, pair, journal, str(lab.inventory.path), store_path, lease.id)
-            finally:
-                journal.close().check(f"restoring pair {pair.name}")
-                store.release(lease.id)
+    request = PairRequest(pair=lab.inventory.pairs()[0].name, holder="tests/cm", ttl=3600)
+    with open_store(store_path) as store, PairRun(lab.inventory, store, request) as run:
+        yield CMPair(run, str(lab.inventory.path), store_path)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture
 def session(cm_pair: CMPair) -> CMSession:
-    return CMSession(cm_pair.hosts, cm_pair.pair, journal=cm_pair.journal)
+    return cm_pair.run.session()
 
 
 def types(tl: Timeline, side: str) -> list[tuple[str, int]]:

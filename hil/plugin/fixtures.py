@@ -1,0 +1,129 @@
+"""Fixtures for CM tests on the pair, in any test directory run with ``-p hil``.
+
+- ``profile``: the contract profile of the provider the pair really runs
+  (:mod:`hil.run.provider`: read on both hosts, a siw fallback noticed);
+- ``direction``: ``"a-b"`` (host A connects to B) or ``"b-a"``, a parameter
+  of every test that uses ``cm`` (pin it with
+  ``@pytest.mark.parametrize("direction", ["a-b"])``);
+- ``cm``: a CM session on the set-up pair in that direction
+  (:class:`hil.cm.session.CMSession`), its runs told to the observers;
+- ``contract``: ``contract(timeline)`` judges a timeline by the profile and
+  fails the test with the verdict and the timeline when a rule is broken;
+- the after-test checks (:mod:`hil.checks`), autouse for every test that
+  sets the pair up: resources back to their baseline and a clean kernel
+  log on both hosts; a failure is an error in the test's teardown.
+
+Options: ``--hil-kmsg-allow REGEX`` (repeatable) and the ini list
+``hil_kmsg_allow`` add known harmless kernel lines to the default allowlist;
+``--hil-settle SECONDS`` bounds the wait for resources to come back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from hil import checks
+from hil.cm.contract import Verdict, check
+from hil.cm.expectations import DEFAULT_KERNEL_ALLOW
+from hil.cm.timeline import explain
+from hil.errors import HilError
+
+if TYPE_CHECKING:
+    from hil.cm.profiles import Profile
+    from hil.cm.session import CMSession
+    from hil.cm.timeline import Timeline
+    from hil.pairsetup import PairState
+    from hil.run import PairRun
+
+DIRECTIONS = ("a-b", "b-a")  # which host connects: A (to B), or B (to A)
+# The kernel-log allowlist of the run: the default plus ini and command line.
+ALLOW_KEY = pytest.StashKey[tuple[str, ...]]()
+
+Contract = Callable[["Timeline"], Verdict]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hil", "hil: iWARP lab pairs")
+    group.addoption(
+        "--hil-kmsg-allow", action="append", default=[], metavar="REGEX",
+        help="A kernel log line matching REGEX does not fail the after-test check "
+        "(repeatable; added to the default allowlist and the ini list hil_kmsg_allow).",
+    )
+    group.addoption(
+        "--hil-settle", type=float, default=checks.SETTLE_S, metavar="SECONDS",
+        help="How long the after-test check waits for RDMA resources to return to their "
+        f"baseline (default {checks.SETTLE_S:g}).",
+    )
+    parser.addini("hil_kmsg_allow", type="linelist", default=[],
+                  help="Known harmless kernel log lines (regular expressions, one a line).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "disruptive: takes a link of the reserved pair down (restored after); "
+        "deselect with -m 'not disruptive'",
+    )
+    try:
+        allow = checks.compile_allow([*config.getini("hil_kmsg_allow"),
+                                      *config.getoption("hil_kmsg_allow")])
+    except HilError as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[ALLOW_KEY] = (*DEFAULT_KERNEL_ALLOW, *allow)
+
+
+@pytest.fixture(scope="session")
+def profile(hil_run: PairRun, hil_setup: PairState) -> Profile:
+    """The contract profile of the provider both hosts really run."""
+    try:
+        return hil_run.profile
+    except HilError as e:
+        pytest.fail(f"hil: {type(e).__name__}: {e}", pytrace=False)
+
+
+@pytest.fixture(params=DIRECTIONS)
+def direction(request: pytest.FixtureRequest) -> str:
+    """Which host is active: ``a-b`` (A connects to B) or ``b-a``."""
+    return str(request.param)
+
+
+@pytest.fixture
+def cm(hil_run: PairRun, profile: Profile, direction: str) -> CMSession:
+    """A CM session on the set-up pair in the test's direction.
+
+    Its own per-run evidence is off: the after-test checks take it per test,
+    with the configured kernel-log allowlist.
+    """
+    return hil_run.session(direction, evidence=False)
+
+
+@pytest.fixture
+def contract(profile: Profile) -> Contract:
+    """``contract(timeline)``: the verdict; fails the test with its text when not ok."""
+    def judge(timeline: Timeline) -> Verdict:
+        verdict = check(timeline, profile)
+        if not verdict.ok:
+            pytest.fail(explain(timeline, verdict.to_text()), pytrace=False)
+        return verdict
+    return judge
+
+
+@pytest.fixture(autouse=True)
+def after_test_checks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """For tests that set the pair up: resources back to baseline and kernel log clean after."""
+    if "hil_setup" not in request.fixturenames:
+        yield
+        return
+    run: PairRun = request.getfixturevalue("hil_run")
+    request.getfixturevalue("hil_setup")
+    prof: Profile = request.getfixturevalue("profile")
+    probes = {h.name: run.hosts.agent(h.name) for h in run.pair.hosts}
+    allow: tuple[str, ...] = request.config.stash[ALLOW_KEY]
+    baseline = checks.begin(probes)
+    yield
+    result = checks.finish(probes, baseline, prof, allow, request.config.getoption("hil_settle"))
+    if not result.ok:
+        pytest.fail(result.to_text(), pytrace=False)

@@ -1,0 +1,304 @@
+"""PairRun: the one place that turns a request for a pair into a set-up pair and its profile.
+
+Every user of a pair (the pytest plugin's fixtures, ``hil cm run``, ``hil
+host setup``, the benches) goes through it, so that the same pair gets the
+same setup, the same provider and the same verdict wherever it is judged::
+
+    with PairRun(inventory, store, PairRequest(pair="lab-0-1", holder="bench")) as run:
+        session = run.session("a-b")
+        timeline = session.run("close")
+
+The stages, in order (the context manager runs the first three; the plugin
+runs them one by one, as its fixtures are first needed):
+
+1. :meth:`reserve`: take a lease (or adopt one named by ``request.lease``)
+   and renew it from a heartbeat thread;
+2. :meth:`open_hosts`: SSH and an agent per host, warmed up in parallel, and
+   (unless the lease was adopted: its holder's changes are its own) the
+   journal that dead runs left on the pair's hosts replayed;
+3. :meth:`set_up`: the pair brought to the inventory's state under a
+   restore journal, then the provider read on both hosts
+   (:mod:`hil.run.provider`) and observers told ``run_started``;
+4. :meth:`restore`: observers told ``run_finished``, the journal undone and
+   the hosts closed; 5. :meth:`release`: the heartbeat stopped and the lease
+   released (unless adopted).  :meth:`close` does both; after :meth:`keep`
+   (``hil host setup``) neither undoes the setup nor releases the lease.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Self
+
+from hil.cm.observer import Observer, Observers, RunInfo
+from hil.errors import HilError, InputError, LeaseLost
+from hil.inventory.require import parse_requirement, select
+from hil.reservation import Claim, Heartbeat, Holder, Lease, reserve
+
+if TYPE_CHECKING:
+    from hil.cm.profiles import Profile
+    from hil.cm.session import CMSession
+    from hil.hosts import Hosts
+    from hil.inventory.model import Inventory, Pair
+    from hil.journal import Journal, UndoReport
+    from hil.pairsetup import PairState
+    from hil.reservation.store import Store
+    from hil.run.provider import Provider
+
+log = logging.getLogger(__name__)
+
+# A freshly booted TCG guest under load took over 30 s (the agent's call
+# bound) for the agent's first netlink call, which waits for pyroute2's import.
+WARMUP_TIMEOUT = 180.0
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PairRequest:
+    """Which pair a run wants and how it holds it.
+
+    ``pair`` names one pair; else ``require`` (``driver=iw_cxgb4`` ...)
+    selects any that meets all; neither: any pair of the inventory.
+    ``lease`` adopts a live lease instead of reserving.  ``rdma=False`` sets
+    the pair up without RDMA devices (hosts without RDMA): no provider then.
+    """
+
+    pair: str | None = None
+    require: tuple[str, ...] = ()
+    lease: str | None = None
+    holder: str = "hil"
+    ttl: float = 300.0
+    wait: float = 0.0
+    rdma: bool = True
+
+    def describe(self) -> str:
+        """The request in words, for headers and errors."""
+        if self.lease:
+            return f"lease {self.lease}"
+        if self.pair:
+            return f"pair {self.pair}"
+        return " ".join(self.require) or "any pair"
+
+
+def claims_for(inventory: Inventory, pair: str | None, require: Iterable[str]) -> list[Claim]:
+    """The claims a pair name or a list of requirements stands for (all pairs if neither)."""
+    require = list(require)
+    if pair:
+        try:
+            pairs = [inventory.pair(pair)]
+        except KeyError as e:
+            raise InputError(str(e.args[0])) from None
+    else:
+        pairs = select(inventory, [parse_requirement(r) for r in require])
+        if not pairs:
+            raise InputError(f"{inventory.path}: no pair meets {' '.join(require)}")
+    return [Claim(p.name, (p.host_a.name, p.host_b.name)) for p in pairs]
+
+
+class PairRun:
+    """A pair held, its hosts open, set up and judged by its own provider (see module doc)."""
+
+    def __init__(self, inventory: Inventory, store: Store, request: PairRequest, *,
+                 observers: Iterable[Observer] = (), progress: Progress | None = None) -> None:
+        self.inventory = inventory
+        self.store = store
+        self.request = request
+        self.observers = Observers(observers)
+        self._progress = progress
+        self._lease: Lease | None = None
+        self._heartbeat: Heartbeat | None = None
+        self._hosts: Hosts | None = None
+        self._journal: Journal | None = None
+        self._state: PairState | None = None
+        self._provider: Provider | None = None
+        self._kept = False
+
+    # -- stages ---------------------------------------------------------------
+
+    def reserve(self) -> Lease:
+        """Reserve (or adopt) the pair and start renewing the lease."""
+        if self._lease is not None:
+            return self._lease
+        req = self.request
+        if req.lease:
+            lease = self.store.get(req.lease)
+            if lease.pair not in self.inventory.links:
+                raise InputError(f"lease {lease.id} holds pair {lease.pair}, which "
+                                 f"{self.inventory.path} does not have")
+        else:
+            lease = reserve(self.store, claims_for(self.inventory, req.pair, req.require),
+                            Holder.current(req.holder), ttl=req.ttl, wait=req.wait,
+                            progress=self._progress)
+        self._lease = lease
+        self._heartbeat = Heartbeat(self.store, lease).start()
+        return lease
+
+    def open_hosts(self) -> Hosts:
+        """The pair's hosts with warm agents, after undoing what dead runs left there."""
+        if self._hosts is not None:
+            return self._hosts
+        from hil.hosts import Hosts
+        from hil.journal import Journal, replay
+
+        self.reserve()
+        hosts = Hosts(self.inventory, self.store)
+        self._hosts = hosts
+        names = [h.name for h in self.pair.hosts]
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            list(pool.map(lambda n: hosts.call(n, "links", timeout=WARMUP_TIMEOUT), names))
+        if not self.adopted:
+            replay(hosts, self.pair).check(f"replaying the journal of pair {self.pair.name}")
+        self._journal = Journal(hosts, self.store, self.lease.id)
+        return hosts
+
+    def set_up(self) -> PairState:
+        """The pair brought to the inventory's state; its provider read on both hosts."""
+        if self._state is not None:
+            return self._state
+        from hil.pairsetup import setup_pair
+        from hil.run.provider import detect
+
+        hosts = self.open_hosts()
+        self._state = setup_pair(hosts, self.pair, self.journal, rdma=self.request.rdma)
+        if self.request.rdma:
+            self._provider = detect(hosts, self.pair, self._state)
+            self.observers.run_started(self.info)
+        return self._state
+
+    def keep(self) -> None:
+        """Leave the pair set up and the lease held when the run closes (``hil host setup``)."""
+        self._kept = True
+
+    def restore(self, error: BaseException | None = None) -> UndoReport | None:
+        """Observers told the run is over; the journal undone and the hosts closed.
+
+        Returns the journal's report (None when the hosts were never opened);
+        the hosts are closed even when an undo fails.  Safe to call again.
+        """
+        report = None
+        try:
+            if self._provider is not None:
+                self.observers.run_finished(self.info, error)
+            if self._journal is not None and not self._kept:
+                report = self._journal.close()
+        finally:
+            self._provider = self._state = self._journal = None
+            hosts, self._hosts = self._hosts, None
+            if hosts is not None:
+                hosts.close()
+        return report
+
+    def release(self) -> None:
+        """Stop renewing the lease and release it (unless adopted or kept).  Safe to call again."""
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+        lease, self._lease = self._lease, None
+        if lease is not None and not self.adopted and not self._kept:
+            self.store.release(lease.id)
+
+    def close(self, error: BaseException | None = None) -> UndoReport | None:
+        """:meth:`restore`, then :meth:`release` whatever the restore did."""
+        try:
+            return self.restore(error)
+        finally:
+            self.release()
+
+    def __enter__(self) -> Self:
+        try:
+            self.set_up()
+        except BaseException as e:
+            self._close_after(e)
+            raise
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        name = self.pair.name
+        report = self._close_after(error)
+        if error is None and report is not None:
+            report.check(f"restoring pair {name}")
+
+    def _close_after(self, error: BaseException | None) -> UndoReport | None:
+        """``close``, logging (not raising) undo failures when an error is already on its way."""
+        report = self.close(error)
+        if error is not None and report is not None:
+            for failure in report.failed:
+                log.warning("%s", failure)
+        return report
+
+    # -- what the run holds ---------------------------------------------------
+
+    @property
+    def adopted(self) -> bool:
+        """True when the lease was taken by someone else and only adopted here."""
+        return bool(self.request.lease)
+
+    @property
+    def lease(self) -> Lease:
+        """The lease (after :meth:`reserve`)."""
+        if self._lease is None:
+            raise InputError("the pair run has not reserved a pair yet")
+        return self._lease
+
+    @property
+    def lease_lost(self) -> LeaseLost | None:
+        """Why the heartbeat lost the lease (taken over, store gone), or None."""
+        return None if self._heartbeat is None else self._heartbeat.lost
+
+    @property
+    def pair(self) -> Pair:
+        """The reserved pair."""
+        return self.inventory.pair(self.lease.pair)
+
+    @property
+    def hosts(self) -> Hosts:
+        """The pair's hosts (opened on first use)."""
+        return self.open_hosts()
+
+    @property
+    def journal(self) -> Journal:
+        """The run's restore journal (the hosts are opened on first use)."""
+        self.open_hosts()
+        assert self._journal is not None
+        return self._journal
+
+    @property
+    def state(self) -> PairState:
+        """The pair after setup."""
+        return self.set_up()
+
+    @property
+    def provider(self) -> Provider:
+        """The provider both hosts run (read at setup); InputError for an rdma=False run."""
+        self.set_up()
+        if self._provider is None:
+            raise InputError(f"pair {self.pair.name} was set up without RDMA "
+                             "(rdma=False): it has no provider and no contract profile")
+        return self._provider
+
+    @property
+    def profile(self) -> Profile:
+        """The contract profile of the provider the pair really runs."""
+        return self.provider.profile
+
+    @property
+    def info(self) -> RunInfo:
+        """The run as observers see it."""
+        p = self.provider
+        try:
+            profile = p.profile.name
+        except HilError as e:
+            profile = f"none ({e})"
+        return RunInfo(self.pair.name, (self.pair.host_a.name, self.pair.host_b.name),
+                       self.lease.id, p.driver, profile)
+
+    def session(self, direction: str = "a-b", *, evidence: bool = True) -> CMSession:
+        """A CM session on the set-up pair, judged by the run's profile, told to the observers."""
+        from hil.cm.session import CMSession
+
+        return CMSession(self.hosts, self.pair, direction=direction, profile=self.profile,
+                         journal=self.journal, evidence=evidence, observers=self.observers)

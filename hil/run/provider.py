@@ -1,0 +1,132 @@
+"""Which provider a set-up pair really runs, and the contract profile that judges it.
+
+Read on both hosts, never taken from the inventory: the RDMA device pair
+setup chose (the inventory's, or a siw fallback it created), that device's
+driver (its ``node_desc`` in sysfs, else the driver of its parent device),
+and the driver's settings that bound the contract's timeouts:
+``net.ipv4.tcp_retries2`` for siw (the kernel's TCP), ``ep_timeout_secs``
+for iw_cxgb4.  Where the two hosts differ, the profile takes the larger
+value: it bounds when the slower end must have answered.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hil.cm.profiles import Profile, profile_for
+from hil.errors import InputError, RemoteError
+
+if TYPE_CHECKING:
+    from hil.agent import Agent
+    from hil.hosts import Hosts
+    from hil.inventory.model import Pair, Rnic
+    from hil.pairsetup import PairState, PortState
+
+SYSFS_IB = "/sys/class/infiniband"
+CXGB4_PARAMS = "/sys/module/iw_cxgb4/parameters"
+READ_TIMEOUT = 15.0
+# ``node_desc`` as each provider writes it (siw_main.c SIW_NODE_DESC_COMMON,
+# cxgb4/iw_cxgb4.h C4IW_NODE_DESC), and the PCI driver below an RNIC.
+_NODE_DESC = (("Software iWARP stack", "siw"), ("cxgb4 Chelsio", "iw_cxgb4"))
+_PARENT_DRIVER = {"cxgb4": "iw_cxgb4"}
+
+
+@dataclass(frozen=True)
+class HostProvider:
+    """What one host of the pair runs: its device, that device's driver, its settings."""
+
+    host: str
+    rdma_device: str
+    driver: str
+    fallback: bool  # not the inventory's device: pair setup's siw fallback
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Provider:
+    """What both hosts of a pair run; its profile is built from their settings."""
+
+    hosts: tuple[HostProvider, HostProvider]
+
+    @property
+    def mixed(self) -> bool:
+        """True when the two hosts run different drivers."""
+        return self.hosts[0].driver != self.hosts[1].driver
+
+    @property
+    def driver(self) -> str:
+        """The pair's driver (``siw+iw_cxgb4`` for a mixed pair)."""
+        a, b = self.hosts
+        return a.driver if not self.mixed else f"{a.driver}+{b.driver}"
+
+    @property
+    def profile(self) -> Profile:
+        """The contract profile; InputError for a mixed pair or a driver with no profile."""
+        a, b = self.hosts
+        if self.mixed:
+            raise InputError(f"pair runs {a.driver} on {a.host} and {b.driver} on {b.host}: "
+                             "no contract profile judges a mixed pair; give both ports the "
+                             "same driver or the same fallback")
+        return profile_for(a.driver, tcp_retries2=self._largest("net.ipv4.tcp_retries2"),
+                           ep_timeout_secs=self._largest("ep_timeout_secs"))
+
+    def _largest(self, key: str) -> int | None:
+        values = [h.params[key] for h in self.hosts if key in h.params]
+        try:
+            return max((int(v) for v in values), default=None)
+        except ValueError:
+            raise RemoteError(self.hosts[0].host, f"{key} is not a number on the pair's "
+                                                  f"hosts: {', '.join(values)}") from None
+
+
+def _read(agent: Agent, host: str, path: str) -> str:
+    """A sysfs file's content, stripped; RemoteError naming host and file when unreadable."""
+    r = agent.run(["cat", path], timeout=READ_TIMEOUT)
+    if r.status != 0:
+        why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
+        raise RemoteError(host, f"cannot read {path} ({why})")
+    return r.stdout.strip()
+
+
+def device_driver(agent: Agent, host: str, device: str) -> str:
+    """The kernel driver behind RDMA device ``device`` on ``host``, as sysfs tells it."""
+    base = posixpath.join(SYSFS_IB, device)
+    desc = _read(agent, host, posixpath.join(base, "node_desc"))
+    for prefix, driver in _NODE_DESC:
+        if desc.startswith(prefix):
+            return driver
+    link = agent.run(["readlink", "-f", posixpath.join(base, "device", "driver")],
+                     timeout=READ_TIMEOUT)
+    parent = posixpath.basename(link.stdout.strip()) if link.status == 0 else ""
+    if parent:
+        return _PARENT_DRIVER.get(parent, parent)
+    raise RemoteError(host, f"RDMA device {device}: cannot tell its driver (node_desc "
+                            f"{desc!r}, no parent device driver); is it an RNIC hil knows?")
+
+
+def _params(agent: Agent, host: str, driver: str) -> dict[str, str]:
+    """The settings of ``driver`` the profile needs, read on the host."""
+    if driver == "siw":
+        return {"net.ipv4.tcp_retries2": agent.sysctl("net.ipv4.tcp_retries2")}
+    if driver == "iw_cxgb4":
+        path = posixpath.join(CXGB4_PARAMS, "ep_timeout_secs")
+        return {"ep_timeout_secs": _read(agent, host, path)}
+    return {}
+
+
+def _host_provider(hosts: Hosts, port: PortState, rnic: Rnic) -> HostProvider:
+    if port.rdma_device is None:
+        raise InputError(f"pair setup on {port.host} chose no RDMA device (set up with "
+                         "rdma=False): there is no provider to judge")
+    agent = hosts.agent(port.host)
+    driver = device_driver(agent, port.host, port.rdma_device)
+    return HostProvider(port.host, port.rdma_device, driver,
+                        port.rdma_device != rnic.rdma_device, _params(agent, port.host, driver))
+
+
+def detect(hosts: Hosts, pair: Pair, state: PairState) -> Provider:
+    """What both hosts of a set-up pair run (their devices, drivers and settings)."""
+    return Provider((_host_provider(hosts, state.a, pair.rnic_a),
+                     _host_provider(hosts, state.b, pair.rnic_b)))

@@ -1,0 +1,99 @@
+"""One pair run, one verdict: ``hil cm run`` and pytest judge the same pair alike.
+
+On the session's virtual lab (real siw guests), for the lab's own inventory
+(siw, with the siw fallback) and for one that claims the ports are Chelsio
+(``driver: iw_cxgb4``, device ``cxgb4_0``, absent: setup falls back to siw):
+both ways must find the provider that really runs (siw), build the same
+profile from the hosts' own settings, and reach the same verdict on an
+orderly close.  The pytest side is the shipped suite ``suites/test_close.py``;
+its verdicts are taken by an observer registered through the plugin's
+``pytest_hil_observers`` hook, so the test also shows that hook at work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from vlab import VirtualLab
+
+pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 600.0  # a TCG pair: setup, agents warm-up, one close each way
+
+OBSERVER_PLUGIN = '''
+import json, os
+from hil.cm.observer import Observer
+
+class Verdicts(Observer):
+    def run_started(self, info):
+        self._write({"run": info.provider, "profile": info.profile})
+    def verdict(self, timeline, verdict):
+        self._write({"scenario": timeline.scenario, "profile": verdict.profile,
+                     "ok": verdict.ok, "rules": list(verdict.rules)})
+    def _write(self, doc):
+        with open(os.environ["VERDICTS"], "a") as f:
+            f.write(json.dumps(doc) + "\\n")
+
+def pytest_hil_observers(config):
+    return [Verdicts()]
+'''
+
+
+def _claiming_cxgb4(lab: VirtualLab, path: Path) -> Path:
+    """The lab's inventory with both ports of its pair claimed to be Chelsio RNICs."""
+    doc = yaml.safe_load(Path(lab.inventory.path).read_text())
+    for end in (lab.pair.host_a.name, lab.pair.host_b.name):
+        for rnic in doc["hosts"][end]["rnics"]:
+            rnic.update(driver="iw_cxgb4", rdma_device="cxgb4_0")
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, env=env,
+                              cwd=ROOT, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{' '.join(argv[:6])} ... did not finish within {TIMEOUT:.0f} s")
+
+
+@pytest.mark.parametrize("claim", ["siw", "iw_cxgb4"])
+def test_cli_and_pytest_give_the_same_profile_and_verdict(
+        virtual_lab: VirtualLab, tmp_path: Path, claim: str) -> None:
+    inventory = (Path(virtual_lab.inventory.path) if claim == "siw"
+                 else _claiming_cxgb4(virtual_lab, tmp_path / "claims-cxgb4.yaml"))
+    store = str(tmp_path / "store.db")
+    pair = virtual_lab.pair.name
+    (tmp_path / "verdicts_plugin.py").write_text(OBSERVER_PLUGIN)
+    verdicts = tmp_path / "verdicts.jsonl"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+           "VERDICTS": str(verdicts)}
+
+    cli = _run([sys.executable, "-m", "hil", "--inventory", str(inventory), "--store", store,
+                "cm", "run", "close", "--pair", pair, "--json"], env)
+    assert cli.returncode == 0, f"hil cm run close failed:\n{cli.stdout}\n{cli.stderr}"
+    doc: dict[str, Any] = json.loads(cli.stdout)
+    assert doc["provider"]["driver"] == "siw"
+    assert [h["fallback"] for h in doc["provider"]["hosts"]] == [claim != "siw"] * 2
+
+    suite = _run([sys.executable, "-m", "pytest", "suites/test_close.py", "-p", "verdicts_plugin",
+                  "-k", "test_orderly_close_disconnects_both_sides and a-b and active",
+                  "--hil-inventory", str(inventory), "--hil-store", store, "--hil-pair", pair,
+                  "-p", "no:cacheprovider", "-q"], env)
+    assert suite.returncode == 0, f"the close suite failed:\n{suite.stdout}\n{suite.stderr}"
+    lines = [json.loads(line) for line in verdicts.read_text().splitlines()]
+    started = [x for x in lines if "run" in x]
+    judged = [x for x in lines if "scenario" in x]
+    assert started == [{"run": "siw", "profile": doc["verdict"]["profile"]}], lines
+    assert len(judged) == 1, lines
+    assert judged[0]["profile"] == doc["verdict"]["profile"]
+    assert judged[0]["ok"] is doc["verdict"]["ok"] is True
+    assert judged[0]["rules"] == doc["verdict"]["rules"]
