@@ -1,4 +1,4 @@
-"""Validate the ``links:`` section: two ends on two hosts, and the pull modes.
+"""Validate the ``links:`` section: two ends on two hosts, one link per port, the pull modes.
 
 Called by ``hil.inventory.loader`` once the hosts are known, so that every
 ``HOST:PORT`` end, pull ``end`` and ``controller`` is checked against them.
@@ -46,15 +46,24 @@ _QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _END = re.compile(r"([^:\s]+):([^:\s]+)")
 
 
-def parse_link(name: str, at: At, hosts: Mapping[str, Host], base: Path) -> Link:
-    """The link ``name`` at ``at``; paths in it are relative to ``base``."""
-    return _LinkReader(hosts, base).link(name, at)
+def parse_links(at: At, hosts: Mapping[str, Host], base: Path) -> dict[str, Link]:
+    """The links of the ``links:`` mapping at ``at``; paths in them are relative to ``base``.
+
+    Besides each link on its own, this checks that no RNIC port is an end of
+    two links: a port takes one cable, so the second link is a copy-paste slip
+    or a stale entry, and a run on it would configure and pull the other
+    link's port.
+    """
+    reader = _LinkReader(hosts, base)
+    return {name: reader.link(name, link) for name, link in entries(at).items()}
 
 
 class _LinkReader:
     def __init__(self, hosts: Mapping[str, Host], base: Path) -> None:
         self.hosts = hosts
         self.base = base
+        # Each port already an end of a link read so far: (that link, the end's line).
+        self.cabled: dict[LinkEnd, tuple[str, int]] = {}
 
     def link(self, name: str, at: At) -> Link:
         check_name(at, name)
@@ -65,6 +74,15 @@ class _LinkReader:
         a, b = (self._end(e) for e in ends)
         if a.host == b.host:
             raise f["ends"].error(f"both ends are on host {a.host!r}; a link joins two hosts")
+        for end, end_at in ((a, ends[0]), (b, ends[1])):
+            if end in self.cabled:
+                other, line = self.cabled[end]
+                raise end_at.error(
+                    f"RNIC port {end} is on two links, {other!r} (line {line}) and {name!r}; "
+                    "a port takes one cable"
+                )
+        for end, end_at in ((a, ends[0]), (b, ends[1])):
+            self.cabled[end] = (name, end_at.line)
         pulls: list[Pull] = []
         lines: dict[str, int] = {}
         for item in sequence(f["pull"]) if given(f, "pull") else []:

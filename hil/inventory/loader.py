@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from hil.errors import InputError, InventoryError
-from hil.inventory.links import parse_link
+from hil.inventory.links import parse_links
 from hil.inventory.model import Host, Inventory, IPInterface, Link, Rnic, SshConfig
 from hil.inventory.nodes import (
     NAME,
@@ -145,8 +145,7 @@ class _Loader:
             self._check_jump(c)
         links: dict[str, Link] = {}
         if given(top, "links"):
-            for name, at in entries(top["links"]).items():
-                links[name] = parse_link(name, at, self.hosts, self.base)
+            links = parse_links(top["links"], self.hosts, self.base)
         return Inventory(path=Path(self.file), hosts=self.hosts, links=links)
 
     # -- hosts -------------------------------------------------------------
