@@ -121,6 +121,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
     hs.start()
+    if hs.reserved is not None:
+        session.config.hook.pytest_hil_reserved(config=session.config, pair=hs.reserved.pair.name)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -18,3 +18,8 @@ def pytest_hil_observers(config: pytest.Config) -> list[Observer]:
     capture the same way, from a conftest.py or a plugin.
     """
     return []
+
+
+@pytest.hookspec
+def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
+    """The session (or xdist worker) holds ``pair`` now; called once, after the reservation."""

@@ -13,9 +13,9 @@ README: the agreement between the suites, the CM engine and the report
 - Every other assertion failure is a **product failure**, every other
   exception a **test defect**.
 - Labels come from test parameters named ``direction`` and ``pull_mode``
-  (or ``mode``), from ``provider`` when a test has it, else the reserved
-  pair's driver.
-- A ``CMSession`` made by any fixture is observed (:mod:`hil.report.cmhooks`):
+  (or ``mode``), from ``provider`` when a test has it, else the driver pair
+  setup found on both hosts (never the inventory's claim).
+- The session's pair run is observed (:mod:`hil.report.observer`):
   each ``run(name, **params)`` is a step, with its actions as sub-steps and
   its timeline (SVG + JSON), verdict, kernel log and resource counts
   attached; ``Timeline.metrics`` feed the trends.  Code that does not go
@@ -24,7 +24,7 @@ README: the agreement between the suites, the CM engine and the report
   ``attach_kernel_log``, ``attach_resources``, ``attach_pcap``, ``metric``
   (all no-ops without ``--alluredir``).
 
-Modules: svg (timeline picture), attach (helpers), cmhooks (CMSession
+Modules: svg (timeline picture), attach (helpers), observer (pair-run
 observer), plugin (pytest: labels, ``--hil-pcap``, run files), pcap (tcpdump
 over SSH), environment, categories, executor (run files), history (kept
 runs, trend), pipeline (what ci/nightly and ci/run-suite run).

@@ -164,6 +164,13 @@ def attach_pcap(path: Path | str, name: str | None = None) -> None:
                        attachment_type=allure.attachment_type.PCAP)
 
 
+def label(name: str, value: str) -> None:
+    """A label of the running test known only once it runs (the provider setup found)."""
+    if allure is None:
+        return
+    allure.dynamic.label(name, value)  # type: ignore[no-untyped-call]
+
+
 def note(title: str, text: str) -> None:
     """A short text attachment, e.g. why a capture is missing."""
     if allure is None:

@@ -5,7 +5,8 @@ work only when allure-pytest writes results (``--alluredir``):
 
 - labels on every test: ``suite`` and ``parentSuite`` (the module without
   ``test_``; ``subSuite`` the test function of parametrized tests), ``pair``
-  and ``provider`` (the reserved pair and its driver), ``direction`` and
+  (the reserved pair), ``provider`` (the driver pair setup found on both
+  hosts, for tests on the set-up pair; never the inventory's claim), ``direction`` and
   ``pull_mode`` (from the test's parameters of those names; ``mode`` counts
   as the pull mode);
 - for tests on the pair, ``rdma resource`` counts before/after and the kernel
@@ -15,8 +16,9 @@ work only when allure-pytest writes results (``--alluredir``):
   test, ``none`` captures nothing); a capture that cannot start is noted in
   the report and does not fail the test;
 - each test's metrics (``hil.report.attach.metric``) as an attachment;
-- every ``CMSession`` a fixture returns is observed (:mod:`hil.report.cmhooks`):
-  its sequence runs become steps with the timeline and verdict attached;
+- an observer of the session's pair run (:mod:`hil.report.observer`, given
+  to the plugin through ``pytest_hil_observers``): every sequence run becomes
+  a step with its actions, the timeline and the verdict attached;
 - at the end: ``categories.json``, ``executor.json`` (``HIL_BUILD_ORDER``
   numbers a run outside CI), ``environment.properties`` (read through the
   agents after the first test on the pair, so that it never delays a setup)
@@ -44,9 +46,11 @@ from hil.report import attach
 from hil.report.categories import write_categories
 from hil.report.environment import write_properties
 from hil.report.executor import write_executor
+from hil.report.observer import AllureObserver
 
 if TYPE_CHECKING:
     # Both pull in paramiko: imported when a test uses the pair, not by every pytest run.
+    from hil.cm.observer import Observer
     from hil.report.evidence import Evidence
     from hil.report.pcap import Capture
 
@@ -57,6 +61,8 @@ LABEL_MARK = "allure_label"  # allure-pytest's marker for labels known at collec
 PULL_MODE_PARAMS = ("pull_mode", "mode")
 ENV_KEY = pytest.StashKey[dict[str, str]]()
 REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
+OBSERVER_KEY = pytest.StashKey[AllureObserver]()
+PAIR_KEY = pytest.StashKey[str]()
 METRICS_GLOB = "hil-metrics*.json"  # one file per process: xdist workers write side by side
 
 
@@ -77,15 +83,20 @@ def alluredir(config: pytest.Config) -> Path | None:
     return Path(value) if value else None
 
 
-def _reserved(config: pytest.Config) -> Any:
-    """The pair the hil plugin holds (its ``Reserved``), or None."""
-    from hil.plugin import SESSION_KEY
+def pytest_hil_observers(config: pytest.Config) -> list[Observer]:
+    """The report's observer of the session's pair run."""
+    from hil.report.observer import AllureObserver
 
-    hs = config.stash.get(SESSION_KEY, None)
-    return None if hs is None else hs.reserved
+    observer = config.stash[OBSERVER_KEY] = AllureObserver()
+    return [observer]
 
 
-def labels_for(item: pytest.Item, reserved: Any) -> list[tuple[str, str]]:
+def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
+    """Remember the session's pair, for the labels."""
+    config.stash[PAIR_KEY] = pair
+
+
+def labels_for(item: pytest.Item, pair: str | None) -> list[tuple[str, str]]:
     """The (label, value) pairs of a test: suite, pair, provider, direction, pull mode."""
     suite = re.sub(r"^test_", "", Path(str(item.path)).stem)
     # parentSuite too: allure-pytest's default (the package, "suites") would put every
@@ -94,12 +105,10 @@ def labels_for(item: pytest.Item, reserved: Any) -> list[tuple[str, str]]:
     params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
     if params:  # one node per test function, its parameter variants below
         labels.append(("subSuite", getattr(item, "originalname", item.name)))
-    if reserved is not None:
-        labels.append(("pair", reserved.pair.name))
-    provider = params.get("provider") or (
-        reserved.pair.rnic_a.driver if reserved is not None else None)
-    if provider:
-        labels.append(("provider", str(provider)))
+    if pair is not None:
+        labels.append(("pair", pair))
+    if params.get("provider"):
+        labels.append(("provider", str(params["provider"])))
     if "direction" in params:
         labels.append(("direction", str(params["direction"])))
     mode = next((params[p] for p in PULL_MODE_PARAMS if p in params), None)
@@ -109,9 +118,9 @@ def labels_for(item: pytest.Item, reserved: Any) -> list[tuple[str, str]]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    reserved = _reserved(config)
+    pair = config.stash.get(PAIR_KEY, None)
     for item in items:
-        for name, value in labels_for(item, reserved):
+        for name, value in labels_for(item, pair):
             item.add_marker(pytest.mark.allure_label(value, label_type=name))
 
 
@@ -122,20 +131,6 @@ def pytest_runtest_makereport(
     report = yield
     item.stash.setdefault(REPORTS_KEY, {})[report.when] = report
     return report
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any],
-                         request: pytest.FixtureRequest) -> Generator[None, Any, Any]:
-    # A CMSession from any fixture (the suites' ``cm``) reports its runs.
-    value = yield
-    if type(value).__name__ == "CMSession":  # cheap test first: no import for other fixtures
-        from hil.cm.session import CMSession
-        from hil.report.cmhooks import observe
-
-        if isinstance(value, CMSession):
-            observe(value)
-    return value
 
 
 def _failed(item: pytest.Item) -> bool:
@@ -174,6 +169,14 @@ def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
             attach.note("packet capture lost", str(e))
 
 
+def _label_provider(item: pytest.Item) -> None:
+    """The provider the run found on both hosts, unless the test names its own."""
+    observer = item.config.stash.get(OBSERVER_KEY, None)
+    params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
+    if observer is not None and observer.run is not None and "provider" not in params:
+        attach.label("provider", observer.run.provider)
+
+
 def _begin_evidence(request: pytest.FixtureRequest) -> Evidence | None:
     from hil.report.evidence import Evidence
 
@@ -198,13 +201,14 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
     attach.METRICS.current_test = item.nodeid
     mode = request.config.getoption("hil_pcap")
     writing = alluredir(request.config) is not None
-    on_pair = writing and _uses_pair(request) and _reserved(request.config) is not None
+    on_pair = writing and _uses_pair(request) and PAIR_KEY in request.config.stash
     capture = evidence = None
     if on_pair:
         if "hil_setup" in request.fixturenames:
             # The pair set up first, as the test will see it: the port is up for tcpdump,
             # a siw fallback device is counted from the start.
             request.getfixturevalue("hil_setup")
+            _label_provider(item)
         evidence = _begin_evidence(request)
         if mode != "none":
             capture = _start_capture(request)

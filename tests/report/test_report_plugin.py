@@ -29,33 +29,32 @@ def test_pull(direction, mode):
 OBSERVED = """
 import sys
 sys.path.insert(0, {cm!r})
-import cmtimelines
+
 import pytest
-from hil.cm.profiles import profile_for
-from hil.report.cmhooks import observe
+from fake_cm import FakeCMWorld
+from hil.cm.observer import Observers, RunInfo
+from hil.cm.profiles import SIW
+from hil.cm.session import CMSession
+from hil.report.observer import AllureObserver
 
-class Session:
-    direction = "a-b"
-    profile = profile_for("siw")
-
-    def recording(self, scenario):
-        return Recording()
-
-    def run(self, name, **params):
-        if params.get("fail"):
-            self.recording(name)
-            raise RuntimeError("agent went away")
-        return cmtimelines.qp_err_close("siw", 0, 0)
-
-class Recording:
-    def timeline(self):
-        return cmtimelines.connected().build()
+def session(world):
+    observer = AllureObserver()
+    observer.run_started(RunInfo("p", ("h0", "h1"), "lease-1", "siw", "siw"))
+    return CMSession(world, world.pair, profile=SIW, observers=Observers([observer]))
 
 def test_sequence_is_a_step_with_its_actions():
-    observe(Session()).run("abort", how="qp_err")
+    session(FakeCMWorld()).run("abort", how="qp_err")
 
 def test_a_failed_sequence_leaves_its_partial_timeline():
-    observe(Session()).run("abort", fail=True)
+    world = FakeCMWorld()
+    agent = world.agents["h1"]
+    real = agent.call
+    def call(method, timeout=30.0, **params):
+        if params.get("op") == "accept":
+            raise RuntimeError("agent went away")
+        return real(method, timeout, **params)
+    agent.call = call
+    session(world).run("connect")
 """
 
 ON_THE_PAIR = """
@@ -120,12 +119,14 @@ def test_an_observed_cm_session_reports_its_run(pytester: pytest.Pytester) -> No
     assert partial["status"] == "broken"
     assert [a["name"] for a in partial["attachments"]] == ["timeline connect",
                                                           "timeline connect (json)"]
+    assert [s["name"] for s in partial["steps"]][:1] == ["h1: listen b:1.1 -> ok"]
     (seq,) = by_name["test_sequence_is_a_step_with_its_actions"]["steps"]
     assert seq["name"] == "sequence abort"
     assert {p["name"] for p in seq["parameters"]} == {"direction", "how"}
-    assert [s["name"] for s in seq["steps"]][-1] == "lab-a: qp_err a:1 -> ok"
+    assert "h0: qp_err a:1.1 -> ok" in [s["name"] for s in seq["steps"]]
     names = {a["name"] for a in seq["attachments"]}
-    assert {"timeline abort", "timeline abort (json)"} <= names
+    assert {n for n in names if n.startswith("timeline abort")} == {
+        "timeline abort-qp_err-active", "timeline abort-qp_err-active (json)"}
     assert any(n.startswith("contract verdict") for n in names)
 
 
@@ -141,7 +142,9 @@ def test_a_failed_test_on_the_pair_gets_a_capture_and_the_environment(
     run.assert_outcomes(failed=1)
     (r,) = results(out)
     lab = labels(r)
-    assert lab["pair"] == ["ns0-ns1"] and lab["provider"] == ["siw"]
+    # The test never set the pair up, so no provider was observed: the inventory's
+    # claim (siw) must not stand in for one.
+    assert lab["pair"] == ["ns0-ns1"] and "provider" not in lab
     env = (out / "environment.properties").read_text()
     assert "pair=ns0-ns1" in env and "ns0.data0.driver=veth" in env
     attachments = _all_attachments(out, r)
