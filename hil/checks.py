@@ -6,7 +6,7 @@ log cursor.  After it, :func:`finish` waits (bounded: ``rdma_destroy_id`` and
 the provider's teardown are asynchronous) for the counts to come back to the
 baseline, reads the kernel log since the cursor, and judges both with the
 contract's own rules ``resources-back-to-baseline`` and ``kernel-log-clean``
-(:mod:`hil.cm.expectations`).  The result carries the evidence: every count
+(:mod:`hil.judge.expectations`).  The result carries the evidence: every count
 before and after, per host and kind, and the offending kernel lines.
 
     base = begin(probes)             # probes: host name -> Agent
@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from hil.agent.types import KernelLog
-from hil.cm.contract import Verdict, Violation, check, rule_named
-from hil.cm.expectations import BAD_KERNEL_LINE, DEFAULT_KERNEL_ALLOW, kernel_log_clean
-from hil.cm.profiles import Profile
-from hil.cm.timeline import KernelLogLine, ResourceCount, Timeline
 from hil.errors import InputError
+from hil.judge.contract import Verdict, Violation, check, rule_named
+from hil.judge.expectations import BAD_KERNEL_LINE, DEFAULT_KERNEL_ALLOW, kernel_log_clean
+from hil.judge.profiles import Profile
+from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
 
 KINDS = ("cm_id", "qp", "cq", "mr")
 SETTLE_S = 5.0  # how long resources may take to return to the baseline

@@ -6,7 +6,7 @@ plugin's ``contract`` fixture are re-exported from hil for the suites.
 
 from __future__ import annotations
 
-from hil.cm.timeline import Event, Timeline, explain, render
+from hil.judge.timeline import Event, Timeline, explain, render
 from hil.plugin.fixtures import Contract
 
 __all__ = ["Contract", "explain", "render", "seen"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 from cmsuite import Contract, explain, seen
 
-from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
+from hil.judge.profiles import Profile
 
 
 @pytest.mark.parametrize("by", ["active", "passive"])

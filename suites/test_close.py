@@ -13,8 +13,8 @@ import pytest
 from cmsuite import Contract, explain, seen
 
 from hil.cm import steps
-from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
+from hil.judge.profiles import Profile
 
 
 @pytest.mark.parametrize("by", ["active", "passive"])

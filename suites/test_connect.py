@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from cmsuite import Contract, explain, seen
 
-from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
+from hil.judge.profiles import Profile
 
 
 def test_connect_establishes_both_sides_and_carries_private_data(

@@ -15,9 +15,9 @@ from __future__ import annotations
 import pytest
 from cmsuite import Contract, explain
 
-from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
 from hil.inventory.model import PULL_MODES
+from hil.judge.profiles import Profile
 
 pytestmark = pytest.mark.disruptive
 

@@ -22,8 +22,8 @@ import pytest
 from cmsuite import Contract, explain, seen
 
 from hil.cm import steps
-from hil.cm.profiles import Profile
 from hil.cm.session import CMSession
+from hil.judge.profiles import Profile
 
 
 def test_destroy_during_connect_blocks_within_the_bound(

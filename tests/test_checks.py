@@ -16,9 +16,9 @@ import pytest
 from hil import checks
 from hil.agent import Agent
 from hil.agent.types import KernelLog, KmsgRecord
-from hil.cm.profiles import SIW
-from hil.cm.timeline import KernelLogLine, ResourceCount
 from hil.errors import InputError
+from hil.judge.profiles import SIW
+from hil.judge.timeline import KernelLogLine, ResourceCount
 
 pytest_plugins = ["pytester"]
 

@@ -104,8 +104,8 @@ def sequence_params(name: str, pairs: list[str], mode: str | None) -> dict[str, 
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hil.cm.contract import check
     from hil.inventory import load_from_args
+    from hil.judge.contract import check
     from hil.reservation import open_store
     from hil.run import PairRequest, PairRun
 
@@ -138,7 +138,7 @@ def _provider_json(run: Any) -> dict[str, Any]:
 
 
 def _print(doc: dict[str, Any], verdict_text: str) -> None:
-    from hil.cm.timeline import Timeline
+    from hil.judge.timeline import Timeline
 
     tl = Timeline.from_dict(doc["timeline"])
     print(f"{tl.scenario} on pair {doc['lease']['pair']} ({tl.pair[0]}, {tl.pair[1]}), "

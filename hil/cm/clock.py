@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from hil.cm.timeline import ClockOffset
 from hil.errors import InputError
+from hil.judge.timeline import ClockOffset
 
 DEFAULT_ROUNDS = 7
 CALL_TIMEOUT = 10.0

@@ -1,9 +1,9 @@
 """The controller's proxy of one CM endpoint: a worker process on a host, via its agent.
 
 Every call is recorded into a :class:`~hil.cm.recording.Recording` as an
-:class:`~hil.cm.timeline.Action` stamped with the HOST's time of the call
+:class:`~hil.judge.timeline.Action` stamped with the HOST's time of the call
 (not the SSH round trip) moved onto the controller's time base, and every
-event the endpoint's channel delivered as an :class:`~hil.cm.timeline.Event`.
+event the endpoint's channel delivered as an :class:`~hil.judge.timeline.Event`.
 
 A call that fails in librdmacm (``rdma_connect`` -> ECONNREFUSED) is a
 result, not an exception: it is recorded with the errno's name and returned
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from hil.agent.client import AgentCallError
 from hil.cm.clock import controller_us
-from hil.cm.timeline import Action, ClockOffset, Event
 from hil.errors import CommandTimeout, RemoteError
+from hil.judge.timeline import Action, ClockOffset, Event
 
 if TYPE_CHECKING:
     from hil.agent import Agent

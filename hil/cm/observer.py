@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hil.cm.contract import Verdict
-    from hil.cm.timeline import Action, Event, Timeline
+    from hil.judge.contract import Verdict
+    from hil.judge.timeline import Action, Event, Timeline
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Endpoint
-from hil.cm.timeline import SIDES, Action, Event, KernelLogLine, ResourceCount, Timeline
+from hil.judge.timeline import SIDES, Action, Event, KernelLogLine, ResourceCount, Timeline
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession

@@ -31,8 +31,8 @@ from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome
 from hil.cm.steps import REPLY_TIMEOUT, Conn, Listener, StepFailed
-from hil.cm.timeline import Timeline
 from hil.errors import InputError
+from hil.judge.timeline import Timeline
 
 if TYPE_CHECKING:
     from hil.cm.recording import Recording

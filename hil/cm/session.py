@@ -3,7 +3,7 @@
 API (for suites and the CLI)::
 
     from hil.cm.session import CMSession
-    from hil.cm.contract import check
+    from hil.judge.contract import check
 
     session = pair_run.session("a-b")       # hil.run.PairRun: the usual way to get one
     timeline = session.run("reject", private_data=b"no thanks")
@@ -25,7 +25,7 @@ API (for suites and the CLI)::
 - ``session.active`` / ``session.passive``: sides ("a"/"b") for the direction;
   ``session.host(side)``, ``session.agent(side)``, ``session.address(side)``
   (the port's data IP), ``session.offset(side)`` (the host's
-  :class:`~hil.cm.timeline.ClockOffset`, measured once, refreshed by
+  :class:`~hil.judge.timeline.ClockOffset`, measured once, refreshed by
   :meth:`refresh_offsets`), ``session.port()`` (a fresh TCP port per use),
   ``session.pull_modes()`` (the modes the pair's link offers),
   ``session.link_control()`` (:class:`hil.linkctl.LinkControl`).
@@ -47,15 +47,15 @@ from typing import TYPE_CHECKING, Any
 from hil.cm import clock
 from hil.cm.observer import Observers, StepInfo
 from hil.cm.recording import Recording
-from hil.cm.timeline import SIDES, ClockOffset, Timeline
 from hil.errors import InputError
+from hil.judge.timeline import SIDES, ClockOffset, Timeline
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.cm.profiles import Profile
     from hil.hosts import Hosts
     from hil.inventory.model import Pair, Rnic
     from hil.journal import Journal
+    from hil.judge.profiles import Profile
     from hil.linkctl import LinkControl
 
 log = logging.getLogger(__name__)
@@ -166,8 +166,8 @@ class CMSession:
 
     def run(self, name: str, **params: Any) -> Timeline:
         """Run sequence ``name`` of :data:`hil.cm.sequences.SEQUENCES` with ``params``."""
-        from hil.cm.contract import check
         from hil.cm.sequences import SEQUENCES
+        from hil.judge.contract import check
 
         seq = SEQUENCES.get(name)
         if seq is None:

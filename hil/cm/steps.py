@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hil.cm.endpoint import Endpoint, Outcome
-from hil.cm.timeline import Event
 from hil.errors import RemoteError
+from hil.judge.timeline import Event
 
 if TYPE_CHECKING:
     from hil.cm.recording import Recording

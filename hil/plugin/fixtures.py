@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from hil import checks
-from hil.cm.contract import Verdict, check
-from hil.cm.expectations import DEFAULT_KERNEL_ALLOW
-from hil.cm.timeline import explain
 from hil.errors import HilError
+from hil.judge.contract import Verdict, check
+from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
+from hil.judge.timeline import explain
 
 if TYPE_CHECKING:
-    from hil.cm.profiles import Profile
     from hil.cm.session import CMSession
-    from hil.cm.timeline import Timeline
+    from hil.judge.profiles import Profile
+    from hil.judge.timeline import Timeline
     from hil.pairsetup import PairState
     from hil.run import PairRun
 

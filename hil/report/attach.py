@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hil.cm.contract import Verdict
-from hil.cm.timeline import KernelLogLine, Timeline
+from hil.judge.contract import Verdict
+from hil.judge.timeline import KernelLogLine, Timeline
 from hil.report.svg import render_timeline
 
 try:

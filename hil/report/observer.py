@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from hil.cm.contract import Verdict
 from hil.cm.observer import Observer, RunInfo, StepInfo
-from hil.cm.timeline import Action, Timeline
+from hil.judge.contract import Verdict
+from hil.judge.timeline import Action, Timeline
 from hil.report.attach import (
     attach_kernel_log,
     attach_resources,

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from hil.cm.contract import Verdict
-from hil.cm.timeline import Action, Event, Timeline
+from hil.judge.contract import Verdict
+from hil.judge.timeline import Action, Event, Timeline
 
 WIDTH = 1100
 GUTTER = 150  # left margin for the lane names

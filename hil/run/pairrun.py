@@ -39,11 +39,11 @@ from hil.inventory.require import parse_requirement, select
 from hil.reservation import Claim, Heartbeat, Holder, Lease, reserve
 
 if TYPE_CHECKING:
-    from hil.cm.profiles import Profile
     from hil.cm.session import CMSession
     from hil.hosts import Hosts
     from hil.inventory.model import Inventory, Pair
     from hil.journal import Journal, UndoReport
+    from hil.judge.profiles import Profile
     from hil.pairsetup import PairState
     from hil.reservation.store import Store
     from hil.run.provider import Provider

@@ -15,8 +15,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hil.cm.profiles import Profile, profile_for
 from hil.errors import InputError, RemoteError
+from hil.judge.profiles import Profile, profile_for
 
 if TYPE_CHECKING:
     from hil.agent import Agent

@@ -12,9 +12,9 @@ import pytest
 from cmlab import CMPair
 
 from hil.cm import steps
-from hil.cm.contract import check
 from hil.cm.session import CMSession
-from hil.cm.timeline import Timeline
+from hil.judge.contract import check
+from hil.judge.timeline import Timeline
 
 pytestmark = pytest.mark.lab
 

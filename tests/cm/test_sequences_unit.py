@@ -10,12 +10,12 @@ from fake_cm import SKEW_US, FakeCMWorld
 
 from hil.cli.cm_cmd import sequence_params
 from hil.cm import clock, steps
-from hil.cm.contract import check
-from hil.cm.profiles import SIW
 from hil.cm.sequences import SEQUENCES
 from hil.cm.session import CMSession
-from hil.cm.timeline import Timeline
 from hil.errors import InputError
+from hil.judge.contract import check
+from hil.judge.profiles import SIW
+from hil.judge.timeline import Timeline
 
 
 @pytest.fixture

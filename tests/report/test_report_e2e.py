@@ -21,7 +21,7 @@ import pytest
 from hil.report import history, pipeline
 from tests.report.browser import chromium_missing, dump_dom, screenshot, serve
 
-CM_TESTS = Path(__file__).resolve().parents[1] / "cm"
+JUDGE_TESTS = Path(__file__).resolve().parents[1] / "judge"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "report-test"
 
 CLOSE_SUITE = '''
@@ -29,8 +29,8 @@ import sys
 import pytest
 sys.path.insert(0, {cm!r})
 import cmtimelines
-from hil.cm.contract import check
-from hil.cm.profiles import profile_for
+from hil.judge.contract import check
+from hil.judge.profiles import profile_for
 from hil.report.attach import attach_timeline, attach_verdict, metric, step
 
 
@@ -54,8 +54,8 @@ ABORT_SUITE = '''
 import sys
 sys.path.insert(0, {cm!r})
 import cmtimelines
-from hil.cm.contract import check
-from hil.cm.profiles import profile_for
+from hil.judge.contract import check
+from hil.judge.profiles import profile_for
 from hil.errors import Unreachable
 from hil.report.attach import attach_timeline
 
@@ -87,8 +87,8 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]
     work = tmp_path_factory.mktemp("e2e")
     suites = work / "suites"
     suites.mkdir()
-    (suites / "test_close.py").write_text(CLOSE_SUITE.format(cm=str(CM_TESTS)))
-    (suites / "test_abort.py").write_text(ABORT_SUITE.format(cm=str(CM_TESTS)))
+    (suites / "test_close.py").write_text(CLOSE_SUITE.format(cm=str(JUDGE_TESTS)))
+    (suites / "test_abort.py").write_text(ABORT_SUITE.format(cm=str(JUDGE_TESTS)))
     reports = work / "reports"
     codes = [pipeline.main([str(suites), "--reports", str(reports), "--keep", "5", "--",
                             "-q", f"--rootdir={work}"])  # nodeids suites/test_*.py, as in hil

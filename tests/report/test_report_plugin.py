@@ -33,7 +33,7 @@ sys.path.insert(0, {cm!r})
 import pytest
 from fake_cm import FakeCMWorld
 from hil.cm.observer import Observers, RunInfo
-from hil.cm.profiles import SIW
+from hil.judge.profiles import SIW
 from hil.cm.session import CMSession
 from hil.report.observer import AllureObserver
 

@@ -8,12 +8,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
-from hil.cm.contract import check
-from hil.cm.profiles import profile_for
-from hil.cm.timeline import Event, Timeline
+from hil.judge.contract import check
+from hil.judge.profiles import profile_for
+from hil.judge.timeline import Event, Timeline
 from hil.report.svg import BAD_COLOR, CHAR_W, render_timeline
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cm"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge"))
 import cmtimelines  # the contract tests' hand-built timelines
 
 NS = "{http://www.w3.org/2000/svg}"

@@ -11,8 +11,8 @@ import errno
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from hil.cm.profiles import Profile
-from hil.cm.timeline import CONNECT_REPLIES, Action, Event, Timeline
+from hil.judge.profiles import Profile
+from hil.judge.timeline import CONNECT_REPLIES, Action, Event, Timeline
 
 # Actions that end a connection on purpose.
 CLOSE_ACTIONS = frozenset({"disconnect", "qp_err", "destroy", "kill"})

@@ -17,9 +17,9 @@ from cmtimelines import (
 )
 from contractcheck import breaks, conforms
 
-from hil.cm.contract import check, rules_with
-from hil.cm.expectations import DEFAULT_KERNEL_ALLOW, kernel_log_clean
-from hil.cm.profiles import IW_CXGB4, SIW, Profile, profile_for
+from hil.judge.contract import check, rules_with
+from hil.judge.expectations import DEFAULT_KERNEL_ALLOW, kernel_log_clean
+from hil.judge.profiles import IW_CXGB4, SIW, Profile, profile_for
 
 RESET, REFUSED, TIMEDOUT = -errno.ECONNRESET, -errno.ECONNREFUSED, -errno.ETIMEDOUT
 LAB_SIW = profile_for("siw", tcp_retries2=5)

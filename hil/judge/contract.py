@@ -2,7 +2,7 @@
 
 Each :class:`Rule` has a name, the invariant it restates (docs/contract.md),
 a one-line statement and its source.  A rule reads statuses and time bounds
-from a :class:`~hil.cm.profiles.Profile`, never the driver's name.  A rule
+from a :class:`~hil.judge.profiles.Profile`, never the driver's name.  A rule
 that finds nothing to judge in a timeline (no reject, no link pull) passes.
 
     verdict = check(timeline, profile_for("siw"))
@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hil.cm import expectations, invariants
-from hil.cm.profiles import Profile
-from hil.cm.rule import Rule
-from hil.cm.timeline import Action, Event, Timeline
 from hil.errors import InputError
+from hil.judge import expectations, invariants
+from hil.judge.profiles import Profile
+from hil.judge.rule import Rule
+from hil.judge.timeline import Action, Event, Timeline
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Provider profiles: where siw and iw_cxgb4 keep the iWARP CM contract differently.
 
-The contract rules (:mod:`hil.cm.contract`) read statuses and time bounds
+The contract rules (:mod:`hil.judge.contract`) read statuses and time bounds
 from a :class:`Profile` and never look at the driver's name, so the same
 suites run on both providers.  Each value's source is in docs/contract.md.
 """

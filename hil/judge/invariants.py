@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import pairwise
 
-from hil.cm.profiles import Profile
-from hil.cm.rule import CLOSE_ACTIONS, Finding, errno_name, ms, replies, rule
-from hil.cm.timeline import CONNECT_REPLIES, Action, Event, Timeline
+from hil.judge.profiles import Profile
+from hil.judge.rule import CLOSE_ACTIONS, Finding, errno_name, ms, replies, rule
+from hil.judge.timeline import CONNECT_REPLIES, Action, Event, Timeline
 
 
 @rule("connect-ends-once", 1,

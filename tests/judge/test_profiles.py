@@ -6,8 +6,8 @@ import errno
 
 import pytest
 
-from hil.cm.profiles import IW_CXGB4, SIW, profile_for, tcp_retries2_timeout_s
 from hil.errors import InputError
+from hil.judge.profiles import IW_CXGB4, SIW, profile_for, tcp_retries2_timeout_s
 
 
 @pytest.mark.parametrize("driver, profile", [("siw", SIW), ("iw_cxgb4", IW_CXGB4),

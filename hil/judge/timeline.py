@@ -9,7 +9,7 @@ them is exact; comparing across hosts is good to the sum of both offsets'
 Everything here is JSON-safe and round-trips through :meth:`Timeline.to_json`
 and :meth:`Timeline.from_json`.  Private data is kept as lowercase hex.
 
-Action names the sequences use (rules in :mod:`hil.cm.contract` read them):
+Action names the sequences use (rules in :mod:`hil.judge.contract` read them):
 ``listen``, ``connect``, ``accept``, ``reject``, ``disconnect``, ``qp_err``
 (abortive: QP moved to ERR), ``destroy``, ``kill`` (SIGKILL of the process
 holding ``id``), ``pull`` / ``restore`` (link; params ``mode`` and

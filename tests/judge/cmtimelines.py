@@ -11,7 +11,7 @@ import errno
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hil.cm.timeline import Action, ClockOffset, Event, KernelLogLine, ResourceCount, Timeline
+from hil.judge.timeline import Action, ClockOffset, Event, KernelLogLine, ResourceCount, Timeline
 
 HOSTS = {"a": "lab-a", "b": "lab-b"}
 OFFSETS = {"a": 1_000_000, "b": -2_500_000}  # controller = host + offset

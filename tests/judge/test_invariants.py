@@ -16,9 +16,9 @@ from cmtimelines import (
 )
 from contractcheck import breaks, conforms
 
-from hil.cm.contract import Violation, check
-from hil.cm.profiles import IW_CXGB4, SIW, Profile
-from hil.cm.timeline import Timeline
+from hil.judge.contract import Violation, check
+from hil.judge.profiles import IW_CXGB4, SIW, Profile
+from hil.judge.timeline import Timeline
 
 
 def _run(tl: Timeline, profile: Profile, rule: str) -> tuple[Violation, ...]:

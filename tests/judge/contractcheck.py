@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hil.cm.contract import Verdict, check
-from hil.cm.profiles import Profile
-from hil.cm.timeline import Timeline
+from hil.judge.contract import Verdict, check
+from hil.judge.profiles import Profile
+from hil.judge.timeline import Timeline
 
 
 def breaks(tl: Timeline, profile: Profile, rule: str, says: str = "") -> Verdict:

@@ -7,8 +7,8 @@ import json
 import pytest
 from cmtimelines import HOSTS, OFFSETS, link_pull, orderly_close, with_evidence
 
-from hil.cm.timeline import Action, ClockOffset, Event, Timeline
 from hil.errors import InputError
+from hil.judge.timeline import Action, ClockOffset, Event, Timeline
 
 
 def test_json_round_trip_is_lossless() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from cmtimelines import connected, rejected
 
-from hil.cm.contract import RULES, check, rule_named, rules_with
-from hil.cm.expectations import kernel_log_clean
-from hil.cm.profiles import IW_CXGB4, SIW
 from hil.errors import InputError
+from hil.judge.contract import RULES, check, rule_named, rules_with
+from hil.judge.expectations import kernel_log_clean
+from hil.judge.profiles import IW_CXGB4, SIW
 
 HERE = Path(__file__).parent
 

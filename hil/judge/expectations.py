@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from hil.cm.profiles import Profile
-from hil.cm.rule import CLOSE_ACTIONS, Finding, Rule, errno_name, ms, replies, rule
-from hil.cm.timeline import Action, Event, Timeline
+from hil.judge.profiles import Profile
+from hil.judge.rule import CLOSE_ACTIONS, Finding, Rule, errno_name, ms, replies, rule
+from hil.judge.timeline import Action, Event, Timeline
 
 # Kernel log lines that fail a run (invariant 11).
 BAD_KERNEL_LINE = re.compile(r"WARNING|BUG|Oops|KASAN|lockdep|unreferenced object")
