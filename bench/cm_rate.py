@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hil import tools
 from hil.cm.session import CMSession
 from hil.errors import CommandTimeout
 from hil.inventory import loader
@@ -57,7 +58,7 @@ def run_cmtime(s: CMSession, count: int) -> dict[str, float]:
     server = s.agent(s.passive)
     result: dict[str, object] = {}
 
-    argv = ["cmtime", "-b", server_addr, "-p", port, "-c", str(count)]
+    argv = tools.argv("cmtime", "-b", server_addr, "-p", port, "-c", str(count))
 
     def serve() -> None:
         try:
@@ -68,14 +69,15 @@ def run_cmtime(s: CMSession, count: int) -> dict[str, float]:
     t = threading.Thread(target=serve)
     t.start()
     time.sleep(2.0)  # the server's listen, on a slow guest
-    client = s.agent(s.active).run(["cmtime", "-s", server_addr, "-p", port, "-c", str(count)],
-                                   timeout=CMTIME_TIMEOUT)
+    client = s.agent(s.active).run(
+        tools.argv("cmtime", "-s", server_addr, "-p", port, "-c", str(count)),
+        timeout=CMTIME_TIMEOUT)
     t.join(5)
     if t.is_alive():
         # This server (its argv names our fresh port) may wait for more clients: stop it.
-        pids = server.run(["pgrep", "-f", "-x", " ".join(argv)]).stdout.split()
+        pids = server.run(tools.argv("pgrep", "-f", "-x", " ".join(argv))).stdout.split()
         for pid in pids:
-            server.run(["kill", pid])
+            server.run(tools.argv("kill", pid))
         t.join(CMTIME_TIMEOUT + 10)
     if client.status != 0:
         raise SystemExit(f"cmtime client failed ({client.status}): {client.stderr.strip()}")

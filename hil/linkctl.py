@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import HilError, InputError, RemoteError
 from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
@@ -200,7 +201,7 @@ class LinkControl:
 
     def _blackholed(self, host: str, netdev: str, need_nft: bool) -> bool:
         """Whether hil's blackhole table of ``netdev`` exists on ``host``."""
-        argv = ["nft", "list", "table", "netdev", blackhole_table(netdev)]
+        argv = tools.argv("nft", "list", "table", "netdev", blackhole_table(netdev))
         try:
             return self.hosts.agent(host).run(argv, STEP_TIMEOUT).status == 0
         except AgentCallError as e:
@@ -236,13 +237,14 @@ class LinkControl:
                 f"{end.host}: {netdev} is already blackholed by a table hil did not journal; "
                 f"delete it by hand: nft delete table netdev {table}"
             )
-        argv = ["nft", "delete", "table", "netdev", table]
+        argv = tools.argv("nft", "delete", "table", "netdev", table)
         undo = agent_undo(
             "run", f"remove the blackhole of {netdev} (link {link.name})", argv=argv
         )
         undo.update(timeout=STEP_TIMEOUT, missing_ok=True)
         change(undo)
-        agent.run(["nft", "-f", "-"], STEP_TIMEOUT, input=_blackhole_script(netdev), check=True)
+        agent.run(tools.argv("nft", "-f", "-"), STEP_TIMEOUT, input=_blackhole_script(netdev),
+                  check=True)
 
     def _pull_command(self, link: Link, pull: Pull, change: Any) -> None:
         if pull.controller is None:

@@ -16,6 +16,7 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import RemoteError, WaitTimeout
 from hil.inventory.model import Host, Pair, Rnic
@@ -159,7 +160,8 @@ def _check_reach(hosts: Hosts, pair: Pair, timeout: float) -> bool:
         log.warning("pair %s: a port has no address in the inventory; reach not checked", pair.name)
         return False
     target = str(rb.address.ip)
-    argv = ["ping", "-n", "-c", "1", "-w", f"{max(1, round(timeout))}", "-I", ra.netdev, target]
+    argv = tools.argv("ping", "-n", "-c", "1", "-w", f"{max(1, round(timeout))}", "-I", ra.netdev,
+                      target)
     result = hosts.agent(pair.host_a.name).run(argv, timeout=timeout + 5)
     if result.status != 0:
         seen = (result.stdout + result.stderr).strip().splitlines()[-2:]

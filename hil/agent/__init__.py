@@ -16,6 +16,7 @@ from hil.agent.remote import PROTOCOL_VERSION
 from hil.agent.types import (
     AddressInfo,
     CommandResult,
+    DriverInfo,
     KernelLog,
     KmsgRecord,
     LinkInfo,
@@ -30,6 +31,7 @@ __all__ = [
     "AgentCallError",
     "Bundle",
     "CommandResult",
+    "DriverInfo",
     "Hello",
     "KernelLog",
     "KmsgRecord",

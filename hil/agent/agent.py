@@ -17,6 +17,7 @@ from hil.agent.transport import LocalChannel, SSHChannel
 from hil.agent.types import (
     AddressInfo,
     CommandResult,
+    DriverInfo,
     KernelLog,
     KmsgRecord,
     LinkInfo,
@@ -120,6 +121,14 @@ class Agent(AgentClient):
         """Remove every address (or every IPv4/IPv6 one) of ``netdev``; returns them."""
         removed = self.call("flush_addresses", netdev=netdev, family=family)
         return [AddressInfo.from_wire(d) for d in removed]
+
+    def driver_info(self, netdev: str) -> DriverInfo:
+        """Driver, driver version, firmware and bus of ``netdev`` (no ethtool needed).
+
+        ``AgentCallError`` kind ``not_found`` when there is no such netdev, ``os``
+        (with ``errno``) when its driver refuses the query.
+        """
+        return DriverInfo(**self.call("ethtool_drvinfo", netdev=netdev))
 
     # -- sysctls and commands -----------------------------------------------
 

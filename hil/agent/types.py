@@ -51,6 +51,20 @@ class AddressInfo:
 
 
 @dataclass(frozen=True)
+class DriverInfo:
+    """A netdev's driver as the kernel reports it (``SIOCETHTOOL``, what ``ethtool -i`` shows).
+
+    A field the driver leaves empty is ``""`` (veth has no firmware or bus).
+    """
+
+    netdev: str
+    driver: str
+    version: str
+    firmware: str
+    bus_info: str
+
+
+@dataclass(frozen=True)
 class CommandResult:
     """A finished command on a host."""
 

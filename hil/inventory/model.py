@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from hil import tools
+
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
 HostKeyPolicy = Literal["strict", "accept-new"]
@@ -62,7 +64,7 @@ class Host:
     ssh: SshConfig
     tags: tuple[str, ...] = ()
     rnics: tuple[Rnic, ...] = ()
-    python: str = "python3"
+    python: str = tools.name("python3")
     # Settings the framework applies at pair setup (and restores after).
     sysctls: tuple[tuple[str, str], ...] = ()
 

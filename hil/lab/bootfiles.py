@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from hil import tools
 from hil.errors import LabError
 from hil.lab.network import Cable, data_nics, mgmt_nic
 
@@ -55,7 +56,7 @@ def rdma_device(netdev: str) -> str:
 
 def keygen(path: Path, comment: str) -> str:
     """Make an ed25519 key pair at ``path``; returns the public line."""
-    argv = ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)]
+    argv = tools.argv("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=KEYGEN_TIMEOUT, check=False)
     except FileNotFoundError as e:

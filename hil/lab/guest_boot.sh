@@ -2,7 +2,9 @@
 # Runs inside a lab guest as root, started by vng --exec with the guest's
 # config dir (written by hil.lab.bootfiles) as $1: configure, then become
 # sshd.  Any failure ends the script, which powers the guest off; its output
-# is in DIR/<guest>.log.
+# is in DIR/<guest>.log.  The guest's root filesystem is the controller's, so
+# the commands run here come from its packages: hil/tools.py lists each (where
+# "guest"); add a new one there too.
 set -eu
 conf=$1
 run=/run/hil

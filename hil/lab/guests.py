@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hil import tools
 from hil.errors import LabError
 from hil.lab import qmp
 from hil.lab.bootfiles import BOOT_SCRIPT, guest_conf_dir
@@ -46,8 +47,9 @@ class GuestSpec:
 
 def vng_binary() -> str:
     """The vng of hil's venv (often not on PATH), else the one on PATH."""
-    beside = Path(sys.executable).with_name("vng")
-    found = str(beside) if beside.exists() else shutil.which("vng")
+    name = tools.name("vng")
+    beside = Path(sys.executable).with_name(name)
+    found = str(beside) if beside.exists() else shutil.which(name)
     if found is None:
         raise LabError("vng not found: pip install virtme-ng into hil's venv (run ci/install)")
     return found

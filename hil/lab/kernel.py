@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from hil import tools
 from hil.errors import LabError
 
 FRAGMENT = Path(__file__).with_name("siw.config")
@@ -32,17 +33,8 @@ CONFIG_TIMEOUT = 600.0
 BUILD_TIMEOUT = 3 * 3600.0
 PROGRESS_EVERY = 5.0
 
-# What the build runs, and the Debian package that provides it.
-BUILD_TOOLS: dict[str, str] = {
-    "gcc": "build-essential",
-    "make": "build-essential",
-    "bc": "bc",
-    "flex": "flex",
-    "bison": "bison",
-    "cpio": "cpio",
-    "xz": "xz-utils",
-    "pahole": "dwarves",
-}
+# What the build runs; hil/tools.py says which Debian package provides each.
+BUILD_TOOLS = tools.KERNEL_BUILD
 BUILD_HEADERS: dict[str, str] = {
     "/usr/include/libelf.h": "libelf-dev",
     "/usr/include/openssl/ssl.h": "libssl-dev",
@@ -93,7 +85,7 @@ def find_source(src_dir: Path = Path("/usr/src")) -> KernelSource:
 
 def _package_version(package: str) -> str | None:
     try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package],
+        out = subprocess.run(tools.argv("dpkg-query", "-W", "-f=${Version}", package),
                              capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -138,7 +130,7 @@ def cached_kernel(fragment: Path = FRAGMENT) -> Path | None:
 
 def missing_tools() -> list[str]:
     """Debian packages whose tools or headers the kernel build lacks."""
-    missing = {pkg for tool, pkg in BUILD_TOOLS.items() if shutil.which(tool) is None}
+    missing = {tools.tool(t).package for t in BUILD_TOOLS if shutil.which(t) is None}
     missing |= {pkg for hdr, pkg in BUILD_HEADERS.items() if not Path(hdr).exists()}
     if _configkernel() is None:
         missing.add("virtme-ng (PyPI, in hil's venv)")
@@ -147,8 +139,9 @@ def missing_tools() -> list[str]:
 
 def _configkernel() -> str | None:
     # Prefer the one next to our interpreter: the venv's bin is often not on PATH.
-    beside = Path(sys.executable).with_name("virtme-configkernel")
-    return str(beside) if beside.exists() else shutil.which("virtme-configkernel")
+    name = tools.name("virtme-configkernel")
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else shutil.which(name)
 
 
 def ensure_kernel(
@@ -215,7 +208,8 @@ def _extract(source: KernelSource, progress: Progress) -> Path:
         shutil.rmtree(work)  # a half-extracted tree from an interrupted run
     work.mkdir(parents=True)
     progress(f"lab kernel: extracting {source.tarball} into {work}")
-    _run(["tar", "-xf", str(source.tarball), "-C", str(work)], EXTRACT_TIMEOUT, "extracting")
+    _run(tools.argv("tar", "-xf", str(source.tarball), "-C", str(work)), EXTRACT_TIMEOUT,
+         "extracting")
     marker.touch()
     return tree
 
@@ -251,7 +245,7 @@ def _run(argv: list[str], timeout: float, what: str, cwd: Path | None = None) ->
 
 
 def _make(tree: Path, jobs: int, progress: Progress) -> None:
-    argv = ["make", f"-j{jobs}", *MAKE_TARGETS]
+    argv = tools.argv("make", f"-j{jobs}", *MAKE_TARGETS)
     log_path = tree.parent / "build.log"
     progress(f"lab kernel: {' '.join(argv)} in {tree} (log {log_path}); this takes ~10 min on 2 cores")
     with open(log_path, "w") as log:

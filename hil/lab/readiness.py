@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hil import tools
 from hil.errors import HilError, LabError
 from hil.inventory import loader
 from hil.inventory.model import Host
@@ -53,7 +54,7 @@ def _wait_session(g: GuestState, host: Host, deadline: float) -> str | None:
         _check_alive(g)
         try:
             with SSHSession.connect(host, timeout=SSH_TIMEOUT, ssh_config=None) as s:
-                s.run(["true"], timeout=SSH_TIMEOUT)
+                s.run(tools.argv("true"), timeout=SSH_TIMEOUT)
             return None
         except HilError as e:
             last = str(e)

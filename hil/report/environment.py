@@ -1,8 +1,11 @@
 """``environment.properties``: what the run ran on, gathered through each host's agent.
 
-Kernels, RNIC drivers and firmware, rdma-core, the hosts and the pair; Allure
-shows it on the overview.  A value that cannot be read is ``unknown (why)``,
-so that a half-broken host still gets a report.
+Kernels, the pair's ports (driver, driver version and firmware as the kernel
+reports them, the RDMA devices on the netdev), rdma-core, the hosts and the
+pair; Allure shows it on the overview.  Every value is an observation: one
+that cannot be read is ``unknown: <what> failed on <host>: <why>``, never the
+inventory's claim (that is shown apart, as ``<host>.<netdev>.inventory``), so
+a half-broken host still gets a report and a reader sees what was not seen.
 
     props = gather(hosts, pair)          # hosts: hil.hosts.Hosts (or anything with .agent(name))
     write_properties(alluredir, props)
@@ -15,83 +18,128 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from hil.errors import HilError
+from hil import tools
+from hil.agent.client import AgentCallError
+from hil.errors import HilError, RemoteError
 from hil.inventory.model import Host, Pair, Rnic
 
 if TYPE_CHECKING:
-    from hil.agent.types import CommandResult
+    from hil.agent.types import CommandResult, DriverInfo, RdmaLink
 
 log = logging.getLogger(__name__)
 
 COMMAND_TIMEOUT = 15.0
+NONE_REPORTED = "none reported by the driver"
 
 
 class _Runner(Protocol):
     def run(self, argv: list[str], timeout: float = ...) -> CommandResult: ...
 
 
+class _HostAgent(_Runner, Protocol):
+    def driver_info(self, netdev: str) -> DriverInfo: ...
+
+    def rdma_links(self, timeout: float = ...) -> list[RdmaLink]: ...
+
+
 class _HostAgents(Protocol):
-    def agent(self, name: str) -> _Runner: ...
+    def agent(self, name: str) -> _HostAgent: ...
 
 
-def _first_line(runner: _Runner, argv: list[str]) -> str:
-    """The first output line of a command, or ``unknown (...)`` saying why not."""
+def unknown(host: str, what: str, why: str) -> str:
+    """How a value that could not be observed is reported: what failed, where, why."""
+    return f"unknown: {what} failed on {host}: {why}"
+
+
+def _reason(e: HilError, host: str) -> str:
+    """An error's message without the host (``unknown`` names it) or the agent method."""
+    text = str(e)
+    if isinstance(e, RemoteError) and text.startswith(f"{e.host}: "):
+        text = text[len(e.host) + 2:]
+    if isinstance(e, AgentCallError) and text.startswith(f"agent {e.method}: "):
+        text = text[len(e.method) + 8:]
+    return text
+
+
+def _first_line(runner: _Runner, host: str, argv: list[str]) -> str:
+    """The first output line of a command, or ``unknown: ...`` saying why not."""
+    what = " ".join(argv[:2]) if argv[1:2] and argv[1].startswith("-") else argv[0]
     try:
         r = runner.run(argv, timeout=COMMAND_TIMEOUT)
     except HilError as e:
-        return f"unknown ({e})"
+        return unknown(host, what, _reason(e, host))
     text = r.stdout.strip()
     if r.status != 0 or not text:
-        why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
-        return f"unknown ({argv[0]}: {why})"
+        why = (r.stderr.strip().splitlines() or [f"exit {r.status}, no output"])[-1]
+        return unknown(host, what, why)
     return text.splitlines()[0]
 
 
-def parse_ethtool(text: str) -> dict[str, str]:
-    """``ethtool -i`` output as a dict (driver, version, firmware-version, bus-info, ...)."""
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
-
-
-def rdma_core_version(runner: _Runner) -> str:
+def rdma_core_version(runner: _Runner, host: str) -> str:
     """rdma-core's package version (Debian, then RPM distributions)."""
-    deb = _first_line(runner, ["dpkg-query", "-W", "-f=${Version}", "rdma-core"])
-    if not deb.startswith("unknown"):
+    deb = _first_line(runner, host, tools.argv("dpkg-query", "-W", "-f=${Version}", "rdma-core"))
+    if not deb.startswith("unknown:"):
         return deb
-    rpm = _first_line(runner, ["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", "rdma-core"])
-    return rpm if not rpm.startswith("unknown") else deb
+    rpm = _first_line(runner, host,
+                      tools.argv("rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", "rdma-core"))
+    return rpm if not rpm.startswith("unknown:") else deb
 
 
-def port_properties(runner: _Runner, host: Host, rnic: Rnic) -> dict[str, str]:
-    """Driver, driver version and firmware of one RNIC port, as ethtool reports them."""
-    prefix = f"{host.name}.{rnic.netdev}"
+def driver_properties(agent: _HostAgent, host: str, prefix: str, netdev: str) -> dict[str, str]:
+    """Driver, driver version and firmware of ``netdev``, as the kernel reports them."""
+    keys = ("driver", "driver_version", "firmware")
     try:
-        r = runner.run(["ethtool", "-i", rnic.netdev], timeout=COMMAND_TIMEOUT)
-        info = parse_ethtool(r.stdout) if r.status == 0 else {}
-        why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
+        info = agent.driver_info(netdev)
     except HilError as e:
-        info, why = {}, str(e)
-    unknown = "none reported by ethtool" if info else f"unknown (ethtool: {why})"
+        why = unknown(host, "SIOCETHTOOL", _reason(e, host))
+        return {f"{prefix}.{key}": why for key in keys}
+    values = (info.driver, info.version, info.firmware)
+    return {f"{prefix}.{key}": value or NONE_REPORTED for key, value in zip(keys, values)}
+
+
+def rdma_devices_on(agent: _HostAgent, host: str, netdev: str) -> str:
+    """The RDMA devices whose port sits on ``netdev`` (``rdma link show``), comma-separated."""
+    try:
+        ports = agent.rdma_links(timeout=COMMAND_TIMEOUT)
+    except HilError as e:
+        return unknown(host, "rdma link show", _reason(e, host))
+    devices = sorted({p.device for p in ports if p.netdev == netdev})
+    return ", ".join(devices) or f"none on {netdev}"
+
+
+def claimed(rnic: Rnic) -> str:
+    """What the inventory says of a port: shown beside the observations, never for them."""
+    parts = [f"driver {rnic.driver}", f"rdma_device {rnic.rdma_device or '-'}",
+             f"fallback {rnic.fallback or '-'}", f"firmware {rnic.firmware or '-'}"]
+    return ", ".join(parts)
+
+
+def port_properties(agent: _HostAgent, host: Host, rnic: Rnic) -> dict[str, str]:
+    """One RNIC port: its driver and firmware, its RDMA devices, and the inventory's claim."""
+    prefix = f"{host.name}.{rnic.netdev}"
     return {
-        f"{prefix}.driver": info.get("driver") or rnic.driver or unknown,
-        f"{prefix}.driver_version": info.get("version") or unknown,
-        f"{prefix}.firmware": info.get("firmware-version") or rnic.firmware or unknown,
-        f"{prefix}.rdma_device": rnic.rdma_device or (
-            f"siw fallback on {rnic.netdev}" if rnic.fallback else "none"),
+        **driver_properties(agent, host.name, prefix, rnic.netdev),
+        f"{prefix}.rdma_device": rdma_devices_on(agent, host.name, rnic.netdev),
+        f"{prefix}.inventory": claimed(rnic),
     }
 
 
-def host_properties(runner: _Runner, host: Host, rnic: Rnic) -> dict[str, str]:
+def host_properties(agent: _HostAgent, host: Host, rnic: Rnic) -> dict[str, str]:
     """Kernel, rdma-core and the pair port of one host."""
     return {
-        f"{host.name}.kernel": _first_line(runner, ["uname", "-r"]),
-        f"{host.name}.rdma-core": rdma_core_version(runner),
-        **port_properties(runner, host, rnic),
+        f"{host.name}.kernel": _first_line(agent, host.name, tools.argv("uname", "-r")),
+        f"{host.name}.rdma-core": rdma_core_version(agent, host.name),
+        **port_properties(agent, host, rnic),
     }
+
+
+def unreachable_properties(host: Host, rnic: Rnic, why: str) -> dict[str, str]:
+    """The same keys as ``host_properties`` for a host whose agent did not start."""
+    prefix = f"{host.name}.{rnic.netdev}"
+    value = unknown(host.name, "starting the agent", why)
+    keys = ("kernel", "rdma-core", *(f"{rnic.netdev}.{k}" for k in
+                                     ("driver", "driver_version", "firmware", "rdma_device")))
+    return {**{f"{host.name}.{k}": value for k in keys}, f"{prefix}.inventory": claimed(rnic)}
 
 
 def gather(hosts: _HostAgents, pair: Pair) -> dict[str, str]:
@@ -104,11 +152,12 @@ def gather(hosts: _HostAgents, pair: Pair) -> dict[str, str]:
     }
     for host, rnic in ((pair.host_a, pair.rnic_a), (pair.host_b, pair.rnic_b)):
         try:
-            runner = hosts.agent(host.name)
+            agent = hosts.agent(host.name)
         except HilError as e:
-            props[f"{host.name}.error"] = f"no agent: {e}"
+            log.warning("environment of %s not read: %s", host.name, e)
+            props.update(unreachable_properties(host, rnic, _reason(e, host.name)))
             continue
-        props.update(host_properties(runner, host, rnic))
+        props.update(host_properties(agent, host, rnic))
     return props
 
 

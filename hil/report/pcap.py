@@ -18,6 +18,7 @@ from pathlib import Path
 
 import paramiko
 
+from hil import tools
 from hil.errors import CommandTimeout, HilError, SSHError
 from hil.ssh import SSHSession
 from hil.ssh.channel import RemoteProcess
@@ -53,8 +54,8 @@ class Capture:
         # -Z root: Debian's tcpdump otherwise drops to a user that cannot write /tmp files.
         # -p: the host's own traffic is all we want; promiscuous mode would log to the
         # kernel log, which the after-test checks read.
-        argv = ["tcpdump", "-i", netdev, "-n", "-p", "-U", "--immediate-mode",
-                "-s", str(snaplen), "-Z", "root", "-w", remote]
+        argv = tools.argv("tcpdump", "-i", netdev, "-n", "-p", "-U", "--immediate-mode",
+                          "-s", str(snaplen), "-Z", "root", "-w", remote)
         process = session.open_process(argv, sudo=True)
         cap = cls(session, netdev, remote, process)
         try:
@@ -90,7 +91,7 @@ class Capture:
 
     def _end(self) -> None:
         """Signal tcpdump to flush and exit, and wait for it (bounded)."""
-        self.session.run(["kill", "-s", "INT", "--", f"-{self.process.pgid}"],
+        self.session.run(tools.argv("kill", "-s", "INT", "--", f"-{self.process.pgid}"),
                          timeout=STOP_TIMEOUT, check=False, sudo=True)
         try:
             self.process.wait(STOP_TIMEOUT)
@@ -121,7 +122,7 @@ class Capture:
 
     def _remove(self) -> None:
         try:
-            self.session.run(["rm", "-f", "--", self.remote], timeout=STOP_TIMEOUT,
+            self.session.run(tools.argv("rm", "-f", "--", self.remote), timeout=STOP_TIMEOUT,
                              check=False, sudo=True)
         except HilError as e:
             log.warning("%s: could not remove %s: %s", self.session.name, self.remote, e)

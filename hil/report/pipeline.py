@@ -24,13 +24,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hil import tools
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError, LabError
 from hil.report import history
 from hil.report.environment import write_properties
 from hil.report.plugin import METRICS_GLOB
 
 EXIT_TESTS_FAILED = 1
-DEFAULT_ALLURE = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / ".bin" / "allure"
+# ci/install puts the npm package into the repository's .tools (hil/tools.py has the path).
+DEFAULT_ALLURE = Path(__file__).resolve().parents[2] / str(tools.tool("allure").path)
 GENERATE_TIMEOUT = 600.0
 INFRA_CATEGORY = "Lab / infrastructure errors"
 # pytest's own exit codes: 0 ok, 1 tests failed, 2 interrupted, 3 internal error,

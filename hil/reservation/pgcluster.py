@@ -23,16 +23,20 @@ from urllib.parse import urlsplit
 
 import psycopg
 
+from hil import tools
 from hil.errors import StoreError
 
 TIMEOUT = 60.0
+INITDB, PG_CTL = tools.name("initdb"), tools.name("pg_ctl")  # in Debian's versioned bindir
 # Durability is pointless in a throwaway cluster; without it tests run faster.
 FAST_SETTINGS = ("fsync = off", "synchronous_commit = off", "full_page_writes = off")
 
 
 def find_bindir() -> Path:
     """The newest ``/usr/lib/postgresql/<version>/bin`` that has ``initdb``."""
-    found = glob.glob("/usr/lib/postgresql/*/bin/initdb")
+    pattern = tools.tool("initdb").path
+    assert pattern is not None  # the table says where Debian puts the server binaries
+    found = glob.glob(pattern)
     if not found:
         raise StoreError("PostgreSQL server binaries not found under /usr/lib/postgresql: "
                          "install the Debian package postgresql (ci/install does)")
@@ -63,18 +67,18 @@ def private_cluster(fast: bool = True) -> Iterator[str]:
     bindir = find_bindir()
     base = Path(tempfile.mkdtemp(prefix="hil-pg-"))
     data = base / "data"
-    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    as_postgres = tools.argv("runuser", "-u", "postgres", "--") if os.geteuid() == 0 else []
     try:
         if as_postgres:
             shutil.chown(base, "postgres", "postgres")
-        _run([*as_postgres, str(bindir / "initdb"), "-D", str(data), "-U", "hil", "-A", "trust",
+        _run([*as_postgres, str(bindir / INITDB), "-D", str(data), "-U", "hil", "-A", "trust",
               "-E", "UTF8", "--locale=C", "--no-sync"], "initdb")
         port = _free_port()
         settings = ["listen_addresses = '127.0.0.1'", f"port = {port}",
                     f"unix_socket_directories = '{base}'", *(FAST_SETTINGS if fast else ())]
         with open(data / "postgresql.conf", "a") as conf:
             conf.write("\n".join(settings) + "\n")
-        _run([*as_postgres, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"),
+        _run([*as_postgres, str(bindir / PG_CTL), "-D", str(data), "-l", str(base / "log"),
               "-w", "-t", str(int(TIMEOUT)), "start"], "pg_ctl start")
         try:
             yield f"postgresql://hil@127.0.0.1:{port}/postgres"
@@ -87,7 +91,7 @@ def private_cluster(fast: bool = True) -> Iterator[str]:
 def _stop(as_postgres: list[str], bindir: Path, data: Path) -> None:
     """Stop the server; kill it if pg_ctl cannot."""
     try:
-        _run([*as_postgres, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
+        _run([*as_postgres, str(bindir / PG_CTL), "-D", str(data), "-m", "immediate",
               "-w", "-t", "30", "stop"], "pg_ctl stop")
     except StoreError:
         pidfile = data / "postmaster.pid"

@@ -15,6 +15,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hil import tools
 from hil.errors import InputError, RemoteError
 from hil.judge.profiles import Profile, profile_for
 
@@ -83,7 +84,7 @@ class Provider:
 
 def _read(agent: Agent, host: str, path: str) -> str:
     """A sysfs file's content, stripped; RemoteError naming host and file when unreadable."""
-    r = agent.run(["cat", path], timeout=READ_TIMEOUT)
+    r = agent.run(tools.argv("cat", path), timeout=READ_TIMEOUT)
     if r.status != 0:
         why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
         raise RemoteError(host, f"cannot read {path} ({why})")
@@ -97,7 +98,7 @@ def device_driver(agent: Agent, host: str, device: str) -> str:
     for prefix, driver in _NODE_DESC:
         if desc.startswith(prefix):
             return driver
-    link = agent.run(["readlink", "-f", posixpath.join(base, "device", "driver")],
+    link = agent.run(tools.argv("readlink", "-f", posixpath.join(base, "device", "driver")),
                      timeout=READ_TIMEOUT)
     parent = posixpath.basename(link.stdout.strip()) if link.status == 0 else ""
     if parent:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import paramiko
 
+from hil import tools
 from hil.errors import CommandFailed, CommandTimeout, InputError, SSHError
 from hil.inventory.model import Host
 from hil.ssh import channel
@@ -109,7 +110,8 @@ class SSHSession:
         a second of that).
         """
         argv = _checked(argv)
-        remote = ["timeout", f"--kill-after={_REMOTE_KILL_AFTER}", f"{timeout + _REMOTE_GRACE:g}"]
+        remote = tools.argv("timeout", f"--kill-after={_REMOTE_KILL_AFTER}",
+                            f"{timeout + _REMOTE_GRACE:g}")
         command = shlex.join(self._sudo(sudo) + remote + argv)
         data = input.encode() if isinstance(input, str) else (input or b"")
         started = time.monotonic()
@@ -154,7 +156,7 @@ class SSHSession:
         when it has not started within ``start_timeout`` seconds.
         """
         argv = _checked(argv)
-        wrapped = self._sudo(sudo) + ["sh", "-c", _REPORT_PGID, "hil-process", *argv]
+        wrapped = self._sudo(sudo) + tools.argv("sh", "-c", _REPORT_PGID, "hil-process", *argv)
         chan = self._open_channel()
         try:
             chan.exec_command(shlex.join(wrapped))
@@ -216,12 +218,12 @@ class SSHSession:
         self.close()
 
     def _sudo(self, wanted: bool) -> list[str]:
-        return ["sudo", "-n", "--"] if wanted and self.endpoint.sudo else []
+        return tools.argv("sudo", "-n", "--") if wanted and self.endpoint.sudo else []
 
     def _kill_group(self, pgid: int, signal: str, sudo: bool) -> None:
         """Signal a remote process group; a dead session has nothing left to kill."""
         try:
-            self.run(["kill", "-s", signal, "--", f"-{pgid}"],
+            self.run(tools.argv("kill", "-s", signal, "--", f"-{pgid}"),
                      timeout=_KILL_TIMEOUT, check=False, sudo=sudo)
         except SSHError as e:
             self.log.warning("could not signal process group %d: %s", pgid, e)

@@ -36,13 +36,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hil import tools
 from hil.errors import LabError
 from hil.inventory.model import Inventory
 from hil.testing import netnslab_files as files
 
 log = logging.getLogger("hil.testing.netnslab")
 
-SSHD = "/usr/sbin/sshd"
+SSHD = tools.executable("sshd")
 ALT_SSH_PORT = files.ALT_SSH_PORT
 MGMT_NET = ipaddress.IPv4Network("198.19.0.0/16")
 _PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without it
@@ -53,8 +54,9 @@ _TMP_PREFIX = "hil-netnslab-"
 # fresh host: the machine's own dotfiles (a slow ~/.bashrc, keys) stay out of
 # the lab, and whatever tests leave in the home vanishes with the sshd.
 _PRIVATE_HOME = [
-    "unshare", "--mount", "--propagation", "private", "sh", "-c",
-    'mount -t tmpfs -o mode=0700 hil-netnslab-home /root && exec "$@"', "hil-netnslab",
+    *tools.argv("unshare", "--mount", "--propagation", "private"), *tools.argv("sh", "-c"),
+    f'{tools.name("mount")} -t tmpfs -o mode=0700 hil-netnslab-home /root && exec "$@"',
+    "hil-netnslab",
 ]
 _COMMAND_TIMEOUT = 30.0
 _SSHD_START_TIMEOUT = 10.0
@@ -195,7 +197,7 @@ class NetnsLab:
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` inside host ``index``'s namespace (``ip netns exec``)."""
-        return _run(["ip", "netns", "exec", self.hosts[index].netns, *argv],
+        return _run(tools.argv("ip", "netns", "exec", self.hosts[index].netns, *argv),
                     timeout=timeout, check=check, input=input)
 
     def sshd_pid(self, index: int) -> int:
@@ -231,35 +233,36 @@ class NetnsLab:
         n = next(_ids)
         netns = f"hil-{os.getpid()}-{n}"
         root_veth = f"hil{os.getpid()}m{n}"
-        _run(["ip", "netns", "add", netns])
+        _run(tools.argv("ip", "netns", "add", netns))
         self._defer(f"delete namespace {netns}", lambda: _delete_netns(netns))
-        _run(["ip", "-n", netns, "link", "set", "lo", "up"])
-        _run(["ip", "link", "add", root_veth, "type", "veth", "peer", "name", "mgmt0",
-              "netns", netns])
+        _run(tools.argv("ip", "-n", netns, "link", "set", "lo", "up"))
+        _run(tools.argv("ip", "link", "add", root_veth, "type", "veth", "peer", "name", "mgmt0",
+                        "netns", netns))
         self._defer(f"delete {root_veth}", lambda: _delete_link(root_veth))
         root_side, ns_side = (ipaddress.IPv4Interface(f"{a}/{net.prefixlen}") for a in net.hosts())
-        _run(["ip", "addr", "add", str(root_side), "dev", root_veth])
-        _run(["ip", "link", "set", root_veth, "up"])
-        _run(["ip", "-n", netns, "addr", "add", str(ns_side), "dev", "mgmt0"])
-        _run(["ip", "-n", netns, "link", "set", "mgmt0", "up"])
+        _run(tools.argv("ip", "addr", "add", str(root_side), "dev", root_veth))
+        _run(tools.argv("ip", "link", "set", root_veth, "up"))
+        _run(tools.argv("ip", "-n", netns, "addr", "add", str(ns_side), "dev", "mgmt0"))
+        _run(tools.argv("ip", "-n", netns, "link", "set", "mgmt0", "up"))
         return LabHost(index, f"ns{index}", netns, ns_side, root_veth, ports)
 
     def _add_cable(self, cable: Cable) -> None:
         """The veth pair of a cable, straight into both namespaces, addressed and up."""
         ends = [(self.hosts[i], self.hosts[i].port(name)) for i, name in (cable.a, cable.b)]
         (ha, pa), (hb, pb) = ends
-        _run(["ip", "link", "add", "name", pa.netdev, "netns", ha.netns, "type", "veth",
-              "peer", "name", pb.netdev, "netns", hb.netns])
+        _run(tools.argv("ip", "link", "add", "name", pa.netdev, "netns", ha.netns, "type",
+                        "veth", "peer", "name", pb.netdev, "netns", hb.netns))
         for host, port in ends:
-            _run(["ip", "-n", host.netns, "addr", "add", str(port.address), "dev", port.netdev])
-            _run(["ip", "-n", host.netns, "link", "set", port.netdev, "up"])
+            _run(tools.argv("ip", "-n", host.netns, "addr", "add", str(port.address), "dev",
+                            port.netdev))
+            _run(tools.argv("ip", "-n", host.netns, "link", "set", port.netdev, "up"))
 
     def _start_sshd(self, host: LabHost) -> None:
         config = files.write_sshd_config(self, host)
         with open(self.sshd_log(host.index), "wb") as out:
             proc = subprocess.Popen(
-                ["ip", "netns", "exec", host.netns, *_PRIVATE_HOME, SSHD, "-D", "-e", "-f",
-                 str(config)],
+                tools.argv("ip", "netns", "exec", host.netns, *_PRIVATE_HOME, SSHD, "-D", "-e",
+                           "-f", str(config)),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             )
         self._sshd.append(proc)
@@ -284,7 +287,7 @@ class NetnsLab:
 def cleanup_stale() -> list[str]:
     """Remove namespaces and temp dirs of labs whose process is gone; returns what went."""
     removed = []
-    listing = _run(["ip", "netns", "list"]).stdout
+    listing = _run(tools.argv("ip", "netns", "list")).stdout
     for name in (line.split()[0] for line in listing.splitlines() if line.strip()):
         m = _NETNS_RE.match(name)
         if m and not _alive(int(m.group(1))):
@@ -322,18 +325,18 @@ def _run(argv: list[str], *, timeout: float = _COMMAND_TIMEOUT, check: bool = Tr
 
 def _delete_netns(netns: str) -> None:
     """Kill whatever still runs in the namespace, then delete it (its veths go too)."""
-    pids = _run(["ip", "netns", "pids", netns], check=False).stdout.split()
+    pids = _run(tools.argv("ip", "netns", "pids", netns), check=False).stdout.split()
     for pid in pids:
         try:
             os.kill(int(pid), signal.SIGKILL)
         except ProcessLookupError:
             pass
-    _run(["ip", "netns", "del", netns])
+    _run(tools.argv("ip", "netns", "del", netns))
 
 
 def _delete_link(name: str) -> None:
     if Path(f"/sys/class/net/{name}").exists():
-        _run(["ip", "link", "del", name])
+        _run(tools.argv("ip", "link", "del", name))
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -360,7 +363,7 @@ class _allocation_lock:
 def _free_mgmt_nets(count: int) -> list[ipaddress.IPv4Network]:
     """``count`` /30 subnets of MGMT_NET that no root-namespace address uses."""
     used = set()
-    for link in json.loads(_run(["ip", "-j", "-4", "addr", "show"]).stdout or "[]"):
+    for link in json.loads(_run(tools.argv("ip", "-j", "-4", "addr", "show")).stdout or "[]"):
         for a in link.get("addr_info", []):
             used.add(ipaddress.IPv4Interface(f"{a['local']}/{a['prefixlen']}").network)
     free = []

@@ -6,19 +6,20 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hil import tools
 from hil.errors import LabError
 
 if TYPE_CHECKING:
     from hil.testing.netnslab import LabHost, NetnsLab
 
-SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+SFTP_SERVER = tools.executable("sftp-server")
 ALT_SSH_PORT = 2222
 
 
 def make_key(path: Path, comment: str) -> None:
     """A fresh unencrypted ed25519 key pair at ``path`` and ``path``.pub."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)]
+    argv = tools.argv("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     if done.returncode != 0:
         raise LabError(f"ssh-keygen for {path} failed: {done.stderr.strip()}")

@@ -25,10 +25,17 @@ import threading
 import traceback
 from typing import BinaryIO
 
-from . import AGENT_GRACE, PROTOCOL_VERSION, cm, kmsg, netlink, rdma, system
+from . import AGENT_GRACE, PROTOCOL_VERSION, cm, ethtool, kmsg, netlink, rdma, system
 from .errors import OpError
 
-METHODS = {**system.METHODS, **netlink.METHODS, **rdma.METHODS, **kmsg.METHODS, **cm.METHODS}
+METHODS = {
+    **system.METHODS,
+    **netlink.METHODS,
+    **ethtool.METHODS,
+    **rdma.METHODS,
+    **kmsg.METHODS,
+    **cm.METHODS,
+}
 DEFAULT_TIMEOUT = 30.0
 
 

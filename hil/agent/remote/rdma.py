@@ -11,6 +11,7 @@ import shutil
 
 from .errors import OpError
 from .system import run
+from .tools import COMMANDS, RDMA
 
 RESOURCE_TYPES = ("cm_id", "qp", "cq", "mr")
 # What rdma prints when the kernel has no RDMA netlink (no ib_core loaded).
@@ -18,12 +19,12 @@ _NO_NETLINK = "Failed to open NETLINK_RDMA socket"
 
 
 def _rdma(args: list[str], timeout: float) -> str:
-    tool = shutil.which("rdma")
+    tool = shutil.which(RDMA)
     if tool is None:
         raise OpError(
             "rdma_unavailable",
-            "the rdma tool is not installed (Debian package iproute2)",
-            argv=["rdma", *args],
+            f"the {RDMA} tool is not installed (Debian package {COMMANDS[RDMA]})",
+            argv=[RDMA, *args],
         )
     result = run([tool, *args], timeout)
     if result["status"] != 0:
@@ -33,13 +34,13 @@ def _rdma(args: list[str], timeout: float) -> str:
                 "rdma_unavailable",
                 f"the kernel has no RDMA netlink (rdma {' '.join(args)}: {stderr}); "
                 "load ib_core and the RNIC driver (or siw)",
-                argv=["rdma", *args],
+                argv=[RDMA, *args],
                 stderr=stderr,
             )
         raise OpError(
             "command_failed",
             f"rdma {' '.join(args)} exited {result['status']}: {stderr}",
-            argv=["rdma", *args],
+            argv=[RDMA, *args],
             status=result["status"],
             stderr=stderr,
         )

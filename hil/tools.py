@@ -1,0 +1,167 @@
+"""Every external command hil runs, where it runs it, and which package provides it.
+
+This table is the one place that names them: call sites build their argv
+with ``argv("ip", ...)`` (or take the name with ``name("initdb")``), which
+refuses a command the table does not list, so a new command cannot slip in
+without its package.  ``tests/test_tools.py`` checks, for each entry, that
+the package really provides the command (``dpkg -S``) and that ``ci/install``
+installs it; ``docs/host-control.md`` lists what lab hosts and the
+controller need.
+
+``where`` says where the command runs:
+
+- ``controller``: the machine that runs pytest and the ``hil`` CLI;
+- ``host``: a lab host, over SSH or through the agent (the netns test lab's
+  hosts are namespaces of the controller, so they use its packages);
+- ``guest``: a virtual-lab QEMU guest, whose root filesystem is the
+  controller's (virtme-ng shares it), so these too come from the controller.
+
+Not listed, because the user supplies them: the inventory's ``command``
+pulls (``hil/inventory/links.py``) and ``hil host exec``.  The agent keeps
+its own short list (``hil/agent/remote/tools.py``; the zipapp cannot import
+this module), which the test checks against this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Where = Literal["controller", "host", "guest"]
+Source = Literal["debian", "pypi", "npm"]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One external command: its name, its package, where it runs and what for."""
+
+    command: str
+    # The Debian package to install for it (the one that owns the file, or a
+    # package depending on that one directly, e.g. python3 -> python3-minimal);
+    # for source "pypi"/"npm" the PyPI or npm package.
+    package: str
+    where: tuple[Where, ...]
+    purpose: str
+    source: Source = "debian"
+    # Where hil runs it from when not looked up on PATH: an absolute path, a
+    # glob (PostgreSQL's versioned bindir), or, for npm, a path in the repository.
+    path: str | None = None
+    # Why hil works without it, for commands only some systems have.
+    optional: str | None = None
+
+
+_C: tuple[Where, ...] = ("controller",)
+_H: tuple[Where, ...] = ("host",)
+_G: tuple[Where, ...] = ("guest",)
+_HG: tuple[Where, ...] = ("host", "guest")
+_CG: tuple[Where, ...] = ("controller", "guest")
+_ALL: tuple[Where, ...] = ("controller", "host", "guest")
+
+TOOLS: tuple[Tool, ...] = (
+    # -- lab hosts: what the SSH layer, the agent and host control run -----------------
+    Tool("python3", "python3", ("controller", "host"),
+         "runs the agent zipapp (Host.python, >= 3.9) and its CM workers; the controller's venv"),
+    Tool("sh", "dash", _ALL,
+         "wraps a started process to report its process group (hil/ssh/session.py); "
+         "the netns lab's and the guests' boot"),
+    Tool("timeout", "coreutils", _H, "bounds every SSH command on the host (hil/ssh/session.py)"),
+    Tool("sudo", "sudo", _H, "root for the agent and tcpdump where the inventory says ssh.sudo"),
+    Tool("kill", "procps", _H, "signals a started process's group (agent, tcpdump; bench)"),
+    Tool("rm", "coreutils", _H, "removes a fetched packet capture (hil/report/pcap.py)"),
+    Tool("cat", "coreutils", _HG,
+         "reads an RDMA device's node_desc and module parameters (hil/run/provider.py); "
+         "guest boot"),
+    Tool("readlink", "coreutils", _H,
+         "an RDMA device's parent driver in sysfs (hil/run/provider.py)"),
+    Tool("true", "coreutils", _HG, "the SSH health check of lab readiness (hil/lab/readiness.py)"),
+    Tool("uname", "coreutils", _H, "the kernel release in environment.properties"),
+    Tool("dpkg-query", "dpkg", ("controller", "host"),
+         "rdma-core's version on a host (report); linux-source's version (lab kernel)"),
+    Tool("rpm", "rpm", _H, "rdma-core's version on RPM distributions (report)",
+         optional="tried only when dpkg-query has no rdma-core, i.e. on RPM distributions"),
+    Tool("ping", "iputils-ping", _H, "the pair's data path at pair setup (hil/pairsetup.py)"),
+    Tool("nft", "nftables", _H, "the blackhole link pull (hil/linkctl.py)"),
+    Tool("tcpdump", "tcpdump", _H, "captures the pair's data link (hil/report/pcap.py)"),
+    Tool("rdma", "iproute2", _HG,
+         "RDMA devices, links, resources and siw devices (the agent); guests create siw at boot"),
+    Tool("sftp-server", "openssh-sftp-server", _HG,
+         "sshd's sftp subsystem: agent uploads and packet-capture downloads",
+         path="/usr/lib/openssh/sftp-server"),
+    Tool("sshd", "openssh-server", ("controller", "guest"),
+         "the netns test lab's hosts and the virtual-lab guests", path="/usr/sbin/sshd"),
+    Tool("cmtime", "rdmacm-utils", _H, "RDMA CM connection rate (bench/cm_rate.py)"),
+    Tool("pgrep", "procps", _H, "finds bench/cm_rate.py's cmtime server"),
+    # -- the controller -------------------------------------------------------------------
+    Tool("ip", "iproute2", _CG,
+         "the netns test lab's namespaces and veths (hil/testing/); guest NICs at boot"),
+    Tool("unshare", "util-linux", _C, "a private /root for the netns lab's sshd"),
+    Tool("mount", "mount", _CG, "the private /root of the netns lab's sshd and of guests"),
+    Tool("ssh-keygen", "openssh-client", _C, "keys of the netns lab and the virtual lab"),
+    Tool("runuser", "util-linux", _C, "PostgreSQL as postgres when root (the tests' cluster)"),
+    Tool("initdb", "postgresql", _C, "a private PostgreSQL cluster for the store's tests",
+         path="/usr/lib/postgresql/*/bin/initdb"),
+    Tool("pg_ctl", "postgresql", _C, "starts and stops that cluster",
+         path="/usr/lib/postgresql/*/bin/pg_ctl"),
+    Tool("vng", "virtme-ng", _C, "boots the virtual-lab guests", source="pypi"),
+    Tool("virtme-configkernel", "virtme-ng", _C, "configures the lab kernel", source="pypi"),
+    Tool("qemu-system-x86_64", "qemu-system-x86", _C, "the guests' machine, run by vng"),
+    Tool("tar", "tar", _C, "extracts linux-source for the lab kernel"),
+    Tool("make", "build-essential", _C, "builds the lab kernel"),
+    Tool("gcc", "build-essential", _C, "compiles the lab kernel (run by make)"),
+    Tool("bc", "bc", _C, "lab kernel build (run by make)"),
+    Tool("flex", "flex", _C, "lab kernel build (run by make)"),
+    Tool("bison", "bison", _C, "lab kernel build (run by make)"),
+    Tool("cpio", "cpio", _C, "lab kernel build (run by make)"),
+    Tool("xz", "xz-utils", _C, "lab kernel build: unpacks linux-source's .tar.xz (run by tar)"),
+    Tool("pahole", "dwarves", _C, "lab kernel build: BTF (run by make)"),
+    Tool("allure", "allure-commandline", _C, "generates the Allure report (hil/report/pipeline.py)",
+         source="npm", path=".tools/node_modules/.bin/allure"),
+    Tool("node", "nodejs", _C, "runs the allure command"),
+    Tool("java", "default-jre-headless", _C, "the Allure 2 generator, run by allure"),
+    # -- only inside virtual-lab guests (hil/lab/guest_boot.sh) ----------------------------
+    Tool("mkdir", "coreutils", _G, "guest boot"),
+    Tool("chmod", "coreutils", _G, "guest boot"),
+    Tool("cp", "coreutils", _G, "guest boot"),
+    Tool("tr", "coreutils", _G, "guest boot"),
+    Tool("sed", "sed", _G, "guest boot: unlocks root in the guest's /etc/shadow"),
+    Tool("hostname", "hostname", _G, "guest boot"),
+)
+
+_BY_COMMAND = {t.command: t for t in TOOLS}
+# The kernel build's prerequisites that hil checks before starting it.
+KERNEL_BUILD = ("make", "gcc", "bc", "flex", "bison", "cpio", "xz", "pahole")
+
+
+def tool(command: str) -> Tool:
+    """The table's entry for ``command``; KeyError saying what to do when it has none."""
+    try:
+        return _BY_COMMAND[command]
+    except KeyError:
+        raise KeyError(
+            f"hil runs {command!r} but hil/tools.py does not list it: add a Tool with its "
+            "Debian package, and the package to ci/install"
+        ) from None
+
+
+def name(command: str) -> str:
+    """``command``'s name, checked against the table (for argv built around a path)."""
+    return tool(command).command
+
+
+def executable(command: str) -> str:
+    """What to execute for ``command``: its fixed absolute path, else its name (PATH)."""
+    t = tool(command)
+    if t.path and t.path.startswith("/") and "*" not in t.path:
+        return t.path
+    return t.command
+
+
+def argv(command: str, *args: str) -> list[str]:
+    """``[command, *args]`` for a command the table lists (its path where it has one)."""
+    return [executable(command), *args]
+
+
+def packages(where: Where, source: Source = "debian") -> list[str]:
+    """The sorted packages of the non-optional commands that run ``where``."""
+    return sorted({t.package for t in TOOLS
+                   if where in t.where and t.source == source and t.optional is None})
