@@ -206,7 +206,12 @@ def hil_setup(hil_run: PairRun, hil_hosts: Hosts) -> PairState:
 def _as_failure() -> Iterator[None]:
     # A lab problem in a fixture is a sentence for the engineer (it names the
     # host and what to do), not a traceback through hil's internals.
+    # Failed outside the except block, so pytest does not print the HilError
+    # again as the context of the failure.
+    failure = None
     try:
         yield
     except HilError as e:
-        pytest.fail(f"hil: {type(e).__name__}: {e}", pytrace=False)
+        failure = f"hil: {type(e).__name__}: {e}"
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
