@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from hil.cm import registry
 from hil.errors import EXIT_OK, InputError
 
 EXIT_CONTRACT = 4  # the sequence ran, and the CM contract was violated
@@ -54,10 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.set_defaults(func=_run)
 
 
-def _sequences() -> dict[str, Any]:
-    from hil.cm.sequences import SEQUENCES
+def _sequences() -> dict[str, registry.Sequence]:
+    """Every registered sequence, the built-in ones among them."""
+    from hil.cm import session  # noqa: F401 -- importing it registers the built-in ones
 
-    return SEQUENCES
+    return registry.SEQUENCES
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -81,10 +83,8 @@ def _value(text: str) -> Any:
 
 def sequence_params(name: str, pairs: list[str], mode: str | None) -> dict[str, Any]:
     """``-p K=V`` texts as the parameters of sequence ``name``; InputError when they do not fit."""
-    seqs = _sequences()
-    fn = seqs.get(name)
-    if fn is None:
-        raise InputError(f"no CM sequence {name!r} (known: {', '.join(sorted(seqs))})")
+    _sequences()
+    fn = registry.lookup(name)
     params: dict[str, Any] = {}
     for text in pairs:
         key, sep, value = text.partition("=")

@@ -1,6 +1,7 @@
 """The controller's proxy of one CM endpoint: a worker process on a host, via its agent.
 
-Every call is recorded into a :class:`~hil.cm.recording.Recording` as an
+Every call is recorded (into a :class:`~hil.cm.interfaces.Recorder`: the
+run's :class:`~hil.cm.recording.Recording`) as an
 :class:`~hil.judge.timeline.Action` stamped with the HOST's time of the call
 (not the SSH round trip) moved onto the controller's time base, and every
 event the endpoint's channel delivered as an :class:`~hil.judge.timeline.Event`.
@@ -26,7 +27,7 @@ from hil.judge.timeline import Action, ClockOffset, Event
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.cm.recording import Recording
+    from hil.cm.interfaces import Recorder
 
 DEFAULT_TIMEOUT = 30.0
 OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest
@@ -56,7 +57,7 @@ class Outcome:
 class Endpoint:
     """One CM endpoint (an event channel in its own process) on one side of the pair."""
 
-    def __init__(self, rec: Recording, side: str, host: str, agent: Agent,
+    def __init__(self, rec: Recorder, side: str, host: str, agent: Agent,
                  offset: ClockOffset, number: int, pid: int) -> None:
         self.rec, self.side, self.host, self.agent = rec, side, host, agent
         self.offset, self.number, self.pid = offset, number, pid
@@ -66,7 +67,7 @@ class Endpoint:
         self._claimed: set[int] = set()  # seqs of events a wait() has returned
 
     @classmethod
-    def open(cls, rec: Recording, side: str, host: str, agent: Agent,
+    def open(cls, rec: Recorder, side: str, host: str, agent: Agent,
              offset: ClockOffset) -> Endpoint:
         """Start a worker with its own event channel on ``host``."""
         got = agent.call("cm_open", timeout=OPEN_TIMEOUT)

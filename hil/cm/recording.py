@@ -1,7 +1,7 @@
 """One sequence run being recorded: its endpoints, actions, events, labels and metrics.
 
 A :class:`Recording` is a context manager made by
-:meth:`hil.cm.session.CMSession.recording`.  On entry it takes each host's
+:meth:`hil.cm.sides.PairSides.recording`.  On entry it takes each host's
 baseline (RDMA resource counts, a kernel-log cursor); on exit it closes every
 endpoint it opened (their ids destroyed, their processes gone), waits for the
 resource counts to come back, and reads the kernel log, so
@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self
 
@@ -22,7 +23,7 @@ from hil.cm.endpoint import Endpoint
 from hil.judge.timeline import SIDES, Action, Event, KernelLogLine, ResourceCount, Timeline
 
 if TYPE_CHECKING:
-    from hil.cm.session import CMSession
+    from hil.cm.interfaces import PairView
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ SETTLE_TIMEOUT = 10.0  # how long resource counts may take to come back after th
 class Recording:
     """Actions and events of one run on the controller time base, and its endpoints."""
 
-    def __init__(self, session: CMSession, scenario: str, evidence: bool = True) -> None:
+    def __init__(self, session: PairView, scenario: str, evidence: bool = True) -> None:
         self.session = session
         self.scenario = scenario
         self.evidence = evidence
@@ -63,7 +64,7 @@ class Recording:
             self._actions.append(action)
         self.session.observers.action(action)
 
-    def add_events(self, batch: list[Event]) -> None:
+    def add_events(self, batch: Sequence[Event]) -> None:
         """Record a batch of events one channel delivered (and tell the observers)."""
         with self._lock:
             self._events += batch

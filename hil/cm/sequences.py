@@ -1,7 +1,9 @@
-"""The CM sequences: each runs on a :class:`~hil.cm.session.CMSession` and returns a Timeline.
+"""The built-in CM sequences: each runs on a pair's sides and returns a Timeline.
 
-API: ``SEQUENCES[name](session, **params) -> Timeline`` (or
-``session.run(name, **params)``).  "active" and "passive" follow the
+Each registers itself under its name (:func:`hil.cm.registry.sequence`):
+``session.run(name, **params)`` on a :class:`~hil.cm.session.CMSession`, or
+``SEQUENCES[name](sides, **params) -> Timeline`` (:data:`hil.cm.registry.SEQUENCES`)
+on any :class:`~hil.cm.sides.PairSides`.  "active" and "passive" follow the
 session's direction.  Every sequence destroys what it made and closes its
 endpoints; its timeline carries both hosts' events, the controller's
 actions, the clock offsets, the resource counts before/after, the kernel log
@@ -23,22 +25,20 @@ and ``metrics`` (µs unless named otherwise).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome
+from hil.cm.registry import sequence
 from hil.cm.steps import REPLY_TIMEOUT, Conn, Listener, StepFailed
 from hil.errors import InputError
 from hil.judge.timeline import Timeline
 
 if TYPE_CHECKING:
     from hil.cm.recording import Recording
-    from hil.cm.session import CMSession
-
-Sequence = Callable[..., Timeline]
+    from hil.cm.sides import PairSides
 ABORTS = ("qp_err", "destroy", "kill")
 BYS = ("active", "passive")
 # The worker's poller reads with a 100 ms poll: let one under way finish.
@@ -64,7 +64,8 @@ def _open_conn(rec: Recording, label: str = "c1", private_data: bytes = b"hil",
     return conn
 
 
-def connect(s: CMSession, private_data: bytes = b"hil") -> Timeline:
+@sequence
+def connect(s: PairSides, private_data: bytes = b"hil") -> Timeline:
     """Connect, then close orderly from the active side."""
     with s.recording("connect") as rec:
         conn = _open_conn(rec, private_data=private_data)
@@ -73,7 +74,8 @@ def connect(s: CMSession, private_data: bytes = b"hil") -> Timeline:
     return rec.timeline()
 
 
-def close(s: CMSession, by: str = "active") -> Timeline:
+@sequence
+def close(s: PairSides, by: str = "active") -> Timeline:
     """Connect, then close orderly from side ``by``; both see DISCONNECTED."""
     _choice("by", by, BYS)
     with s.recording(f"close-{by}") as rec:
@@ -85,7 +87,8 @@ def close(s: CMSession, by: str = "active") -> Timeline:
     return rec.timeline()
 
 
-def abort(s: CMSession, how: str = "qp_err", by: str = "active") -> Timeline:
+@sequence
+def abort(s: PairSides, how: str = "qp_err", by: str = "active") -> Timeline:
     """Connect, then close abortively from side ``by``: QP to ERR, destroy, or SIGKILL."""
     _choice("how", how, ABORTS)
     _choice("by", by, BYS)
@@ -109,7 +112,8 @@ def abort(s: CMSession, how: str = "qp_err", by: str = "active") -> Timeline:
     return rec.timeline()
 
 
-def reject(s: CMSession, private_data: bytes = b"no thanks") -> Timeline:
+@sequence
+def reject(s: PairSides, private_data: bytes = b"no thanks") -> Timeline:
     """The passive side rejects with private data; the active side gets REJECTED."""
     with s.recording("reject") as rec:
         listener = steps.listen(rec, s.passive)
@@ -125,7 +129,8 @@ def reject(s: CMSession, private_data: bytes = b"no thanks") -> Timeline:
     return rec.timeline()
 
 
-def no_listener(s: CMSession) -> Timeline:
+@sequence
+def no_listener(s: PairSides) -> Timeline:
     """Connect to a port nobody listens on; siw: ECONNREFUSED from rdma_connect, no event."""
     with s.recording("no-listener") as rec:
         active = rec.endpoint(s.active)
@@ -138,7 +143,8 @@ def no_listener(s: CMSession) -> Timeline:
     return rec.timeline()
 
 
-def link_pull(s: CMSession, mode: str | None = None, traffic: bool = False,
+@sequence
+def link_pull(s: PairSides, mode: str | None = None, traffic: bool = False,
               hold_s: float = 5.0) -> Timeline:
     """Pull the pair's link (idle or under traffic), wait for detection, restore, reconnect."""
     modes = s.pull_modes()
@@ -202,13 +208,15 @@ def _drop(conn: Conn) -> None:
     steps.teardown(conn)
 
 
-def destroy_conn_sent(s: CMSession) -> Timeline:
+@sequence
+def destroy_conn_sent(s: PairSides) -> Timeline:
     """Connect to a listener that never answers; destroy the active id in CONN_SENT."""
     bound = s.profile.conn_sent_destroy_bound_s
     with s.recording("destroy-conn-sent") as rec:
         listener = steps.listen(rec, s.passive)
         active = rec.endpoint(s.active)
         conn, req = steps.request(rec, active, listener, "c1", what="destroy in CONN_SENT")
+        assert conn.id is not None  # request() made sure
         out = active.destroy(conn.id, timeout=bound + 10)
         if out.action.duration_us is not None:
             rec.metric("destroy_blocked_us", out.action.duration_us)
@@ -216,7 +224,8 @@ def destroy_conn_sent(s: CMSession) -> Timeline:
     return rec.timeline()
 
 
-def listener_destroy(s: CMSession, pending: int = 2, accepted: int = 1) -> Timeline:
+@sequence
+def listener_destroy(s: PairSides, pending: int = 2, accepted: int = 1) -> Timeline:
     """Destroy a listener holding unretrieved requests: they are REJECTED; accepted ids live.
 
     [lab] A poll already under way when the listener's endpoint is paused can
@@ -262,7 +271,8 @@ def _label_retrieved_requests(rec: Recording, listener: Listener, pending: int) 
                 rec.label(f"p{i}", e.id)
 
 
-def storm(s: CMSession, count: int = 8) -> Timeline:
+@sequence
+def storm(s: PairSides, count: int = 8) -> Timeline:
     """``count`` concurrent connects to an auto-accepting listener, then concurrent closes."""
     if not 1 <= count <= 256:
         raise InputError(f"storm count must be 1..256, not {count}")
@@ -302,16 +312,3 @@ def _label_storm(rec: Recording, outs: list[Outcome], listener: steps.Listener) 
             tag = next((d for d in by_data if d and d in e.private_data), None)
             if tag:
                 rec.label(f"s{tag[-6:]}", by_data[tag], e.id)
-
-
-SEQUENCES: dict[str, Sequence] = {
-    "connect": connect,
-    "close": close,
-    "abort": abort,
-    "reject": reject,
-    "no_listener": no_listener,
-    "link_pull": link_pull,
-    "destroy_conn_sent": destroy_conn_sent,
-    "listener_destroy": listener_destroy,
-    "storm": storm,
-}

@@ -102,6 +102,7 @@ def establish(rec: Recording, active: Endpoint, listener: Listener, label: str,
               private_data: bytes = b"hil", accept_data: bytes = b"hil-ok") -> Conn:
     """Connect and accept (explicitly, from the controller); both sides ESTABLISHED."""
     conn, req = request(rec, active, listener, label, private_data)
+    assert conn.id is not None  # request() made sure
     acc = listener.ep.accept(req.id, accept_data)
     if not acc.ok:
         raise StepFailed(listener.ep.host, f"accept {label} failed: {acc.action.result}")

@@ -10,7 +10,7 @@ from fake_cm import SKEW_US, FakeCMWorld
 
 from hil.cli.cm_cmd import sequence_params
 from hil.cm import clock, steps
-from hil.cm.sequences import SEQUENCES
+from hil.cm.registry import SEQUENCES, lookup, sequence
 from hil.cm.session import CMSession
 from hil.errors import InputError
 from hil.judge.contract import check
@@ -155,6 +155,32 @@ def test_bad_parameters_are_input_errors(world: FakeCMWorld) -> None:
 
 
 def test_every_sequence_is_registered_with_its_session_first() -> None:
-    assert set(SEQUENCES) == {"connect", "close", "abort", "reject", "no_listener", "link_pull",
+    assert set(SEQUENCES) >= {"connect", "close", "abort", "reject", "no_listener", "link_pull",
                               "destroy_conn_sent", "listener_destroy", "storm"}
     assert errno.ECONNRESET == 104
+
+
+def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
+    @sequence
+    def hil_test_listen_only(s: CMSession, port_note: str = "x") -> Timeline:
+        """Listen on the passive side, then close."""
+        with s.recording("listen-only") as rec:
+            listener = steps.listen(rec, s.passive)
+            steps.destroy(listener.ep, listener.id)
+        return rec.timeline()
+
+    try:
+        assert lookup("hil_test_listen_only") is hil_test_listen_only
+        assert sequence(hil_test_listen_only) is hil_test_listen_only  # the same one again: fine
+        tl = session(world).run("hil_test_listen_only")
+        assert [a.name for a in tl.actions] == ["listen", "destroy"]
+        assert sequence_params("hil_test_listen_only", ["port_note=y"], None) == {"port_note": "y"}
+
+        def other(s: CMSession) -> Timeline:
+            raise AssertionError
+
+        other.__name__ = "hil_test_listen_only"
+        with pytest.raises(InputError, match="'hil_test_listen_only' is registered already"):
+            sequence(other)
+    finally:
+        SEQUENCES.pop("hil_test_listen_only", None)

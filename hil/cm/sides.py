@@ -1,0 +1,139 @@
+"""Both ends of a set-up pair as the CM sequences use them: sides, addresses, ports, clocks.
+
+:class:`PairSides` is what a sequence runs on; :class:`hil.cm.session.CMSession`
+is a PairSides that also runs sequences by name.  See :mod:`hil.cm.session`
+for the API.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from typing import TYPE_CHECKING
+
+from hil.cm import clock
+from hil.cm.observer import Observers
+from hil.cm.recording import Recording
+from hil.errors import InputError
+from hil.judge.timeline import SIDES, ClockOffset
+
+if TYPE_CHECKING:
+    from hil.agent import Agent
+    from hil.hosts import Hosts
+    from hil.inventory.model import Pair, Rnic
+    from hil.journal import Journal
+    from hil.judge.profiles import Profile
+    from hil.linkctl import LinkControl
+
+log = logging.getLogger(__name__)
+
+DIRECTIONS = ("a-b", "b-a")
+PORT_RANGE = (20000, 30000)  # a fresh CM port per use, so no run meets another's leftovers
+
+
+class PairSides:
+    """Both ends of a set-up pair, as CM sequences use them (see :mod:`hil.cm.session`)."""
+
+    def __init__(self, hosts: Hosts, pair: Pair, *, profile: Profile, direction: str = "a-b",
+                 journal: Journal | None = None, evidence: bool = True,
+                 observers: Observers | None = None) -> None:
+        if direction not in DIRECTIONS:
+            raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, "
+                             f"not {direction!r}")
+        self.hosts = hosts
+        self.pair = pair
+        self.direction = direction
+        self.active, self.passive = direction.split("-")
+        self.journal = journal
+        self.evidence = evidence
+        self.observers = observers if observers is not None else Observers()
+        self._offsets: dict[str, ClockOffset] = {}
+        self._ports = itertools.count(random.randint(*PORT_RANGE))
+        for side in SIDES:
+            if self.rnic(side).address is None:
+                raise InputError(f"pair {pair.name}: port {self.rnic(side).name} of "
+                                 f"{self.host(side)} has no address in the inventory; "
+                                 "CM sequences need the data addresses")
+        self.profile = profile
+
+    # -- the pair ------------------------------------------------------------
+
+    def rnic(self, side: str) -> Rnic:
+        """The pair's port on ``side``."""
+        return self.pair.rnic_a if _side(side) == "a" else self.pair.rnic_b
+
+    def host(self, side: str) -> str:
+        """The inventory name of the host on ``side``."""
+        return (self.pair.host_a if _side(side) == "a" else self.pair.host_b).name
+
+    def agent(self, side: str) -> Agent:
+        """The agent of the host on ``side``."""
+        return self.hosts.agent(self.host(side))
+
+    def address(self, side: str) -> str:
+        """The data IP address of the port on ``side``."""
+        address = self.rnic(side).address
+        assert address is not None  # checked in __init__
+        return str(address.ip)
+
+    def other(self, side: str) -> str:
+        """The other side."""
+        return "b" if _side(side) == "a" else "a"
+
+    def side_of(self, host: str) -> str:
+        """The side of an inventory host of the pair."""
+        for side in SIDES:
+            if self.host(side) == host:
+                return side
+        raise InputError(f"host {host} is not in pair {self.pair.name}")
+
+    def port(self) -> int:
+        """A CM port not used before in this session."""
+        port = next(self._ports)
+        if port >= 65000:
+            self._ports = itertools.count(PORT_RANGE[0])
+        return port
+
+    # -- clocks --------------------------------------------------------------
+
+    def offset(self, side: str) -> ClockOffset:
+        """The clock offset of the host on ``side`` (measured on first use)."""
+        side = _side(side)
+        if side not in self._offsets:
+            agent = self.agent(side)
+            self._offsets[side] = clock.estimate(self.host(side), clock.agent_now(agent))
+            log.info("clock offset %s", self._offsets[side])
+        return self._offsets[side]
+
+    def refresh_offsets(self) -> None:
+        """Measure both hosts' clock offsets again (guest clocks drift under TCG)."""
+        self._offsets.clear()
+        for side in SIDES:
+            self.offset(side)
+
+    # -- link pulls ----------------------------------------------------------
+
+    def pull_modes(self) -> list[str]:
+        """The pull modes the pair's link offers, in inventory order."""
+        return [p.mode for p in self.pair.link.pulls]
+
+    def link_control(self) -> LinkControl:
+        """Link pulls on this pair's hosts, journaled (needs the session's journal)."""
+        if self.journal is None:
+            raise InputError("link pulls need a restore journal: pass journal= to CMSession")
+        from hil.linkctl import LinkControl
+
+        return LinkControl(self.hosts, self.journal)
+
+    # -- recording -----------------------------------------------------------
+
+    def recording(self, scenario: str) -> Recording:
+        """A new recording for one run (a context manager)."""
+        return Recording(self, scenario, evidence=self.evidence)
+
+
+def _side(side: str) -> str:
+    if side not in SIDES:
+        raise InputError(f"side must be one of {SIDES}, not {side!r}")
+    return side
