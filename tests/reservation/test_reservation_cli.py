@@ -19,11 +19,11 @@ HIL = Path(sys.executable).parent / "hil"
 INVENTORY = """\
 hosts:
   a: {ssh: {host: 127.0.0.1}, tags: [x], rnics: [{name: p0, netdev: lo, driver: siw}]}
-  b: {ssh: {host: 127.0.0.1}, rnics: [{name: p0, netdev: lo, driver: siw}]}
+  b: {ssh: {host: 127.0.0.1}, rnics: [{name: p0, netdev: lo, driver: siw}, {name: p1, netdev: lo2, driver: iw_cxgb4}]}
   c: {ssh: {host: 127.0.0.1}, rnics: [{name: p0, netdev: lo, driver: iw_cxgb4}]}
 links:
   ab: {ends: ["a:p0", "b:p0"]}
-  bc: {ends: ["b:p0", "c:p0"], tags: [chelsio]}
+  bc: {ends: ["b:p1", "c:p0"], tags: [chelsio]}
 """
 
 # The store contract runs on both stores elsewhere; CLI behaviour that does
