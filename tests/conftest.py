@@ -14,15 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from types import FrameType
 
 import pytest
-from vlab import VirtualLab
+from vlab import VirtualLab, booted_lab
 
 from hil.testing import NetnsLab, cleanup_stale
 
@@ -34,7 +31,8 @@ def netns_unavailable() -> str | None:
     for tool in ("ip", "/usr/sbin/sshd", "ssh-keygen", "unshare"):
         if shutil.which(tool) is None:
             return f"the netns lab needs {tool} (ci/install installs it)"
-    probe = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10)
+    probe = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10,
+                           check=False)
     if probe.returncode != 0:
         return f"'ip netns' does not work here: {probe.stderr.strip()}"
     return None
@@ -81,27 +79,5 @@ def netns_lab() -> Iterator[NetnsLab]:
 @pytest.fixture(scope="session")
 def virtual_lab(pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
     """Two guests up (building the kernel first if it is not cached), down at the end."""
-    # Imported here: most test runs never boot a lab.
-    from hil.inventory import load as load_inventory
-    from hil.lab import control
-
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-
-    def say(line: str) -> None:
-        # Progress (a kernel build takes minutes) goes to the terminal, not the capture.
-        with capture.global_and_fixture_disabled():
-            print(line, file=sys.stderr, flush=True)
-
-    # Under the home directory like the default lab dir: the guests see the
-    # host's home read-only and the boot script hides /root, which must work.
-    home = Path(tempfile.mkdtemp(prefix=".hil-test-lab-", dir=Path.home()))
-    lab_dir = home / "lab"
-    try:
-        state = control.up(lab_dir, hosts=2, memory="768M", say=say)
-        inventory = load_inventory(control.inventory_path(lab_dir))
-        yield VirtualLab(lab_dir, state, inventory)
-    finally:
-        try:
-            control.down(lab_dir, say=say)
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
+    with booted_lab(pytestconfig) as lab:
+        yield lab

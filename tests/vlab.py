@@ -1,18 +1,65 @@
-"""What the ``virtual_lab`` fixture gives a test."""
+"""What the ``virtual_lab`` fixture gives a test, and how a test boots a lab of its own."""
 
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from hil.inventory.model import Inventory
+import pytest
+
+from hil.inventory.model import Inventory, Pair
 from hil.lab.state import LabState
 
 
 @dataclass(frozen=True)
 class VirtualLab:
-    """A running two-guest lab: its directory, recorded state and inventory."""
+    """A running two-guest lab: its directory, recorded state and inventory.
+
+    Host and pair names carry the lab's id (unique to its directory): take
+    them from here (``inventory``, ``pair``), never write ``lab0``.
+    """
 
     dir: Path
     state: LabState
     inventory: Inventory
+
+    @property
+    def pair(self) -> Pair:
+        """The lab's one pair: two guests, one cable."""
+        (pair,) = self.inventory.pairs()
+        return pair
+
+
+@contextmanager
+def booted_lab(pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
+    """Two guests up in a fresh directory (building the kernel first if it is not cached);
+    on leaving, even on failure, the lab is stopped and its directory removed."""
+    # Imported here: most test runs never boot a lab.
+    from hil.inventory import load as load_inventory
+    from hil.lab import control
+
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+
+    def say(line: str) -> None:
+        # Progress (a kernel build takes minutes) goes to the terminal, not the capture.
+        with capture.global_and_fixture_disabled():
+            print(line, file=sys.stderr, flush=True)
+
+    # Under the home directory like the default lab dir: the guests see the
+    # host's home read-only and the boot script hides /root, which must work.
+    home = Path(tempfile.mkdtemp(prefix=".hil-test-lab-", dir=Path.home()))
+    lab_dir = home / "lab"
+    try:
+        state = control.up(lab_dir, hosts=2, memory="768M", say=say)
+        inventory = load_inventory(control.inventory_path(lab_dir))
+        yield VirtualLab(lab_dir, state, inventory)
+    finally:
+        try:
+            control.down(lab_dir, say=say)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)

@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 
 from hil.errors import EXIT_INFRA, EXIT_OK
-from hil.lab import control, kernel
+from hil.lab import control, kernel, network
 from hil.lab.accel import ACCELS
 from hil.lab.state import default_dir
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil lab`` and its subcommands."""
     lab = sub.add_parser("lab", help="the virtual lab of QEMU soft-iWARP guests")
     cmds = lab.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", parser_class=type(lab))
@@ -83,20 +83,23 @@ def _status(args: argparse.Namespace) -> int:
               else f"no lab in {args.dir}")
         return EXIT_INFRA
     state, health = found
+    lab = network.lab_id(Path(state.dir))
     uptime = time.time() - state.started
     rows = [{"name": h.guest.name, "pid": h.guest.pid, "ssh_port": h.guest.ssh_port,
              "qmp": h.guest.qmp, "log": h.guest.log, "qemu_alive": h.qemu_alive,
              "ssh_answering": h.ssh_answering} for h in health]
     healthy = all(h.qemu_alive and h.ssh_answering for h in health)
     if args.json:
-        print(json.dumps({"dir": state.dir, "running": True, "healthy": healthy, "accel": state.accel,
+        print(json.dumps({"dir": state.dir, "lab_id": lab, "running": True, "healthy": healthy,
+                          "accel": state.accel,
                           "uptime_s": round(uptime, 1), "kernel": state.kernel,
                           "cable_ports": list(state.cable_ports), "guests": rows}, indent=2))
     else:
-        print(f"lab {state.dir}: {len(rows)} guests, {state.accel.upper()}, up {uptime:.0f} s, "
-              f"{'healthy' if healthy else 'UNHEALTHY'}")
-        print(f"  {'NAME':<6} {'PID':>8} {'SSH':>6}  QEMU  SSH")
+        print(f"lab {lab} in {state.dir}: {len(rows)} guests, {state.accel.upper()}, "
+              f"up {uptime:.0f} s, {'healthy' if healthy else 'UNHEALTHY'}")
+        width = max(len("NAME"), *(len(h.guest.name) for h in health))
+        print(f"  {'NAME':<{width}} {'PID':>8} {'SSH':>6}  QEMU  SSH")
         for r in rows:
-            print(f"  {r['name']:<6} {r['pid']:>8} {r['ssh_port']:>6}  "
+            print(f"  {r['name']:<{width}} {r['pid']:>8} {r['ssh_port']:>6}  "
                   f"{'up' if r['qemu_alive'] else 'DEAD':<4}  {'ok' if r['ssh_answering'] else 'no'}")
     return EXIT_OK if healthy else EXIT_INFRA

@@ -35,9 +35,12 @@ BOOT_TIMEOUT = 300.0  # TCG on a busy 2-core machine: ~20 s alone, much more whe
 # What QEMU logs when a port we probed free was taken before it bound it.
 _PORT_TAKEN = ("Address already in use", "Could not set up host forwarding rule")
 
-# The files a lab makes in its directory (see bootfiles, guests, state, inventory).
+# The files a lab makes in its directory (see bootfiles, guests, state,
+# inventory): per guest NAME.d, .log, .pid and .qmp, whatever lab id the name
+# carries (the directory's id now, or none for a lab named before ids).
 _OURS = re.compile(
-    r"lab\d+\.(d|log|pid|qmp)|lab\.(json|tmp)|inventory\.(yaml|tmp)|known_hosts|id_ed25519(\.pub)?"
+    rf"(?:{network.GUEST_NAME.pattern})\.(d|log|pid|qmp)"
+    r"|lab\.(json|tmp)|inventory\.(yaml|tmp)|known_hosts|id_ed25519(\.pub)?"
 )
 
 Say = Callable[[str], None]
@@ -89,7 +92,7 @@ def up(lab_dir: Path, hosts: int = 2, memory: str = "1G", accel_mode: str = "aut
             _remove_dir(lab_dir)
             raise
         say(f"lab: {hosts} guests SSH-ready in {time.monotonic() - started:.1f} s ({chosen.upper()}); "
-            f"inventory {inv}")
+            f"lab {network.lab_id(lab_dir)}, inventory {inv}")
         return state
 
 
@@ -99,17 +102,34 @@ def _reuse_or_clean(lab_dir: Path, hosts: int, say: Say) -> LabState | None:
         return None
     reason = stale_reason(state)
     if reason is None:
+        reason = _misnamed(lab_dir, state)
+    if reason is None:
         mute = [g.name for g in state.guests if not guests.ssh_banner(g.ssh_port)]
         reason = f"SSH does not answer on {', '.join(mute)}" if mute else None
     if reason is None:
         if len(state.guests) != hosts:
             raise InputError(f"{lab_dir}: a lab of {len(state.guests)} guests runs here; "
                              f"`hil lab down --dir {lab_dir}` first to start one of {hosts}")
-        say(f"lab: already up in {lab_dir} ({len(state.guests)} guests)")
+        say(f"lab: already up in {lab_dir} (lab {network.lab_id(lab_dir)}, {len(state.guests)} guests)")
         return state
     say(f"lab: found a stale or unhealthy lab in {lab_dir} ({reason}); cleaning it up")
     _teardown(lab_dir, say)
     return None
+
+
+def _misnamed(lab_dir: Path, state: LabState) -> str | None:
+    """Why the running lab's guest names are not this directory's, or None when they are.
+
+    A lab started by a hil that named every lab's guests ``lab0``, ``lab1``
+    would share names, and so leases, with other labs: ``up`` replaces it.
+    """
+    lab = network.lab_id(lab_dir)
+    names = [g.name for g in state.guests]
+    expected = [network.guest_name(lab, g.index) for g in state.guests]
+    if names == expected:
+        return None
+    return (f"its guests are named {', '.join(names)}, not {', '.join(expected)} "
+            "(started by an older hil)")
 
 
 def _boot(lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str,
@@ -120,7 +140,7 @@ def _boot(lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str,
     while True:
         ports = network.allocate_ports(hosts, avoid=tried)
         tried |= {*ports.ssh, *ports.cables}
-        cables = network.cables(hosts, ports.cables)
+        cables = network.cables(network.lab_id(lab_dir), hosts, ports.cables)
         try:
             return _start_all(lab_dir, image, ports, cables, memory, chosen, client_pub, say), cables
         except LabError as e:
@@ -133,7 +153,8 @@ def _boot(lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str,
 
 def _start_all(lab_dir: Path, image: Path, ports: network.Ports, cables: list[network.Cable],
                memory: str, chosen: str, client_pub: str, say: Say) -> LabState:
-    names = [network.guest_name(i) for i in range(len(ports.ssh))]
+    lab = network.lab_id(lab_dir)
+    names = [network.guest_name(lab, i) for i in range(len(ports.ssh))]
     host_keys = [bootfiles.write_guest(lab_dir, i, n, cables, client_pub) for i, n in enumerate(names)]
     bootfiles.write_known_hosts(lab_dir, list(zip(ports.ssh, host_keys)))
     state = LabState(str(lab_dir), boot_id(), time.time(), chosen, str(image), ports.cables, ())

@@ -1,9 +1,10 @@
 """The lab's inventory: ``DIR/inventory.yaml``, in the format of docs/inventory.md.
 
 Hosts are reached on 127.0.0.1 with the lab's key and strictly checked host
-keys; each data NIC is an RNIC port ``pK`` (``driver: siw``, the siw device
-the lab created, ``fallback: siw``); each cable is a link ``lab-I-J`` with
-``carrier`` (QMP), ``admin`` and ``blackhole`` pulls.
+keys; hosts are named as the guests (``ID-I``, with the lab's id, see
+``network``); each data NIC is an RNIC port ``pK`` (``driver: siw``, the siw
+device the lab created, ``fallback: siw``); each cable is a link ``ID-I-J``
+with ``carrier`` (QMP), ``admin`` and ``blackhole`` pulls.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import yaml
 
 from hil.lab.bootfiles import CLIENT_KEY, GUEST_SYSCTLS, KNOWN_HOSTS, rdma_device
-from hil.lab.network import Cable, CableEnd, data_nics, guest_name
+from hil.lab.network import Cable, CableEnd, data_nics
 from hil.lab.state import LabState
 
 INVENTORY_FILE = "inventory.yaml"
@@ -63,19 +64,21 @@ def _rnic(netdev: str, address: str) -> dict[str, Any]:
     }
 
 
-def _end(end: CableEnd) -> str:
-    return f"{guest_name(end.guest)}:{port_name(end.nic.netdev)}"
+def _end(state: LabState, end: CableEnd) -> str:
+    # The name the guest was started with (state), as the hosts above.
+    return f"{state.guests[end.guest].name}:{port_name(end.nic.netdev)}"
 
 
 def _link(state: LabState, cable: Cable) -> dict[str, Any]:
     qmp = state.guests[cable.a.guest].qmp
+    a, b = _end(state, cable.a), _end(state, cable.b)
     return {
-        "ends": [_end(cable.a), _end(cable.b)],
+        "ends": [a, b],
         "tags": ["virtual"],
         "pull": [
-            {"mode": "carrier", "end": _end(cable.a), "qmp": qmp, "netdev": cable.a.nic.netdev},
-            {"mode": "admin", "end": _end(cable.a)},
-            {"mode": "blackhole", "end": _end(cable.a)},
+            {"mode": "carrier", "end": a, "qmp": qmp, "netdev": cable.a.nic.netdev},
+            {"mode": "admin", "end": a},
+            {"mode": "blackhole", "end": a},
         ],
     }
 

@@ -1,26 +1,40 @@
-"""The lab's wiring: guests, their NICs and MACs, cables, addresses, ports.
+"""The lab's wiring: names, guests, their NICs and MACs, cables, addresses, ports.
 
-Guests are cabled as a chain: ``lab0 - lab1 - ... - labN-1``.  Cable ``c``
-joins guest ``c`` (which listens on the cable's TCP port) and guest ``c+1``
-(which connects to it), carries the subnet ``198.18.c.0/24`` (``.1`` on the
-lower guest, ``.2`` on the upper one), and ends on each guest in a data NIC
-whose QEMU netdev id and guest interface name are both ``dataK`` (K counts
-that guest's cables).  For two guests this is one cable: lab0:data0 to
-lab1:data0.  The management NIC ``mgmt0`` is QEMU user networking
-(``restrict=on``: no way out) with SSH forwarded from 127.0.0.1.
+Every name carries the lab's id (``lab_id``: ``lab`` and 4 hex digits of
+the lab directory's path), so two labs on one machine never share a host or
+link name, and so never a lease in a shared reservation store.  Guests are
+``ID-0``, ``ID-1``, ... and are cabled as a chain: ``ID-0 - ID-1 - ... -
+ID-(N-1)``.  Cable ``c`` (link ``ID-c-(c+1)``) joins guest ``c`` (which
+listens on the cable's TCP port) and guest ``c+1`` (which connects to it),
+carries the subnet ``198.18.c.0/24`` (``.1`` on the lower guest, ``.2`` on
+the upper one), and ends on each guest in a data NIC whose QEMU netdev id
+and guest interface name are both ``dataK`` (K counts that guest's cables).
+For two guests this is one cable, ``ID-0-1``: ID-0:data0 to ID-1:data0.  The
+management NIC ``mgmt0`` is QEMU user networking (``restrict=on``: no way
+out) with SSH forwarded from 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import re
 import socket
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 
 from hil.errors import InputError, LabError
 
 MAX_GUESTS = 32  # a chain of 31 cables: far more than two cores can run
 MGMT_ADDRESS = "10.0.2.15/24"  # QEMU user networking's guest address
+# 4 hex digits: names stay short in timelines and reports, and two labs on
+# one machine share an id with a chance of 1 in 65536.
+LAB_ID_DIGITS = 4
+# A guest name, as ``control`` matches the files named after guests: the
+# lab's id and the guest's index.  ``lab0`` (no id) is how hil named guests
+# before names carried the lab id; ``up`` replaces such a lab.
+GUEST_NAME = re.compile(rf"lab(?:[0-9a-f]{{{LAB_ID_DIGITS}}}-)?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,7 @@ class CableEnd:
 class Cable:
     """A point-to-point cable: a QEMU socket netdev from ``a`` (listens) to ``b``."""
 
+    lab: str  # the lab's id, ``lab_id``
     index: int
     a: CableEnd
     b: CableEnd
@@ -51,8 +66,8 @@ class Cable:
 
     @property
     def name(self) -> str:
-        """``lab-0-1``: the link name used in the inventory."""
-        return f"lab-{self.a.guest}-{self.b.guest}"
+        """``ID-0-1``: the link name used in the inventory (and the pair's name)."""
+        return f"{self.lab}-{self.a.guest}-{self.b.guest}"
 
 
 @dataclass(frozen=True)
@@ -63,9 +78,20 @@ class Ports:
     cables: tuple[int, ...]
 
 
-def guest_name(index: int) -> str:
-    """The name of guest ``index``: the inventory host name and the guest's hostname."""
-    return f"lab{index}"
+def lab_id(lab_dir: Path) -> str:
+    """The lab's id, ``lab`` + 4 hex digits of the SHA-1 of its directory's real path.
+
+    Derived, not stored, so nothing can go stale; the real path (symlinks
+    and ``..`` resolved) makes every spelling of one directory give one id.
+    """
+    # A name, not a secret: usedforsecurity=False keeps FIPS-mode Pythons happy.
+    digest = hashlib.sha1(str(lab_dir.resolve()).encode(), usedforsecurity=False).hexdigest()
+    return "lab" + digest[:LAB_ID_DIGITS]
+
+
+def guest_name(lab: str, index: int) -> str:
+    """The name of guest ``index`` of lab ``lab``: the inventory host name and the guest's hostname."""
+    return f"{lab}-{index}"
 
 
 def mgmt_nic(guest: int) -> Nic:
@@ -79,8 +105,8 @@ def check_hosts(n: int) -> None:
         raise InputError(f"--hosts must be between 2 and {MAX_GUESTS}, got {n}")
 
 
-def cables(n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
-    """The chain of cables of an ``n``-guest lab, on the given TCP ports."""
+def cables(lab: str, n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
+    """The chain of cables of lab ``lab``'s ``n`` guests, on the given TCP ports."""
     check_hosts(n)
     if len(cable_ports) != n - 1:
         raise LabError(f"{n} guests need {n - 1} cable ports, got {len(cable_ports)}")
@@ -94,7 +120,7 @@ def cables(n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
             nic_count[guest] += 1
             mac = f"52:54:00:01:{guest:02x}:{k:02x}"
             ends.append(CableEnd(guest, Nic(f"data{k}", mac, f"{subnet[side + 1]}/{subnet.prefixlen}")))
-        result.append(Cable(c, ends[0], ends[1], cable_ports[c]))
+        result.append(Cable(lab, c, ends[0], ends[1], cable_ports[c]))
     return result
 
 

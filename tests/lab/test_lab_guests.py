@@ -8,11 +8,13 @@ from pathlib import Path
 from hil.lab import guests, network
 
 LAB = Path("/tmp/hil-test-lab")
+ID = network.lab_id(LAB)
+FIRST = network.guest_name(ID, 0)
 
 
 def options(index: int, n: int = 3) -> list[str]:
-    cables = network.cables(n, tuple(41000 + c for c in range(n - 1)))
-    spec = guests.GuestSpec(network.guest_name(index), index, 40000 + index, "768M", "tcg")
+    cables = network.cables(ID, n, tuple(41000 + c for c in range(n - 1)))
+    spec = guests.GuestSpec(network.guest_name(ID, index), index, 40000 + index, "768M", "tcg")
     return guests.qemu_options(LAB, spec, cables)
 
 
@@ -26,18 +28,19 @@ def test_the_middle_guest_connects_to_its_left_cable_and_listens_on_its_right() 
 def test_management_nic_forwards_ssh_from_loopback_only_and_cannot_reach_out() -> None:
     opts = options(0)
     assert "user,id=mgmt0,restrict=on,hostfwd=tcp:127.0.0.1:40000-:22" in opts
-    assert f"unix:{LAB}/lab0.qmp,server=on,wait=off" in opts
-    assert str(LAB / "lab0.pid") in opts
+    assert f"unix:{LAB}/{FIRST}.qmp,server=on,wait=off" in opts
+    assert str(LAB / f"{FIRST}.pid") in opts
 
 
 def test_vng_gets_no_shell_syntax_and_tcg_when_asked() -> None:
-    spec = guests.GuestSpec("lab0", 0, 40000, "768M", "tcg")
-    argv = guests.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(2, (41000,)))
+    spec = guests.GuestSpec(FIRST, 0, 40000, "768M", "tcg")
+    argv = guests.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(ID, 2, (41000,)))
     assert "--disable-kvm" in argv
-    assert argv[argv.index("--exec") + 1] == f"sh {guests.BOOT_SCRIPT} {LAB}/lab0.d"
+    assert argv[argv.index("--name") + 1] == FIRST  # vng makes it the guest's hostname
+    assert argv[argv.index("--exec") + 1] == f"sh {guests.BOOT_SCRIPT} {LAB}/{FIRST}.d"
     qemu_opts = next(a for a in argv if a.startswith("--qemu-opts="))
     # vng passes these through a shell: only characters with no meaning there.
     assert re.fullmatch(r"[A-Za-z0-9 ._/:,=+-]+", qemu_opts.removeprefix("--qemu-opts="))
-    kvm = guests.vng_argv(Path("/k/bzImage"), LAB, guests.GuestSpec("lab0", 0, 1, "1G", "kvm"),
-                          network.cables(2, (41000,)))
+    kvm = guests.vng_argv(Path("/k/bzImage"), LAB, guests.GuestSpec(FIRST, 0, 1, "1G", "kvm"),
+                          network.cables(ID, 2, (41000,)))
     assert "--disable-kvm" not in kvm

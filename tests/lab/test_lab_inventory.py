@@ -12,21 +12,25 @@ from hil.lab.state import GuestState, LabState
 
 
 def lab_state(lab_dir: Path, n: int) -> tuple[LabState, list[network.Cable]]:
+    """The state ``up`` records for an ``n``-guest lab in ``lab_dir`` (the processes made up)."""
+    lab = network.lab_id(lab_dir)
     ports = network.Ports(ssh=tuple(2200 + i for i in range(n)), cables=tuple(3300 + i for i in range(n - 1)))
+    names = [network.guest_name(lab, i) for i in range(n)]
     guests = tuple(
-        GuestState(network.guest_name(i), i, 100 + i, 100 + i, ports.ssh[i],
-                   str(lab_dir / f"lab{i}.qmp"), str(lab_dir / f"lab{i}.log"))
-        for i in range(n)
+        GuestState(name, i, 100 + i, 100 + i, ports.ssh[i],
+                   str(lab_dir / f"{name}.qmp"), str(lab_dir / f"{name}.log"))
+        for i, name in enumerate(names)
     )
     state = LabState(str(lab_dir), "boot", time.time(), "tcg", "/k", ports.cables, guests)
-    return state, network.cables(n, ports.cables)
+    return state, network.cables(lab, n, ports.cables)
 
 
 def test_two_guest_inventory_loads_with_strict_host_keys_and_siw(tmp_path: Path) -> None:
     state, cables = lab_state(tmp_path, 2)
+    lab = network.lab_id(tmp_path)
     inv = loader.load(inventory.write(state, cables))
-    assert sorted(inv.hosts) == ["lab0", "lab1"]
-    h = inv.hosts["lab1"]
+    assert sorted(inv.hosts) == [f"{lab}-0", f"{lab}-1"]
+    h = inv.hosts[f"{lab}-1"]
     assert (h.ssh.host, h.ssh.port, h.ssh.user, h.ssh.host_key_policy) == ("127.0.0.1", 2201, "root", "strict")
     assert h.ssh.known_hosts == str(tmp_path / bootfiles.KNOWN_HOSTS)
     assert h.ssh.identity_file == str(tmp_path / bootfiles.CLIENT_KEY)
@@ -37,26 +41,38 @@ def test_two_guest_inventory_loads_with_strict_host_keys_and_siw(tmp_path: Path)
     assert (p0.name, p0.netdev, p0.driver, p0.rdma_device, p0.fallback, p0.mtu) == (
         "p0", "data0", "siw", "siw_data0", "siw", 1500)
     assert p0.address == ipaddress.ip_interface("198.18.0.2/24")
-    pair = inv.pair("lab-0-1")
-    assert (str(pair.link.a), str(pair.link.b)) == ("lab0:p0", "lab1:p0")
+    pair = inv.pair(f"{lab}-0-1")
+    assert (str(pair.link.a), str(pair.link.b)) == (f"{lab}-0:p0", f"{lab}-1:p0")
     carrier = pair.link.pull("carrier")
-    assert (carrier.qmp, carrier.qmp_netdev, str(carrier.end)) == (str(tmp_path / "lab0.qmp"), "data0", "lab0:p0")
+    assert (carrier.qmp, carrier.qmp_netdev, str(carrier.end)) == (
+        str(tmp_path / f"{lab}-0.qmp"), "data0", f"{lab}-0:p0")
     assert {p.mode for p in pair.link.pulls} == {"carrier", "admin", "blackhole"}
 
 
 def test_three_guest_inventory_has_a_chain_of_two_links(tmp_path: Path) -> None:
     state, cables = lab_state(tmp_path, 3)
+    lab = network.lab_id(tmp_path)
     inv = loader.load(inventory.write(state, cables))
-    assert list(inv.links) == ["lab-0-1", "lab-1-2"]
-    assert [r.name for r in inv.hosts["lab1"].rnics] == ["p0", "p1"]
-    assert str(inv.pair("lab-1-2").link.a) == "lab1:p1"
+    assert list(inv.links) == [f"{lab}-0-1", f"{lab}-1-2"]
+    assert [r.name for r in inv.hosts[f"{lab}-1"].rnics] == ["p0", "p1"]
+    assert str(inv.pair(f"{lab}-1-2").link.a) == f"{lab}-1:p1"
+
+
+def test_two_labs_share_no_host_or_link_name(tmp_path: Path) -> None:
+    dirs = (tmp_path / "a", tmp_path / "b")
+    for d in dirs:
+        d.mkdir()
+    invs = [loader.load(inventory.write(*lab_state(d, 2))) for d in dirs]
+    assert not set(invs[0].hosts) & set(invs[1].hosts)
+    assert not set(invs[0].links) & set(invs[1].links)
 
 
 def test_guest_boot_files_match_the_inventory(tmp_path: Path) -> None:
     _, cables = lab_state(tmp_path, 2)
     client = bootfiles.write_client_key(tmp_path)
-    host_pub = bootfiles.write_guest(tmp_path, 1, "lab1", cables, client)
-    conf = bootfiles.guest_conf_dir(tmp_path, "lab1")
+    name = network.guest_name(network.lab_id(tmp_path), 1)
+    host_pub = bootfiles.write_guest(tmp_path, 1, name, cables, client)
+    conf = bootfiles.guest_conf_dir(tmp_path, name)
     assert (conf / "authorized_keys").read_text().strip() == client
     assert (conf / "nics").read_text().splitlines() == [
         "52:54:00:00:01:00 mgmt0 10.0.2.15/24", "52:54:00:01:01:00 data0 198.18.0.2/24"]

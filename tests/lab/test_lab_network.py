@@ -2,35 +2,56 @@
 
 from __future__ import annotations
 
+import re
 import socket
+from pathlib import Path
 
 import pytest
 
 from hil.errors import InputError
 from hil.lab import network
 
+LAB = "lab1a2b"
+
 
 def test_two_guests_have_one_cable_data0_to_data0() -> None:
-    (cable,) = network.cables(2, (40001,))
-    assert cable.name == "lab-0-1"
+    (cable,) = network.cables(LAB, 2, (40001,))
+    assert cable.name == "lab1a2b-0-1"
     assert (cable.a.guest, cable.a.nic.netdev, cable.a.nic.address) == (0, "data0", "198.18.0.1/24")
     assert (cable.b.guest, cable.b.nic.netdev, cable.b.nic.address) == (1, "data0", "198.18.0.2/24")
     assert cable.port == 40001
 
 
 def test_three_guests_chain_and_the_middle_one_has_two_data_nics() -> None:
-    cables = network.cables(3, (1, 2))
-    assert [c.name for c in cables] == ["lab-0-1", "lab-1-2"]
+    cables = network.cables(LAB, 3, (1, 2))
+    assert [c.name for c in cables] == ["lab1a2b-0-1", "lab1a2b-1-2"]
     middle = network.data_nics(1, cables)
     assert [(c.name, n.netdev, n.address) for c, n in middle] == [
-        ("lab-0-1", "data0", "198.18.0.2/24"),
-        ("lab-1-2", "data1", "198.18.1.1/24"),
+        ("lab1a2b-0-1", "data0", "198.18.0.2/24"),
+        ("lab1a2b-1-2", "data1", "198.18.1.1/24"),
     ]
+
+
+def test_names_carry_the_lab_id_of_the_directory(tmp_path: Path) -> None:
+    lab = network.lab_id(tmp_path / "lab")
+    assert re.fullmatch(r"lab[0-9a-f]{4}", lab)
+    assert network.guest_name(lab, 1) == f"{lab}-1"
+    assert network.GUEST_NAME.fullmatch(network.guest_name(lab, 1))
+    # Another directory, another id: two labs share no host or link name.
+    assert network.lab_id(tmp_path / "other") != lab
+
+
+def test_every_spelling_of_a_directory_gives_one_lab_id(tmp_path: Path) -> None:
+    (tmp_path / "real" / "lab").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    ids = {network.lab_id(p) for p in (tmp_path / "real" / "lab", tmp_path / "link" / "lab",
+                                          tmp_path / "real" / ".." / "real" / "lab")}
+    assert ids == {network.lab_id(tmp_path / "real" / "lab")}
 
 
 def test_every_mac_of_a_lab_is_distinct() -> None:
     n = network.MAX_GUESTS
-    cables = network.cables(n, tuple(range(n - 1)))
+    cables = network.cables(LAB, n, tuple(range(n - 1)))
     macs = [network.mgmt_nic(g).mac for g in range(n)]
     macs += [nic.mac for g in range(n) for _, nic in network.data_nics(g, cables)]
     assert len(macs) == len(set(macs)) == n + 2 * (n - 1)

@@ -11,14 +11,19 @@ from pathlib import Path
 import pytest
 
 from hil.errors import InputError, LabError
-from hil.lab import control, state
+from hil.lab import control, network, state
 from hil.lab.state import GuestState, LabState
+
+
+def first_guest(lab_dir: Path) -> str:
+    """The name ``up`` gives the first guest of a lab in ``lab_dir``."""
+    return network.guest_name(network.lab_id(lab_dir), 0)
 
 
 @pytest.fixture
 def stand_in(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A process that looks like a lab guest's QEMU: our QMP path on its argv, own session."""
-    qmp = str(tmp_path / "lab" / "lab0.qmp")
+    qmp = str(tmp_path / "lab" / f"{first_guest(tmp_path / 'lab')}.qmp")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", qmp],
                             start_new_session=True)
     try:
@@ -32,8 +37,10 @@ def stand_in(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
         proc.wait(10)
 
 
-def recorded(lab_dir: Path, proc: subprocess.Popen[bytes], qmp: str, boot: str | None = None) -> LabState:
-    guest = GuestState("lab0", 0, proc.pid, proc.pid, 1, qmp, str(lab_dir / "lab0.log"))
+def recorded(lab_dir: Path, proc: subprocess.Popen[bytes], qmp: str, boot: str | None = None,
+             name: str | None = None) -> LabState:
+    name = name or first_guest(lab_dir)
+    guest = GuestState(name, 0, proc.pid, proc.pid, 1, qmp, str(lab_dir / f"{name}.log"))
     lab = LabState(str(lab_dir), boot or state.boot_id(), time.time(), "tcg", "/k", (2,), (guest,))
     lab_dir.mkdir(exist_ok=True)
     state.save(lab)
@@ -55,7 +62,7 @@ def test_a_killed_guest_makes_the_lab_stale(tmp_path: Path, stand_in: tuple[subp
     lab = recorded(tmp_path / "lab", proc, qmp)
     proc.kill()
     proc.wait(10)
-    assert state.stale_reason(lab) == "guest(s) lab0 no longer run"
+    assert state.stale_reason(lab) == f"guest(s) {first_guest(tmp_path / 'lab')} no longer run"
 
 
 def test_a_recycled_pid_is_not_our_guest(tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]) -> None:
@@ -75,13 +82,29 @@ def test_status_cleans_a_stale_lab_and_leaves_foreign_files(
     proc, qmp = stand_in
     lab_dir = tmp_path / "lab"
     recorded(lab_dir, proc, qmp)
-    (lab_dir / "lab0.log").write_text("log")
-    (lab_dir / "lab0.d").mkdir()
+    (lab_dir / f"{first_guest(lab_dir)}.log").write_text("log")
+    (lab_dir / f"{first_guest(lab_dir)}.d").mkdir()
+    (lab_dir / "lab1.pid").write_text("1")  # named as before names carried the lab id
     (lab_dir / "notes.txt").write_text("the user's own file")
     proc.kill()
     proc.wait(10)
     assert control.status(lab_dir, say=lambda _: None) is None
     assert sorted(p.name for p in lab_dir.iterdir()) == ["notes.txt"]
+
+
+def test_up_replaces_a_running_lab_whose_names_lack_the_lab_id(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]
+) -> None:
+    # A lab of an older hil, its guest named lab0 like every other lab's:
+    # reusing it would keep sharing names (and leases) with other labs.
+    proc, qmp = stand_in
+    lab_dir = tmp_path / "lab"
+    recorded(lab_dir, proc, qmp, name="lab0")
+    said: list[str] = []
+    assert control._reuse_or_clean(lab_dir, 1, said.append) is None
+    assert proc.wait(10) != 0
+    assert f"its guests are named lab0, not {first_guest(lab_dir)}" in said[0]
+    assert state.load(lab_dir) is None
 
 
 def test_down_stops_a_recorded_guest_process_group(

@@ -18,7 +18,7 @@ import pytest
 from vlab import VirtualLab
 
 from hil.errors import HostKeyError
-from hil.lab import guests, qmp
+from hil.lab import guests, network, qmp
 from hil.ssh import Result, SSHPool, SSHSession
 
 # The session's first lab test may build the kernel (~15 min on 2 cores).
@@ -34,17 +34,20 @@ def pool(virtual_lab: VirtualLab) -> Iterator[SSHPool]:
 def test_both_guests_answer_over_hil_ssh_with_verified_host_keys(
     virtual_lab: VirtualLab, pool: SSHPool
 ) -> None:
-    for name in ("lab0", "lab1"):
+    names = [g.name for g in virtual_lab.state.guests]
+    lab = network.lab_id(virtual_lab.dir)
+    assert names == [f"{lab}-0", f"{lab}-1"] and sorted(virtual_lab.inventory.hosts) == names
+    for name in names:
         assert virtual_lab.inventory.hosts[name].ssh.host_key_policy == "strict"
         out = pool.get(name).run(["hostname"], timeout=30)
         assert out.stdout.strip() == name
 
 
 def test_a_wrong_host_key_is_refused(virtual_lab: VirtualLab, tmp_path: Path) -> None:
-    host = virtual_lab.inventory.hosts["lab0"]
-    other_port = virtual_lab.inventory.hosts["lab1"].ssh.port
+    host, other = virtual_lab.pair.host_a, virtual_lab.pair.host_b
+    other_port = other.ssh.port
     wrong = tmp_path / "known_hosts"
-    # lab1's key recorded for lab0's address: the check must fail, not pass.
+    # The other guest's key recorded for this one's address: the check must fail, not pass.
     lines = Path(host.ssh.known_hosts or "").read_text().splitlines()
     key = next(ln.split(" ", 1)[1] for ln in lines if ln.startswith(f"[127.0.0.1]:{other_port} "))
     wrong.write_text(f"[127.0.0.1]:{host.ssh.port} {key}\n")
@@ -75,7 +78,7 @@ def test_guests_have_the_sysctls_the_inventory_records(virtual_lab: VirtualLab, 
 
 
 def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool: SSHPool) -> None:
-    pair = virtual_lab.inventory.pair("lab-0-1")
+    pair = virtual_lab.pair
     assert pair.rnic_a.address is not None
     addr, port = str(pair.rnic_a.address.ip), "7174"
     server, client = pool.get(pair.host_a.name), pool.get(pair.host_b.name)
@@ -113,7 +116,7 @@ def wait_carrier(session: SSHSession, netdev: str, want: bool, timeout: float = 
 def test_a_qmp_carrier_pull_shows_no_carrier_and_restore_brings_it_back(
     virtual_lab: VirtualLab, pool: SSHPool
 ) -> None:
-    pull = virtual_lab.inventory.links["lab-0-1"].pull("carrier")
+    pull = virtual_lab.pair.link.pull("carrier")
     assert pull.end is not None and pull.qmp and pull.qmp_netdev
     session = pool.get(pull.end.host)
     netdev = virtual_lab.inventory.hosts[pull.end.host].rnic(pull.end.port).netdev
@@ -136,6 +139,9 @@ def test_status_reports_a_healthy_lab_and_up_reuses_it(virtual_lab: VirtualLab) 
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)
     assert status["healthy"] is True
+    assert status["lab_id"] == network.lab_id(virtual_lab.dir)
+    out = hil_lab("status", "--dir", str(virtual_lab.dir))
+    assert out.stdout.startswith(f"lab {status['lab_id']} in {virtual_lab.dir}: 2 guests"), out.stdout
     assert [g["pid"] for g in status["guests"]] == [g.pid for g in virtual_lab.state.guests]
     out = hil_lab("up", "--dir", str(virtual_lab.dir))
     assert out.returncode == 0, out.stderr
