@@ -4,30 +4,28 @@ A :class:`Recording` is a context manager made by
 :meth:`hil.cm.sides.PairSides.recording`.  On entry it takes each host's
 baseline (RDMA resource counts, a kernel-log cursor); on exit it closes every
 endpoint it opened (their ids destroyed, their processes gone), waits for the
-resource counts to come back, and reads the kernel log, so
-:meth:`timeline` carries the after-run evidence the contract judges
-(invariant 11).
+resource counts to come back, and reads the kernel log
+(:mod:`hil.host.evidence`, its settle rule), so :meth:`timeline` carries the
+after-run evidence the contract judges (invariant 11).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self
 
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Endpoint
+from hil.host.evidence import Baseline, Probe, begin, collect
 from hil.judge.timeline import SIDES, Action, Event, KernelLogLine, ResourceCount, Timeline
 
 if TYPE_CHECKING:
     from hil.cm.interfaces import PairView
 
 log = logging.getLogger(__name__)
-
-SETTLE_TIMEOUT = 10.0  # how long resource counts may take to come back after the run
 
 
 class Recording:
@@ -43,10 +41,9 @@ class Recording:
         self._labels: dict[str, str] = {}
         self._endpoints: list[Endpoint] = []
         self._lock = threading.Lock()
-        self._baseline: dict[str, dict[str, int]] = {}
-        self._cursors: dict[str, int] = {}
-        self._resources: list[ResourceCount] = []
-        self._kernel: list[KernelLogLine] = []
+        self._baseline: Baseline | None = None
+        self._resources: tuple[ResourceCount, ...] = ()
+        self._kernel: tuple[KernelLogLine, ...] = ()
 
     # -- endpoints and records ----------------------------------------------
 
@@ -99,8 +96,8 @@ class Recording:
             actions = list(self._actions)
         tl = Timeline(self.scenario, s.profile.name, (s.host("a"), s.host("b")),
                       tuple(actions), tuple(events),
-                      tuple(s.offset(side) for side in SIDES), tuple(self._resources),
-                      tuple(self._kernel), dict(self.metrics))
+                      tuple(s.offset(side) for side in SIDES), self._resources,
+                      self._kernel, dict(self.metrics))
         return tl.sorted()
 
     # -- lifetime and evidence ----------------------------------------------
@@ -109,10 +106,7 @@ class Recording:
         # Guest clocks drift against ours (TCG): measure the offsets for each run.
         self.session.refresh_offsets()
         if self.evidence:
-            for side in SIDES:
-                agent = self.session.agent(side)
-                self._baseline[side] = agent.rdma_resources()
-                self._cursors[side] = agent.kmsg_cursor()
+            self._baseline = begin(self._probes())
         return self
 
     def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
@@ -133,24 +127,12 @@ class Recording:
             except Exception as e:  # noqa: BLE001 -- every endpoint must be closed
                 errors.append(e)
                 log.warning("%s: closing CM endpoint %s failed: %s", ep.host, ep.number, e)
-        if self.evidence and self._baseline:
-            self._collect_evidence()
+        if self._baseline is not None:
+            baseline, self._baseline = self._baseline, None
+            after = collect(self._probes(), baseline)
+            self._resources, self._kernel = after.resources, after.kernel_log
         if errors:
             raise errors[0]
 
-    def _collect_evidence(self) -> None:
-        for side in SIDES:
-            agent, host = self.session.agent(side), self.session.host(side)
-            before = self._baseline.pop(side)
-            after = agent.rdma_resources()
-            deadline = time.monotonic() + SETTLE_TIMEOUT
-            # The kernel frees a dead process's ids asynchronously: give it a moment.
-            while any(after[k] > before[k] for k in before) and time.monotonic() < deadline:
-                time.sleep(0.3)
-                after = agent.rdma_resources()
-            self._resources += [ResourceCount(host, k, before[k], after[k]) for k in sorted(before)]
-            cursor = self._cursors.pop(side)
-            try:
-                self._kernel += [KernelLogLine(host, m) for m in agent.kmsg_read(cursor).messages()]
-            finally:
-                agent.kmsg_close(cursor)
+    def _probes(self) -> dict[str, Probe]:
+        return {self.session.host(side): self.session.agent(side) for side in SIDES}

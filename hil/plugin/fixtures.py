@@ -9,9 +9,10 @@
   (:class:`hil.cm.session.CMSession`), its runs told to the observers;
 - ``contract``: ``contract(timeline)`` judges a timeline by the profile and
   fails the test with the verdict and the timeline when a rule is broken;
-- the after-test checks (:mod:`hil.checks`), autouse for every test that
-  sets the pair up: resources back to their baseline and a clean kernel
-  log on both hosts; a failure is an error in the test's teardown.
+- the after-test checks (evidence by :mod:`hil.host.evidence`, judged by
+  :mod:`hil.judge.checks`), autouse for every test that sets the pair up:
+  resources back to their baseline and a clean kernel log on both hosts; a
+  failure is an error in the test's teardown.
 
 Options: ``--hil-kmsg-allow REGEX`` (repeatable) and the ini list
 ``hil_kmsg_allow`` add known harmless kernel lines to the default allowlist;
@@ -25,8 +26,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from hil import checks
 from hil.errors import HilError
+from hil.host import evidence
+from hil.judge.checks import compile_allow
 from hil.judge.contract import Verdict, check
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.judge.timeline import explain
@@ -53,9 +55,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(repeatable; added to the default allowlist and the ini list hil_kmsg_allow).",
     )
     group.addoption(
-        "--hil-settle", type=float, default=checks.SETTLE_S, metavar="SECONDS",
+        "--hil-settle", type=float, default=evidence.SETTLE_S, metavar="SECONDS",
         help="How long the after-test check waits for RDMA resources to return to their "
-        f"baseline (default {checks.SETTLE_S:g}).",
+        f"baseline (default {evidence.SETTLE_S:g}).",
     )
     parser.addini("hil_kmsg_allow", type="linelist", default=[],
                   help="Known harmless kernel log lines (regular expressions, one a line).")
@@ -68,8 +70,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "deselect with -m 'not disruptive'",
     )
     try:
-        allow = checks.compile_allow([*config.getini("hil_kmsg_allow"),
-                                      *config.getoption("hil_kmsg_allow")])
+        allow = compile_allow([*config.getini("hil_kmsg_allow"),
+                               *config.getoption("hil_kmsg_allow")])
     except HilError as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[ALLOW_KEY] = (*DEFAULT_KERNEL_ALLOW, *allow)
@@ -122,8 +124,9 @@ def after_test_checks(request: pytest.FixtureRequest) -> Iterator[None]:
     prof: Profile = request.getfixturevalue("profile")
     probes = {h.name: run.hosts.agent(h.name) for h in run.pair.hosts}
     allow: tuple[str, ...] = request.config.stash[ALLOW_KEY]
-    baseline = checks.begin(probes)
+    baseline = evidence.begin(probes)
     yield
-    result = checks.finish(probes, baseline, prof, allow, request.config.getoption("hil_settle"))
+    result = evidence.finish(probes, baseline, prof, allow,
+                             request.config.getoption("hil_settle"))
     if not result.ok:
         pytest.fail(result.to_text(), pytrace=False)

@@ -10,6 +10,7 @@ returns.  Metrics are kept in any case so that the plugin can write them out.
     attach_verdict(verdict)
     attach_kernel_log(lines)
     attach_resources(before, after)                  # {host: {kind: count}} each
+    attach_resource_counts(counts)                   # or as ResourceCounts (evidence, timeline)
     attach_pcap(path)
     metric("connect_latency", 3.2, "ms")
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.judge.contract import Verdict
-from hil.judge.timeline import KernelLogLine, Timeline
+from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
 from hil.report.svg import render_timeline
 
 try:
@@ -154,6 +155,16 @@ def attach_resources(before: Mapping[str, Mapping[str, int]],
         return
     allure.attach(resources_table(before, after), name="rdma resource before/after",
                   attachment_type=allure.attachment_type.TEXT)
+
+
+def attach_resource_counts(counts: Iterable[ResourceCount]) -> None:
+    """:func:`attach_resources` of counts as the evidence and timelines hold them."""
+    before: dict[str, dict[str, int]] = {}
+    after: dict[str, dict[str, int]] = {}
+    for r in counts:
+        before.setdefault(r.host, {})[r.kind] = r.before
+        after.setdefault(r.host, {})[r.kind] = r.after
+    attach_resources(before, after)
 
 
 def attach_pcap(path: Path | str, name: str | None = None) -> None:

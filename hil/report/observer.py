@@ -16,7 +16,7 @@ from hil.judge.contract import Verdict
 from hil.judge.timeline import Action, Timeline
 from hil.report.attach import (
     attach_kernel_log,
-    attach_resources,
+    attach_resource_counts,
     attach_timeline,
     attach_verdict,
     step,
@@ -63,10 +63,4 @@ class AllureObserver(Observer):
         if timeline.kernel_log:
             attach_kernel_log(timeline.kernel_log)
         if timeline.resources:
-            before: dict[str, dict[str, int]] = {}
-            after: dict[str, dict[str, int]] = {}
-            for r in timeline.resources:
-                before.setdefault(r.host, {})[r.kind] = r.before
-                after.setdefault(r.host, {})[r.kind] = r.after
-            attach_resources(before, after)
-
+            attach_resource_counts(timeline.resources)

@@ -1,0 +1,142 @@
+"""Before/after evidence on a pair's hosts: RDMA resource counts and the kernel log.
+
+Invariant 11 of docs/contract.md needs, on each host, the counts of
+``rdma resource show cm_id|qp|cq|mr`` before and after a test (or a CM run)
+and every kernel log line logged in between.  This is the one place that
+takes them; the CM recording (:mod:`hil.cm.recording`), the after-test
+checks (the ``hil`` pytest plugin) and the report (:mod:`hil.report.evidence`)
+all use it::
+
+    base = begin(probes)                # probes: host name -> Agent (or any Probe)
+    ...                                 # the test, or the run
+    after = collect(probes, base)       # settle, then read and close the log cursors
+    result = finish(probes, base, profile, allow)   # collect, then judge (hil.judge.checks)
+
+The settle rule, one for all of them: after a test, poll the counts every
+:data:`POLL_S` until none is above its baseline, for at most :data:`SETTLE_S`
+seconds.  Fewer than before is fine (a leftover of an earlier test went
+away).  ``settle_s=0`` reads the counts once, as the test left them (the
+report records that and leaves the waiting to the checks).
+
+Why :data:`SETTLE_S` is 10 s (it was 10 s in the CM recording and 5 s in the
+after-test checks): the wait ends at the first poll that finds the counts
+back, so a clean test pays nothing for a long bound; only a test that still
+holds something pays it, and there a bound that is too short reports a leak
+that is not one.  The kernel releases RDMA resources asynchronously (the
+ids of a worker that was SIGKILLed or has just exited go some time after the
+process does, and an iWARP teardown waits on the provider), and TCG guests
+on loaded cores are slow: the longer bound is the one that does not cry
+wolf, and a real leak costs a failing test 5 s more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from hil.agent.types import KernelLog
+from hil.judge.checks import AfterState, CheckResult, assess
+from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
+from hil.judge.profiles import Profile
+from hil.judge.timeline import KernelLogLine, ResourceCount
+
+KINDS = ("cm_id", "qp", "cq", "mr")
+SETTLE_S = 10.0  # how long resources may take to come back to the baseline (see above)
+POLL_S = 0.25
+P = TypeVar("P")
+T = TypeVar("T")
+
+
+class Probe(Protocol):
+    """What the evidence needs of a host: the agent's resource and kernel-log calls."""
+
+    def rdma_resources(self, types: Sequence[str] | None = None,
+                       timeout: float = ...) -> dict[str, int]: ...
+    def kmsg_cursor(self) -> int: ...
+    def kmsg_read(self, cursor: int) -> KernelLog: ...
+    def kmsg_close(self, cursor: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Each host's resource counts and kernel-log cursor before a test."""
+
+    counts: Mapping[str, Mapping[str, int]]  # host -> kind -> count
+    cursors: Mapping[str, int]  # host -> kmsg cursor
+
+
+def begin(probes: Mapping[str, Probe]) -> Baseline:
+    """Record each host's resource counts and a kernel-log cursor at the current end."""
+    counts = _each(probes, _counts)
+    cursors = _each(probes, lambda p: p.kmsg_cursor())
+    return Baseline(counts, cursors)
+
+
+def settle(
+    probes: Mapping[str, Probe],
+    baseline: Baseline,
+    settle_s: float = SETTLE_S,
+    poll_s: float = POLL_S,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[tuple[ResourceCount, ...], float]:
+    """Poll the counts until none is above its baseline, or ``settle_s`` passed.
+
+    Returns the last counts and how long it waited.
+    """
+    start = clock()
+    while True:
+        now = _each(probes, _counts)
+        counts = tuple(
+            ResourceCount(host, kind, baseline.counts[host].get(kind, 0), now[host].get(kind, 0))
+            for host in probes for kind in KINDS
+        )
+        waited = clock() - start
+        if all(r.after <= r.before for r in counts) or waited >= settle_s:
+            return counts, waited
+        sleep(min(poll_s, max(0.0, settle_s - waited)))
+
+
+def read_kernel_log(probes: Mapping[str, Probe], baseline: Baseline
+                    ) -> tuple[tuple[KernelLogLine, ...], dict[str, int]]:
+    """Every kernel log line since the baseline's cursors (closed after), and records lost."""
+    def read(host: str) -> KernelLog:
+        probe, cursor = probes[host], baseline.cursors[host]
+        try:
+            return probe.kmsg_read(cursor)
+        finally:
+            probe.kmsg_close(cursor)
+
+    logs = _each({host: host for host in probes}, read)
+    lines = tuple(KernelLogLine(host, m) for host, log in logs.items() for m in log.messages())
+    return lines, {host: log.lost for host, log in logs.items()}
+
+
+def collect(probes: Mapping[str, Probe], baseline: Baseline, settle_s: float = SETTLE_S
+            ) -> AfterState:
+    """Let the counts settle, then read the kernel log since the baseline (closing its cursors)."""
+    resources, waited = settle(probes, baseline, settle_s)
+    kernel_log, lost = read_kernel_log(probes, baseline)
+    return AfterState(resources, kernel_log, lost, waited)
+
+
+def finish(probes: Mapping[str, Probe], baseline: Baseline, profile: Profile,
+           allow: Sequence[str] = DEFAULT_KERNEL_ALLOW, settle_s: float = SETTLE_S
+           ) -> CheckResult:
+    """The after-test checks: :func:`collect`, then judge it (:func:`hil.judge.checks.assess`)."""
+    hosts = tuple(probes)
+    return assess(collect(probes, baseline, settle_s), profile, (hosts[0], hosts[-1]), allow)
+
+
+def _counts(probe: Probe) -> dict[str, int]:
+    return probe.rdma_resources(KINDS)
+
+
+def _each(items: Mapping[str, P], fn: Callable[[P], T]) -> dict[str, T]:
+    """``fn`` on every host's item at once (guests are slow; hosts need not wait for each other)."""
+    with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
+        futures = {host: pool.submit(fn, item) for host, item in items.items()}
+        return {host: f.result() for host, f in futures.items()}
