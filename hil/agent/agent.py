@@ -1,25 +1,27 @@
 """``Agent``: start the agent on a host (or locally) and call it through typed methods.
 
-Each method is one agent call: plain data out, frozen dataclasses back, and
-a ``HilError`` naming the host when it fails (``AgentCallError`` keeps the
-agent's error kind and errno).
+Each method is one agent call, made with its declaration in
+``hil.agent.remote.protocol`` (``wire`` here): plain data out, the reply
+decoded and turned into frozen dataclasses, and a ``HilError`` naming the host
+when it fails (``AgentCallError`` keeps the agent's error kind and errno).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Self
 
 from hil.agent.build import build
-from hil.agent.client import DEFAULT_TIMEOUT, AgentClient
+from hil.agent.client import DEFAULT_TIMEOUT, AgentClient, request
 from hil.agent.deploy import REMOTE_DIR, push
+from hil.agent.remote import protocol as wire
 from hil.agent.transport import LocalChannel, SSHChannel
 from hil.agent.types import (
     AddressInfo,
     CommandResult,
     DriverInfo,
     KernelLog,
-    KmsgRecord,
     LinkInfo,
     RdmaDevice,
     RdmaLink,
@@ -33,7 +35,7 @@ class Agent(AgentClient):
     """A running agent on one host; use as a context manager or call ``close()``."""
 
     @classmethod
-    def start(cls, session: SSHSession, host: Host, remote_dir: str = REMOTE_DIR) -> Agent:
+    def start(cls, session: SSHSession, host: Host, remote_dir: str = REMOTE_DIR) -> Self:
         """Upload the agent to ``host`` over ``session`` (cached) and start it there.
 
         Runs ``host.python``, through ``sudo -n`` when ``host.ssh.sudo`` says so.
@@ -46,7 +48,7 @@ class Agent(AgentClient):
         return cls(SSHChannel(process), host.name, expect_hash=bundle.sha256)
 
     @classmethod
-    def local(cls, argv_prefix: Sequence[str] | None = None, name: str = "local") -> Agent:
+    def local(cls, argv_prefix: Sequence[str] | None = None, name: str = "local") -> Self:
         """Run the agent here: ``argv_prefix`` is the command up to the python
         interpreter, e.g. ``["ip", "netns", "exec", "ns1", "/usr/bin/python3"]``."""
         bundle = build()
@@ -57,7 +59,7 @@ class Agent(AgentClient):
             raise AgentError(name, f"cannot start the agent ({' '.join(argv)}): {e}") from None
         return cls(channel, name, expect_hash=bundle.sha256)
 
-    def __enter__(self) -> Agent:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -67,19 +69,20 @@ class Agent(AgentClient):
 
     def ping(self) -> int:
         """One round trip; the agent's pid."""
-        return self.call("ping")["pid"]
+        return request(self, wire.PING, wire.NoParams())["pid"]
 
     def links(self) -> list[LinkInfo]:
         """Every link on the host (in the agent's network namespace)."""
-        return [LinkInfo.from_wire(d) for d in self.call("links")]
+        return [LinkInfo.from_wire(d) for d in request(self, wire.LINKS, wire.NoParams())]
 
     def link(self, netdev: str) -> LinkInfo:
         """The link ``netdev``; ``AgentCallError`` kind ``not_found`` when absent."""
-        return LinkInfo.from_wire(self.call("link", netdev=netdev))
+        return LinkInfo.from_wire(request(self, wire.LINK, wire.NetdevParams(netdev=netdev)))
 
     def set_link(self, netdev: str, up: bool | None = None, mtu: int | None = None) -> LinkInfo:
         """Set ``netdev`` up/down and/or its mtu; returns the link as it was before."""
-        return LinkInfo.from_wire(self.call("set_link", netdev=netdev, up=up, mtu=mtu))
+        params = wire.SetLinkParams(netdev=netdev, up=up, mtu=mtu)
+        return LinkInfo.from_wire(request(self, wire.SET_LINK, params))
 
     def wait_link(
         self,
@@ -92,35 +95,37 @@ class Agent(AgentClient):
 
         ``WaitTimeout`` (with the state last seen) when it does not within ``timeout``.
         """
-        found = self.call(
-            "wait_link", timeout=timeout, netdev=netdev, operstate=operstate, carrier=carrier
-        )
-        return LinkInfo.from_wire(found)
+        params = wire.WaitLinkParams(netdev=netdev, operstate=operstate, carrier=carrier)
+        return LinkInfo.from_wire(request(self, wire.WAIT_LINK, params, timeout))
 
     def add_link(self, name: str, kind: str, peer: str | None = None) -> LinkInfo:
         """Create a virtual link (``dummy``; ``veth`` with ``peer``)."""
-        return LinkInfo.from_wire(self.call("add_link", name=name, kind=kind, peer=peer))
+        params = wire.AddLinkParams(name=name, kind=kind, peer=peer)
+        return LinkInfo.from_wire(request(self, wire.ADD_LINK, params))
 
     def delete_link(self, name: str) -> None:
         """Delete link ``name``."""
-        self.call("delete_link", name=name)
+        request(self, wire.DELETE_LINK, wire.NameParams(name=name))
 
     def addresses(self, netdev: str | None = None) -> list[AddressInfo]:
         """Addresses of ``netdev``, or of every link."""
-        return [AddressInfo.from_wire(d) for d in self.call("addresses", netdev=netdev)]
+        found = request(self, wire.ADDRESSES, wire.AddressesParams(netdev=netdev))
+        return [AddressInfo.from_wire(d) for d in found]
 
     def add_address(self, netdev: str, address: IPInterface | str) -> None:
         """Add ``address`` (with prefix, e.g. ``198.18.0.1/24``) to ``netdev``."""
-        self.call("add_address", netdev=netdev, address=str(address))
+        params = wire.AddressParams(netdev=netdev, address=str(address))
+        request(self, wire.ADD_ADDRESS, params)
 
     def delete_address(self, netdev: str, address: IPInterface | str) -> None:
         """Remove ``address`` from ``netdev``."""
-        self.call("delete_address", netdev=netdev, address=str(address))
+        params = wire.AddressParams(netdev=netdev, address=str(address))
+        request(self, wire.DELETE_ADDRESS, params)
 
     def flush_addresses(self, netdev: str, family: int | None = None) -> list[AddressInfo]:
         """Remove every address (or every IPv4/IPv6 one) of ``netdev``; returns them."""
-        removed = self.call("flush_addresses", netdev=netdev, family=family)
-        return [AddressInfo.from_wire(d) for d in removed]
+        params = wire.FlushAddressesParams(netdev=netdev, family=family)
+        return [AddressInfo.from_wire(d) for d in request(self, wire.FLUSH_ADDRESSES, params)]
 
     def driver_info(self, netdev: str) -> DriverInfo:
         """Driver, driver version, firmware and bus of ``netdev`` (no ethtool needed).
@@ -128,17 +133,17 @@ class Agent(AgentClient):
         ``AgentCallError`` kind ``not_found`` when there is no such netdev, ``os``
         (with ``errno``) when its driver refuses the query.
         """
-        return DriverInfo(**self.call("ethtool_drvinfo", netdev=netdev))
+        return DriverInfo(**request(self, wire.ETHTOOL_DRVINFO, wire.NetdevParams(netdev=netdev)))
 
     # -- sysctls and commands -----------------------------------------------
 
     def sysctl(self, name: str) -> str:
         """The value of sysctl ``name`` (``net.ipv4.ip_forward``)."""
-        return self.call("sysctl_get", name=name)
+        return request(self, wire.SYSCTL_GET, wire.SysctlGetParams(name=name))
 
     def set_sysctl(self, name: str, value: str | int) -> str:
         """Set sysctl ``name``; returns the old value, for the restore."""
-        return self.call("sysctl_set", name=name, value=str(value))
+        return request(self, wire.SYSCTL_SET, wire.SysctlSetParams(name=name, value=str(value)))
 
     def run(
         self,
@@ -151,7 +156,7 @@ class Agent(AgentClient):
 
         ``CommandTimeout`` when it runs past ``timeout`` (the agent kills it).
         """
-        r = self.call("run", timeout=timeout, argv=list(argv), input=input)
+        r = request(self, wire.RUN, wire.RunParams(argv=list(argv), input=input), timeout)
         result = CommandResult(tuple(argv), r["status"], r["stdout"], r["stderr"])
         if check and result.status != 0:
             raise CommandFailed(self.host, list(argv), result.status, result.stdout, result.stderr)
@@ -161,37 +166,37 @@ class Agent(AgentClient):
 
     def rdma_devices(self, timeout: float = DEFAULT_TIMEOUT) -> list[RdmaDevice]:
         """RDMA devices; ``AgentCallError`` kind ``rdma_unavailable`` without RDMA."""
-        return [RdmaDevice(**d) for d in self.call("rdma_devices", timeout=timeout)]
+        return [RdmaDevice(**d) for d in request(self, wire.RDMA_DEVICES, wire.NoParams(), timeout)]
 
     def rdma_links(self, timeout: float = DEFAULT_TIMEOUT) -> list[RdmaLink]:
         """RDMA ports and their netdevs."""
-        return [RdmaLink(**d) for d in self.call("rdma_links", timeout=timeout)]
+        return [RdmaLink(**d) for d in request(self, wire.RDMA_LINKS, wire.NoParams(), timeout)]
 
     def add_siw(self, name: str, netdev: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Create soft-iWARP device ``name`` on ``netdev``."""
-        self.call("rdma_add_siw", timeout=timeout, name=name, netdev=netdev)
+        request(self, wire.RDMA_ADD_SIW, wire.AddSiwParams(name=name, netdev=netdev), timeout)
 
     def delete_rdma_link(self, name: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Delete RDMA link ``name`` (a siw device)."""
-        self.call("rdma_delete_link", timeout=timeout, name=name)
+        request(self, wire.RDMA_DELETE_LINK, wire.NameParams(name=name), timeout)
 
     def rdma_resources(
         self, types: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT
     ) -> dict[str, int]:
         """Counts of RDMA resources by type (cm_id, qp, cq, mr)."""
-        return self.call("rdma_resources", timeout=timeout, types=list(types) if types else None)
+        params = wire.ResourcesParams(types=list(types) if types else None)
+        return request(self, wire.RDMA_RESOURCES, params, timeout)
 
     # -- kernel log ---------------------------------------------------------
 
     def kmsg_cursor(self) -> int:
         """A cursor at the current end of the kernel log."""
-        return self.call("kmsg_cursor")
+        return request(self, wire.KMSG_CURSOR, wire.NoParams())
 
     def kmsg_read(self, cursor: int) -> KernelLog:
         """What the kernel logged since ``cursor`` was made or last read."""
-        got = self.call("kmsg_read", cursor=cursor)
-        return KernelLog(tuple(KmsgRecord(**r) for r in got["records"]), got["lost"])
+        return KernelLog.from_wire(request(self, wire.KMSG_READ, wire.CursorParams(cursor=cursor)))
 
     def kmsg_close(self, cursor: int) -> None:
         """Release ``cursor``."""
-        self.call("kmsg_close", cursor=cursor)
+        request(self, wire.KMSG_CLOSE, wire.CursorParams(cursor=cursor))

@@ -4,6 +4,12 @@ One reader thread reads the agent's stdout and hands each answer to the call
 waiting on its id, so many threads may call one agent at once.  Every call
 waits at most its timeout (plus a grace for the agent's own timeout answer to
 arrive); an agent that dies fails every pending call with its stderr tail.
+
+Typed calls go through :func:`request` (and :func:`cm_request` for a CM
+endpoint's operations): params as the method's ``TypedDict`` from
+``hil.agent.remote.protocol``, the reply decoded against its declaration.
+``AgentClient.call`` is the untyped way in (a method name and keyword
+params, the raw JSON result back).
 """
 
 from __future__ import annotations
@@ -12,10 +18,22 @@ import itertools
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from hil.agent.remote import AGENT_GRACE, PROTOCOL_VERSION
+from hil.agent.remote.protocol import (
+    CM_CALL,
+    CMCallParams,
+    CMOp,
+    ErrorBody,
+    ErrorKind,
+    Handshake,
+    Method,
+    ProtocolMismatch,
+    decode,
+)
 from hil.agent.transport import Channel
 from hil.errors import AgentError, CommandTimeout, WaitTimeout
 
@@ -24,23 +42,67 @@ HANDSHAKE_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 10.0
 # Beyond the agent's own grace: the time its timeout answer may take to travel.
 CLIENT_GRACE = AGENT_GRACE + 1.5
+P = TypeVar("P", bound=Mapping[str, Any])
+R = TypeVar("R")
 
 
 class AgentCallError(AgentError):
     """A call the agent answered with an error; ``kind`` and ``details`` say which.
 
-    ``kind`` is the agent's error type (``netlink``, ``not_found``,
-    ``rdma_unavailable``, ``command_failed``, ``os``, ``bad_params``,
-    ``unknown_method``, ``internal``); ``errno`` is set for kernel errors, so a
-    caller can tolerate one specific failure (e.g. EEXIST) and re-raise the rest.
+    ``kind`` is the agent's error type (``protocol.ErrorKind``: ``netlink``,
+    ``not_found``, ``rdma_unavailable``, ``command_failed``, ``os``,
+    ``bad_params``, ``unknown_method``, ``internal``, ``rdma``...); ``errno``
+    is set for kernel errors, so a caller can tolerate one specific failure
+    (e.g. EEXIST) and re-raise the rest.
     """
 
-    def __init__(self, host: str, method: str, kind: str, message: str, details: dict) -> None:
+    def __init__(
+        self, host: str, method: str, kind: ErrorKind, message: str, details: dict[str, Any]
+    ) -> None:
         self.method = method
-        self.kind = kind
+        self.kind: ErrorKind = kind
         self.details = details
-        self.errno: int | None = details.get("errno")
+        errno = details.get("errno")
+        self.errno: int | None = errno if isinstance(errno, int) else None
         super().__init__(host, f"agent {method}: {message}")
+
+
+class Caller(Protocol):
+    """What a typed request needs of an agent: its host's name and its raw call
+    (an :class:`AgentClient`, or a stand-in in tests)."""
+
+    @property
+    def host(self) -> str: ...
+
+    def call(self, method: str, timeout: float = ..., **params: Any) -> Any: ...
+
+
+def decode_reply(agent: Caller, what: str, declared: type[R], raw: object) -> R:
+    """``raw`` (``what``: "links reply") as its ``declared`` type; an AgentError
+    naming the host when it does not match."""
+    try:
+        return decode(declared, raw, what)
+    except ProtocolMismatch as e:
+        raise AgentError(
+            agent.host,
+            f"agent answer not as the protocol declares it: {e}; the agent and this "
+            "controller disagree on hil.agent.remote.protocol (a bug in hil)",
+        ) from None
+
+
+def request(agent: Caller, method: Method[P, R], params: P, timeout: float = DEFAULT_TIMEOUT) -> R:
+    """Call ``method`` with ``params`` (its TypedDict); its reply, decoded."""
+    raw = agent.call(method.name, timeout, **params)
+    return decode_reply(agent, f"{method.name} reply", method.reply, raw)
+
+
+def cm_request(
+    agent: Caller, endpoint: int, op: CMOp[P, R], params: P, timeout: float = DEFAULT_TIMEOUT
+) -> R:
+    """Run ``op`` with ``params`` in CM endpoint ``endpoint`` (``cm_call``); its reply."""
+    call = CMCallParams(endpoint=endpoint, op=op.name, params=dict(params))
+    raw = request(agent, CM_CALL, call, timeout)
+    return decode_reply(agent, f"cm_call {op.name} reply", op.reply, raw)
 
 
 @dataclass(frozen=True)
@@ -61,7 +123,7 @@ class _Pending:
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.answer: dict | None = None
+        self.answer: dict[str, Any] | None = None
 
 
 class AgentClient:
@@ -115,17 +177,18 @@ class AgentClient:
                 f"{expect_hash}.pyz from its agent cache (~/.cache/hil/agent) and retry",
             )
         try:
-            return Hello(
-                protocol=msg["protocol"],
-                hash=msg["hash"],
-                pid=msg["pid"],
-                python=msg["python"],
-                kernel=msg["kernel"],
-                uid=msg["uid"],
-                methods=tuple(msg.get("methods", ())),
-            )
-        except KeyError as e:
-            raise AgentError(self.host, f"agent handshake lacks {e}: {msg}") from None
+            hello = decode(Handshake, msg, "handshake")
+        except ProtocolMismatch as e:
+            raise AgentError(self.host, f"agent handshake: {e}") from None
+        return Hello(
+            protocol=hello["protocol"],
+            hash=hello["hash"],
+            pid=hello["pid"],
+            python=hello["python"],
+            kernel=hello["kernel"],
+            uid=hello["uid"],
+            methods=tuple(hello["methods"]),
+        )
 
     def _stderr_suffix(self) -> str:
         tail = self._channel.stderr_tail().strip()
@@ -147,15 +210,16 @@ class AgentClient:
         finally:
             self._on_death()
 
-    def _dispatch(self, msg: dict) -> None:
+    def _dispatch(self, msg: dict[str, Any]) -> None:
         if not self._hello.event.is_set():
             self._hello.answer = msg
             self._hello.event.set()
             return
+        rid = msg.get("id")
         with self._lock:
-            pending = self._pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+            pending = self._pending.pop(rid, None) if isinstance(rid, int) else None
         if pending is None:
-            self._log.debug("answer for a call nobody waits for (timed out?): %s", msg.get("id"))
+            self._log.debug("answer for a call nobody waits for (timed out?): %s", rid)
             return
         pending.answer = msg
         pending.event.set()
@@ -171,7 +235,10 @@ class AgentClient:
             p.event.set()
 
     def call(self, method: str, timeout: float = DEFAULT_TIMEOUT, **params: Any) -> Any:
-        """Call ``method`` on the agent; its result, or a HilError naming the host."""
+        """Call ``method`` on the agent; its raw result, or a HilError naming the host.
+
+        Untyped: :func:`request` is the typed way (the ``Agent`` methods use it).
+        """
         rid = next(self._ids)
         pending = _Pending()
         with self._lock:
@@ -200,17 +267,16 @@ class AgentClient:
             raise AgentError(self.host, f"agent {method}: {self._dead}")
         return self._result(method, timeout, pending.answer)
 
-    def _result(self, method: str, timeout: float, answer: dict) -> Any:
-        error = answer.get("error")
-        if error is None:
+    def _result(self, method: str, timeout: float, answer: dict[str, Any]) -> Any:
+        if "error" not in answer:
             return answer.get("result")
-        kind = error.get("type", "internal")
-        message = error.get("message", "")
+        error = decode_reply(self, f"{method} error", ErrorBody, answer["error"])
+        kind, message = error["type"], error["message"]
         if kind == "timeout":
             raise CommandTimeout(self.host, f"agent {method} (timeout {timeout:g}s): {message}")
         if kind == "wait_timeout":
             raise WaitTimeout(f"{self.host}: {message}")
-        raise AgentCallError(self.host, method, kind, message, error.get("details") or {})
+        raise AgentCallError(self.host, method, kind, message, error["details"])
 
     @property
     def alive(self) -> bool:

@@ -34,7 +34,8 @@ def _makedirs(sftp: paramiko.SFTPClient, path: str) -> None:
     for i in range(1, len(parts) + 1):
         d = "/" + "/".join(parts[:i])
         try:
-            if not stat.S_ISDIR(sftp.stat(d).st_mode):
+            mode = sftp.stat(d).st_mode
+            if mode is None or not stat.S_ISDIR(mode):
                 raise NotADirectoryError(f"{d} exists and is not a directory")
         except FileNotFoundError:
             sftp.mkdir(d, 0o700)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import subprocess
 import threading
-from typing import IO, Protocol
+from typing import Protocol
 
 from hil.errors import CommandTimeout, SSHError
 from hil.ssh import RemoteProcess
@@ -37,16 +37,24 @@ class Channel(Protocol):
         """Close stdin (the agent then exits), wait up to ``timeout``, then kill."""
 
 
+class _ByteStream(Protocol):
+    """A stream of bytes read by lines: a pipe, or an SSH channel's stderr file."""
+
+    def readline(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
 class _StderrTail:
     """Drains a stderr stream in a thread, keeping its last lines."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: _ByteStream) -> None:
         self._lines: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stream = stream
         self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
         self._thread.start()
 
-    def _drain(self, stream: IO[bytes]) -> None:
+    def _drain(self, stream: _ByteStream) -> None:
         for line in iter(stream.readline, b""):
             self._lines.append(line.decode("utf-8", errors="replace").rstrip())
 
@@ -118,7 +126,8 @@ class SSHChannel:
             raise OSError(str(e)) from None
 
     def readline(self) -> bytes:
-        return self._stdout.readline()
+        line: bytes = self._stdout.readline()  # paramiko's files are untyped (Any)
+        return line
 
     def stderr_tail(self) -> str:
         return self._stderr.text()

@@ -1,10 +1,15 @@
-"""What the agent's typed calls return: frozen data, no pyroute2 objects."""
+"""What the agent's typed calls return: frozen data, no pyroute2 objects.
+
+Each is made from its reply as ``hil.agent.remote.protocol`` declares it
+(``from_wire``); the wire keeps plain JSON.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
 
+from hil.agent.remote.protocol import AddressReply, KmsgReadReply, LinkReply
 from hil.inventory.model import IPInterface
 
 
@@ -22,17 +27,8 @@ class LinkInfo:
     kind: str | None  # veth, dummy, ... (None for physical NICs)
 
     @classmethod
-    def from_wire(cls, d: dict) -> LinkInfo:
-        return cls(
-            name=d["name"],
-            index=d["index"],
-            mtu=d["mtu"],
-            operstate=d["operstate"],
-            carrier=d["carrier"],
-            up=d["up"],
-            mac=d["mac"],
-            kind=d["kind"],
-        )
+    def from_wire(cls, d: LinkReply) -> LinkInfo:
+        return cls(**d)  # the reply's keys are these fields
 
 
 @dataclass(frozen=True)
@@ -44,7 +40,7 @@ class AddressInfo:
     scope: int  # 0 global, 253 link, 254 host
 
     @classmethod
-    def from_wire(cls, d: dict) -> AddressInfo:
+    def from_wire(cls, d: AddressReply) -> AddressInfo:
         return cls(
             netdev=d["netdev"], address=ipaddress.ip_interface(d["address"]), scope=d["scope"]
         )
@@ -113,6 +109,10 @@ class KernelLog:
 
     records: tuple[KmsgRecord, ...]
     lost: int
+
+    @classmethod
+    def from_wire(cls, d: KmsgReadReply) -> KernelLog:
+        return cls(tuple(KmsgRecord(**r) for r in d["records"]), d["lost"])
 
     def messages(self) -> list[str]:
         """Just the message texts, in order."""

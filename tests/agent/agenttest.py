@@ -7,13 +7,41 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hil.agent import Agent
+from hil.agent.client import DEFAULT_TIMEOUT
+from hil.agent.remote import protocol
 from hil.errors import AgentError
 
 HOST_PYTHON = "/usr/bin/python3"  # the host's python, not the controller venv's
+
+
+class StrictAgent(Agent):
+    """The real agent, every answer checked strictly against hil.agent.remote.protocol.
+
+    A reply must be what its method declares, with no undeclared key (the
+    client itself ignores those); a call that succeeded must have sent only
+    declared params.  ``checked`` names the methods whose replies passed, so
+    the agent tests are also the protocol's round-trip tests.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.checked: set[str] = set()
+        super().__init__(*args, **kwargs)
+
+    def call(self, method: str, timeout: float = DEFAULT_TIMEOUT, **params: Any) -> Any:
+        raw = super().call(method, timeout, **params)
+        if protocol.is_method_name(method):
+            declared = protocol.METHODS[method]
+            declared.check_params(params)
+            declared.decode(raw, strict=True)
+            if method == "cm_call":
+                protocol.CM_OPS[params["op"]].decode(raw, strict=True)
+            self.checked.add(method)
+        return raw
 
 
 def process_running(pid: int) -> bool:

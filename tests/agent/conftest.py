@@ -7,9 +7,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from agenttest import HOST_PYTHON, needs_root
-
-from hil.agent import Agent
+from agenttest import HOST_PYTHON, StrictAgent, needs_root
 
 
 @pytest.fixture
@@ -25,14 +23,16 @@ def netns() -> Iterator[str]:
 
 
 @pytest.fixture
-def agent(netns: str) -> Iterator[Agent]:
-    """The real agent zipapp, run by the host's python3 inside ``netns``."""
-    with Agent.local(["ip", "netns", "exec", netns, HOST_PYTHON], name=netns) as a:
+def agent(netns: str) -> Iterator[StrictAgent]:
+    """The real agent zipapp, run by the host's python3 inside ``netns``
+    (each reply checked strictly against the protocol)."""
+    with StrictAgent.local(["ip", "netns", "exec", netns, HOST_PYTHON], name=netns) as a:
         yield a
 
 
 @pytest.fixture
-def host_agent() -> Iterator[Agent]:
-    """The real agent zipapp, run by the host's python3 in the test's own namespace."""
-    with Agent.local([HOST_PYTHON], name="testhost") as a:
+def host_agent() -> Iterator[StrictAgent]:
+    """The real agent zipapp, run by the host's python3 in the test's own namespace
+    (each reply checked strictly against the protocol)."""
+    with StrictAgent.local([HOST_PYTHON], name="testhost") as a:
         yield a

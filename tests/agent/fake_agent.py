@@ -22,6 +22,7 @@ def hello(protocol: int) -> None:
         "python": "3",
         "kernel": "k",
         "uid": 0,
+        "methods": ["ping"],
     }
     print(json.dumps(msg), flush=True)
 

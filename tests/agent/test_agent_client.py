@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.agent.client import AgentClient
+from hil.agent.client import AgentClient, request
+from hil.agent.remote import protocol
 from hil.agent.transport import LocalChannel
 from hil.errors import AgentError, CommandTimeout
 
@@ -79,3 +80,15 @@ def test_lines_that_are_not_protocol_are_skipped(caplog: pytest.LogCaptureFixtur
     finally:
         client.close()
     assert "non-protocol line: b'a library talking" in caplog.text
+
+
+def test_a_reply_the_protocol_does_not_declare_is_an_agent_error_naming_the_host() -> None:
+    client = fake("noisy")  # answers "ok" to everything
+    try:
+        with pytest.raises(
+            AgentError, match=r"fakehost: agent answer not as the protocol declares it: "
+            r"ping reply: expected PingReply, got 'ok'"
+        ):
+            request(client, protocol.PING, protocol.NoParams())
+    finally:
+        client.close()

@@ -1,18 +1,33 @@
-"""The real agent's side of the protocol: handshake, ids, errors, timeouts, exit."""
+"""The real agent's side of the protocol: handshake, ids, errors, timeouts, exit; and
+the declarations of hil/agent/remote/protocol.py against the agent that serves them."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
+import inspect
 import os
+import shutil
 import signal
+import subprocess
 import threading
+import typing
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from agenttest import HOST_PYTHON, close_during_run, pids_with_cmdline, process_running, wait_for
+from agenttest import (
+    HOST_PYTHON,
+    StrictAgent,
+    close_during_run,
+    pids_with_cmdline,
+    process_running,
+    wait_for,
+)
 
 from hil.agent import PROTOCOL_VERSION, Agent, AgentCallError, build
+from hil.agent.remote import cmworker, librdmacm, main, protocol
 from hil.errors import AgentError, CommandTimeout
 
 
@@ -109,3 +124,105 @@ def test_closing_stdin_ends_the_agent_and_everything_it_started() -> None:
     assert not process_running(agent.hello.pid)
     assert wait_for(lambda: pids_with_cmdline(argv) == [])
     assert len(errors) == 1 and "agent exited" in str(errors[0])
+
+
+# -- the declarations (hil/agent/remote/protocol.py) against what serves them ------------
+
+
+def _assert_takes_and_returns(fn: Callable[..., object], spec: protocol.Spec) -> None:
+    """``fn``'s parameters (but ``timeout``, filled from the request) are the params
+    TypedDict's keys, required where it has no default, of the declared types; its
+    return annotation is the declared reply."""
+    hints = typing.get_type_hints(fn)
+    params = {
+        n: p for n, p in inspect.signature(fn).parameters.items() if n not in ("self", "timeout")
+    }
+    declared = protocol.fields(spec.params)
+    assert set(params) == set(declared), spec
+    required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+    assert required == set(spec.params.__required_keys__), spec
+    for name in params:
+        assert hints[name] == declared[name], (spec, name)
+    assert hints["return"] == spec.reply, spec
+
+
+def test_every_agent_method_is_declared_and_every_declaration_is_served() -> None:
+    assert set(main.METHODS) == set(protocol.METHOD_NAMES) == set(protocol.METHODS)
+    assert all(spec.name == name for name, spec in protocol.METHODS.items())
+    for name, spec in protocol.METHODS.items():
+        _assert_takes_and_returns(main.METHODS[name], spec)
+
+
+def test_every_cm_operation_is_declared_and_every_declaration_is_served() -> None:
+    assert set(cmworker.OPS) == set(protocol.CM_OP_NAMES) == set(protocol.CM_OPS)
+    for name, spec in protocol.CM_OPS.items():
+        assert spec.name == name
+        _assert_takes_and_returns(getattr(cmworker.Worker, name), spec)
+
+
+def test_event_types_are_librdmacm_s_in_enum_order() -> None:
+    assert librdmacm.EVENT_NAMES == protocol.CM_EVENT_TYPES
+    assert protocol.CM_EVENT_TYPES.index("ESTABLISHED") == 9  # RDMA_CM_EVENT_ESTABLISHED
+    assert protocol.CM_EVENT_TYPES[-1] == "TIMEWAIT_EXIT"  # 15
+
+
+def test_real_replies_decode_as_declared(agent: StrictAgent) -> None:
+    """One call of each method a network namespace without RDMA can answer, every
+    reply decoded strictly (StrictAgent); the RDMA methods are checked against a
+    stand-in rdma tool (test_agent_rdma.py), the CM endpoint's operations in
+    tests/cm/test_cmworker.py and on the virtual lab."""
+    agent.ping()
+    agent.add_link("rt0", "veth", peer="rt1")
+    assert agent.set_link("rt0", up=True, mtu=1400).mtu == 1500
+    agent.set_link("rt1", up=True)
+    assert agent.wait_link("rt0", carrier=True, timeout=10).carrier
+    assert agent.link("rt0").mtu == 1400 and "rt0" in {x.name for x in agent.links()}
+    agent.add_address("rt0", "198.18.7.1/24")
+    agent.delete_address("rt0", "198.18.7.1/24")
+    agent.add_address("rt0", "198.18.7.1/24")
+    assert [str(a.address) for a in agent.addresses("rt0") if a.scope == 0] == ["198.18.7.1/24"]
+    assert [str(a.address) for a in agent.flush_addresses("rt0", family=4)] == ["198.18.7.1/24"]
+    assert agent.driver_info("rt0").driver == "veth"
+    old = agent.set_sysctl("net.ipv4.ip_forward", 1)
+    assert agent.sysctl("net.ipv4.ip_forward") == "1"
+    agent.set_sysctl("net.ipv4.ip_forward", old)
+    assert agent.run(["true"]).status == 0
+    cursor = agent.kmsg_cursor()
+    agent.kmsg_read(cursor)
+    agent.kmsg_close(cursor)
+    assert protocol.CM_NOW.decode(agent.call("cm_now"))["t_us"] > 0
+    assert agent.call("cm_endpoints") == []
+    agent.delete_link("rt0")
+    needs_rdma = {m for m in protocol.METHOD_NAMES if m.startswith("rdma_")} | {
+        "cm_open",
+        "cm_call",
+        "cm_kill",
+        "cm_close",
+    }
+    assert agent.checked == set(protocol.METHOD_NAMES) - needs_rdma
+
+
+def _python39() -> str | None:
+    """A python 3.9 that runs: on PATH, or one pyenv keeps."""
+    found = [
+        shutil.which("python3.9"),
+        *glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")),
+    ]
+    for python in filter(None, found):
+        if subprocess.run([python, "-c", "pass"], capture_output=True, check=False).returncode == 0:
+            return python
+    return None
+
+
+def test_the_agent_runs_on_the_oldest_python_it_supports() -> None:
+    """python 3.9: the protocol's declarations load there (its annotations stay
+    strings), and the first netlink call may race the pyroute2 preload."""
+    python = _python39()
+    if python is None:
+        pytest.skip("no python 3.9 here (on PATH or under ~/.pyenv)")
+    with StrictAgent.local([python], name="py39") as agent:
+        assert agent.hello.python.startswith("3.9.")
+        assert "lo" in {x.name for x in agent.links()}
+        assert agent.run(["true"]).status == 0
+        agent.call("cm_now")
+        assert agent.checked == {"links", "run", "cm_now"}

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agenttest import HOST_PYTHON
+from agenttest import HOST_PYTHON, StrictAgent
 
 from hil.agent import Agent, AgentCallError, RdmaDevice, RdmaLink
 
@@ -57,11 +57,12 @@ def _kernel_has_rdma() -> bool:
 
 
 @pytest.fixture
-def fake_rdma(tmp_path: Path) -> Iterator[tuple[Agent, Path]]:
+def fake_rdma(tmp_path: Path) -> Iterator[tuple[StrictAgent, Path]]:
     tool = tmp_path / "rdma"
     tool.write_text(FAKE_RDMA)
     tool.chmod(0o755)
-    with Agent.local(["env", f"PATH={tmp_path}:/usr/bin:/bin", HOST_PYTHON], name="fakerdma") as a:
+    argv = ["env", f"PATH={tmp_path}:/usr/bin:/bin", HOST_PYTHON]
+    with StrictAgent.local(argv, name="fakerdma") as a:
         yield a, tmp_path / "calls"
 
 
@@ -95,6 +96,7 @@ def test_devices_links_and_resource_counts_from_rdma_json(fake_rdma) -> None:
     assert agent.rdma_resources(["qp"]) == {"qp": 2}
     with pytest.raises(AgentCallError, match=r"unknown RDMA resource types \['pd'\]"):
         agent.rdma_resources(["pd"])
+    assert {"rdma_devices", "rdma_links", "rdma_resources"} <= agent.checked
 
 
 def test_siw_add_and_delete_pass_the_right_argv(fake_rdma) -> None:
@@ -109,3 +111,4 @@ def test_siw_add_and_delete_pass_the_right_argv(fake_rdma) -> None:
         "link add siw0 type siw netdev eth1",
         "link delete siw0",
     ]
+    assert "rdma_add_siw" in agent.checked

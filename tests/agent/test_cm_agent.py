@@ -10,25 +10,25 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from agenttest import StrictAgent
 
-from hil.agent import Agent
 from hil.agent.client import AgentCallError
 
 
 @pytest.fixture(scope="module")
-def local_agent() -> Iterator[Agent]:
-    with Agent.local(name="here") as agent:
+def local_agent() -> Iterator[StrictAgent]:
+    with StrictAgent.local(name="here") as agent:
         yield agent
 
 
-def test_cm_now_is_this_hosts_monotonic_clock_in_us(local_agent: Agent) -> None:
+def test_cm_now_is_this_hosts_monotonic_clock_in_us(local_agent: StrictAgent) -> None:
     before = time.monotonic_ns() // 1000
     got = local_agent.call("cm_now")["t_us"]
     after = time.monotonic_ns() // 1000
     assert before <= got <= after  # same host, same CLOCK_MONOTONIC
 
 
-def test_cm_open_without_rdma_says_why_in_one_line(local_agent: Agent) -> None:
+def test_cm_open_without_rdma_says_why_in_one_line(local_agent: StrictAgent) -> None:
     with pytest.raises(AgentCallError) as info:
         local_agent.call("cm_open", timeout=30)
     assert info.value.kind == "rdma_unavailable"
@@ -39,13 +39,13 @@ def test_cm_open_without_rdma_says_why_in_one_line(local_agent: Agent) -> None:
 
 @pytest.mark.parametrize("method, params", [("cm_call", {"op": "events"}), ("cm_kill", {}),
                                             ("cm_close", {})])
-def test_unknown_endpoint_is_not_found(local_agent: Agent, method: str, params: dict) -> None:
+def test_unknown_endpoint_is_not_found(local_agent: StrictAgent, method: str, params: dict) -> None:
     with pytest.raises(AgentCallError, match="no CM endpoint 99 \\(open one with cm_open\\)") \
             as info:
         local_agent.call(method, endpoint=99, **params)
     assert info.value.kind == "not_found"
 
 
-def test_cm_methods_are_announced(local_agent: Agent) -> None:
+def test_cm_methods_are_announced(local_agent: StrictAgent) -> None:
     assert {"cm_now", "cm_open", "cm_call", "cm_kill", "cm_close",
             "cm_endpoints"} <= set(local_agent.hello.methods)

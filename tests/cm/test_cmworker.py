@@ -16,10 +16,11 @@ from collections.abc import Iterator
 import pytest
 from fake_rdma import FakeLib
 
+from hil.agent.remote import protocol
 from hil.agent.remote.cmworker import Server, Worker
 from hil.agent.remote.librdmacm import CMChannel
 
-CONNECT_REQUEST, ESTABLISHED = 4, 9
+ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST, ESTABLISHED = 0, 2, 4, 9
 
 
 @pytest.fixture
@@ -100,3 +101,58 @@ def test_server_answers_errors_with_errno_and_timing(worker: tuple[Worker, FakeL
     assert answers[1]["error"]["errno_name"] == "EINVAL"
     assert answers[2]["error"]["type"] == "unknown_method"
     assert answers[3]["error"]["type"] == "bad_params"
+
+
+def test_every_operation_answers_what_the_protocol_declares(
+        worker: tuple[Worker, FakeLib]) -> None:
+    """Each op through the worker's JSON server; each answer decodes strictly as
+    hil.agent.remote.protocol.CM_OPS declares it (the controller decodes the same way)."""
+    w, lib = worker
+    out = io.BytesIO()
+    server = Server(w, out)
+    answered: dict[str, dict] = {}
+
+    def op(name: str, **params) -> dict:
+        server._run(len(answered) + 1, name, params)
+        answer = json.loads(out.getvalue().splitlines()[-1])
+        assert "result" in answer, answer
+        protocol.CM_OPS[name].check_params(params)
+        answered[name] = protocol.CM_OPS[name].decode(answer["result"], strict=True)
+        return answered[name]
+
+    def resolve_when_asked() -> None:  # the fake's librdmacm resolves nothing by itself
+        for call, event in (("rdma_resolve_addr", ADDR_RESOLVED),
+                            ("rdma_resolve_route", ROUTE_RESOLVED)):
+            while not any(name == call for name, _ in lib.cm.calls):
+                time.sleep(0.01)
+            lib.cm.push(event, next(args[0] for name, args in lib.cm.calls if name == call))
+
+    auto = op("listen", address="198.18.0.2", port=7471, auto="accept", private_data="6f6b")
+    lib.cm.push(CONNECT_REQUEST, lib.cm.new_id(), w.ch._id(auto["id"]).ptr, 0, b"hi")
+    listener = op("listen", address="198.18.0.2", port=7472)["id"]
+    for _ in range(2):
+        lib.cm.push(CONNECT_REQUEST, lib.cm.new_id(), w.ch._id(listener).ptr)
+    got = op("events", after=0, wait=2.0, types=["CONNECT_REQUEST"], id=None)["log"]
+    deadline = time.monotonic() + 2
+    while len(w.log.entries) < 4 and time.monotonic() < deadline:  # the auto accept's entry
+        time.sleep(0.01)
+    mine = [e["id"] for e in w.log.entries if e["kind"] == "event" and e["listen_id"] == listener]
+    assert len(got) >= 1 and len(mine) == 2
+    assert op("accept", id=mine[0], private_data="6f6b")["qp"]["rkey"] == 22
+    op("reject", id=mine[1])
+    op("stream_start", id=mine[0], mode="send", size=64, depth=2)
+    op("stream_stats", id=mine[0])
+    assert op("stream_stop", id=mine[0])["error"] is None
+    op("disconnect", id=mine[0])
+    op("qp_err", id=mine[0])
+    op("pause", on=True)
+    op("pause", on=False)
+    resolver = threading.Thread(target=resolve_when_asked, daemon=True)
+    resolver.start()
+    assert op("connect", dst="198.18.0.1", port=7471, resolve_timeout=2.0)["qp"]["qp_num"] == 77
+    resolver.join(2)
+    log = op("events", after=0)["log"]
+    assert {e["kind"] for e in log} == {"event", "action"}
+    op("destroy", id=mine[0])
+    op("handles")
+    assert set(answered) == set(protocol.CM_OPS)

@@ -80,20 +80,21 @@ def test_missing_library_is_rdma_unavailable() -> None:
 
 @pytest.fixture
 def bundle(tmp_path: Path) -> Path:
-    """The two agent-side files copied alone into a package ``cm``, with the peer script."""
+    """The agent-side CM layer (librdmacm, ibverbs and the protocol they speak) copied
+    alone into a package ``cm``, with the peer script."""
     if not Path(HOST_PYTHON).exists():
         pytest.skip(f"no {HOST_PYTHON} on this machine (lab hosts run the agent with it)")
     pkg = tmp_path / "cm"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    for name in ("librdmacm.py", "ibverbs.py"):
+    for name in ("librdmacm.py", "ibverbs.py", "protocol.py"):
         shutil.copy(CM_DIR / name, pkg / name)
     shutil.copy(Path(__file__).parent / "cmpeer.py", tmp_path / "cmpeer.py")
     return tmp_path
 
 
 def test_runs_under_host_python_with_stdlib_only(bundle: Path) -> None:
-    """The agent bundles librdmacm.py and ibverbs.py alone; ``python3 -I`` must import them."""
+    """librdmacm.py and ibverbs.py need only protocol.py; ``python3 -I`` must import them."""
     code = (f"import sys; sys.path.insert(0, {str(bundle)!r}); import cm.librdmacm as m; "
             "print(m.probe()); print(sorted(k for k in sys.modules if k.startswith('hil')))")
     out = subprocess.run([HOST_PYTHON, "-I", "-c", code], capture_output=True, text=True,

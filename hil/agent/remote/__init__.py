@@ -2,10 +2,13 @@
 
 This package imports nothing from the rest of ``hil``: it runs with the
 host's own python3 (stdlib only) plus the packages bundled next to it in the
-zipapp (pyroute2).  The controller imports it only for its constants.
+zipapp (pyroute2).  The controller imports it for its constants and for
+``protocol``, the declaration of every message both ends exchange.
 """
 
-# Bump on any change that an older client or agent would misread.
-PROTOCOL_VERSION = 1
+from .protocol import PROTOCOL_VERSION
+
+__all__ = ["AGENT_GRACE", "PROTOCOL_VERSION"]
+
 # The agent answers a call that overran its timeout this much after it.
 AGENT_GRACE = 0.5

@@ -26,12 +26,18 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import OpError
+from .protocol import ClockReply, CloseReply, CMOpName, EndpointReply, KillReply, MethodName
 
 START_TIMEOUT = 20.0  # a worker's python start + librdmacm load, on a slow TCG guest
 _BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
          "from hil_agent.cmworker import main; main()")
+if TYPE_CHECKING:
+    # What the spawner thread hands back: the started worker, or why it could not start.
+    _Started = subprocess.Popen[bytes] | OSError
 
 
 def now_us() -> int:
@@ -48,21 +54,21 @@ class _Spawner:
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.Queue = queue.Queue()
+        self._jobs: queue.Queue[tuple[list[str], queue.Queue[_Started]]] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def popen(self, argv: list[str]) -> subprocess.Popen:
+    def popen(self, argv: list[str]) -> subprocess.Popen[bytes]:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, daemon=True)
                 self._thread.start()
-        done: queue.Queue = queue.Queue()
+        done: queue.Queue[_Started] = queue.Queue()
         self._jobs.put((argv, done))
-        result = done.get()
-        if isinstance(result, OSError):
-            raise result
-        return result
+        started = done.get()
+        if isinstance(started, OSError):
+            raise started
+        return started
 
     def _serve(self) -> None:
         while True:
@@ -77,6 +83,14 @@ class _Spawner:
 _spawner = _Spawner()
 
 
+class _Slot:
+    """A request to a worker, waiting for its answer (None if the worker died)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.answer: dict[str, Any] | None = None
+
+
 class WorkerProcess:
     """One running cmworker: its pipe, the answers it owes, the tail of its stderr."""
 
@@ -85,10 +99,10 @@ class WorkerProcess:
         argv = [sys.executable, "-I", "-c", _BOOT, os.path.abspath(sys.argv[0])]
         self.proc = _spawner.popen(argv)
         self.pid = self.proc.pid
-        self._pending: dict[int, list] = {}
+        self._pending: dict[int, _Slot] = {}
         self._lock = threading.Lock()
         self._next = 1
-        self._hello: dict | None = None
+        self._hello: dict[str, Any] | None = None
         self._hello_ready = threading.Event()
         self._dead = threading.Event()
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
@@ -109,14 +123,14 @@ class WorkerProcess:
             with self._lock:
                 slot = self._pending.pop(msg.get("id"), None)
             if slot is not None:
-                slot[1] = msg
-                slot[0].set()
+                slot.answer = msg
+                slot.event.set()
         self._dead.set()
         self._hello_ready.set()
         with self._lock:
             pending, self._pending = list(self._pending.values()), {}
         for slot in pending:
-            slot[0].set()
+            slot.event.set()
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -146,9 +160,9 @@ class WorkerProcess:
             raise OpError(hello.get("kind", "rdma"), f"cannot open an RDMA CM channel: "
                           f"{hello['error']}")
 
-    def call(self, op: str, params: dict, timeout: float) -> dict:
+    def call(self, op: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """One operation in the worker, answered within ``timeout`` or OpError."""
-        slot: list = [threading.Event(), None]
+        slot = _Slot()
         with self._lock:
             if self._dead.is_set():
                 raise self._gone("is gone")
@@ -162,20 +176,21 @@ class WorkerProcess:
             self.proc.stdin.flush()
         except OSError:
             raise self._gone("is gone") from None
-        if not slot[0].wait(timeout):
+        if not slot.event.wait(timeout):
             with self._lock:
                 self._pending.pop(rid, None)
             raise OpError("timeout", f"cm {op} on endpoint {self.number} did not finish within "
                           f"{timeout:g}s; the endpoint (pid {self.pid}) may still be blocked "
                           "in it: kill it (cm_kill) or close it", op=op, endpoint=self.number)
-        answer = slot[1]
+        answer = slot.answer
         if answer is None:
             raise self._gone(f"died during {op}")
         if "error" in answer:
             err = dict(answer["error"])
             kind, message = err.pop("type", "rdma"), err.pop("message", "")
             raise OpError(kind, f"cm {op}: {message}", **err)
-        return answer["result"]
+        result: dict[str, Any] = answer["result"]  # the op's reply (protocol.CM_OPS[op])
+        return result
 
     def kill(self) -> int:
         """SIGKILL the worker; returns the µs time it was sent."""
@@ -214,12 +229,12 @@ def _worker(endpoint: int) -> WorkerProcess:
     return w
 
 
-def cm_now() -> dict:
+def cm_now() -> ClockReply:
     """This host's CLOCK_MONOTONIC in µs."""
     return {"t_us": now_us()}
 
 
-def cm_open(timeout: float) -> dict:
+def cm_open(timeout: float) -> EndpointReply:
     """Start a CM endpoint worker with its own event channel; its number and pid."""
     with _lock:
         number = next(_numbers)
@@ -238,12 +253,14 @@ def cm_open(timeout: float) -> dict:
     return {"endpoint": number, "pid": w.pid}
 
 
-def cm_call(endpoint: int, op: str, timeout: float, params: dict | None = None) -> dict:
+def cm_call(
+    endpoint: int, op: CMOpName, timeout: float, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Run ``op`` in endpoint ``endpoint`` (see cmworker.OPS), bounded by ``timeout``."""
     return _worker(endpoint).call(op, params or {}, timeout)
 
 
-def cm_kill(endpoint: int) -> dict:
+def cm_kill(endpoint: int) -> KillReply:
     """SIGKILL endpoint ``endpoint``'s process, as a crash would; when it was sent."""
     w = _worker(endpoint)
     with _lock:
@@ -251,7 +268,7 @@ def cm_kill(endpoint: int) -> dict:
     return {"t_us": w.kill(), "pid": w.pid}
 
 
-def cm_close(endpoint: int, timeout: float) -> dict:
+def cm_close(endpoint: int, timeout: float) -> CloseReply:
     """End endpoint ``endpoint`` in order (ids destroyed), killing it at the timeout."""
     w = _worker(endpoint)
     with _lock:
@@ -260,7 +277,7 @@ def cm_close(endpoint: int, timeout: float) -> dict:
     return {"status": status, "killed": status is None}
 
 
-def cm_endpoints() -> list[dict]:
+def cm_endpoints() -> list[EndpointReply]:
     """The endpoints alive: number and pid."""
     with _lock:
         return [{"endpoint": n, "pid": w.pid} for n, w in sorted(_workers.items())]
@@ -278,7 +295,7 @@ def close_all() -> None:
             pass
 
 
-METHODS = {
+METHODS: dict[MethodName, Callable[..., object]] = {
     "cm_now": cm_now,
     "cm_open": cm_open,
     "cm_call": cm_call,

@@ -14,15 +14,16 @@ import threading
 import time
 
 from .librdmacm import CMChannel, RdmaError
+from .protocol import STREAM_MODES, StreamMode, StreamStats
 
-MODES = ("write", "send", "sink")
+MODES = STREAM_MODES
 IDLE_SLEEP_S = 0.0005  # between CQ polls when nothing completed: bounds CPU use on TCG guests
 
 
 class Stream:
     """A thread posting work requests on one cm_id's QP until :meth:`stop`."""
 
-    def __init__(self, ch: CMChannel, handle: int, mode: str, size: int, depth: int,
+    def __init__(self, ch: CMChannel, handle: int, mode: StreamMode, size: int, depth: int,
                  remote: tuple[int, int] | None) -> None:
         if mode not in MODES:
             raise RdmaError("stream_start", errno.EINVAL, f"mode must be one of {MODES}")
@@ -42,13 +43,13 @@ class Stream:
         """Start posting."""
         self._thread.start()
 
-    def stop(self, timeout: float = 2.0) -> dict:
+    def stop(self, timeout: float = 2.0) -> StreamStats:
         """Stop posting and return the counts."""
         self._stop.set()
         self._thread.join(timeout)
         return self.stats()
 
-    def stats(self) -> dict:
+    def stats(self) -> StreamStats:
         """Completed ops and bytes, and the first error (a failed post or completion)."""
         with self._lock:
             return {"mode": self._mode, "ops": self._ops, "bytes": self._bytes,
@@ -80,7 +81,7 @@ class Stream:
             if not done:
                 time.sleep(IDLE_SLEEP_S)
 
-    def _complete(self, wc: dict) -> None:
+    def _complete(self, wc: dict[str, int]) -> None:
         if wc["status"] != 0:
             self._fail(f"completion status {wc['status']} (wr {wc['wr_id']})")
             return

@@ -28,9 +28,30 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from .cmstream import Stream
 from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
+from .protocol import (
+    CM_OP_NAMES,
+    AcceptReply,
+    AutoAnswer,
+    CMActionEntry,
+    CMEventEntry,
+    CMEventType,
+    CMLogEntry,
+    CMOpName,
+    ConnectReply,
+    EventsReply,
+    HandlesReply,
+    IdTimedReply,
+    RemoteBuffer,
+    StreamMode,
+    StreamStats,
+    StreamStopReply,
+    TimedReply,
+)
 
 QP_DEPTH = 16  # send and receive queue depth of every QP this worker makes
 RESOLVE_MS = 2000
@@ -46,23 +67,27 @@ class Log:
     """Events and the worker's own actions (auto accept/reject), in arrival order."""
 
     def __init__(self) -> None:
-        self.entries: list[dict] = []
+        self.entries: list[CMLogEntry] = []
         self.cond = threading.Condition()
 
-    def add(self, entry: dict) -> dict:
+    def add(self, entry: CMLogEntry) -> CMLogEntry:
+        """Append ``entry``, numbering it (its ``seq``, 1 for the first)."""
         with self.cond:
             entry["seq"] = len(self.entries) + 1
             self.entries.append(entry)
             self.cond.notify_all()
         return entry
 
-    def wait(self, after: int, match: dict, timeout: float) -> list[dict]:
-        """Entries after ``after``, once one matches ``match`` (or at the timeout)."""
+    def wait(self, after: int, types: list[CMEventType] | None, handle: int | None,
+             timeout: float) -> list[CMLogEntry]:
+        """Entries after ``after``, once one matches (or at the timeout): any entry
+        when neither ``types`` nor ``handle`` is given, else an event of ``types``
+        (any if empty) for ``handle`` (any if None)."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
                 fresh = self.entries[after:]
-                if any(_matches(e, match) for e in fresh):
+                if any(_matches(e, types, handle) for e in fresh):
                     return fresh
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -70,13 +95,12 @@ class Log:
                 self.cond.wait(left)
 
 
-def _matches(entry: dict, match: dict) -> bool:
-    if not match:
+def _matches(entry: CMLogEntry, types: list[CMEventType] | None, handle: int | None) -> bool:
+    if not types and handle is None:
         return True
-    types = match.get("types")
-    return (entry.get("kind") == "event"
+    return (entry["kind"] == "event"
             and (not types or entry["type"] in types)
-            and (match.get("id") is None or entry.get("id") == match["id"]))
+            and (handle is None or entry["id"] == handle))
 
 
 class Worker:
@@ -85,7 +109,7 @@ class Worker:
     def __init__(self, channel: CMChannel) -> None:
         self.ch = channel
         self.log = Log()
-        self.auto: dict[int, tuple[str, bytes]] = {}
+        self.auto: dict[int, tuple[AutoAnswer, bytes]] = {}
         self.streams: dict[int, Stream] = {}
         self.paused = threading.Event()
         self.closing = threading.Event()
@@ -101,46 +125,51 @@ class Worker:
             try:
                 ev = self.ch.poll_event(0.1)
             except RdmaError as e:
-                self.log.add({"kind": "error", "message": str(e), "t_us": now_us()})
+                self.log.add({"kind": "error", "seq": 0, "message": str(e), "t_us": now_us()})
                 time.sleep(0.1)
                 continue
             if ev is None:
                 continue
-            self.log.add({"kind": "event", **ev})
+            event: CMEventEntry = {"kind": "event", "seq": 0, **ev}
+            self.log.add(event)
             listen = ev["listen_id"]
             rule = self.auto.get(listen) if isinstance(listen, int) else None
             if ev["type"] != "CONNECT_REQUEST":
                 rule = None
-            if rule is not None:
+            if rule is not None and ev["id"] is not None:
                 threading.Thread(target=self._auto_answer, args=(ev["id"], *rule),
                                  daemon=True).start()
 
-    def _auto_answer(self, handle: int, how: str, pdata: bytes) -> None:
-        op = self.accept if how == "accept" else self.reject
-        entry = {"kind": "action", "name": how, "id": handle,
-                 "params": {"private_data": pdata.hex(), "auto": True}}
+    def _auto_answer(self, handle: int, how: AutoAnswer, pdata: bytes) -> None:
+        entry: CMActionEntry = {"kind": "action", "seq": 0, "name": how, "id": handle,
+                                "params": {"private_data": pdata.hex(), "auto": True},
+                                "result": "ok", "t_us": 0, "us": 0}
         try:
-            entry.update(op(id=handle, private_data=pdata.hex()))
-            entry["result"] = "ok"
+            if how == "accept":
+                accepted = self.accept(id=handle, private_data=pdata.hex())
+                entry["qp"] = accepted["qp"]
+                done: TimedReply = accepted
+            else:
+                done = self.reject(id=handle, private_data=pdata.hex())
+            entry["t_us"], entry["us"] = done["t_us"], done["us"]
         except RdmaError as e:
-            entry.update(result=errno.errorcode.get(e.errno or 0, str(e.errno)),
-                         t_us=now_us(), us=0)
+            entry["result"] = errno.errorcode.get(e.errno or 0, str(e.errno))
+            entry["t_us"] = now_us()
         self.log.add(entry)
 
-    def _wait_event(self, handle: int, types: tuple[str, ...], after: int,
-                    timeout: float) -> dict:
+    def _wait_event(self, handle: int, types: list[CMEventType], after: int,
+                    timeout: float) -> CMEventEntry:
         """The first event of ``types`` for ``handle`` logged after entry ``after``."""
-        match = {"types": list(types), "id": handle}
-        found = [e for e in self.log.wait(after, match, timeout) if _matches(e, match)]
-        if not found:
-            raise RdmaError(f"wait {'/'.join(types)}", errno.ETIMEDOUT,
-                            f"cm_id {handle}: no event within {timeout:g}s")
-        return found[0]
+        for e in self.log.wait(after, types, handle, timeout):
+            if e["kind"] == "event" and _matches(e, types, handle):
+                return e
+        raise RdmaError(f"wait {'/'.join(types)}", errno.ETIMEDOUT,
+                        f"cm_id {handle}: no event within {timeout:g}s")
 
     # -- operations (each returns a dict; RdmaError is the failure) -----------
 
-    def listen(self, address: str, port: int, backlog: int = 16, auto: str | None = None,
-               private_data: str = "") -> dict:
+    def listen(self, address: str, port: int, backlog: int = 16,
+               auto: AutoAnswer | None = None, private_data: str = "") -> IdTimedReply:
         """A listener bound to ``address:port``; ``auto`` = accept/reject answers requests."""
         if auto not in (None, "accept", "reject"):
             raise RdmaError("listen", errno.EINVAL, f"auto must be accept or reject, not {auto!r}")
@@ -157,18 +186,18 @@ class Worker:
         return {"id": h, "t_us": t0, "us": now_us() - t0}
 
     def connect(self, dst: str, port: int, src: str | None = None, private_data: str = "",
-                resolve_timeout: float = 10.0) -> dict:
+                resolve_timeout: float = 10.0) -> ConnectReply:
         """Resolve address and route, make a QP, rdma_connect; the reply comes as an event."""
         h = self.ch.create_id()
         try:
             mark = len(self.log.entries)
             self.ch.resolve_addr(h, dst, port, src, RESOLVE_MS)
-            ev = self._wait_event(h, ("ADDR_RESOLVED", "ADDR_ERROR"), mark, resolve_timeout)
+            ev = self._wait_event(h, ["ADDR_RESOLVED", "ADDR_ERROR"], mark, resolve_timeout)
             if ev["type"] != "ADDR_RESOLVED":
                 raise RdmaError("rdma_resolve_addr", -ev["status"] or errno.EHOSTUNREACH)
             mark = len(self.log.entries)
             self.ch.resolve_route(h, RESOLVE_MS)
-            ev = self._wait_event(h, ("ROUTE_RESOLVED", "ROUTE_ERROR"), mark, resolve_timeout)
+            ev = self._wait_event(h, ["ROUTE_RESOLVED", "ROUTE_ERROR"], mark, resolve_timeout)
             if ev["type"] != "ROUTE_RESOLVED":
                 raise RdmaError("rdma_resolve_route", -ev["status"] or errno.EHOSTUNREACH)
             qp = self.ch.create_qp(h, depth=QP_DEPTH)
@@ -184,25 +213,25 @@ class Worker:
             raise
         return {"id": h, "t_us": t0, "us": now_us() - t0, "qp": qp}
 
-    def accept(self, id: int, private_data: str = "") -> dict:
+    def accept(self, id: int, private_data: str = "") -> AcceptReply:
         """Make a QP for a CONNECT_REQUEST's id, post receives, rdma_accept."""
         qp = self.ch.create_qp(id, depth=QP_DEPTH)
         self.ch.post_recv(id, QP_DEPTH)
         return {**self._timed(self.ch.accept, id, bytes.fromhex(private_data)), "qp": qp}
 
-    def reject(self, id: int, private_data: str = "") -> dict:
+    def reject(self, id: int, private_data: str = "") -> TimedReply:
         """rdma_reject with private data."""
         return self._timed(self.ch.reject, id, bytes.fromhex(private_data))
 
-    def disconnect(self, id: int) -> dict:
+    def disconnect(self, id: int) -> TimedReply:
         """rdma_disconnect (orderly close)."""
         return self._timed(self.ch.disconnect, id)
 
-    def qp_err(self, id: int) -> dict:
+    def qp_err(self, id: int) -> TimedReply:
         """Move the QP to ERR (abortive close)."""
         return self._timed(self.ch.qp_to_error, id)
 
-    def destroy(self, id: int) -> dict:
+    def destroy(self, id: int) -> TimedReply:
         """Stop the id's stream, destroy its QP and the id; ``us`` is how long destroy blocked."""
         stream = self.streams.pop(id, None)
         if stream is not None:
@@ -216,8 +245,8 @@ class Worker:
             raise
         return {"t_us": t0, "us": blocked}
 
-    def stream_start(self, id: int, mode: str = "write", size: int = 4096, depth: int = 4,
-                     remote: dict | None = None) -> dict:
+    def stream_start(self, id: int, mode: StreamMode = "write", size: int = 4096,
+                     depth: int = 4, remote: RemoteBuffer | None = None) -> TimedReply:
         """Keep ``depth`` SENDs or RDMA WRITEs of ``size`` in flight (``sink``: repost recvs)."""
         if id in self.streams:
             raise RdmaError("stream_start", errno.EBUSY, f"cm_id {id} already streams")
@@ -227,32 +256,31 @@ class Worker:
         stream.start()
         return {"t_us": now_us(), "us": 0}
 
-    def stream_stop(self, id: int) -> dict:
+    def stream_stop(self, id: int) -> StreamStopReply:
         """Stop the stream; its counts (ops, bytes, first error)."""
         stream = self.streams.pop(id, None)
         if stream is None:
             raise RdmaError("stream_stop", errno.ENOENT, f"cm_id {id} has no stream")
         return {"t_us": now_us(), "us": 0, **stream.stop()}
 
-    def stream_stats(self, id: int) -> dict:
+    def stream_stats(self, id: int) -> StreamStats:
         """The running stream's counts so far."""
         stream = self.streams.get(id)
         if stream is None:
             raise RdmaError("stream_stats", errno.ENOENT, f"cm_id {id} has no stream")
         return stream.stats()
 
-    def events(self, after: int = 0, wait: float = 0.0, types: list | None = None,
-               id: int | None = None) -> dict:
+    def events(self, after: int = 0, wait: float = 0.0, types: list[CMEventType] | None = None,
+               id: int | None = None) -> EventsReply:
         """Log entries after ``after``, waiting up to ``wait`` s for a matching event."""
-        match = {"types": types, "id": id} if (types or id is not None) else {}
-        return {"log": self.log.wait(after, match, wait), "t_us": now_us()}
+        return {"log": self.log.wait(after, types, id, wait), "t_us": now_us()}
 
-    def pause(self, on: bool = True) -> dict:
+    def pause(self, on: bool = True) -> TimedReply:
         """Stop (or resume) reading events: requests then stay unretrieved in the kernel."""
         (self.paused.set if on else self.paused.clear)()
         return {"t_us": now_us(), "us": 0}
 
-    def handles(self) -> dict:
+    def handles(self) -> HandlesReply:
         """The live cm_id handles."""
         return {"ids": self.ch.handles()}
 
@@ -263,34 +291,34 @@ class Worker:
         self.streams.clear()
         self.ch.close()
 
-    def _timed(self, fn: object, *args: object) -> dict:
+    def _timed(self, fn: Callable[..., None], *args: object) -> TimedReply:
         t0 = now_us()
         try:
-            fn(*args)  # type: ignore[operator]
+            fn(*args)
         except RdmaError as e:
             e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
             raise
         return {"t_us": t0, "us": now_us() - t0}
 
 
-OPS = ("listen", "connect", "accept", "reject", "disconnect", "qp_err", "destroy",
-       "stream_start", "stream_stop", "stream_stats", "events", "pause", "handles")
+# The operations a request may name: Worker's methods of these names (protocol.CM_OPS).
+OPS: tuple[CMOpName, ...] = CM_OP_NAMES
 
 
 class Server:
     """Requests from stdin, one thread each; answers to stdout under a lock."""
 
-    def __init__(self, worker: Worker | None, out: object) -> None:
+    def __init__(self, worker: Worker | None, out: BinaryIO) -> None:
         self.worker = worker
         self._out = out
         self._lock = threading.Lock()
 
-    def send(self, msg: dict) -> None:
+    def send(self, msg: dict[str, Any]) -> None:
         line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
         with self._lock:
             try:
-                self._out.write(line)  # type: ignore[attr-defined]
-                self._out.flush()  # type: ignore[attr-defined]
+                self._out.write(line)
+                self._out.flush()
             except OSError:
                 os._exit(1)  # the agent is gone
 
@@ -303,7 +331,7 @@ class Server:
             return
         threading.Thread(target=self._run, args=(rid, op, params), daemon=True).start()
 
-    def _run(self, rid: object, op: str, params: dict) -> None:
+    def _run(self, rid: object, op: str, params: dict[str, Any]) -> None:
         if op not in OPS:
             self.send({"id": rid, "error": {"type": "unknown_method", "message": f"no op {op}"}})
             return

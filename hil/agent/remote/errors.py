@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from .protocol import ErrorKind
+
 
 class OpError(Exception):
     """A failed operation: ``kind`` is machine-readable, ``details`` JSON-safe.
 
-    Kinds the client knows: ``timeout`` (a bounded operation overran),
-    ``wait_timeout`` (a wanted state did not come), ``netlink`` (an errno from
-    the kernel), ``not_found``, ``rdma_unavailable``, ``command_failed``,
-    ``os``, ``bad_params``, ``unknown_method``, ``internal``.
+    The kinds are ``protocol.ErrorKind``: ``timeout`` (a bounded operation
+    overran), ``wait_timeout`` (a wanted state did not come), ``netlink`` (an
+    errno from the kernel), ``not_found``, ``rdma_unavailable``,
+    ``command_failed``, ``os``, ``bad_params``, ``unknown_method``,
+    ``internal``, and for CM endpoints ``rdma`` and ``cm_worker_died``.
     """
 
-    def __init__(self, kind: str, message: str, **details: object) -> None:
+    def __init__(self, kind: ErrorKind, message: str, **details: object) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message

@@ -14,8 +14,10 @@ import fcntl
 import os
 import socket
 import struct
+from collections.abc import Callable
 
 from .errors import OpError
+from .protocol import DrvInfoReply, ErrorKind, MethodName
 
 SIOCETHTOOL = 0x8946  # linux/sockios.h
 ETHTOOL_GDRVINFO = 0x00000003  # linux/ethtool.h
@@ -34,7 +36,7 @@ def _text(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", errors="replace")
 
 
-def drvinfo(netdev: str) -> dict[str, str]:
+def drvinfo(netdev: str) -> DrvInfoReply:
     """``driver``, ``version``, ``firmware`` and ``bus_info`` of ``netdev``.
 
     Fields the driver leaves empty are ``""`` (veth reports no firmware or
@@ -55,7 +57,7 @@ def drvinfo(netdev: str) -> dict[str, str]:
         code = e.errno or 0
         errname = errno.errorcode.get(code, str(code))
         message = f"SIOCETHTOOL (ETHTOOL_GDRVINFO) on {netdev}: {os.strerror(code)} ({errname})"
-        kind = "not_found" if code == errno.ENODEV else "os"
+        kind: ErrorKind = "not_found" if code == errno.ENODEV else "os"
         if code == errno.ENODEV:
             message += "; no such network interface in the agent's network namespace"
         raise OpError(kind, message, errno=code, errname=errname, netdev=netdev) from None
@@ -69,6 +71,6 @@ def drvinfo(netdev: str) -> dict[str, str]:
     }
 
 
-METHODS = {
+METHODS: dict[MethodName, Callable[..., object]] = {
     "ethtool_drvinfo": drvinfo,
 }

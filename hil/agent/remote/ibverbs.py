@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from ctypes import POINTER, Structure, byref, c_int, c_uint8, c_uint32, c_uint64, c_void_p
 from typing import NoReturn
 
+from .protocol import QPInfo
+
 IBV_QPT_RC = 2
 IBV_QP_STATE = 1
 IBV_QPS_ERR = 6
@@ -174,7 +176,7 @@ class QPResources:
                     max_recv_sge=1)
         return QPInitAttr(send_cq=self.cq, recv_cq=self.cq, qp_type=IBV_QPT_RC, cap=cap)
 
-    def attach(self, qp: int) -> dict[str, int]:
+    def attach(self, qp: int) -> QPInfo:
         """Record the QP made on these resources; returns what a peer needs to know."""
         self.qp = qp
         assert self.mr is not None

@@ -10,8 +10,10 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections.abc import Callable
 
 from .errors import OpError
+from .protocol import KmsgReadReply, KmsgRecordReply, MethodName
 
 KMSG = "/dev/kmsg"
 _RECORD_MAX = 8192  # the kernel refuses reads shorter than one record (~1 KiB)
@@ -20,7 +22,7 @@ _lock = threading.Lock()
 _ids = itertools.count(1)
 
 
-def parse(record: bytes) -> dict:
+def parse(record: bytes) -> KmsgRecordReply:
     """One /dev/kmsg record: ``prio,seq,usec,flags[,...];message`` + key lines."""
     text = record.decode("utf-8", errors="replace")
     header, _, rest = text.partition(";")
@@ -57,11 +59,11 @@ def _fd(cid: int) -> int:
     return fd
 
 
-def read(cursor: int) -> dict:
+def read(cursor: int) -> KmsgReadReply:
     """Records logged since ``cursor`` was made or last read; ``lost`` counts
     records the ring buffer overwrote before we read them."""
     fd = _fd(cursor)
-    records: list[dict] = []
+    records: list[KmsgRecordReply] = []
     lost = 0
     while True:
         try:
@@ -95,4 +97,8 @@ def close_all() -> None:
         os.close(fd)
 
 
-METHODS = {"kmsg_cursor": cursor, "kmsg_read": read, "kmsg_close": close}
+METHODS: dict[MethodName, Callable[..., object]] = {
+    "kmsg_cursor": cursor,
+    "kmsg_read": read,
+    "kmsg_close": close,
+}

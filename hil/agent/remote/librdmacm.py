@@ -44,16 +44,15 @@ from typing import TYPE_CHECKING
 
 from .ibverbs import SIGNATURES as VERBS_SIGNATURES
 from .ibverbs import QPResources, RdmaError, RdmaUnavailable, Signatures, call, load
+from .protocol import CM_EVENT_TYPES, CMEvent, QPInfo
 
 if TYPE_CHECKING:  # typing.Self is 3.11; the agent runs on any python3 >= 3.9
     from typing import Self
 
 __all__ = ["EVENT_NAMES", "CMChannel", "Lib", "RdmaError", "RdmaUnavailable", "probe"]
 
-EVENT_NAMES = ("ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR",
-               "CONNECT_REQUEST", "CONNECT_RESPONSE", "CONNECT_ERROR", "UNREACHABLE",
-               "REJECTED", "ESTABLISHED", "DISCONNECTED", "DEVICE_REMOVAL",
-               "MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT")
+# enum rdma_cm_event_type: the name of event number i is EVENT_NAMES[i].
+EVENT_NAMES = CM_EVENT_TYPES
 RDMA_PS_TCP = 0x0106
 MAX_PRIVATE_DATA = 255  # rdma_conn_param.private_data_len is a uint8_t
 # errnos that mean "no RDMA here" rather than "this call went wrong".
@@ -217,7 +216,7 @@ class CMChannel:
         call("rdma_resolve_route", self._lib.cm.rdma_resolve_route, self._id(handle).ptr,
              timeout_ms)
 
-    def create_qp(self, handle: int, depth: int = 16, buf_size: int = 65536) -> dict[str, int]:
+    def create_qp(self, handle: int, depth: int = 16, buf_size: int = 65536) -> QPInfo:
         """Give a cm_id a PD, a CQ, an RC QP and a registered buffer.
 
         Returns ``qp_num`` and the buffer's ``addr``, ``rkey`` and ``length``
@@ -289,7 +288,7 @@ class CMChannel:
         """Completions ready on the cm_id's CQ (never waits)."""
         return self._res(handle, "ibv_poll_cq").poll(max_entries)
 
-    def poll_event(self, timeout_s: float) -> dict[str, object] | None:
+    def poll_event(self, timeout_s: float) -> CMEvent | None:
         """The next CM event, or None if none came within ``timeout_s``.
 
         The event is copied and acked at once; ``host_t_us`` is this host's
@@ -309,7 +308,8 @@ class CMChannel:
         host_t_us = time.monotonic_ns() // 1000
         try:
             e = ev.contents
-            kind = EVENT_NAMES[e.event] if 0 <= e.event < len(EVENT_NAMES) else str(e.event)
+            number = int(e.event)
+            kind = EVENT_NAMES[number] if 0 <= number < len(EVENT_NAMES) else None
             pdata = (ctypes.string_at(e.conn.private_data, e.conn.private_data_len)
                      if e.conn.private_data and e.conn.private_data_len else b"")
             id_ptr, listen_ptr, status = int(e.id or 0), int(e.listen_id or 0), e.status
@@ -321,6 +321,10 @@ class CMChannel:
             listen_handle = self._by_ptr.get(listen_ptr) if listen_ptr else None
         finally:
             self._lib.cm.rdma_ack_cm_event(ev)
+        if kind is None:  # a newer librdmacm's event: no CM operation here asks for one
+            raise RdmaError("rdma_get_cm_event", errno.EPROTO,
+                            f"event number {number} (status {status}) is not a protocol "
+                            "CMEventType; acked and dropped")
         return {"type": kind, "status": status, "id": handle, "listen_id": listen_handle,
                 "private_data": pdata.hex(), "host_t_us": host_t_us}
 

@@ -3,10 +3,13 @@
 Protocol (one JSON object per line, UTF-8):
 
 - agent -> client, first line: ``{"agent": "hil", "protocol": N, "hash": ...,
-  "pid": ..., "python": ..., "kernel": ..., "uid": ...}``
+  "pid": ..., "python": ..., "kernel": ..., "uid": ..., "methods": [...]}``
 - client -> agent: ``{"id": 7, "method": "links", "params": {}, "timeout": 10}``
 - agent -> client: ``{"id": 7, "result": ...}`` or
   ``{"id": 7, "error": {"type": KIND, "message": ..., "details": {...}}}``
+
+Every message, and each method's params and result, is declared in
+``protocol.py``; ``METHODS`` here holds a function for each of its methods.
 
 The agent exits when its stdin closes (the SSH channel went away), after
 killing every process it started.
@@ -23,18 +26,29 @@ import signal
 import sys
 import threading
 import traceback
-from typing import BinaryIO
+from collections.abc import Callable
+from typing import Any, BinaryIO, Union
 
 from . import AGENT_GRACE, PROTOCOL_VERSION, cm, ethtool, kmsg, netlink, rdma, system
 from .errors import OpError
+from .protocol import ErrorBody, ErrorReply, Handshake, ResultReply
 
-METHODS = {
-    **system.METHODS,
-    **netlink.METHODS,
-    **ethtool.METHODS,
-    **rdma.METHODS,
-    **kmsg.METHODS,
-    **cm.METHODS,
+# A Union, not ``|``: evaluated when the module loads (python 3.9).
+Message = Union[Handshake, ResultReply, ErrorReply]  # noqa: UP007
+
+# Each module's table is keyed by protocol.MethodName; together they serve
+# every method of protocol.METHODS (tests/agent/test_agent_protocol.py).
+METHODS: dict[str, Callable[..., object]] = {
+    name: fn
+    for table in (
+        system.METHODS,
+        netlink.METHODS,
+        ethtool.METHODS,
+        rdma.METHODS,
+        kmsg.METHODS,
+        cm.METHODS,
+    )
+    for name, fn in table.items()
 }
 DEFAULT_TIMEOUT = 30.0
 
@@ -55,7 +69,7 @@ class Server:
         self._out = out
         self._write_lock = threading.Lock()
 
-    def send(self, message: dict) -> None:
+    def send(self, message: Message) -> None:
         """Write one JSON line; a vanished reader ends the agent."""
         line = json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
         with self._write_lock:
@@ -99,7 +113,12 @@ class Server:
         ).start()
 
     def _work(
-        self, reply: _Reply, watchdog: threading.Timer, method: str, params: dict, timeout: float
+        self,
+        reply: _Reply,
+        watchdog: threading.Timer,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
     ) -> None:
         try:
             reply.result(_call(method, params, timeout))
@@ -115,34 +134,34 @@ class Server:
 class _Reply:
     """Answers one request exactly once: its result, its error, or its overrun."""
 
-    def __init__(self, server: Server, rid: object) -> None:
+    def __init__(self, server: Server, rid: int) -> None:
         self._server = server
         self._rid = rid
         self._lock = threading.Lock()
         self._done = False
 
-    def _send(self, body: dict) -> None:
+    def _first(self) -> bool:
         with self._lock:
-            if self._done:
-                return
-            self._done = True
-        self._server.send({"id": self._rid, **body})
+            first, self._done = not self._done, True
+        return first
 
     def result(self, value: object) -> None:
-        self._send({"result": value})
+        if self._first():
+            self._server.send({"id": self._rid, "result": value})
 
     def error(self, e: OpError) -> None:
-        self._send({"error": _error(e)})
+        if self._first():
+            self._server.send({"id": self._rid, "error": _error(e)})
 
     def overran(self, method: str, timeout: float) -> None:
         self.error(OpError("timeout", f"{method} did not finish within {timeout:g}s"))
 
 
-def _error(e: OpError) -> dict:
+def _error(e: OpError) -> ErrorBody:
     return {"type": e.kind, "message": e.message, "details": e.details}
 
 
-def _call(method: str, params: dict, timeout: float) -> object:
+def _call(method: str, params: dict[str, Any], timeout: float) -> object:
     fn = METHODS.get(method)
     if fn is None:
         raise OpError("unknown_method", f"no method {method!r}", known=sorted(METHODS))

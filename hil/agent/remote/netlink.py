@@ -7,7 +7,9 @@ a millisecond) and closes it.
 Importing pyroute2 from the zipapp (compiled from source each time) is most
 of the agent's start-up, so it happens in ``preload()``, after the handshake,
 while the controller goes on with other work; a call that comes first waits
-for the import to finish.
+for the import to finish (under ``_import_lock``: python 3.9 hands a second
+thread importing a package that another is still initialising the half-made
+module, and ``from pyroute2 import IPRoute`` then fails).
 """
 
 from __future__ import annotations
@@ -15,24 +17,38 @@ from __future__ import annotations
 import errno
 import ipaddress
 import os
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import OpError
+from .protocol import AddressReply, LinkReply, MethodName
 
 if TYPE_CHECKING:
-    from pyroute2 import IPRoute
+    from typing import Protocol
+
+    from pyroute2 import IPRoute  # untyped: an IPRoute is Any to mypy
+
+    class _Message(Protocol):
+        """A pyroute2 netlink message: its header fields by key, its attributes by get()."""
+
+        def __getitem__(self, key: str) -> Any: ...
+
+        def get(self, key: str) -> Any: ...
+
 
 IFF_UP = 0x1
 _POLL_INTERVAL = 0.05
+_import_lock = threading.Lock()
 
 
 def preload() -> None:
     """Import pyroute2 now (in a background thread), so the first call need not."""
     try:
-        import pyroute2  # noqa: F401
+        with _import_lock:
+            import pyroute2  # noqa: F401
     except Exception:  # noqa: BLE001 - the first netlink call reports it
         return
 
@@ -40,8 +56,9 @@ def preload() -> None:
 @contextmanager
 def _iproute(op: str, netdev: str | None = None) -> Iterator[IPRoute]:
     """An IPRoute whose kernel errors become OpErrors naming ``op`` and ``netdev``."""
-    from pyroute2 import IPRoute
-    from pyroute2.netlink.exceptions import NetlinkError
+    with _import_lock:
+        from pyroute2 import IPRoute
+        from pyroute2.netlink.exceptions import NetlinkError
 
     where = f"{op} {netdev}" if netdev else op
     try:
@@ -63,10 +80,10 @@ def _index(ipr: IPRoute, netdev: str) -> int:
     found = ipr.link_lookup(ifname=netdev)
     if not found:
         raise OpError("not_found", f"no network interface {netdev!r}", netdev=netdev)
-    return found[0]
+    return int(found[0])
 
 
-def _link(msg) -> dict:
+def _link(msg: _Message) -> LinkReply:
     return {
         "name": msg.get("IFLA_IFNAME"),
         "index": msg["index"],
@@ -79,12 +96,12 @@ def _link(msg) -> dict:
     }
 
 
-def _kind(msg) -> str | None:
+def _kind(msg: _Message) -> str | None:
     info = msg.get("IFLA_LINKINFO")
     return info.get("IFLA_INFO_KIND") if info else None
 
 
-def _address(msg, names: dict[int, str]) -> dict:
+def _address(msg: _Message, names: dict[int, str]) -> AddressReply:
     addr = msg.get("IFA_LOCAL") or msg.get("IFA_ADDRESS")
     return {
         "netdev": names.get(msg["index"], str(msg["index"])),
@@ -94,19 +111,19 @@ def _address(msg, names: dict[int, str]) -> dict:
     }
 
 
-def links() -> list[dict]:
+def links() -> list[LinkReply]:
     """Every link of the namespace, sorted by index."""
     with _iproute("list links") as ipr:
         return sorted((_link(m) for m in ipr.get_links()), key=lambda x: x["index"])
 
 
-def link(netdev: str) -> dict:
+def link(netdev: str) -> LinkReply:
     """The link ``netdev``."""
     with _iproute("show link", netdev) as ipr:
         return _link(ipr.get_links(_index(ipr, netdev))[0])
 
 
-def addresses(netdev: str | None = None) -> list[dict]:
+def addresses(netdev: str | None = None) -> list[AddressReply]:
     """Addresses of ``netdev`` (or of every link), with prefix length."""
     with _iproute("list addresses", netdev) as ipr:
         names = {m["index"]: m.get("IFLA_IFNAME") for m in ipr.get_links()}
@@ -114,7 +131,7 @@ def addresses(netdev: str | None = None) -> list[dict]:
         return [_address(m, names) for m in ipr.get_addr(**kwargs)]
 
 
-def set_link(netdev: str, up: bool | None = None, mtu: int | None = None) -> dict:
+def set_link(netdev: str, up: bool | None = None, mtu: int | None = None) -> LinkReply:
     """Set ``netdev`` up/down and/or its mtu; returns the link as it was before."""
     with _iproute("set link", netdev) as ipr:
         idx = _index(ipr, netdev)
@@ -157,7 +174,7 @@ def delete_address(netdev: str, address: str) -> None:
         )
 
 
-def flush_addresses(netdev: str, family: int | None = None) -> list[dict]:
+def flush_addresses(netdev: str, family: int | None = None) -> list[AddressReply]:
     """Remove every (or every IPv4 / IPv6) address of ``netdev``; returns them."""
     removed = [a for a in addresses(netdev) if family in (None, a["family"])]
     for a in removed:
@@ -167,7 +184,7 @@ def flush_addresses(netdev: str, family: int | None = None) -> list[dict]:
 
 def wait_link(
     netdev: str, timeout: float, operstate: str | None = None, carrier: bool | None = None
-) -> dict:
+) -> LinkReply:
     """Poll ``netdev`` until it has ``operstate`` and/or ``carrier``; returns it."""
     deadline = time.monotonic() + timeout
     while True:
@@ -189,7 +206,7 @@ def wait_link(
         time.sleep(_POLL_INTERVAL)
 
 
-def add_link(name: str, kind: str, peer: str | None = None) -> dict:
+def add_link(name: str, kind: str, peer: str | None = None) -> LinkReply:
     """Create a virtual link (``dummy``, or ``veth`` with ``peer``); returns it."""
     extra = {"peer": peer} if peer else {}
     with _iproute(f"add {kind} link", name) as ipr:
@@ -203,7 +220,7 @@ def delete_link(name: str) -> None:
         ipr.link("del", index=_index(ipr, name))
 
 
-METHODS = {
+METHODS: dict[MethodName, Callable[..., object]] = {
     "links": links,
     "link": link,
     "addresses": addresses,

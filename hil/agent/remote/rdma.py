@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
+from typing import Any
 
 from .errors import OpError
+from .protocol import RESOURCE_TYPES, MethodName, RdmaDeviceReply, RdmaLinkReply
 from .system import run
 from .tools import COMMANDS, RDMA
 
-RESOURCE_TYPES = ("cm_id", "qp", "cq", "mr")
 # What rdma prints when the kernel has no RDMA netlink (no ib_core loaded).
 _NO_NETLINK = "Failed to open NETLINK_RDMA socket"
 
@@ -47,7 +49,7 @@ def _rdma(args: list[str], timeout: float) -> str:
     return result["stdout"]
 
 
-def _json(args: list[str], timeout: float) -> list[dict]:
+def _json(args: list[str], timeout: float) -> list[dict[str, Any]]:
     out = _rdma(["-j", *args], timeout)
     try:
         data = json.loads(out) if out.strip() else []
@@ -58,12 +60,12 @@ def _json(args: list[str], timeout: float) -> list[dict]:
     return data if isinstance(data, list) else [data]
 
 
-def devices(timeout: float) -> list[dict]:
+def devices(timeout: float) -> list[RdmaDeviceReply]:
     """RDMA devices: name, index, node type, firmware (``rdma dev show``)."""
     return [
         {
-            "name": d.get("ifname"),
-            "index": d.get("ifindex"),
+            "name": d["ifname"],
+            "index": d["ifindex"],
             "node_type": d.get("node_type"),
             "fw": d.get("fw"),
             "node_guid": d.get("node_guid"),
@@ -72,12 +74,12 @@ def devices(timeout: float) -> list[dict]:
     ]
 
 
-def links(timeout: float) -> list[dict]:
+def links(timeout: float) -> list[RdmaLinkReply]:
     """RDMA ports with their netdev and state (``rdma link show``)."""
     return [
         {
-            "device": p.get("ifname"),
-            "port": p.get("port"),
+            "device": p["ifname"],
+            "port": p["port"],
             "state": p.get("state"),
             "physical_state": p.get("physical_state"),
             "netdev": p.get("netdev"),
@@ -105,7 +107,7 @@ def resources(timeout: float, types: list[str] | None = None) -> dict[str, int]:
     return {t: len(_json(["resource", "show", t], timeout)) for t in wanted}
 
 
-METHODS = {
+METHODS: dict[MethodName, Callable[..., object]] = {
     "rdma_devices": devices,
     "rdma_links": links,
     "rdma_add_siw": add_siw,

@@ -12,17 +12,19 @@ import re
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 
 from .errors import OpError
+from .protocol import MethodName, PingReply, RunReply
 
-_children: set[subprocess.Popen] = set()
+_children: set[subprocess.Popen[bytes]] = set()
 _children_lock = threading.Lock()
 # A sysctl name: dotted (net.ipv4.ip_forward) or slashed (net/ipv4/conf/eth0.100/rp_filter).
 _SYSCTL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@/-]*$")
 _OUTPUT_LIMIT = 4 * 1024 * 1024
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -41,7 +43,7 @@ def _text(data: bytes) -> str:
     return data[-_OUTPUT_LIMIT:].decode("utf-8", errors="replace")
 
 
-def run(argv: list[str], timeout: float, input: str | None = None) -> dict:
+def run(argv: list[str], timeout: float, input: str | None = None) -> RunReply:
     """Run ``argv`` (no shell) and return its status, stdout and stderr."""
     if not argv or not all(isinstance(a, str) for a in argv):
         raise OpError("bad_params", "argv must be a non-empty list of strings", argv=argv)
@@ -120,12 +122,12 @@ def sysctl_set(name: str, value: str) -> str:
     return old
 
 
-def ping() -> dict:
+def ping() -> PingReply:
     """A no-op round trip: the agent's pid, for health checks and benchmarks."""
     return {"pid": os.getpid()}
 
 
-METHODS = {
+METHODS: dict[MethodName, Callable[..., object]] = {
     "ping": ping,
     "run": run,
     "sysctl_get": sysctl_get,

@@ -1,0 +1,770 @@
+"""The agent protocol, declared once: every message, method, request and reply.
+
+Both ends import this module: the controller as ``hil.agent.remote.protocol``,
+the agent on the host as ``hil_agent.protocol`` (it is bundled in the
+zipapp with the rest of ``hil/agent/remote/``).  The declarations are
+``TypedDict``s, so the wire stays plain JSON objects; ``Literal`` types name
+the closed sets (methods, error kinds, CM operations, CM event types).
+
+Each agent method is a :class:`Method`: its wire name, the ``TypedDict`` of
+its params and the type of its reply.  ``METHODS`` lists them all; the
+agent's own table (``main.METHODS``) must have exactly these names, with
+functions whose parameters and return annotations are the declared ones
+(tests/agent/test_agent_protocol.py checks both).  The operations of a CM
+endpoint (``cm_call``'s ``op``) are :class:`CMOp`\\s in ``CM_OPS``, checked
+against ``cmworker.OPS`` the same way.
+
+A reply is decoded with :meth:`Method.decode`: the value, checked against its
+declared type (required keys present, every known key of the right type,
+literals one of theirs) and typed for the caller; keys it does not declare
+are ignored (``strict=True``, as the tests decode, refuses them).  A mismatch
+raises :class:`ProtocolMismatch` naming the path (``log[3].type``).
+Decoding evaluates the annotations below, ``X | None`` included, so it needs
+python >= 3.10: the controller decodes; the agent (python >= 3.9) only
+declares and builds.
+
+Runs on the host's python (>= 3.9), stdlib only: this module imports nothing
+but ``typing``, and its annotations stay strings (``from __future__ import
+annotations``) until a decoder evaluates them.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    TypedDict,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
+
+if TYPE_CHECKING:
+    from typing import TypeGuard  # python >= 3.10; annotations here stay strings
+
+# Bump on any change that an older client or agent would misread: a method
+# whose params or reply change meaning, a key that changes type.  A new
+# method (announced in the handshake's ``methods``) does not.
+PROTOCOL_VERSION = 1
+
+MethodName = Literal[
+    # system.py
+    "ping",
+    "run",
+    "sysctl_get",
+    "sysctl_set",
+    # netlink.py
+    "links",
+    "link",
+    "addresses",
+    "set_link",
+    "add_address",
+    "delete_address",
+    "flush_addresses",
+    "wait_link",
+    "add_link",
+    "delete_link",
+    # ethtool.py
+    "ethtool_drvinfo",
+    # rdma.py
+    "rdma_devices",
+    "rdma_links",
+    "rdma_add_siw",
+    "rdma_delete_link",
+    "rdma_resources",
+    # kmsg.py
+    "kmsg_cursor",
+    "kmsg_read",
+    "kmsg_close",
+    # cm.py
+    "cm_now",
+    "cm_open",
+    "cm_call",
+    "cm_kill",
+    "cm_close",
+    "cm_endpoints",
+]
+
+# The ``type`` of an error answer (raised on the agent as ``OpError(kind, ...)``).
+ErrorKind = Literal[
+    "timeout",  # a bounded operation overran (or the watchdog answered for it)
+    "wait_timeout",  # a wanted state did not come (wait_link)
+    "netlink",  # the kernel refused a netlink request: details.errno
+    "not_found",  # no such interface, sysctl, cursor or CM endpoint
+    "rdma_unavailable",  # no rdma tool, no RDMA netlink, no librdmacm or RDMA device
+    "command_failed",  # an rdma command exited non-zero: details.status, details.stderr
+    "os",  # a system call failed: details.errno
+    "bad_request",  # a line that is not a request
+    "bad_params",  # params the method does not take
+    "unknown_method",  # details.known lists the methods
+    "internal",  # an agent bug: details.traceback
+    "rdma",  # a CM operation failed in librdmacm/libibverbs: CMErrorDetails
+    "cm_worker_died",  # a CM endpoint's process is gone: details.status
+]
+
+# enum rdma_cm_event_type (rdma/rdma_cma.h), in its order: the index is the value.
+CMEventType = Literal[
+    "ADDR_RESOLVED",
+    "ADDR_ERROR",
+    "ROUTE_RESOLVED",
+    "ROUTE_ERROR",
+    "CONNECT_REQUEST",
+    "CONNECT_RESPONSE",
+    "CONNECT_ERROR",
+    "UNREACHABLE",
+    "REJECTED",
+    "ESTABLISHED",
+    "DISCONNECTED",
+    "DEVICE_REMOVAL",
+    "MULTICAST_JOIN",
+    "MULTICAST_ERROR",
+    "ADDR_CHANGE",
+    "TIMEWAIT_EXIT",
+]
+
+CMOpName = Literal[
+    "listen",
+    "connect",
+    "accept",
+    "reject",
+    "disconnect",
+    "qp_err",
+    "destroy",
+    "stream_start",
+    "stream_stop",
+    "stream_stats",
+    "events",
+    "pause",
+    "handles",
+]
+AutoAnswer = Literal["accept", "reject"]  # a listener answering its requests itself
+StreamMode = Literal["write", "send", "sink"]
+ResourceType = Literal["cm_id", "qp", "cq", "mr"]
+
+METHOD_NAMES: tuple[MethodName, ...] = get_args(MethodName)
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
+CM_EVENT_TYPES: tuple[CMEventType, ...] = get_args(CMEventType)
+CM_OP_NAMES: tuple[CMOpName, ...] = get_args(CMOpName)
+STREAM_MODES: tuple[StreamMode, ...] = get_args(StreamMode)
+RESOURCE_TYPES: tuple[ResourceType, ...] = get_args(ResourceType)
+
+
+def is_method_name(name: str) -> TypeGuard[MethodName]:
+    """True when ``name`` is an agent method this protocol declares."""
+    return name in METHOD_NAMES
+
+
+def is_cm_op_name(name: str) -> TypeGuard[CMOpName]:
+    """True when ``name`` is a CM endpoint operation this protocol declares."""
+    return name in CM_OP_NAMES
+
+
+# -- the envelope ---------------------------------------------------------------
+
+
+class Handshake(TypedDict):
+    """agent -> client, the first line."""
+
+    agent: Literal["hil"]
+    protocol: int
+    hash: str  # sha256 of the zipapp the agent runs from
+    pid: int
+    python: str
+    kernel: str
+    uid: int
+    methods: list[str]
+
+
+class Request(TypedDict):
+    """client -> agent: one call."""
+
+    id: int
+    method: str
+    params: dict[str, Any]
+    timeout: float
+
+
+class ErrorBody(TypedDict):
+    """What failed: ``type`` for programs, ``message`` for people, ``details`` JSON."""
+
+    type: ErrorKind
+    message: str
+    details: dict[str, Any]
+
+
+class ResultReply(TypedDict):
+    """agent -> client: the call's result (its method's reply)."""
+
+    id: int
+    result: Any
+
+
+class ErrorReply(TypedDict):
+    """agent -> client: the call failed (``id`` is None for a line that was no request)."""
+
+    id: int | None
+    error: ErrorBody
+
+
+# -- params and replies ------------------------------------------------------------
+
+
+class NoParams(TypedDict):
+    """A method that takes no params (besides the request's timeout)."""
+
+
+class PingReply(TypedDict):
+    pid: int
+
+
+class _RunRequired(TypedDict):
+    argv: list[str]
+
+
+class RunParams(_RunRequired, total=False):
+    input: str | None
+
+
+class RunReply(TypedDict):
+    status: int
+    stdout: str
+    stderr: str
+
+
+class SysctlGetParams(TypedDict):
+    name: str
+
+
+class SysctlSetParams(TypedDict):
+    name: str
+    value: str
+
+
+class NetdevParams(TypedDict):
+    netdev: str
+
+
+class AddressesParams(TypedDict, total=False):
+    netdev: str | None
+
+
+class SetLinkParams(NetdevParams, total=False):
+    up: bool | None
+    mtu: int | None
+
+
+class AddressParams(TypedDict):
+    netdev: str
+    address: str  # with prefix: 198.18.0.1/24
+
+
+class FlushAddressesParams(NetdevParams, total=False):
+    family: int | None  # 4, 6, or None for both
+
+
+class WaitLinkParams(NetdevParams, total=False):
+    operstate: str | None
+    carrier: bool | None
+
+
+class _AddLinkRequired(TypedDict):
+    name: str
+    kind: str
+
+
+class AddLinkParams(_AddLinkRequired, total=False):
+    peer: str | None
+
+
+class NameParams(TypedDict):
+    name: str
+
+
+class AddSiwParams(TypedDict):
+    name: str
+    netdev: str
+
+
+class ResourcesParams(TypedDict, total=False):
+    types: list[str] | None  # of RESOURCE_TYPES; None for all
+
+
+class CursorParams(TypedDict):
+    cursor: int
+
+
+class _CMCallRequired(TypedDict):
+    endpoint: int
+    op: CMOpName
+
+
+class CMCallParams(_CMCallRequired, total=False):
+    params: dict[str, Any] | None  # the op's params (CM_OPS[op].params)
+
+
+class EndpointParams(TypedDict):
+    endpoint: int
+
+
+class LinkReply(TypedDict):
+    """A network link as rtnetlink reports it."""
+
+    name: str
+    index: int
+    mtu: int
+    operstate: str  # UP, DOWN, LOWERLAYERDOWN, UNKNOWN, ...
+    carrier: bool
+    up: bool  # IFF_UP
+    mac: str | None
+    kind: str | None  # veth, dummy, ... (None for physical NICs)
+
+
+class AddressReply(TypedDict):
+    netdev: str
+    address: str  # with prefix
+    family: int  # 4 or 6
+    scope: int  # 0 global, 253 link, 254 host
+
+
+class DrvInfoReply(TypedDict):
+    netdev: str
+    driver: str
+    version: str
+    firmware: str
+    bus_info: str
+
+
+class RdmaDeviceReply(TypedDict):
+    name: str
+    index: int
+    node_type: str | None
+    fw: str | None
+    node_guid: str | None
+
+
+class RdmaLinkReply(TypedDict):
+    device: str
+    port: int
+    state: str | None
+    physical_state: str | None
+    netdev: str | None
+
+
+class KmsgRecordReply(TypedDict):
+    seq: int
+    usec: int  # since boot
+    priority: int  # 0 emerg .. 7 debug
+    facility: int
+    message: str
+
+
+class KmsgReadReply(TypedDict):
+    records: list[KmsgRecordReply]
+    lost: int  # records the ring buffer overwrote before they were read
+
+
+class ClockReply(TypedDict):
+    t_us: int  # the host's CLOCK_MONOTONIC, µs
+
+
+class EndpointReply(TypedDict):
+    endpoint: int
+    pid: int
+
+
+class KillReply(TypedDict):
+    t_us: int  # when SIGKILL was sent (host clock)
+    pid: int
+
+
+class CloseReply(TypedDict):
+    status: int | None  # the worker's exit status; None when it was killed
+    killed: bool
+
+
+# -- CM endpoint operations (cm_call) -------------------------------------------------
+
+
+class _ListenRequired(TypedDict):
+    address: str
+    port: int
+
+
+class ListenParams(_ListenRequired, total=False):
+    backlog: int
+    auto: AutoAnswer | None
+    private_data: str  # hex
+
+
+class _ConnectRequired(TypedDict):
+    dst: str
+    port: int
+
+
+class ConnectParams(_ConnectRequired, total=False):
+    src: str | None
+    private_data: str  # hex
+    resolve_timeout: float
+
+
+class IdParams(TypedDict):
+    id: int  # a cm_id handle of the endpoint
+
+
+class AnswerParams(IdParams, total=False):
+    private_data: str  # hex
+
+
+class RemoteBuffer(TypedDict):
+    addr: int
+    rkey: int
+
+
+class StreamStartParams(IdParams, total=False):
+    mode: StreamMode
+    size: int
+    depth: int
+    remote: RemoteBuffer | None  # the peer's buffer, for RDMA WRITEs
+
+
+class EventsParams(TypedDict, total=False):
+    after: int  # the last log seq already fetched
+    wait: float  # seconds to wait for a matching event
+    types: list[CMEventType] | None
+    id: int | None
+
+
+class PauseParams(TypedDict, total=False):
+    on: bool
+
+
+class TimedReply(TypedDict):
+    """An operation's start (host CLOCK_MONOTONIC, µs) and how long it took (µs)."""
+
+    t_us: int
+    us: int
+
+
+class IdTimedReply(TimedReply):
+    id: int  # the cm_id the operation made
+
+
+class QPInfo(TypedDict):
+    """A QP and its registered buffer: what a peer needs for RDMA WRITEs into it."""
+
+    qp_num: int
+    addr: int
+    rkey: int
+    length: int
+
+
+class ConnectReply(IdTimedReply):
+    qp: QPInfo
+
+
+class AcceptReply(TimedReply):
+    qp: QPInfo
+
+
+class StreamStats(TypedDict):
+    mode: StreamMode
+    ops: int
+    bytes: int
+    error: str | None  # the first failed post or completion
+    error_t_us: int | None
+
+
+class StreamStopReply(TimedReply, StreamStats):
+    pass
+
+
+class CMEvent(TypedDict):
+    """An event the endpoint's channel delivered, stamped when it was read."""
+
+    type: CMEventType
+    status: int
+    id: int | None  # the cm_id's handle (a CONNECT_REQUEST's is new)
+    listen_id: int | None  # its listener's handle
+    private_data: str  # hex
+    host_t_us: int  # the host's CLOCK_MONOTONIC, µs
+
+
+class CMEventEntry(CMEvent):
+    kind: Literal["event"]
+    seq: int
+
+
+class _CMActionRequired(TypedDict):
+    kind: Literal["action"]
+    seq: int
+    name: AutoAnswer
+    id: int
+    params: dict[str, Any]
+    result: str  # "ok" or the errno's name
+    t_us: int
+    us: int
+
+
+class CMActionEntry(_CMActionRequired, total=False):
+    """What the endpoint did by itself: a listener's automatic accept or reject."""
+
+    qp: QPInfo
+
+
+class CMErrorEntry(TypedDict):
+    """Reading the channel failed."""
+
+    kind: Literal["error"]
+    seq: int
+    message: str
+    t_us: int
+
+
+# A Union, not ``|``: this alias is evaluated when the module loads (python 3.9).
+CMLogEntry = Union[CMEventEntry, CMActionEntry, CMErrorEntry]  # noqa: UP007
+
+
+class EventsReply(TypedDict):
+    log: list[CMLogEntry]
+    t_us: int
+
+
+class HandlesReply(TypedDict):
+    ids: list[int]
+
+
+class CMErrorDetails(TypedDict, total=False):
+    """``details`` of an ``rdma`` error: the errno, and when the operation ran."""
+
+    errno: int | None
+    errno_name: str
+    handle: int  # the cm_id it made before failing (connect)
+    t_us: int
+    us: int
+
+
+# -- declarations ------------------------------------------------------------------
+
+P = TypeVar("P", bound=Mapping[str, Any])
+R = TypeVar("R")
+
+
+class ProtocolMismatch(ValueError):
+    """A message that does not have its declared shape; the message names where."""
+
+
+class Spec(Generic[P, R]):
+    """A request/reply pair: the params ``TypedDict`` and the reply type."""
+
+    name: str
+
+    def __init__(self, params: type[P], reply: type[R]) -> None:
+        self.params = params
+        self.reply = reply
+
+    def decode(self, value: object, strict: bool = False) -> R:
+        """``value`` as this reply, once checked; ``strict`` also refuses undeclared keys."""
+        check(self.reply, value, f"{self.name} reply", strict)
+        return typing.cast(R, value)
+
+    def check_params(self, params: Mapping[str, object]) -> None:
+        """Refuse params this request does not declare (names and types)."""
+        check(self.params, dict(params), f"{self.name} params", strict=True)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class Method(Spec[P, R]):
+    """An agent method: ``{"method": name, "params": P}`` answered by ``R``."""
+
+    def __init__(self, name: MethodName, params: type[P], reply: type[R]) -> None:
+        super().__init__(params, reply)
+        self.name: MethodName = name
+
+
+class CMOp(Spec[P, R]):
+    """A CM endpoint operation, run by ``cm_call`` (``op`` = name, ``params`` = P)."""
+
+    def __init__(self, name: CMOpName, params: type[P], reply: type[R]) -> None:
+        super().__init__(params, reply)
+        self.name: CMOpName = name
+
+
+_NONE = type(None)
+
+PING = Method("ping", NoParams, PingReply)
+RUN = Method("run", RunParams, RunReply)
+SYSCTL_GET = Method("sysctl_get", SysctlGetParams, str)
+SYSCTL_SET = Method("sysctl_set", SysctlSetParams, str)  # the old value
+LINKS = Method("links", NoParams, list[LinkReply])
+LINK = Method("link", NetdevParams, LinkReply)
+ADDRESSES = Method("addresses", AddressesParams, list[AddressReply])
+SET_LINK = Method("set_link", SetLinkParams, LinkReply)  # the link before the change
+ADD_ADDRESS = Method("add_address", AddressParams, _NONE)
+DELETE_ADDRESS = Method("delete_address", AddressParams, _NONE)
+FLUSH_ADDRESSES = Method("flush_addresses", FlushAddressesParams, list[AddressReply])
+WAIT_LINK = Method("wait_link", WaitLinkParams, LinkReply)
+ADD_LINK = Method("add_link", AddLinkParams, LinkReply)
+DELETE_LINK = Method("delete_link", NameParams, _NONE)
+ETHTOOL_DRVINFO = Method("ethtool_drvinfo", NetdevParams, DrvInfoReply)
+RDMA_DEVICES = Method("rdma_devices", NoParams, list[RdmaDeviceReply])
+RDMA_LINKS = Method("rdma_links", NoParams, list[RdmaLinkReply])
+RDMA_ADD_SIW = Method("rdma_add_siw", AddSiwParams, _NONE)
+RDMA_DELETE_LINK = Method("rdma_delete_link", NameParams, _NONE)
+RDMA_RESOURCES = Method("rdma_resources", ResourcesParams, dict[str, int])
+KMSG_CURSOR = Method("kmsg_cursor", NoParams, int)
+KMSG_READ = Method("kmsg_read", CursorParams, KmsgReadReply)
+KMSG_CLOSE = Method("kmsg_close", CursorParams, _NONE)
+CM_NOW = Method("cm_now", NoParams, ClockReply)
+CM_OPEN = Method("cm_open", NoParams, EndpointReply)
+CM_CALL = Method("cm_call", CMCallParams, dict[str, Any])  # the op's reply: CM_OPS[op]
+CM_KILL = Method("cm_kill", EndpointParams, KillReply)
+CM_CLOSE = Method("cm_close", EndpointParams, CloseReply)
+CM_ENDPOINTS = Method("cm_endpoints", NoParams, list[EndpointReply])
+
+METHODS: dict[MethodName, Method[Any, Any]] = {
+    m.name: m
+    for m in (
+        PING, RUN, SYSCTL_GET, SYSCTL_SET,
+        LINKS, LINK, ADDRESSES, SET_LINK, ADD_ADDRESS, DELETE_ADDRESS, FLUSH_ADDRESSES,
+        WAIT_LINK, ADD_LINK, DELETE_LINK,
+        ETHTOOL_DRVINFO,
+        RDMA_DEVICES, RDMA_LINKS, RDMA_ADD_SIW, RDMA_DELETE_LINK, RDMA_RESOURCES,
+        KMSG_CURSOR, KMSG_READ, KMSG_CLOSE,
+        CM_NOW, CM_OPEN, CM_CALL, CM_KILL, CM_CLOSE, CM_ENDPOINTS,
+    )
+}  # fmt: skip
+
+OP_LISTEN = CMOp("listen", ListenParams, IdTimedReply)
+OP_CONNECT = CMOp("connect", ConnectParams, ConnectReply)
+OP_ACCEPT = CMOp("accept", AnswerParams, AcceptReply)
+OP_REJECT = CMOp("reject", AnswerParams, TimedReply)
+OP_DISCONNECT = CMOp("disconnect", IdParams, TimedReply)
+OP_QP_ERR = CMOp("qp_err", IdParams, TimedReply)
+OP_DESTROY = CMOp("destroy", IdParams, TimedReply)  # us: how long destroy blocked
+OP_STREAM_START = CMOp("stream_start", StreamStartParams, TimedReply)
+OP_STREAM_STOP = CMOp("stream_stop", IdParams, StreamStopReply)
+OP_STREAM_STATS = CMOp("stream_stats", IdParams, StreamStats)
+OP_EVENTS = CMOp("events", EventsParams, EventsReply)
+OP_PAUSE = CMOp("pause", PauseParams, TimedReply)
+OP_HANDLES = CMOp("handles", NoParams, HandlesReply)
+
+CM_OPS: dict[CMOpName, CMOp[Any, Any]] = {
+    op.name: op
+    for op in (
+        OP_LISTEN, OP_CONNECT, OP_ACCEPT, OP_REJECT, OP_DISCONNECT, OP_QP_ERR, OP_DESTROY,
+        OP_STREAM_START, OP_STREAM_STOP, OP_STREAM_STATS, OP_EVENTS, OP_PAUSE, OP_HANDLES,
+    )
+}  # fmt: skip
+
+
+# -- checking a message against its declaration ---------------------------------------
+
+
+def decode(tp: type[R], value: object, what: str = "message", strict: bool = False) -> R:
+    """``value`` as a ``tp`` (a TypedDict, ``list[...]``...), once checked."""
+    check(tp, value, what, strict)
+    return typing.cast(R, value)
+
+
+def is_typeddict(tp: object) -> bool:
+    """True for a TypedDict class (``typing.is_typeddict`` is python >= 3.10)."""
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+
+
+@functools.cache
+def fields(td: type) -> dict[str, Any]:
+    """A TypedDict's keys and their types, evaluated (inherited keys too)."""
+    return typing.get_type_hints(td)
+
+
+def _name(tp: object) -> str:
+    if tp is _NONE or tp is None:
+        return "null"
+    if isinstance(tp, type) and not get_args(tp):
+        return tp.__name__
+    return repr(tp).replace("typing.", "").replace(f"{__name__}.", "")
+
+
+def _mismatch(tp: object, value: object, path: str) -> ProtocolMismatch:
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return ProtocolMismatch(f"{path}: expected {_name(tp)}, got {shown}")
+
+
+def check(tp: object, value: object, path: str = "message", strict: bool = False) -> None:
+    """Raise :class:`ProtocolMismatch` unless ``value`` is a ``tp``.
+
+    ``tp`` is any type these declarations use: a TypedDict, ``list[X]``,
+    ``dict[str, X]``, a ``Literal``, a union, ``int``/``float``/``str``/
+    ``bool``, None, ``Any``.  Undeclared keys of a TypedDict value are
+    ignored unless ``strict``.
+    """
+    origin = get_origin(tp)
+    if tp is Any or tp is object:
+        return
+    if tp is None or tp is _NONE:
+        if value is not None:
+            raise _mismatch(tp, value, path)
+    elif tp is bool or tp is str:
+        if not isinstance(value, tp):
+            raise _mismatch(tp, value, path)
+    elif tp is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _mismatch(tp, value, path)
+    elif tp is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise _mismatch(tp, value, path)
+    elif origin is Literal:
+        if not any(value == v and type(value) is type(v) for v in get_args(tp)):
+            raise _mismatch(tp, value, path)
+    elif origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        for arm in get_args(tp):
+            try:
+                check(arm, value, path, strict)
+                return
+            except ProtocolMismatch:
+                continue
+        raise _mismatch(tp, value, path)
+    elif origin is list:
+        if not isinstance(value, list):
+            raise _mismatch(tp, value, path)
+        (item,) = get_args(tp)
+        for i, v in enumerate(value):
+            check(item, v, f"{path}[{i}]", strict)
+    elif origin is dict:
+        if not isinstance(value, dict):
+            raise _mismatch(tp, value, path)
+        _, item = get_args(tp)
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ProtocolMismatch(f"{path}: key {k!r} is not a string")
+            check(item, v, f"{path}.{k}", strict)
+    elif is_typeddict(tp):
+        _check_typeddict(typing.cast(type, tp), value, path, strict)
+    else:
+        raise TypeError(f"the protocol cannot check values of type {tp!r}")
+
+
+def _check_typeddict(td: type, value: object, path: str, strict: bool) -> None:
+    if not isinstance(value, dict):
+        raise _mismatch(td, value, path)
+    declared = fields(td)
+    missing = [k for k in sorted(vars(td)["__required_keys__"]) if k not in value]
+    if missing:
+        raise ProtocolMismatch(f"{path}: {td.__name__} lacks {', '.join(missing)}")
+    if strict:
+        extra = sorted(k for k in value if k not in declared)
+        if extra:
+            raise ProtocolMismatch(f"{path}: {td.__name__} has no {', '.join(map(str, extra))}")
+    for key, tp in declared.items():
+        if key in value:
+            check(tp, value[key], f"{path}.{key}", strict)
