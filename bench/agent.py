@@ -20,11 +20,16 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+# The netns lab is test support (tests/netnslab/), not part of the installed hil.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from netnslab.lab import NetnsLab
 
 from hil.agent import Agent, build
 from hil.inventory.model import Host
 from hil.ssh import SSHPool, SSHSession
-from hil.testing.netnslab import NetnsLab
 
 
 def _median_ms(fn: Callable[[], object], rounds: int) -> float:

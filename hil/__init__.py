@@ -1,7 +1,7 @@
 """hil: hardware-in-the-loop testing for iWARP RNICs.
 
 Layers, each usable alone: ``hil.inventory`` -> ``hil.reservation`` ->
-``hil.ssh`` / ``hil.agent`` -> host control (``hil.host``, ``hil.linkctl``)
+``hil.ssh`` / ``hil.agent`` -> host control (``hil.host``, ``hil.host.linkctl``)
 -> ``hil.cm`` -> reporting.  ``hil.plugin`` and ``hil.cli`` are thin shells.
 """
 

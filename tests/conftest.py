@@ -1,6 +1,6 @@
 """Fixtures shared by hil's own tests.
 
-- ``netns_lab``: the session's NetnsLab (hil.testing): two network-namespace
+- ``netns_lab``: the session's NetnsLab (netnslab): two network-namespace
   hosts with real sshd, a data cable between them, keys, known_hosts and an
   inventory.  Tests that use it are marked ``netns`` automatically.
 - ``virtual_lab``: the session's virtual lab of two QEMU siw guests (hil.lab),
@@ -21,7 +21,7 @@ from types import FrameType
 import pytest
 from vlab import VirtualLab, booted_lab
 
-from hil.testing import NetnsLab, cleanup_stale
+from netnslab import NetnsLab, cleanup_stale
 
 
 def netns_unavailable() -> str | None:

@@ -1,6 +1,6 @@
 """A fake of the agent boundary for host-control unit tests.
 
-``FakeHosts`` stands where ``hil.hosts.Hosts`` stands; each host gets a
+``FakeHosts`` stands where ``hil.host.hosts.Hosts`` stands; each host gets a
 ``FakeAgent`` holding a small model of its state (links, addresses, sysctls,
 RDMA devices) that the agent's calls read and change, and a log of the calls.
 Real sshd and netlink are used by the netns tests; this is for what the host

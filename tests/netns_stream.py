@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Self
 
-from hil.testing.netnslab import NetnsLab
+from netnslab.lab import NetnsLab
 
 PORT = 47001
 _RECEIVER = """

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 REPO = Path(__file__).resolve().parents[1]
 # Needs pair setup (every suite test does) but no listener on the far side:

@@ -35,19 +35,6 @@ LAYERS = [
     "cli",
     "__main__",
 ]
-# Top-level modules that belong to a package they are not in yet: issue 9
-# item 6 moves them into hil/host/.
-HOST_CONTROL = {"hosts", "journal", "pairsetup", "linkctl"}
-# Not in the layering: the netns test lab leaves the installed package in
-# issue 9 item 6 (to tests/ or a hil-testing extra).
-UNLAYERED = {"testing"}
-# Known imports against the layering, each with the item that removes it.
-KNOWN_UPWARD = {
-    # Issue 9 item 6: the virtual lab registers its carrier pull and its QMP
-    # undo kind through an interface of host control instead.
-    ("hil.journal", "hil.lab.qmp"),
-    ("hil.linkctl", "hil.lab.qmp"),
-}
 
 
 def _modules() -> dict[str, Path]:
@@ -99,10 +86,6 @@ def _layer(module: str) -> str | None:
     if len(parts) == 1:  # hil itself: its docstring and version
         return None
     top = parts[1]
-    if top in HOST_CONTROL:
-        return "host"
-    if top in UNLAYERED:
-        return None
     assert top in LAYERS, f"{module}: package {top} is not in LAYERS (tests/test_layers.py)"
     return top
 
@@ -138,7 +121,7 @@ def test_the_graph_is_read() -> None:
     assert "hil.cm.recording" in GRAPH["hil.cm.steps"]
 
 
-@pytest.mark.parametrize("package", ["hil.cm", "hil.judge", "hil.host"])
+@pytest.mark.parametrize("package", ["hil.cm", "hil.judge", "hil.host", "hil.reservation"])
 def test_no_cycle_inside(package: str) -> None:
     nodes = {m for m in MODULES if m == package or m.startswith(package + ".")}
     assert _cycle(nodes) is None, " -> ".join(_cycle(nodes) or [])
@@ -156,13 +139,8 @@ def test_no_import_points_up_a_layer() -> None:
         here = _layer(module)
         for dep in deps:
             there = _layer(dep)
-            if here is None or there is None or (module, dep) in KNOWN_UPWARD:
+            if here is None or there is None:
                 continue
             if LAYERS.index(there) > LAYERS.index(here):
                 bad.append(f"{module} ({here}) imports {dep} ({there})")
     assert not bad, "\n".join(bad)
-
-
-def test_known_exceptions_still_exist() -> None:
-    # When an exception goes away, its line in KNOWN_UPWARD must go too.
-    assert [e for e in sorted(KNOWN_UPWARD) if e[1] not in GRAPH.get(e[0], [])] == []

@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from hil.errors import EXIT_INFRA, EXIT_OK, BusyError, CommandTimeout, InputError
-from hil.hosts import Hosts
+from hil.host.hosts import Hosts
 from hil.inventory import load_from_args
 from hil.inventory.model import Inventory, Pair
-from hil.journal import restore_host
+from hil.host.journal import restore_host
 from hil.reservation import Holder, Store, open_store
 
 EXEC_TIMEOUT = 300.0

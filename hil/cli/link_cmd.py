@@ -13,10 +13,10 @@ import json
 
 from hil.cli.host_cmd import acting_lease
 from hil.errors import EXIT_OK
-from hil.hosts import Hosts
+from hil.host.hosts import Hosts
 from hil.inventory import PULL_MODES, load_from_args
-from hil.journal import Journal
-from hil.linkctl import LinkControl, LinkState, find_link
+from hil.host.journal import Journal
+from hil.host.linkctl import LinkControl, LinkState, find_link
 from hil.reservation import open_store
 
 

@@ -10,10 +10,10 @@ API (for suites and the CLI)::
     verdict = check(timeline, session.profile)
 
 - ``CMSession(hosts, pair, *, profile, direction="a-b", journal=None,
-  evidence=True, observers=None)``: ``hosts`` is a :class:`hil.hosts.Hosts`
+  evidence=True, observers=None)``: ``hosts`` is a :class:`hil.host.hosts.Hosts`
   (one agent per host), ``pair`` the reserved
   :class:`~hil.inventory.model.Pair`, already set up
-  (:func:`hil.pairsetup.setup_pair`).  ``profile`` is the contract profile of
+  (:func:`hil.host.pairsetup.setup_pair`).  ``profile`` is the contract profile of
   the provider the pair really runs (:mod:`hil.run.provider` reads it).
   ``direction`` says which side connects ("a-b": host A is active).
   ``journal`` is needed only for link pulls.  ``evidence`` takes resource
@@ -29,7 +29,7 @@ API (for suites and the CLI)::
   :class:`~hil.judge.timeline.ClockOffset`, measured once, refreshed by
   :meth:`refresh_offsets`), ``session.port()`` (a fresh TCP port per use),
   ``session.pull_modes()`` (the modes the pair's link offers),
-  ``session.link_control()`` (:class:`hil.linkctl.LinkControl`).
+  ``session.link_control()`` (:class:`hil.host.linkctl.LinkControl`).
 - ``session.recording(scenario)``: a :class:`~hil.cm.recording.Recording`
   context for writing a new sequence from the steps in :mod:`hil.cm.steps`.
 

@@ -20,11 +20,11 @@ from hil.judge.timeline import SIDES, ClockOffset
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.hosts import Hosts
+    from hil.host.hosts import Hosts
     from hil.inventory.model import Pair, Rnic
-    from hil.journal import Journal
+    from hil.host.journal import Journal
     from hil.judge.profiles import Profile
-    from hil.linkctl import LinkControl
+    from hil.host.linkctl import LinkControl
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class PairSides:
         """Link pulls on this pair's hosts, journaled (needs the session's journal)."""
         if self.journal is None:
             raise InputError("link pulls need a restore journal: pass journal= to CMSession")
-        from hil.linkctl import LinkControl
+        from hil.host.linkctl import LinkControl
 
         return LinkControl(self.hosts, self.journal)
 

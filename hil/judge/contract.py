@@ -74,8 +74,21 @@ class Verdict:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
 
 
-# Every rule, in the order a verdict lists them.
-RULES: tuple[Rule, ...] = invariants.RULES + expectations.RULES
+# Every rule, in the order a verdict lists them: the built-in ones, then those
+# registered with register_rule.
+RULES: list[Rule] = [*invariants.RULES, *expectations.RULES]
+
+
+def register_rule(rule: Rule) -> Rule:
+    """Add ``rule`` to those every verdict runs (a lab's own rule); returns it.
+
+    A name already taken is an InputError: replace a rule for one check with
+    :func:`rules_with` instead.
+    """
+    if any(r.name == rule.name for r in RULES):
+        raise InputError(f"contract rule {rule.name!r} is registered already")
+    RULES.append(rule)
+    return rule
 
 
 def rule_named(name: str) -> Rule:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hil.errors import InputError
@@ -141,24 +142,67 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
 SIW = siw_profile()
 IW_CXGB4 = cxgb4_profile()
 
-_ALIASES = {"siw": "siw", "iw_cxgb4": "iw_cxgb4", "cxgb4": "iw_cxgb4"}
+@dataclass(frozen=True)
+class ProviderSpec:
+    """How a provider is recognised on a host and how its profile follows from the host.
 
-
-def profile_for(driver: str, *, tcp_retries2: int | None = None,
-                ep_timeout_secs: int | None = None) -> Profile:
-    """The profile for an RDMA driver name as ``rdma link`` / sysfs report it.
-
-    Pass the host's ``tcp_retries2`` (siw) or ``ep_timeout_secs`` (cxgb4) when
-    known; the defaults are the kernel's.
+    ``node_desc`` starts the provider's ``/sys/class/infiniband/DEV/node_desc``;
+    ``parent_drivers`` are the drivers of the device below its RDMA device
+    (the PCI function of an RNIC).  ``settings`` names each host setting
+    that shapes the profile and where it is read: ``sysctl:NAME`` or an
+    absolute sysfs path.  ``build(settings)`` makes the profile from those
+    that were read (the largest value of the pair's two hosts).
     """
-    name = _ALIASES.get(driver)
-    if name == "siw":
-        return SIW if tcp_retries2 is None else siw_profile(tcp_retries2)
-    if name == "iw_cxgb4":
-        return IW_CXGB4 if ep_timeout_secs is None else cxgb4_profile(ep_timeout_secs)
+
+    driver: str
+    node_desc: str
+    settings: dict[str, str]
+    build: Callable[[Mapping[str, int]], Profile]
+    parent_drivers: tuple[str, ...] = ()
+
+
+PROVIDERS: dict[str, ProviderSpec] = {}
+
+
+def register_provider(spec: ProviderSpec) -> None:
+    """Make a provider known to pair runs and to :func:`profile_for` (a new RNIC's profile)."""
+    PROVIDERS[spec.driver] = spec
+
+
+def provider_named(driver: str) -> ProviderSpec:
+    """The provider of driver name ``driver`` (or of a parent driver such as ``cxgb4``)."""
+    for spec in PROVIDERS.values():
+        if driver == spec.driver or driver in spec.parent_drivers:
+            return spec
     raise InputError(f"no contract profile for RDMA driver {driver!r} "
-                     f"(known: {', '.join(sorted(_ALIASES))})")
+                     f"(known: {', '.join(sorted(PROVIDERS))})")
 
 
-__all__ = ["IW_CXGB4", "SIW", "Profile", "cxgb4_profile", "profile_for",
-           "siw_profile", "tcp_retries2_timeout_s"]
+def profile_for(driver: str, **settings: int | None) -> Profile:
+    """The profile for an RDMA driver, shaped by the host settings given.
+
+    Settings are the provider's (``tcp_retries2`` for siw, ``ep_timeout_secs``
+    for iw_cxgb4); one left out or None takes the kernel's default.
+    """
+    spec = provider_named(driver)
+    unknown = set(settings) - set(spec.settings)
+    if unknown:
+        raise InputError(f"provider {spec.driver} takes no setting {', '.join(sorted(unknown))} "
+                         f"(it takes: {', '.join(sorted(spec.settings)) or 'none'})")
+    return spec.build({k: v for k, v in settings.items() if v is not None})
+
+
+register_provider(ProviderSpec(
+    "siw", node_desc="Software iWARP stack",  # siw_main.c SIW_NODE_DESC_COMMON
+    settings={"tcp_retries2": "sysctl:net.ipv4.tcp_retries2"},
+    build=lambda s: siw_profile(s["tcp_retries2"]) if "tcp_retries2" in s else SIW))
+register_provider(ProviderSpec(
+    "iw_cxgb4", node_desc="cxgb4 Chelsio",  # cxgb4/iw_cxgb4.h C4IW_NODE_DESC
+    settings={"ep_timeout_secs": "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"},
+    build=lambda s: cxgb4_profile(s["ep_timeout_secs"]) if "ep_timeout_secs" in s else IW_CXGB4,
+    parent_drivers=("cxgb4",)))
+
+
+__all__ = ["IW_CXGB4", "PROVIDERS", "SIW", "Profile", "ProviderSpec", "cxgb4_profile",
+           "profile_for", "provider_named", "register_provider", "siw_profile",
+           "tcp_retries2_timeout_s"]

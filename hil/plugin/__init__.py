@@ -29,9 +29,9 @@ from hil.errors import HilError
 if TYPE_CHECKING:
     # These pull in the store drivers, paramiko and pyroute2: import them only
     # when the plugin is active, so that every other pytest run stays light.
-    from hil.hosts import Hosts
-    from hil.journal import Journal
-    from hil.pairsetup import PairState
+    from hil.host.hosts import Hosts
+    from hil.host.journal import Journal
+    from hil.host.pairsetup import PairState
     from hil.plugin.session import HilSession, Reserved
     from hil.run import PairRun
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from hil.cm.session import CMSession
     from hil.judge.profiles import Profile
     from hil.judge.timeline import Timeline
-    from hil.pairsetup import PairState
+    from hil.host.pairsetup import PairState
     from hil.run import PairRun
 
 DIRECTIONS = ("a-b", "b-a")  # which host connects: A (to B), or B (to A)

@@ -7,7 +7,7 @@ that cannot be read is ``unknown: <what> failed on <host>: <why>``, never the
 inventory's claim (that is shown apart, as ``<host>.<netdev>.inventory``), so
 a half-broken host still gets a report and a reader sees what was not seen.
 
-    props = gather(hosts, pair)          # hosts: hil.hosts.Hosts (or anything with .agent(name))
+    props = gather(hosts, pair)          # hosts: hil.host.hosts.Hosts (or anything with .agent(name))
     write_properties(alluredir, props)
 """
 

@@ -22,7 +22,7 @@ from hil.host import evidence
 from hil.report import attach
 
 if TYPE_CHECKING:
-    from hil.hosts import Hosts
+    from hil.host.hosts import Hosts
     from hil.inventory.model import Pair
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,9 @@ See docs/reservations.md.
 
 from hil.reservation.heartbeat import Heartbeat
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket
+from hil.reservation.open import default_path, open_store
 from hil.reservation.reserve import describe, reserve
-from hil.reservation.store import Store, default_path, open_store, redact
+from hil.reservation.store import Store, redact
 
 __all__ = [
     "Claim",

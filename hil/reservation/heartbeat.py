@@ -9,7 +9,8 @@ from collections.abc import Callable
 
 from hil.errors import HilError, LeaseLost
 from hil.reservation.model import Lease
-from hil.reservation.store import Store, open_store
+from hil.reservation.open import open_store
+from hil.reservation.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import abc
-import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from hil.errors import StoreError
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket
 
 
@@ -95,12 +92,6 @@ class Store(abc.ABC):
         self.close()
 
 
-def default_path() -> Path:
-    """``$XDG_STATE_HOME/hil/reservations.db``, or under ``~/.local/state``."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "hil" / "reservations.db"
-
-
 _PASSWORD_IN_URL = re.compile(r"(://[^:/@]*:)([^@]*)(@)")
 _PASSWORD_PARAM = re.compile(r"(password=)([^&\s]*)", re.IGNORECASE)
 
@@ -108,27 +99,3 @@ _PASSWORD_PARAM = re.compile(r"(password=)([^&\s]*)", re.IGNORECASE)
 def redact(url: str) -> str:
     """``url`` with any password replaced by ``***``, fit for messages."""
     return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1***\3", url))
-
-
-def open_store(url: str | None, timeout: float = 10.0) -> Store:
-    """The store at ``url``: None for the default SQLite file, a path for a
-    SQLite file there, ``postgresql://`` (or ``postgres://``) for PostgreSQL.
-
-    ``timeout`` bounds connecting and every operation, in seconds.
-    """
-    if url is None or url == "":
-        from hil.reservation.sqlite import SqliteStore
-
-        return SqliteStore(default_path(), timeout=timeout)
-    if url.startswith(("postgresql://", "postgres://")):
-        from hil.reservation.postgres import PostgresStore
-
-        return PostgresStore(url, timeout=timeout)
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", url):
-        raise StoreError(
-            f"unsupported reservation store {redact(url)!r}: give a SQLite file path "
-            "or a postgresql:// URL (--store or HIL_STORE)"
-        )
-    from hil.reservation.sqlite import SqliteStore
-
-    return SqliteStore(Path(url).expanduser(), timeout=timeout)

@@ -40,11 +40,11 @@ from hil.reservation import Claim, Heartbeat, Holder, Lease, reserve
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
-    from hil.hosts import Hosts
+    from hil.host.hosts import Hosts
     from hil.inventory.model import Inventory, Pair
-    from hil.journal import Journal, UndoReport
+    from hil.host.journal import Journal, UndoReport
     from hil.judge.profiles import Profile
-    from hil.pairsetup import PairState
+    from hil.host.pairsetup import PairState
     from hil.reservation.store import Store
     from hil.run.provider import Provider
 
@@ -141,8 +141,8 @@ class PairRun:
         """The pair's hosts with warm agents, after undoing what dead runs left there."""
         if self._hosts is not None:
             return self._hosts
-        from hil.hosts import Hosts
-        from hil.journal import Journal, replay
+        from hil.host.hosts import Hosts
+        from hil.host.journal import Journal, replay
 
         self.reserve()
         hosts = Hosts(self.inventory, self.store)
@@ -159,7 +159,7 @@ class PairRun:
         """The pair brought to the inventory's state; its provider read on both hosts."""
         if self._state is not None:
             return self._state
-        from hil.pairsetup import setup_pair
+        from hil.host.pairsetup import setup_pair
         from hil.run.provider import detect
 
         hosts = self.open_hosts()

@@ -2,11 +2,12 @@
 
 Read on both hosts, never taken from the inventory: the RDMA device pair
 setup chose (the inventory's, or a siw fallback it created), that device's
-driver (its ``node_desc`` in sysfs, else the driver of its parent device),
-and the driver's settings that bound the contract's timeouts:
-``net.ipv4.tcp_retries2`` for siw (the kernel's TCP), ``ep_timeout_secs``
-for iw_cxgb4.  Where the two hosts differ, the profile takes the larger
-value: it bounds when the slower end must have answered.
+driver (its ``node_desc`` in sysfs, else the driver of its parent device,
+matched against the registered providers of :mod:`hil.judge.profiles`), and
+the settings that shape the provider's profile (``net.ipv4.tcp_retries2``
+for siw, iw_cxgb4's ``ep_timeout_secs``).  Where the two hosts differ, the
+profile takes the larger value: it bounds when the slower end must have
+answered.
 """
 
 from __future__ import annotations
@@ -17,21 +18,16 @@ from typing import TYPE_CHECKING
 
 from hil import tools
 from hil.errors import InputError, RemoteError
-from hil.judge.profiles import Profile, profile_for
+from hil.judge.profiles import PROVIDERS, Profile, ProviderSpec, profile_for, provider_named
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.hosts import Hosts
+    from hil.host.hosts import Hosts
+    from hil.host.pairsetup import PairState, PortState
     from hil.inventory.model import Pair, Rnic
-    from hil.pairsetup import PairState, PortState
 
 SYSFS_IB = "/sys/class/infiniband"
-CXGB4_PARAMS = "/sys/module/iw_cxgb4/parameters"
 READ_TIMEOUT = 15.0
-# ``node_desc`` as each provider writes it (siw_main.c SIW_NODE_DESC_COMMON,
-# cxgb4/iw_cxgb4.h C4IW_NODE_DESC), and the PCI driver below an RNIC.
-_NODE_DESC = (("Software iWARP stack", "siw"), ("cxgb4 Chelsio", "iw_cxgb4"))
-_PARENT_DRIVER = {"cxgb4": "iw_cxgb4"}
 
 
 @dataclass(frozen=True)
@@ -42,7 +38,7 @@ class HostProvider:
     rdma_device: str
     driver: str
     fallback: bool  # not the inventory's device: pair setup's siw fallback
-    params: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -70,15 +66,15 @@ class Provider:
             raise InputError(f"pair runs {a.driver} on {a.host} and {b.driver} on {b.host}: "
                              "no contract profile judges a mixed pair; give both ports the "
                              "same driver or the same fallback")
-        return profile_for(a.driver, tcp_retries2=self._largest("net.ipv4.tcp_retries2"),
-                           ep_timeout_secs=self._largest("ep_timeout_secs"))
+        names = {name for h in self.hosts for name in h.settings}
+        return profile_for(a.driver, **{name: self._largest(name) for name in names})
 
-    def _largest(self, key: str) -> int | None:
-        values = [h.params[key] for h in self.hosts if key in h.params]
+    def _largest(self, name: str) -> int:
+        values = [h.settings[name] for h in self.hosts if name in h.settings]
         try:
-            return max((int(v) for v in values), default=None)
+            return max(int(v) for v in values)
         except ValueError:
-            raise RemoteError(self.hosts[0].host, f"{key} is not a number on the pair's "
+            raise RemoteError(self.hosts[0].host, f"{name} is not a number on the pair's "
                                                   f"hosts: {', '.join(values)}") from None
 
 
@@ -92,29 +88,36 @@ def _read(agent: Agent, host: str, path: str) -> str:
 
 
 def device_driver(agent: Agent, host: str, device: str) -> str:
-    """The kernel driver behind RDMA device ``device`` on ``host``, as sysfs tells it."""
+    """The provider behind RDMA device ``device`` on ``host``, as sysfs tells it."""
     base = posixpath.join(SYSFS_IB, device)
     desc = _read(agent, host, posixpath.join(base, "node_desc"))
-    for prefix, driver in _NODE_DESC:
-        if desc.startswith(prefix):
-            return driver
+    for spec in PROVIDERS.values():
+        if desc.startswith(spec.node_desc):
+            return spec.driver
     link = agent.run(tools.argv("readlink", "-f", posixpath.join(base, "device", "driver")),
                      timeout=READ_TIMEOUT)
     parent = posixpath.basename(link.stdout.strip()) if link.status == 0 else ""
     if parent:
-        return _PARENT_DRIVER.get(parent, parent)
+        try:
+            return provider_named(parent).driver
+        except InputError:
+            return parent  # a driver hil has no profile for: the profile says so
     raise RemoteError(host, f"RDMA device {device}: cannot tell its driver (node_desc "
                             f"{desc!r}, no parent device driver); is it an RNIC hil knows?")
 
 
-def _params(agent: Agent, host: str, driver: str) -> dict[str, str]:
-    """The settings of ``driver`` the profile needs, read on the host."""
-    if driver == "siw":
-        return {"net.ipv4.tcp_retries2": agent.sysctl("net.ipv4.tcp_retries2")}
-    if driver == "iw_cxgb4":
-        path = posixpath.join(CXGB4_PARAMS, "ep_timeout_secs")
-        return {"ep_timeout_secs": _read(agent, host, path)}
-    return {}
+def _setting(agent: Agent, host: str, where: str) -> str:
+    """One setting of a provider, read where its spec says."""
+    if where.startswith("sysctl:"):
+        return agent.sysctl(where.removeprefix("sysctl:"))
+    return _read(agent, host, where)
+
+
+def _settings(agent: Agent, host: str, driver: str) -> dict[str, str]:
+    spec: ProviderSpec | None = PROVIDERS.get(driver)
+    if spec is None:
+        return {}
+    return {name: _setting(agent, host, where) for name, where in spec.settings.items()}
 
 
 def _host_provider(hosts: Hosts, port: PortState, rnic: Rnic) -> HostProvider:
@@ -124,7 +127,8 @@ def _host_provider(hosts: Hosts, port: PortState, rnic: Rnic) -> HostProvider:
     agent = hosts.agent(port.host)
     driver = device_driver(agent, port.host, port.rdma_device)
     return HostProvider(port.host, port.rdma_device, driver,
-                        port.rdma_device != rnic.rdma_device, _params(agent, port.host, driver))
+                        port.rdma_device != rnic.rdma_device,
+                        _settings(agent, port.host, driver))
 
 
 def detect(hosts: Hosts, pair: Pair, state: PairState) -> Provider:

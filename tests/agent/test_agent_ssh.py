@@ -16,7 +16,7 @@ from agenttest import close_during_run, pids_with_cmdline, process_running, wait
 from hil.agent import Agent, build
 from hil.inventory.model import Host
 from hil.ssh import SSHPool, SSHSession
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hil.reservation import Claim, Holder, open_store
-from hil.testing.netnslab import NetnsLab
+from netnslab.lab import NetnsLab
 
 pytestmark = pytest.mark.netns
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hil.hosts import Hosts
+from hil.host.hosts import Hosts
 from hil.inventory.model import Pair
-from hil.journal import Journal
+from hil.host.journal import Journal
 from hil.run import PairRun
 
 

@@ -211,7 +211,7 @@ class FakeAgent:
 
 
 class FakeCMWorld:
-    """Two fake hosts, h0 and h1, joined by link l01; ``hosts`` stands for hil.hosts.Hosts."""
+    """Two fake hosts, h0 and h1, joined by link l01; ``hosts`` stands for hil.host.hosts.Hosts."""
 
     def __init__(self) -> None:
         self.listeners: dict[tuple[str, int], tuple[Cid, str | None]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,9 +11,10 @@ import pytest
 from cmtimelines import connected, rejected
 
 from hil.errors import InputError
-from hil.judge.contract import RULES, check, rule_named, rules_with
+from hil.judge.contract import RULES, check, register_rule, rule_named, rules_with
 from hil.judge.expectations import kernel_log_clean
 from hil.judge.profiles import IW_CXGB4, SIW
+from hil.judge.rule import Finding, rule
 
 HERE = Path(__file__).parent
 
@@ -28,6 +30,27 @@ def test_every_rule_has_a_violating_test() -> None:
     tests = "".join(p.read_text() for p in HERE.glob("test_*.py"))
     missing = [r.name for r in RULES if f'"{r.name}"' not in tests]
     assert not missing, f"rules without a violating-timeline test: {missing}"
+
+
+@pytest.fixture
+def lab_rule() -> Iterator[None]:
+    """A lab's own rule, registered for one test and taken out after it."""
+    @rule("no-established", None, "nothing connects (a lab's own rule)", "[lab policy]")
+    def no_established(tl, profile):  # type: ignore[no-untyped-def]
+        yield from (Finding("a connection was established", (e,))
+                    for e in tl.events if e.type == "ESTABLISHED")
+
+    register_rule(no_established)
+    yield
+    RULES.remove(no_established)
+
+
+def test_a_registered_rule_runs_in_every_verdict(lab_rule: None) -> None:
+    verdict = check(connected().build(), SIW)
+    assert [v.rule for v in verdict.violations] == ["no-established"] * 2
+    assert "no-established" in verdict.rules
+    with pytest.raises(InputError, match="registered already"):
+        register_rule(rule_named("no-established"))
 
 
 def test_invariants_are_numbered_from_the_contract() -> None:

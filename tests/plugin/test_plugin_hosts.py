@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 pytest_plugins = ["pytester"]
 
 CHANGE_MTU = """
 import os
-from hil.journal import agent_undo
+from hil.host.journal import agent_undo
 
 def test_change(hil_pair, hil_hosts, hil_journal):
     host = hil_pair.pair.host_a.name

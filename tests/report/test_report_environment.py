@@ -8,10 +8,10 @@ from pathlib import Path
 
 from hil.agent.types import CommandResult
 from hil.errors import CommandTimeout
-from hil.hosts import Hosts
+from hil.host.hosts import Hosts
 from hil.inventory.model import Pair
 from hil.report.environment import NONE_REPORTED, gather, rdma_core_version, write_properties
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 
 class Scripted:

@@ -11,7 +11,7 @@ import pytest
 from hil.errors import SSHError
 from hil.report.pcap import Capture
 from hil.ssh import SSHPool, SSHSession
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 PCAP_MAGIC = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 pytest_plugins = ["pytester"]
 

@@ -8,7 +8,7 @@ import pytest
 
 from hil.inventory.model import Inventory
 from hil.ssh import SSHPool, SSHSession
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from sshtest import make_key, with_ssh
 from hil.errors import EXIT_INFRA, AuthenticationFailed, SSHError, Unreachable
 from hil.inventory.model import Host, Inventory
 from hil.ssh import SSHSession
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 
 @pytest.fixture

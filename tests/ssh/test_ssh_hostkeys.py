@@ -12,7 +12,7 @@ from sshtest import make_key, openssh_fingerprint, with_ssh
 from hil.errors import HostKeyError
 from hil.inventory.model import Host, Inventory
 from hil.ssh import SSHSession
-from hil.testing import ALT_SSH_PORT, NetnsLab
+from netnslab import ALT_SSH_PORT, NetnsLab
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from sshtest import inventory_of, with_ssh
 from hil.errors import HostKeyError, InputError, Unreachable
 from hil.inventory.model import Host, Inventory
 from hil.ssh import SSHPool, SSHSession
-from hil.testing import ALT_SSH_PORT, NetnsLab
+from netnslab import ALT_SSH_PORT, NetnsLab
 
 
 def sshd_clients(lab: NetnsLab, index: int, peer: str) -> set[int]:

@@ -15,7 +15,7 @@ from sshtest import inventory_of, with_ssh
 from hil.errors import CommandFailed, CommandTimeout, InputError, SSHError
 from hil.inventory.model import Inventory
 from hil.ssh import SSHPool, SSHSession
-from hil.testing import NetnsLab
+from netnslab import NetnsLab
 
 
 def gone(lab: NetnsLab, pattern: str, within: float = 10) -> bool:

@@ -16,8 +16,8 @@ import pytest
 
 from hil.errors import LabError
 from hil.inventory.model import LinkEnd, Pull
-from hil.journal import Journal, replay
-from hil.linkctl import LinkControl
+from hil.host.journal import Journal, replay
+from hil.host.linkctl import LinkControl
 from hil.reservation import Store, open_store
 from tests.fake_hosts import FakeHosts, two_host_inventory
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 import time
 
-from hil.hosts import Hosts
+from hil.host.hosts import Hosts
+from hil.host.journal import Journal
+from hil.host.linkctl import LinkControl
 from hil.inventory import load
-from hil.journal import Journal
-from hil.linkctl import LinkControl
 from hil.reservation import Claim, Holder, open_store, reserve
 
 

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from hil.errors import InputError
-from hil.hosts import Hosts
+from hil.host.hosts import Hosts
 from hil.inventory.model import Inventory, Pull
-from hil.journal import Journal, replay
-from hil.linkctl import EndState, LinkControl
+from hil.host.journal import Journal, replay
+from hil.host.linkctl import EndState, LinkControl
 from hil.reservation import Claim, Holder, Store, open_store, reserve
-from hil.testing.netnslab import NetnsLab
+from netnslab.lab import NetnsLab
 from tests.netns_stream import Stream
 
 pytestmark = pytest.mark.netns

@@ -23,21 +23,29 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import HilError, InputError, RemoteError
+from hil.host.extensions import load_extensions
+from hil.host.journal import UndoReport, agent_undo, ssh_undo
 from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
-from hil.journal import UndoReport, agent_undo, qmp_undo, ssh_undo
 
 if TYPE_CHECKING:
-    from hil.hosts import Hosts
-    from hil.journal import Journal
+    from hil.host.hosts import Hosts
+    from hil.host.journal import Journal
     from hil.reservation.model import JournalEntry
 
 log = logging.getLogger(__name__)
+
+# ``change(undo)`` journals an undo entry before the pull makes its change.
+Change = Callable[[dict[str, Any]], None]
+# ``pull(control, link, pull, change)`` takes the link down in its mode.
+PullFn = Callable[["LinkControl", Link, Pull, Change], None]
+_pull_modes: dict[str, PullFn] = {}
 
 CARRIER_TIMEOUT = 10.0  # a restored link must see carrier again within this
 STEP_TIMEOUT = 15.0  # one command or call of a pull
@@ -125,7 +133,8 @@ class LinkControl:
         except KeyError as e:
             raise InputError(str(e.args[0])) from None
 
-    def _netdev(self, end: LinkEnd) -> str:
+    def netdev(self, end: LinkEnd) -> str:
+        """The netdev of a link end's port."""
         return self.hosts.host(end.host).rnic(end.port).netdev
 
     def pulls(self, link: str | Link) -> list[JournalEntry]:
@@ -159,7 +168,7 @@ class LinkControl:
 
         log.info("link %s: pulling (%s)", link.name, pull.mode)
         try:
-            getattr(self, f"_pull_{pull.mode}")(link, pull, change)
+            pull_mode(pull.mode)(self, link, pull, change)
         except HilError:
             # Half a pull is worse than none: put back what was journaled.
             entries = [e for e in self.pulls(link) if e.id in recorded]
@@ -193,7 +202,7 @@ class LinkControl:
         return LinkState(link.name, self._end_state(link.a), self._end_state(link.b), pulled)
 
     def _end_state(self, end: LinkEnd) -> EndState:
-        netdev = self._netdev(end)
+        netdev = self.netdev(end)
         agent = self.hosts.agent(end.host)
         info = agent.link(netdev)
         holed = self._blackholed(end.host, netdev, need_nft=False)
@@ -215,9 +224,9 @@ class LinkControl:
 
     # -- the modes ------------------------------------------------------------
 
-    def _pull_admin(self, link: Link, pull: Pull, change: Any) -> None:
+    def _pull_admin(self, link: Link, pull: Pull, change: Change) -> None:
         end = pull.end or link.a
-        netdev = self._netdev(end)
+        netdev = self.netdev(end)
         wait = agent_undo(
             "wait_link", f"wait for carrier on {netdev}", netdev=netdev, carrier=True
         )
@@ -227,9 +236,9 @@ class LinkControl:
         change(undo)
         self.hosts.agent(end.host).set_link(netdev, up=False)
 
-    def _pull_blackhole(self, link: Link, pull: Pull, change: Any) -> None:
+    def _pull_blackhole(self, link: Link, pull: Pull, change: Change) -> None:
         end = pull.end or link.a
-        netdev = self._netdev(end)
+        netdev = self.netdev(end)
         agent = self.hosts.agent(end.host)
         table = blackhole_table(netdev)
         if self._blackholed(end.host, netdev, need_nft=True):
@@ -246,7 +255,7 @@ class LinkControl:
         agent.run(tools.argv("nft", "-f", "-"), STEP_TIMEOUT, input=_blackhole_script(netdev),
                   check=True)
 
-    def _pull_command(self, link: Link, pull: Pull, change: Any) -> None:
+    def _pull_command(self, link: Link, pull: Pull, change: Change) -> None:
         if pull.controller is None:
             raise InputError(f"link {link.name}: the command pull names no controller")
         down, up = self._argv(link, pull, pull.down), self._argv(link, pull, pull.up)
@@ -263,19 +272,24 @@ class LinkControl:
                 f"(vars: {', '.join(sorted(fields)) or 'none'})"
             ) from None
 
-    def _pull_carrier(self, link: Link, pull: Pull, change: Any) -> None:
-        if pull.qmp is None or pull.qmp_netdev is None:
-            raise InputError(f"link {link.name}: the carrier pull needs qmp and qmp_netdev")
-        from hil.lab.qmp import set_link
 
-        what = f"plug the cable of link {link.name} back in (QMP {pull.qmp_netdev})"
-        undo = qmp_undo(pull.qmp, pull.qmp_netdev, True, what)
-        if pull.end is not None:
-            netdev = self._netdev(pull.end)
-            wait = agent_undo(
-                "wait_link", f"wait for carrier on {netdev}", netdev=netdev, carrier=True
-            )
-            # Journaled under the end's host, so the wait runs there.
-            undo["then"] = [{**wait, "timeout": CARRIER_TIMEOUT}]
-        change(undo)
-        set_link(pull.qmp, pull.qmp_netdev, False, timeout=STEP_TIMEOUT)
+def register_pull_mode(mode: str, pull: PullFn) -> None:
+    """Let links be pulled in ``mode`` by ``pull`` (see :mod:`hil.host.extensions`)."""
+    _pull_modes[mode] = pull
+
+
+def pull_mode(mode: str) -> PullFn:
+    """The pull of ``mode``; InputError when nothing registered it."""
+    if mode not in _pull_modes:
+        load_extensions()
+    try:
+        return _pull_modes[mode]
+    except KeyError:
+        raise InputError(f"no link pull registered for mode {mode!r} (known: "
+                         f"{', '.join(sorted(_pull_modes))}); is the package that provides "
+                         "it installed here?") from None
+
+
+register_pull_mode("admin", LinkControl._pull_admin)
+register_pull_mode("blackhole", LinkControl._pull_blackhole)
+register_pull_mode("command", LinkControl._pull_command)

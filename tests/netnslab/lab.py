@@ -39,9 +39,9 @@ from pathlib import Path
 from hil import tools
 from hil.errors import LabError
 from hil.inventory.model import Inventory
-from hil.testing import netnslab_files as files
+from netnslab import files
 
-log = logging.getLogger("hil.testing.netnslab")
+log = logging.getLogger("netnslab.lab")
 
 SSHD = tools.executable("sshd")
 ALT_SSH_PORT = files.ALT_SSH_PORT

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import RemoteError, WaitTimeout
+from hil.host.journal import agent_undo
 from hil.inventory.model import Host, Pair, Rnic
-from hil.journal import agent_undo
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.hosts import Hosts
-    from hil.journal import Journal
+    from hil.host.hosts import Hosts
+    from hil.host.journal import Journal
 
 log = logging.getLogger(__name__)
 

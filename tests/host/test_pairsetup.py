@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from hil.errors import RemoteError
-from hil.hosts import Hosts
+from hil.host.hosts import Hosts
 from hil.inventory.model import Host, Inventory
-from hil.journal import Journal
-from hil.pairsetup import setup_pair
+from hil.host.journal import Journal
+from hil.host.pairsetup import setup_pair
 from hil.reservation import Store, open_store
-from hil.testing.netnslab import NetnsLab
+from netnslab.lab import NetnsLab
 from tests.fake_hosts import FakeHosts, two_host_inventory
 
 

@@ -19,7 +19,8 @@ Undo kinds (every entry also has ``what``, a sentence for people):
   (``run`` must exit 0); ``timeout``, when given, bounds the call and is the
   operation's own timeout (``wait_link``, ``run``);
 - ``ssh``: ``argv`` run over SSH on host ``on`` (a switch or PDU controller);
-- ``qmp``: QEMU ``set_link`` on ``socket`` for ``netdev`` with ``up``.
+- any kind another package registers (:mod:`hil.host.extensions`), such as
+  the virtual lab's ``qmp``: QEMU ``set_link`` on ``socket`` for ``netdev``.
 
 Optional keys: ``then`` (entries run after this one succeeded, e.g. a wait
 for carrier), ``missing_ok`` (an agent error saying the thing is already gone
@@ -31,26 +32,48 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hil.errors import AgentError, CommandFailed, HilError, InputError, RemoteError
+from hil.host.extensions import load_extensions
 
 if TYPE_CHECKING:
-    from hil.hosts import Hosts
+    from hil.host.hosts import Hosts
     from hil.inventory.model import Pair
     from hil.reservation.model import JournalEntry
     from hil.reservation.store import Store
 
 log = logging.getLogger(__name__)
 
-UNDO_KINDS = ("agent", "ssh", "qmp")
 UNDO_TIMEOUT = 30.0
 # Agent error kinds and errnos that mean "what the undo removes is gone already".
 _MISSING_KINDS = {"not_found"}
 _MISSING_ERRNOS = {"ENOENT", "ENODEV", "EADDRNOTAVAIL", "ESRCH"}
 # What tc and ip print when the thing to delete is not there.
+# ``undo(hosts, host, entry, timeout)`` carries out one journal entry of its kind.
+UndoFn = Callable[["Hosts", str, dict[str, Any], float], None]
+_undo_kinds: dict[str, UndoFn] = {}
+
+
+def register_undo_kind(kind: str, undo: UndoFn) -> None:
+    """Let journal entries of ``kind`` be undone by ``undo`` (see :mod:`hil.host.extensions`)."""
+    _undo_kinds[kind] = undo
+
+
+def undo_kind(kind: str) -> UndoFn:
+    """The undo of journal entries of ``kind``; InputError when nothing registered it."""
+    if kind not in _undo_kinds:
+        load_extensions()
+    try:
+        return _undo_kinds[kind]
+    except KeyError:
+        raise InputError(f"no undo registered for journal entries of kind {kind!r} (known: "
+                         f"{', '.join(sorted(_undo_kinds))}); is the package that made them "
+                         "installed here?") from None
+
+
 _MISSING_TEXT = re.compile(r"not found|[Cc]annot find|No such file or directory|does not exist")
 
 
@@ -64,15 +87,14 @@ def ssh_undo(on: str, argv: list[str], what: str) -> dict[str, Any]:
     return {"kind": "ssh", "on": on, "argv": list(argv), "what": what}
 
 
-def qmp_undo(socket: str, netdev: str, up: bool, what: str) -> dict[str, Any]:
-    """An undo entry that sets a QEMU NIC's link through the QMP ``socket``."""
-    return {"kind": "qmp", "socket": socket, "netdev": netdev, "up": up, "what": what}
-
-
 def _check_entry(entry: dict[str, Any]) -> None:
     """Refuse an entry that could not be replayed by another process."""
-    if entry.get("kind") not in UNDO_KINDS or not entry.get("what"):
-        raise TypeError(f"an undo entry needs kind in {UNDO_KINDS} and what: {entry!r}")
+    if not isinstance(entry.get("kind"), str) or not entry.get("what"):
+        raise TypeError(f"an undo entry needs a kind and what: {entry!r}")
+    try:
+        undo_kind(entry["kind"])
+    except InputError as e:
+        raise TypeError(str(e)) from None
     json.dumps(entry)  # TypeError for anything not JSON-safe (a closure, a set)
     for follow in entry.get("then", ()):
         _check_entry(follow)
@@ -120,24 +142,19 @@ def _is_missing(error: Exception) -> bool:
 
 def apply_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
     """Carry out one undo entry of ``host`` (and its ``then`` entries)."""
-    kind = entry["kind"]
+    undo = undo_kind(entry["kind"])
     try:
-        if kind == "agent":
-            _agent_undo(hosts, host, entry, timeout)
-        elif kind == "ssh":
-            hosts.session(entry["on"]).run(list(entry["argv"]), timeout=timeout, check=True)
-        elif kind == "qmp":
-            from hil.lab.qmp import set_link
-
-            set_link(entry["socket"], entry["netdev"], bool(entry["up"]), timeout=timeout)
-        else:
-            raise InputError(f"journal entry of unknown kind {kind!r}: {entry!r}")
+        undo(hosts, host, entry, timeout)
     except AgentError as e:
         if not (entry.get("missing_ok") and _is_missing(e)):
             raise
         log.info("%s: %s: already undone (%s)", host, entry["what"], e)
     for follow in entry.get("then", ()):
         apply_undo(hosts, host, follow, timeout)
+
+
+def _ssh_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
+    hosts.session(entry["on"]).run(list(entry["argv"]), timeout=timeout, check=True)
 
 
 def _agent_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
@@ -150,6 +167,10 @@ def _agent_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) 
         raise CommandFailed(
             host, list(params["argv"]), result["status"], result["stdout"], result["stderr"]
         )
+
+
+register_undo_kind("agent", _agent_undo)
+register_undo_kind("ssh", _ssh_undo)
 
 
 def _undo_entries(

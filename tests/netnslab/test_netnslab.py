@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from hil.errors import LabError
-from hil.testing import NetnsLab, cleanup_stale
-from hil.testing import netnslab as netnslab_module
+from netnslab import NetnsLab, cleanup_stale
+from netnslab import lab as netnslab_module
 
 
 def namespaces() -> set[str]:

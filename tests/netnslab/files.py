@@ -10,7 +10,7 @@ from hil import tools
 from hil.errors import LabError
 
 if TYPE_CHECKING:
-    from hil.testing.netnslab import LabHost, NetnsLab
+    from netnslab.lab import LabHost, NetnsLab
 
 SFTP_SERVER = tools.executable("sftp-server")
 ALT_SSH_PORT = 2222
@@ -34,7 +34,7 @@ def write_sshd_config(lab: NetnsLab, host: LabHost) -> Path:
     config.write_text(
         "\n".join(
             [
-                "# Written by hil.testing.NetnsLab; sshd listens on all namespace addresses.",
+                "# Written by netnslab.NetnsLab; sshd listens on all namespace addresses.",
                 "ListenAddress 0.0.0.0",
                 "Port 22",
                 # A second port, for tests of [host]:port known_hosts entries.
@@ -72,7 +72,7 @@ def write_known_hosts(lab: NetnsLab) -> None:
 def write_inventory(lab: NetnsLab) -> None:
     """An inventory in the format of docs/inventory.md for the lab's hosts and cables."""
     out = [
-        f"# Written by hil.testing.NetnsLab in {lab.tmpdir}: hosts are network namespaces.",
+        f"# Written by netnslab.NetnsLab in {lab.tmpdir}: hosts are network namespaces.",
         "version: 1",
         "hosts:",
     ]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hil.errors import RemoteError
-from hil.journal import Journal, agent_undo, replay, restore_host
+from hil.host.journal import Journal, agent_undo, replay, restore_host
 from hil.reservation import Store, open_store
 from tests.fake_hosts import FakeHosts, two_host_inventory
 

@@ -1,6 +1,6 @@
 """Test support that tests and bench scripts share: the netns lab of real sshd hosts."""
 
-from hil.testing.netnslab import (
+from netnslab.lab import (
     ALT_SSH_PORT,
     Cable,
     LabHost,

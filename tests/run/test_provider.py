@@ -1,0 +1,122 @@
+"""Provider detection over a fake agent boundary: sysfs and sysctls as a host would answer.
+
+The real thing (siw guests, a siw fallback for an inventory that claims
+iw_cxgb4) is tests/run/test_pairrun_lab.py; these cover what the virtual lab
+cannot show: a Chelsio RNIC, a mixed pair, a driver with no profile.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from hil.agent.types import CommandResult
+from hil.errors import InputError, RemoteError
+from hil.host.pairsetup import PairState, PortState
+from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
+from hil.judge.profiles import cxgb4_profile, siw_profile
+from hil.run.provider import detect
+
+SIW_DESC = "Software iWARP stack"
+CXGB4_DESC = "cxgb4 Chelsio Communications"
+EP_TIMEOUT = "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"
+
+
+class SysfsAgent:
+    """A host's agent that knows a few files and sysctls."""
+
+    def __init__(self, files: dict[str, str], sysctls: dict[str, str] | None = None) -> None:
+        self.files = files
+        self.sysctls = sysctls or {}
+
+    def run(self, argv: list[str], timeout: float = 60.0) -> CommandResult:
+        path = argv[-1]
+        if argv[0] == "readlink":
+            found = self.files.get(path)
+            return CommandResult(tuple(argv), 0 if found else 1, found or "", "")
+        if path in self.files:
+            return CommandResult(tuple(argv), 0, self.files[path] + "\n", "")
+        return CommandResult(tuple(argv), 1, "", f"cat: {path}: No such file or directory")
+
+    def sysctl(self, name: str) -> str:
+        return self.sysctls[name]
+
+
+class Hosts:
+    def __init__(self, agents: dict[str, SysfsAgent]) -> None:
+        self.agents = agents
+
+    def agent(self, name: str) -> SysfsAgent:
+        return self.agents[name]
+
+
+def _pair(device: str = "cxgb4_0") -> Pair:
+    rnics = [Rnic("p0", "eth1", "iw_cxgb4", rdma_device=device, fallback="siw",
+                  address=ipaddress.ip_interface(f"198.18.0.{i}/24")) for i in (1, 2)]
+    hosts = [Host(n, SshConfig(host="127.0.0.1"), rnics=(r,)) for n, r in zip("ab", rnics)]
+    return Pair(Link("a-b", LinkEnd("a", "p0"), LinkEnd("b", "p0")), hosts[0], hosts[1])
+
+
+def _state(dev_a: str, dev_b: str) -> PairState:
+    return PairState("a-b", PortState("a", "p0", "eth1", None, 1500, dev_a, False),
+                     PortState("b", "p0", "eth1", None, 1500, dev_b, False), True)
+
+
+def _siw(retries2: str) -> SysfsAgent:
+    return SysfsAgent({"/sys/class/infiniband/siw_eth1/node_desc": SIW_DESC},
+                      {"net.ipv4.tcp_retries2": retries2})
+
+
+def _cxgb4(ep_timeout: str, desc: str = CXGB4_DESC) -> SysfsAgent:
+    return SysfsAgent({"/sys/class/infiniband/cxgb4_0/node_desc": desc, EP_TIMEOUT: ep_timeout,
+                       "/sys/class/infiniband/cxgb4_0/device/driver":
+                       "/sys/bus/pci/drivers/cxgb4"})
+
+
+def test_a_siw_fallback_is_seen_and_the_larger_tcp_retries2_shapes_the_profile() -> None:
+    provider = detect(Hosts({"a": _siw("5"), "b": _siw("8")}), _pair(),  # type: ignore[arg-type]
+                      _state("siw_eth1", "siw_eth1"))
+    assert provider.driver == "siw"
+    assert [h.fallback for h in provider.hosts] == [True, True]
+    assert provider.profile == siw_profile(8)
+
+
+def test_chelsio_by_node_desc_with_both_hosts_ep_timeout() -> None:
+    provider = detect(Hosts({"a": _cxgb4("20"), "b": _cxgb4("7")}), _pair(),  # type: ignore[arg-type]
+                      _state("cxgb4_0", "cxgb4_0"))
+    assert provider.driver == "iw_cxgb4"
+    assert [h.settings for h in provider.hosts] == [{"ep_timeout_secs": "20"},
+                                                   {"ep_timeout_secs": "7"}]
+    assert provider.profile == cxgb4_profile(20)
+    assert not any(h.fallback for h in provider.hosts)
+
+
+def test_chelsio_by_its_pci_driver_when_node_desc_says_nothing_known() -> None:
+    hosts = Hosts({"a": _cxgb4("60", desc="renamed"), "b": _cxgb4("60")})
+    provider = detect(hosts, _pair(), _state("cxgb4_0", "cxgb4_0"))  # type: ignore[arg-type]
+    assert provider.driver == "iw_cxgb4"
+
+
+def test_a_mixed_pair_has_no_profile() -> None:
+    provider = detect(Hosts({"a": _siw("5"), "b": _cxgb4("60")}), _pair(),  # type: ignore[arg-type]
+                      _state("siw_eth1", "cxgb4_0"))
+    assert provider.driver == "siw+iw_cxgb4"
+    with pytest.raises(InputError, match="runs siw on a and iw_cxgb4 on b"):
+        _ = provider.profile
+
+
+def test_a_driver_without_a_profile_is_named() -> None:
+    rxe = SysfsAgent({"/sys/class/infiniband/cxgb4_0/node_desc": "rxe",
+                      "/sys/class/infiniband/cxgb4_0/device/driver": "/sys/bus/x/drivers/rdma_rxe"})
+    provider = detect(Hosts({"a": rxe, "b": rxe}), _pair(),  # type: ignore[arg-type]
+                      _state("cxgb4_0", "cxgb4_0"))
+    with pytest.raises(InputError, match="no contract profile for RDMA driver 'rdma_rxe'"):
+        _ = provider.profile
+
+
+def test_an_unreadable_setting_names_host_and_file() -> None:
+    broken = SysfsAgent({"/sys/class/infiniband/cxgb4_0/node_desc": CXGB4_DESC})
+    with pytest.raises(RemoteError, match=f"a: cannot read {EP_TIMEOUT}"):
+        detect(Hosts({"a": broken, "b": _cxgb4("60")}), _pair(),  # type: ignore[arg-type]
+               _state("cxgb4_0", "cxgb4_0"))
