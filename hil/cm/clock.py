@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from hil.agent.client import Caller, request
+from hil.agent.remote import protocol as wire
 from hil.errors import InputError
 from hil.judge.timeline import ClockOffset
 
@@ -43,9 +45,9 @@ def estimate(host: str, host_now_us: Callable[[], int],
     return ClockOffset(host=host, offset_us=offset, uncertainty_us=(rtt + 1) // 2)
 
 
-def agent_now(agent: object) -> Callable[[], int]:
+def agent_now(agent: Caller) -> Callable[[], int]:
     """A ``host_now_us`` for :func:`estimate` through an agent's ``cm_now``."""
     def now() -> int:
-        return int(agent.call("cm_now", timeout=CALL_TIMEOUT)["t_us"])  # type: ignore[attr-defined]
+        return request(agent, wire.CM_NOW, wire.NoParams(), CALL_TIMEOUT)["t_us"]
 
     return now

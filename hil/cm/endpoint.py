@@ -13,14 +13,19 @@ timeout (result ``"timeout"``).  Lost agents and dead workers raise.
 
 cm_ids are named ``"<side>:<endpoint>.<handle>"`` (``"b:2.4"``), unique
 within a run even with several endpoints on one host.
+
+Requests and replies are those ``hil.agent.remote.protocol`` declares (``wire``
+here): each reply is decoded against its declaration before it is used.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from hil.agent.client import AgentCallError
+from hil.agent.client import AgentCallError, cm_request, decode_reply, request
+from hil.agent.remote import protocol as wire
 from hil.cm.clock import controller_us
 from hil.errors import CommandTimeout, RemoteError
 from hil.judge.timeline import Action, ClockOffset, Event
@@ -34,14 +39,17 @@ OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest
 # Event.seq = endpoint number * SEQ_STRIDE + position in that endpoint's channel:
 # unique per host, and in delivery order for endpoints used one after another.
 SEQ_STRIDE = 1_000_000
+P = TypeVar("P", bound=Mapping[str, Any])
+R = TypeVar("R")
+T = TypeVar("T", bound=wire.TimedReply)  # an operation recorded as an action
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """A recorded call: the action, and the worker's result (``{}`` when it failed)."""
+    """A recorded call: the action, and the worker's reply (``{}`` when it failed)."""
 
     action: Action
-    value: dict[str, Any] = field(default_factory=dict)
+    value: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -70,8 +78,8 @@ class Endpoint:
     def open(cls, rec: Recorder, side: str, host: str, agent: Agent,
              offset: ClockOffset) -> Endpoint:
         """Start a worker with its own event channel on ``host``."""
-        got = agent.call("cm_open", timeout=OPEN_TIMEOUT)
-        return cls(rec, side, host, agent, offset, int(got["endpoint"]), int(got["pid"]))
+        got = request(agent, wire.CM_OPEN, wire.NoParams(), OPEN_TIMEOUT)
+        return cls(rec, side, host, agent, offset, got["endpoint"], got["pid"])
 
     # -- naming and time -----------------------------------------------------
 
@@ -92,23 +100,19 @@ class Endpoint:
 
     # -- the call ------------------------------------------------------------
 
-    def _call(self, op: str, timeout: float = DEFAULT_TIMEOUT, **params: Any) -> dict[str, Any]:
-        answer: dict[str, Any] = self.agent.call("cm_call", timeout=timeout,
-                                                 endpoint=self.number, op=op, params=params)
-        return answer
+    def _call(self, op: wire.CMOp[P, R], params: P, timeout: float = DEFAULT_TIMEOUT) -> R:
+        return cm_request(self.agent, self.number, op, params, timeout)
 
-    def act(self, name: str, op: str, cm_id: str | None = None, *,
-            record: dict[str, Any] | None = None, timeout: float = DEFAULT_TIMEOUT,
-            **params: Any) -> Outcome:
+    def act(self, name: str, op: wire.CMOp[P, T], params: P, cm_id: str | None = None, *,
+            record: dict[str, Any] | None = None, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
         """Run ``op`` in the worker and record it as action ``name`` on ``cm_id``.
 
+        ``params`` name the id (``self.handle(cm_id)``) when the op acts on one;
         ``record`` is what the action's params show (private data as hex...).
         """
-        if cm_id is not None:
-            params["id"] = self.handle(cm_id)
         start = controller_us()
         try:
-            value = self._call(op, timeout=timeout, **params)
+            value = self._call(op, params, timeout)
         except CommandTimeout:
             action = Action(start, self.side, name, cm_id, record or {}, "timeout",
                             controller_us() - start)
@@ -117,77 +121,89 @@ class Endpoint:
         except AgentCallError as e:
             if e.kind != "rdma":
                 raise
-            d = e.details
+            d = decode_reply(self.agent, f"cm_call {op.name} error", wire.CMErrorDetails, e.details)
             cm_id = cm_id or self.name(d.get("handle"))
             t_us = self.to_controller(d["t_us"]) if "t_us" in d else start
             action = Action(t_us, self.side, name, cm_id, record or {},
                             str(d.get("errno_name") or e.errno), d.get("us"))
             self.rec.add_action(action)
             return Outcome(action)
-        cm_id = cm_id or self.name(value.get("id"))
-        t_us = self.to_controller(value["t_us"]) if "t_us" in value else start
-        action = Action(t_us, self.side, name, cm_id, record or {}, "ok", value.get("us"))
+        made = value.get("id")  # the cm_id a listen or connect made
+        cm_id = cm_id or self.name(made if isinstance(made, int) else None)
+        action = Action(self.to_controller(value["t_us"]), self.side, name, cm_id, record or {},
+                        "ok", value["us"])
         self.rec.add_action(action)
         return Outcome(action, value)
 
     # -- CM operations -------------------------------------------------------
 
-    def listen(self, address: str, port: int, backlog: int = 16, auto: str | None = None,
-               private_data: bytes = b"") -> Outcome:
+    def listen(self, address: str, port: int, backlog: int = 16,
+               auto: wire.AutoAnswer | None = None, private_data: bytes = b"") -> Outcome:
         """A listener; ``auto="accept"|"reject"`` answers its requests in the worker."""
-        return self.act("listen", "listen", record={"port": port, "backlog": backlog,
-                                                    "auto": auto},
-                        address=address, port=port, backlog=backlog, auto=auto,
-                        private_data=private_data.hex())
+        params = wire.ListenParams(address=address, port=port, backlog=backlog, auto=auto,
+                                   private_data=private_data.hex())
+        return self.act("listen", wire.OP_LISTEN, params,
+                        record={"port": port, "backlog": backlog, "auto": auto})
 
     def connect(self, dst: str, port: int, src: str | None = None, private_data: bytes = b"",
                 timeout: float = 10.0, listener: bool = True) -> Outcome:
         """Resolve, make a QP and rdma_connect; ``listener=False`` marks a no-listener try."""
-        return self.act("connect", "connect", record={"dst": dst, "port": port,
-                                                      "private_data": private_data.hex(),
-                                                      "listener": listener},
-                        timeout=timeout + 5, dst=dst, port=port, src=src,
-                        private_data=private_data.hex(), resolve_timeout=timeout)
+        params = wire.ConnectParams(dst=dst, port=port, src=src, private_data=private_data.hex(),
+                                    resolve_timeout=timeout)
+        return self.act("connect", wire.OP_CONNECT, params,
+                        record={"dst": dst, "port": port, "private_data": private_data.hex(),
+                                "listener": listener},
+                        timeout=timeout + 5)
 
     def accept(self, cm_id: str, private_data: bytes = b"") -> Outcome:
         """rdma_accept a CONNECT_REQUEST (with a fresh QP)."""
-        return self.act("accept", "accept", cm_id, record={"private_data": private_data.hex()},
-                        private_data=private_data.hex())
+        params = wire.AnswerParams(id=self.handle(cm_id), private_data=private_data.hex())
+        return self.act("accept", wire.OP_ACCEPT, params, cm_id,
+                        record={"private_data": private_data.hex()})
 
     def reject(self, cm_id: str, private_data: bytes = b"") -> Outcome:
         """rdma_reject a CONNECT_REQUEST with private data."""
-        return self.act("reject", "reject", cm_id, record={"private_data": private_data.hex()},
-                        private_data=private_data.hex())
+        params = wire.AnswerParams(id=self.handle(cm_id), private_data=private_data.hex())
+        return self.act("reject", wire.OP_REJECT, params, cm_id,
+                        record={"private_data": private_data.hex()})
 
     def disconnect(self, cm_id: str) -> Outcome:
         """rdma_disconnect: orderly close."""
-        return self.act("disconnect", "disconnect", cm_id)
+        return self.act("disconnect", wire.OP_DISCONNECT, self._id(cm_id), cm_id)
 
     def qp_err(self, cm_id: str) -> Outcome:
         """Move the QP to ERR: abortive close."""
-        return self.act("qp_err", "qp_err", cm_id)
+        return self.act("qp_err", wire.OP_QP_ERR, self._id(cm_id), cm_id)
 
     def destroy(self, cm_id: str, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
         """rdma_destroy_id; the action's duration is how long it blocked on the host."""
-        return self.act("destroy", "destroy", cm_id, timeout=timeout)
+        return self.act("destroy", wire.OP_DESTROY, self._id(cm_id), cm_id, timeout=timeout)
 
-    def stream_start(self, cm_id: str, mode: str = "write", size: int = 4096, depth: int = 4,
-                     remote: dict[str, int] | None = None) -> Outcome:
-        """Keep SENDs or RDMA WRITEs in flight on the connection (``sink`` receives)."""
-        return self.act("traffic", "stream_start", cm_id, record={"mode": mode, "size": size},
-                        mode=mode, size=size, depth=depth, remote=remote)
+    def stream_start(self, cm_id: str, mode: wire.StreamMode = "write", size: int = 4096,
+                     depth: int = 4, remote: Mapping[str, int] | None = None) -> Outcome:
+        """Keep SENDs or RDMA WRITEs in flight on the connection (``sink`` receives);
+        ``remote`` is the peer's buffer (``addr``, ``rkey``) for RDMA WRITEs."""
+        buffer = wire.RemoteBuffer(addr=remote["addr"], rkey=remote["rkey"]) if remote else None
+        params = wire.StreamStartParams(id=self.handle(cm_id), mode=mode, size=size, depth=depth,
+                                        remote=buffer)
+        return self.act("traffic", wire.OP_STREAM_START, params, cm_id,
+                        record={"mode": mode, "size": size})
 
-    def stream_stop(self, cm_id: str) -> dict[str, Any]:
+    def stream_stop(self, cm_id: str) -> wire.StreamStopReply:
         """Stop the stream; its counts (not recorded as an action)."""
-        return self._call("stream_stop", id=self.handle(cm_id))
+        return self._call(wire.OP_STREAM_STOP, self._id(cm_id))
 
     def pause(self, on: bool = True) -> None:
         """Stop (or resume) reading events, leaving requests unretrieved in the kernel."""
-        self._call("pause", on=on)
+        self._call(wire.OP_PAUSE, wire.PauseParams(on=on))
 
     def handles(self) -> list[str]:
         """The live cm_ids of this endpoint."""
-        return [n for h in self._call("handles")["ids"] if (n := self.name(h))]
+        ids = self._call(wire.OP_HANDLES, wire.NoParams())["ids"]
+        return [n for h in ids if (n := self.name(h))]
+
+    def _id(self, cm_id: str) -> wire.IdParams:
+        return wire.IdParams(id=self.handle(cm_id))
 
     # -- events --------------------------------------------------------------
 
@@ -197,9 +213,11 @@ class Endpoint:
         for an event of ``types`` (and of ``cm_id``); returns the new events."""
         if not self.alive:
             return []
-        got = self._call("events", timeout=timeout + 10, after=self._cursor, wait=timeout,
-                         types=list(types) or None,
-                         id=self.handle(cm_id) if cm_id else None)
+        params = wire.EventsParams(after=self._cursor, wait=timeout,
+                                   types=wire.decode(list[wire.CMEventType], list(types),
+                                                     "event types") or None,
+                                   id=self.handle(cm_id) if cm_id else None)
+        got = self._call(wire.OP_EVENTS, params, timeout + 10)
         fresh: list[Event] = []
         for entry in got["log"]:
             self._cursor = max(self._cursor, entry["seq"])
@@ -231,23 +249,23 @@ class Endpoint:
             self.collect(left, types, cm_id)
             fetched = True
 
-    def _event(self, raw: dict[str, Any]) -> Event:
+    def _event(self, raw: wire.CMEventEntry) -> Event:
         return Event(host=self.host, side=self.side, t_us=self.to_controller(raw["host_t_us"]),
                      host_t_us=raw["host_t_us"], type=raw["type"], status=raw["status"],
                      id=self.name(raw["id"]) or "", listen_id=self.name(raw["listen_id"]),
                      private_data=raw["private_data"], seq=self.number * SEQ_STRIDE + raw["seq"])
 
-    def _auto_action(self, raw: dict[str, Any]) -> None:
+    def _auto_action(self, raw: wire.CMActionEntry) -> None:
         self.rec.add_action(Action(self.to_controller(raw["t_us"]), self.side, raw["name"],
-                                   self.name(raw["id"]), raw.get("params", {}),
-                                   raw["result"], raw.get("us")))
+                                   self.name(raw["id"]), raw["params"],
+                                   raw["result"], raw["us"]))
 
     # -- lifetime ------------------------------------------------------------
 
     def kill(self, ids: tuple[str, ...] = ()) -> Action:
         """SIGKILL the worker; recorded as a ``kill`` of each of ``ids`` (its connections)."""
         self.collect()
-        got = self.agent.call("cm_kill", timeout=DEFAULT_TIMEOUT, endpoint=self.number)
+        got = request(self.agent, wire.CM_KILL, wire.EndpointParams(endpoint=self.number))
         self.alive = False
         t_us = self.to_controller(got["t_us"])
         actions = [Action(t_us, self.side, "kill", i, {"pid": self.pid}) for i in ids or (None,)]
@@ -263,4 +281,4 @@ class Endpoint:
             self.collect()
         finally:
             self.alive = False
-            self.agent.call("cm_close", timeout=timeout, endpoint=self.number)
+            request(self.agent, wire.CM_CLOSE, wire.EndpointParams(endpoint=self.number), timeout)

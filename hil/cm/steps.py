@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hil.agent.remote.protocol import AutoAnswer
 from hil.cm.endpoint import Endpoint, Outcome
 from hil.errors import RemoteError
 from hil.judge.timeline import Event
@@ -53,7 +54,7 @@ class Conn:
     established_us: int  # the active side's ESTABLISHED, controller time
 
 
-def listen(rec: Recording, side: str, auto: str | None = None, private_data: bytes = b"",
+def listen(rec: Recording, side: str, auto: AutoAnswer | None = None, private_data: bytes = b"",
            backlog: int = 16, ep: Endpoint | None = None) -> Listener:
     """A listener on ``side``'s data address and a fresh port (a new endpoint unless ``ep``)."""
     s = rec.session

@@ -68,6 +68,10 @@ class FakeAgent:
         self.numbers = itertools.count(1)
         self.calls: list[str] = []
 
+    @property
+    def host(self) -> str:
+        return self.name
+
     def now(self) -> int:
         return controller_us() + SKEW_US[self.name]
 
@@ -121,7 +125,9 @@ class FakeAgent:
 
     def _rdma_error(self, op: str, err: int, handle: int | None = None) -> AgentCallError:
         details = {"errno": err, "errno_name": errno.errorcode[err], "t_us": self.now(),
-                   "us": 40, "handle": handle}
+                   "us": 40}
+        if handle is not None:  # the worker names an id only when it made one
+            details["handle"] = handle
         return AgentCallError(self.name, "cm_call", "rdma", f"cm {op}: {errno.errorcode[err]}",
                               details)
 
@@ -140,7 +146,7 @@ class FakeAgent:
         found = self.world.listeners.get((dst, port))
         if found is None:
             raise self._rdma_error("connect", errno.ECONNREFUSED, cid.handle)
-        result = self._timed(id=cid.handle, qp={"addr": 1, "rkey": 2, "qp_num": 3})
+        result = self._timed(id=cid.handle, qp={"addr": 1, "rkey": 2, "qp_num": 3, "length": 64})
         self.world.tick()
         listener, auto = found
         child = listener.ep.new_id()
@@ -152,7 +158,7 @@ class FakeAgent:
         return result
 
     def op_accept(self, ep: FakeEp, id: int, private_data: str) -> dict:
-        result = self._timed(qp={"addr": 4, "rkey": 5, "qp_num": 6})
+        result = self._timed(qp={"addr": 4, "rkey": 5, "qp_num": 6, "length": 64})
         child = ep.ids[id]
         assert child.peer is not None
         for c in (child, child.peer):
