@@ -17,7 +17,10 @@ Undo kinds (every entry also has ``what``, a sentence for people):
 
 - ``agent``: ``method`` and ``params`` of an agent call on the entry's host
   (``run`` must exit 0); ``timeout``, when given, bounds the call and is the
-  operation's own timeout (``wait_link``, ``run``);
+  operation's own timeout (``wait_link``, ``run``).  ``method`` is a
+  ``protocol.MethodName`` and ``params`` what the method declares
+  (:mod:`hil.agent.remote.protocol`): checked when the entry is made;
+  replaying takes an entry as it was stored;
 - ``ssh``: ``argv`` run over SSH on host ``on`` (a switch or PDU controller);
 - any kind another package registers (:mod:`hil.host.extensions`), such as
   the virtual lab's ``qmp``: QEMU ``set_link`` on ``socket`` for ``netdev``.
@@ -36,6 +39,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hil.agent.client import decode_reply
+from hil.agent.remote.protocol import (
+    METHODS,
+    MethodName,
+    ProtocolMismatch,
+    RunReply,
+    is_method_name,
+)
 from hil.errors import AgentError, CommandFailed, HilError, InputError, RemoteError
 from hil.host.extensions import load_extensions
 
@@ -77,9 +88,32 @@ def undo_kind(kind: str) -> UndoFn:
 _MISSING_TEXT = re.compile(r"not found|[Cc]annot find|No such file or directory|does not exist")
 
 
-def agent_undo(method: str, what: str, **params: Any) -> dict[str, Any]:
-    """An undo entry that calls agent ``method`` with ``params`` on the entry's host."""
-    return {"kind": "agent", "method": method, "params": params, "what": what}
+def agent_undo(method: MethodName, what: str, **params: Any) -> dict[str, Any]:
+    """An undo entry that calls agent ``method`` with ``params`` on the entry's host.
+
+    ``method`` is one of the agent protocol's methods (mypy checks the name)
+    and ``params`` must be what that method declares, names and types: both
+    are checked here, before the change is made, not by a replay days later in
+    another process.  The entry is the same JSON as it always was.
+    """
+    entry = {"kind": "agent", "method": method, "params": params, "what": what}
+    _check_agent_entry(entry)
+    return entry
+
+
+def _check_agent_entry(entry: dict[str, Any]) -> None:
+    """Refuse an agent entry whose method the protocol does not declare, or whose
+    params that method does not take."""
+    method, params = entry.get("method"), entry.get("params")
+    if not isinstance(method, str) or not is_method_name(method):
+        raise TypeError(f"an agent undo entry needs an agent method "
+                        f"(hil.agent.remote.protocol.MethodName), not {method!r}: {entry!r}")
+    if not isinstance(params, dict):
+        raise TypeError(f"an agent undo entry needs params as a dict: {entry!r}")
+    try:
+        METHODS[method].check_params(params)
+    except ProtocolMismatch as e:
+        raise TypeError(f"undo entry {entry.get('what')!r}: {e}") from None
 
 
 def ssh_undo(on: str, argv: list[str], what: str) -> dict[str, Any]:
@@ -95,6 +129,8 @@ def _check_entry(entry: dict[str, Any]) -> None:
         undo_kind(entry["kind"])
     except InputError as e:
         raise TypeError(str(e)) from None
+    if entry["kind"] == "agent":
+        _check_agent_entry(entry)
     json.dumps(entry)  # TypeError for anything not JSON-safe (a closure, a set)
     for follow in entry.get("then", ()):
         _check_entry(follow)
@@ -160,13 +196,15 @@ def _ssh_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) ->
 def _agent_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
     method, params = entry["method"], entry["params"]
     result = hosts.call(host, method, timeout=entry.get("timeout", timeout), **params)
-    if method == "run" and result["status"] != 0:
-        if entry.get("missing_ok") and _MISSING_TEXT.search(result["stderr"]):
-            log.info("%s: %s: already undone (%s)", host, entry["what"], result["stderr"].strip())
+    if method != "run":
+        return
+    done = decode_reply(hosts.agent(host), "run reply", RunReply, result)
+    if done["status"] != 0:
+        if entry.get("missing_ok") and _MISSING_TEXT.search(done["stderr"]):
+            log.info("%s: %s: already undone (%s)", host, entry["what"], done["stderr"].strip())
             return
-        raise CommandFailed(
-            host, list(params["argv"]), result["status"], result["stdout"], result["stderr"]
-        )
+        raise CommandFailed(host, list(params["argv"]), done["status"], done["stdout"],
+                            done["stderr"])
 
 
 register_undo_kind("agent", _agent_undo)

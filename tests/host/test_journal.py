@@ -117,6 +117,14 @@ def test_then_entries_run_after_their_entry(hosts: FakeHosts, store: Store) -> N
         {"kind": "agent", "method": "set_link", "params": {}},  # no what
         {"kind": "closure", "what": "x"},
         {"kind": "agent", "what": "x", "params": {"f": print}},  # not JSON-safe
+        # agent entries name a method of the agent protocol, with the params it declares
+        {"kind": "agent", "what": "x", "method": "set_lnk", "params": {"netdev": "eth1"}},
+        {"kind": "agent", "what": "x", "method": "set_link", "params": {"netdev": "eth1",
+                                                                        "mtuu": 1500}},
+        {"kind": "agent", "what": "x", "method": "set_link", "params": {"mtu": 1500}},
+        {"kind": "agent", "what": "x", "method": "set_link", "params": {"netdev": 1}},
+        {"kind": "ssh", "on": "a", "argv": ["true"], "what": "x",
+         "then": [{"kind": "agent", "what": "y", "method": "wait_link", "params": {}}]},
     ],
 )
 def test_change_refuses_entries_another_process_could_not_replay(
@@ -126,3 +134,26 @@ def test_change_refuses_entries_another_process_could_not_replay(
     with pytest.raises(TypeError):
         journal.change("a", entry)
     assert store.journal_entries("a") == []
+
+
+def test_an_agent_undo_is_checked_against_the_protocol_when_it_is_made() -> None:
+    with pytest.raises(TypeError, match=r"set_link params: SetLinkParams has no mtuu"):
+        agent_undo("set_link", "restore mtu", netdev="eth1", mtuu=1500)
+    with pytest.raises(TypeError, match=r"an agent method .*, not 'set_lnk'"):
+        agent_undo("set_lnk", "restore mtu", netdev="eth1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"sysctl_set params.value: expected str, got 1"):
+        agent_undo("sysctl_set", "restore x", name="x", value=1)
+
+
+def test_entries_keep_their_json_and_old_ones_still_replay(hosts: FakeHosts, store: Store) -> None:
+    undo = agent_undo("set_link", "mtu 1500", netdev="eth1", mtu=1500)
+    assert undo == {"kind": "agent", "method": "set_link", "params": {"netdev": "eth1",
+                                                                      "mtu": 1500},
+                    "what": "mtu 1500"}
+    # What an older hil stored, straight into the store (no agent_undo, no checks).
+    store.journal_add("a", "dead-lease", {"kind": "agent", "method": "set_link",
+                                          "params": {"netdev": "eth1", "mtu": 1500},
+                                          "what": "old mtu 1500", "link": "ab"})
+    hosts.agents["a"].links["eth1"].mtu = 2000
+    assert restore_host(hosts, "a").undone == ("a: old mtu 1500",)  # type: ignore[arg-type]
+    assert hosts.agents["a"].links["eth1"].mtu == 1500
