@@ -32,6 +32,7 @@ from hil.agent.remote.protocol import (
     Handshake,
     Method,
     ProtocolMismatch,
+    Request,
     decode,
 )
 from hil.agent.transport import Channel
@@ -245,7 +246,8 @@ class AgentClient:
             if self._dead is not None:
                 raise AgentError(self.host, f"agent {method}: {self._dead}")
             self._pending[rid] = pending
-        line = json.dumps({"id": rid, "method": method, "params": params, "timeout": timeout})
+        req: Request = {"id": rid, "method": method, "params": params, "timeout": timeout}
+        line = json.dumps(req)
         try:
             with self._write_lock:
                 self._channel.write(line.encode() + b"\n")

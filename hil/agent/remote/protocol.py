@@ -149,7 +149,6 @@ StreamMode = Literal["write", "send", "sink"]
 ResourceType = Literal["cm_id", "qp", "cq", "mr"]
 
 METHOD_NAMES: tuple[MethodName, ...] = get_args(MethodName)
-ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 CM_EVENT_TYPES: tuple[CMEventType, ...] = get_args(CMEventType)
 CM_OP_NAMES: tuple[CMOpName, ...] = get_args(CMOpName)
 STREAM_MODES: tuple[StreamMode, ...] = get_args(StreamMode)
@@ -159,11 +158,6 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = get_args(ResourceType)
 def is_method_name(name: str) -> TypeGuard[MethodName]:
     """True when ``name`` is an agent method this protocol declares."""
     return name in METHOD_NAMES
-
-
-def is_cm_op_name(name: str) -> TypeGuard[CMOpName]:
-    """True when ``name`` is a CM endpoint operation this protocol declares."""
-    return name in CM_OP_NAMES
 
 
 # -- the envelope ---------------------------------------------------------------
