@@ -71,7 +71,8 @@ def run_cmtime(s: CMSession, count: int) -> dict[str, float]:
     time.sleep(2.0)  # the server's listen, on a slow guest
     client = s.agent(s.active).run(
         tools.argv("cmtime", "-s", server_addr, "-p", port, "-c", str(count)),
-        timeout=CMTIME_TIMEOUT)
+        timeout=CMTIME_TIMEOUT,
+    )
     t.join(5)
     if t.is_alive():
         # This server (its argv names our fresh port) may wait for more clients: stop it.
@@ -98,8 +99,9 @@ def main() -> int:
     p.add_argument("--wait", type=float, default=0.0, help="queue for the pair up to S seconds")
     args = p.parse_args()
     inv = loader.load(args.inventory)
-    request = PairRequest(pair=args.pair or inv.pairs()[0].name, holder="bench/cm_rate.py",
-                          ttl=900, wait=args.wait)
+    request = PairRequest(
+        pair=args.pair or inv.pairs()[0].name, holder="bench/cm_rate.py", ttl=900, wait=args.wait
+    )
     hil_rates, cm_rates, cm_full = [], [], []
     with open_store(args.store) as store, PairRun(inv, store, request) as run:
         pair = run.pair
@@ -112,10 +114,14 @@ def main() -> int:
             cm_full.append(args.connections * 1000 / sum(steps.values()))
     hil, cmt, full = (statistics.median(x) for x in (hil_rates, cm_rates, cm_full))
     print(f"pair {pair.name}, {args.connections} connections, {args.rounds} rounds (median)")
-    print(f"hil storm connect+disconnect:     {hil:8.1f} conn/s  (rounds: "
-          f"{', '.join(f'{r:.1f}' for r in hil_rates)})")
-    print(f"cmtime connect+disconnect steps:  {cmt:8.1f} conn/s  (rounds: "
-          f"{', '.join(f'{r:.1f}' for r in cm_rates)})")
+    print(
+        f"hil storm connect+disconnect:     {hil:8.1f} conn/s  (rounds: "
+        f"{', '.join(f'{r:.1f}' for r in hil_rates)})"
+    )
+    print(
+        f"cmtime connect+disconnect steps:  {cmt:8.1f} conn/s  (rounds: "
+        f"{', '.join(f'{r:.1f}' for r in cm_rates)})"
+    )
     print(f"cmtime full cycle (all steps):    {full:8.1f} conn/s")
     print(f"ratio hil / cmtime:               {hil / cmt:8.3f}  (full cycle: {hil / full:.3f})")
     return 0

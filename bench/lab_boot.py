@@ -44,8 +44,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1, help="warm boots to time (default 1)")
     parser.add_argument("--hosts", type=int, default=2, help="guests per lab (default 2)")
-    parser.add_argument("--cold", action="store_true",
-                        help="also build the kernel from scratch in a temporary cache first")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="also build the kernel from scratch in a temporary cache first",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show the lab's progress")
     args = parser.parse_args()
     say = (lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if args.verbose else _quiet
@@ -57,8 +60,10 @@ def main() -> int:
             kernel.ensure_kernel(progress=say)
             built = time.monotonic() - started
             ready, _ = boot_round(args.hosts, say)
-            print(f"cold: kernel build {built:.1f} s, then {args.hosts} guests SSH-ready in "
-                  f"{ready:.1f} s: {built + ready:.1f} s total")
+            print(
+                f"cold: kernel build {built:.1f} s, then {args.hosts} guests SSH-ready in "
+                f"{ready:.1f} s: {built + ready:.1f} s total"
+            )
         if saved is None:
             del os.environ["XDG_CACHE_HOME"]
         else:

@@ -30,8 +30,12 @@ from hil.reservation import Claim, Holder, open_store, reserve
 from hil.reservation.pgcluster import private_cluster, scratch_database
 
 OWN = [Claim(f"own{i}", (f"o{i}a", f"o{i}b")) for i in range(32)]
-SHARED = [Claim("s01", ("s0", "s1")), Claim("s12", ("s1", "s2")),
-          Claim("s23", ("s2", "s3")), Claim("s30", ("s3", "s0"))]
+SHARED = [
+    Claim("s01", ("s0", "s1")),
+    Claim("s12", ("s1", "s2")),
+    Claim("s23", ("s2", "s3")),
+    Claim("s30", ("s3", "s0")),
+]
 
 
 def worker(url: str, scenario: str, cycles: int) -> None:
@@ -44,8 +48,9 @@ def worker(url: str, scenario: str, cycles: int) -> None:
         sys.stdin.readline()
         for _ in range(cycles):
             start = time.perf_counter()
-            lease = reserve(store, claims, holder, ttl=60, wait=120 if scenario == "shared" else 0,
-                            poll=0.01)
+            lease = reserve(
+                store, claims, holder, ttl=60, wait=120 if scenario == "shared" else 0, poll=0.01
+            )
             store.release(lease.id)
             latencies.append(time.perf_counter() - start)
     print(json.dumps(latencies), flush=True)
@@ -53,9 +58,15 @@ def worker(url: str, scenario: str, cycles: int) -> None:
 
 def run(url: str, scenario: str, procs: int, cycles: int) -> tuple[list[float], float]:
     """All latencies of ``procs`` workers, and the wall time from 'go' to the last."""
-    children = [subprocess.Popen([sys.executable, __file__, "--worker", url, scenario,
-                                  str(cycles)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 text=True) for _ in range(procs)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--worker", url, scenario, str(cycles)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(procs)
+    ]
     try:
         for c in children:
             assert c.stdout is not None and c.stdout.readline().strip() == "ready"
@@ -81,13 +92,17 @@ def run(url: str, scenario: str, procs: int, cycles: int) -> tuple[list[float], 
 def report(store: str, scenario: str, procs: int, latencies: list[float], wall: float) -> None:
     ms = sorted(x * 1000 for x in latencies)
     p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
-    print(f"{store:<10} {scenario:<13} {procs:>3} {len(ms):>6} "
-          f"{statistics.median(ms):>10.2f} {p99:>10.2f} {len(ms) / wall:>9.0f}", flush=True)
+    print(
+        f"{store:<10} {scenario:<13} {procs:>3} {len(ms):>6} "
+        f"{statistics.median(ms):>10.2f} {p99:>10.2f} {len(ms) / wall:>9.0f}",
+        flush=True,
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--pg-url", help="an existing PostgreSQL server (default: start one)")
     parser.add_argument("--cycles", type=int, default=400, help="cycles per run (default 400)")
@@ -96,8 +111,10 @@ def main() -> int:
     if args.worker:
         worker(args.worker[0], args.worker[1], int(args.worker[2]))
         return 0
-    print(f"{'store':<10} {'scenario':<13} {'procs':>3} {'cycles':>6} "
-          f"{'median ms':>10} {'p99 ms':>10} {'cycles/s':>9}")
+    print(
+        f"{'store':<10} {'scenario':<13} {'procs':>3} {'cycles':>6} "
+        f"{'median ms':>10} {'p99 ms':>10} {'cycles/s':>9}"
+    )
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hil-bench-")))
         stores = args.stores.split(",")

@@ -117,7 +117,9 @@ class CommandFailed(SSHError):
         self.stdout = stdout
         self.stderr = stderr
         tail = "\n".join(stderr.strip().splitlines()[-10:])
-        super().__init__(host, f"{' '.join(argv)!s} exited {status}" + (f": {tail}" if tail else ""))
+        super().__init__(
+            host, f"{' '.join(argv)!s} exited {status}" + (f": {tail}" if tail else "")
+        )
 
 
 class AgentError(RemoteError):

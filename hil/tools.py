@@ -59,49 +59,97 @@ _ALL: tuple[Where, ...] = ("controller", "host", "guest")
 
 TOOLS: tuple[Tool, ...] = (
     # -- lab hosts: what the SSH layer, the agent and host control run -----------------
-    Tool("python3", "python3", ("controller", "host"),
-         "runs the agent zipapp (Host.python, >= 3.9) and its CM workers; the controller's venv"),
-    Tool("sh", "dash", _ALL,
-         "wraps a started process to report its process group (hil/ssh/session.py); "
-         "the netns lab's and the guests' boot"),
+    Tool(
+        "python3",
+        "python3",
+        ("controller", "host"),
+        "runs the agent zipapp (Host.python, >= 3.9) and its CM workers; the controller's venv",
+    ),
+    Tool(
+        "sh",
+        "dash",
+        _ALL,
+        "wraps a started process to report its process group (hil/ssh/session.py); "
+        "the netns lab's and the guests' boot",
+    ),
     Tool("timeout", "coreutils", _H, "bounds every SSH command on the host (hil/ssh/session.py)"),
     Tool("sudo", "sudo", _H, "root for the agent and tcpdump where the inventory says ssh.sudo"),
     Tool("kill", "procps", _H, "signals a started process's group (agent, tcpdump; bench)"),
     Tool("rm", "coreutils", _H, "removes a fetched packet capture (hil/report/pcap.py)"),
-    Tool("cat", "coreutils", _HG,
-         "reads an RDMA device's node_desc and module parameters (hil/run/provider.py); "
-         "guest boot"),
-    Tool("readlink", "coreutils", _H,
-         "an RDMA device's parent driver in sysfs (hil/run/provider.py)"),
+    Tool(
+        "cat",
+        "coreutils",
+        _HG,
+        "reads an RDMA device's node_desc and module parameters (hil/run/provider.py); guest boot",
+    ),
+    Tool(
+        "readlink", "coreutils", _H, "an RDMA device's parent driver in sysfs (hil/run/provider.py)"
+    ),
     Tool("true", "coreutils", _HG, "the SSH health check of lab readiness (hil/lab/readiness.py)"),
     Tool("uname", "coreutils", _H, "the kernel release in environment.properties"),
-    Tool("dpkg-query", "dpkg", ("controller", "host"),
-         "rdma-core's version on a host (report); linux-source's version (lab kernel)"),
-    Tool("rpm", "rpm", _H, "rdma-core's version on RPM distributions (report)",
-         optional="tried only when dpkg-query has no rdma-core, i.e. on RPM distributions"),
+    Tool(
+        "dpkg-query",
+        "dpkg",
+        ("controller", "host"),
+        "rdma-core's version on a host (report); linux-source's version (lab kernel)",
+    ),
+    Tool(
+        "rpm",
+        "rpm",
+        _H,
+        "rdma-core's version on RPM distributions (report)",
+        optional="tried only when dpkg-query has no rdma-core, i.e. on RPM distributions",
+    ),
     Tool("ping", "iputils-ping", _H, "the pair's data path at pair setup (hil/host/pairsetup.py)"),
     Tool("nft", "nftables", _H, "the blackhole link pull (hil/host/linkctl.py)"),
     Tool("tcpdump", "tcpdump", _H, "captures the pair's data link (hil/report/pcap.py)"),
-    Tool("rdma", "iproute2", _HG,
-         "RDMA devices, links, resources and siw devices (the agent); guests create siw at boot"),
-    Tool("sftp-server", "openssh-sftp-server", _HG,
-         "sshd's sftp subsystem: agent uploads and packet-capture downloads",
-         path="/usr/lib/openssh/sftp-server"),
-    Tool("sshd", "openssh-server", ("controller", "guest"),
-         "the netns test lab's hosts and the virtual-lab guests", path="/usr/sbin/sshd"),
+    Tool(
+        "rdma",
+        "iproute2",
+        _HG,
+        "RDMA devices, links, resources and siw devices (the agent); guests create siw at boot",
+    ),
+    Tool(
+        "sftp-server",
+        "openssh-sftp-server",
+        _HG,
+        "sshd's sftp subsystem: agent uploads and packet-capture downloads",
+        path="/usr/lib/openssh/sftp-server",
+    ),
+    Tool(
+        "sshd",
+        "openssh-server",
+        ("controller", "guest"),
+        "the netns test lab's hosts and the virtual-lab guests",
+        path="/usr/sbin/sshd",
+    ),
     Tool("cmtime", "rdmacm-utils", _H, "RDMA CM connection rate (bench/cm_rate.py)"),
     Tool("pgrep", "procps", _H, "finds bench/cm_rate.py's cmtime server"),
     # -- the controller -------------------------------------------------------------------
-    Tool("ip", "iproute2", _CG,
-         "the netns test lab's namespaces and veths (tests/netnslab/); guest NICs at boot"),
+    Tool(
+        "ip",
+        "iproute2",
+        _CG,
+        "the netns test lab's namespaces and veths (tests/netnslab/); guest NICs at boot",
+    ),
     Tool("unshare", "util-linux", _C, "a private /root for the netns lab's sshd"),
     Tool("mount", "mount", _CG, "the private /root of the netns lab's sshd and of guests"),
     Tool("ssh-keygen", "openssh-client", _C, "keys of the netns lab and the virtual lab"),
     Tool("runuser", "util-linux", _C, "PostgreSQL as postgres when root (the tests' cluster)"),
-    Tool("initdb", "postgresql", _C, "a private PostgreSQL cluster for the store's tests",
-         path="/usr/lib/postgresql/*/bin/initdb"),
-    Tool("pg_ctl", "postgresql", _C, "starts and stops that cluster",
-         path="/usr/lib/postgresql/*/bin/pg_ctl"),
+    Tool(
+        "initdb",
+        "postgresql",
+        _C,
+        "a private PostgreSQL cluster for the store's tests",
+        path="/usr/lib/postgresql/*/bin/initdb",
+    ),
+    Tool(
+        "pg_ctl",
+        "postgresql",
+        _C,
+        "starts and stops that cluster",
+        path="/usr/lib/postgresql/*/bin/pg_ctl",
+    ),
     Tool("vng", "virtme-ng", _C, "boots the virtual-lab guests", source="pypi"),
     Tool("virtme-configkernel", "virtme-ng", _C, "configures the lab kernel", source="pypi"),
     Tool("qemu-system-x86_64", "qemu-system-x86", _C, "the guests' machine, run by vng"),
@@ -114,8 +162,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool("cpio", "cpio", _C, "lab kernel build (run by make)"),
     Tool("xz", "xz-utils", _C, "lab kernel build: unpacks linux-source's .tar.xz (run by tar)"),
     Tool("pahole", "dwarves", _C, "lab kernel build: BTF (run by make)"),
-    Tool("allure", "allure-commandline", _C, "generates the Allure report (hil/report/pipeline.py)",
-         source="npm", path=".tools/node_modules/.bin/allure"),
+    Tool(
+        "allure",
+        "allure-commandline",
+        _C,
+        "generates the Allure report (hil/report/pipeline.py)",
+        source="npm",
+        path=".tools/node_modules/.bin/allure",
+    ),
     Tool("node", "nodejs", _C, "runs the allure command"),
     Tool("java", "default-jre-headless", _C, "the Allure 2 generator, run by allure"),
     # -- only inside virtual-lab guests (hil/lab/guest_boot.sh) ----------------------------
@@ -163,5 +217,6 @@ def argv(command: str, *args: str) -> list[str]:
 
 def packages(where: Where, source: Source = "debian") -> list[str]:
     """The sorted packages of the non-optional commands that run ``where``."""
-    return sorted({t.package for t in TOOLS
-                   if where in t.where and t.source == source and t.optional is None})
+    return sorted(
+        {t.package for t in TOOLS if where in t.where and t.source == source and t.optional is None}
+    )

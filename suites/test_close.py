@@ -18,8 +18,9 @@ from hil.judge.profiles import Profile
 
 
 @pytest.mark.parametrize("by", ["active", "passive"])
-def test_orderly_close_disconnects_both_sides(cm: CMSession, contract: Contract,
-                                              profile: Profile, by: str) -> None:
+def test_orderly_close_disconnects_both_sides(
+    cm: CMSession, contract: Contract, profile: Profile, by: str
+) -> None:
     """rdma_disconnect by ``by``: one DISCONNECTED per side, with an orderly status."""
     tl = cm.run("close", by=by)
     contract(tl)
@@ -27,8 +28,10 @@ def test_orderly_close_disconnects_both_sides(cm: CMSession, contract: Contract,
         got = seen(tl, "DISCONNECTED", side)
         assert len(got) == 1, explain(tl, f"expected one DISCONNECTED on side {side}")
         assert got[0].status in profile.orderly_close_statuses, explain(
-            tl, f"DISCONNECTED status {got[0].status} on side {side}; profile {profile.name} "
-            f"allows {sorted(profile.orderly_close_statuses)} for an orderly close")
+            tl,
+            f"DISCONNECTED status {got[0].status} on side {side}; profile {profile.name} "
+            f"allows {sorted(profile.orderly_close_statuses)} for an orderly close",
+        )
     assert "close_us" in tl.metrics, explain(tl, "no close time measured")
 
 
@@ -46,6 +49,8 @@ def test_disconnect_again_after_close_returns_0(cm: CMSession, contract: Contrac
     tl = rec.timeline()
     contract(tl)
     assert again_active.ok and again_passive.ok, explain(
-        tl, "a second rdma_disconnect failed: "
-        f"{again_active.action.brief()}; {again_passive.action.brief()}")
+        tl,
+        "a second rdma_disconnect failed: "
+        f"{again_active.action.brief()}; {again_passive.action.brief()}",
+    )
     assert len(seen(tl, "DISCONNECTED")) == 2, explain(tl, "expected one DISCONNECTED per side")

@@ -15,35 +15,44 @@ from hil.judge.profiles import Profile
 
 
 def test_connect_establishes_both_sides_and_carries_private_data(
-        cm: CMSession, contract: Contract) -> None:
+    cm: CMSession, contract: Contract
+) -> None:
     """Invariants 1-4 and 10: one CONNECT_REQUEST, ESTABLISHED on both sides, then a clean close."""
     tl = cm.run("connect", private_data=b"hil-connect")
     contract(tl)
     requests = seen(tl, "CONNECT_REQUEST", cm.passive)
-    assert len(requests) == 1, explain(tl, "expected exactly one CONNECT_REQUEST on the passive side")
+    assert len(requests) == 1, explain(
+        tl, "expected exactly one CONNECT_REQUEST on the passive side"
+    )
     assert requests[0].private_bytes.startswith(b"hil-connect"), explain(
-        tl, "the CONNECT_REQUEST lacks the active side's private data")
+        tl, "the CONNECT_REQUEST lacks the active side's private data"
+    )
     for side in (cm.active, cm.passive):
         assert len(seen(tl, "ESTABLISHED", side)) == 1, explain(
-            tl, f"expected one ESTABLISHED on side {side}")
+            tl, f"expected one ESTABLISHED on side {side}"
+        )
     assert tl.metrics.get("connect_us", 0) > 0, explain(tl, "no connect time measured")
 
 
 def test_reject_gives_rejected_with_the_private_data(
-        cm: CMSession, contract: Contract, profile: Profile) -> None:
-    """rdma_reject: the active side gets REJECTED with the profile's status and the reject's data."""
+    cm: CMSession, contract: Contract, profile: Profile
+) -> None:
+    """rdma_reject: the active side gets REJECTED, the profile's status, the reject's data."""
     tl = cm.run("reject", private_data=b"hil-no-thanks")
     contract(tl)
     rejected = seen(tl, "REJECTED", cm.active)
     assert len(rejected) == 1, explain(tl, "expected one REJECTED on the active side")
     assert rejected[0].status == profile.reject_status, explain(
-        tl, f"REJECTED status {rejected[0].status}, profile {profile.name} says "
-        f"{profile.reject_status}")
+        tl,
+        f"REJECTED status {rejected[0].status}, profile {profile.name} says "
+        f"{profile.reject_status}",
+    )
     assert not seen(tl, "ESTABLISHED"), explain(tl, "a rejected connect was ESTABLISHED")
 
 
-def test_connect_with_no_listener_is_refused(cm: CMSession, contract: Contract,
-                                             profile: Profile) -> None:
+def test_connect_with_no_listener_is_refused(
+    cm: CMSession, contract: Contract, profile: Profile
+) -> None:
     """No listener on the port: refused as the profile says (siw: rdma_connect fails)."""
     tl = cm.run("no_listener")
     contract(tl)
@@ -51,9 +60,11 @@ def test_connect_with_no_listener_is_refused(cm: CMSession, contract: Contract,
     assert len(connects) == 1, explain(tl, "expected one connect action")
     if profile.no_listener_connect_error:
         assert connects[0].result == "ECONNREFUSED", explain(
-            tl, "rdma_connect with no listener should fail ECONNREFUSED")
+            tl, "rdma_connect with no listener should fail ECONNREFUSED"
+        )
     else:
-        replies = [e for e in tl.events if e.side == cm.active and e.type in
-                   profile.no_listener_events]
+        replies = [
+            e for e in tl.events if e.side == cm.active and e.type in profile.no_listener_events
+        ]
         assert replies, explain(tl, f"expected one of {sorted(profile.no_listener_events)}")
     assert not seen(tl, "ESTABLISHED"), explain(tl, "a connect with no listener was ESTABLISHED")

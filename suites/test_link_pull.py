@@ -24,23 +24,28 @@ pytestmark = pytest.mark.disruptive
 
 @pytest.mark.parametrize("traffic", [False, True], ids=["idle", "traffic"])
 @pytest.mark.parametrize("mode", PULL_MODES)
-def test_link_pull_then_restore_and_reconnect(cm: CMSession, contract: Contract,
-                                              profile: Profile, mode: str,
-                                              traffic: bool) -> None:
+def test_link_pull_then_restore_and_reconnect(
+    cm: CMSession, contract: Contract, profile: Profile, mode: str, traffic: bool
+) -> None:
     """Detection within the profile's bound (when it has one), then a working reconnect."""
     offered = cm.pull_modes()
     if mode not in offered:
-        pytest.skip(f"link {cm.pair.link.name} offers no {mode!r} pull "
-                    f"(offers: {', '.join(offered) or 'none'})")
+        pytest.skip(
+            f"link {cm.pair.link.name} offers no {mode!r} pull "
+            f"(offers: {', '.join(offered) or 'none'})"
+        )
     tl = cm.run("link_pull", mode=mode, traffic=traffic)
     contract(tl)
     bound = profile.link_pull_bound_s("admin" if mode == "admin" else "carrier", traffic)
     if bound is not None:
         assert "detection_us" in tl.metrics, explain(
-            tl, f"profile {profile.name} promises detection of a {mode} pull "
-            f"({'traffic' if traffic else 'idle'}) within {bound:.1f} s: none came")
+            tl,
+            f"profile {profile.name} promises detection of a {mode} pull "
+            f"({'traffic' if traffic else 'idle'}) within {bound:.1f} s: none came",
+        )
     if traffic:
         assert tl.metrics.get("traffic_ops", 0) > 0, explain(tl, "no traffic ran before the pull")
     c2 = [e for e in tl.events if e.conn == "c2" and e.type == "ESTABLISHED"]
-    assert len(c2) == 2, explain(tl, "the reconnect after the restore did not establish "
-                                     "on both sides")
+    assert len(c2) == 2, explain(
+        tl, "the reconnect after the restore did not establish on both sides"
+    )

@@ -17,20 +17,28 @@ from cmsuite import Contract, explain, seen
 from hil.cm.session import CMSession
 
 
-@pytest.mark.parametrize(("pending", "accepted"), [(2, 1), (3, 0)],
-                         ids=["2-pending-1-accepted", "3-pending"])
+@pytest.mark.parametrize(
+    ("pending", "accepted"), [(2, 1), (3, 0)], ids=["2-pending-1-accepted", "3-pending"]
+)
 def test_listener_destroy_rejects_pending_and_keeps_accepted(
-        cm: CMSession, contract: Contract, pending: int, accepted: int) -> None:
+    cm: CMSession, contract: Contract, pending: int, accepted: int
+) -> None:
     """Pending requests end (REJECTED), accepted connections survive the listener."""
     tl = cm.run("listener_destroy", pending=pending, accepted=accepted)
     contract(tl)
     for i in range(pending):
-        replies = [e for e in tl.events if e.conn == f"p{i}" and e.side == cm.active
-                   and e.type in ("ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR")]
+        replies = [
+            e
+            for e in tl.events
+            if e.conn == f"p{i}"
+            and e.side == cm.active
+            and e.type in ("ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR")
+        ]
         assert len(replies) == 1, explain(tl, f"pending connect p{i} got no single reply")
     for i in range(accepted):
         closes = [e for e in tl.events if e.conn == f"c{i}" and e.type == "DISCONNECTED"]
         assert len(closes) == 2, explain(
-            tl, f"accepted connection c{i} should outlive the listener and close on both sides")
+            tl, f"accepted connection c{i} should outlive the listener and close on both sides"
+        )
     assert "destroy_blocked_us" in tl.metrics, explain(tl, "the listener destroy did not complete")
     assert len(seen(tl, "ESTABLISHED")) >= 2 * accepted, explain(tl, "accepts did not establish")

@@ -27,22 +27,26 @@ from hil.judge.profiles import Profile
 
 
 def test_destroy_during_connect_blocks_within_the_bound(
-        cm: CMSession, contract: Contract, profile: Profile) -> None:
+    cm: CMSession, contract: Contract, profile: Profile
+) -> None:
     """Invariant 7: destroy in CONN_SENT returns within the provider's connect timeout."""
     tl = cm.run("destroy_conn_sent")
     contract(tl)
     blocked = tl.metrics.get("destroy_blocked_us")
     assert blocked is not None, explain(tl, "the destroy in CONN_SENT did not complete")
     assert blocked <= profile.conn_sent_destroy_bound_s * 1e6, explain(
-        tl, f"destroy blocked {blocked / 1e6:.1f} s, over {profile.conn_sent_destroy_bound_s} s")
+        tl, f"destroy blocked {blocked / 1e6:.1f} s, over {profile.conn_sent_destroy_bound_s} s"
+    )
     assert seen(tl, "CONNECT_REQUEST", cm.passive), explain(
-        tl, "the connect never reached the listener, so the id was not in CONN_SENT")
+        tl, "the connect never reached the listener, so the id was not in CONN_SENT"
+    )
     replies = [e for e in tl.events if e.side == cm.active and e.type in steps.REPLY_TYPES]
     assert not replies, explain(tl, "the connect got a reply: the destroy was not in CONN_SENT")
 
 
 def test_unanswered_request_destroyed_gives_rejected(
-        cm: CMSession, contract: Contract, profile: Profile) -> None:
+    cm: CMSession, contract: Contract, profile: Profile
+) -> None:
     """The passive side destroys a CONNECT_REQUEST without answering: active REJECTED."""
     with cm.recording("destroy-unanswered-request") as rec:
         listener = steps.listen(rec, cm.passive)
@@ -58,9 +62,11 @@ def test_unanswered_request_destroyed_gives_rejected(
     tl = rec.timeline()
     contract(tl)
     assert reply is not None and reply.type == "REJECTED", explain(
-        tl, "destroying an unanswered request should give the active side REJECTED")
+        tl, "destroying an unanswered request should give the active side REJECTED"
+    )
     assert reply.status == profile.reject_status, explain(
-        tl, f"REJECTED({reply.status}); profile {profile.name} says {profile.reject_status}")
+        tl, f"REJECTED({reply.status}); profile {profile.name} says {profile.reject_status}"
+    )
 
 
 def test_simultaneous_disconnect_from_both_sides(cm: CMSession, contract: Contract) -> None:
@@ -70,8 +76,12 @@ def test_simultaneous_disconnect_from_both_sides(cm: CMSession, contract: Contra
         conn = steps.establish(rec, rec.endpoint(cm.active), listener, "c1")
         steps.destroy(listener.ep, listener.id)
         with ThreadPoolExecutor(max_workers=2) as pool:
-            outs = list(pool.map(lambda ep_id: ep_id[0].disconnect(ep_id[1]),
-                                 [(conn.active, conn.active_id), (conn.passive, conn.passive_id)]))
+            outs = list(
+                pool.map(
+                    lambda ep_id: ep_id[0].disconnect(ep_id[1]),
+                    [(conn.active, conn.active_id), (conn.passive, conn.passive_id)],
+                )
+            )
         down = steps.wait_disconnected(conn, steps.REPLY_TIMEOUT)
         steps.teardown(conn)
     tl = rec.timeline()
@@ -83,8 +93,7 @@ def test_simultaneous_disconnect_from_both_sides(cm: CMSession, contract: Contra
 
 
 @pytest.mark.parametrize("rounds", [4])
-def test_destroy_racing_the_connect_reply(cm: CMSession, contract: Contract,
-                                          rounds: int) -> None:
+def test_destroy_racing_the_connect_reply(cm: CMSession, contract: Contract, rounds: int) -> None:
     """rdma_destroy_id right after rdma_connect, while the peer auto-accepts: no late event."""
     with cm.recording("destroy-racing-reply") as rec:
         listener = steps.listen(rec, cm.passive, auto="accept")
@@ -100,4 +109,5 @@ def test_destroy_racing_the_connect_reply(cm: CMSession, contract: Contract,
     tl = rec.timeline()
     contract(tl)
     assert len(destroys) == rounds and all(d.ok for d in destroys), explain(
-        tl, "a destroy racing the connect reply failed")
+        tl, "a destroy racing the connect reply failed"
+    )

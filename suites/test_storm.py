@@ -16,14 +16,18 @@ from hil.cm.session import CMSession
 
 @pytest.mark.parametrize("count", [16])
 def test_storm_connects_and_closes_every_connection(
-        cm: CMSession, contract: Contract, count: int) -> None:
+    cm: CMSession, contract: Contract, count: int
+) -> None:
     """``count`` concurrent connects all establish, then all close with one DISCONNECTED each."""
     tl = cm.run("storm", count=count)
     contract(tl)
     established = seen(tl, "ESTABLISHED", cm.active)
     assert len(established) == count, explain(
-        tl, f"{len(established)} of {count} concurrent connects established")
+        tl, f"{len(established)} of {count} concurrent connects established"
+    )
     closed = seen(tl, "DISCONNECTED", cm.active)
     assert len(closed) == count, explain(tl, f"{len(closed)} of {count} connections closed")
-    print(f"storm {count}: {tl.metrics.get('connect_rate_per_s', 0):.1f} connects/s, "
-          f"{tl.metrics.get('cycle_rate_per_s', 0):.1f} connect+close cycles/s")
+    print(
+        f"storm {count}: {tl.metrics.get('connect_rate_per_s', 0):.1f} connects/s, "
+        f"{tl.metrics.get('cycle_rate_per_s', 0):.1f} connect+close cycles/s"
+    )

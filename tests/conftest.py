@@ -19,9 +19,8 @@ from collections.abc import Iterator
 from types import FrameType
 
 import pytest
-from vlab import VirtualLab, booted_lab
-
 from netnslab import NetnsLab, cleanup_stale
+from vlab import VirtualLab, booted_lab
 
 
 def netns_unavailable() -> str | None:
@@ -31,8 +30,9 @@ def netns_unavailable() -> str | None:
     for tool in ("ip", "/usr/sbin/sshd", "ssh-keygen", "unshare"):
         if shutil.which(tool) is None:
             return f"the netns lab needs {tool} (ci/install installs it)"
-    probe = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10,
-                           check=False)
+    probe = subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True, timeout=10, check=False
+    )
     if probe.returncode != 0:
         return f"'ip netns' does not work here: {probe.stderr.strip()}"
     return None

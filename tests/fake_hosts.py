@@ -55,8 +55,14 @@ class FakeAgent:
     def _op_link(self, netdev: str) -> dict[str, Any]:
         link = self._link(netdev)
         return {
-            "name": netdev, "index": 2, "mtu": link.mtu, "operstate": "UP" if link.up else "DOWN",
-            "carrier": link.up, "up": link.up, "mac": None, "kind": None,
+            "name": netdev,
+            "index": 2,
+            "mtu": link.mtu,
+            "operstate": "UP" if link.up else "DOWN",
+            "carrier": link.up,
+            "up": link.up,
+            "mac": None,
+            "kind": None,
         }
 
     def _op_set_link(self, netdev: str, up: bool | None = None, mtu: int | None = None) -> Any:
@@ -117,8 +123,13 @@ class FakeAgent:
     def set_link(self, netdev: str, up: bool | None = None, mtu: int | None = None) -> LinkInfo:
         return LinkInfo.from_wire(self.call("set_link", netdev=netdev, up=up, mtu=mtu))
 
-    def wait_link(self, netdev: str, operstate: str | None = None, carrier: bool | None = None,
-                  timeout: float = 10.0) -> LinkInfo:
+    def wait_link(
+        self,
+        netdev: str,
+        operstate: str | None = None,
+        carrier: bool | None = None,
+        timeout: float = 10.0,
+    ) -> LinkInfo:
         return LinkInfo.from_wire(self.call("wait_link", timeout=timeout, netdev=netdev))
 
     def addresses(self, netdev: str) -> list[AddressInfo]:
@@ -133,8 +144,9 @@ class FakeAgent:
     def set_sysctl(self, name: str, value: Any) -> str:
         return self.call("sysctl_set", name=name, value=str(value))
 
-    def run(self, argv: list[str], timeout: float = 60.0, input: str | None = None,
-            check: bool = False) -> CommandResult:
+    def run(
+        self, argv: list[str], timeout: float = 60.0, input: str | None = None, check: bool = False
+    ) -> CommandResult:
         r = self.call("run", timeout=timeout, argv=list(argv), input=input)
         return CommandResult(tuple(argv), r["status"], r["stdout"], r["stderr"])
 
@@ -176,13 +188,19 @@ def two_host_inventory(
 
     def host(name: str, ip: str) -> Host:
         rnic = Rnic(
-            "p0", "eth1", "iw_cxgb4", rdma_device=rdma_device,
-            address=ipaddress.ip_interface(ip), mtu=9000, fallback=fallback,  # type: ignore[arg-type]
+            "p0",
+            "eth1",
+            "iw_cxgb4",
+            rdma_device=rdma_device,
+            address=ipaddress.ip_interface(ip),
+            mtu=9000,
+            fallback=fallback,  # type: ignore[arg-type]
         )
         return Host(name, SshConfig(host=name), rnics=(rnic,), sysctls=sysctls)
 
     link = Link("ab", LinkEnd("a", "p0"), LinkEnd("b", "p0"), pulls=(Pull("admin"),))
     return Inventory(
-        Path("test.yaml"), hosts={"a": host("a", "198.18.0.1/24"), "b": host("b", "198.18.0.2/24")},
+        Path("test.yaml"),
+        hosts={"a": host("a", "198.18.0.1/24"), "b": host("b", "198.18.0.2/24")},
         links={"ab": link},
     )

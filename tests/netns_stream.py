@@ -57,8 +57,17 @@ class Stream:
         self._start(lab, src, _SENDER, address)
 
     def _start(self, lab: NetnsLab, host: int, script: str, address: str) -> subprocess.Popen[str]:
-        argv = ["ip", "netns", "exec", lab.hosts[host].netns, sys.executable, "-c", script,
-                address, str(PORT)]
+        argv = [
+            "ip",
+            "netns",
+            "exec",
+            lab.hosts[host].netns,
+            sys.executable,
+            "-c",
+            script,
+            address,
+            str(PORT),
+        ]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self._procs.append(proc)
         return proc

@@ -69,8 +69,9 @@ def _imports(module: str, path: Path) -> Iterator[str]:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*up, *([base] if base else [])])
             # "from hil.cm import steps" imports the module hil.cm.steps.
-            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
-                     for a in node.names]
+            names = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
+            ]
         else:
             continue
         for name in names:
@@ -102,7 +103,7 @@ def _cycle(nodes: set[str]) -> list[str] | None:
             if m not in nodes:
                 continue
             if state.get(m) == 1:
-                return [*path[path.index(m):], m]
+                return [*path[path.index(m) :], m]
             if m not in state and (found := visit(m)):
                 return found
         path.pop()
@@ -117,7 +118,8 @@ def _cycle(nodes: set[str]) -> list[str] | None:
 
 def test_the_graph_is_read() -> None:
     assert "hil.judge.contract" in GRAPH["hil.cm.session"] or any(
-        "hil.judge" in m for m in GRAPH["hil.cm.session"])
+        "hil.judge" in m for m in GRAPH["hil.cm.session"]
+    )
     assert "hil.cm.recording" in GRAPH["hil.cm.steps"]
 
 
@@ -128,8 +130,13 @@ def test_no_cycle_inside(package: str) -> None:
 
 
 def test_the_judge_needs_nothing_but_errors() -> None:
-    bad = {(m, d) for m in GRAPH if m.startswith("hil.judge") for d in GRAPH[m]
-           if d != "hil.errors" and not d.startswith("hil.judge")}
+    bad = {
+        (m, d)
+        for m in GRAPH
+        if m.startswith("hil.judge")
+        for d in GRAPH[m]
+        if d != "hil.errors" and not d.startswith("hil.judge")
+    }
     assert not bad, sorted(bad)
 
 

@@ -40,8 +40,13 @@ REQUIREMENTS_DOC = REPO / "docs" / "host-control.md"
 @functools.cache
 def ci_install_packages() -> frozenset[str]:
     """The Debian packages ci/install installs, as it lists them itself."""
-    out = subprocess.run([str(REPO / "ci" / "install"), "--list-packages"], capture_output=True,
-                         text=True, timeout=30, check=True).stdout
+    out = subprocess.run(
+        [str(REPO / "ci" / "install"), "--list-packages"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
     return frozenset(out.split())
 
 
@@ -72,14 +77,15 @@ def dpkg_owners(path: Path) -> set[str]:
     for name in names:
         for usr, root in USR_ALIASES:
             if name.startswith(usr):
-                aliases.add(root + name[len(usr):])
+                aliases.add(root + name[len(usr) :])
             elif name.startswith(root):
-                aliases.add(usr + name[len(root):])
+                aliases.add(usr + name[len(root) :])
     names |= aliases
     owners: set[str] = set()
     for name in sorted(names):
-        done = subprocess.run(["dpkg", "-S", name], capture_output=True, text=True, timeout=30,
-                              check=False)
+        done = subprocess.run(
+            ["dpkg", "-S", name], capture_output=True, text=True, timeout=30, check=False
+        )
         for line in done.stdout.splitlines():
             if line.startswith("diversion by"):
                 continue
@@ -91,15 +97,25 @@ def dpkg_owners(path: Path) -> set[str]:
 
 def direct_dependencies(package: str) -> set[str]:
     """The packages ``package`` Depends or Pre-Depends on (every alternative)."""
-    done = subprocess.run(["dpkg-query", "-W", "-f=${Depends}, ${Pre-Depends}", package],
-                          capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Depends}, ${Pre-Depends}", package],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     names = re.split(r"[,|]", done.stdout)
     return {re.sub(r"\(.*?\)|:\w+", "", n).strip() for n in names} - {""}
 
 
 def installed_debian(package: str) -> bool:
-    done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True,
-                          text=True, timeout=30, check=False)
+    done = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", package],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return done.stdout.endswith("install ok installed")
 
 
@@ -112,21 +128,26 @@ def runtime_dependencies() -> set[str]:
 def check_debian(t: Tool, path: Path) -> None:
     assert t.package in ci_install_packages(), (
         f"{t.command} ({t.purpose}) comes from the Debian package {t.package}, which ci/install "
-        f"does not install: add {t.package} to APT_PACKAGES in ci/install")
+        f"does not install: add {t.package} to APT_PACKAGES in ci/install"
+    )
     owners = dpkg_owners(path)
-    assert owners, (f"{t.command}: no Debian package owns {path}; install it with apt "
-                    f"({t.package}), not by hand")
+    assert owners, (
+        f"{t.command}: no Debian package owns {path}; install it with apt "
+        f"({t.package}), not by hand"
+    )
     provides = t.package in owners or bool(owners & direct_dependencies(t.package))
     assert provides, (
         f"{t.command}: {path} belongs to {', '.join(sorted(owners))}, which {t.package} neither "
-        f"is nor depends on; fix the package of {t.command!r} in hil/tools.py")
+        f"is nor depends on; fix the package of {t.command!r} in hil/tools.py"
+    )
     assert installed_debian(t.package), f"{t.package} is not installed: run ci/install"
 
 
 def check_pypi(t: Tool, path: Path) -> None:
     assert t.package.lower() in runtime_dependencies(), (
         f"{t.command} comes from the PyPI package {t.package}, which pyproject.toml's "
-        "dependencies do not list")
+        "dependencies do not list"
+    )
     dist = importlib.metadata.distribution(t.package)
     files = {os.path.realpath(str(dist.locate_file(f))) for f in dist.files or ()}
     assert os.path.realpath(path) in files, f"{path} is not a file of {t.package}"
@@ -135,7 +156,8 @@ def check_pypi(t: Tool, path: Path) -> None:
 def check_npm(t: Tool, path: Path) -> None:
     package_dir = REPO / ".tools" / "node_modules" / t.package
     assert os.path.realpath(path).startswith(str(package_dir.resolve()) + os.sep), (
-        f"{path} is not a file of the npm package {t.package}")
+        f"{path} is not a file of the npm package {t.package}"
+    )
 
 
 @pytest.mark.parametrize("t", tools.TOOLS, ids=[t.command for t in tools.TOOLS])
@@ -145,8 +167,10 @@ def test_each_command_comes_from_a_package_ci_install_installs(t: Tool) -> None:
         if t.optional is not None:
             pytest.skip(f"{t.command} is optional ({t.optional}) and absent here")
         where = {"pypi": "in the venv (pip)", "npm": "in .tools (npm)"}.get(t.source, "")
-        pytest.fail(f"{t.command} ({t.purpose}) is not installed {where}on this machine: "
-                    f"ci/install must install {t.package}")
+        pytest.fail(
+            f"{t.command} ({t.purpose}) is not installed {where}on this machine: "
+            f"ci/install must install {t.package}"
+        )
     {"debian": check_debian, "pypi": check_pypi, "npm": check_npm}[t.source](t, path)
 
 

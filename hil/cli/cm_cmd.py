@@ -25,33 +25,68 @@ EXIT_CONTRACT = 4  # the sequence ran, and the CM contract was violated
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil cm`` and its subcommands."""
-    cm = subparsers.add_parser("cm", help="run RDMA CM sequences on a pair", description=__doc__,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    cm = subparsers.add_parser(
+        "cm",
+        help="run RDMA CM sequences on a pair",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     cmds = cm.add_subparsers(dest="cm_command", metavar="CM_COMMAND", parser_class=type(cm))
     cmds.required = True
 
     p = cmds.add_parser("list", help="the sequences and their parameters")
     p.set_defaults(func=_list)
 
-    p = cmds.add_parser("run", help="run one sequence; print its timeline and verdict",
-                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cmds.add_parser(
+        "run",
+        help="run one sequence; print its timeline and verdict",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("sequence", metavar="SEQUENCE", help="a sequence name (hil cm list)")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--pair", metavar="NAME", help="this pair (a link name of the inventory)")
-    which.add_argument("--require", action="append", default=[], metavar="K=V",
-                       help="any pair meeting this requirement (repeatable)")
-    which.add_argument("--lease", metavar="LEASE",
-                       help="run under this live lease (from 'hil reserve'); it is not released")
-    p.add_argument("--direction", choices=("a-b", "b-a"), default="a-b",
-                   help="which host connects: a-b (default) or b-a")
-    p.add_argument("--mode", metavar="MODE", help="link pull mode (link_pull; default: the "
-                   "link's first)")
-    p.add_argument("-p", "--param", action="append", default=[], metavar="K=V",
-                   help="a sequence parameter, e.g. -p by=passive -p count=16 (repeatable)")
-    p.add_argument("--wait", type=float, default=0.0, metavar="S",
-                   help="queue up to S seconds for a busy pair (default 0: exit 2 at once)")
-    p.add_argument("--json", action="store_true",
-                   help='print one JSON object: {"lease", "setup", "timeline", "verdict"}')
+    which.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="any pair meeting this requirement (repeatable)",
+    )
+    which.add_argument(
+        "--lease",
+        metavar="LEASE",
+        help="run under this live lease (from 'hil reserve'); it is not released",
+    )
+    p.add_argument(
+        "--direction",
+        choices=("a-b", "b-a"),
+        default="a-b",
+        help="which host connects: a-b (default) or b-a",
+    )
+    p.add_argument(
+        "--mode", metavar="MODE", help="link pull mode (link_pull; default: the link's first)"
+    )
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a sequence parameter, e.g. -p by=passive -p count=16 (repeatable)",
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="queue up to S seconds for a busy pair (default 0: exit 2 at once)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object: {"lease", "setup", "timeline", "verdict"}',
+    )
     p.set_defaults(func=_run)
 
 
@@ -64,7 +99,9 @@ def _sequences() -> dict[str, registry.Sequence]:
 
 def _list(args: argparse.Namespace) -> int:
     for name, fn in sorted(_sequences().items()):
-        params = [f"{p.name}={p.default!r}" for p in list(inspect.signature(fn).parameters.values())[1:]]
+        params = [
+            f"{p.name}={p.default!r}" for p in list(inspect.signature(fn).parameters.values())[1:]
+        ]
         doc = (fn.__doc__ or "").strip().splitlines()[0]
         print(f"{name:<18} {' '.join(params) or '-':<44} {doc}")
     return EXIT_OK
@@ -96,8 +133,10 @@ def sequence_params(name: str, pairs: list[str], mode: str | None) -> dict[str, 
     accepted = list(inspect.signature(fn).parameters)[1:]
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        raise InputError(f"sequence {name} takes no {', '.join(unknown)} "
-                         f"(it takes: {', '.join(accepted) or 'nothing'})")
+        raise InputError(
+            f"sequence {name} takes no {', '.join(unknown)} "
+            f"(it takes: {', '.join(accepted) or 'nothing'})"
+        )
     if isinstance(params.get("private_data"), str | int | float):
         params["private_data"] = str(params["private_data"]).encode()
     return params
@@ -111,18 +150,28 @@ def _run(args: argparse.Namespace) -> int:
 
     params = sequence_params(args.sequence, args.param, args.mode)
     inv = load_from_args(args.inventory)
-    request = PairRequest(pair=args.pair, require=tuple(args.require), lease=args.lease,
-                          holder=f"hil cm run {args.sequence}", wait=args.wait)
+    request = PairRequest(
+        pair=args.pair,
+        require=tuple(args.require),
+        lease=args.lease,
+        holder=f"hil cm run {args.sequence}",
+        wait=args.wait,
+    )
     with open_store(args.store) as store:
         if args.lease and not any(le.id == args.lease for le in store.leases()):
             raise InputError(f"lease {args.lease} is not live (hil status lists leases)")
-        with PairRun(inv, store, request,
-                     progress=lambda t: print(f"hil: {t}", file=sys.stderr)) as run:
+        with PairRun(
+            inv, store, request, progress=lambda t: print(f"hil: {t}", file=sys.stderr)
+        ) as run:
             timeline = run.session(args.direction).run(args.sequence, **params)
             verdict = check(timeline, run.profile)
-            doc = {"lease": run.lease.to_json(), "setup": run.state.to_json(),
-                   "provider": _provider_json(run), "timeline": timeline.to_dict(),
-                   "verdict": verdict.to_dict()}
+            doc = {
+                "lease": run.lease.to_json(),
+                "setup": run.state.to_json(),
+                "provider": _provider_json(run),
+                "timeline": timeline.to_dict(),
+                "verdict": verdict.to_dict(),
+            }
     if args.json:
         print(json.dumps(doc))
     else:
@@ -133,16 +182,21 @@ def _run(args: argparse.Namespace) -> int:
 def _provider_json(run: Any) -> dict[str, Any]:
     """The provider both hosts run, and each host's device, driver and settings."""
     p = run.provider
-    return {"driver": p.driver, "profile": run.profile.name,
-            "hosts": [dataclasses.asdict(h) for h in p.hosts]}
+    return {
+        "driver": p.driver,
+        "profile": run.profile.name,
+        "hosts": [dataclasses.asdict(h) for h in p.hosts],
+    }
 
 
 def _print(doc: dict[str, Any], verdict_text: str) -> None:
     from hil.judge.timeline import Timeline
 
     tl = Timeline.from_dict(doc["timeline"])
-    print(f"{tl.scenario} on pair {doc['lease']['pair']} ({tl.pair[0]}, {tl.pair[1]}), "
-          f"profile {tl.provider}")
+    print(
+        f"{tl.scenario} on pair {doc['lease']['pair']} ({tl.pair[0]}, {tl.pair[1]}), "
+        f"profile {tl.provider}"
+    )
     for o in tl.offsets:
         print(f"  clock {o.host}: offset {o.offset_us} us +/- {o.uncertainty_us} us")
     t0 = min((x.t_us for x in tl.merged()), default=0)

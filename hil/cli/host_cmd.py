@@ -20,9 +20,9 @@ from typing import Any
 
 from hil.errors import EXIT_INFRA, EXIT_OK, BusyError, CommandTimeout, InputError
 from hil.host.hosts import Hosts
+from hil.host.journal import restore_host
 from hil.inventory import load_from_args
 from hil.inventory.model import Inventory, Pair
-from hil.host.journal import restore_host
 from hil.reservation import Holder, Store, open_store
 
 EXEC_TIMEOUT = 300.0
@@ -31,11 +31,13 @@ _CHUNK = 65536
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil host`` and its subcommands."""
-    host = subparsers.add_parser("host", help="inspect, configure and restore lab hosts",
-                                 description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmds = host.add_subparsers(dest="host_command", metavar="HOST_COMMAND",
-                               parser_class=type(host))
+    host = subparsers.add_parser(
+        "host",
+        help="inspect, configure and restore lab hosts",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmds = host.add_subparsers(dest="host_command", metavar="HOST_COMMAND", parser_class=type(host))
     cmds.required = True
 
     p = cmds.add_parser("info", help="kernel, RDMA devices, links and addresses of a host")
@@ -43,34 +45,63 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_info)
 
-    p = cmds.add_parser("exec", help="run a command on a host; exits with its status",
-                        description="Run CMD on HOST over SSH (no shell), streaming its "
-                        "stdout and stderr; exit with its exit status.")
+    p = cmds.add_parser(
+        "exec",
+        help="run a command on a host; exits with its status",
+        description="Run CMD on HOST over SSH (no shell), streaming its "
+        "stdout and stderr; exit with its exit status.",
+    )
     p.add_argument("host", metavar="HOST")
-    p.add_argument("--timeout", type=float, default=EXEC_TIMEOUT, metavar="S",
-                   help=f"stop the command after S seconds, exit 2 (default {EXEC_TIMEOUT:g})")
-    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD...",
-                   help="the command and its arguments (options of exec go before HOST)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=EXEC_TIMEOUT,
+        metavar="S",
+        help=f"stop the command after S seconds, exit 2 (default {EXEC_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="-- CMD...",
+        help="the command and its arguments (options of exec go before HOST)",
+    )
     p.set_defaults(func=_exec)
 
-    p = cmds.add_parser("setup", help="reserve a pair and bring it to the inventory's state",
-                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cmds.add_parser(
+        "setup",
+        help="reserve a pair and bring it to the inventory's state",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("pair", metavar="PAIR")
-    p.add_argument("--lease", metavar="LEASE", help="set up under this live lease of the pair "
-                   "instead of reserving it")
-    p.add_argument("--ttl", type=float, default=300.0, metavar="S",
-                   help="TTL of the lease taken (default 300)")
-    p.add_argument("--wait", type=float, default=0.0, metavar="S",
-                   help="queue up to S seconds for a busy pair (default 0: exit 2 at once)")
-    p.add_argument("--no-rdma", action="store_true",
-                   help="configure the network only; pick no RDMA device")
+    p.add_argument(
+        "--lease",
+        metavar="LEASE",
+        help="set up under this live lease of the pair instead of reserving it",
+    )
+    p.add_argument(
+        "--ttl", type=float, default=300.0, metavar="S", help="TTL of the lease taken (default 300)"
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="queue up to S seconds for a busy pair (default 0: exit 2 at once)",
+    )
+    p.add_argument(
+        "--no-rdma", action="store_true", help="configure the network only; pick no RDMA device"
+    )
     p.add_argument("--json", action="store_true", help='print {"lease": ..., "setup": ...}')
     p.set_defaults(func=_setup)
 
-    p = cmds.add_parser("restore", help="undo a host's restore journal, newest change first",
-                        description="Undo every change left in HOST's restore journal. "
-                        "Refused while a live lease holds HOST, unless --lease names it or "
-                        "--force is given.")
+    p = cmds.add_parser(
+        "restore",
+        help="undo a host's restore journal, newest change first",
+        description="Undo every change left in HOST's restore journal. "
+        "Refused while a live lease holds HOST, unless --lease names it or "
+        "--force is given.",
+    )
     p.add_argument("host", metavar="HOST")
     p.add_argument("--lease", metavar="LEASE", help="the live lease that holds HOST")
     p.add_argument("--force", action="store_true", help="restore even while another lease holds it")
@@ -94,13 +125,17 @@ def acting_lease(store: Store, host_names: Iterable[str], given: str | None) -> 
             held = ", ".join(sorted(names))
             raise InputError(f"lease {given} is not live or holds none of {held}")
         if not names <= set(lease.hosts):
-            raise InputError(f"lease {given} holds {', '.join(lease.hosts)}, not all of "
-                             f"{', '.join(sorted(names))}")
+            raise InputError(
+                f"lease {given} holds {', '.join(lease.hosts)}, not all of "
+                f"{', '.join(sorted(names))}"
+            )
         return lease.id
     if live:
         le = live[0]
-        raise BusyError(f"{', '.join(sorted(names & set(le.hosts)))} held by lease {le.id} "
-                        f"({le.holder}); pass --lease {le.id} to act under it")
+        raise BusyError(
+            f"{', '.join(sorted(names & set(le.hosts)))} held by lease {le.id} "
+            f"({le.holder}); pass --lease {le.id} to act under it"
+        )
     holder = Holder.current()
     return f"manual:{holder.user}@{holder.hostname}"
 
@@ -132,8 +167,13 @@ def host_info(hosts: Hosts, name: str) -> dict[str, Any]:
     for a in agent.addresses():
         addresses.setdefault(a.netdev, []).append(str(a.address))
     links = [{**vars(li), "addresses": addresses.get(li.name, [])} for li in agent.links()]
-    return {"host": name, "kernel": agent.hello.kernel, "python": agent.hello.python,
-            "rdma": rdma, "links": links}
+    return {
+        "host": name,
+        "kernel": agent.hello.kernel,
+        "python": agent.hello.python,
+        "rdma": rdma,
+        "links": links,
+    }
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -149,12 +189,16 @@ def _info(args: argparse.Namespace) -> int:
     elif not rdma["ports"]:
         print("RDMA: no devices")
     for p in rdma["ports"]:
-        print(f"RDMA: {p['device']}/{p['port']} {p['state']} ({p['physical_state']}) "
-              f"netdev {p['netdev'] or '-'}")
+        print(
+            f"RDMA: {p['device']}/{p['port']} {p['state']} ({p['physical_state']}) "
+            f"netdev {p['netdev'] or '-'}"
+        )
     for li in info["links"]:
         state = "carrier" if li["carrier"] else "no-carrier"
-        print(f"  {li['name']:<16} {li['operstate']:<8} {'up' if li['up'] else 'down':<5} "
-              f"mtu {li['mtu']:<6} {state:<11} {' '.join(li['addresses'])}".rstrip())
+        print(
+            f"  {li['name']:<16} {li['operstate']:<8} {'up' if li['up'] else 'down':<5} "
+            f"mtu {li['mtu']:<6} {state:<11} {' '.join(li['addresses'])}".rstrip()
+        )
     return EXIT_OK
 
 
@@ -164,11 +208,13 @@ def _info(args: argparse.Namespace) -> int:
 def _exec(args: argparse.Namespace) -> int:
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not argv:
-        raise InputError("hil host exec: give the command after --, "
-                         "e.g. hil host exec h1 -- uname -a")
+        raise InputError(
+            "hil host exec: give the command after --, e.g. hil host exec h1 -- uname -a"
+        )
     if argv is args.argv and argv[0].startswith("-"):
-        raise InputError(f"hil host exec: {argv[0]} after HOST: write hil host exec "
-                         "[--timeout S] HOST -- CMD...")
+        raise InputError(
+            f"hil host exec: {argv[0]} after HOST: write hil host exec [--timeout S] HOST -- CMD..."
+        )
     with Hosts(load_from_args(args.inventory)) as hosts:
         host = hosts.host(args.host)
         proc = hosts.session(args.host).open_process(list(argv), sudo=host.ssh.sudo)
@@ -177,8 +223,11 @@ def _exec(args: argparse.Namespace) -> int:
         finally:
             proc.close(timeout=1.0)  # it has exited, or overran and is stopped now
     if status < 0:
-        print(f"hil: error: {args.host}: {argv[0]} ended without an exit status "
-              "(killed, or the connection dropped)", file=sys.stderr)
+        print(
+            f"hil: error: {args.host}: {argv[0]} ended without an exit status "
+            "(killed, or the connection dropped)",
+            file=sys.stderr,
+        )
         return EXIT_INFRA
     return status
 
@@ -202,8 +251,11 @@ def _stream(host: str, argv: list[str], chan: Any, timeout: float) -> int:
         if chan.exit_status_ready() and (chan.eof_received or chan.closed):
             return int(chan.recv_exit_status())
         if time.monotonic() >= deadline:
-            raise CommandTimeout(host, f"{' '.join(argv)} still ran after {timeout:g}s and was "
-                                 "stopped; raise --timeout if it is just slow")
+            raise CommandTimeout(
+                host,
+                f"{' '.join(argv)} still ran after {timeout:g}s and was "
+                "stopped; raise --timeout if it is just slow",
+            )
         select.select([chan], [], [], 0.1)
 
 
@@ -218,8 +270,14 @@ def _setup(args: argparse.Namespace) -> int:
     with open_store(args.store) as store:
         if args.lease:
             acting_lease(store, [pair.host_a.name, pair.host_b.name], args.lease)
-        request = PairRequest(pair=pair.name, lease=args.lease, holder="hil host setup",
-                              ttl=args.ttl, wait=args.wait, rdma=not args.no_rdma)
+        request = PairRequest(
+            pair=pair.name,
+            lease=args.lease,
+            holder="hil host setup",
+            ttl=args.ttl,
+            wait=args.wait,
+            rdma=not args.no_rdma,
+        )
         # A failed setup is undone and a lease we took given back; a good one is kept.
         with PairRun(inv, store, request) as run:
             lease, state = run.lease, run.state
@@ -230,8 +288,10 @@ def _setup(args: argparse.Namespace) -> int:
     print(lease)
     for side in (state.a, state.b):
         created = " (created)" if side.created else ""
-        print(f"  {side.host}:{side.port} {side.netdev} {side.address or '-'} mtu {side.mtu} "
-              f"rdma {side.rdma_device or '-'}{created}")
+        print(
+            f"  {side.host}:{side.port} {side.netdev} {side.address or '-'} mtu {side.mtu} "
+            f"rdma {side.rdma_device or '-'}{created}"
+        )
     print(f"  {state.a.host} reaches {state.b.host}: {'yes' if state.reached else 'not checked'}")
     return EXIT_OK
 

@@ -25,16 +25,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = cmds.add_parser("up", help="boot the lab's guests (reuses a running lab)")
     _dir_option(p)
-    p.add_argument("--hosts", type=int, default=2, help="number of guests, cabled as a chain (default 2)")
+    p.add_argument(
+        "--hosts", type=int, default=2, help="number of guests, cabled as a chain (default 2)"
+    )
     p.add_argument("--memory", default="1G", help="memory per guest, as for QEMU -m (default 1G)")
-    p.add_argument("--accel", choices=ACCELS, default="auto",
-                   help="kvm, tcg, or auto: KVM only if a probe boot works (default auto)")
-    p.add_argument("--boot-timeout", type=float, default=control.BOOT_TIMEOUT,
-                   help=f"seconds for all guests to become SSH-ready (default {control.BOOT_TIMEOUT:g})")
+    p.add_argument(
+        "--accel",
+        choices=ACCELS,
+        default="auto",
+        help="kvm, tcg, or auto: KVM only if a probe boot works (default auto)",
+    )
+    p.add_argument(
+        "--boot-timeout",
+        type=float,
+        default=control.BOOT_TIMEOUT,
+        help=f"seconds for all guests to become SSH-ready (default {control.BOOT_TIMEOUT:g})",
+    )
     p.set_defaults(func=_up)
 
-    p = cmds.add_parser("status", help="show the lab's guests, pids, ports, uptime and health "
-                        "(exit 3 when no healthy lab runs)")
+    p = cmds.add_parser(
+        "status",
+        help="show the lab's guests, pids, ports, uptime and health "
+        "(exit 3 when no healthy lab runs)",
+    )
     _dir_option(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_status)
@@ -49,8 +62,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _dir_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dir", type=Path, default=default_dir(),
-                   help=f"the lab directory (default {default_dir()})")
+    p.add_argument(
+        "--dir",
+        type=Path,
+        default=default_dir(),
+        help=f"the lab directory (default {default_dir()})",
+    )
 
 
 def _kernel(args: argparse.Namespace) -> int:
@@ -59,8 +76,13 @@ def _kernel(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    control.up(args.dir, hosts=args.hosts, memory=args.memory, accel_mode=args.accel,
-               boot_timeout=args.boot_timeout)
+    control.up(
+        args.dir,
+        hosts=args.hosts,
+        memory=args.memory,
+        accel_mode=args.accel,
+        boot_timeout=args.boot_timeout,
+    )
     print(control.inventory_path(args.dir))
     return 0
 
@@ -79,27 +101,55 @@ def _inventory(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     found = control.status(args.dir)
     if found is None:
-        print(json.dumps({"dir": str(args.dir), "running": False}) if args.json
-              else f"no lab in {args.dir}")
+        print(
+            json.dumps({"dir": str(args.dir), "running": False})
+            if args.json
+            else f"no lab in {args.dir}"
+        )
         return EXIT_INFRA
     state, health = found
     lab = network.lab_id(Path(state.dir))
     uptime = time.time() - state.started
-    rows = [{"name": h.guest.name, "pid": h.guest.pid, "ssh_port": h.guest.ssh_port,
-             "qmp": h.guest.qmp, "log": h.guest.log, "qemu_alive": h.qemu_alive,
-             "ssh_answering": h.ssh_answering} for h in health]
+    rows = [
+        {
+            "name": h.guest.name,
+            "pid": h.guest.pid,
+            "ssh_port": h.guest.ssh_port,
+            "qmp": h.guest.qmp,
+            "log": h.guest.log,
+            "qemu_alive": h.qemu_alive,
+            "ssh_answering": h.ssh_answering,
+        }
+        for h in health
+    ]
     healthy = all(h.qemu_alive and h.ssh_answering for h in health)
     if args.json:
-        print(json.dumps({"dir": state.dir, "lab_id": lab, "running": True, "healthy": healthy,
-                          "accel": state.accel,
-                          "uptime_s": round(uptime, 1), "kernel": state.kernel,
-                          "cable_ports": list(state.cable_ports), "guests": rows}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "dir": state.dir,
+                    "lab_id": lab,
+                    "running": True,
+                    "healthy": healthy,
+                    "accel": state.accel,
+                    "uptime_s": round(uptime, 1),
+                    "kernel": state.kernel,
+                    "cable_ports": list(state.cable_ports),
+                    "guests": rows,
+                },
+                indent=2,
+            )
+        )
     else:
-        print(f"lab {lab} in {state.dir}: {len(rows)} guests, {state.accel.upper()}, "
-              f"up {uptime:.0f} s, {'healthy' if healthy else 'UNHEALTHY'}")
+        print(
+            f"lab {lab} in {state.dir}: {len(rows)} guests, {state.accel.upper()}, "
+            f"up {uptime:.0f} s, {'healthy' if healthy else 'UNHEALTHY'}"
+        )
         width = max(len("NAME"), *(len(h.guest.name) for h in health))
         print(f"  {'NAME':<{width}} {'PID':>8} {'SSH':>6}  QEMU  SSH")
         for r in rows:
-            print(f"  {r['name']:<{width}} {r['pid']:>8} {r['ssh_port']:>6}  "
-                  f"{'up' if r['qemu_alive'] else 'DEAD':<4}  {'ok' if r['ssh_answering'] else 'no'}")
+            print(
+                f"  {r['name']:<{width}} {r['pid']:>8} {r['ssh_port']:>6}  "
+                f"{'up' if r['qemu_alive'] else 'DEAD':<4}  {'ok' if r['ssh_answering'] else 'no'}"
+            )
     return EXIT_OK if healthy else EXIT_INFRA

@@ -14,26 +14,29 @@ import json
 from hil.cli.host_cmd import acting_lease
 from hil.errors import EXIT_OK
 from hil.host.hosts import Hosts
-from hil.inventory import PULL_MODES, load_from_args
 from hil.host.journal import Journal
 from hil.host.linkctl import LinkControl, LinkState, find_link
+from hil.inventory import PULL_MODES, load_from_args
 from hil.reservation import open_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil link`` and its subcommands."""
-    link = subparsers.add_parser("link", help="pull and restore lab links",
-                                 description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmds = link.add_subparsers(dest="link_command", metavar="LINK_COMMAND",
-                               parser_class=type(link))
+    link = subparsers.add_parser(
+        "link",
+        help="pull and restore lab links",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmds = link.add_subparsers(dest="link_command", metavar="LINK_COMMAND", parser_class=type(link))
     cmds.required = True
     modes = ", ".join(PULL_MODES)
 
     p = cmds.add_parser("pull", help="pull a link (take it down) in one of its modes")
     p.add_argument("link", metavar="LINK")
-    p.add_argument("--mode", metavar="MODE",
-                   help=f"one of the link's pull modes ({modes}); default: its first")
+    p.add_argument(
+        "--mode", metavar="MODE", help=f"one of the link's pull modes ({modes}); default: its first"
+    )
     p.add_argument("--lease", metavar="LEASE", help="the live lease that holds the link's pair")
     p.set_defaults(func=_pull)
 
@@ -87,8 +90,11 @@ def _print_state(state: LinkState) -> None:
     pulled = f"pulled ({', '.join(state.pulled)})" if state.pulled else "not pulled"
     print(f"link {state.link}: {pulled}")
     for end in (state.a, state.b):
-        flags = [end.operstate, "up" if end.up else "down",
-                 "carrier" if end.carrier else "no-carrier"]
+        flags = [
+            end.operstate,
+            "up" if end.up else "down",
+            "carrier" if end.carrier else "no-carrier",
+        ]
         if end.blackholed:
             flags.append("blackholed")
         print(f"  {end.host}:{end.port} {end.netdev}: {' '.join(flags)}")

@@ -34,43 +34,76 @@ Exit 2 when no pair is free (or --wait ran out), naming who holds them.
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``reserve``, ``renew``, ``release`` and ``status``."""
     p = subparsers.add_parser(
-        "reserve", help="reserve a pair of lab hosts", description=RESERVE_HELP,
+        "reserve",
+        help="reserve a pair of lab hosts",
+        description=RESERVE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--pair", metavar="NAME", help="this pair (a link name of the inventory)")
-    which.add_argument("--require", action="append", default=[], metavar="K=V",
-                       help="any pair meeting this requirement (repeatable), e.g. driver=iw_cxgb4")
-    p.add_argument("--ttl", type=_ttl, default=300.0, metavar="S",
-                   help="lease lifetime without renewal, in seconds (default 300)")
-    p.add_argument("--wait", type=_seconds, default=0.0, metavar="S",
-                   help="queue up to S seconds for a busy pair, first come first served "
-                   "(default 0: fail at once, exit 2)")
+    which.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="any pair meeting this requirement (repeatable), e.g. driver=iw_cxgb4",
+    )
+    p.add_argument(
+        "--ttl",
+        type=_ttl,
+        default=300.0,
+        metavar="S",
+        help="lease lifetime without renewal, in seconds (default 300)",
+    )
+    p.add_argument(
+        "--wait",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="queue up to S seconds for a busy pair, first come first served "
+        "(default 0: fail at once, exit 2)",
+    )
     p.add_argument("--holder", metavar="TEXT", help="a note on who or what holds the lease")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object: lease, pair, hosts, holder, acquired, expires, ttl")
-    p.add_argument("--hold", action="store_true",
-                   help="stay in the foreground renewing until SIGTERM/SIGINT, then release; "
-                   "exit 3 if the lease is lost")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: lease, pair, hosts, holder, acquired, expires, ttl",
+    )
+    p.add_argument(
+        "--hold",
+        action="store_true",
+        help="stay in the foreground renewing until SIGTERM/SIGINT, then release; "
+        "exit 3 if the lease is lost",
+    )
     p.set_defaults(func=_reserve)
 
-    p = subparsers.add_parser("renew", help="extend a lease",
-                              description="Push LEASE's expiry to now + TTL. Exit 3 if it was "
-                              "lost (taken over after it expired).")
+    p = subparsers.add_parser(
+        "renew",
+        help="extend a lease",
+        description="Push LEASE's expiry to now + TTL. Exit 3 if it was "
+        "lost (taken over after it expired).",
+    )
     p.add_argument("lease", metavar="LEASE")
     p.add_argument("--ttl", type=_ttl, metavar="S", help="new TTL (default: the lease's)")
     p.add_argument("--json", action="store_true", help="print the lease as one JSON object")
     p.set_defaults(func=_renew)
 
-    p = subparsers.add_parser("release", help="give a lease back",
-                              description="Release LEASE; releasing it again is fine.")
+    p = subparsers.add_parser(
+        "release",
+        help="give a lease back",
+        description="Release LEASE; releasing it again is fine.",
+    )
     p.add_argument("lease", metavar="LEASE")
     p.set_defaults(func=_release)
 
-    p = subparsers.add_parser("status", help="who holds which pair, and who waits",
-                              description="List live leases (holder, since, until) and waiters.")
-    p.add_argument("--json", action="store_true",
-                   help='one JSON object: {"leases": [...], "waiting": [...]}')
+    p = subparsers.add_parser(
+        "status",
+        help="who holds which pair, and who waits",
+        description="List live leases (holder, since, until) and waiters.",
+    )
+    p.add_argument(
+        "--json", action="store_true", help='one JSON object: {"leases": [...], "waiting": [...]}'
+    )
     p.set_defaults(func=_status)
 
 
@@ -98,8 +131,14 @@ def _print_lease(lease: Lease, as_json: bool) -> None:
 def _reserve(args: argparse.Namespace) -> int:
     claims = claims_for(load_from_args(args.inventory), args.pair, args.require)
     with open_store(args.store) as store:
-        lease = reserve(store, claims, Holder.current(args.holder), ttl=args.ttl, wait=args.wait,
-                        progress=lambda text: print(f"hil: {text}", file=sys.stderr, flush=True))
+        lease = reserve(
+            store,
+            claims,
+            Holder.current(args.holder),
+            ttl=args.ttl,
+            wait=args.wait,
+            progress=lambda text: print(f"hil: {text}", file=sys.stderr, flush=True),
+        )
         _print_lease(lease, args.json)
         if args.hold:
             _hold(store, lease)
@@ -136,16 +175,22 @@ def _status(args: argparse.Namespace) -> int:
     with open_store(args.store) as store:
         leases, tickets = store.leases(), store.tickets()
     if args.json:
-        doc: dict[str, Any] = {"leases": [le.to_json() for le in leases],
-                               "waiting": [t.to_json() for t in tickets]}
+        doc: dict[str, Any] = {
+            "leases": [le.to_json() for le in leases],
+            "waiting": [t.to_json() for t in tickets],
+        }
         print(json.dumps(doc))
         return EXIT_OK
     if not leases:
         print("no pair is held")
     for le in leases:
-        print(f"{le.pair:<16} {le.hosts[0]}+{le.hosts[1]}  lease {le.id}  held by {le.holder}  "
-              f"since {le.acquired:%Y-%m-%d %H:%M:%S} until {le.expires:%H:%M:%S} UTC")
+        print(
+            f"{le.pair:<16} {le.hosts[0]}+{le.hosts[1]}  lease {le.id}  held by {le.holder}  "
+            f"since {le.acquired:%Y-%m-%d %H:%M:%S} until {le.expires:%H:%M:%S} UTC"
+        )
     for t in tickets:
-        print(f"waiting: {t.holder} for {', '.join(c.pair for c in t.claims)} "
-              f"since {t.created:%Y-%m-%d %H:%M:%S} UTC")
+        print(
+            f"waiting: {t.holder} for {', '.join(c.pair for c in t.claims)} "
+            f"since {t.created:%Y-%m-%d %H:%M:%S} UTC"
+        )
     return EXIT_OK

@@ -27,8 +27,9 @@ def controller_us() -> int:
     return time.monotonic_ns() // 1000
 
 
-def estimate(host: str, host_now_us: Callable[[], int],
-             rounds: int = DEFAULT_ROUNDS) -> ClockOffset:
+def estimate(
+    host: str, host_now_us: Callable[[], int], rounds: int = DEFAULT_ROUNDS
+) -> ClockOffset:
     """``host``'s offset from ``rounds`` round trips of ``host_now_us`` (the tightest wins)."""
     if rounds < 1:
         raise InputError(f"clock offset of {host}: rounds must be >= 1, not {rounds}")
@@ -47,6 +48,7 @@ def estimate(host: str, host_now_us: Callable[[], int],
 
 def agent_now(agent: Caller) -> Callable[[], int]:
     """A ``host_now_us`` for :func:`estimate` through an agent's ``cm_now``."""
+
     def now() -> int:
         return request(agent, wire.CM_NOW, wire.NoParams(), CALL_TIMEOUT)["t_us"]
 

@@ -65,8 +65,16 @@ class Outcome:
 class Endpoint:
     """One CM endpoint (an event channel in its own process) on one side of the pair."""
 
-    def __init__(self, rec: Recorder, side: str, host: str, agent: Agent,
-                 offset: ClockOffset, number: int, pid: int) -> None:
+    def __init__(
+        self,
+        rec: Recorder,
+        side: str,
+        host: str,
+        agent: Agent,
+        offset: ClockOffset,
+        number: int,
+        pid: int,
+    ) -> None:
         self.rec, self.side, self.host, self.agent = rec, side, host, agent
         self.offset, self.number, self.pid = offset, number, pid
         self.alive = True
@@ -75,8 +83,9 @@ class Endpoint:
         self._claimed: set[int] = set()  # seqs of events a wait() has returned
 
     @classmethod
-    def open(cls, rec: Recorder, side: str, host: str, agent: Agent,
-             offset: ClockOffset) -> Endpoint:
+    def open(
+        cls, rec: Recorder, side: str, host: str, agent: Agent, offset: ClockOffset
+    ) -> Endpoint:
         """Start a worker with its own event channel on ``host``."""
         got = request(agent, wire.CM_OPEN, wire.NoParams(), OPEN_TIMEOUT)
         return cls(rec, side, host, agent, offset, got["endpoint"], got["pid"])
@@ -92,7 +101,7 @@ class Endpoint:
         prefix = f"{self.side}:{self.number}."
         if not cm_id.startswith(prefix):
             raise RemoteError(self.host, f"cm_id {cm_id} is not on endpoint {prefix[:-1]}")
-        return int(cm_id[len(prefix):])
+        return int(cm_id[len(prefix) :])
 
     def to_controller(self, host_t_us: int) -> int:
         """A host timestamp on the controller's time base."""
@@ -103,8 +112,16 @@ class Endpoint:
     def _call(self, op: wire.CMOp[P, R], params: P, timeout: float = DEFAULT_TIMEOUT) -> R:
         return cm_request(self.agent, self.number, op, params, timeout)
 
-    def act(self, name: str, op: wire.CMOp[P, T], params: P, cm_id: str | None = None, *,
-            record: dict[str, Any] | None = None, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
+    def act(
+        self,
+        name: str,
+        op: wire.CMOp[P, T],
+        params: P,
+        cm_id: str | None = None,
+        *,
+        record: dict[str, Any] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> Outcome:
         """Run ``op`` in the worker and record it as action ``name`` on ``cm_id``.
 
         ``params`` name the id (``self.handle(cm_id)``) when the op acts on one;
@@ -114,8 +131,9 @@ class Endpoint:
         try:
             value = self._call(op, params, timeout)
         except CommandTimeout:
-            action = Action(start, self.side, name, cm_id, record or {}, "timeout",
-                            controller_us() - start)
+            action = Action(
+                start, self.side, name, cm_id, record or {}, "timeout", controller_us() - start
+            )
             self.rec.add_action(action)
             return Outcome(action)
         except AgentCallError as e:
@@ -124,48 +142,91 @@ class Endpoint:
             d = decode_reply(self.agent, f"cm_call {op.name} error", wire.CMErrorDetails, e.details)
             cm_id = cm_id or self.name(d.get("handle"))
             t_us = self.to_controller(d["t_us"]) if "t_us" in d else start
-            action = Action(t_us, self.side, name, cm_id, record or {},
-                            str(d.get("errno_name") or e.errno), d.get("us"))
+            action = Action(
+                t_us,
+                self.side,
+                name,
+                cm_id,
+                record or {},
+                str(d.get("errno_name") or e.errno),
+                d.get("us"),
+            )
             self.rec.add_action(action)
             return Outcome(action)
         made = value.get("id")  # the cm_id a listen or connect made
         cm_id = cm_id or self.name(made if isinstance(made, int) else None)
-        action = Action(self.to_controller(value["t_us"]), self.side, name, cm_id, record or {},
-                        "ok", value["us"])
+        action = Action(
+            self.to_controller(value["t_us"]),
+            self.side,
+            name,
+            cm_id,
+            record or {},
+            "ok",
+            value["us"],
+        )
         self.rec.add_action(action)
         return Outcome(action, value)
 
     # -- CM operations -------------------------------------------------------
 
-    def listen(self, address: str, port: int, backlog: int = 16,
-               auto: wire.AutoAnswer | None = None, private_data: bytes = b"") -> Outcome:
+    def listen(
+        self,
+        address: str,
+        port: int,
+        backlog: int = 16,
+        auto: wire.AutoAnswer | None = None,
+        private_data: bytes = b"",
+    ) -> Outcome:
         """A listener; ``auto="accept"|"reject"`` answers its requests in the worker."""
-        params = wire.ListenParams(address=address, port=port, backlog=backlog, auto=auto,
-                                   private_data=private_data.hex())
-        return self.act("listen", wire.OP_LISTEN, params,
-                        record={"port": port, "backlog": backlog, "auto": auto})
+        params = wire.ListenParams(
+            address=address, port=port, backlog=backlog, auto=auto, private_data=private_data.hex()
+        )
+        return self.act(
+            "listen",
+            wire.OP_LISTEN,
+            params,
+            record={"port": port, "backlog": backlog, "auto": auto},
+        )
 
-    def connect(self, dst: str, port: int, src: str | None = None, private_data: bytes = b"",
-                timeout: float = 10.0, listener: bool = True) -> Outcome:
+    def connect(
+        self,
+        dst: str,
+        port: int,
+        src: str | None = None,
+        private_data: bytes = b"",
+        timeout: float = 10.0,
+        listener: bool = True,
+    ) -> Outcome:
         """Resolve, make a QP and rdma_connect; ``listener=False`` marks a no-listener try."""
-        params = wire.ConnectParams(dst=dst, port=port, src=src, private_data=private_data.hex(),
-                                    resolve_timeout=timeout)
-        return self.act("connect", wire.OP_CONNECT, params,
-                        record={"dst": dst, "port": port, "private_data": private_data.hex(),
-                                "listener": listener},
-                        timeout=timeout + 5)
+        params = wire.ConnectParams(
+            dst=dst, port=port, src=src, private_data=private_data.hex(), resolve_timeout=timeout
+        )
+        return self.act(
+            "connect",
+            wire.OP_CONNECT,
+            params,
+            record={
+                "dst": dst,
+                "port": port,
+                "private_data": private_data.hex(),
+                "listener": listener,
+            },
+            timeout=timeout + 5,
+        )
 
     def accept(self, cm_id: str, private_data: bytes = b"") -> Outcome:
         """rdma_accept a CONNECT_REQUEST (with a fresh QP)."""
         params = wire.AnswerParams(id=self.handle(cm_id), private_data=private_data.hex())
-        return self.act("accept", wire.OP_ACCEPT, params, cm_id,
-                        record={"private_data": private_data.hex()})
+        return self.act(
+            "accept", wire.OP_ACCEPT, params, cm_id, record={"private_data": private_data.hex()}
+        )
 
     def reject(self, cm_id: str, private_data: bytes = b"") -> Outcome:
         """rdma_reject a CONNECT_REQUEST with private data."""
         params = wire.AnswerParams(id=self.handle(cm_id), private_data=private_data.hex())
-        return self.act("reject", wire.OP_REJECT, params, cm_id,
-                        record={"private_data": private_data.hex()})
+        return self.act(
+            "reject", wire.OP_REJECT, params, cm_id, record={"private_data": private_data.hex()}
+        )
 
     def disconnect(self, cm_id: str) -> Outcome:
         """rdma_disconnect: orderly close."""
@@ -179,15 +240,23 @@ class Endpoint:
         """rdma_destroy_id; the action's duration is how long it blocked on the host."""
         return self.act("destroy", wire.OP_DESTROY, self._id(cm_id), cm_id, timeout=timeout)
 
-    def stream_start(self, cm_id: str, mode: wire.StreamMode = "write", size: int = 4096,
-                     depth: int = 4, remote: Mapping[str, int] | None = None) -> Outcome:
+    def stream_start(
+        self,
+        cm_id: str,
+        mode: wire.StreamMode = "write",
+        size: int = 4096,
+        depth: int = 4,
+        remote: Mapping[str, int] | None = None,
+    ) -> Outcome:
         """Keep SENDs or RDMA WRITEs in flight on the connection (``sink`` receives);
         ``remote`` is the peer's buffer (``addr``, ``rkey``) for RDMA WRITEs."""
         buffer = wire.RemoteBuffer(addr=remote["addr"], rkey=remote["rkey"]) if remote else None
-        params = wire.StreamStartParams(id=self.handle(cm_id), mode=mode, size=size, depth=depth,
-                                        remote=buffer)
-        return self.act("traffic", wire.OP_STREAM_START, params, cm_id,
-                        record={"mode": mode, "size": size})
+        params = wire.StreamStartParams(
+            id=self.handle(cm_id), mode=mode, size=size, depth=depth, remote=buffer
+        )
+        return self.act(
+            "traffic", wire.OP_STREAM_START, params, cm_id, record={"mode": mode, "size": size}
+        )
 
     def stream_stop(self, cm_id: str) -> wire.StreamStopReply:
         """Stop the stream; its counts (not recorded as an action)."""
@@ -207,16 +276,19 @@ class Endpoint:
 
     # -- events --------------------------------------------------------------
 
-    def collect(self, timeout: float = 0.0, types: tuple[str, ...] = (),
-                cm_id: str | None = None) -> list[Event]:
+    def collect(
+        self, timeout: float = 0.0, types: tuple[str, ...] = (), cm_id: str | None = None
+    ) -> list[Event]:
         """Fetch what the worker logged since the last fetch, waiting up to ``timeout``
         for an event of ``types`` (and of ``cm_id``); returns the new events."""
         if not self.alive:
             return []
-        params = wire.EventsParams(after=self._cursor, wait=timeout,
-                                   types=wire.decode(list[wire.CMEventType], list(types),
-                                                     "event types") or None,
-                                   id=self.handle(cm_id) if cm_id else None)
+        params = wire.EventsParams(
+            after=self._cursor,
+            wait=timeout,
+            types=wire.decode(list[wire.CMEventType], list(types), "event types") or None,
+            id=self.handle(cm_id) if cm_id else None,
+        )
         got = self._call(wire.OP_EVENTS, params, timeout + 10)
         fresh: list[Event] = []
         for entry in got["log"]:
@@ -230,8 +302,9 @@ class Endpoint:
         self._seen += fresh
         return fresh
 
-    def wait(self, types: tuple[str, ...] | str, cm_id: str | None = None,
-             timeout: float = 10.0) -> Event | None:
+    def wait(
+        self, types: tuple[str, ...] | str, cm_id: str | None = None, timeout: float = 10.0
+    ) -> Event | None:
         """The first event of ``types`` (for ``cm_id``) no earlier wait returned, or None
         after ``timeout``; events fetched meanwhile for other waits count too."""
         types = (types,) if isinstance(types, str) else types
@@ -239,8 +312,11 @@ class Endpoint:
         fetched = False
         while True:
             for e in self._seen:
-                if (e.seq not in self._claimed and e.type in types
-                        and (cm_id is None or e.id == cm_id)):
+                if (
+                    e.seq not in self._claimed
+                    and e.type in types
+                    and (cm_id is None or e.id == cm_id)
+                ):
                     self._claimed.add(e.seq)
                     return e
             left = max(0.0, (deadline - controller_us()) / 1e6)
@@ -250,15 +326,31 @@ class Endpoint:
             fetched = True
 
     def _event(self, raw: wire.CMEventEntry) -> Event:
-        return Event(host=self.host, side=self.side, t_us=self.to_controller(raw["host_t_us"]),
-                     host_t_us=raw["host_t_us"], type=raw["type"], status=raw["status"],
-                     id=self.name(raw["id"]) or "", listen_id=self.name(raw["listen_id"]),
-                     private_data=raw["private_data"], seq=self.number * SEQ_STRIDE + raw["seq"])
+        return Event(
+            host=self.host,
+            side=self.side,
+            t_us=self.to_controller(raw["host_t_us"]),
+            host_t_us=raw["host_t_us"],
+            type=raw["type"],
+            status=raw["status"],
+            id=self.name(raw["id"]) or "",
+            listen_id=self.name(raw["listen_id"]),
+            private_data=raw["private_data"],
+            seq=self.number * SEQ_STRIDE + raw["seq"],
+        )
 
     def _auto_action(self, raw: wire.CMActionEntry) -> None:
-        self.rec.add_action(Action(self.to_controller(raw["t_us"]), self.side, raw["name"],
-                                   self.name(raw["id"]), raw["params"],
-                                   raw["result"], raw["us"]))
+        self.rec.add_action(
+            Action(
+                self.to_controller(raw["t_us"]),
+                self.side,
+                raw["name"],
+                self.name(raw["id"]),
+                raw["params"],
+                raw["result"],
+                raw["us"],
+            )
+        )
 
     # -- lifetime ------------------------------------------------------------
 

@@ -67,8 +67,9 @@ class Recording:
             self._events += batch
         self.session.observers.events(batch)
 
-    def controller_action(self, side: str, name: str, start_us: int, result: str = "ok",
-                          **params: Any) -> Action:
+    def controller_action(
+        self, side: str, name: str, start_us: int, result: str = "ok", **params: Any
+    ) -> Action:
         """Record something the controller did itself (a link pull) that began at ``start_us``."""
         action = Action(start_us, side, name, None, params, result, controller_us() - start_us)
         self.add_action(action)
@@ -94,10 +95,17 @@ class Recording:
         with self._lock:
             events = [replace(e, conn=self._labels.get(e.id, e.conn)) for e in self._events]
             actions = list(self._actions)
-        tl = Timeline(self.scenario, s.profile.name, (s.host("a"), s.host("b")),
-                      tuple(actions), tuple(events),
-                      tuple(s.offset(side) for side in SIDES), self._resources,
-                      self._kernel, dict(self.metrics))
+        tl = Timeline(
+            self.scenario,
+            s.profile.name,
+            (s.host("a"), s.host("b")),
+            tuple(actions),
+            tuple(events),
+            tuple(s.offset(side) for side in SIDES),
+            self._resources,
+            self._kernel,
+            dict(self.metrics),
+        )
         return tl.sorted()
 
     # -- lifetime and evidence ----------------------------------------------

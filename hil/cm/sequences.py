@@ -9,17 +9,26 @@ endpoints; its timeline carries both hosts' events, the controller's
 actions, the clock offsets, the resource counts before/after, the kernel log
 and ``metrics`` (µs unless named otherwise).
 
-| name | params | steps | metrics |
-|---|---|---|---|
-| ``connect`` | ``private_data`` | listen, connect, accept, ESTABLISHED both, close by active | ``connect_us`` |
-| ``close`` | ``by`` = active/passive | connect, rdma_disconnect by ``by``, DISCONNECTED both | ``connect_us``, ``close_us`` |
-| ``abort`` | ``how`` = qp_err/destroy/kill, ``by`` | connect, abortive close, peer DISCONNECTED | ``detection_us`` |
-| ``reject`` | ``private_data`` | listen, connect, rdma_reject with data, REJECTED | ``reject_us`` |
-| ``no_listener`` | | connect to a port nobody listens on | |
-| ``link_pull`` | ``mode``, ``traffic``, ``hold_s`` | connect, (traffic), pull, wait DISCONNECTED or hold, restore, reconnect | ``detection_us``, ``traffic_ops``, ``reconnect_us`` |
-| ``destroy_conn_sent`` | | listener never answers, connect, destroy in CONN_SENT | ``destroy_blocked_us`` |
-| ``listener_destroy`` | ``pending``, ``accepted`` | accept some, leave others unretrieved, destroy the listener | ``destroy_blocked_us`` |
-| ``storm`` | ``count`` | ``count`` concurrent connects (auto-accept), then concurrent closes | ``connect_rate_per_s``, ``cycle_rate_per_s`` |
+Each, with its parameters, its steps and the metrics it records:
+
+- ``connect`` (``private_data``): listen, connect, accept, ESTABLISHED both,
+  close by active. Metrics: ``connect_us``.
+- ``close`` (``by`` = active/passive): connect, rdma_disconnect by ``by``,
+  DISCONNECTED both. Metrics: ``connect_us``, ``close_us``.
+- ``abort`` (``how`` = qp_err/destroy/kill, ``by``): connect, abortive close,
+  peer DISCONNECTED. Metrics: ``detection_us``.
+- ``reject`` (``private_data``): listen, connect, rdma_reject with data,
+  REJECTED. Metrics: ``reject_us``.
+- ``no_listener``: connect to a port nobody listens on.
+- ``link_pull`` (``mode``, ``traffic``, ``hold_s``): connect, (traffic), pull,
+  wait DISCONNECTED or hold, restore, reconnect. Metrics: ``detection_us``,
+  ``traffic_ops``, ``reconnect_us``.
+- ``destroy_conn_sent``: listener never answers, connect, destroy in
+  CONN_SENT. Metrics: ``destroy_blocked_us``.
+- ``listener_destroy`` (``pending``, ``accepted``): accept some, leave others
+  unretrieved, destroy the listener. Metrics: ``destroy_blocked_us``.
+- ``storm`` (``count``): ``count`` concurrent connects (auto-accept), then
+  concurrent closes. Metrics: ``connect_rate_per_s``, ``cycle_rate_per_s``.
 """
 
 from __future__ import annotations
@@ -54,8 +63,9 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _open_conn(rec: Recording, label: str = "c1", private_data: bytes = b"hil",
-               metric: str = "connect_us") -> Conn:
+def _open_conn(
+    rec: Recording, label: str = "c1", private_data: bytes = b"hil", metric: str = "connect_us"
+) -> Conn:
     s = rec.session
     listener = steps.listen(rec, s.passive)
     conn = steps.establish(rec, rec.endpoint(s.active), listener, label, private_data)
@@ -94,8 +104,9 @@ def abort(s: PairSides, how: str = "qp_err", by: str = "active") -> Timeline:
     _choice("by", by, BYS)
     with s.recording(f"abort-{how}-{by}") as rec:
         conn = _open_conn(rec)
-        ep, cm_id = (conn.active, conn.active_id) if by == "active" else \
-            (conn.passive, conn.passive_id)
+        ep, cm_id = (
+            (conn.active, conn.active_id) if by == "active" else (conn.passive, conn.passive_id)
+        )
         peer = "passive" if by == "active" else "active"
         if how == "qp_err":
             start = ep.qp_err(cm_id).action.t_us
@@ -135,8 +146,7 @@ def no_listener(s: PairSides) -> Timeline:
     with s.recording("no-listener") as rec:
         active = rec.endpoint(s.active)
         port = s.port()
-        conn = active.connect(s.address(s.passive), port, src=s.address(s.active),
-                              listener=False)
+        conn = active.connect(s.address(s.passive), port, src=s.address(s.active), listener=False)
         if conn.id is not None:
             active.collect(1.0, steps.REPLY_TYPES, conn.id)  # any event would be recorded
             steps.destroy(active, conn.id)
@@ -144,14 +154,16 @@ def no_listener(s: PairSides) -> Timeline:
 
 
 @sequence
-def link_pull(s: PairSides, mode: str | None = None, traffic: bool = False,
-              hold_s: float = 5.0) -> Timeline:
+def link_pull(
+    s: PairSides, mode: str | None = None, traffic: bool = False, hold_s: float = 5.0
+) -> Timeline:
     """Pull the pair's link (idle or under traffic), wait for detection, restore, reconnect."""
     modes = s.pull_modes()
     mode = mode or (modes[0] if modes else "")
     if mode not in modes:
-        raise InputError(f"link {s.pair.name} offers no {mode!r} pull "
-                         f"(offers: {', '.join(modes) or 'none'})")
+        raise InputError(
+            f"link {s.pair.name} offers no {mode!r} pull (offers: {', '.join(modes) or 'none'})"
+        )
     lc = s.link_control()
     pull = s.pair.link.pull(mode)  # type: ignore[arg-type]
     side = s.side_of(pull.end.host) if pull.end else "a"
@@ -199,8 +211,10 @@ def _stop_traffic(conn: Conn) -> int:
 def _drop(conn: Conn) -> None:
     """Close what is left of a connection after a pull: disconnect (idempotent), destroy."""
     pending = []
-    for which, ep, cm_id in (("active", conn.active, conn.active_id),
-                             ("passive", conn.passive, conn.passive_id)):
+    for which, ep, cm_id in (
+        ("active", conn.active, conn.active_id),
+        ("passive", conn.passive, conn.passive_id),
+    ):
         ep.disconnect(cm_id)
         if not any(e.id == cm_id and e.type == "DISCONNECTED" for e in ep.rec.events()):
             pending.append(which)
@@ -239,8 +253,9 @@ def listener_destroy(s: PairSides, pending: int = 2, accepted: int = 1) -> Timel
         conns = [steps.establish(rec, active, listener, f"c{i}") for i in range(accepted)]
         listener.ep.pause(True)
         time.sleep(PAUSE_SETTLE_S)
-        tries = [steps.start_connect(rec, active, listener, f"hil-p{i}".encode())
-                 for i in range(pending)]
+        tries = [
+            steps.start_connect(rec, active, listener, f"hil-p{i}".encode()) for i in range(pending)
+        ]
         for i, t in enumerate(tries):
             rec.label(f"p{i}", t.id)
         time.sleep(ARRIVE_S)
@@ -280,8 +295,14 @@ def storm(s: PairSides, count: int = 8) -> Timeline:
         listener = steps.listen(rec, s.passive, auto="accept", backlog=max(16, count))
         active = rec.endpoint(s.active)
         with ThreadPoolExecutor(max_workers=min(count, 16)) as pool:
-            outs = list(pool.map(lambda i: steps.start_connect(
-                rec, active, listener, f"hil-storm-{i:03d}".encode()), range(count)))
+            outs = list(
+                pool.map(
+                    lambda i: steps.start_connect(
+                        rec, active, listener, f"hil-storm-{i:03d}".encode()
+                    ),
+                    range(count),
+                )
+            )
         ids = [o.id for o in outs if o.ok and o.id]
         est = [steps.expect(active, steps.REPLY_TYPES, i, "storm") for i in ids]
         _label_storm(rec, outs, listener)
@@ -289,8 +310,9 @@ def storm(s: PairSides, count: int = 8) -> Timeline:
         up = [e for e in est if e.type == "ESTABLISHED"]
         if up:
             rec.metric("connected", len(up))
-            rec.metric("connect_rate_per_s", len(up) / max(1e-6, (max(e.t_us for e in up)
-                                                                    - first) / 1e6))
+            rec.metric(
+                "connect_rate_per_s", len(up) / max(1e-6, (max(e.t_us for e in up) - first) / 1e6)
+            )
         with ThreadPoolExecutor(max_workers=min(count, 16)) as pool:
             list(pool.map(lambda e: active.disconnect(e.id), up))
         downs = [active.wait("DISCONNECTED", e.id, REPLY_TIMEOUT) for e in up]

@@ -21,10 +21,10 @@ from hil.judge.timeline import SIDES, ClockOffset
 if TYPE_CHECKING:
     from hil.agent import Agent
     from hil.host.hosts import Hosts
-    from hil.inventory.model import Pair, Rnic
     from hil.host.journal import Journal
-    from hil.judge.profiles import Profile
     from hil.host.linkctl import LinkControl
+    from hil.inventory.model import Pair, Rnic
+    from hil.judge.profiles import Profile
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +35,19 @@ PORT_RANGE = (20000, 30000)  # a fresh CM port per use, so no run meets another'
 class PairSides:
     """Both ends of a set-up pair, as CM sequences use them (see :mod:`hil.cm.session`)."""
 
-    def __init__(self, hosts: Hosts, pair: Pair, *, profile: Profile, direction: str = "a-b",
-                 journal: Journal | None = None, evidence: bool = True,
-                 observers: Observers | None = None) -> None:
+    def __init__(
+        self,
+        hosts: Hosts,
+        pair: Pair,
+        *,
+        profile: Profile,
+        direction: str = "a-b",
+        journal: Journal | None = None,
+        evidence: bool = True,
+        observers: Observers | None = None,
+    ) -> None:
         if direction not in DIRECTIONS:
-            raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, "
-                             f"not {direction!r}")
+            raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
         self.hosts = hosts
         self.pair = pair
         self.direction = direction
@@ -52,9 +59,11 @@ class PairSides:
         self._ports = itertools.count(random.randint(*PORT_RANGE))
         for side in SIDES:
             if self.rnic(side).address is None:
-                raise InputError(f"pair {pair.name}: port {self.rnic(side).name} of "
-                                 f"{self.host(side)} has no address in the inventory; "
-                                 "CM sequences need the data addresses")
+                raise InputError(
+                    f"pair {pair.name}: port {self.rnic(side).name} of "
+                    f"{self.host(side)} has no address in the inventory; "
+                    "CM sequences need the data addresses"
+                )
         self.profile = profile
 
     # -- the pair ------------------------------------------------------------

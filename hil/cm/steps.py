@@ -54,53 +54,87 @@ class Conn:
     established_us: int  # the active side's ESTABLISHED, controller time
 
 
-def listen(rec: Recording, side: str, auto: AutoAnswer | None = None, private_data: bytes = b"",
-           backlog: int = 16, ep: Endpoint | None = None) -> Listener:
+def listen(
+    rec: Recording,
+    side: str,
+    auto: AutoAnswer | None = None,
+    private_data: bytes = b"",
+    backlog: int = 16,
+    ep: Endpoint | None = None,
+) -> Listener:
     """A listener on ``side``'s data address and a fresh port (a new endpoint unless ``ep``)."""
     s = rec.session
     ep = ep or rec.endpoint(side)
     port = s.port()
     got = ep.listen(s.address(side), port, backlog, auto, private_data)
     if not got.ok or got.id is None:
-        raise StepFailed(ep.host, f"cannot listen on {s.address(side)}:{port}: "
-                         f"{got.action.result}")
+        raise StepFailed(ep.host, f"cannot listen on {s.address(side)}:{port}: {got.action.result}")
     return Listener(ep, got.id, port)
 
 
-def start_connect(rec: Recording, active: Endpoint, listener: Listener,
-                  private_data: bytes = b"", listener_present: bool = True) -> Outcome:
+def start_connect(
+    rec: Recording,
+    active: Endpoint,
+    listener: Listener,
+    private_data: bytes = b"",
+    listener_present: bool = True,
+) -> Outcome:
     """rdma_connect from ``active`` to the listener's address and port (no waiting)."""
     s = rec.session
-    return active.connect(s.address(listener.ep.side), listener.port,
-                          src=s.address(active.side), private_data=private_data,
-                          listener=listener_present)
+    return active.connect(
+        s.address(listener.ep.side),
+        listener.port,
+        src=s.address(active.side),
+        private_data=private_data,
+        listener=listener_present,
+    )
 
 
-def expect(ep: Endpoint, types: str | tuple[str, ...], cm_id: str | None, what: str,
-           timeout: float = REPLY_TIMEOUT) -> Event:
+def expect(
+    ep: Endpoint,
+    types: str | tuple[str, ...],
+    cm_id: str | None,
+    what: str,
+    timeout: float = REPLY_TIMEOUT,
+) -> Event:
     """Wait for an event or raise :class:`StepFailed` saying what was seen instead."""
     got = ep.wait(types, cm_id, timeout)
     if got is None:
         seen = "; ".join(e.brief() for e in ep.rec.events()[-6:]) or "no events"
-        raise StepFailed(ep.host, f"{what}: no {types} for {cm_id or 'any id'} within "
-                         f"{timeout:g}s (last events: {seen})")
+        raise StepFailed(
+            ep.host,
+            f"{what}: no {types} for {cm_id or 'any id'} within {timeout:g}s (last events: {seen})",
+        )
     return got
 
 
-def request(rec: Recording, active: Endpoint, listener: Listener, label: str,
-            private_data: bytes = b"hil", what: str | None = None) -> tuple[Outcome, Event]:
+def request(
+    rec: Recording,
+    active: Endpoint,
+    listener: Listener,
+    label: str,
+    private_data: bytes = b"hil",
+    what: str | None = None,
+) -> tuple[Outcome, Event]:
     """rdma_connect and the listener's CONNECT_REQUEST for it, both labelled ``label``."""
     conn = start_connect(rec, active, listener, private_data)
     if not conn.ok or conn.id is None:
-        raise StepFailed(active.host, f"connect {label} to port {listener.port} failed: "
-                         f"{conn.action.result}")
+        raise StepFailed(
+            active.host, f"connect {label} to port {listener.port} failed: {conn.action.result}"
+        )
     req = expect(listener.ep, "CONNECT_REQUEST", None, what or f"connect {label}")
     rec.label(label, conn.id, req.id)
     return conn, req
 
 
-def establish(rec: Recording, active: Endpoint, listener: Listener, label: str,
-              private_data: bytes = b"hil", accept_data: bytes = b"hil-ok") -> Conn:
+def establish(
+    rec: Recording,
+    active: Endpoint,
+    listener: Listener,
+    label: str,
+    private_data: bytes = b"hil",
+    accept_data: bytes = b"hil-ok",
+) -> Conn:
     """Connect and accept (explicitly, from the controller); both sides ESTABLISHED."""
     conn, req = request(rec, active, listener, label, private_data)
     assert conn.id is not None  # request() made sure
@@ -111,33 +145,46 @@ def establish(rec: Recording, active: Endpoint, listener: Listener, label: str,
     if est.type != "ESTABLISHED":
         raise StepFailed(active.host, f"connect {label}: got {est.brief()}, not ESTABLISHED")
     expect(listener.ep, "ESTABLISHED", req.id, f"accept {label}")
-    return Conn(label, active, listener.ep, conn.id, req.id, conn.value.get("qp", {}),
-                acc.value.get("qp", {}), conn, est.t_us)
+    return Conn(
+        label,
+        active,
+        listener.ep,
+        conn.id,
+        req.id,
+        conn.value.get("qp", {}),
+        acc.value.get("qp", {}),
+        conn,
+        est.t_us,
+    )
 
 
-def wait_disconnected(conn: Conn, timeout: float, sides: Iterable[str] = ("active", "passive")
-                      ) -> dict[str, Event | None]:
+def wait_disconnected(
+    conn: Conn, timeout: float, sides: Iterable[str] = ("active", "passive")
+) -> dict[str, Event | None]:
     """Each named side's DISCONNECTED on the connection (None when it did not come)."""
     found: dict[str, Event | None] = {}
     for which in sides:
-        ep, cm_id = (conn.active, conn.active_id) if which == "active" else \
-            (conn.passive, conn.passive_id)
+        ep, cm_id = (
+            (conn.active, conn.active_id) if which == "active" else (conn.passive, conn.passive_id)
+        )
         found[which] = ep.wait("DISCONNECTED", cm_id, timeout) if ep.alive else None
     return found
 
 
 def close(conn: Conn, by: str = "active", timeout: float = REPLY_TIMEOUT) -> Outcome:
     """Orderly close started by ``by`` ("active"/"passive"); waits for both DISCONNECTED."""
-    ep, cm_id = (conn.active, conn.active_id) if by == "active" else \
-        (conn.passive, conn.passive_id)
+    ep, cm_id = (conn.active, conn.active_id) if by == "active" else (conn.passive, conn.passive_id)
     out = ep.disconnect(cm_id)
     if not out.ok:
         raise StepFailed(ep.host, f"disconnect {conn.label} failed: {out.action.result}")
     got = wait_disconnected(conn, timeout)
     missing = [w for w, e in got.items() if e is None]
     if missing:
-        raise StepFailed(ep.host, f"close of {conn.label} by the {by} side: no DISCONNECTED "
-                         f"on the {' and '.join(missing)} side within {timeout:g}s")
+        raise StepFailed(
+            ep.host,
+            f"close of {conn.label} by the {by} side: no DISCONNECTED "
+            f"on the {' and '.join(missing)} side within {timeout:g}s",
+        )
     return out
 
 

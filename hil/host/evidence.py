@@ -53,8 +53,9 @@ T = TypeVar("T")
 class Probe(Protocol):
     """What the evidence needs of a host: the agent's resource and kernel-log calls."""
 
-    def rdma_resources(self, types: Sequence[str] | None = None,
-                       timeout: float = ...) -> dict[str, int]: ...
+    def rdma_resources(
+        self, types: Sequence[str] | None = None, timeout: float = ...
+    ) -> dict[str, int]: ...
     def kmsg_cursor(self) -> int: ...
     def kmsg_read(self, cursor: int) -> KernelLog: ...
     def kmsg_close(self, cursor: int) -> None: ...
@@ -92,7 +93,8 @@ def settle(
         now = _each(probes, _counts)
         counts = tuple(
             ResourceCount(host, kind, baseline.counts[host].get(kind, 0), now[host].get(kind, 0))
-            for host in probes for kind in KINDS
+            for host in probes
+            for kind in KINDS
         )
         waited = clock() - start
         if all(r.after <= r.before for r in counts) or waited >= settle_s:
@@ -100,9 +102,11 @@ def settle(
         sleep(min(poll_s, max(0.0, settle_s - waited)))
 
 
-def read_kernel_log(probes: Mapping[str, Probe], baseline: Baseline
-                    ) -> tuple[tuple[KernelLogLine, ...], dict[str, int]]:
+def read_kernel_log(
+    probes: Mapping[str, Probe], baseline: Baseline
+) -> tuple[tuple[KernelLogLine, ...], dict[str, int]]:
     """Every kernel log line since the baseline's cursors (closed after), and records lost."""
+
     def read(host: str) -> KernelLog:
         probe, cursor = probes[host], baseline.cursors[host]
         try:
@@ -115,17 +119,22 @@ def read_kernel_log(probes: Mapping[str, Probe], baseline: Baseline
     return lines, {host: log.lost for host, log in logs.items()}
 
 
-def collect(probes: Mapping[str, Probe], baseline: Baseline, settle_s: float = SETTLE_S
-            ) -> AfterState:
+def collect(
+    probes: Mapping[str, Probe], baseline: Baseline, settle_s: float = SETTLE_S
+) -> AfterState:
     """Let the counts settle, then read the kernel log since the baseline (closing its cursors)."""
     resources, waited = settle(probes, baseline, settle_s)
     kernel_log, lost = read_kernel_log(probes, baseline)
     return AfterState(resources, kernel_log, lost, waited)
 
 
-def finish(probes: Mapping[str, Probe], baseline: Baseline, profile: Profile,
-           allow: Sequence[str] = DEFAULT_KERNEL_ALLOW, settle_s: float = SETTLE_S
-           ) -> CheckResult:
+def finish(
+    probes: Mapping[str, Probe],
+    baseline: Baseline,
+    profile: Profile,
+    allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
+    settle_s: float = SETTLE_S,
+) -> CheckResult:
     """The after-test checks: :func:`collect`, then judge it (:func:`hil.judge.checks.assess`)."""
     hosts = tuple(probes)
     return assess(collect(probes, baseline, settle_s), profile, (hosts[0], hosts[-1]), allow)

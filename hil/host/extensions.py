@@ -45,5 +45,6 @@ def load_extensions() -> None:
             try:
                 ep.load()()
             except Exception as e:  # noqa: BLE001 -- one broken extension must not hide the rest
-                log.warning("host-control extension %s (%s) failed to register: %s",
-                            ep.name, ep.value, e)
+                log.warning(
+                    "host-control extension %s (%s) failed to register: %s", ep.name, ep.value, e
+                )

@@ -62,7 +62,6 @@ UNDO_TIMEOUT = 30.0
 # Agent error kinds and errnos that mean "what the undo removes is gone already".
 _MISSING_KINDS = {"not_found"}
 _MISSING_ERRNOS = {"ENOENT", "ENODEV", "EADDRNOTAVAIL", "ESRCH"}
-# What tc and ip print when the thing to delete is not there.
 # ``undo(hosts, host, entry, timeout)`` carries out one journal entry of its kind.
 UndoFn = Callable[["Hosts", str, dict[str, Any], float], None]
 _undo_kinds: dict[str, UndoFn] = {}
@@ -80,11 +79,14 @@ def undo_kind(kind: str) -> UndoFn:
     try:
         return _undo_kinds[kind]
     except KeyError:
-        raise InputError(f"no undo registered for journal entries of kind {kind!r} (known: "
-                         f"{', '.join(sorted(_undo_kinds))}); is the package that made them "
-                         "installed here?") from None
+        raise InputError(
+            f"no undo registered for journal entries of kind {kind!r} (known: "
+            f"{', '.join(sorted(_undo_kinds))}); is the package that made them "
+            "installed here?"
+        ) from None
 
 
+# What tc and ip print when the thing to delete is not there.
 _MISSING_TEXT = re.compile(r"not found|[Cc]annot find|No such file or directory|does not exist")
 
 
@@ -106,8 +108,10 @@ def _check_agent_entry(entry: dict[str, Any]) -> None:
     params that method does not take."""
     method, params = entry.get("method"), entry.get("params")
     if not isinstance(method, str) or not is_method_name(method):
-        raise TypeError(f"an agent undo entry needs an agent method "
-                        f"(hil.agent.remote.protocol.MethodName), not {method!r}: {entry!r}")
+        raise TypeError(
+            f"an agent undo entry needs an agent method "
+            f"(hil.agent.remote.protocol.MethodName), not {method!r}: {entry!r}"
+        )
     if not isinstance(params, dict):
         raise TypeError(f"an agent undo entry needs params as a dict: {entry!r}")
     try:
@@ -203,8 +207,9 @@ def _agent_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) 
         if entry.get("missing_ok") and _MISSING_TEXT.search(done["stderr"]):
             log.info("%s: %s: already undone (%s)", host, entry["what"], done["stderr"].strip())
             return
-        raise CommandFailed(host, list(params["argv"]), done["status"], done["stdout"],
-                            done["stderr"])
+        raise CommandFailed(
+            host, list(params["argv"]), done["status"], done["stdout"], done["stderr"]
+        )
 
 
 register_undo_kind("agent", _agent_undo)

@@ -227,9 +227,7 @@ class LinkControl:
     def _pull_admin(self, link: Link, pull: Pull, change: Change) -> None:
         end = pull.end or link.a
         netdev = self.netdev(end)
-        wait = agent_undo(
-            "wait_link", f"wait for carrier on {netdev}", netdev=netdev, carrier=True
-        )
+        wait = agent_undo("wait_link", f"wait for carrier on {netdev}", netdev=netdev, carrier=True)
         wait["timeout"] = CARRIER_TIMEOUT
         undo = agent_undo("set_link", f"set {netdev} up (link {link.name})", netdev=netdev, up=True)
         undo["then"] = [wait]
@@ -247,13 +245,12 @@ class LinkControl:
                 f"delete it by hand: nft delete table netdev {table}"
             )
         argv = tools.argv("nft", "delete", "table", "netdev", table)
-        undo = agent_undo(
-            "run", f"remove the blackhole of {netdev} (link {link.name})", argv=argv
-        )
+        undo = agent_undo("run", f"remove the blackhole of {netdev} (link {link.name})", argv=argv)
         undo.update(timeout=STEP_TIMEOUT, missing_ok=True)
         change(undo)
-        agent.run(tools.argv("nft", "-f", "-"), STEP_TIMEOUT, input=_blackhole_script(netdev),
-                  check=True)
+        agent.run(
+            tools.argv("nft", "-f", "-"), STEP_TIMEOUT, input=_blackhole_script(netdev), check=True
+        )
 
     def _pull_command(self, link: Link, pull: Pull, change: Change) -> None:
         if pull.controller is None:
@@ -285,9 +282,11 @@ def pull_mode(mode: str) -> PullFn:
     try:
         return _pull_modes[mode]
     except KeyError:
-        raise InputError(f"no link pull registered for mode {mode!r} (known: "
-                         f"{', '.join(sorted(_pull_modes))}); is the package that provides "
-                         "it installed here?") from None
+        raise InputError(
+            f"no link pull registered for mode {mode!r} (known: "
+            f"{', '.join(sorted(_pull_modes))}); is the package that provides "
+            "it installed here?"
+        ) from None
 
 
 register_pull_mode("admin", LinkControl._pull_admin)

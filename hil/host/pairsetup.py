@@ -58,7 +58,10 @@ class PairState:
     def to_json(self) -> dict[str, Any]:
         """JSON-safe form for ``hil host setup --json`` and reports."""
         return {
-            "pair": self.pair, "a": asdict(self.a), "b": asdict(self.b), "reached": self.reached
+            "pair": self.pair,
+            "a": asdict(self.a),
+            "b": asdict(self.b),
+            "reached": self.reached,
         }
 
 
@@ -160,8 +163,9 @@ def _check_reach(hosts: Hosts, pair: Pair, timeout: float) -> bool:
         log.warning("pair %s: a port has no address in the inventory; reach not checked", pair.name)
         return False
     target = str(rb.address.ip)
-    argv = tools.argv("ping", "-n", "-c", "1", "-w", f"{max(1, round(timeout))}", "-I", ra.netdev,
-                      target)
+    argv = tools.argv(
+        "ping", "-n", "-c", "1", "-w", f"{max(1, round(timeout))}", "-I", ra.netdev, target
+    )
     result = hosts.agent(pair.host_a.name).run(argv, timeout=timeout + 5)
     if result.status != 0:
         seen = (result.stdout + result.stderr).strip().splitlines()[-2:]

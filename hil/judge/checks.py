@@ -56,18 +56,26 @@ class CheckResult(AfterState):
 
     def to_text(self) -> str:
         """The verdict, then every count before/after, then the kernel lines read."""
-        head = (f"after-test checks {'PASSED' if self.ok else 'FAILED'} "
-                f"(waited {self.waited_s:.1f} s for resources)")
+        head = (
+            f"after-test checks {'PASSED' if self.ok else 'FAILED'} "
+            f"(waited {self.waited_s:.1f} s for resources)"
+        )
         lines = [head]
         lines += [f"    {v}" for v in self.verdict.to_text().splitlines()[1:]]
         lines.append("    resources (host kind: before -> after):")
-        lines += [f"      {r.host} {r.kind}: {r.before} -> {r.after}"
-                  + ("   <-- leaked" if r.after > r.before else "") for r in self.resources]
+        lines += [
+            f"      {r.host} {r.kind}: {r.before} -> {r.after}"
+            + ("   <-- leaked" if r.after > r.before else "")
+            for r in self.resources
+        ]
         flagged = [k for k in self.kernel_log if _matches_bad(k.line)]
         if flagged:
             lines.append("    kernel log lines matching a bad pattern:")
-            lines += [f"      {k.host}: {k.line}"
-                      + ("   (allowed)" if _allowed(k.line, self.allow) else "") for k in flagged]
+            lines += [
+                f"      {k.host}: {k.line}"
+                + ("   (allowed)" if _allowed(k.line, self.allow) else "")
+                for k in flagged
+            ]
         return "\n".join(lines)
 
 
@@ -77,14 +85,20 @@ def compile_allow(patterns: Sequence[str]) -> tuple[str, ...]:
         try:
             re.compile(p)
         except re.error as e:
-            raise InputError(f"kernel log allow pattern {p!r} is not a regular expression: {e}"
-                             ) from None
+            raise InputError(
+                f"kernel log allow pattern {p!r} is not a regular expression: {e}"
+            ) from None
     return tuple(patterns)
 
 
-def judge(resources: tuple[ResourceCount, ...], kernel_log: tuple[KernelLogLine, ...],
-          lost: Mapping[str, int], profile: Profile, pair: tuple[str, str],
-          allow: Sequence[str] = DEFAULT_KERNEL_ALLOW) -> Verdict:
+def judge(
+    resources: tuple[ResourceCount, ...],
+    kernel_log: tuple[KernelLogLine, ...],
+    lost: Mapping[str, int],
+    profile: Profile,
+    pair: tuple[str, str],
+    allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
+) -> Verdict:
     """The contract's two after-test rules on this evidence, plus what they cannot see.
 
     Beyond the rules: lockdep / hung-task "INFO:" reports, and kernel log
@@ -94,26 +108,39 @@ def judge(resources: tuple[ResourceCount, ...], kernel_log: tuple[KernelLogLine,
     rules = (rule_named("resources-back-to-baseline"), kernel_log_clean(allow))
     base = check(tl, profile, rules)
     extra = [
-        Violation("kernel-log-clean", profile.name, f"{k.host} kernel log: {k.line.strip()}",
-                  invariant=11)
-        for k in kernel_log if LOCKDEP_INFO.search(k.line)
-        and not BAD_KERNEL_LINE.search(k.line) and not _allowed(k.line, allow)
+        Violation(
+            "kernel-log-clean", profile.name, f"{k.host} kernel log: {k.line.strip()}", invariant=11
+        )
+        for k in kernel_log
+        if LOCKDEP_INFO.search(k.line)
+        and not BAD_KERNEL_LINE.search(k.line)
+        and not _allowed(k.line, allow)
     ]
     extra += [
-        Violation("kernel-log-clean", profile.name,
-                  f"{host}: {n} kernel log records were overwritten before they were read; "
-                  "a bad line may be among them (raise log_buf_len or log less)", invariant=11)
-        for host, n in lost.items() if n
+        Violation(
+            "kernel-log-clean",
+            profile.name,
+            f"{host}: {n} kernel log records were overwritten before they were read; "
+            "a bad line may be among them (raise log_buf_len or log less)",
+            invariant=11,
+        )
+        for host, n in lost.items()
+        if n
     ]
     return Verdict("after-test", profile.name, RULES, base.violations + tuple(extra))
 
 
-def assess(after: AfterState, profile: Profile, pair: tuple[str, str],
-           allow: Sequence[str] = DEFAULT_KERNEL_ALLOW) -> CheckResult:
+def assess(
+    after: AfterState,
+    profile: Profile,
+    pair: tuple[str, str],
+    allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
+) -> CheckResult:
     """:func:`judge` on ``after``, with the evidence it judged."""
     verdict = judge(after.resources, after.kernel_log, after.lost, profile, pair, allow)
-    return CheckResult(after.resources, after.kernel_log, after.lost, after.waited_s,
-                       tuple(allow), verdict)
+    return CheckResult(
+        after.resources, after.kernel_log, after.lost, after.waited_s, tuple(allow), verdict
+    )
 
 
 def _matches_bad(line: str) -> bool:

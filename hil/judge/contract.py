@@ -60,9 +60,11 @@ class Verdict:
 
     def to_text(self) -> str:
         """A human-readable report."""
-        head = (f"contract {'PASSED' if self.ok else 'FAILED'}: scenario {self.scenario}, "
-                f"profile {self.profile}, {len(self.rules)} rules, "
-                f"{len(self.violations)} violations")
+        head = (
+            f"contract {'PASSED' if self.ok else 'FAILED'}: scenario {self.scenario}, "
+            f"profile {self.profile}, {len(self.rules)} rules, "
+            f"{len(self.violations)} violations"
+        )
         return "\n".join([head, *(v.to_text() for v in self.violations)])
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,13 +113,16 @@ def rules_with(*replacements: Rule) -> tuple[Rule, ...]:
     return tuple(by_name.get(r.name, r) for r in RULES)
 
 
-def check(timeline: Timeline, profile: Profile,
-          rules: Sequence[Rule | str] | None = None) -> Verdict:
+def check(
+    timeline: Timeline, profile: Profile, rules: Sequence[Rule | str] | None = None
+) -> Verdict:
     """Check a timeline against rules (default: all) under a provider profile."""
     chosen = [rule_named(r) if isinstance(r, str) else r for r in (rules or RULES)]
     violations = [
         Violation(rule.name, profile.name, f.message, f.events, f.actions, rule.invariant)
-        for rule in chosen for f in rule.check(timeline, profile)
+        for rule in chosen
+        for f in rule.check(timeline, profile)
     ]
-    return Verdict(timeline.scenario, profile.name, tuple(r.name for r in chosen),
-                   tuple(violations))
+    return Verdict(
+        timeline.scenario, profile.name, tuple(r.name for r in chosen), tuple(violations)
+    )

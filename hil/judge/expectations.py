@@ -31,48 +31,72 @@ def _peer_events(tl: Timeline, cm_id: str | None, side: str, types: Sequence[str
     return [e for e in tl.events_of_conn(conn) if e.side != side and e.type in types]
 
 
-@rule("reject-status", None,
-      "After rdma_reject (or destroy of an unanswered request) the active side gets "
-      "REJECTED with the profile's status and the reject's private data",
-      "[lab] siw -104 with private data; [src] cxgb4 cm.c -ECONNREFUSED")
+@rule(
+    "reject-status",
+    None,
+    "After rdma_reject (or destroy of an unanswered request) the active side gets "
+    "REJECTED with the profile's status and the reject's private data",
+    "[lab] siw -104 with private data; [src] cxgb4 cm.c -ECONNREFUSED",
+)
 def _reject_status(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     for act in (a for a in tl.actions if a.ok and a.id and a.name in ("reject", "destroy")):
         events = tl.events_for(act.id)
-        unanswered = (any(e.type == "CONNECT_REQUEST" for e in events)
-                      and not tl.actions_for(act.id, "accept"))
+        unanswered = any(e.type == "CONNECT_REQUEST" for e in events) and not tl.actions_for(
+            act.id, "accept"
+        )
         if act.name == "destroy" and not unanswered:
             continue
-        answers = _peer_events(tl, act.id, act.side, ("ESTABLISHED", "REJECTED",
-                                                      "UNREACHABLE", "CONNECT_ERROR"))
+        answers = _peer_events(
+            tl, act.id, act.side, ("ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR")
+        )
         if not answers:
             continue  # unlabelled connection, or no reply: invariant 1 judges that
         got = answers[0]
         pdata = str(act.params.get("private_data", ""))
         if got.type != "REJECTED" or got.status != profile.reject_status:
-            yield Finding(f"{act.name} of {act.id} gave the peer {got.type}({got.status}), "
-                          f"expected REJECTED({profile.reject_status})", (got,), (act,))
+            yield Finding(
+                f"{act.name} of {act.id} gave the peer {got.type}({got.status}), "
+                f"expected REJECTED({profile.reject_status})",
+                (got,),
+                (act,),
+            )
         elif act.name == "reject" and not got.private_data.startswith(pdata.lower()):
             yield Finding(f"REJECTED lacks the reject's private data {pdata!r}", (got,), (act,))
 
 
-@rule("no-listener-connect-refused", None,
-      "Connecting to a port with no listener fails: as rdma_connect() ECONNREFUSED with no "
-      "event (siw), or as a REJECTED/UNREACHABLE/CONNECT_ERROR event (cxgb4)",
-      "[src, lab] siw_cm.c siw_connect kernel_connect; [src] cxgb4 cm.c act_open_rpl")
+@rule(
+    "no-listener-connect-refused",
+    None,
+    "Connecting to a port with no listener fails: as rdma_connect() ECONNREFUSED with no "
+    "event (siw), or as a REJECTED/UNREACHABLE/CONNECT_ERROR event (cxgb4)",
+    "[src, lab] siw_cm.c siw_connect kernel_connect; [src] cxgb4 cm.c act_open_rpl",
+)
 def _no_listener(tl: Timeline, profile: Profile) -> Iterator[Finding]:
-    for act in (a for a in tl.actions if a.name == "connect" and a.id
-                and a.params.get("listener") is False):
+    for act in (
+        a for a in tl.actions if a.name == "connect" and a.id and a.params.get("listener") is False
+    ):
         got = replies(tl, act.id)
         if profile.no_listener_connect_error:
             if errno_name(act.result) != "ECONNREFUSED":
-                yield Finding(f"rdma_connect with no listener returned {act.result}, "
-                              "expected ECONNREFUSED", tuple(got), (act,))
+                yield Finding(
+                    f"rdma_connect with no listener returned {act.result}, expected ECONNREFUSED",
+                    tuple(got),
+                    (act,),
+                )
         elif not act.ok:
-            yield Finding(f"rdma_connect with no listener failed ({act.result}); this "
-                          "profile reports it as an event", (), (act,))
+            yield Finding(
+                f"rdma_connect with no listener failed ({act.result}); this "
+                "profile reports it as an event",
+                (),
+                (act,),
+            )
         elif got and got[0].type not in profile.no_listener_events:
-            yield Finding(f"connect with no listener got {got[0].type}, expected one of "
-                          f"{', '.join(sorted(profile.no_listener_events))}", (got[0],), (act,))
+            yield Finding(
+                f"connect with no listener got {got[0].type}, expected one of "
+                f"{', '.join(sorted(profile.no_listener_events))}",
+                (got[0],),
+                (act,),
+            )
 
 
 def _first_close(tl: Timeline, conn: str) -> Action | None:
@@ -80,39 +104,57 @@ def _first_close(tl: Timeline, conn: str) -> Action | None:
     events = tl.events_of_conn(conn)
     ids = {e.id for e in events}
     first_disc = min(e.t_us for e in events if e.type == "DISCONNECTED")
-    closes = [a for a in tl.actions if a.id in ids and a.ok and a.name in CLOSE_ACTIONS
-              and a.t_us <= first_disc + tl.uncertainty_us(*tl.pair)]
+    closes = [
+        a
+        for a in tl.actions
+        if a.id in ids
+        and a.ok
+        and a.name in CLOSE_ACTIONS
+        and a.t_us <= first_disc + tl.uncertainty_us(*tl.pair)
+    ]
     closes += [a for a in tl.actions if a.name == "pull" and a.t_us <= first_disc]
     return min(closes, key=lambda a: a.t_us, default=None)
 
 
-@rule("close-status", None,
-      "DISCONNECTED carries the profile's status for the kind of close: orderly "
-      "(rdma_disconnect) or abortive (QP to ERR locally; destroy, kill or QP to ERR for the peer)",
-      "[lab] siw 0; [src] cxgb4 cm.c close/abort statuses; siw peer of abort [inferred]")
+@rule(
+    "close-status",
+    None,
+    "DISCONNECTED carries the profile's status for the kind of close: orderly "
+    "(rdma_disconnect) or abortive (QP to ERR locally; destroy, kill or QP to ERR for the peer)",
+    "[lab] siw 0; [src] cxgb4 cm.c close/abort statuses; siw peer of abort [inferred]",
+)
 def _close_status(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     for conn in sorted({e.conn for e in tl.events if e.conn and e.type == "DISCONNECTED"}):
         act = _first_close(tl, conn)
         if act is None or act.name == "pull":
             continue  # nothing to compare with, or a link pull (its own rule)
         if act.name == "disconnect":
-            kind, local, peer = "orderly", profile.orderly_close_statuses, \
-                profile.orderly_close_statuses
+            kind, local, peer = (
+                "orderly",
+                profile.orderly_close_statuses,
+                profile.orderly_close_statuses,
+            )
         else:
-            kind, local, peer = "abortive", profile.abort_statuses, \
-                profile.peer_abort_statuses()
+            kind, local, peer = "abortive", profile.abort_statuses, profile.peer_abort_statuses()
         for e in tl.events_of_conn(conn):
             allowed = local if e.side == act.side else peer
             if e.type == "DISCONNECTED" and e.status not in allowed:
                 who = "initiator" if e.side == act.side else "peer"
-                yield Finding(f"{kind} close by {act.name}: {who} got DISCONNECTED({e.status}), "
-                              f"expected one of {sorted(allowed)}", (e,), (act,))
+                yield Finding(
+                    f"{kind} close by {act.name}: {who} got DISCONNECTED({e.status}), "
+                    f"expected one of {sorted(allowed)}",
+                    (e,),
+                    (act,),
+                )
 
 
-@rule("disconnect-completes-within", None,
-      "The initiator's DISCONNECTED follows rdma_disconnect within the profile's close bound "
-      "(siw at once, cxgb4 after TCP teardown or ep_timeout_secs)",
-      "[lab] siw ~2 ms; [src] cxgb4 cm.c ep_timeout")
+@rule(
+    "disconnect-completes-within",
+    None,
+    "The initiator's DISCONNECTED follows rdma_disconnect within the profile's close bound "
+    "(siw at once, cxgb4 after TCP teardown or ep_timeout_secs)",
+    "[lab] siw ~2 ms; [src] cxgb4 cm.c ep_timeout",
+)
 def _disconnect_within(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     bound_us = profile.local_close_bound_s * 1e6
     for act in (a for a in tl.actions if a.name == "disconnect" and a.ok and a.id):
@@ -129,18 +171,25 @@ def _disconnect_within(tl: Timeline, profile: Profile) -> Iterator[Finding]:
             continue  # destroyed before the bound ran out: its events are dropped
         if not discs or discs[0].t_us - act.t_us > bound_us:
             took = f"after {ms(discs[0].t_us - act.t_us)}" if discs else "never"
-            yield Finding(f"DISCONNECTED on {act.id} came {took}, bound {ms(bound_us)}",
-                          tuple(discs[:1]), (act,))
+            yield Finding(
+                f"DISCONNECTED on {act.id} came {took}, bound {ms(bound_us)}",
+                tuple(discs[:1]),
+                (act,),
+            )
 
 
-@rule("link-pull-detected-within", None,
-      "With the link down at least as long as the profile's bound, every connection "
-      "established before the pull sees a DISCONNECTED on some side within the bound",
-      "[lab] siw tcp_retries2=5: ~12 s under traffic; idle never [inferred]; cxgb4 [inferred]")
+@rule(
+    "link-pull-detected-within",
+    None,
+    "With the link down at least as long as the profile's bound, every connection "
+    "established before the pull sees a DISCONNECTED on some side within the bound",
+    "[lab] siw tcp_retries2=5: ~12 s under traffic; idle never [inferred]; cxgb4 [inferred]",
+)
 def _link_pull(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     for pull in (a for a in tl.actions if a.name == "pull" and a.ok):
-        bound_s = profile.link_pull_bound_s(str(pull.params.get("mode", "carrier")),
-                                            bool(pull.params.get("traffic", False)))
+        bound_s = profile.link_pull_bound_s(
+            str(pull.params.get("mode", "carrier")), bool(pull.params.get("traffic", False))
+        )
         if bound_s is None:
             continue
         bound_us = bound_s * 1e6 + tl.uncertainty_us(*tl.pair)
@@ -151,8 +200,12 @@ def _link_pull(tl: Timeline, profile: Profile) -> Iterator[Finding]:
             discs = [e for e in tl.events_of_conn(conn) if e.type == "DISCONNECTED"]
             if not discs or discs[0].t_us - pull.t_us > bound_us:
                 took = f"after {ms(discs[0].t_us - pull.t_us)}" if discs else "never"
-                yield Finding(f"connection {conn}: DISCONNECTED came {took} after the link "
-                              f"pull, bound {bound_s:.1f} s", tuple(discs[:1]), (pull,))
+                yield Finding(
+                    f"connection {conn}: DISCONNECTED came {took} after the link "
+                    f"pull, bound {bound_s:.1f} s",
+                    tuple(discs[:1]),
+                    (pull,),
+                )
 
 
 def _conns_up_at(tl: Timeline, t_us: int) -> list[str]:
@@ -162,30 +215,46 @@ def _conns_up_at(tl: Timeline, t_us: int) -> list[str]:
     return sorted(c for c in up - down if c is not None)
 
 
-@rule("resources-back-to-baseline", 11,
-      "After the test each host holds no more cm_id, QP, CQ or MR than before it",
-      "[src] rdma resource show; issue 5")
+@rule(
+    "resources-back-to-baseline",
+    11,
+    "After the test each host holds no more cm_id, QP, CQ or MR than before it",
+    "[src] rdma resource show; issue 5",
+)
 def _resources(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     for r in tl.resources:
         if r.after > r.before:
-            yield Finding(f"{r.host} holds {r.after} {r.kind} after the test, "
-                          f"{r.before} before: {r.after - r.before} leaked")
+            yield Finding(
+                f"{r.host} holds {r.after} {r.kind} after the test, "
+                f"{r.before} before: {r.after - r.before} leaked"
+            )
 
 
 def kernel_log_clean(allow: Sequence[str] = DEFAULT_KERNEL_ALLOW) -> Rule:
     """The kernel-log rule, ignoring lines that match any ``allow`` regex."""
     allowed = [re.compile(p) for p in allow]
 
-    @rule("kernel-log-clean", 11,
-          "The kernel log since the test began has no WARNING, BUG, Oops, KASAN, lockdep or "
-          "'unreferenced object' line (known harmless lines allowed)",
-          "[src] issue 5; kmemleak, KASAN, lockdep report formats")
+    @rule(
+        "kernel-log-clean",
+        11,
+        "The kernel log since the test began has no WARNING, BUG, Oops, KASAN, lockdep or "
+        "'unreferenced object' line (known harmless lines allowed)",
+        "[src] issue 5; kmemleak, KASAN, lockdep report formats",
+    )
     def _kernel_log(tl: Timeline, profile: Profile) -> Iterator[Finding]:
         for k in tl.kernel_log:
             if BAD_KERNEL_LINE.search(k.line) and not any(p.search(k.line) for p in allowed):
                 yield Finding(f"{k.host} kernel log: {k.line.strip()}")
+
     return _kernel_log
 
 
-RULES = (_reject_status, _no_listener, _close_status, _disconnect_within, _link_pull,
-         _resources, kernel_log_clean())
+RULES = (
+    _reject_status,
+    _no_listener,
+    _close_status,
+    _disconnect_within,
+    _link_pull,
+    _resources,
+    kernel_log_clean(),
+)

@@ -19,8 +19,9 @@ TCP_RTO_MIN_S = 0.2
 TCP_RTO_MAX_S = 120.0
 
 
-def tcp_retries2_timeout_s(retries2: int, rto_min_s: float = TCP_RTO_MIN_S,
-                           rto_max_s: float = TCP_RTO_MAX_S) -> float:
+def tcp_retries2_timeout_s(
+    retries2: int, rto_min_s: float = TCP_RTO_MIN_S, rto_max_s: float = TCP_RTO_MAX_S
+) -> float:
     """How long Linux TCP retransmits before it gives up, for ``net.ipv4.tcp_retries2``.
 
     The kernel's ``tcp_model_timeout()``: the RTO doubles from ``rto_min`` until
@@ -32,8 +33,9 @@ def tcp_retries2_timeout_s(retries2: int, rto_min_s: float = TCP_RTO_MIN_S,
     linear_backoff_thresh = int(math.log2(rto_max_s / rto_min_s))
     if retries2 <= linear_backoff_thresh:
         return ((2 << retries2) - 1) * rto_min_s
-    return (((2 << linear_backoff_thresh) - 1) * rto_min_s
-            + (retries2 - linear_backoff_thresh) * rto_max_s)
+    return ((2 << linear_backoff_thresh) - 1) * rto_min_s + (
+        retries2 - linear_backoff_thresh
+    ) * rto_max_s
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
 SIW = siw_profile()
 IW_CXGB4 = cxgb4_profile()
 
+
 @dataclass(frozen=True)
 class ProviderSpec:
     """How a provider is recognised on a host and how its profile follows from the host.
@@ -174,8 +177,9 @@ def provider_named(driver: str) -> ProviderSpec:
     for spec in PROVIDERS.values():
         if driver == spec.driver or driver in spec.parent_drivers:
             return spec
-    raise InputError(f"no contract profile for RDMA driver {driver!r} "
-                     f"(known: {', '.join(sorted(PROVIDERS))})")
+    raise InputError(
+        f"no contract profile for RDMA driver {driver!r} (known: {', '.join(sorted(PROVIDERS))})"
+    )
 
 
 def profile_for(driver: str, **settings: int | None) -> Profile:
@@ -187,22 +191,42 @@ def profile_for(driver: str, **settings: int | None) -> Profile:
     spec = provider_named(driver)
     unknown = set(settings) - set(spec.settings)
     if unknown:
-        raise InputError(f"provider {spec.driver} takes no setting {', '.join(sorted(unknown))} "
-                         f"(it takes: {', '.join(sorted(spec.settings)) or 'none'})")
+        raise InputError(
+            f"provider {spec.driver} takes no setting {', '.join(sorted(unknown))} "
+            f"(it takes: {', '.join(sorted(spec.settings)) or 'none'})"
+        )
     return spec.build({k: v for k, v in settings.items() if v is not None})
 
 
-register_provider(ProviderSpec(
-    "siw", node_desc="Software iWARP stack",  # siw_main.c SIW_NODE_DESC_COMMON
-    settings={"tcp_retries2": "sysctl:net.ipv4.tcp_retries2"},
-    build=lambda s: siw_profile(s["tcp_retries2"]) if "tcp_retries2" in s else SIW))
-register_provider(ProviderSpec(
-    "iw_cxgb4", node_desc="cxgb4 Chelsio",  # cxgb4/iw_cxgb4.h C4IW_NODE_DESC
-    settings={"ep_timeout_secs": "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"},
-    build=lambda s: cxgb4_profile(s["ep_timeout_secs"]) if "ep_timeout_secs" in s else IW_CXGB4,
-    parent_drivers=("cxgb4",)))
+register_provider(
+    ProviderSpec(
+        "siw",
+        node_desc="Software iWARP stack",  # siw_main.c SIW_NODE_DESC_COMMON
+        settings={"tcp_retries2": "sysctl:net.ipv4.tcp_retries2"},
+        build=lambda s: siw_profile(s["tcp_retries2"]) if "tcp_retries2" in s else SIW,
+    )
+)
+register_provider(
+    ProviderSpec(
+        "iw_cxgb4",
+        node_desc="cxgb4 Chelsio",  # cxgb4/iw_cxgb4.h C4IW_NODE_DESC
+        settings={"ep_timeout_secs": "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"},
+        build=lambda s: cxgb4_profile(s["ep_timeout_secs"]) if "ep_timeout_secs" in s else IW_CXGB4,
+        parent_drivers=("cxgb4",),
+    )
+)
 
 
-__all__ = ["IW_CXGB4", "PROVIDERS", "SIW", "Profile", "ProviderSpec", "cxgb4_profile",
-           "profile_for", "provider_named", "register_provider", "siw_profile",
-           "tcp_retries2_timeout_s"]
+__all__ = [
+    "IW_CXGB4",
+    "PROVIDERS",
+    "SIW",
+    "Profile",
+    "ProviderSpec",
+    "cxgb4_profile",
+    "profile_for",
+    "provider_named",
+    "register_provider",
+    "siw_profile",
+    "tcp_retries2_timeout_s",
+]

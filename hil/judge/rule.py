@@ -41,11 +41,14 @@ class Rule:
     check: CheckFn = field(repr=False, compare=False)
 
 
-def rule(name: str, invariant: int | None, statement: str, source: str
-         ) -> Callable[[CheckFn], Rule]:
+def rule(
+    name: str, invariant: int | None, statement: str, source: str
+) -> Callable[[CheckFn], Rule]:
     """Decorate a check function into a :class:`Rule`."""
+
     def wrap(fn: CheckFn) -> Rule:
         return Rule(name, invariant, statement, source, fn)
+
     return wrap
 
 

@@ -58,19 +58,36 @@ class Event:
         bytes.fromhex(self.private_data)  # raises ValueError on non-hex text
 
     @classmethod
-    def from_agent(cls, host: str, side: str, raw: dict[str, Any], offset: ClockOffset,
-                   seq: int, conn: str | None = None) -> Event:
+    def from_agent(
+        cls,
+        host: str,
+        side: str,
+        raw: dict[str, Any],
+        offset: ClockOffset,
+        seq: int,
+        conn: str | None = None,
+    ) -> Event:
         """An event from a ``CMChannel.poll_event()`` dict, put on the controller time base.
 
         Handles become ids ``"<side>:<handle>"``.
         """
+
         def name(handle: object) -> str | None:
             return None if handle is None else f"{side}:{handle}"
 
-        return cls(host=host, side=side, t_us=raw["host_t_us"] + offset.offset_us,
-                   host_t_us=raw["host_t_us"], type=raw["type"], status=raw["status"],
-                   id=name(raw["id"]) or "", listen_id=name(raw["listen_id"]),
-                   private_data=raw["private_data"], conn=conn, seq=seq)
+        return cls(
+            host=host,
+            side=side,
+            t_us=raw["host_t_us"] + offset.offset_us,
+            host_t_us=raw["host_t_us"],
+            type=raw["type"],
+            status=raw["status"],
+            id=name(raw["id"]) or "",
+            listen_id=name(raw["listen_id"]),
+            private_data=raw["private_data"],
+            conn=conn,
+            seq=seq,
+        )
 
     @property
     def private_bytes(self) -> bytes:
@@ -171,9 +188,17 @@ class Timeline:
         """
         events = sorted(self.events, key=lambda e: (e.t_us, e.host, e.seq))
         actions = sorted(self.actions, key=lambda a: a.t_us)
-        return Timeline(self.scenario, self.provider, self.pair, tuple(actions),
-                        tuple(events), self.offsets, self.resources, self.kernel_log,
-                        dict(self.metrics))
+        return Timeline(
+            self.scenario,
+            self.provider,
+            self.pair,
+            tuple(actions),
+            tuple(events),
+            self.offsets,
+            self.resources,
+            self.kernel_log,
+            dict(self.metrics),
+        )
 
     def merged(self) -> list[Event | Action]:
         """Events and actions interleaved in controller-time order (for display)."""
@@ -192,8 +217,11 @@ class Timeline:
 
     def actions_for(self, cm_id: str | None, name: str | None = None) -> list[Action]:
         """The actions on one cm_id (optionally of one name) in time order (none for ``None``)."""
-        picked = (a for a in self.actions
-                  if cm_id is not None and a.id == cm_id and (name is None or a.name == name))
+        picked = (
+            a
+            for a in self.actions
+            if cm_id is not None and a.id == cm_id and (name is None or a.name == name)
+        )
         return sorted(picked, key=lambda a: a.t_us)
 
     def conn_of(self, cm_id: str | None) -> str | None:

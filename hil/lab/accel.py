@@ -42,17 +42,38 @@ def choose(requested: str, kernel: Path, say: Callable[[str], None]) -> str:
     accel = "kvm" if kvm_boots(kernel) else "tcg"
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(accel + "\n")
-    say("lab: using KVM (probe boot worked)" if accel == "kvm"
-        else "lab: using TCG (a KVM probe boot did not finish in time; KVM hangs here)")
+    say(
+        "lab: using KVM (probe boot worked)"
+        if accel == "kvm"
+        else "lab: using TCG (a KVM probe boot did not finish in time; KVM hangs here)"
+    )
     return accel
 
 
 def kvm_boots(kernel: Path) -> bool:
     """Whether a KVM guest of ``kernel`` boots and runs a command within the timeout."""
-    argv = [vng_binary(), "--run", str(kernel), "--cpus", "1", "--memory", "256M",
-            "--cwd", "/", "--disable-microvm", "--exec", f"echo {MARKER}"]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True, env=vng_env())
+    argv = [
+        vng_binary(),
+        "--run",
+        str(kernel),
+        "--cpus",
+        "1",
+        "--memory",
+        "256M",
+        "--cwd",
+        "/",
+        "--disable-microvm",
+        "--exec",
+        f"echo {MARKER}",
+    ]
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=vng_env(),
+    )
     try:
         out, _ = proc.communicate(timeout=PROBE_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -60,4 +81,3 @@ def kvm_boots(kernel: Path) -> bool:
         proc.communicate()
         return False
     return MARKER in out.decode(errors="replace")
-

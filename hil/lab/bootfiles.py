@@ -58,7 +58,9 @@ def keygen(path: Path, comment: str) -> str:
     """Make an ed25519 key pair at ``path``; returns the public line."""
     argv = tools.argv("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=KEYGEN_TIMEOUT, check=False)
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=KEYGEN_TIMEOUT, check=False
+        )
     except FileNotFoundError as e:
         raise LabError("ssh-keygen not found: apt-get install openssh-client") from e
     except subprocess.TimeoutExpired as e:
@@ -81,8 +83,9 @@ def write_client_key(lab_dir: Path) -> str:
     return keygen(key, "hil-lab-client")
 
 
-def write_guest(lab_dir: Path, index: int, name: str, lab_cables: list[Cable],
-                client_pub: str) -> str:
+def write_guest(
+    lab_dir: Path, index: int, name: str, lab_cables: list[Cable], client_pub: str
+) -> str:
     """Write guest ``index``'s boot files; returns its public host key line."""
     conf = guest_conf_dir(lab_dir, name)
     conf.mkdir(mode=0o700, exist_ok=True)

@@ -39,8 +39,7 @@ def pull_carrier(control: LinkControl, link: Link, pull: Pull, change: Change) -
     undo = qmp_undo(pull.qmp, pull.qmp_netdev, True, what)
     if pull.end is not None:
         netdev = control.netdev(pull.end)
-        wait = agent_undo("wait_link", f"wait for carrier on {netdev}", netdev=netdev,
-                          carrier=True)
+        wait = agent_undo("wait_link", f"wait for carrier on {netdev}", netdev=netdev, carrier=True)
         # Journaled under the end's host, so the wait runs there.
         undo["then"] = [{**wait, "timeout": CARRIER_TIMEOUT}]
     change(undo)

@@ -66,13 +66,21 @@ def _locked(lab_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise LabError(f"{lab_dir}: another `hil lab` command is working on this lab; "
-                           "wait for it, or use another --dir") from None
+            raise LabError(
+                f"{lab_dir}: another `hil lab` command is working on this lab; "
+                "wait for it, or use another --dir"
+            ) from None
         yield
 
 
-def up(lab_dir: Path, hosts: int = 2, memory: str = "1G", accel_mode: str = "auto",
-       say: Say = _stderr, boot_timeout: float = BOOT_TIMEOUT) -> LabState:
+def up(
+    lab_dir: Path,
+    hosts: int = 2,
+    memory: str = "1G",
+    accel_mode: str = "auto",
+    say: Say = _stderr,
+    boot_timeout: float = BOOT_TIMEOUT,
+) -> LabState:
     """Bring a lab of ``hosts`` guests up in ``lab_dir`` (reusing a healthy one)."""
     network.check_hosts(hosts)
     lab_dir = check_dir(lab_dir)
@@ -91,8 +99,11 @@ def up(lab_dir: Path, hosts: int = 2, memory: str = "1G", accel_mode: str = "aut
             _teardown(lab_dir, say)
             _remove_dir(lab_dir)
             raise
-        say(f"lab: {hosts} guests SSH-ready in {time.monotonic() - started:.1f} s ({chosen.upper()}); "
-            f"lab {network.lab_id(lab_dir)}, inventory {inv}")
+        say(
+            f"lab: {hosts} guests SSH-ready in {time.monotonic() - started:.1f} s "
+            f"({chosen.upper()}); "
+            f"lab {network.lab_id(lab_dir)}, inventory {inv}"
+        )
         return state
 
 
@@ -108,9 +119,14 @@ def _reuse_or_clean(lab_dir: Path, hosts: int, say: Say) -> LabState | None:
         reason = f"SSH does not answer on {', '.join(mute)}" if mute else None
     if reason is None:
         if len(state.guests) != hosts:
-            raise InputError(f"{lab_dir}: a lab of {len(state.guests)} guests runs here; "
-                             f"`hil lab down --dir {lab_dir}` first to start one of {hosts}")
-        say(f"lab: already up in {lab_dir} (lab {network.lab_id(lab_dir)}, {len(state.guests)} guests)")
+            raise InputError(
+                f"{lab_dir}: a lab of {len(state.guests)} guests runs here; "
+                f"`hil lab down --dir {lab_dir}` first to start one of {hosts}"
+            )
+        say(
+            f"lab: already up in {lab_dir} "
+            f"(lab {network.lab_id(lab_dir)}, {len(state.guests)} guests)"
+        )
         return state
     say(f"lab: found a stale or unhealthy lab in {lab_dir} ({reason}); cleaning it up")
     _teardown(lab_dir, say)
@@ -128,12 +144,15 @@ def _misnamed(lab_dir: Path, state: LabState) -> str | None:
     expected = [network.guest_name(lab, g.index) for g in state.guests]
     if names == expected:
         return None
-    return (f"its guests are named {', '.join(names)}, not {', '.join(expected)} "
-            "(started by an older hil)")
+    return (
+        f"its guests are named {', '.join(names)}, not {', '.join(expected)} "
+        "(started by an older hil)"
+    )
 
 
-def _boot(lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str,
-          say: Say) -> tuple[LabState, list[network.Cable]]:
+def _boot(
+    lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str, say: Say
+) -> tuple[LabState, list[network.Cable]]:
     client_pub = bootfiles.write_client_key(lab_dir)
     tried: set[int] = set()
     attempt = 1
@@ -142,7 +161,9 @@ def _boot(lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str,
         tried |= {*ports.ssh, *ports.cables}
         cables = network.cables(network.lab_id(lab_dir), hosts, ports.cables)
         try:
-            return _start_all(lab_dir, image, ports, cables, memory, chosen, client_pub, say), cables
+            return _start_all(
+                lab_dir, image, ports, cables, memory, chosen, client_pub, say
+            ), cables
         except LabError as e:
             if attempt == PORT_ATTEMPTS or not any(m in str(e) for m in _PORT_TAKEN):
                 raise
@@ -151,12 +172,22 @@ def _boot(lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str,
             attempt += 1
 
 
-def _start_all(lab_dir: Path, image: Path, ports: network.Ports, cables: list[network.Cable],
-               memory: str, chosen: str, client_pub: str, say: Say) -> LabState:
+def _start_all(
+    lab_dir: Path,
+    image: Path,
+    ports: network.Ports,
+    cables: list[network.Cable],
+    memory: str,
+    chosen: str,
+    client_pub: str,
+    say: Say,
+) -> LabState:
     lab = network.lab_id(lab_dir)
     names = [network.guest_name(lab, i) for i in range(len(ports.ssh))]
-    host_keys = [bootfiles.write_guest(lab_dir, i, n, cables, client_pub) for i, n in enumerate(names)]
-    bootfiles.write_known_hosts(lab_dir, list(zip(ports.ssh, host_keys)))
+    host_keys = [
+        bootfiles.write_guest(lab_dir, i, n, cables, client_pub) for i, n in enumerate(names)
+    ]
+    bootfiles.write_known_hosts(lab_dir, list(zip(ports.ssh, host_keys, strict=True)))
     state = LabState(str(lab_dir), boot_id(), time.time(), chosen, str(image), ports.cables, ())
     # Guest i listens on its cable to guest i+1, which connects: start in order.
     for i, name in enumerate(names):

@@ -59,24 +59,46 @@ def qemu_options(lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> lis
     """The QEMU options for a guest's pidfile, QMP socket and NICs."""
     mgmt = mgmt_nic(spec.index)
     opts = [
-        "-pidfile", str(lab_dir / f"{spec.name}.pid"),
-        "-qmp", f"unix:{lab_dir / spec.name}.qmp,server=on,wait=off",
-        "-netdev", f"user,id={mgmt.netdev},restrict=on,hostfwd=tcp:127.0.0.1:{spec.ssh_port}-:22",
-        "-device", f"virtio-net-pci,netdev={mgmt.netdev},mac={mgmt.mac}",
+        "-pidfile",
+        str(lab_dir / f"{spec.name}.pid"),
+        "-qmp",
+        f"unix:{lab_dir / spec.name}.qmp,server=on,wait=off",
+        "-netdev",
+        f"user,id={mgmt.netdev},restrict=on,hostfwd=tcp:127.0.0.1:{spec.ssh_port}-:22",
+        "-device",
+        f"virtio-net-pci,netdev={mgmt.netdev},mac={mgmt.mac}",
     ]
     for cable, nic in data_nics(spec.index, lab_cables):
         role = "listen" if cable.a.guest == spec.index else "connect"
-        opts += ["-netdev", f"socket,id={nic.netdev},{role}=127.0.0.1:{cable.port}",
-                 "-device", f"virtio-net-pci,netdev={nic.netdev},mac={nic.mac}"]
+        opts += [
+            "-netdev",
+            f"socket,id={nic.netdev},{role}=127.0.0.1:{cable.port}",
+            "-device",
+            f"virtio-net-pci,netdev={nic.netdev},mac={nic.mac}",
+        ]
     return opts
 
 
 def vng_argv(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> list[str]:
     """The full vng command line of a guest."""
-    argv = [vng_binary(), "--run", str(kernel), "--name", spec.name, "--cpus", "1",
-            "--memory", spec.memory, "--cwd", "/", "--disable-microvm", "--verbose",
-            # CONFIG_DUMMY=y would add a stray dummy0 to every guest.
-            "--append", "dummy.numdummies=0"]
+    argv = [
+        vng_binary(),
+        "--run",
+        str(kernel),
+        "--name",
+        spec.name,
+        "--cpus",
+        "1",
+        "--memory",
+        spec.memory,
+        "--cwd",
+        "/",
+        "--disable-microvm",
+        "--verbose",
+        # CONFIG_DUMMY=y would add a stray dummy0 to every guest.
+        "--append",
+        "dummy.numdummies=0",
+    ]
     if spec.accel == "tcg":
         argv.append("--disable-kvm")
     argv += ["--exec", f"sh {BOOT_SCRIPT} {guest_conf_dir(lab_dir, spec.name)}"]
@@ -100,8 +122,13 @@ def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable])
     pidfile.unlink(missing_ok=True)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            vng_argv(kernel, lab_dir, spec, lab_cables), stdin=subprocess.DEVNULL,
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=vng_env(), cwd="/",
+            vng_argv(kernel, lab_dir, spec, lab_cables),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=vng_env(),
+            cwd="/",
         )
     _children[proc.pid] = proc
     qmp_path = str(lab_dir / f"{spec.name}.qmp")
@@ -112,10 +139,14 @@ def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable])
             raise LabError(f"{spec.name}: vng exited {proc.returncode} at start:\n{log_tail(log)}")
         pid = _read_pid(pidfile)
         if pid is not None and Path(qmp_path).exists():
-            return GuestState(spec.name, spec.index, pid, proc.pid, spec.ssh_port, qmp_path, str(log))
+            return GuestState(
+                spec.name, spec.index, pid, proc.pid, spec.ssh_port, qmp_path, str(log)
+            )
         time.sleep(0.2)
     _kill_group(proc.pid)
-    raise LabError(f"{spec.name}: QEMU did not start within {START_TIMEOUT:.0f} s:\n{log_tail(log)}")
+    raise LabError(
+        f"{spec.name}: QEMU did not start within {START_TIMEOUT:.0f} s:\n{log_tail(log)}"
+    )
 
 
 def _read_pid(pidfile: Path) -> int | None:

@@ -85,8 +85,13 @@ def find_source(src_dir: Path = Path("/usr/src")) -> KernelSource:
 
 def _package_version(package: str) -> str | None:
     try:
-        out = subprocess.run(tools.argv("dpkg-query", "-W", "-f=${Version}", package),
-                             capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run(
+            tools.argv("dpkg-query", "-W", "-f=${Version}", package),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
@@ -159,7 +164,8 @@ def ensure_kernel(
     missing = missing_tools()
     if missing:
         raise LabError(
-            "cannot build the lab kernel, missing: " + ", ".join(missing)
+            "cannot build the lab kernel, missing: "
+            + ", ".join(missing)
             + " (run ci/install, or apt-get install the packages above)"
         )
     with _build_lock(progress):
@@ -190,8 +196,10 @@ def _build_lock(progress: Progress) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise LabError(f"lab kernel: another build held {lock_path} for over "
-                                   f"{BUILD_TIMEOUT:.0f} s; stop it, or remove the lock") from None
+                    raise LabError(
+                        f"lab kernel: another build held {lock_path} for over "
+                        f"{BUILD_TIMEOUT:.0f} s; stop it, or remove the lock"
+                    ) from None
                 if deadline - time.monotonic() > BUILD_TIMEOUT - PROGRESS_EVERY:
                     progress("lab kernel: another build is running; waiting for it to finish")
                 time.sleep(PROGRESS_EVERY)
@@ -208,8 +216,11 @@ def _extract(source: KernelSource, progress: Progress) -> Path:
         shutil.rmtree(work)  # a half-extracted tree from an interrupted run
     work.mkdir(parents=True)
     progress(f"lab kernel: extracting {source.tarball} into {work}")
-    _run(tools.argv("tar", "-xf", str(source.tarball), "-C", str(work)), EXTRACT_TIMEOUT,
-         "extracting")
+    _run(
+        tools.argv("tar", "-xf", str(source.tarball), "-C", str(work)),
+        EXTRACT_TIMEOUT,
+        "extracting",
+    )
     marker.touch()
     return tree
 
@@ -230,13 +241,17 @@ def _configure(tree: Path, fragment: Path, progress: Progress) -> None:
 def unmet_options(fragment: str, config: str) -> list[str]:
     """The fragment's ``CONFIG_X=y`` lines that the final .config does not have."""
     have = set(config.splitlines())
-    wanted = [ln.strip() for ln in fragment.splitlines() if re.fullmatch(r"CONFIG_\w+=y", ln.strip())]
+    wanted = [
+        ln.strip() for ln in fragment.splitlines() if re.fullmatch(r"CONFIG_\w+=y", ln.strip())
+    ]
     return [w for w in wanted if w not in have]
 
 
 def _run(argv: list[str], timeout: float, what: str, cwd: Path | None = None) -> None:
     try:
-        out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+        out = subprocess.run(
+            argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        )
     except subprocess.TimeoutExpired as e:
         raise LabError(f"lab kernel: {what} took over {timeout:.0f} s ({argv[0]}); retry") from e
     if out.returncode != 0:
@@ -247,9 +262,13 @@ def _run(argv: list[str], timeout: float, what: str, cwd: Path | None = None) ->
 def _make(tree: Path, jobs: int, progress: Progress) -> None:
     argv = tools.argv("make", f"-j{jobs}", *MAKE_TARGETS)
     log_path = tree.parent / "build.log"
-    progress(f"lab kernel: {' '.join(argv)} in {tree} (log {log_path}); this takes ~10 min on 2 cores")
+    progress(
+        f"lab kernel: {' '.join(argv)} in {tree} (log {log_path}); this takes ~10 min on 2 cores"
+    )
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(argv, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            argv, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         watcher = _MakeWatcher(proc, log)
         watcher.start()
         started = time.monotonic()
@@ -258,8 +277,13 @@ def _make(tree: Path, jobs: int, progress: Progress) -> None:
                 time.sleep(PROGRESS_EVERY)
                 elapsed = time.monotonic() - started
                 if elapsed > BUILD_TIMEOUT:
-                    raise LabError(f"lab kernel: make ran over {BUILD_TIMEOUT:.0f} s; see {log_path}")
-                progress(f"lab kernel: {elapsed:4.0f} s, {watcher.compiled} files compiled: {watcher.last}")
+                    raise LabError(
+                        f"lab kernel: make ran over {BUILD_TIMEOUT:.0f} s; see {log_path}"
+                    )
+                progress(
+                    f"lab kernel: {elapsed:4.0f} s, {watcher.compiled} files compiled: "
+                    f"{watcher.last}"
+                )
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -90,7 +90,7 @@ def lab_id(lab_dir: Path) -> str:
 
 
 def guest_name(lab: str, index: int) -> str:
-    """The name of guest ``index`` of lab ``lab``: the inventory host name and the guest's hostname."""
+    """The name of guest ``index`` of lab ``lab``: inventory host name and guest hostname."""
     return f"{lab}-{index}"
 
 
@@ -119,7 +119,9 @@ def cables(lab: str, n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
             k = nic_count[guest]
             nic_count[guest] += 1
             mac = f"52:54:00:01:{guest:02x}:{k:02x}"
-            ends.append(CableEnd(guest, Nic(f"data{k}", mac, f"{subnet[side + 1]}/{subnet.prefixlen}")))
+            ends.append(
+                CableEnd(guest, Nic(f"data{k}", mac, f"{subnet[side + 1]}/{subnet.prefixlen}"))
+            )
         result.append(Cable(lab, c, ends[0], ends[1], cable_ports[c]))
     return result
 

@@ -65,8 +65,9 @@ class QMPClient:
         """Close the session (QEMU keeps running)."""
         self._sock.close()
 
-    def execute(self, command: str, arguments: dict[str, Any] | None = None,
-                timeout: float | None = None) -> Any:
+    def execute(
+        self, command: str, arguments: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> Any:
         """Run ``command`` and return its ``return`` value; QMPError on error replies."""
         deadline = time.monotonic() + (self._timeout if timeout is None else timeout)
         return self._call(command, arguments, deadline)
@@ -99,7 +100,9 @@ class QMPClient:
             try:
                 chunk = self._sock.recv(65536)
             except TimeoutError as e:
-                raise QMPError(f"QMP {self.path}: no answer within the timeout; QEMU may be hung") from e
+                raise QMPError(
+                    f"QMP {self.path}: no answer within the timeout; QEMU may be hung"
+                ) from e
             except OSError as e:
                 raise QMPError(f"QMP {self.path}: read failed: {e}") from e
             if not chunk:

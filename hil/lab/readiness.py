@@ -24,8 +24,9 @@ POLL = 0.5
 SSH_TIMEOUT = 15.0
 
 
-def wait_ready(state: LabState, inventory: Path, deadline: float,
-               say: Callable[[str], None]) -> None:
+def wait_ready(
+    state: LabState, inventory: Path, deadline: float, say: Callable[[str], None]
+) -> None:
     """Wait until every guest answers over SSH, or raise LabError at ``deadline``."""
     inv = loader.load(inventory)
     started = time.monotonic()
@@ -33,8 +34,10 @@ def wait_ready(state: LabState, inventory: Path, deadline: float,
         _wait_banner(g, deadline)
         last = _wait_session(g, inv.hosts[g.name], deadline)
         if last is not None:
-            raise LabError(f"{g.name}: SSH not ready within the boot timeout: {last}\n"
-                           f"guest log {g.log}:\n{log_tail(Path(g.log))}")
+            raise LabError(
+                f"{g.name}: SSH not ready within the boot timeout: {last}\n"
+                f"guest log {g.log}:\n{log_tail(Path(g.log))}"
+            )
         say(f"lab: {g.name} SSH-ready (+{time.monotonic() - started:.1f} s)")
 
 
@@ -42,8 +45,10 @@ def _wait_banner(g: GuestState, deadline: float) -> None:
     while not ssh_banner(g.ssh_port):
         _check_alive(g)
         if time.monotonic() > deadline:
-            raise LabError(f"{g.name}: no SSH on 127.0.0.1:{g.ssh_port} within the boot timeout; "
-                           f"guest log {g.log}:\n{log_tail(Path(g.log))}")
+            raise LabError(
+                f"{g.name}: no SSH on 127.0.0.1:{g.ssh_port} within the boot timeout; "
+                f"guest log {g.log}:\n{log_tail(Path(g.log))}"
+            )
         time.sleep(POLL)
 
 
@@ -64,5 +69,7 @@ def _wait_session(g: GuestState, host: Host, deadline: float) -> str | None:
 
 def _check_alive(g: GuestState) -> None:
     if not qemu_alive(g):
-        raise LabError(f"{g.name}: the guest stopped while booting; guest log {g.log}:\n"
-                       f"{log_tail(Path(g.log))}")
+        raise LabError(
+            f"{g.name}: the guest stopped while booting; guest log {g.log}:\n"
+            f"{log_tail(Path(g.log))}"
+        )

@@ -35,9 +35,9 @@ from hil.judge.timeline import explain
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
+    from hil.host.pairsetup import PairState
     from hil.judge.profiles import Profile
     from hil.judge.timeline import Timeline
-    from hil.host.pairsetup import PairState
     from hil.run import PairRun
 
 DIRECTIONS = ("a-b", "b-a")  # which host connects: A (to B), or B (to A)
@@ -50,17 +50,27 @@ Contract = Callable[["Timeline"], Verdict]
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil", "hil: iWARP lab pairs")
     group.addoption(
-        "--hil-kmsg-allow", action="append", default=[], metavar="REGEX",
+        "--hil-kmsg-allow",
+        action="append",
+        default=[],
+        metavar="REGEX",
         help="A kernel log line matching REGEX does not fail the after-test check "
         "(repeatable; added to the default allowlist and the ini list hil_kmsg_allow).",
     )
     group.addoption(
-        "--hil-settle", type=float, default=evidence.SETTLE_S, metavar="SECONDS",
+        "--hil-settle",
+        type=float,
+        default=evidence.SETTLE_S,
+        metavar="SECONDS",
         help="How long the after-test check waits for RDMA resources to return to their "
         f"baseline (default {evidence.SETTLE_S:g}).",
     )
-    parser.addini("hil_kmsg_allow", type="linelist", default=[],
-                  help="Known harmless kernel log lines (regular expressions, one a line).")
+    parser.addini(
+        "hil_kmsg_allow",
+        type="linelist",
+        default=[],
+        help="Known harmless kernel log lines (regular expressions, one a line).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,8 +80,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "deselect with -m 'not disruptive'",
     )
     try:
-        allow = compile_allow([*config.getini("hil_kmsg_allow"),
-                               *config.getoption("hil_kmsg_allow")])
+        allow = compile_allow(
+            [*config.getini("hil_kmsg_allow"), *config.getoption("hil_kmsg_allow")]
+        )
     except HilError as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[ALLOW_KEY] = (*DEFAULT_KERNEL_ALLOW, *allow)
@@ -105,11 +116,13 @@ def cm(hil_run: PairRun, profile: Profile, direction: str) -> CMSession:
 @pytest.fixture
 def contract(profile: Profile) -> Contract:
     """``contract(timeline)``: the verdict; fails the test with its text when not ok."""
+
     def judge(timeline: Timeline) -> Verdict:
         verdict = check(timeline, profile)
         if not verdict.ok:
             pytest.fail(explain(timeline, verdict.to_text()), pytrace=False)
         return verdict
+
     return judge
 
 
@@ -126,7 +139,6 @@ def after_test_checks(request: pytest.FixtureRequest) -> Iterator[None]:
     allow: tuple[str, ...] = request.config.stash[ALLOW_KEY]
     baseline = evidence.begin(probes)
     yield
-    result = evidence.finish(probes, baseline, prof, allow,
-                             request.config.getoption("hil_settle"))
+    result = evidence.finish(probes, baseline, prof, allow, request.config.getoption("hil_settle"))
     if not result.ok:
         pytest.fail(result.to_text(), pytrace=False)

@@ -45,10 +45,14 @@ class HilSession:
         """The pair request the options stand for."""
         opt = self.config.getoption
         worker = os.environ.get("PYTEST_XDIST_WORKER")
-        return PairRequest(pair=opt("hil_pair"), require=tuple(opt("hil_require")),
-                           lease=opt("hil_lease"),
-                           holder=f"pytest {worker}" if worker else "pytest",
-                           ttl=opt("hil_ttl"), wait=opt("hil_wait"))
+        return PairRequest(
+            pair=opt("hil_pair"),
+            require=tuple(opt("hil_require")),
+            lease=opt("hil_lease"),
+            holder=f"pytest {worker}" if worker else "pytest",
+            ttl=opt("hil_ttl"),
+            wait=opt("hil_wait"),
+        )
 
     def describe_request(self) -> str:
         """The inventory and what we ask of it, for the header."""
@@ -64,14 +68,18 @@ class HilSession:
 
     def _start(self) -> None:
         if not self.inventory_path:
-            raise InputError("--hil-lease needs the inventory the lease was taken from: "
-                             "pass --hil-inventory FILE (or set HIL_INVENTORY)")
+            raise InputError(
+                "--hil-lease needs the inventory the lease was taken from: "
+                "pass --hil-inventory FILE (or set HIL_INVENTORY)"
+            )
         inventory = load(self.inventory_path)
         self.store = open_store(self.config.getoption("hil_store"))
-        observers = [o for group in self.config.hook.pytest_hil_observers(config=self.config)
-                     for o in group]
-        self.run = PairRun(inventory, self.store, self.request(), observers=observers,
-                           progress=self._progress)
+        observers = [
+            o for group in self.config.hook.pytest_hil_observers(config=self.config) for o in group
+        ]
+        self.run = PairRun(
+            inventory, self.store, self.request(), observers=observers, progress=self._progress
+        )
         lease = self.run.reserve()
         self.reserved = Reserved(self.run.pair, lease, inventory)
 

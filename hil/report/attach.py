@@ -107,10 +107,16 @@ def attach_timeline(timeline: Timeline, verdict: Verdict | None = None) -> None:
         metric(name, value, unit_of(name))
     if allure is None:
         return
-    allure.attach(render_timeline(timeline, verdict), name=f"timeline {timeline.scenario}",
-                  attachment_type=allure.attachment_type.SVG)
-    allure.attach(timeline.to_json(indent=1), name=f"timeline {timeline.scenario} (json)",
-                  attachment_type=allure.attachment_type.JSON)
+    allure.attach(
+        render_timeline(timeline, verdict),
+        name=f"timeline {timeline.scenario}",
+        attachment_type=allure.attachment_type.SVG,
+    )
+    allure.attach(
+        timeline.to_json(indent=1),
+        name=f"timeline {timeline.scenario} (json)",
+        attachment_type=allure.attachment_type.JSON,
+    )
 
 
 def attach_verdict(verdict: Verdict) -> None:
@@ -118,24 +124,33 @@ def attach_verdict(verdict: Verdict) -> None:
     if allure is None:
         return
     word = "passed" if verdict.ok else "FAILED"
-    allure.attach(verdict.to_text(), name=f"contract verdict: {word}",
-                  attachment_type=allure.attachment_type.TEXT)
-    allure.attach(verdict.to_json(indent=1), name="contract verdict (json)",
-                  attachment_type=allure.attachment_type.JSON)
+    allure.attach(
+        verdict.to_text(),
+        name=f"contract verdict: {word}",
+        attachment_type=allure.attachment_type.TEXT,
+    )
+    allure.attach(
+        verdict.to_json(indent=1),
+        name="contract verdict (json)",
+        attachment_type=allure.attachment_type.JSON,
+    )
 
 
 def attach_kernel_log(lines: Iterable[str | KernelLogLine], name: str = "kernel log") -> None:
     """Kernel log lines printed while the test ran (``host: line`` for KernelLogLine)."""
     if allure is None:
         return
-    text = "\n".join(f"{x.host}: {x.line}" if isinstance(x, KernelLogLine) else str(x)
-                     for x in lines)
-    allure.attach(text or "(nothing logged)", name=name,
-                  attachment_type=allure.attachment_type.TEXT)
+    text = "\n".join(
+        f"{x.host}: {x.line}" if isinstance(x, KernelLogLine) else str(x) for x in lines
+    )
+    allure.attach(
+        text or "(nothing logged)", name=name, attachment_type=allure.attachment_type.TEXT
+    )
 
 
-def resources_table(before: Mapping[str, Mapping[str, int]],
-                    after: Mapping[str, Mapping[str, int]]) -> str:
+def resources_table(
+    before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
+) -> str:
     """``rdma resource`` counts per host and kind, before and after, as aligned text."""
     rows = [("host", "kind", "before", "after", "")]
     for host in sorted(set(before) | set(after)):
@@ -144,17 +159,22 @@ def resources_table(before: Mapping[str, Mapping[str, int]],
             b, a = before.get(host, {}).get(kind), after.get(host, {}).get(kind)
             rows.append((host, kind, str(b), str(a), "" if a == b else "<- changed"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in rows)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
 
 
-def attach_resources(before: Mapping[str, Mapping[str, int]],
-                     after: Mapping[str, Mapping[str, int]]) -> None:
+def attach_resources(
+    before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
+) -> None:
     """``rdma resource`` counts ({host: {kind: count}}) before and after the test."""
     if allure is None:
         return
-    allure.attach(resources_table(before, after), name="rdma resource before/after",
-                  attachment_type=allure.attachment_type.TEXT)
+    allure.attach(
+        resources_table(before, after),
+        name="rdma resource before/after",
+        attachment_type=allure.attachment_type.TEXT,
+    )
 
 
 def attach_resource_counts(counts: Iterable[ResourceCount]) -> None:
@@ -171,8 +191,11 @@ def attach_pcap(path: Path | str, name: str | None = None) -> None:
     """A packet capture file (opens in Wireshark from the report)."""
     if allure is None:
         return
-    allure.attach.file(str(path), name=name or Path(path).name,  # type: ignore[no-untyped-call]
-                       attachment_type=allure.attachment_type.PCAP)
+    allure.attach.file(
+        str(path),
+        name=name or Path(path).name,  # type: ignore[no-untyped-call]
+        attachment_type=allure.attachment_type.PCAP,
+    )
 
 
 def label(name: str, value: str) -> None:
@@ -194,5 +217,8 @@ def attach_metrics(test: str) -> None:
     found = METRICS.of_test(test)
     if allure is None or not found:
         return
-    allure.attach(json.dumps([asdict(m) for m in found], indent=1), name="metrics",
-                  attachment_type=allure.attachment_type.JSON)
+    allure.attach(
+        json.dumps([asdict(m) for m in found], indent=1),
+        name="metrics",
+        attachment_type=allure.attachment_type.JSON,
+    )

@@ -7,7 +7,7 @@ that cannot be read is ``unknown: <what> failed on <host>: <why>``, never the
 inventory's claim (that is shown apart, as ``<host>.<netdev>.inventory``), so
 a half-broken host still gets a report and a reader sees what was not seen.
 
-    props = gather(hosts, pair)          # hosts: hil.host.hosts.Hosts (or anything with .agent(name))
+    props = gather(hosts, pair)   # hosts: hil.host.hosts.Hosts (or anything with .agent(name))
     write_properties(alluredir, props)
 """
 
@@ -55,9 +55,9 @@ def _reason(e: HilError, host: str) -> str:
     """An error's message without the host (``unknown`` names it) or the agent method."""
     text = str(e)
     if isinstance(e, RemoteError) and text.startswith(f"{e.host}: "):
-        text = text[len(e.host) + 2:]
+        text = text[len(e.host) + 2 :]
     if isinstance(e, AgentCallError) and text.startswith(f"agent {e.method}: "):
-        text = text[len(e.method) + 8:]
+        text = text[len(e.method) + 8 :]
     return text
 
 
@@ -80,8 +80,9 @@ def rdma_core_version(runner: _Runner, host: str) -> str:
     deb = _first_line(runner, host, tools.argv("dpkg-query", "-W", "-f=${Version}", "rdma-core"))
     if not deb.startswith("unknown:"):
         return deb
-    rpm = _first_line(runner, host,
-                      tools.argv("rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", "rdma-core"))
+    rpm = _first_line(
+        runner, host, tools.argv("rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", "rdma-core")
+    )
     return rpm if not rpm.startswith("unknown:") else deb
 
 
@@ -94,7 +95,9 @@ def driver_properties(agent: _HostAgent, host: str, prefix: str, netdev: str) ->
         why = unknown(host, "SIOCETHTOOL", _reason(e, host))
         return {f"{prefix}.{key}": why for key in keys}
     values = (info.driver, info.version, info.firmware)
-    return {f"{prefix}.{key}": value or NONE_REPORTED for key, value in zip(keys, values)}
+    return {
+        f"{prefix}.{key}": value or NONE_REPORTED for key, value in zip(keys, values, strict=True)
+    }
 
 
 def rdma_devices_on(agent: _HostAgent, host: str, netdev: str) -> str:
@@ -109,8 +112,12 @@ def rdma_devices_on(agent: _HostAgent, host: str, netdev: str) -> str:
 
 def claimed(rnic: Rnic) -> str:
     """What the inventory says of a port: shown beside the observations, never for them."""
-    parts = [f"driver {rnic.driver}", f"rdma_device {rnic.rdma_device or '-'}",
-             f"fallback {rnic.fallback or '-'}", f"firmware {rnic.firmware or '-'}"]
+    parts = [
+        f"driver {rnic.driver}",
+        f"rdma_device {rnic.rdma_device or '-'}",
+        f"fallback {rnic.fallback or '-'}",
+        f"firmware {rnic.firmware or '-'}",
+    ]
     return ", ".join(parts)
 
 
@@ -137,8 +144,11 @@ def unreachable_properties(host: Host, rnic: Rnic, why: str) -> dict[str, str]:
     """The same keys as ``host_properties`` for a host whose agent did not start."""
     prefix = f"{host.name}.{rnic.netdev}"
     value = unknown(host.name, "starting the agent", why)
-    keys = ("kernel", "rdma-core", *(f"{rnic.netdev}.{k}" for k in
-                                     ("driver", "driver_version", "firmware", "rdma_device")))
+    keys = (
+        "kernel",
+        "rdma-core",
+        *(f"{rnic.netdev}.{k}" for k in ("driver", "driver_version", "firmware", "rdma_device")),
+    )
     return {**{f"{host.name}.{k}": value for k in keys}, f"{prefix}.inventory": claimed(rnic)}
 
 
@@ -163,8 +173,7 @@ def gather(hosts: _HostAgents, pair: Pair) -> dict[str, str]:
 
 def _escape(text: str) -> str:
     """Java properties escaping for keys and values (backslash, newlines, separators)."""
-    return (text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=")
-            .replace(":", "\\:"))
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
 
 
 def write_properties(alluredir: Path, props: Mapping[str, str], append: bool = False) -> Path:

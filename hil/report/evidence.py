@@ -55,6 +55,9 @@ class Evidence:
             attach.note("evidence lost", str(e))
             return
         attach.attach_resource_counts(after.resources)
-        dropped = [f"{host}: {n} kernel log records were overwritten before they were read"
-                   for host, n in after.lost.items() if n]
+        dropped = [
+            f"{host}: {n} kernel log records were overwritten before they were read"
+            for host, n in after.lost.items()
+            if n
+        ]
         attach.attach_kernel_log([*after.kernel_log, *dropped])

@@ -26,29 +26,38 @@ def executor(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     build_order = _int(env.get("HIL_BUILD_ORDER"), 0)
     if env.get("JENKINS_URL"):
         return {
-            "name": "Jenkins", "type": "jenkins", "url": env["JENKINS_URL"],
+            "name": "Jenkins",
+            "type": "jenkins",
+            "url": env["JENKINS_URL"],
             "buildOrder": _int(env.get("BUILD_NUMBER"), build_order),
             "buildName": env.get("BUILD_DISPLAY_NAME") or env.get("BUILD_TAG", ""),
             "buildUrl": env.get("BUILD_URL", ""),
-            "reportUrl": env.get("BUILD_URL", "").rstrip("/") + "/allure" if env.get(
-                "BUILD_URL") else "",
+            "reportUrl": env.get("BUILD_URL", "").rstrip("/") + "/allure"
+            if env.get("BUILD_URL")
+            else "",
             "reportName": f"{env.get('JOB_NAME', 'hil')} allure report",
         }
     if env.get("GITLAB_CI"):
         return {
-            "name": "GitLab CI", "type": "gitlab", "url": env.get("CI_SERVER_URL", ""),
-            "buildOrder": _int(env.get("CI_PIPELINE_IID") or env.get("CI_PIPELINE_ID"),
-                               build_order),
+            "name": "GitLab CI",
+            "type": "gitlab",
+            "url": env.get("CI_SERVER_URL", ""),
+            "buildOrder": _int(
+                env.get("CI_PIPELINE_IID") or env.get("CI_PIPELINE_ID"), build_order
+            ),
             "buildName": f"{env.get('CI_PROJECT_PATH', 'hil')} #{env.get('CI_PIPELINE_ID', '')}"
-                         f" {env.get('CI_JOB_NAME', '')}".rstrip(),
+            f" {env.get('CI_JOB_NAME', '')}".rstrip(),
             "buildUrl": env.get("CI_JOB_URL") or env.get("CI_PIPELINE_URL", ""),
-            "reportUrl": env.get("CI_JOB_URL", "").rstrip("/") + "/artifacts/browse" if env.get(
-                "CI_JOB_URL") else "",
+            "reportUrl": env.get("CI_JOB_URL", "").rstrip("/") + "/artifacts/browse"
+            if env.get("CI_JOB_URL")
+            else "",
             "reportName": f"{env.get('CI_PROJECT_NAME', 'hil')} allure report",
         }
     return {
-        "name": f"hil on {socket.gethostname()}", "type": "local",
-        "buildOrder": build_order, "buildName": f"local run #{build_order}",
+        "name": f"hil on {socket.gethostname()}",
+        "type": "local",
+        "buildOrder": build_order,
+        "buildName": f"local run #{build_order}",
     }
 
 

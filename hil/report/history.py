@@ -62,8 +62,9 @@ def new_run(reports: Path) -> Run:
         run.results.mkdir(parents=True)
     except OSError as e:
         raise InputError(f"cannot make {run.results}: {e}") from None
-    last_history = next((r.report / "history" for r in reversed(previous)
-                         if (r.report / "history").is_dir()), None)
+    last_history = next(
+        (r.report / "history" for r in reversed(previous) if (r.report / "history").is_dir()), None
+    )
     if last_history is not None:
         shutil.copytree(last_history, run.results / "history")
     return run
@@ -96,8 +97,10 @@ class Summary:
 
     def line(self) -> str:
         """``3 passed, 1 failed, 0 broken, 2 skipped``."""
-        return (f"{self.passed} passed, {self.failed} failed, {self.broken} broken, "
-                f"{self.skipped} skipped")
+        return (
+            f"{self.passed} passed, {self.failed} failed, {self.broken} broken, "
+            f"{self.skipped} skipped"
+        )
 
 
 def summary(report: Path) -> Summary:
@@ -107,8 +110,9 @@ def summary(report: Path) -> Summary:
         stat = json.loads(path.read_text())["statistic"]
     except (OSError, ValueError, KeyError) as e:
         raise InputError(f"{path}: not an Allure report summary: {e}") from None
-    return Summary(*(int(stat.get(k, 0)) for k in
-                     ("passed", "failed", "broken", "skipped", "unknown")))
+    return Summary(
+        *(int(stat.get(k, 0)) for k in ("passed", "failed", "broken", "skipped", "unknown"))
+    )
 
 
 def run_metrics(metrics: Iterable[dict[str, Any]]) -> dict[str, dict[str, float | str]]:
@@ -116,13 +120,19 @@ def run_metrics(metrics: Iterable[dict[str, Any]]) -> dict[str, dict[str, float 
     by_name: dict[str, list[dict[str, Any]]] = {}
     for m in metrics:
         by_name.setdefault(m["name"], []).append(m)
-    return {name: {"mean": statistics.fmean(float(x["value"]) for x in items),
-                   "count": len(items), "unit": items[0]["unit"]}
-            for name, items in sorted(by_name.items())}
+    return {
+        name: {
+            "mean": statistics.fmean(float(x["value"]) for x in items),
+            "count": len(items),
+            "unit": items[0]["unit"],
+        }
+        for name, items in sorted(by_name.items())
+    }
 
 
-def record_metrics(reports: Path, run: Run, metrics_files: Iterable[Path],
-                   keep: int) -> list[dict[str, Any]]:
+def record_metrics(
+    reports: Path, run: Run, metrics_files: Iterable[Path], keep: int
+) -> list[dict[str, Any]]:
     """Append this run's metrics to the history (last ``keep`` runs); return the history."""
     metrics: list[dict[str, Any]] = []
     for path in metrics_files:
@@ -151,9 +161,11 @@ def metric_properties(history: list[dict[str, Any]]) -> dict[str, str]:
         last = points[-1][1]
         scale, unit = _display_unit(float(last["mean"]), str(last["unit"]))
         trend = ", ".join(_number(p["mean"] / scale) for _, p in points)
-        props[f"metric.{name}"] = (f"{_number(last['mean'] / scale)} {unit} over "
-                                   f"{last['count']} tests (runs {points[0][0]}..{points[-1][0]}: "
-                                   f"{trend})".replace("  ", " "))
+        props[f"metric.{name}"] = (
+            f"{_number(last['mean'] / scale)} {unit} over "
+            f"{last['count']} tests (runs {points[0][0]}..{points[-1][0]}: "
+            f"{trend})".replace("  ", " ")
+        )
     return props
 
 

@@ -35,22 +35,26 @@ class AllureObserver(Observer):
 
     def step_started(self, step_info: StepInfo) -> None:
         stack = ExitStack()
-        stack.enter_context(step(f"sequence {step_info.name}", direction=step_info.direction,
-                                 **step_info.params))
+        stack.enter_context(
+            step(f"sequence {step_info.name}", direction=step_info.direction, **step_info.params)
+        )
         self._open.append(stack)
 
     def step_finished(self, step_info: StepInfo, error: BaseException | None) -> None:
         if self._open:
             stack = self._open.pop()
-            stack.__exit__(type(error) if error else None, error,
-                           error.__traceback__ if error else None)
+            stack.__exit__(
+                type(error) if error else None, error, error.__traceback__ if error else None
+            )
 
     def action(self, action: Action) -> None:
         target = f" {action.id}" if action.id else ""
         took = {} if action.duration_us is None else {"took_ms": action.duration_us / 1000}
         host = self.run.hosts[0 if action.side == "a" else 1] if self.run else action.side
-        with step(f"{host}: {action.name}{target} -> {action.result}",
-                  **{**action.params, "at_ms": action.t_us / 1000, **took}):
+        with step(
+            f"{host}: {action.name}{target} -> {action.result}",
+            **{**action.params, "at_ms": action.t_us / 1000, **took},
+        ):
             pass
 
     def timeline(self, timeline: Timeline, complete: bool) -> None:

@@ -34,8 +34,9 @@ _POLL = 0.1
 class Capture:
     """A running tcpdump on one host's netdev, writing to a remote temporary file."""
 
-    def __init__(self, session: SSHSession, netdev: str, remote: str,
-                 process: RemoteProcess) -> None:
+    def __init__(
+        self, session: SSHSession, netdev: str, remote: str, process: RemoteProcess
+    ) -> None:
         self.session = session
         self.netdev = netdev
         self.remote = remote
@@ -54,8 +55,21 @@ class Capture:
         # -Z root: Debian's tcpdump otherwise drops to a user that cannot write /tmp files.
         # -p: the host's own traffic is all we want; promiscuous mode would log to the
         # kernel log, which the after-test checks read.
-        argv = tools.argv("tcpdump", "-i", netdev, "-n", "-p", "-U", "--immediate-mode",
-                          "-s", str(snaplen), "-Z", "root", "-w", remote)
+        argv = tools.argv(
+            "tcpdump",
+            "-i",
+            netdev,
+            "-n",
+            "-p",
+            "-U",
+            "--immediate-mode",
+            "-s",
+            str(snaplen),
+            "-Z",
+            "root",
+            "-w",
+            remote,
+        )
         process = session.open_process(argv, sudo=True)
         cap = cls(session, netdev, remote, process)
         try:
@@ -73,9 +87,11 @@ class Capture:
             status = self.process.poll()
             if status is not None:
                 err = self.process.stderr.read().decode(errors="replace").strip()
-                raise SSHError(self.session.name,
-                               f"tcpdump on {self.netdev} exited {status}: {err[-300:]}; "
-                               f"is tcpdump installed and the netdev right?")
+                raise SSHError(
+                    self.session.name,
+                    f"tcpdump on {self.netdev} exited {status}: {err[-300:]}; "
+                    f"is tcpdump installed and the netdev right?",
+                )
             try:
                 sftp.stat(self.remote)
                 return
@@ -84,15 +100,21 @@ class Capture:
             except (OSError, paramiko.SSHException, EOFError) as e:
                 raise SSHError(self.session.name, f"cannot stat {self.remote}: {e}") from None
             if time.monotonic() >= deadline:
-                raise CommandTimeout(self.session.name,
-                                     f"tcpdump on {self.netdev} did not start capturing within "
-                                     f"{READY_TIMEOUT:g}s; check the host's load and tcpdump")
+                raise CommandTimeout(
+                    self.session.name,
+                    f"tcpdump on {self.netdev} did not start capturing within "
+                    f"{READY_TIMEOUT:g}s; check the host's load and tcpdump",
+                )
             time.sleep(_POLL)
 
     def _end(self) -> None:
         """Signal tcpdump to flush and exit, and wait for it (bounded)."""
-        self.session.run(tools.argv("kill", "-s", "INT", "--", f"-{self.process.pgid}"),
-                         timeout=STOP_TIMEOUT, check=False, sudo=True)
+        self.session.run(
+            tools.argv("kill", "-s", "INT", "--", f"-{self.process.pgid}"),
+            timeout=STOP_TIMEOUT,
+            check=False,
+            sudo=True,
+        )
         try:
             self.process.wait(STOP_TIMEOUT)
         finally:
@@ -106,8 +128,9 @@ class Capture:
             try:
                 self.session.sftp().get(self.remote, str(local))
             except (OSError, paramiko.SSHException, EOFError) as e:
-                raise SSHError(self.session.name,
-                               f"cannot fetch the capture {self.remote}: {e}") from None
+                raise SSHError(
+                    self.session.name, f"cannot fetch the capture {self.remote}: {e}"
+                ) from None
         finally:
             self._remove()
         return local
@@ -122,7 +145,11 @@ class Capture:
 
     def _remove(self) -> None:
         try:
-            self.session.run(tools.argv("rm", "-f", "--", self.remote), timeout=STOP_TIMEOUT,
-                             check=False, sudo=True)
+            self.session.run(
+                tools.argv("rm", "-f", "--", self.remote),
+                timeout=STOP_TIMEOUT,
+                check=False,
+                sudo=True,
+            )
         except HilError as e:
             log.warning("%s: could not remove %s: %s", self.session.name, self.remote, e)

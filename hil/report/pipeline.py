@@ -40,12 +40,15 @@ INFRA_CATEGORY = "Lab / infrastructure errors"
 PYTEST_TESTS_FAILED = 1
 
 
-def generate(results: Path, report: Path, allure: Path = DEFAULT_ALLURE,
-             timeout: float = GENERATE_TIMEOUT) -> None:
+def generate(
+    results: Path, report: Path, allure: Path = DEFAULT_ALLURE, timeout: float = GENERATE_TIMEOUT
+) -> None:
     """Run the Allure 2 generator on ``results`` into ``report``; LabError on failure."""
     if not os.access(allure, os.X_OK):
-        raise LabError(f"no Allure generator at {allure}: run ci/install "
-                       f"(it installs allure-commandline into .tools)")
+        raise LabError(
+            f"no Allure generator at {allure}: run ci/install "
+            f"(it installs allure-commandline into .tools)"
+        )
     argv = [str(allure), "generate", str(results), "-o", str(report), "--clean"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -71,8 +74,7 @@ def _failures(results: Path) -> list[tuple[str, str]]:
 
 def _is_infra(status: str, message: str, categories: list[dict[str, Any]]) -> bool:
     for cat in categories:
-        if status in cat.get("matchedStatuses", []) and re.fullmatch(cat["messageRegex"],
-                                                                     message):
+        if status in cat.get("matchedStatuses", []) and re.fullmatch(cat["messageRegex"], message):
             return bool(cat["name"] == INFRA_CATEGORY)
     return False
 
@@ -94,8 +96,16 @@ def exit_status(results: Path, pytest_rc: int) -> int:
 
 def run_pytest(run: history.Run, args: argparse.Namespace) -> int:
     """pytest on the suites into the run's results; its exit code."""
-    argv = [sys.executable, "-m", "pytest", *args.suites, f"--alluredir={run.results}",
-            f"--hil-pcap={args.pcap}", "-p", "no:cacheprovider"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *args.suites,
+        f"--alluredir={run.results}",
+        f"--hil-pcap={args.pcap}",
+        "-p",
+        "no:cacheprovider",
+    ]
     if args.inventory:
         argv.append(f"--hil-inventory={args.inventory}")
     if args.pair:
@@ -112,8 +122,9 @@ def pipeline(args: argparse.Namespace) -> int:
     reports = Path(args.reports)
     run = history.new_run(reports)
     rc = run_pytest(run, args)
-    metrics = history.record_metrics(reports, run, sorted(run.results.glob(METRICS_GLOB)),
-                                     args.keep)
+    metrics = history.record_metrics(
+        reports, run, sorted(run.results.glob(METRICS_GLOB)), args.keep
+    )
     if run.results.is_dir():
         write_properties(run.results, history.metric_properties(metrics), append=True)
     generate(run.results, run.report, Path(args.allure))
@@ -125,20 +136,39 @@ def pipeline(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m hil.report.pipeline", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("suites", nargs="*", default=["suites"],
-                   help="test files or directories (default: suites)")
-    p.add_argument("--reports", default="artifacts/reports/nightly",
-                   help="directory of the kept runs (default artifacts/reports/nightly)")
+    p = argparse.ArgumentParser(
+        prog="python -m hil.report.pipeline",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "suites", nargs="*", default=["suites"], help="test files or directories (default: suites)"
+    )
+    p.add_argument(
+        "--reports",
+        default="artifacts/reports/nightly",
+        help="directory of the kept runs (default artifacts/reports/nightly)",
+    )
     p.add_argument("--keep", type=int, default=14, help="runs kept for the trend (default 14)")
-    p.add_argument("--inventory", default=os.environ.get("HIL_INVENTORY"),
-                   help="lab inventory (env HIL_INVENTORY)")
+    p.add_argument(
+        "--inventory",
+        default=os.environ.get("HIL_INVENTORY"),
+        help="lab inventory (env HIL_INVENTORY)",
+    )
     p.add_argument("--pair", help="reserve this pair")
-    p.add_argument("--require", action="append", default=[], metavar="K=V",
-                   help="reserve a pair meeting this (repeatable)")
-    p.add_argument("--pcap", choices=("failed", "all", "none"), default="failed",
-                   help="packet captures to keep (default: of failed tests)")
+    p.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="reserve a pair meeting this (repeatable)",
+    )
+    p.add_argument(
+        "--pcap",
+        choices=("failed", "all", "none"),
+        default="failed",
+        help="packet captures to keep (default: of failed tests)",
+    )
     p.add_argument("--allure", default=str(DEFAULT_ALLURE), help="the allure executable")
     return p
 
@@ -146,8 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments (pytest's after ``--``), run the pipeline, map errors to exit codes."""
     argv = sys.argv[1:] if argv is None else argv
-    ours, extra = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (
-        argv, [])
+    ours, extra = (
+        (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    )
     parser = build_parser()
     try:
         args = parser.parse_args(ours)

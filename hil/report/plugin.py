@@ -163,8 +163,10 @@ def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
     # Attaching copies the file into the results: fetch it to a scratch directory.
     with tempfile.TemporaryDirectory(prefix="hil-pcap-") as scratch:
         try:
-            attach.attach_pcap(capture.stop(Path(scratch) / name),
-                               name=f"{capture.session.name} {capture.netdev}.pcap")
+            attach.attach_pcap(
+                capture.stop(Path(scratch) / name),
+                name=f"{capture.session.name} {capture.netdev}.pcap",
+            )
         except HilError as e:
             attach.note("packet capture lost", str(e))
 

@@ -110,19 +110,31 @@ def _cited(verdict: Verdict | None) -> set[tuple[str, int, str]]:
 def _action_mark(a: Action) -> _Mark:
     params = ", ".join(f"{k}={v}" for k, v in sorted(a.params.items()))
     label = f"{a.name}{' ' + a.id if a.id else ''}" + ("" if a.ok else f" → {a.result}")
-    return _Mark(a.t_us, a.end_us, label, a.brief() + (f" [{params}]" if params else ""),
-                 OK_COLOR if a.ok else BAD_COLOR)
+    return _Mark(
+        a.t_us,
+        a.end_us,
+        label,
+        a.brief() + (f" [{params}]" if params else ""),
+        OK_COLOR if a.ok else BAD_COLOR,
+    )
 
 
 def _event_mark(e: Event, cited: set[tuple[str, int, str]]) -> _Mark:
     status = f"({e.status})" if e.status else ""
     ringed = (e.id, e.t_us, e.type) in cited
-    return _Mark(e.t_us, e.t_us, f"{e.type}{status} {e.id}", e.brief(),
-                 BAD_COLOR if e.status or ringed else EVENT_COLOR, ringed)
+    return _Mark(
+        e.t_us,
+        e.t_us,
+        f"{e.type}{status} {e.id}",
+        e.brief(),
+        BAD_COLOR if e.status or ringed else EVENT_COLOR,
+        ringed,
+    )
 
 
-def _lane(axis: _Axis, top: int, name: str, actions: list[_Mark], events: list[_Mark],
-          uncertainty_us: int) -> tuple[str, int]:
+def _lane(
+    axis: _Axis, top: int, name: str, actions: list[_Mark], events: list[_Mark], uncertainty_us: int
+) -> tuple[str, int]:
     """One host's lane: its name, the action track and the event track; returns its height."""
     act_svg, act_rows = _track(axis, top + 8, actions, bars=True, uncertainty_us=0)
     ev_top = top + 8 + (act_rows + 1) * ROW_H + 6
@@ -139,8 +151,9 @@ def _lane(axis: _Axis, top: int, name: str, actions: list[_Mark], events: list[_
     return frame + act_svg + ev_svg + "</g>", height
 
 
-def _track(axis: _Axis, top: int, marks: list[_Mark], bars: bool,
-           uncertainty_us: int) -> tuple[str, int]:
+def _track(
+    axis: _Axis, top: int, marks: list[_Mark], bars: bool, uncertainty_us: int
+) -> tuple[str, int]:
     """Marks on a baseline at ``top`` with staggered labels; returns (svg, label rows used)."""
     out: list[str] = []
     row_end = [float("-inf")] * MAX_ROWS
@@ -150,18 +163,29 @@ def _track(axis: _Axis, top: int, marks: list[_Mark], bars: bool,
         x, x2 = axis.x(m.t_us), axis.x(m.end_us)
         title = f"<title>{escape(m.tooltip)}</title>"
         if bars:
-            out.append(f'<rect x="{x:.1f}" y="{base - 3}" width="{max(x2 - x, 3):.1f}" '
-                       f'height="7" fill="{m.color}">{title}</rect>')
+            out.append(
+                f'<rect x="{x:.1f}" y="{base - 3}" width="{max(x2 - x, 3):.1f}" '
+                f'height="7" fill="{m.color}">{title}</rect>'
+            )
         else:
             half = uncertainty_us * axis.px_per_us()
             if half >= 1:
-                out.append(f'<line x1="{x - half:.1f}" y1="{base}" x2="{x + half:.1f}" '
-                           f'y2="{base}" stroke="{m.color}" stroke-opacity="0.4" '
-                           f'stroke-width="5"/>')
-            ring = (f'<circle cx="{x:.1f}" cy="{base}" r="7" fill="none" stroke="{BAD_COLOR}" '
-                    f'stroke-width="2"/>') if m.ringed else ""
-            out.append(f'{ring}<circle cx="{x:.1f}" cy="{base}" r="4" fill="{m.color}">'
-                       f"{title}</circle>")
+                out.append(
+                    f'<line x1="{x - half:.1f}" y1="{base}" x2="{x + half:.1f}" '
+                    f'y2="{base}" stroke="{m.color}" stroke-opacity="0.4" '
+                    f'stroke-width="5"/>'
+                )
+            ring = (
+                (
+                    f'<circle cx="{x:.1f}" cy="{base}" r="7" fill="none" stroke="{BAD_COLOR}" '
+                    f'stroke-width="2"/>'
+                )
+                if m.ringed
+                else ""
+            )
+            out.append(
+                f'{ring}<circle cx="{x:.1f}" cy="{base}" r="4" fill="{m.color}">{title}</circle>'
+            )
         width = len(m.label) * CHAR_W
         # Near the right edge the label ends at the mark instead of starting there.
         anchor = "end" if x + width > WIDTH - 6 else "start"
@@ -172,10 +196,11 @@ def _track(axis: _Axis, top: int, marks: list[_Mark], bars: bool,
         row_end[row] = max(x, left + width)
         used = max(used, row + 1)
         ly = base + 14 + row * ROW_H
-        out.append(f'<line x1="{x:.1f}" y1="{base + 4}" x2="{x:.1f}" y2="{ly - 9}" '
-                   f'stroke="#ccc"/>')
-        out.append(f'<text x="{x:.1f}" y="{ly}" fill="{m.color}" text-anchor="{anchor}">'
-                   f"{escape(m.label)}</text>")
+        out.append(f'<line x1="{x:.1f}" y1="{base + 4}" x2="{x:.1f}" y2="{ly - 9}" stroke="#ccc"/>')
+        out.append(
+            f'<text x="{x:.1f}" y="{ly}" fill="{m.color}" text-anchor="{anchor}">'
+            f"{escape(m.label)}</text>"
+        )
     return "".join(out), used
 
 
@@ -192,10 +217,12 @@ def _pulls(axis: _Axis, actions: Iterable[Action], top: int, bottom: int) -> str
             end = axis.x(a.t_us) if a is not None else axis.x(axis.end_us)
             x = axis.x(start.t_us)
             mode = start.params.get("mode", "")
-            out.append(f'<rect x="{x:.1f}" y="{top}" width="{max(end - x, 2):.1f}" '
-                       f'height="{bottom - top}" fill="{PULL_FILL}"/>'
-                       f'<text x="{x + 3:.1f}" y="{top - 4}" fill="#e65100">'
-                       f"link pulled{' (' + escape(str(mode)) + ')' if mode else ''}</text>")
+            out.append(
+                f'<rect x="{x:.1f}" y="{top}" width="{max(end - x, 2):.1f}" '
+                f'height="{bottom - top}" fill="{PULL_FILL}"/>'
+                f'<text x="{x + 3:.1f}" y="{top - 4}" fill="#e65100">'
+                f"link pulled{' (' + escape(str(mode)) + ')' if mode else ''}</text>"
+            )
             start = None
     return "".join(out)
 
@@ -209,9 +236,11 @@ def _ticks(axis: _Axis, top: int, bottom: int) -> str:
     while t <= hi:
         if t >= lo:
             x = axis.x(axis.origin_us + t)
-            out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom + 4}" '
-                       f'stroke="#eee"/><text x="{x:.1f}" y="{bottom + 16}" '
-                       f'text-anchor="middle" fill="#555">{t / 1000:g} ms</text>')
+            out.append(
+                f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom + 4}" '
+                f'stroke="#eee"/><text x="{x:.1f}" y="{bottom + 16}" '
+                f'text-anchor="middle" fill="#555">{t / 1000:g} ms</text>'
+            )
         t += step_us
     return "".join(out)
 
@@ -232,19 +261,27 @@ def _header(tl: Timeline, verdict: Verdict | None) -> str:
         color = EVENT_COLOR if verdict.ok else BAD_COLOR
         word = "PASSED" if verdict.ok else f"FAILED ({len(verdict.violations)} violations)"
         status = f' · <tspan fill="{color}" font-weight="bold">contract {word}</tspan>'
-    title = (f"scenario {escape(tl.scenario)} · provider {escape(tl.provider)} · "
-             f"pair {escape(tl.pair[0])} ↔ {escape(tl.pair[1])}")
+    title = (
+        f"scenario {escape(tl.scenario)} · provider {escape(tl.provider)} · "
+        f"pair {escape(tl.pair[0])} ↔ {escape(tl.pair[1])}"
+    )
     return f'<text x="10" y="22" font-size="14" font-weight="bold">{title}{status}</text>'
 
 
 def _footer(tl: Timeline, top: int) -> str:
-    lines = ["times: ms since the first action or event, on the controller's clock; each host's "
-             "stamps shifted by its estimated offset"]
+    lines = [
+        "times: ms since the first action or event, on the controller's clock; each host's "
+        "stamps shifted by its estimated offset"
+    ]
     for o in tl.offsets:
-        lines.append(f"{o.host}: offset {o.offset_us / 1000:+.3f} ms "
-                     f"± {o.uncertainty_us / 1000:.3f} ms (shaded bar around its events)")
+        lines.append(
+            f"{o.host}: offset {o.offset_us / 1000:+.3f} ms "
+            f"± {o.uncertainty_us / 1000:.3f} ms (shaded bar around its events)"
+        )
     if len(tl.offsets) >= 2:
         total = tl.uncertainty_us(*tl.pair) / 1000
         lines.append(f"order across hosts is only certain beyond ± {total:.3f} ms")
-    return "".join(f'<text x="10" y="{top + i * ROW_H}" fill="#444">{escape(line)}</text>'
-                   for i, line in enumerate(lines))
+    return "".join(
+        f'<text x="10" y="{top + i * ROW_H}" fill="#444">{escape(line)}</text>'
+        for i, line in enumerate(lines)
+    )

@@ -86,10 +86,13 @@ class Heartbeat:
                     return
                 except HilError as e:
                     if time.monotonic() >= deadline:
-                        self._lose(LeaseLost(
-                            f"could not renew lease {self.lease.id} on pair {self.lease.pair} "
-                            f"before it expired ({e}); another run may hold its hosts now: "
-                            "stop using them and reserve again"))
+                        self._lose(
+                            LeaseLost(
+                                f"could not renew lease {self.lease.id} on pair {self.lease.pair} "
+                                f"before it expired ({e}); another run may hold its hosts now: "
+                                "stop using them and reserve again"
+                            )
+                        )
                         return
                     log.warning("renewing lease %s failed, retrying: %s", self.lease.id, e)
                     pause = min(self.interval, max(0.2, self.interval / 4))

@@ -38,8 +38,10 @@ def find_bindir() -> Path:
     assert pattern is not None  # the table says where Debian puts the server binaries
     found = glob.glob(pattern)
     if not found:
-        raise StoreError("PostgreSQL server binaries not found under /usr/lib/postgresql: "
-                         "install the Debian package postgresql (ci/install does)")
+        raise StoreError(
+            "PostgreSQL server binaries not found under /usr/lib/postgresql: "
+            "install the Debian package postgresql (ci/install does)"
+        )
     return Path(max(found, key=lambda p: int(Path(p).parts[-3]))).parent
 
 
@@ -71,15 +73,47 @@ def private_cluster(fast: bool = True) -> Iterator[str]:
     try:
         if as_postgres:
             shutil.chown(base, "postgres", "postgres")
-        _run([*as_postgres, str(bindir / INITDB), "-D", str(data), "-U", "hil", "-A", "trust",
-              "-E", "UTF8", "--locale=C", "--no-sync"], "initdb")
+        _run(
+            [
+                *as_postgres,
+                str(bindir / INITDB),
+                "-D",
+                str(data),
+                "-U",
+                "hil",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            "initdb",
+        )
         port = _free_port()
-        settings = ["listen_addresses = '127.0.0.1'", f"port = {port}",
-                    f"unix_socket_directories = '{base}'", *(FAST_SETTINGS if fast else ())]
+        settings = [
+            "listen_addresses = '127.0.0.1'",
+            f"port = {port}",
+            f"unix_socket_directories = '{base}'",
+            *(FAST_SETTINGS if fast else ()),
+        ]
         with open(data / "postgresql.conf", "a") as conf:
             conf.write("\n".join(settings) + "\n")
-        _run([*as_postgres, str(bindir / PG_CTL), "-D", str(data), "-l", str(base / "log"),
-              "-w", "-t", str(int(TIMEOUT)), "start"], "pg_ctl start")
+        _run(
+            [
+                *as_postgres,
+                str(bindir / PG_CTL),
+                "-D",
+                str(data),
+                "-l",
+                str(base / "log"),
+                "-w",
+                "-t",
+                str(int(TIMEOUT)),
+                "start",
+            ],
+            "pg_ctl start",
+        )
         try:
             yield f"postgresql://hil@127.0.0.1:{port}/postgres"
         finally:
@@ -91,8 +125,21 @@ def private_cluster(fast: bool = True) -> Iterator[str]:
 def _stop(as_postgres: list[str], bindir: Path, data: Path) -> None:
     """Stop the server; kill it if pg_ctl cannot."""
     try:
-        _run([*as_postgres, str(bindir / PG_CTL), "-D", str(data), "-m", "immediate",
-              "-w", "-t", "30", "stop"], "pg_ctl stop")
+        _run(
+            [
+                *as_postgres,
+                str(bindir / PG_CTL),
+                "-D",
+                str(data),
+                "-m",
+                "immediate",
+                "-w",
+                "-t",
+                "30",
+                "stop",
+            ],
+            "pg_ctl stop",
+        )
     except StoreError:
         pidfile = data / "postmaster.pid"
         if pidfile.exists():

@@ -81,8 +81,10 @@ class PostgresStore(SqlStore):
             text = text.replace(password.group(1), "***")
         hint = "check the server runs and the URL (--store or HIL_STORE) is right"
         if isinstance(e, psycopg.errors.QueryCanceled):
-            hint = (f"the store did not answer within {self.timeout:g} s, or another client "
-                    "holds its lock; retry, or look for a stuck hil process")
+            hint = (
+                f"the store did not answer within {self.timeout:g} s, or another client "
+                "holds its lock; retry, or look for a stuck hil process"
+            )
         return StoreError(f"reservation store {self.url}: {doing}: {redact(text)}; {hint}")
 
     @contextmanager

@@ -105,14 +105,20 @@ def describe(store: Store, claims: Sequence[Claim], own_ticket: str | None = Non
         hosts = set(claim.hosts)
         holders = [le for le in leases if hosts & set(le.hosts)]
         if holders:
-            parts.append(f"pair {claim} is held by " + ", ".join(
-                f"{le.holder} until {le.expires:%H:%M:%S} UTC (lease {le.id} on {le.pair})"
-                for le in holders))
+            parts.append(
+                f"pair {claim} is held by "
+                + ", ".join(
+                    f"{le.holder} until {le.expires:%H:%M:%S} UTC (lease {le.id} on {le.pair})"
+                    for le in holders
+                )
+            )
             continue
         waiters = [t for t in ahead if hosts & _hosts(t)]
         if waiters:
-            parts.append(f"pair {claim} is free but queued for by "
-                         + ", ".join(str(t.holder) for t in waiters))
+            parts.append(
+                f"pair {claim} is free but queued for by "
+                + ", ".join(str(t.holder) for t in waiters)
+            )
         else:
             parts.append(f"pair {claim} is free now")
     return "; ".join(parts)

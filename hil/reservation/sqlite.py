@@ -64,8 +64,10 @@ class SqliteStore(SqlStore):
     def _error(self, doing: str, e: Exception) -> StoreError:
         hint = "check the path is a writable file in a writable directory (--store or HIL_STORE)"
         if "locked" in str(e) or "busy" in str(e):
-            hint = (f"another process held it locked for more than {self.timeout:g} s; "
-                    "retry, or look for a stuck hil process")
+            hint = (
+                f"another process held it locked for more than {self.timeout:g} s; "
+                "retry, or look for a stuck hil process"
+            )
         return StoreError(f"reservation store {self.path}: {doing}: {e}; {hint}")
 
     @contextmanager

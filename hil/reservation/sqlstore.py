@@ -145,15 +145,23 @@ class SqlStore(Store):
         self, tx: Tx, claim: Claim, holder: Holder, ttl: float, leases: list[Lease]
     ) -> Lease:
         """Insert a lease on ``claim``, taking over the expired ones on its hosts."""
-        lease = Lease(_new_id(), claim.pair, claim.hosts, holder,
-                      utc(tx.now), utc(tx.now + ttl), ttl)
+        lease = Lease(
+            _new_id(), claim.pair, claim.hosts, holder, utc(tx.now), utc(tx.now + ttl), ttl
+        )
         for old in leases:
             if set(old.hosts) & set(claim.hosts):
                 self._take_over(tx, old, lease.id, holder)
         tx.q(
             f"INSERT INTO hil_leases ({LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (lease.id, claim.pair, *claim.hosts, json.dumps(holder.to_json()),
-             tx.now, tx.now + ttl, ttl),
+            (
+                lease.id,
+                claim.pair,
+                *claim.hosts,
+                json.dumps(holder.to_json()),
+                tx.now,
+                tx.now + ttl,
+                ttl,
+            ),
         )
         return lease
 
@@ -184,10 +192,19 @@ class SqlStore(Store):
                 # Nobody took the hosts since it expired: nothing was lost.
                 log.warning("renewing %s after it expired (nobody took it over)", old.lease)
             ttl = old.lease.ttl if ttl is None else ttl
-            tx.q("UPDATE hil_leases SET expires = ?, ttl = ? WHERE id = ?",
-                 (tx.now + ttl, ttl, lease_id))
-            return Lease(old.lease.id, old.lease.pair, old.lease.hosts, old.lease.holder,
-                         old.lease.acquired, utc(tx.now + ttl), ttl)
+            tx.q(
+                "UPDATE hil_leases SET expires = ?, ttl = ? WHERE id = ?",
+                (tx.now + ttl, ttl, lease_id),
+            )
+            return Lease(
+                old.lease.id,
+                old.lease.pair,
+                old.lease.hosts,
+                old.lease.holder,
+                old.lease.acquired,
+                utc(tx.now + ttl),
+                ttl,
+            )
 
     def _lost_message(self, tx: Tx, lease_id: str) -> str:
         rows = tx.q(
@@ -195,12 +212,16 @@ class SqlStore(Store):
             (lease_id,),
         )
         if not rows:
-            return (f"lease {lease_id} is unknown to store {self.url}: it was released, "
-                    "or expired long ago; reserve the pair again")
+            return (
+                f"lease {lease_id} is unknown to store {self.url}: it was released, "
+                "or expired long ago; reserve the pair again"
+            )
         pair, expired, taken_by, taker, taken_at = rows[0]
-        return (f"lease {lease_id} on pair {pair} expired at {utc(expired):%H:%M:%S} UTC "
-                f"(heartbeat missed) and was taken over at {utc(taken_at):%H:%M:%S} UTC by "
-                f"{taker} (lease {taken_by}); stop using its hosts and reserve again")
+        return (
+            f"lease {lease_id} on pair {pair} expired at {utc(expired):%H:%M:%S} UTC "
+            f"(heartbeat missed) and was taken over at {utc(taken_at):%H:%M:%S} UTC by "
+            f"{taker} (lease {taken_by}); stop using its hosts and reserve again"
+        )
 
     def release(self, lease_id: str) -> None:
         with self._lock, self._transaction(write=True) as tx:
@@ -215,8 +236,10 @@ class SqlStore(Store):
 
     def leases(self) -> list[Lease]:
         with self._lock, self._transaction(write=False) as tx:
-            rows = tx.q(f"SELECT {LEASE_COLUMNS} FROM hil_leases WHERE expires > ?"
-                        " ORDER BY acquired", (tx.now,))
+            rows = tx.q(
+                f"SELECT {LEASE_COLUMNS} FROM hil_leases WHERE expires > ? ORDER BY acquired",
+                (tx.now,),
+            )
             return [_lease(r).lease for r in rows]
 
     # -- the wait queue ---------------------------------------------------
@@ -233,8 +256,14 @@ class SqlStore(Store):
         seq = int(tx.q("SELECT COALESCE(MAX(seq), 0) + 1 FROM hil_tickets")[0][0])
         tx.q(
             f"INSERT INTO hil_tickets ({TICKET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-            (ticket, seq, json.dumps([[c.pair, *c.hosts] for c in claims]),
-             json.dumps(holder.to_json()), tx.now, tx.now + ttl),
+            (
+                ticket,
+                seq,
+                json.dumps([[c.pair, *c.hosts] for c in claims]),
+                json.dumps(holder.to_json()),
+                tx.now,
+                tx.now + ttl,
+            ),
         )
         return seq
 
@@ -268,8 +297,10 @@ class SqlStore(Store):
 
     def tickets(self) -> list[Ticket]:
         with self._lock, self._transaction(write=False) as tx:
-            rows = tx.q(f"SELECT {TICKET_COLUMNS} FROM hil_tickets WHERE expires > ?"
-                        " ORDER BY seq", (tx.now,))
+            rows = tx.q(
+                f"SELECT {TICKET_COLUMNS} FROM hil_tickets WHERE expires > ? ORDER BY seq",
+                (tx.now,),
+            )
             return [_ticket(r) for r in rows]
 
     # -- restore journal --------------------------------------------------
@@ -286,8 +317,11 @@ class SqlStore(Store):
 
     def journal_entries(self, host: str) -> list[JournalEntry]:
         with self._lock, self._transaction(write=False) as tx:
-            rows = tx.q("SELECT id, host, lease_id, created, entry FROM hil_journal"
-                        " WHERE host = ? ORDER BY id", (host,))
+            rows = tx.q(
+                "SELECT id, host, lease_id, created, entry FROM hil_journal"
+                " WHERE host = ? ORDER BY id",
+                (host,),
+            )
         return [JournalEntry(int(i), h, lid, utc(c), json.loads(e)) for i, h, lid, c, e in rows]
 
     def journal_remove(self, entry_id: int) -> None:
@@ -298,4 +332,3 @@ class SqlStore(Store):
 def _check_ttl(ttl: float) -> None:
     if not ttl > 0:
         raise InputError(f"lease TTL must be a positive number of seconds, got {ttl}")
-

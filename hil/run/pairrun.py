@@ -41,10 +41,10 @@ from hil.reservation import Claim, Heartbeat, Holder, Lease, reserve
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
     from hil.host.hosts import Hosts
-    from hil.inventory.model import Inventory, Pair
     from hil.host.journal import Journal, UndoReport
-    from hil.judge.profiles import Profile
     from hil.host.pairsetup import PairState
+    from hil.inventory.model import Inventory, Pair
+    from hil.judge.profiles import Profile
     from hil.reservation.store import Store
     from hil.run.provider import Provider
 
@@ -102,8 +102,15 @@ def claims_for(inventory: Inventory, pair: str | None, require: Iterable[str]) -
 class PairRun:
     """A pair held, its hosts open, set up and judged by its own provider (see module doc)."""
 
-    def __init__(self, inventory: Inventory, store: Store, request: PairRequest, *,
-                 observers: Iterable[Observer] = (), progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        inventory: Inventory,
+        store: Store,
+        request: PairRequest,
+        *,
+        observers: Iterable[Observer] = (),
+        progress: Progress | None = None,
+    ) -> None:
         self.inventory = inventory
         self.store = store
         self.request = request
@@ -127,12 +134,19 @@ class PairRun:
         if req.lease:
             lease = self.store.get(req.lease)
             if lease.pair not in self.inventory.links:
-                raise InputError(f"lease {lease.id} holds pair {lease.pair}, which "
-                                 f"{self.inventory.path} does not have")
+                raise InputError(
+                    f"lease {lease.id} holds pair {lease.pair}, which "
+                    f"{self.inventory.path} does not have"
+                )
         else:
-            lease = reserve(self.store, claims_for(self.inventory, req.pair, req.require),
-                            Holder.current(req.holder), ttl=req.ttl, wait=req.wait,
-                            progress=self._progress)
+            lease = reserve(
+                self.store,
+                claims_for(self.inventory, req.pair, req.require),
+                Holder.current(req.holder),
+                ttl=req.ttl,
+                wait=req.wait,
+                progress=self._progress,
+            )
         self._lease = lease
         self._heartbeat = Heartbeat(self.store, lease).start()
         return lease
@@ -276,8 +290,10 @@ class PairRun:
         """The provider both hosts run (read at setup); InputError for an rdma=False run."""
         self.set_up()
         if self._provider is None:
-            raise InputError(f"pair {self.pair.name} was set up without RDMA "
-                             "(rdma=False): it has no provider and no contract profile")
+            raise InputError(
+                f"pair {self.pair.name} was set up without RDMA "
+                "(rdma=False): it has no provider and no contract profile"
+            )
         return self._provider
 
     @property
@@ -293,12 +309,24 @@ class PairRun:
             profile = p.profile.name
         except HilError as e:
             profile = f"none ({e})"
-        return RunInfo(self.pair.name, (self.pair.host_a.name, self.pair.host_b.name),
-                       self.lease.id, p.driver, profile)
+        return RunInfo(
+            self.pair.name,
+            (self.pair.host_a.name, self.pair.host_b.name),
+            self.lease.id,
+            p.driver,
+            profile,
+        )
 
     def session(self, direction: str = "a-b", *, evidence: bool = True) -> CMSession:
         """A CM session on the set-up pair, judged by the run's profile, told to the observers."""
         from hil.cm.session import CMSession
 
-        return CMSession(self.hosts, self.pair, direction=direction, profile=self.profile,
-                         journal=self.journal, evidence=evidence, observers=self.observers)
+        return CMSession(
+            self.hosts,
+            self.pair,
+            direction=direction,
+            profile=self.profile,
+            journal=self.journal,
+            evidence=evidence,
+            observers=self.observers,
+        )

@@ -63,9 +63,11 @@ class Provider:
         """The contract profile; InputError for a mixed pair or a driver with no profile."""
         a, b = self.hosts
         if self.mixed:
-            raise InputError(f"pair runs {a.driver} on {a.host} and {b.driver} on {b.host}: "
-                             "no contract profile judges a mixed pair; give both ports the "
-                             "same driver or the same fallback")
+            raise InputError(
+                f"pair runs {a.driver} on {a.host} and {b.driver} on {b.host}: "
+                "no contract profile judges a mixed pair; give both ports the "
+                "same driver or the same fallback"
+            )
         names = {name for h in self.hosts for name in h.settings}
         return profile_for(a.driver, **{name: self._largest(name) for name in names})
 
@@ -74,8 +76,10 @@ class Provider:
         try:
             return max(int(v) for v in values)
         except ValueError:
-            raise RemoteError(self.hosts[0].host, f"{name} is not a number on the pair's "
-                                                  f"hosts: {', '.join(values)}") from None
+            raise RemoteError(
+                self.hosts[0].host,
+                f"{name} is not a number on the pair's hosts: {', '.join(values)}",
+            ) from None
 
 
 def _read(agent: Agent, host: str, path: str) -> str:
@@ -94,16 +98,20 @@ def device_driver(agent: Agent, host: str, device: str) -> str:
     for spec in PROVIDERS.values():
         if desc.startswith(spec.node_desc):
             return spec.driver
-    link = agent.run(tools.argv("readlink", "-f", posixpath.join(base, "device", "driver")),
-                     timeout=READ_TIMEOUT)
+    link = agent.run(
+        tools.argv("readlink", "-f", posixpath.join(base, "device", "driver")), timeout=READ_TIMEOUT
+    )
     parent = posixpath.basename(link.stdout.strip()) if link.status == 0 else ""
     if parent:
         try:
             return provider_named(parent).driver
         except InputError:
             return parent  # a driver hil has no profile for: the profile says so
-    raise RemoteError(host, f"RDMA device {device}: cannot tell its driver (node_desc "
-                            f"{desc!r}, no parent device driver); is it an RNIC hil knows?")
+    raise RemoteError(
+        host,
+        f"RDMA device {device}: cannot tell its driver (node_desc "
+        f"{desc!r}, no parent device driver); is it an RNIC hil knows?",
+    )
 
 
 def _setting(agent: Agent, host: str, where: str) -> str:
@@ -122,16 +130,23 @@ def _settings(agent: Agent, host: str, driver: str) -> dict[str, str]:
 
 def _host_provider(hosts: Hosts, port: PortState, rnic: Rnic) -> HostProvider:
     if port.rdma_device is None:
-        raise InputError(f"pair setup on {port.host} chose no RDMA device (set up with "
-                         "rdma=False): there is no provider to judge")
+        raise InputError(
+            f"pair setup on {port.host} chose no RDMA device (set up with "
+            "rdma=False): there is no provider to judge"
+        )
     agent = hosts.agent(port.host)
     driver = device_driver(agent, port.host, port.rdma_device)
-    return HostProvider(port.host, port.rdma_device, driver,
-                        port.rdma_device != rnic.rdma_device,
-                        _settings(agent, port.host, driver))
+    return HostProvider(
+        port.host,
+        port.rdma_device,
+        driver,
+        port.rdma_device != rnic.rdma_device,
+        _settings(agent, port.host, driver),
+    )
 
 
 def detect(hosts: Hosts, pair: Pair, state: PairState) -> Provider:
     """What both hosts of a set-up pair run (their devices, drivers and settings)."""
-    return Provider((_host_provider(hosts, state.a, pair.rnic_a),
-                     _host_provider(hosts, state.b, pair.rnic_b)))
+    return Provider(
+        (_host_provider(hosts, state.a, pair.rnic_a), _host_provider(hosts, state.b, pair.rnic_b))
+    )

@@ -205,7 +205,8 @@ class RemoteProcess:
         except CommandTimeout:
             self._log.warning(
                 "%s did not exit %gs after its stdin closed; sending TERM",
-                shlex.join(self.argv), timeout,
+                shlex.join(self.argv),
+                timeout,
             )
             self._terminate()
             return None

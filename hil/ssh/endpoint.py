@@ -126,9 +126,7 @@ def _identities(ssh: SshConfig, conf: paramiko.SSHConfigDict) -> tuple[Path, ...
         return (Path(ssh.identity_file).expanduser(),)
     if "identityfile" in conf:
         return tuple(Path(p).expanduser() for p in conf["identityfile"])
-    return tuple(
-        p for p in (Path(d).expanduser() for d in DEFAULT_IDENTITIES) if os.path.exists(p)
-    )
+    return tuple(p for p in (Path(d).expanduser() for d in DEFAULT_IDENTITIES) if os.path.exists(p))
 
 
 def _jumps(ssh: SshConfig, conf: paramiko.SSHConfigDict) -> tuple[str, ...]:

@@ -60,7 +60,10 @@ def verify(
         _append(ep, offered)
         log.warning(
             "added host key %s %s of %s to %s (policy accept-new)",
-            offered.get_name(), fingerprint(offered), ep.known_hosts_name, ep.known_hosts,
+            offered.get_name(),
+            fingerprint(offered),
+            ep.known_hosts_name,
+            ep.known_hosts,
         )
         return
     if known.get(offered.get_name()) != offered:
@@ -70,8 +73,11 @@ def verify(
 def _unknown_message(ep: Endpoint, offered: paramiko.PKey) -> str:
     scan = f"ssh-keyscan -p {ep.port} {ep.address}"
     # Behind a jump host the scan only works from there.
-    how = (f"run {scan} on {ep.jumps[-1]} and add its output to {ep.known_hosts}"
-           if ep.jumps else f"run: {scan} >> {ep.known_hosts}")
+    how = (
+        f"run {scan} on {ep.jumps[-1]} and add its output to {ep.known_hosts}"
+        if ep.jumps
+        else f"run: {scan} >> {ep.known_hosts}"
+    )
     return (
         f"host key of {ep.known_hosts_name} ({offered.get_name()} {fingerprint(offered)}) "
         f"is not in {ep.known_hosts}; if this is the right host, {how} "

@@ -110,8 +110,9 @@ class SSHSession:
         a second of that).
         """
         argv = _checked(argv)
-        remote = tools.argv("timeout", f"--kill-after={_REMOTE_KILL_AFTER}",
-                            f"{timeout + _REMOTE_GRACE:g}")
+        remote = tools.argv(
+            "timeout", f"--kill-after={_REMOTE_KILL_AFTER}", f"{timeout + _REMOTE_GRACE:g}"
+        )
         command = shlex.join(self._sudo(sudo) + remote + argv)
         data = input.encode() if isinstance(input, str) else (input or b"")
         started = time.monotonic()
@@ -125,8 +126,9 @@ class SSHSession:
                 f"raise its timeout if it is just slow",
             )
         status, out, err = finished
-        result = Result(tuple(argv), status, out.decode(errors="replace"),
-                        err.decode(errors="replace"))
+        result = Result(
+            tuple(argv), status, out.decode(errors="replace"), err.decode(errors="replace")
+        )
         if check and status != 0:
             raise CommandFailed(self.name, argv, status, result.stdout, result.stderr)
         return result
@@ -223,8 +225,12 @@ class SSHSession:
     def _kill_group(self, pgid: int, signal: str, sudo: bool) -> None:
         """Signal a remote process group; a dead session has nothing left to kill."""
         try:
-            self.run(tools.argv("kill", "-s", signal, "--", f"-{pgid}"),
-                     timeout=_KILL_TIMEOUT, check=False, sudo=sudo)
+            self.run(
+                tools.argv("kill", "-s", signal, "--", f"-{pgid}"),
+                timeout=_KILL_TIMEOUT,
+                check=False,
+                sudo=sudo,
+            )
         except SSHError as e:
             self.log.warning("could not signal process group %d: %s", pgid, e)
 

@@ -86,8 +86,9 @@ def test_a_reply_the_protocol_does_not_declare_is_an_agent_error_naming_the_host
     client = fake("noisy")  # answers "ok" to everything
     try:
         with pytest.raises(
-            AgentError, match=r"fakehost: agent answer not as the protocol declares it: "
-            r"ping reply: expected PingReply, got 'ok'"
+            AgentError,
+            match=r"fakehost: agent answer not as the protocol declares it: "
+            r"ping reply: expected PingReply, got 'ok'",
         ):
             request(client, protocol.PING, protocol.NoParams())
     finally:

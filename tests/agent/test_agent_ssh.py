@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from agenttest import close_during_run, pids_with_cmdline, process_running, wait_for
+from netnslab import NetnsLab
 
 from hil.agent import Agent, build
 from hil.inventory.model import Host
 from hil.ssh import SSHPool, SSHSession
-from netnslab import NetnsLab
 
 
 @pytest.fixture(scope="module")

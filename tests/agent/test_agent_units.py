@@ -42,8 +42,16 @@ def test_sysctl_path_refuses_what_is_not_a_sysctl(name: str) -> None:
 
 # -- decoding against hil.agent.remote.protocol ------------------------------------------
 
-LINK = {"name": "eth1", "index": 2, "mtu": 9000, "operstate": "UP", "carrier": True,
-        "up": True, "mac": None, "kind": None}
+LINK = {
+    "name": "eth1",
+    "index": 2,
+    "mtu": 9000,
+    "operstate": "UP",
+    "carrier": True,
+    "up": True,
+    "mac": None,
+    "kind": None,
+}
 
 
 def test_a_reply_decodes_to_itself_once_checked() -> None:
@@ -57,14 +65,32 @@ def test_a_reply_decodes_to_itself_once_checked() -> None:
     [
         (protocol.LINK, {**LINK, "mtu": "9000"}, "link reply.mtu: expected int, got '9000'"),
         (protocol.LINK, {**LINK, "carrier": 1}, "link reply.carrier: expected bool, got 1"),
-        (protocol.LINK, {k: v for k, v in LINK.items() if k != "up"},
-         "link reply: LinkReply lacks up"),
+        (
+            protocol.LINK,
+            {k: v for k, v in LINK.items() if k != "up"},
+            "link reply: LinkReply lacks up",
+        ),
         (protocol.LINKS, [LINK, 7], r"links reply\[1\]: expected LinkReply, got 7"),
         (protocol.KMSG_CURSOR, True, "kmsg_cursor reply: expected int, got True"),
-        (protocol.OP_EVENTS, {"t_us": 1, "log": [{"kind": "event", "seq": 1, "type": "EST",
-                                                   "status": 0, "id": 1, "listen_id": None,
-                                                   "private_data": "", "host_t_us": 5}]},
-         r"events reply.log\[0\]: expected Union\[CMEventEntry"),
+        (
+            protocol.OP_EVENTS,
+            {
+                "t_us": 1,
+                "log": [
+                    {
+                        "kind": "event",
+                        "seq": 1,
+                        "type": "EST",
+                        "status": 0,
+                        "id": 1,
+                        "listen_id": None,
+                        "private_data": "",
+                        "host_t_us": 5,
+                    }
+                ],
+            },
+            r"events reply.log\[0\]: expected Union\[CMEventEntry",
+        ),
     ],
 )
 def test_a_mismatch_names_where_and_what(spec, value, message: str) -> None:

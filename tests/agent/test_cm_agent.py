@@ -37,15 +37,18 @@ def test_cm_open_without_rdma_says_why_in_one_line(local_agent: StrictAgent) -> 
     assert local_agent.call("cm_endpoints") == []  # the failed worker is not kept
 
 
-@pytest.mark.parametrize("method, params", [("cm_call", {"op": "events"}), ("cm_kill", {}),
-                                            ("cm_close", {})])
+@pytest.mark.parametrize(
+    "method, params", [("cm_call", {"op": "events"}), ("cm_kill", {}), ("cm_close", {})]
+)
 def test_unknown_endpoint_is_not_found(local_agent: StrictAgent, method: str, params: dict) -> None:
-    with pytest.raises(AgentCallError, match="no CM endpoint 99 \\(open one with cm_open\\)") \
-            as info:
+    with pytest.raises(
+        AgentCallError, match="no CM endpoint 99 \\(open one with cm_open\\)"
+    ) as info:
         local_agent.call(method, endpoint=99, **params)
     assert info.value.kind == "not_found"
 
 
 def test_cm_methods_are_announced(local_agent: StrictAgent) -> None:
-    assert {"cm_now", "cm_open", "cm_call", "cm_kill", "cm_close",
-            "cm_endpoints"} <= set(local_agent.hello.methods)
+    assert {"cm_now", "cm_open", "cm_call", "cm_kill", "cm_close", "cm_endpoints"} <= set(
+        local_agent.hello.methods
+    )

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from netnslab.lab import NetnsLab
 
 from hil.reservation import Claim, Holder, open_store
-from netnslab.lab import NetnsLab
 
 pytestmark = pytest.mark.netns
 

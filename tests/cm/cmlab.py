@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hil.host.hosts import Hosts
-from hil.inventory.model import Pair
 from hil.host.journal import Journal
+from hil.inventory.model import Pair
 from hil.run import PairRun
 
 

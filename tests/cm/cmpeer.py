@@ -39,8 +39,12 @@ def act(name: str, fn: Any, *args: Any) -> Any:
     try:
         value = fn(*args)
     except OSError as exc:
-        emit(action=name, result=errno.errorcode.get(exc.errno or 0, str(exc.errno)),
-             us=(time.monotonic_ns() - start) // 1000, message=str(exc))
+        emit(
+            action=name,
+            result=errno.errorcode.get(exc.errno or 0, str(exc.errno)),
+            us=(time.monotonic_ns() - start) // 1000,
+            message=str(exc),
+        )
         return None
     emit(action=name, result="ok", us=(time.monotonic_ns() - start) // 1000)
     return value if value is not None else True
@@ -97,8 +101,7 @@ def client(ch: Any, args: argparse.Namespace) -> None:
     if connecting and args.destroy_after:
         time.sleep(args.destroy_after)
     elif connecting:
-        reply = wait(ch, {"ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR"},
-                     args.timeout)
+        reply = wait(ch, {"ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR"}, args.timeout)
         if reply and reply["type"] == "ESTABLISHED":
             act("post_send", ch.post_send, h, 1024)
             time.sleep(0.2)
@@ -130,8 +133,12 @@ def main() -> int:
     cli.add_argument("--pdata", default="")
     cli.add_argument("--disconnect", action="store_true")
     cli.add_argument("--abort", action="store_true", help="move the QP to ERR")
-    cli.add_argument("--destroy-after", type=float, default=0.0,
-                     help="destroy this many seconds after connect, without waiting")
+    cli.add_argument(
+        "--destroy-after",
+        type=float,
+        default=0.0,
+        help="destroy this many seconds after connect, without waiting",
+    )
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     lib = importlib.import_module(f"{args.pkg}.librdmacm")

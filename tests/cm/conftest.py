@@ -22,8 +22,9 @@ from hil.run import PairRequest, PairRun
 
 # Module scope: the pair is restored before tests/lab takes the shared lab down.
 @pytest.fixture(scope="module")
-def cm_pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-            ) -> Iterator[CMPair]:
+def cm_pair(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CMPair]:
     """A set-up lab pair (the plugin's, or one of the session's virtual lab)."""
     if request.config.getoption("hil_inventory") or request.config.getoption("hil_lease"):
         run = request.getfixturevalue("hil_run")

@@ -51,12 +51,21 @@ class FakeEp:
         self.ids[cid.handle] = cid
         return cid
 
-    def event(self, cid: Cid, kind: str, status: int = 0, pdata: bytes = b"",
-              listen: Cid | None = None) -> None:
-        self.log.append({"kind": "event", "type": kind, "status": status, "id": cid.handle,
-                         "listen_id": listen.handle if listen else None,
-                         "private_data": pdata.hex(), "host_t_us": self.host.now(),
-                         "seq": len(self.log) + 1})
+    def event(
+        self, cid: Cid, kind: str, status: int = 0, pdata: bytes = b"", listen: Cid | None = None
+    ) -> None:
+        self.log.append(
+            {
+                "kind": "event",
+                "type": kind,
+                "status": status,
+                "id": cid.handle,
+                "listen_id": listen.handle if listen else None,
+                "private_data": pdata.hex(),
+                "host_t_us": self.host.now(),
+                "seq": len(self.log) + 1,
+            }
+        )
 
 
 class FakeAgent:
@@ -124,22 +133,30 @@ class FakeAgent:
         return {"t_us": self.now(), "us": 50, **extra}
 
     def _rdma_error(self, op: str, err: int, handle: int | None = None) -> AgentCallError:
-        details = {"errno": err, "errno_name": errno.errorcode[err], "t_us": self.now(),
-                   "us": 40}
+        details = {"errno": err, "errno_name": errno.errorcode[err], "t_us": self.now(), "us": 40}
         if handle is not None:  # the worker names an id only when it made one
             details["handle"] = handle
-        return AgentCallError(self.name, "cm_call", "rdma", f"cm {op}: {errno.errorcode[err]}",
-                              details)
+        return AgentCallError(
+            self.name, "cm_call", "rdma", f"cm {op}: {errno.errorcode[err]}", details
+        )
 
-    def op_listen(self, ep: FakeEp, address: str, port: int, backlog: int, auto: str | None,
-                  private_data: str) -> dict:
+    def op_listen(
+        self, ep: FakeEp, address: str, port: int, backlog: int, auto: str | None, private_data: str
+    ) -> dict:
         cid = ep.new_id()
         cid.state, cid.listen_on = "listen", (address, port)
         self.world.listeners[(address, port)] = (cid, auto)
         return self._timed(id=cid.handle)
 
-    def op_connect(self, ep: FakeEp, dst: str, port: int, src: str | None, private_data: str,
-                   resolve_timeout: float) -> dict:
+    def op_connect(
+        self,
+        ep: FakeEp,
+        dst: str,
+        port: int,
+        src: str | None,
+        private_data: str,
+        resolve_timeout: float,
+    ) -> dict:
         cid = ep.new_id()
         ep.event(cid, "ADDR_RESOLVED")
         ep.event(cid, "ROUTE_RESOLVED")
@@ -151,8 +168,9 @@ class FakeAgent:
         listener, auto = found
         child = listener.ep.new_id()
         cid.state, child.state, cid.peer, child.peer = "sent", "recv", child, cid
-        listener.ep.event(child, "CONNECT_REQUEST", pdata=bytes.fromhex(private_data),
-                          listen=listener)
+        listener.ep.event(
+            child, "CONNECT_REQUEST", pdata=bytes.fromhex(private_data), listen=listener
+        )
         if auto == "accept":
             listener.ep.host.op_accept(listener.ep, child.handle, "")
         return result
@@ -170,8 +188,7 @@ class FakeAgent:
         result = self._timed()
         child = ep.ids[id]
         assert child.peer is not None
-        child.peer.ep.event(child.peer, "REJECTED", -errno.ECONNRESET,
-                            bytes.fromhex(private_data))
+        child.peer.ep.event(child.peer, "REJECTED", -errno.ECONNRESET, bytes.fromhex(private_data))
         child.state = child.peer.state = "idle"
         return result
 
@@ -205,8 +222,9 @@ class FakeAgent:
         self._destroy(cid)
         return result
 
-    def op_events(self, ep: FakeEp, after: int, wait: float, types: list | None,
-                  id: int | None) -> dict:
+    def op_events(
+        self, ep: FakeEp, after: int, wait: float, types: list | None, id: int | None
+    ) -> dict:
         return {"log": ep.log[after:], "t_us": self.now()}
 
     def op_handles(self, ep: FakeEp) -> dict:
@@ -222,9 +240,16 @@ class FakeCMWorld:
     def __init__(self) -> None:
         self.listeners: dict[tuple[str, int], tuple[Cid, str | None]] = {}
         self.agents = {name: FakeAgent(self, name) for name in ADDRS}
-        hosts = [Host(name, SshConfig(host="127.0.0.1"), rnics=(
-            Rnic("p0", "data0", "siw", "siw_data0",
-                 ipaddress.ip_interface(f"{addr}/24")),)) for name, addr in ADDRS.items()]
+        hosts = [
+            Host(
+                name,
+                SshConfig(host="127.0.0.1"),
+                rnics=(
+                    Rnic("p0", "data0", "siw", "siw_data0", ipaddress.ip_interface(f"{addr}/24")),
+                ),
+            )
+            for name, addr in ADDRS.items()
+        ]
         link = Link("l01", LinkEnd("h0", "p0"), LinkEnd("h1", "p0"))
         self.pair = Pair(link, hosts[0], hosts[1])
 

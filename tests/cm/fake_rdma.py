@@ -44,8 +44,9 @@ class FakeCM:
         self._keep.append(block)
         return ctypes.addressof(block)
 
-    def push(self, kind: int, id_ptr: int, listen_ptr: int = 0, status: int = 0,
-             pdata: bytes = b"") -> None:
+    def push(
+        self, kind: int, id_ptr: int, listen_ptr: int = 0, status: int = 0, pdata: bytes = b""
+    ) -> None:
         ev = _CMEvent(id=id_ptr, listen_id=listen_ptr or None, event=kind, status=status)
         if pdata:
             buf = ctypes.create_string_buffer(pdata, len(pdata))
@@ -92,6 +93,7 @@ class FakeCM:
                 ctypes.set_errno(errno.EINVAL)
                 return -1
             return 0
+
         return record
 
 
@@ -105,11 +107,17 @@ class FakeVerbs:
         self.cq = ctypes.create_string_buffer(64)
         self.mr = ibverbs.MR(lkey=11, rkey=22)
         self.released: list[str] = []
-        self._callbacks = (ibverbs.POLL_CQ(self._poll), ibverbs.POST_SEND(self._send),
-                           ibverbs.POST_RECV(self._recv))
+        self._callbacks = (
+            ibverbs.POLL_CQ(self._poll),
+            ibverbs.POST_SEND(self._send),
+            ibverbs.POST_RECV(self._recv),
+        )
         self.context = ctypes.create_string_buffer(OPS_TABLE_SIZE)
-        for offset, fn in zip((ibverbs.OPS_POLL_CQ, ibverbs.OPS_POST_SEND,
-                               ibverbs.OPS_POST_RECV), self._callbacks):
+        for offset, fn in zip(
+            (ibverbs.OPS_POLL_CQ, ibverbs.OPS_POST_SEND, ibverbs.OPS_POST_RECV),
+            self._callbacks,
+            strict=True,
+        ):
             c_void_p.from_buffer(self.context, offset).value = ctypes.cast(fn, c_void_p).value
         c_void_p.from_buffer(self.cq).value = ctypes.addressof(self.context)
 
@@ -117,13 +125,14 @@ class FakeVerbs:
         done = self.sent[:n]
         for i, (wr_id, _, length, _, _) in enumerate(done):
             wcs[i].wr_id, wcs[i].byte_len = wr_id, length
-        del self.sent[:len(done)]
+        del self.sent[: len(done)]
         return len(done)
 
     def _send(self, qp: int, wr: Any, bad: Any) -> int:
         w = wr.contents
-        self.sent.append((w.wr_id, w.opcode, w.sg_list.contents.length,
-                          w.sg_list.contents.lkey, w.remote_addr))
+        self.sent.append(
+            (w.wr_id, w.opcode, w.sg_list.contents.length, w.sg_list.contents.lkey, w.remote_addr)
+        )
         return 0
 
     def _recv(self, qp: int, wr: Any, bad: Any) -> int:

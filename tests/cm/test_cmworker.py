@@ -43,13 +43,18 @@ def test_auto_accepting_listener_answers_in_the_worker(worker: tuple[Worker, Fak
     log = w.events(after=0, wait=2.0, types=["CONNECT_REQUEST"])["log"]
     log = [e for e in log if e["kind"] == "event"]
     assert [(e["type"], e["listen_id"], e["private_data"]) for e in log] == [
-        ("CONNECT_REQUEST", listener, "6869")]
+        ("CONNECT_REQUEST", listener, "6869")
+    ]
     deadline = time.monotonic() + 2
     while len(w.log.entries) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     action = next(e for e in w.log.entries if e["kind"] == "action")
     assert (action["kind"], action["name"], action["id"], action["result"]) == (
-        "action", "accept", log[0]["id"], "ok")
+        "action",
+        "accept",
+        log[0]["id"],
+        "ok",
+    )
     assert action["params"] == {"private_data": "6f6b", "auto": True}
     assert any(name == "rdma_accept" for name, _ in lib.cm.calls)
 
@@ -103,8 +108,7 @@ def test_server_answers_errors_with_errno_and_timing(worker: tuple[Worker, FakeL
     assert answers[3]["error"]["type"] == "bad_params"
 
 
-def test_every_operation_answers_what_the_protocol_declares(
-        worker: tuple[Worker, FakeLib]) -> None:
+def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker, FakeLib]) -> None:
     """Each op through the worker's JSON server; each answer decodes strictly as
     hil.agent.remote.protocol.CM_OPS declares it (the controller decodes the same way)."""
     w, lib = worker
@@ -121,8 +125,10 @@ def test_every_operation_answers_what_the_protocol_declares(
         return answered[name]
 
     def resolve_when_asked() -> None:  # the fake's librdmacm resolves nothing by itself
-        for call, event in (("rdma_resolve_addr", ADDR_RESOLVED),
-                            ("rdma_resolve_route", ROUTE_RESOLVED)):
+        for call, event in (
+            ("rdma_resolve_addr", ADDR_RESOLVED),
+            ("rdma_resolve_route", ROUTE_RESOLVED),
+        ):
             while not any(name == call for name, _ in lib.cm.calls):
                 time.sleep(0.01)
             lib.cm.push(event, next(args[0] for name, args in lib.cm.calls if name == call))

@@ -25,12 +25,31 @@ HOST_PYTHON = "/usr/bin/python3"
 # with offsetof()/sizeof() in C; ctypes must lay the structs out the same.
 LAYOUTS = [
     (librdmacm._CMEvent, 80, {"listen_id": 8, "event": 16, "status": 20, "conn": 24}),
-    (librdmacm._ConnParam, 24, {"responder_resources": 9, "initiator_depth": 10,
-                                "retry_count": 12, "rnr_retry_count": 13, "srq": 14,
-                                "qp_num": 16}),
+    (
+        librdmacm._ConnParam,
+        24,
+        {
+            "responder_resources": 9,
+            "initiator_depth": 10,
+            "retry_count": 12,
+            "rnr_retry_count": 13,
+            "srq": 14,
+            "qp_num": 16,
+        },
+    ),
     (librdmacm._CMIdHead, 32, {"verbs": 0, "qp": 24}),  # the head of struct rdma_cm_id
-    (ibverbs.SendWR, 128, {"sg_list": 16, "num_sge": 24, "opcode": 28, "send_flags": 32,
-                           "remote_addr": 40, "rkey": 48}),
+    (
+        ibverbs.SendWR,
+        128,
+        {
+            "sg_list": 16,
+            "num_sge": 24,
+            "opcode": 28,
+            "send_flags": 32,
+            "remote_addr": 40,
+            "rkey": 48,
+        },
+    ),
     (ibverbs.RecvWR, 32, {"sg_list": 16, "num_sge": 24}),
     (ibverbs.SGE, 16, {"length": 8, "lkey": 12}),
     (ibverbs.WC, 48, {"status": 8, "opcode": 12, "byte_len": 20, "qp_num": 28}),
@@ -95,19 +114,35 @@ def bundle(tmp_path: Path) -> Path:
 
 def test_runs_under_host_python_with_stdlib_only(bundle: Path) -> None:
     """librdmacm.py and ibverbs.py need only protocol.py; ``python3 -I`` must import them."""
-    code = (f"import sys; sys.path.insert(0, {str(bundle)!r}); import cm.librdmacm as m; "
-            "print(m.probe()); print(sorted(k for k in sys.modules if k.startswith('hil')))")
-    out = subprocess.run([HOST_PYTHON, "-I", "-c", code], capture_output=True, text=True,
-                         timeout=30, check=True).stdout.splitlines()
+    code = (
+        f"import sys; sys.path.insert(0, {str(bundle)!r}); import cm.librdmacm as m; "
+        "print(m.probe()); print(sorted(k for k in sys.modules if k.startswith('hil')))"
+    )
+    out = subprocess.run(
+        [HOST_PYTHON, "-I", "-c", code], capture_output=True, text=True, timeout=30, check=True
+    ).stdout.splitlines()
     assert out[1] == "[]"
     assert out[0] == str(librdmacm.probe())
 
 
 def test_peer_script_reports_in_json_lines(bundle: Path) -> None:
     """The lab peer script runs here too: without RDMA it reports why, one JSON line."""
-    proc = subprocess.run([HOST_PYTHON, "-I", str(bundle / "cmpeer.py"), "--timeout", "2",
-                           "client", "127.0.0.1", "7471"],
-                          check=False, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [
+            HOST_PYTHON,
+            "-I",
+            str(bundle / "cmpeer.py"),
+            "--timeout",
+            "2",
+            "client",
+            "127.0.0.1",
+            "7471",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     reason = librdmacm.probe()
     if reason is None:
@@ -161,7 +196,10 @@ def test_events_are_copied_acked_and_named_by_handles() -> None:
         lib.cm.push(8, child_ptr, status=-errno.ECONNRESET)
         ev2 = ch.poll_event(1.0)
         assert ev2 is not None and (ev2["type"], ev2["status"], ev2["id"]) == (
-            "REJECTED", -104, ev["id"])
+            "REJECTED",
+            -104,
+            ev["id"],
+        )
         assert lib.cm.acked == 2
 
 
@@ -190,9 +228,11 @@ def test_qp_traffic_goes_through_the_provider_ops_table() -> None:
         ch.post_recv(h, 3)
         assert lib.verbs.recvs == 3
         first = ch.post_send(h, 100)
-        second = ch.post_send(h, 200, remote=(0xdead000, 5))
-        assert lib.verbs.sent == [(first, ibverbs.IBV_WR_SEND, 100, 11, 0),
-                                  (second, ibverbs.IBV_WR_RDMA_WRITE, 200, 11, 0xdead000)]
+        second = ch.post_send(h, 200, remote=(0xDEAD000, 5))
+        assert lib.verbs.sent == [
+            (first, ibverbs.IBV_WR_SEND, 100, 11, 0),
+            (second, ibverbs.IBV_WR_RDMA_WRITE, 200, 11, 0xDEAD000),
+        ]
         done = ch.poll_cq(h)
         assert [(c["wr_id"], c["byte_len"]) for c in done] == [(first, 100), (second, 200)]
         with pytest.raises(RdmaError, match="length must be 1..4096"):

@@ -35,8 +35,12 @@ def assert_contract(tl: Timeline, session: CMSession) -> None:
 
 def test_connect_and_orderly_close(session: CMSession) -> None:
     tl = session.run("connect", private_data=b"hello-lab")
-    assert types(tl, "a") == [("ADDR_RESOLVED", 0), ("ROUTE_RESOLVED", 0), ("ESTABLISHED", 0),
-                              ("DISCONNECTED", 0)]
+    assert types(tl, "a") == [
+        ("ADDR_RESOLVED", 0),
+        ("ROUTE_RESOLVED", 0),
+        ("ESTABLISHED", 0),
+        ("DISCONNECTED", 0),
+    ]
     assert types(tl, "b") == [("CONNECT_REQUEST", 0), ("ESTABLISHED", 0), ("DISCONNECTED", 0)]
     request = next(e for e in tl.events if e.type == "CONNECT_REQUEST")
     assert request.private_bytes.startswith(b"hello-lab") and request.listen_id
@@ -108,16 +112,22 @@ def test_cm_workers_die_with_their_agent(cm_pair: CMPair, end: str) -> None:
     extra = Agent.start(cm_pair.hosts.session(name), cm_pair.hosts.host(name))
     try:
         worker = extra.call("cm_open", timeout=30)
-        extra.call("cm_call", endpoint=worker["endpoint"], op="listen",
-                   params={"address": str(cm_pair.pair.rnic_a.address.ip), "port": 7999})
+        extra.call(
+            "cm_call",
+            endpoint=worker["endpoint"],
+            op="listen",
+            params={"address": str(cm_pair.pair.rnic_a.address.ip), "port": 7999},
+        )
         assert probe.rdma_resources(["cm_id"])["cm_id"] == before + 1
         if end == "sigkill":
             probe.run(["kill", "-9", str(extra.hello.pid)], check=True)
         else:
             extra.close()
         deadline = time.monotonic() + 15
-        while (probe.run(["kill", "-0", str(worker["pid"])]).status == 0
-               and time.monotonic() < deadline):
+        while (
+            probe.run(["kill", "-0", str(worker["pid"])]).status == 0
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.2)
         assert probe.run(["kill", "-0", str(worker["pid"])]).status != 0, "the worker outlived it"
         while probe.rdma_resources(["cm_id"])["cm_id"] > before and time.monotonic() < deadline:
@@ -130,16 +140,32 @@ def test_cm_workers_die_with_their_agent(cm_pair: CMPair, end: str) -> None:
 def test_cli_runs_a_sequence_under_the_lease(cm_pair: CMPair) -> None:
     """``hil cm run reject --lease ... --json``: the timeline and a holding verdict, exit 0."""
     store = ["--store", cm_pair.store] if cm_pair.store else []
-    argv = [sys.executable, "-m", "hil", "--inventory", cm_pair.inventory, *store, "cm", "run",
-            "reject", "--lease", cm_pair.lease, "--direction", "b-a", "-p", "private_data=bye",
-            "--json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "hil",
+        "--inventory",
+        cm_pair.inventory,
+        *store,
+        "cm",
+        "run",
+        "reject",
+        "--lease",
+        cm_pair.lease,
+        "--direction",
+        "b-a",
+        "-p",
+        "private_data=bye",
+        "--json",
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["verdict"]["ok"] and doc["lease"]["lease"] == cm_pair.lease
     rejected = [e for e in doc["timeline"]["events"] if e["type"] == "REJECTED"]
-    assert [(e["side"], e["status"], bytes.fromhex(e["private_data"])[:3]) for e in rejected] \
-        == [("b", -104, b"bye")]
+    assert [(e["side"], e["status"], bytes.fromhex(e["private_data"])[:3]) for e in rejected] == [
+        ("b", -104, b"bye")
+    ]
 
 
 def test_destroy_in_conn_sent_blocks_until_the_mpa_timeout(session: CMSession) -> None:

@@ -33,8 +33,9 @@ def kinds(tl: Timeline, side: str) -> list[str]:
 
 def test_clock_keeps_the_tightest_round_trip() -> None:
     # Round trips of 900, 100 and 500 µs; the host reads its clock 10 µs in.
-    ticks = itertools.chain.from_iterable((t, t + rtt) for t, rtt in
-                                          ((1000, 900), (5000, 100), (9000, 500)))
+    ticks = itertools.chain.from_iterable(
+        (t, t + rtt) for t, rtt in ((1000, 900), (5000, 100), (9000, 500))
+    )
     samples = iter([1000 + 10 - 400, 5000 + 10 - 400, 9000 + 10 - 400])
     real = clock.controller_us
     try:
@@ -58,21 +59,30 @@ def test_offsets_put_both_hosts_on_the_controller_clock(world: FakeCMWorld) -> N
 
 
 @pytest.mark.parametrize("direction", ["a-b", "b-a"])
-def test_connect_records_both_sides_and_passes_the_contract(world: FakeCMWorld,
-                                                            direction: str) -> None:
+def test_connect_records_both_sides_and_passes_the_contract(
+    world: FakeCMWorld, direction: str
+) -> None:
     s = session(world, direction)
     tl = s.run("connect", private_data=b"hi")
     active, passive = direction.split("-")
-    assert kinds(tl, active) == ["ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED",
-                                 "DISCONNECTED"]
+    assert kinds(tl, active) == ["ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED"]
     assert kinds(tl, passive) == ["CONNECT_REQUEST", "ESTABLISHED", "DISCONNECTED"]
     assert {e.conn for e in tl.events} == {"c1"}
-    assert [a.name for a in tl.actions] == ["listen", "connect", "accept", "destroy",
-                                            "disconnect", "destroy", "destroy"]
+    assert [a.name for a in tl.actions] == [
+        "listen",
+        "connect",
+        "accept",
+        "destroy",
+        "disconnect",
+        "destroy",
+        "destroy",
+    ]
     assert all(a.side == active for a in tl.actions if a.name in ("connect", "disconnect"))
     assert tl.metrics["connect_us"] >= 0 and tl.pair == ("h0", "h1")
-    assert [(r.kind, r.before, r.after) for r in tl.resources if r.kind == "cm_id"] == \
-        [("cm_id", 0, 0), ("cm_id", 0, 0)]
+    assert [(r.kind, r.before, r.after) for r in tl.resources if r.kind == "cm_id"] == [
+        ("cm_id", 0, 0),
+        ("cm_id", 0, 0),
+    ]
     assert check(tl, SIW).ok
     assert all(not ag.eps for ag in world.agents.values())  # every endpoint closed
 
@@ -91,8 +101,7 @@ def test_reject_and_no_listener_are_results_not_errors(world: FakeCMWorld) -> No
 
 
 @pytest.mark.parametrize("how", ["qp_err", "destroy", "kill"])
-def test_abort_records_the_abortive_action_and_peer_detection(world: FakeCMWorld,
-                                                              how: str) -> None:
+def test_abort_records_the_abortive_action_and_peer_detection(world: FakeCMWorld, how: str) -> None:
     tl = session(world).run("abort", how=how, by="passive")
     closing = [a for a in tl.actions if a.name == how]
     assert closing and closing[0].side == "b" and closing[0].id
@@ -129,8 +138,11 @@ def test_a_step_that_cannot_go_on_names_host_and_events(world: FakeCMWorld) -> N
     with s.recording("stuck") as rec:
         listener = steps.listen(rec, "b")
         out = steps.start_connect(rec, rec.endpoint("a"), listener)
-        with pytest.raises(steps.StepFailed, match=r"h0: reject: no \('REJECTED',\) for a:1.1 "
-                                                   r"within 0s \(last events: .*ROUTE_RESOLVED"):
+        with pytest.raises(
+            steps.StepFailed,
+            match=r"h0: reject: no \('REJECTED',\) for a:1.1 "
+            r"within 0s \(last events: .*ROUTE_RESOLVED",
+        ):
             steps.expect(rec._endpoints[1], ("REJECTED",), out.id, "reject", timeout=0)
         listener.ep.wait("CONNECT_REQUEST", None, 0)
 
@@ -146,8 +158,10 @@ def test_bad_parameters_are_input_errors(world: FakeCMWorld) -> None:
         session(world).run("link_pull", mode="carrier")
     assert sequence_params("storm", ["count=16"], None) == {"count": 16}
     assert sequence_params("reject", ["private_data=x"], None) == {"private_data": b"x"}
-    assert sequence_params("link_pull", ["traffic=true"], "admin") == {"traffic": True,
-                                                                       "mode": "admin"}
+    assert sequence_params("link_pull", ["traffic=true"], "admin") == {
+        "traffic": True,
+        "mode": "admin",
+    }
     with pytest.raises(InputError, match="sequence close takes no count"):
         sequence_params("close", ["count=1"], None)
     with pytest.raises(InputError, match="write KEY=VALUE"):
@@ -155,8 +169,17 @@ def test_bad_parameters_are_input_errors(world: FakeCMWorld) -> None:
 
 
 def test_every_sequence_is_registered_with_its_session_first() -> None:
-    assert set(SEQUENCES) >= {"connect", "close", "abort", "reject", "no_listener", "link_pull",
-                              "destroy_conn_sent", "listener_destroy", "storm"}
+    assert set(SEQUENCES) >= {
+        "connect",
+        "close",
+        "abort",
+        "reject",
+        "no_listener",
+        "link_pull",
+        "destroy_conn_sent",
+        "listener_destroy",
+        "storm",
+    }
     assert errno.ECONNRESET == 104
 
 

@@ -25,15 +25,17 @@ from hil.judge.timeline import ResourceCount
 class FakeProbe:
     """Counts that step through ``series`` on each call; a canned kernel log."""
 
-    def __init__(self, series: Sequence[dict[str, int]], log: Sequence[str] = (),
-                 lost: int = 0) -> None:
+    def __init__(
+        self, series: Sequence[dict[str, int]], log: Sequence[str] = (), lost: int = 0
+    ) -> None:
         self.series = list(series)
         self.log = list(log)
         self.lost = lost
         self.closed: list[int] = []
 
-    def rdma_resources(self, types: Sequence[str] | None = None,
-                       timeout: float = 30.0) -> dict[str, int]:
+    def rdma_resources(
+        self, types: Sequence[str] | None = None, timeout: float = 30.0
+    ) -> dict[str, int]:
         counts = self.series[0] if len(self.series) == 1 else self.series.pop(0)
         return {t: counts.get(t, 0) for t in (types or evidence.KINDS)}
 
@@ -115,8 +117,9 @@ def test_wait_is_bounded_with_a_fake_clock() -> None:
 
     probe = FakeProbe([{**_zero(), "qp": 1}])
     base = evidence.Baseline({"h": _zero()}, {"h": 1})
-    counts, waited = evidence.settle({"h": probe}, base, settle_s=2.0, poll_s=0.5,
-                                     clock=lambda: now[0], sleep=sleep)
+    counts, waited = evidence.settle(
+        {"h": probe}, base, settle_s=2.0, poll_s=0.5, clock=lambda: now[0], sleep=sleep
+    )
     assert waited == 2.0 and slept == [0.5, 0.5, 0.5, 0.5]
     assert ResourceCount("h", "qp", 0, 1) in counts
 
@@ -127,8 +130,9 @@ class KmsgOnly:
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
 
-    def rdma_resources(self, types: Sequence[str] | None = None,
-                       timeout: float = 30.0) -> dict[str, int]:
+    def rdma_resources(
+        self, types: Sequence[str] | None = None, timeout: float = 30.0
+    ) -> dict[str, int]:
         return _zero()
 
     def kmsg_cursor(self) -> int:
@@ -171,6 +175,5 @@ def test_real_kernel_log_allowlisted_line_passes(local_agent: Agent) -> None:
     probes = {"here": KmsgOnly(local_agent)}
     base = evidence.begin(probes)
     _kmsg(f"hil-test {marker} WARNING: known harmless")
-    result = evidence.finish(probes, base, SIW, settle_s=0.5,
-                             allow=(*DEFAULT_KERNEL_ALLOW, marker))
+    result = evidence.finish(probes, base, SIW, settle_s=0.5, allow=(*DEFAULT_KERNEL_ALLOW, marker))
     assert result.ok, result.to_text()

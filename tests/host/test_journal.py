@@ -119,12 +119,21 @@ def test_then_entries_run_after_their_entry(hosts: FakeHosts, store: Store) -> N
         {"kind": "agent", "what": "x", "params": {"f": print}},  # not JSON-safe
         # agent entries name a method of the agent protocol, with the params it declares
         {"kind": "agent", "what": "x", "method": "set_lnk", "params": {"netdev": "eth1"}},
-        {"kind": "agent", "what": "x", "method": "set_link", "params": {"netdev": "eth1",
-                                                                        "mtuu": 1500}},
+        {
+            "kind": "agent",
+            "what": "x",
+            "method": "set_link",
+            "params": {"netdev": "eth1", "mtuu": 1500},
+        },
         {"kind": "agent", "what": "x", "method": "set_link", "params": {"mtu": 1500}},
         {"kind": "agent", "what": "x", "method": "set_link", "params": {"netdev": 1}},
-        {"kind": "ssh", "on": "a", "argv": ["true"], "what": "x",
-         "then": [{"kind": "agent", "what": "y", "method": "wait_link", "params": {}}]},
+        {
+            "kind": "ssh",
+            "on": "a",
+            "argv": ["true"],
+            "what": "x",
+            "then": [{"kind": "agent", "what": "y", "method": "wait_link", "params": {}}],
+        },
     ],
 )
 def test_change_refuses_entries_another_process_could_not_replay(
@@ -147,13 +156,24 @@ def test_an_agent_undo_is_checked_against_the_protocol_when_it_is_made() -> None
 
 def test_entries_keep_their_json_and_old_ones_still_replay(hosts: FakeHosts, store: Store) -> None:
     undo = agent_undo("set_link", "mtu 1500", netdev="eth1", mtu=1500)
-    assert undo == {"kind": "agent", "method": "set_link", "params": {"netdev": "eth1",
-                                                                      "mtu": 1500},
-                    "what": "mtu 1500"}
+    assert undo == {
+        "kind": "agent",
+        "method": "set_link",
+        "params": {"netdev": "eth1", "mtu": 1500},
+        "what": "mtu 1500",
+    }
     # What an older hil stored, straight into the store (no agent_undo, no checks).
-    store.journal_add("a", "dead-lease", {"kind": "agent", "method": "set_link",
-                                          "params": {"netdev": "eth1", "mtu": 1500},
-                                          "what": "old mtu 1500", "link": "ab"})
+    store.journal_add(
+        "a",
+        "dead-lease",
+        {
+            "kind": "agent",
+            "method": "set_link",
+            "params": {"netdev": "eth1", "mtu": 1500},
+            "what": "old mtu 1500",
+            "link": "ab",
+        },
+    )
     hosts.agents["a"].links["eth1"].mtu = 2000
     assert restore_host(hosts, "a").undone == ("a: old mtu 1500",)  # type: ignore[arg-type]
     assert hosts.agents["a"].links["eth1"].mtu == 1500

@@ -17,14 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from netnslab.lab import NetnsLab
 
 from hil.errors import InputError
 from hil.host.hosts import Hosts
-from hil.inventory.model import Inventory, Pull
 from hil.host.journal import Journal, replay
 from hil.host.linkctl import EndState, LinkControl
+from hil.inventory.model import Inventory, Pull
 from hil.reservation import Claim, Holder, Store, open_store, reserve
-from netnslab.lab import NetnsLab
 from tests.netns_stream import Stream
 
 pytestmark = pytest.mark.netns
@@ -141,9 +141,7 @@ def _with_command_pull(inv: Inventory) -> Inventory:
     return dataclasses.replace(inv, links={LINK: link})
 
 
-def test_command_pull_runs_the_templates_on_the_controller(
-    lab: NetnsLab, store: Store
-) -> None:
+def test_command_pull_runs_the_templates_on_the_controller(lab: NetnsLab, store: Store) -> None:
     with Hosts(_with_command_pull(lab.inventory()), store) as hosts:
         ctl = LinkControl(hosts, Journal(hosts, store, "command-test"))
         try:
@@ -159,8 +157,15 @@ def test_a_run_killed_during_a_pull_is_restored_by_the_next_reservation(
     lab: NetnsLab, hosts: Hosts, store: Store
 ) -> None:
     store_url = str(store.url)
-    argv = [sys.executable, str(HERE / "pull_and_hang.py"), str(lab.inventory_path), store_url,
-            LINK, "blackhole", "2"]
+    argv = [
+        sys.executable,
+        str(HERE / "pull_and_hang.py"),
+        str(lab.inventory_path),
+        store_url,
+        LINK,
+        "blackhole",
+        "2",
+    ]
     run = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=HERE.parent)
     pair = hosts.inventory.pair(LINK)
     try:

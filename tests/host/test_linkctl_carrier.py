@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from hil.errors import LabError
-from hil.inventory.model import LinkEnd, Pull
 from hil.host.journal import Journal, replay
 from hil.host.linkctl import LinkControl
+from hil.inventory.model import LinkEnd, Pull
 from hil.reservation import Store, open_store
 from tests.fake_hosts import FakeHosts, two_host_inventory
 

@@ -10,14 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from netnslab.lab import NetnsLab
 
 from hil.errors import RemoteError
 from hil.host.hosts import Hosts
-from hil.inventory.model import Host, Inventory
 from hil.host.journal import Journal
 from hil.host.pairsetup import setup_pair
+from hil.inventory.model import Host, Inventory
 from hil.reservation import Store, open_store
-from netnslab.lab import NetnsLab
 from tests.fake_hosts import FakeHosts, two_host_inventory
 
 
@@ -111,8 +111,9 @@ def _configured(inv: Inventory, n: int, **rnic: object) -> Host:
 
 def _inventory(lab: NetnsLab, **rnic: object) -> Inventory:
     inv = lab.inventory()
-    return dataclasses.replace(inv, hosts={h: _configured(inv, i, **rnic) for i, h in
-                                           enumerate(sorted(inv.hosts))})
+    return dataclasses.replace(
+        inv, hosts={h: _configured(inv, i, **rnic) for i, h in enumerate(sorted(inv.hosts))}
+    )
 
 
 def _netdev(lab: NetnsLab, n: int) -> tuple[int, set[str], str]:
@@ -152,8 +153,11 @@ def test_a_port_without_rdma_device_or_fallback_fails_naming_host_and_netdev(
     with Hosts(_inventory(lab, fallback=None, rdma_device=None), store) as hosts:
         journal = Journal(hosts, store, f"setup-{uuid.uuid4().hex[:8]}")
         try:
-            with pytest.raises(RemoteError, match=r"^ns0: data0 \(port p0\): the inventory names "
-                               r"no rdma_device and no fallback \(RDMA is unavailable: ") as e:
+            with pytest.raises(
+                RemoteError,
+                match=r"^ns0: data0 \(port p0\): the inventory names "
+                r"no rdma_device and no fallback \(RDMA is unavailable: ",
+            ) as e:
                 setup_pair(hosts, hosts.inventory.pair("ns0-ns1"), journal)
             assert e.value.exit_code == 3
         finally:
@@ -168,8 +172,11 @@ def test_siw_fallback_on_a_kernel_without_rdma_fails_clearly_and_journals_nothin
     with Hosts(_inventory(lab), store) as hosts:
         journal = Journal(hosts, store, f"setup-{uuid.uuid4().hex[:8]}")
         try:
-            with pytest.raises(RemoteError, match=r"^ns0: data0 \(port p0\): cannot create siw "
-                               r"device siw_data0 .*modprobe siw"):
+            with pytest.raises(
+                RemoteError,
+                match=r"^ns0: data0 \(port p0\): cannot create siw "
+                r"device siw_data0 .*modprobe siw",
+            ):
                 setup_pair(hosts, hosts.inventory.pair("ns0-ns1"), journal)
             entries = store.journal_entries("ns0")
             assert entries and not any("siw" in e.entry["what"] for e in entries)

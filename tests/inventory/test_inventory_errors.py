@@ -74,22 +74,28 @@ CASES = [
         "address-without-prefix",
         "198.18.0.1/24",
         "198.18.0.1",
-        ("lab.yaml:16: hosts.a.rnics[0].address: '198.18.0.1' has no prefix length "
-         "(write ADDRESS/PREFIX, like 198.18.0.1/24)"),
+        (
+            "lab.yaml:16: hosts.a.rnics[0].address: '198.18.0.1' has no prefix length "
+            "(write ADDRESS/PREFIX, like 198.18.0.1/24)"
+        ),
     ),
     (
         "unknown-key",
         "speed: 10000",
         "sped: 10000",
-        ("lab.yaml:18: hosts.a.rnics[0].sped: unknown key 'sped' "
-         f"(did you mean 'speed'? allowed: {RNIC_ALLOWED})"),
+        (
+            "lab.yaml:18: hosts.a.rnics[0].sped: unknown key 'sped' "
+            f"(did you mean 'speed'? allowed: {RNIC_ALLOWED})"
+        ),
     ),
     (
         "unknown-top-key",
         "links:",
         "link:",
-        ("lab.yaml:29: link: unknown key 'link' (did you mean 'links'? "
-         "allowed: hosts, links, version)"),
+        (
+            "lab.yaml:29: link: unknown key 'link' (did you mean 'links'? "
+            "allowed: hosts, links, version)"
+        ),
     ),
     (
         "duplicate-key",
@@ -137,8 +143,10 @@ CASES = [
         "port-on-two-links",
         "        vars: {port: Eth1/1}\n",
         "        vars: {port: Eth1/1}\n  l2:\n    ends: [b:p0, a:p0]\n",
-        ("lab.yaml:40: links.l2.ends[0]: RNIC port b:p0 is on two links, 'l1' (line 31) "
-         "and 'l2'; a port takes one cable"),
+        (
+            "lab.yaml:40: links.l2.ends[0]: RNIC port b:p0 is on two links, 'l1' (line 31) "
+            "and 'l2'; a port takes one cable"
+        ),
     ),
     (
         "jump-unknown-host",
@@ -156,8 +164,10 @@ CASES = [
         "bad-pull-mode",
         "mode: admin",
         "mode: unplug",
-        ("lab.yaml:33: links.l1.pull[0].mode: 'unplug' is not one of: "
-         "admin, blackhole, carrier, command"),
+        (
+            "lab.yaml:33: links.l1.pull[0].mode: 'unplug' is not one of: "
+            "admin, blackhole, carrier, command"
+        ),
     ),
     (
         "pull-end-not-on-link",
@@ -199,8 +209,10 @@ CASES = [
         "template-unbalanced-brace",
         '"{port}", down',
         '"{port", down',
-        ("lab.yaml:36: links.l1.pull[1].down[1]: bad template '{port': expected '}' before "
-         "end of string (write {{ for a literal brace)"),
+        (
+            "lab.yaml:36: links.l1.pull[1].down[1]: bad template '{port': expected '}' before "
+            "end of string (write {{ for a literal brace)"
+        ),
     ),
     (
         "controller-unknown",
@@ -216,8 +228,10 @@ CASES = [
     ),
     (
         "wrong-type-rnics",
-        ("    rnics:\n      - name: p0\n        netdev: eth1\n        driver: siw\n"
-         "        address: 198.18.0.1/24\n        mtu: 1500\n        speed: 10000\n"),
+        (
+            "    rnics:\n      - name: p0\n        netdev: eth1\n        driver: siw\n"
+            "        address: 198.18.0.1/24\n        mtu: 1500\n        speed: 10000\n"
+        ),
         "    rnics: eth1\n",
         "lab.yaml:12: hosts.a.rnics: expected a list, got a string 'eth1'",
     ),
@@ -255,8 +269,10 @@ CASES = [
         "ssh-host-like-an-option",
         "host: b.lab.example",
         "host: -oProxyCommand=touch",
-        ("lab.yaml:21: hosts.b.ssh.host: '-oProxyCommand=touch' is not a host name, "
-         "address or ssh alias"),
+        (
+            "lab.yaml:21: hosts.b.ssh.host: '-oProxyCommand=touch' is not a host name, "
+            "address or ssh alias"
+        ),
     ),
     (
         "netdev-like-an-option",
@@ -273,8 +289,10 @@ CASES = [
     (
         "duplicate-port-name",
         "        mtu: 1500\n        speed: 10000\n",
-        ("        mtu: 1500\n        speed: 10000\n      - name: p0\n        netdev: eth2\n"
-         "        driver: siw\n"),
+        (
+            "        mtu: 1500\n        speed: 10000\n      - name: p0\n        netdev: eth2\n"
+            "        driver: siw\n"
+        ),
         "lab.yaml:19: hosts.a.rnics[1]: duplicate RNIC port name 'p0' (first at line 13)",
     ),
     (
@@ -287,22 +305,28 @@ CASES = [
         "bad-sysctl-name",
         "    tags: [x]\n",
         "    tags: [x]\n    sysctls: {../../etc/passwd: 1}\n",
-        ("lab.yaml:12: hosts.a.sysctls['../../etc/passwd']: '../../etc/passwd' is not a "
-         "sysctl name (like net.ipv4.tcp_retries2)"),
+        (
+            "lab.yaml:12: hosts.a.sysctls['../../etc/passwd']: '../../etc/passwd' is not a "
+            "sysctl name (like net.ipv4.tcp_retries2)"
+        ),
     ),
     (
         "bad-host-name",
         "  b:\n",
         "  b c:\n",
-        ("lab.yaml:19: hosts['b c']: 'b c' is not a valid name (letters, digits, '_', '.', '-'; "
-         "starting with a letter or digit)"),
+        (
+            "lab.yaml:19: hosts['b c']: 'b c' is not a valid name (letters, digits, '_', '.', '-'; "
+            "starting with a letter or digit)"
+        ),
     ),
     (
         "yaml-syntax-error",
         "    tags: [x]\n",
         "    tags: [x\n",
-        ("lab.yaml:12: invalid YAML: expected ',' or ']', but got ':' "
-         "(while parsing a flow sequence started at line 11)"),
+        (
+            "lab.yaml:12: invalid YAML: expected ',' or ']', but got ':' "
+            "(while parsing a flow sequence started at line 11)"
+        ),
     ),
     (
         "unsupported-version",
@@ -397,16 +421,20 @@ def test_two_links_on_one_host_through_two_ports_are_valid(tmp_path: Path) -> No
     path = tmp_path / "lab.yaml"
     path.write_text(CABLED)
     inv = load(path)
-    assert [(str(l.a), str(l.b)) for l in inv.links.values()] == [
-        ("a:p0", "b:p0"), ("a:p1", "c:p0")]
+    assert [(str(k.a), str(k.b)) for k in inv.links.values()] == [
+        ("a:p0", "b:p0"),
+        ("a:p1", "c:p0"),
+    ]
 
 
 def test_port_on_two_links_names_both_with_their_lines(tmp_path: Path, hil: Hil) -> None:
     # The shared port is the second end of the later link, written far from the first.
     path = tmp_path / "lab.yaml"
     path.write_text(CABLED + "  l3:\n    tags: [spare]\n    ends:\n      - c:p1\n      - a:p0\n")
-    message = ("lab.yaml:25: links.l3.ends[1]: RNIC port a:p0 is on two links, 'l1' (line 18) "
-               "and 'l3'; a port takes one cable")
+    message = (
+        "lab.yaml:25: links.l3.ends[1]: RNIC port a:p0 is on two links, 'l1' (line 18) "
+        "and 'l3'; a port takes one cable"
+    )
     with pytest.raises(InventoryError) as caught:
         load(path)
     assert str(caught.value) == str(path.parent / message)

@@ -29,18 +29,47 @@ class Builder:
     resources: list[ResourceCount] = field(default_factory=list)
     kernel_log: list[KernelLogLine] = field(default_factory=list)
 
-    def ev(self, side: str, type_: str, cm_id: str, t_ms: float, status: int = 0,
-           conn: str | None = "c1", listen_id: str | None = None, pdata: str = "") -> Builder:
+    def ev(
+        self,
+        side: str,
+        type_: str,
+        cm_id: str,
+        t_ms: float,
+        status: int = 0,
+        conn: str | None = "c1",
+        listen_id: str | None = None,
+        pdata: str = "",
+    ) -> Builder:
         """Add an event delivered on ``side``'s channel."""
         t_us = int(t_ms * 1000)
         seq = sum(1 for e in self.events if e.side == side)
-        self.events.append(Event(HOSTS[side], side, t_us, t_us - OFFSETS[side], type_, status,
-                                 cm_id, listen_id, pdata, conn, seq))
+        self.events.append(
+            Event(
+                HOSTS[side],
+                side,
+                t_us,
+                t_us - OFFSETS[side],
+                type_,
+                status,
+                cm_id,
+                listen_id,
+                pdata,
+                conn,
+                seq,
+            )
+        )
         return self
 
-    def act(self, side: str, name: str, cm_id: str | None, t_ms: float,
-            result: str | int = "ok", duration_ms: float | None = None,
-            **params: Any) -> Builder:
+    def act(
+        self,
+        side: str,
+        name: str,
+        cm_id: str | None,
+        t_ms: float,
+        result: str | int = "ok",
+        duration_ms: float | None = None,
+        **params: Any,
+    ) -> Builder:
         """Add an action the controller made ``side`` do."""
         dur = None if duration_ms is None else int(duration_ms * 1000)
         self.actions.append(Action(int(t_ms * 1000), side, name, cm_id, params, result, dur))
@@ -49,13 +78,21 @@ class Builder:
     def build(self) -> Timeline:
         """The timeline, events and actions in time order."""
         offsets = tuple(ClockOffset(HOSTS[s], OFFSETS[s], UNCERTAINTY_US) for s in "ab")
-        return Timeline(self.scenario, self.provider, (HOSTS["a"], HOSTS["b"]),
-                        tuple(self.actions), tuple(self.events), offsets,
-                        tuple(self.resources), tuple(self.kernel_log)).sorted()
+        return Timeline(
+            self.scenario,
+            self.provider,
+            (HOSTS["a"], HOSTS["b"]),
+            tuple(self.actions),
+            tuple(self.events),
+            offsets,
+            tuple(self.resources),
+            tuple(self.kernel_log),
+        ).sorted()
 
 
-def connect(b: Builder, conn: str = "c1", a_id: str = "a:1", b_id: str = "b:2",
-            t0: float = 0.0) -> Builder:
+def connect(
+    b: Builder, conn: str = "c1", a_id: str = "a:1", b_id: str = "b:2", t0: float = 0.0
+) -> Builder:
     """A successful connect from side a to a listener b:1 on side b."""
     b.act("a", "connect", a_id, t0 + 1, listener=True)
     b.ev("a", "ADDR_RESOLVED", a_id, t0 + 0.5, conn=conn)
@@ -97,8 +134,12 @@ def qp_err_close(provider: str, local: int, peer: int) -> Timeline:
     return b.build()
 
 
-def rejected(provider: str = "siw", status: int = -errno.ECONNRESET,
-             reply: str = "REJECTED", pdata: str = "abcd") -> Timeline:
+def rejected(
+    provider: str = "siw",
+    status: int = -errno.ECONNRESET,
+    reply: str = "REJECTED",
+    pdata: str = "abcd",
+) -> Timeline:
     """Connect refused by rdma_reject on b with private data."""
     b = Builder("reject", provider)
     b.act("b", "listen", "b:1", 0, backlog=8)
@@ -141,8 +182,9 @@ def listener_destroyed(pending_reply: str = "REJECTED", accepted_lost: bool = Fa
     return b.build()
 
 
-def link_pull(detect_ms: float | None, traffic: bool = True, restore_ms: float = 60_000,
-              mode: str = "carrier") -> Timeline:
+def link_pull(
+    detect_ms: float | None, traffic: bool = True, restore_ms: float = 60_000, mode: str = "carrier"
+) -> Timeline:
     """Connect, pull the link at 100 ms, maybe DISCONNECTED, restore."""
     b = connected()
     b.scenario = "link-pull"
@@ -155,7 +197,10 @@ def link_pull(detect_ms: float | None, traffic: bool = True, restore_ms: float =
 
 def with_evidence(tl: Timeline, after_cm_id: int = 0, log: tuple[str, ...] = ()) -> Timeline:
     """``tl`` with resource counts (cm_id after = before + after_cm_id) and log lines."""
-    res = tuple(ResourceCount(h, kind, 2, 2 + (after_cm_id if kind == "cm_id" else 0))
-                for h in HOSTS.values() for kind in ("cm_id", "qp", "cq", "mr"))
+    res = tuple(
+        ResourceCount(h, kind, 2, 2 + (after_cm_id if kind == "cm_id" else 0))
+        for h in HOSTS.values()
+        for kind in ("cm_id", "qp", "cq", "mr")
+    )
     lines = tuple(KernelLogLine(HOSTS["b"], line) for line in log)
     return replace(tl, resources=res, kernel_log=lines)

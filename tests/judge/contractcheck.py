@@ -14,8 +14,7 @@ def breaks(tl: Timeline, profile: Profile, rule: str, says: str = "") -> Verdict
     for v in verdict.violations:
         assert v.rule == rule and v.profile == profile.name
         assert f"[{rule}]" in v.to_text() and f"profile {profile.name}" in v.to_text()
-        assert v.events or v.actions or rule in ("resources-back-to-baseline",
-                                                 "kernel-log-clean")
+        assert v.events or v.actions or rule in ("resources-back-to-baseline", "kernel-log-clean")
     assert says in verdict.to_text(), verdict.to_text()
     return verdict
 

@@ -16,13 +16,22 @@ from hil.judge.timeline import KernelLogLine, ResourceCount
 KINDS = ("cm_id", "qp", "cq", "mr")
 
 
-def _assess(log_a: tuple[str, ...] = (), log_b: tuple[str, ...] = (), lost: int = 0,
-            counts_b: tuple[int, int] = (0, 0), **kw: object) -> checks.CheckResult:
+def _assess(
+    log_a: tuple[str, ...] = (),
+    log_b: tuple[str, ...] = (),
+    lost: int = 0,
+    counts_b: tuple[int, int] = (0, 0),
+    **kw: object,
+) -> checks.CheckResult:
     """Host ha (no change) and hb (its qp count ``counts_b`` before/after)."""
-    resources = (*(ResourceCount("ha", k, 0, 0) for k in KINDS),
-                 ResourceCount("hb", "qp", *counts_b))
-    kernel_log = (*(KernelLogLine("ha", m) for m in log_a),
-                  *(KernelLogLine("hb", m) for m in log_b))
+    resources = (
+        *(ResourceCount("ha", k, 0, 0) for k in KINDS),
+        ResourceCount("hb", "qp", *counts_b),
+    )
+    kernel_log = (
+        *(KernelLogLine("ha", m) for m in log_a),
+        *(KernelLogLine("hb", m) for m in log_b),
+    )
     after = checks.AfterState(resources, kernel_log, {"ha": lost, "hb": 0}, 1.0)
     return checks.assess(after, SIW, ("ha", "hb"), **kw)  # type: ignore[arg-type]
 
@@ -45,16 +54,19 @@ def test_a_leak_fails_naming_host_and_kind_with_counts() -> None:
     assert "hb qp: 2 -> 3   <-- leaked" in text
 
 
-@pytest.mark.parametrize("line", [
-    "WARNING: CPU: 0 PID: 12 at drivers/infiniband/core/iwcm.c:123 cm_work_handler",
-    "BUG: KASAN: use-after-free in siw_cm_work_handler+0x1/0x2",
-    "kernel BUG at drivers/infiniband/core/iwcm.c:400!",
-    "Oops: general protection fault, probably for non-canonical address",
-    "unreferenced object 0xffff888003a1c000 (size 256):",
-    "WARNING: possible circular locking dependency detected",
-    "INFO: trying to register non-static key.",
-    "INFO: task kworker/0:1:12 blocked for more than 120 seconds.",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "WARNING: CPU: 0 PID: 12 at drivers/infiniband/core/iwcm.c:123 cm_work_handler",
+        "BUG: KASAN: use-after-free in siw_cm_work_handler+0x1/0x2",
+        "kernel BUG at drivers/infiniband/core/iwcm.c:400!",
+        "Oops: general protection fault, probably for non-canonical address",
+        "unreferenced object 0xffff888003a1c000 (size 256):",
+        "WARNING: possible circular locking dependency detected",
+        "INFO: trying to register non-static key.",
+        "INFO: task kworker/0:1:12 blocked for more than 120 seconds.",
+    ],
+)
 def test_bad_kernel_lines_fail_and_are_shown(line: str) -> None:
     result = _assess(log_b=("ok line", line))
     assert not result.ok
@@ -93,6 +105,8 @@ def test_judge_reuses_the_contract_rules() -> None:
     res = (ResourceCount("x", "qp", 1, 2),)
     log = (KernelLogLine("y", "WARNING: at foo"),)
     verdict = checks.judge(res, log, {}, SIW, ("x", "y"))
-    assert [v.rule for v in verdict.violations] == ["resources-back-to-baseline",
-                                                     "kernel-log-clean"]
+    assert [v.rule for v in verdict.violations] == [
+        "resources-back-to-baseline",
+        "kernel-log-clean",
+    ]
     assert all(v.invariant == 11 for v in verdict.violations)

@@ -35,10 +35,14 @@ def test_every_rule_has_a_violating_test() -> None:
 @pytest.fixture
 def lab_rule() -> Iterator[None]:
     """A lab's own rule, registered for one test and taken out after it."""
+
     @rule("no-established", None, "nothing connects (a lab's own rule)", "[lab policy]")
     def no_established(tl, profile):  # type: ignore[no-untyped-def]
-        yield from (Finding("a connection was established", (e,))
-                    for e in tl.events if e.type == "ESTABLISHED")
+        yield from (
+            Finding("a connection was established", (e,))
+            for e in tl.events
+            if e.type == "ESTABLISHED"
+        )
 
     register_rule(no_established)
     yield

@@ -25,18 +25,22 @@ RESET, REFUSED, TIMEDOUT = -errno.ECONNRESET, -errno.ECONNREFUSED, -errno.ETIMED
 LAB_SIW = profile_for("siw", tcp_retries2=5)
 
 
-@pytest.mark.parametrize("profile, status", [(SIW, RESET), (IW_CXGB4, REFUSED)],
-                         ids=["siw", "cxgb4"])
+@pytest.mark.parametrize(
+    "profile, status", [(SIW, RESET), (IW_CXGB4, REFUSED)], ids=["siw", "cxgb4"]
+)
 def test_reject_status_per_profile(profile: Profile, status: int) -> None:
     conforms(rejected(profile.name, status), profile)
     wrong = REFUSED if status == RESET else RESET
-    breaks(rejected(profile.name, wrong), profile, "reject-status",
-           f"expected REJECTED({status})")
+    breaks(rejected(profile.name, wrong), profile, "reject-status", f"expected REJECTED({status})")
 
 
 def test_reject_must_reject() -> None:
-    breaks(rejected(reply="ESTABLISHED", status=0), SIW, "reject-status",
-           "gave the peer ESTABLISHED(0)")
+    breaks(
+        rejected(reply="ESTABLISHED", status=0),
+        SIW,
+        "reject-status",
+        "gave the peer ESTABLISHED(0)",
+    )
 
 
 def test_reject_carries_private_data() -> None:
@@ -59,8 +63,12 @@ def test_no_listener_siw_connect_fails(result: str | int) -> None:
 
 
 def test_no_listener_siw_must_not_give_an_event() -> None:
-    breaks(no_listener("siw", "ok", "REJECTED"), SIW, "no-listener-connect-refused",
-           "returned ok, expected ECONNREFUSED")
+    breaks(
+        no_listener("siw", "ok", "REJECTED"),
+        SIW,
+        "no-listener-connect-refused",
+        "returned ok, expected ECONNREFUSED",
+    )
 
 
 @pytest.mark.parametrize("reply", ["REJECTED", "UNREACHABLE", "CONNECT_ERROR"])
@@ -69,24 +77,43 @@ def test_no_listener_cxgb4_event(reply: str) -> None:
 
 
 def test_no_listener_cxgb4_connect_must_not_fail() -> None:
-    breaks(no_listener("iw_cxgb4", "ECONNREFUSED"), IW_CXGB4, "no-listener-connect-refused",
-           "this profile reports it as an event")
+    breaks(
+        no_listener("iw_cxgb4", "ECONNREFUSED"),
+        IW_CXGB4,
+        "no-listener-connect-refused",
+        "this profile reports it as an event",
+    )
 
 
 def test_no_listener_cxgb4_cannot_establish() -> None:
-    breaks(no_listener("iw_cxgb4", "ok", "ESTABLISHED"), IW_CXGB4,
-           "no-listener-connect-refused", "got ESTABLISHED")
+    breaks(
+        no_listener("iw_cxgb4", "ok", "ESTABLISHED"),
+        IW_CXGB4,
+        "no-listener-connect-refused",
+        "got ESTABLISHED",
+    )
 
 
 def test_close_status_orderly() -> None:
     conforms(orderly_close("iw_cxgb4", TIMEDOUT), IW_CXGB4)
-    breaks(orderly_close("siw", TIMEDOUT), SIW, "close-status",
-           "orderly close by disconnect: initiator got DISCONNECTED(-110)")
+    breaks(
+        orderly_close("siw", TIMEDOUT),
+        SIW,
+        "close-status",
+        "orderly close by disconnect: initiator got DISCONNECTED(-110)",
+    )
 
 
-@pytest.mark.parametrize("profile, local, peer, ok", [
-    (SIW, 0, 0, True), (IW_CXGB4, RESET, RESET, True),
-    (SIW, 0, RESET, False), (IW_CXGB4, RESET, 0, False), (IW_CXGB4, 0, RESET, False)])
+@pytest.mark.parametrize(
+    "profile, local, peer, ok",
+    [
+        (SIW, 0, 0, True),
+        (IW_CXGB4, RESET, RESET, True),
+        (SIW, 0, RESET, False),
+        (IW_CXGB4, RESET, 0, False),
+        (IW_CXGB4, 0, RESET, False),
+    ],
+)
 def test_close_status_abortive(profile: Profile, local: int, peer: int, ok: bool) -> None:
     tl = qp_err_close(profile.name, local, peer)
     if ok:
@@ -104,8 +131,12 @@ def test_close_status_peer_of_destroy() -> None:
 
 def test_disconnect_completes_within() -> None:
     conforms(orderly_close("iw_cxgb4", local_ms=5_000), IW_CXGB4)
-    breaks(orderly_close("siw", local_ms=5_000), SIW, "disconnect-completes-within",
-           "came after 5000.0 ms, bound 1000.0 ms")
+    breaks(
+        orderly_close("siw", local_ms=5_000),
+        SIW,
+        "disconnect-completes-within",
+        "came after 5000.0 ms, bound 1000.0 ms",
+    )
 
 
 def test_disconnect_never_completes() -> None:
@@ -116,8 +147,12 @@ def test_disconnect_never_completes() -> None:
 
 def test_link_pull_under_traffic() -> None:
     conforms(link_pull(12_000), LAB_SIW)
-    breaks(link_pull(40_000), LAB_SIW, "link-pull-detected-within",
-           "connection c1: DISCONNECTED came after 40000.0 ms")
+    breaks(
+        link_pull(40_000),
+        LAB_SIW,
+        "link-pull-detected-within",
+        "connection c1: DISCONNECTED came after 40000.0 ms",
+    )
     breaks(link_pull(None), LAB_SIW, "link-pull-detected-within", "came never")
 
 
@@ -133,25 +168,35 @@ def test_link_pull_admin_down_is_immediate_on_siw() -> None:
 
 def test_resources_back_to_baseline() -> None:
     conforms(with_evidence(orderly_close()), SIW)
-    breaks(with_evidence(orderly_close(), after_cm_id=1), SIW, "resources-back-to-baseline",
-           "lab-a holds 3 cm_id after the test, 2 before: 1 leaked")
+    breaks(
+        with_evidence(orderly_close(), after_cm_id=1),
+        SIW,
+        "resources-back-to-baseline",
+        "lab-a holds 3 cm_id after the test, 2 before: 1 leaked",
+    )
 
 
-@pytest.mark.parametrize("line", [
-    "WARNING: CPU: 0 PID: 77 at drivers/infiniband/core/iwcm.c:1020 cm_work_handler",
-    "BUG: KASAN: slab-use-after-free in siw_cm_work_handler",
-    "unreferenced object 0xffff888004f1c000 (size 512):",
-    "Oops: 0000 [#1] PREEMPT SMP",
-    "WARNING: possible circular locking dependency detected (lockdep)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "WARNING: CPU: 0 PID: 77 at drivers/infiniband/core/iwcm.c:1020 cm_work_handler",
+        "BUG: KASAN: slab-use-after-free in siw_cm_work_handler",
+        "unreferenced object 0xffff888004f1c000 (size 512):",
+        "Oops: 0000 [#1] PREEMPT SMP",
+        "WARNING: possible circular locking dependency detected (lockdep)",
+    ],
+)
 def test_kernel_log_clean(line: str) -> None:
-    breaks(with_evidence(orderly_close(), log=(line,)), SIW, "kernel-log-clean",
-           f"lab-b kernel log: {line}")
+    breaks(
+        with_evidence(orderly_close(), log=(line,)),
+        SIW,
+        "kernel-log-clean",
+        f"lab-b kernel log: {line}",
+    )
 
 
 def test_kernel_log_allowlist() -> None:
-    harmless = ("iwpm_register_pid: Unable to send a nlmsg (WARNING level)",
-                "siw: device siw0 up")
+    harmless = ("iwpm_register_pid: Unable to send a nlmsg (WARNING level)", "siw: device siw0 up")
     conforms(with_evidence(orderly_close(), log=harmless), SIW)
     noisy = with_evidence(orderly_close(), log=("WARNING: known noise from vendor fw",))
     assert not check(noisy, SIW).ok

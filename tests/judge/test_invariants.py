@@ -94,8 +94,9 @@ def test_no_event_for_a_rejected_request() -> None:
     breaks(b.build(), SIW, "no-event-before-accept", "never accepted")
 
 
-@pytest.mark.parametrize("result, ok", [("ECONNRESET", True), (-errno.ECONNRESET, True),
-                                        ("EINVAL", False)])
+@pytest.mark.parametrize(
+    "result, ok", [("ECONNRESET", True), (-errno.ECONNRESET, True), ("EINVAL", False)]
+)
 def test_accept_may_fail_only_with_econnreset(result: str | int, ok: bool) -> None:
     b = Builder("x").ev("b", "CONNECT_REQUEST", "b:2", 1, listen_id="b:1")
     b.act("b", "accept", "b:2", 2, result)
@@ -125,18 +126,28 @@ def test_listener_destroy_conforming() -> None:
 
 
 def test_listener_destroy_pending_must_be_rejected() -> None:
-    breaks(listener_destroyed(pending_reply="ESTABLISHED"), SIW,
-           "listener-destroy-rejects-pending", "a:3 was pending on listener b:1")
+    breaks(
+        listener_destroyed(pending_reply="ESTABLISHED"),
+        SIW,
+        "listener-destroy-rejects-pending",
+        "a:3 was pending on listener b:1",
+    )
 
 
 def test_listener_destroy_keeps_accepted() -> None:
-    breaks(listener_destroyed(accepted_lost=True), SIW, "listener-destroy-rejects-pending",
-           "accepted b:2 was disconnected")
+    breaks(
+        listener_destroyed(accepted_lost=True),
+        SIW,
+        "listener-destroy-rejects-pending",
+        "accepted b:2 was disconnected",
+    )
 
 
-@pytest.mark.parametrize("profile, ms, ok", [(SIW, 9_900, True), (SIW, 20_000, False),
-                                             (IW_CXGB4, 20_000, True), (IW_CXGB4, 70_000, False)],
-                         ids=["siw-10s", "siw-20s", "cxgb4-20s", "cxgb4-70s"])
+@pytest.mark.parametrize(
+    "profile, ms, ok",
+    [(SIW, 9_900, True), (SIW, 20_000, False), (IW_CXGB4, 20_000, True), (IW_CXGB4, 70_000, False)],
+    ids=["siw-10s", "siw-20s", "cxgb4-20s", "cxgb4-70s"],
+)
 def test_destroy_in_conn_sent_bounded(profile: Profile, ms: float, ok: bool) -> None:
     tl = destroy_in_conn_sent(ms)
     if ok:
@@ -146,8 +157,7 @@ def test_destroy_in_conn_sent_bounded(profile: Profile, ms: float, ok: bool) -> 
 
 
 def test_destroy_in_conn_sent_must_be_measured_and_succeed() -> None:
-    breaks(destroy_in_conn_sent(None), SIW, "destroy-in-conn-sent-bounded",
-           "no measured duration")
+    breaks(destroy_in_conn_sent(None), SIW, "destroy-in-conn-sent-bounded", "no measured duration")
     breaks(destroy_in_conn_sent(5, "EBUSY"), SIW, "destroy-in-conn-sent-bounded", "failed: EBUSY")
 
 
@@ -178,4 +188,3 @@ def test_fifo_life_order_per_id() -> None:
 
 def test_reject_conforms() -> None:
     conforms(rejected(), SIW)
-

@@ -10,8 +10,9 @@ from hil.errors import InputError
 from hil.judge.profiles import IW_CXGB4, SIW, profile_for, tcp_retries2_timeout_s
 
 
-@pytest.mark.parametrize("driver, profile", [("siw", SIW), ("iw_cxgb4", IW_CXGB4),
-                                             ("cxgb4", IW_CXGB4)])
+@pytest.mark.parametrize(
+    "driver, profile", [("siw", SIW), ("iw_cxgb4", IW_CXGB4), ("cxgb4", IW_CXGB4)]
+)
 def test_profile_for_driver(driver: str, profile: object) -> None:
     assert profile_for(driver) is profile
 

@@ -35,7 +35,11 @@ def test_host_stamps_follow_offsets() -> None:
 def test_events_for_follows_delivery_order() -> None:
     tl = orderly_close()
     assert [e.type for e in tl.events_for("a:1")] == [
-        "ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED"]
+        "ADDR_RESOLVED",
+        "ROUTE_RESOLVED",
+        "ESTABLISHED",
+        "DISCONNECTED",
+    ]
     assert tl.conn_of("b:2") == "c1"
     assert tl.conn_of("nope") is None
 
@@ -67,13 +71,18 @@ def test_event_rejects_bad_side_and_non_hex_private_data() -> None:
     assert Event("h", "a", 0, 0, "REJECTED", private_data="00ff").private_bytes == b"\x00\xff"
 
 
-@pytest.mark.parametrize("text, why", [
-    ("[1, 2]", "not an object"),
-    ("{", "invalid JSON"),
-    ('{"scenario": "x"}', "KeyError"),
-    ('{"scenario": "x", "provider": "siw", "pair": ["a", "b"], "events": [{"side": "q"}]}',
-     "TypeError"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("[1, 2]", "not an object"),
+        ("{", "invalid JSON"),
+        ('{"scenario": "x"}', "KeyError"),
+        (
+            '{"scenario": "x", "provider": "siw", "pair": ["a", "b"], "events": [{"side": "q"}]}',
+            "TypeError",
+        ),
+    ],
+)
 def test_from_json_bad_input_is_one_clear_input_error(text: str, why: str) -> None:
     with pytest.raises(InputError, match=why) as info:
         Timeline.from_json(text)
@@ -81,12 +90,23 @@ def test_from_json_bad_input_is_one_clear_input_error(text: str, why: str) -> No
 
 
 def test_event_from_agent_moves_to_controller_time_and_names_ids() -> None:
-    raw = {"type": "CONNECT_REQUEST", "status": 0, "id": 4, "listen_id": 1,
-           "private_data": "c0ffee", "host_t_us": 5_000}
+    raw = {
+        "type": "CONNECT_REQUEST",
+        "status": 0,
+        "id": 4,
+        "listen_id": 1,
+        "private_data": "c0ffee",
+        "host_t_us": 5_000,
+    }
     ev = Event.from_agent("lab-b", "b", raw, ClockOffset("lab-b", 1_000, 50), seq=3, conn="c1")
     assert (ev.t_us, ev.host_t_us, ev.id, ev.listen_id) == (6_000, 5_000, "b:4", "b:1")
-    assert (ev.type, ev.private_bytes, ev.seq, ev.conn) == ("CONNECT_REQUEST", b"\xc0\xff\xee",
-                                                            3, "c1")
-    lost = Event.from_agent("lab-b", "b", {**raw, "id": None, "listen_id": None},
-                            ClockOffset("lab-b", 0, 0), seq=4)
+    assert (ev.type, ev.private_bytes, ev.seq, ev.conn) == (
+        "CONNECT_REQUEST",
+        b"\xc0\xff\xee",
+        3,
+        "c1",
+    )
+    lost = Event.from_agent(
+        "lab-b", "b", {**raw, "id": None, "listen_id": None}, ClockOffset("lab-b", 0, 0), seq=4
+    )
     assert (lost.id, lost.listen_id) == ("", None)

@@ -10,15 +10,23 @@ import pytest
 
 
 def hil(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hil", "lab", *args],
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "hil", "lab", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["up", "--hosts", "1"], "--hosts must be between 2 and"),
-    (["up", "--dir", "/tmp/a b"], "use only letters"),
-    (["up", "--accel", "xen"], "invalid choice: 'xen'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["up", "--hosts", "1"], "--hosts must be between 2 and"),
+        (["up", "--dir", "/tmp/a b"], "use only letters"),
+        (["up", "--accel", "xen"], "invalid choice: 'xen'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_1(args: list[str], message: str) -> None:
     out = hil(*args)
     assert out.returncode == 1

@@ -41,6 +41,10 @@ def test_vng_gets_no_shell_syntax_and_tcg_when_asked() -> None:
     qemu_opts = next(a for a in argv if a.startswith("--qemu-opts="))
     # vng passes these through a shell: only characters with no meaning there.
     assert re.fullmatch(r"[A-Za-z0-9 ._/:,=+-]+", qemu_opts.removeprefix("--qemu-opts="))
-    kvm = guests.vng_argv(Path("/k/bzImage"), LAB, guests.GuestSpec(FIRST, 0, 1, "1G", "kvm"),
-                          network.cables(ID, 2, (41000,)))
+    kvm = guests.vng_argv(
+        Path("/k/bzImage"),
+        LAB,
+        guests.GuestSpec(FIRST, 0, 1, "1G", "kvm"),
+        network.cables(ID, 2, (41000,)),
+    )
     assert "--disable-kvm" not in kvm

@@ -14,11 +14,20 @@ from hil.lab.state import GuestState, LabState
 def lab_state(lab_dir: Path, n: int) -> tuple[LabState, list[network.Cable]]:
     """The state ``up`` records for an ``n``-guest lab in ``lab_dir`` (the processes made up)."""
     lab = network.lab_id(lab_dir)
-    ports = network.Ports(ssh=tuple(2200 + i for i in range(n)), cables=tuple(3300 + i for i in range(n - 1)))
+    ports = network.Ports(
+        ssh=tuple(2200 + i for i in range(n)), cables=tuple(3300 + i for i in range(n - 1))
+    )
     names = [network.guest_name(lab, i) for i in range(n)]
     guests = tuple(
-        GuestState(name, i, 100 + i, 100 + i, ports.ssh[i],
-                   str(lab_dir / f"{name}.qmp"), str(lab_dir / f"{name}.log"))
+        GuestState(
+            name,
+            i,
+            100 + i,
+            100 + i,
+            ports.ssh[i],
+            str(lab_dir / f"{name}.qmp"),
+            str(lab_dir / f"{name}.log"),
+        )
         for i, name in enumerate(names)
     )
     state = LabState(str(lab_dir), "boot", time.time(), "tcg", "/k", ports.cables, guests)
@@ -31,7 +40,12 @@ def test_two_guest_inventory_loads_with_strict_host_keys_and_siw(tmp_path: Path)
     inv = loader.load(inventory.write(state, cables))
     assert sorted(inv.hosts) == [f"{lab}-0", f"{lab}-1"]
     h = inv.hosts[f"{lab}-1"]
-    assert (h.ssh.host, h.ssh.port, h.ssh.user, h.ssh.host_key_policy) == ("127.0.0.1", 2201, "root", "strict")
+    assert (h.ssh.host, h.ssh.port, h.ssh.user, h.ssh.host_key_policy) == (
+        "127.0.0.1",
+        2201,
+        "root",
+        "strict",
+    )
     assert h.ssh.known_hosts == str(tmp_path / bootfiles.KNOWN_HOSTS)
     assert h.ssh.identity_file == str(tmp_path / bootfiles.CLIENT_KEY)
     assert h.python == "/usr/bin/python3"
@@ -39,13 +53,22 @@ def test_two_guest_inventory_loads_with_strict_host_keys_and_siw(tmp_path: Path)
     assert dict(h.sysctls)["net.ipv4.tcp_retries2"] == "5"
     (p0,) = h.rnics
     assert (p0.name, p0.netdev, p0.driver, p0.rdma_device, p0.fallback, p0.mtu) == (
-        "p0", "data0", "siw", "siw_data0", "siw", 1500)
+        "p0",
+        "data0",
+        "siw",
+        "siw_data0",
+        "siw",
+        1500,
+    )
     assert p0.address == ipaddress.ip_interface("198.18.0.2/24")
     pair = inv.pair(f"{lab}-0-1")
     assert (str(pair.link.a), str(pair.link.b)) == (f"{lab}-0:p0", f"{lab}-1:p0")
     carrier = pair.link.pull("carrier")
     assert (carrier.qmp, carrier.qmp_netdev, str(carrier.end)) == (
-        str(tmp_path / f"{lab}-0.qmp"), "data0", f"{lab}-0:p0")
+        str(tmp_path / f"{lab}-0.qmp"),
+        "data0",
+        f"{lab}-0:p0",
+    )
     assert {p.mode for p in pair.link.pulls} == {"carrier", "admin", "blackhole"}
 
 
@@ -75,7 +98,9 @@ def test_guest_boot_files_match_the_inventory(tmp_path: Path) -> None:
     conf = bootfiles.guest_conf_dir(tmp_path, name)
     assert (conf / "authorized_keys").read_text().strip() == client
     assert (conf / "nics").read_text().splitlines() == [
-        "52:54:00:00:01:00 mgmt0 10.0.2.15/24", "52:54:00:01:01:00 data0 198.18.0.2/24"]
+        "52:54:00:00:01:00 mgmt0 10.0.2.15/24",
+        "52:54:00:01:01:00 data0 198.18.0.2/24",
+    ]
     assert (conf / "siw").read_text() == "siw_data0 data0\n"
     assert "net.ipv4.tcp_retries2=5" in (conf / "sysctls").read_text().splitlines()
     assert "Subsystem sftp /usr/lib/openssh/sftp-server" in (conf / "sshd_config").read_text()

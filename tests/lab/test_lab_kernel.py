@@ -20,8 +20,13 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_fragment_enables_siw_and_rdma_user_access() -> None:
     text = kernel.FRAGMENT.read_text()
-    for option in ("CONFIG_RDMA_SIW=y", "CONFIG_INFINIBAND_USER_ACCESS=y", "CONFIG_VIRTIO_NET=y",
-                   "CONFIG_NET_SCH_NETEM=y", "# CONFIG_DRM is not set"):
+    for option in (
+        "CONFIG_RDMA_SIW=y",
+        "CONFIG_INFINIBAND_USER_ACCESS=y",
+        "CONFIG_VIRTIO_NET=y",
+        "CONFIG_NET_SCH_NETEM=y",
+        "# CONFIG_DRM is not set",
+    ):
         assert option in text.splitlines()
 
 

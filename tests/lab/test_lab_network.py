@@ -44,8 +44,14 @@ def test_names_carry_the_lab_id_of_the_directory(tmp_path: Path) -> None:
 def test_every_spelling_of_a_directory_gives_one_lab_id(tmp_path: Path) -> None:
     (tmp_path / "real" / "lab").mkdir(parents=True)
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    ids = {network.lab_id(p) for p in (tmp_path / "real" / "lab", tmp_path / "link" / "lab",
-                                          tmp_path / "real" / ".." / "real" / "lab")}
+    ids = {
+        network.lab_id(p)
+        for p in (
+            tmp_path / "real" / "lab",
+            tmp_path / "link" / "lab",
+            tmp_path / "real" / ".." / "real" / "lab",
+        )
+    }
     assert ids == {network.lab_id(tmp_path / "real" / "lab")}
 
 

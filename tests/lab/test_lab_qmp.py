@@ -100,10 +100,25 @@ def paused_qemu(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]
     """A real QEMU with a data NIC, paused before any guest code (no kernel needed)."""
     path = str(tmp_path / "real.qmp")
     proc = subprocess.Popen(
-        ["qemu-system-x86_64", "-M", "q35", "-S", "-display", "none", "-nodefaults",
-         "-accel", "tcg", "-netdev", "user,id=data0,restrict=on",
-         "-device", "virtio-net-pci,netdev=data0", "-qmp", f"unix:{path},server=on,wait=off"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            "qemu-system-x86_64",
+            "-M",
+            "q35",
+            "-S",
+            "-display",
+            "none",
+            "-nodefaults",
+            "-accel",
+            "tcg",
+            "-netdev",
+            "user,id=data0,restrict=on",
+            "-device",
+            "virtio-net-pci,netdev=data0",
+            "-qmp",
+            f"unix:{path},server=on,wait=off",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 20

@@ -24,8 +24,9 @@ def first_guest(lab_dir: Path) -> str:
 def stand_in(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A process that looks like a lab guest's QEMU: our QMP path on its argv, own session."""
     qmp = str(tmp_path / "lab" / f"{first_guest(tmp_path / 'lab')}.qmp")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", qmp],
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)", qmp], start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 10  # until exec: before it, argv is still pytest's
         while qmp.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
@@ -37,8 +38,13 @@ def stand_in(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
         proc.wait(10)
 
 
-def recorded(lab_dir: Path, proc: subprocess.Popen[bytes], qmp: str, boot: str | None = None,
-             name: str | None = None) -> LabState:
+def recorded(
+    lab_dir: Path,
+    proc: subprocess.Popen[bytes],
+    qmp: str,
+    boot: str | None = None,
+    name: str | None = None,
+) -> LabState:
     name = name or first_guest(lab_dir)
     guest = GuestState(name, 0, proc.pid, proc.pid, 1, qmp, str(lab_dir / f"{name}.log"))
     lab = LabState(str(lab_dir), boot or state.boot_id(), time.time(), "tcg", "/k", (2,), (guest,))
@@ -53,11 +59,15 @@ def test_state_round_trips(tmp_path: Path, stand_in: tuple[subprocess.Popen[byte
     assert state.load(tmp_path / "nothing") is None
 
 
-def test_a_running_lab_is_not_stale(tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]) -> None:
+def test_a_running_lab_is_not_stale(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]
+) -> None:
     assert state.stale_reason(recorded(tmp_path / "lab", *stand_in)) is None
 
 
-def test_a_killed_guest_makes_the_lab_stale(tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]) -> None:
+def test_a_killed_guest_makes_the_lab_stale(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]
+) -> None:
     proc, qmp = stand_in
     lab = recorded(tmp_path / "lab", proc, qmp)
     proc.kill()
@@ -65,13 +75,17 @@ def test_a_killed_guest_makes_the_lab_stale(tmp_path: Path, stand_in: tuple[subp
     assert state.stale_reason(lab) == f"guest(s) {first_guest(tmp_path / 'lab')} no longer run"
 
 
-def test_a_recycled_pid_is_not_our_guest(tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]) -> None:
+def test_a_recycled_pid_is_not_our_guest(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]
+) -> None:
     proc, _ = stand_in
     lab = recorded(tmp_path / "lab", proc, str(tmp_path / "other.qmp"))
     assert "no longer run" in (state.stale_reason(lab) or "")
 
 
-def test_a_lab_from_before_a_reboot_is_stale(tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]) -> None:
+def test_a_lab_from_before_a_reboot_is_stale(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]
+) -> None:
     lab = recorded(tmp_path / "lab", *stand_in, boot="an-earlier-boot")
     assert state.stale_reason(lab) == "the machine rebooted since the lab started"
 

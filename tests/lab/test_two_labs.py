@@ -55,8 +55,13 @@ def default_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def lab_status(lab: VirtualLab) -> dict[str, Any]:
     """``hil lab status --json`` of ``lab``."""
-    out = subprocess.run([sys.executable, "-m", "hil", "lab", "status", "--dir", str(lab.dir),
-                          "--json"], capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "hil", "lab", "status", "--dir", str(lab.dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     status: dict[str, Any] = json.loads(out.stdout)
     return status
@@ -64,8 +69,18 @@ def lab_status(lab: VirtualLab) -> dict[str, Any]:
 
 def cm_run(lab: VirtualLab, *select: str) -> subprocess.Popen[str]:
     """Start ``hil --inventory LAB cm run connect SELECT --json`` on the default store."""
-    argv = [sys.executable, "-m", "hil", "--inventory", str(lab.inventory.path), "cm", "run",
-            "connect", *select, "--json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "hil",
+        "--inventory",
+        str(lab.inventory.path),
+        "cm",
+        "run",
+        "connect",
+        *select,
+        "--json",
+    ]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -103,8 +118,12 @@ def test_a_lease_on_lab_a_leaves_lab_b_free_and_each_runs_a_sequence(
 ) -> None:
     a, b = virtual_lab.pair, lab_b.pair
     with open_store(None) as store:
-        lease = reserve(store, [Claim(a.name, (a.host_a.name, a.host_b.name))],
-                        Holder.current(HOLDER), ttl=CM_TIMEOUT * 2)
+        lease = reserve(
+            store,
+            [Claim(a.name, (a.host_a.name, a.host_b.name))],
+            Holder.current(HOLDER),
+            ttl=CM_TIMEOUT * 2,
+        )
         try:
             # The store is shared: a second taker of A's pair is refused, naming us ...
             code, _, err = finish(cm_run(virtual_lab, "--pair", a.name))

@@ -70,7 +70,9 @@ def test_each_guest_has_an_active_siw_device_on_its_data_nic(
         assert link["state"] == "ACTIVE", link
 
 
-def test_guests_have_the_sysctls_the_inventory_records(virtual_lab: VirtualLab, pool: SSHPool) -> None:
+def test_guests_have_the_sysctls_the_inventory_records(
+    virtual_lab: VirtualLab, pool: SSHPool
+) -> None:
     for name, host in virtual_lab.inventory.hosts.items():
         for key, value in host.sysctls:
             path = "/proc/sys/" + key.replace(".", "/")
@@ -83,8 +85,13 @@ def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool
     addr, port = str(pair.rnic_a.address.ip), "7174"
     server, client = pool.get(pair.host_a.name), pool.get(pair.host_b.name)
     served: list[Result] = []
-    thread = threading.Thread(target=lambda: served.append(server.run(
-        ["rping", "-s", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=90, check=False)))
+    thread = threading.Thread(
+        target=lambda: served.append(
+            server.run(
+                ["rping", "-s", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=90, check=False
+            )
+        )
+    )
     thread.start()
     try:
         # rping -c hangs after a refused connect: start it only once the server listens.
@@ -92,8 +99,9 @@ def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool
         while f"{addr}:{port}" not in server.run(["ss", "-Htln"], timeout=30).stdout:
             assert time.monotonic() < deadline, "rping server did not listen within 30 s"
             time.sleep(0.5)
-        out = client.run(["rping", "-c", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=60,
-                         check=False)
+        out = client.run(
+            ["rping", "-c", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=60, check=False
+        )
         assert out.status == 0, out.stderr
         assert out.stdout.count("ping data: rdma-ping-") == 3
     finally:
@@ -102,7 +110,9 @@ def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool
 
 
 def carrier(session: SSHSession, netdev: str) -> bool:
-    (link,) = json.loads(session.run(["ip", "-j", "link", "show", "dev", netdev], timeout=30).stdout)
+    (link,) = json.loads(
+        session.run(["ip", "-j", "link", "show", "dev", netdev], timeout=30).stdout
+    )
     return "NO-CARRIER" not in link["flags"] and "LOWER_UP" in link["flags"]
 
 
@@ -130,8 +140,13 @@ def test_a_qmp_carrier_pull_shows_no_carrier_and_restore_brings_it_back(
 
 
 def hil_lab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hil", "lab", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "hil", "lab", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_status_reports_a_healthy_lab_and_up_reuses_it(virtual_lab: VirtualLab) -> None:
@@ -141,7 +156,9 @@ def test_status_reports_a_healthy_lab_and_up_reuses_it(virtual_lab: VirtualLab) 
     assert status["healthy"] is True
     assert status["lab_id"] == network.lab_id(virtual_lab.dir)
     out = hil_lab("status", "--dir", str(virtual_lab.dir))
-    assert out.stdout.startswith(f"lab {status['lab_id']} in {virtual_lab.dir}: 2 guests"), out.stdout
+    assert out.stdout.startswith(f"lab {status['lab_id']} in {virtual_lab.dir}: 2 guests"), (
+        out.stdout
+    )
     assert [g["pid"] for g in status["guests"]] == [g.pid for g in virtual_lab.state.guests]
     out = hil_lab("up", "--dir", str(virtual_lab.dir))
     assert out.returncode == 0, out.stderr
@@ -171,6 +188,15 @@ def _zombie(pid: int) -> bool:
 
 
 def _live_members(pgid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(pgid)], capture_output=True, text=True,
-                         timeout=30, check=False)
-    return [int(f[0]) for f in (ln.split() for ln in out.stdout.splitlines()) if not f[1].startswith("Z")]
+    out = subprocess.run(
+        ["ps", "-o", "pid=,stat=", "-g", str(pgid)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return [
+        int(f[0])
+        for f in (ln.split() for ln in out.stdout.splitlines())
+        if not f[1].startswith("Z")
+    ]

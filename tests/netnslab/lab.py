@@ -54,7 +54,8 @@ _TMP_PREFIX = "hil-netnslab-"
 # fresh host: the machine's own dotfiles (a slow ~/.bashrc, keys) stay out of
 # the lab, and whatever tests leave in the home vanishes with the sshd.
 _PRIVATE_HOME = [
-    *tools.argv("unshare", "--mount", "--propagation", "private"), *tools.argv("sh", "-c"),
+    *tools.argv("unshare", "--mount", "--propagation", "private"),
+    *tools.argv("sh", "-c"),
     f'{tools.name("mount")} -t tmpfs -o mode=0700 hil-netnslab-home /root && exec "$@"',
     "hil-netnslab",
 ]
@@ -197,8 +198,12 @@ class NetnsLab:
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` inside host ``index``'s namespace (``ip netns exec``)."""
-        return _run(tools.argv("ip", "netns", "exec", self.hosts[index].netns, *argv),
-                    timeout=timeout, check=check, input=input)
+        return _run(
+            tools.argv("ip", "netns", "exec", self.hosts[index].netns, *argv),
+            timeout=timeout,
+            check=check,
+            input=input,
+        )
 
     def sshd_pid(self, index: int) -> int:
         return self._sshd[index].pid
@@ -236,8 +241,21 @@ class NetnsLab:
         _run(tools.argv("ip", "netns", "add", netns))
         self._defer(f"delete namespace {netns}", lambda: _delete_netns(netns))
         _run(tools.argv("ip", "-n", netns, "link", "set", "lo", "up"))
-        _run(tools.argv("ip", "link", "add", root_veth, "type", "veth", "peer", "name", "mgmt0",
-                        "netns", netns))
+        _run(
+            tools.argv(
+                "ip",
+                "link",
+                "add",
+                root_veth,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "mgmt0",
+                "netns",
+                netns,
+            )
+        )
         self._defer(f"delete {root_veth}", lambda: _delete_link(root_veth))
         root_side, ns_side = (ipaddress.IPv4Interface(f"{a}/{net.prefixlen}") for a in net.hosts())
         _run(tools.argv("ip", "addr", "add", str(root_side), "dev", root_veth))
@@ -250,20 +268,51 @@ class NetnsLab:
         """The veth pair of a cable, straight into both namespaces, addressed and up."""
         ends = [(self.hosts[i], self.hosts[i].port(name)) for i, name in (cable.a, cable.b)]
         (ha, pa), (hb, pb) = ends
-        _run(tools.argv("ip", "link", "add", "name", pa.netdev, "netns", ha.netns, "type",
-                        "veth", "peer", "name", pb.netdev, "netns", hb.netns))
+        _run(
+            tools.argv(
+                "ip",
+                "link",
+                "add",
+                "name",
+                pa.netdev,
+                "netns",
+                ha.netns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                pb.netdev,
+                "netns",
+                hb.netns,
+            )
+        )
         for host, port in ends:
-            _run(tools.argv("ip", "-n", host.netns, "addr", "add", str(port.address), "dev",
-                            port.netdev))
+            _run(
+                tools.argv(
+                    "ip", "-n", host.netns, "addr", "add", str(port.address), "dev", port.netdev
+                )
+            )
             _run(tools.argv("ip", "-n", host.netns, "link", "set", port.netdev, "up"))
 
     def _start_sshd(self, host: LabHost) -> None:
         config = files.write_sshd_config(self, host)
         with open(self.sshd_log(host.index), "wb") as out:
             proc = subprocess.Popen(
-                tools.argv("ip", "netns", "exec", host.netns, *_PRIVATE_HOME, SSHD, "-D", "-e",
-                           "-f", str(config)),
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                tools.argv(
+                    "ip",
+                    "netns",
+                    "exec",
+                    host.netns,
+                    *_PRIVATE_HOME,
+                    SSHD,
+                    "-D",
+                    "-e",
+                    "-f",
+                    str(config),
+                ),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         self._sshd.append(proc)
         self._defer(f"stop sshd of {host.name}", lambda: _stop(proc))
@@ -294,7 +343,7 @@ def cleanup_stale() -> list[str]:
             _delete_netns(name)
             removed.append(name)
     for path in Path(tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*"):
-        pid = path.name[len(_TMP_PREFIX):].split("-")[0]
+        pid = path.name[len(_TMP_PREFIX) :].split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(str(path))
@@ -311,11 +360,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _run(argv: list[str], *, timeout: float = _COMMAND_TIMEOUT, check: bool = True,
-         input: str | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    argv: list[str],
+    *,
+    timeout: float = _COMMAND_TIMEOUT,
+    check: bool = True,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              input=input, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, input=input, check=False
+        )
     except subprocess.TimeoutExpired:
         raise LabError(f"{' '.join(argv)} did not finish within {timeout:g}s") from None
     if check and done.returncode != 0:

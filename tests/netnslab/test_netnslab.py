@@ -17,8 +17,9 @@ from netnslab import lab as netnslab_module
 
 
 def namespaces() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                         check=True, timeout=10).stdout
+    out = subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True, check=True, timeout=10
+    ).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
@@ -39,8 +40,7 @@ def test_hosts_are_namespaces_with_sshd_and_a_data_cable(netns_lab: NetnsLab) ->
     assert re.fullmatch(rf"hil-{os.getpid()}-\d+", a.netns) and a.netns in namespaces()
     for host in netns_lab.hosts:
         socket.create_connection((str(host.mgmt_address.ip), 22), timeout=5).close()
-    assert (str(a.ports[0].address), str(b.ports[0].address)) == ("198.18.0.1/24",
-                                                                  "198.18.0.2/24")
+    assert (str(a.ports[0].address), str(b.ports[0].address)) == ("198.18.0.1/24", "198.18.0.2/24")
     netns_lab.exec(0, ["ping", "-c", "1", "-W", "5", "198.18.0.2"])
     listing = netns_lab.exec(1, ["ip", "-br", "addr", "show", "data0"]).stdout
     assert "198.18.0.2/24" in listing
@@ -55,8 +55,10 @@ def test_the_inventory_describes_the_lab(netns_lab: NetnsLab) -> None:
     assert [p.mode for p in pair.link.pulls] == ["admin", "blackhole"]
     ssh = pair.host_a.ssh
     assert (ssh.host, ssh.port, ssh.user) == (str(netns_lab.hosts[0].mgmt_address.ip), 22, "root")
-    assert (ssh.identity_file, ssh.known_hosts) == (str(netns_lab.client_key),
-                                                    str(netns_lab.known_hosts))
+    assert (ssh.identity_file, ssh.known_hosts) == (
+        str(netns_lab.client_key),
+        str(netns_lab.known_hosts),
+    )
     assert (ssh.host_key_policy, pair.host_a.python) == ("strict", "/usr/bin/python3")
 
 
@@ -64,13 +66,17 @@ def test_three_hosts_form_a_chain() -> None:
     with NetnsLab(hosts=3) as lab:
         middle = lab.hosts[1]
         assert [(p.name, p.netdev, str(p.address)) for p in middle.ports] == [
-            ("p0", "data0", "198.18.0.2/24"), ("p1", "data1", "198.18.1.1/24")]
+            ("p0", "data0", "198.18.0.2/24"),
+            ("p1", "data1", "198.18.1.1/24"),
+        ]
         lab.exec(0, ["ping", "-c", "1", "-W", "5", "198.18.0.2"])
         lab.exec(2, ["ping", "-c", "1", "-W", "5", "198.18.1.1"])
         inventory = lab.inventory()
         assert list(inventory.links) == ["ns0-ns1", "ns1-ns2"]
         assert (inventory.pair("ns1-ns2").link.a.port, inventory.pair("ns1-ns2").link.b.port) == (
-            "p1", "p0")
+            "p1",
+            "p0",
+        )
 
 
 def test_nothing_is_left_behind_even_when_the_body_fails() -> None:

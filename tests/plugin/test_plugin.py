@@ -59,8 +59,9 @@ def test_reserves_shows_header_and_releases(pytester, lab, tmp_path, monkeypatch
     pytester.makepyfile(RECORD_PAIR)
     result = pytester.runpytest_subprocess(*args(lab, "--hil-pair", "pair-2"))
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["hil: pair pair-2 (h3:p0 <-> h4:p0) reserved, lease *",
-                                 "hil: holder *pytest*"])
+    result.stdout.fnmatch_lines(
+        ["hil: pair pair-2 (h3:p0 <-> h4:p0) reserved, lease *", "hil: holder *pytest*"]
+    )
     assert out.read_text().split() == ["main", "pair-2"]
     store = open_store(lab["store"])
     assert store.leases() == []  # released at session end
@@ -137,7 +138,7 @@ def test_adopted_lease_is_renewed_not_released(pytester, lab, tmp_path, monkeypa
     result = pytester.runpytest_subprocess(*args(lab, "--hil-lease", lease.id))
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["hil: pair pair-2 * adopted, lease *"])
-    assert [l.id for l in store.leases()] == [lease.id]
+    assert [le.id for le in store.leases()] == [lease.id]
     assert store.get(lease.id).expires >= lease.expires
     store.release(lease.id)
     store.close()

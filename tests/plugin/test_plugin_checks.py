@@ -17,13 +17,15 @@ pytest_plugins = ["pytester"]
 @pytest.fixture
 def test_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytest dir with one test on the pair and nothing of hil's own in it."""
-    pytester.makepyfile(test_one="""
+    pytester.makepyfile(
+        test_one="""
         import pytest
 
         @pytest.mark.disruptive
         def test_on_pair(cm, contract):
             pass
-    """)
+    """
+    )
     return pytester
 
 

@@ -25,9 +25,18 @@ def test_connect_is_judged_by_the_pairs_profile(cm, profile, contract, direction
 
 
 def test_a_suite_outside_suites_gets_cm_profile_and_contract(
-        pytester: pytest.Pytester, virtual_lab: VirtualLab, tmp_path: Path) -> None:
+    pytester: pytest.Pytester, virtual_lab: VirtualLab, tmp_path: Path
+) -> None:
     pytester.makepyfile(test_own_suite=OWN_SUITE)
     result = pytester.runpytest_subprocess(
-        "-p", "hil", "--hil-inventory", str(virtual_lab.inventory.path),
-        "--hil-store", str(tmp_path / "store.db"), "-p", "no:cacheprovider", timeout=600)
+        "-p",
+        "hil",
+        "--hil-inventory",
+        str(virtual_lab.inventory.path),
+        "--hil-store",
+        str(tmp_path / "store.db"),
+        "-p",
+        "no:cacheprovider",
+        timeout=600,
+    )
     result.assert_outcomes(passed=2)  # one per direction: a-b and b-a

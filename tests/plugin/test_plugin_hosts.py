@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from netnslab import NetnsLab
 
 pytest_plugins = ["pytester"]
@@ -30,7 +29,12 @@ def mtu(lab: NetnsLab) -> int:
 
 def run(pytester: pytest.Pytester, lab: NetnsLab, store: Path, *extra: str):
     return pytester.runpytest_subprocess(
-        "--hil-inventory", str(lab.inventory_path), "--hil-store", str(store), "-p", "no:cacheprovider",
+        "--hil-inventory",
+        str(lab.inventory_path),
+        "--hil-store",
+        str(store),
+        "-p",
+        "no:cacheprovider",
         *extra,
     )
 
@@ -50,10 +54,10 @@ def test_killed_run_is_replayed_by_the_next_session(pytester, netns_lab, tmp_pat
     assert killed.ret == 9
     assert mtu(netns_lab) == 1400
     pytester.makepyfile(
-        """
+        f"""
         def test_clean_start(hil_hosts, hil_pair):
-            assert hil_hosts.agent(hil_pair.pair.host_a.name).link("data0").mtu == %d
-        """ % before
+            assert hil_hosts.agent(hil_pair.pair.host_a.name).link("data0").mtu == {before}
+        """
     )
     run(pytester, netns_lab, tmp_path / "s.db", "--hil-wait", "20").assert_outcomes(passed=1)
     assert mtu(netns_lab) == before
@@ -64,5 +68,7 @@ def test_setup_without_rdma_names_host_and_netdev(pytester, netns_lab, tmp_path)
     pytester.makepyfile("def test_setup(hil_setup):\n    pass\n")
     result = run(pytester, netns_lab, tmp_path / "s.db")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*hil: RemoteError: ns0: data0 (port p0): cannot create siw device*"])
+    result.stdout.fnmatch_lines(
+        ["*hil: RemoteError: ns0: data0 (port p0): cannot create siw device*"]
+    )
     result.stdout.no_fnmatch_line("*Traceback*")

@@ -17,9 +17,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 CHROMIUM = "chromium"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+)
 BUDGET_MS = 10_000  # virtual time for the page's scripts and fetches to settle
 TIMEOUT = 90.0
 
@@ -50,8 +58,13 @@ def serve(directory: Path) -> Iterator[str]:
 
 
 def _run(profile: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    argv = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}",
-            f"--virtual-time-budget={BUDGET_MS}", *args]
+    argv = [
+        CHROMIUM,
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        f"--virtual-time-budget={BUDGET_MS}",
+        *args,
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, check=True)
 
 

@@ -24,7 +24,7 @@ from tests.report.browser import chromium_missing, dump_dom, screenshot, serve
 JUDGE_TESTS = Path(__file__).resolve().parents[1] / "judge"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "report-test"
 
-CLOSE_SUITE = '''
+CLOSE_SUITE = """
 import sys
 import pytest
 sys.path.insert(0, {cm!r})
@@ -48,9 +48,9 @@ def test_orderly_close(direction):
 
 def test_needs_a_second_pair():
     pytest.skip("the pair has no second link")
-'''
+"""
 
-ABORT_SUITE = '''
+ABORT_SUITE = """
 import sys
 sys.path.insert(0, {cm!r})
 import cmtimelines
@@ -73,7 +73,7 @@ def test_destroy_returns():
 
 def test_lab_host_down():
     raise Unreachable("lab-b", "no TCP connection within 10s; is the host up?")
-'''
+"""
 
 pytestmark = pytest.mark.skipif(
     chromium_missing() is not None or not pipeline.DEFAULT_ALLURE.exists(),
@@ -90,16 +90,19 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]
     (suites / "test_close.py").write_text(CLOSE_SUITE.format(cm=str(JUDGE_TESTS)))
     (suites / "test_abort.py").write_text(ABORT_SUITE.format(cm=str(JUDGE_TESTS)))
     reports = work / "reports"
-    codes = [pipeline.main([str(suites), "--reports", str(reports), "--keep", "5", "--",
-                            "-q", f"--rootdir={work}"])  # nodeids suites/test_*.py, as in hil
-             for _ in range(2)]
+    codes = [
+        pipeline.main(
+            [str(suites), "--reports", str(reports), "--keep", "5", "--", "-q", f"--rootdir={work}"]
+        )  # nodeids suites/test_*.py, as in hil
+        for _ in range(2)
+    ]
     return reports, codes
 
 
 def _section(dom: str, widget: str) -> str:
     start = dom.index(f'data-id="{widget}"')
     end = dom.find('data-id="', start + 10)
-    return dom[start:end if end > 0 else None]
+    return dom[start : end if end > 0 else None]
 
 
 def _failed_case(report: Path) -> tuple[str, str]:
@@ -150,8 +153,10 @@ def test_the_report_shows_suites_trend_and_the_failed_timeline_in_chromium(
         lanes = [g.get("data-host") for g in svg.iter("{http://www.w3.org/2000/svg}g")]
         assert lanes == ["lab-a (a)", "lab-b (b)"]
 
-        shots = [screenshot(base + "index.html", tmp_path / "overview.png", tmp_path / "p2"),
-                 screenshot(page, tmp_path / "failed-timeline.png", tmp_path / "p3", "1400,1200")]
+        shots = [
+            screenshot(base + "index.html", tmp_path / "overview.png", tmp_path / "p2"),
+            screenshot(page, tmp_path / "failed-timeline.png", tmp_path / "p3", "1400,1200"),
+        ]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for shot in shots:
         assert shot.stat().st_size > 10_000  # a blank page is a few KiB

@@ -6,12 +6,13 @@ import dataclasses
 import os
 from pathlib import Path
 
+from netnslab import NetnsLab
+
 from hil.agent.types import CommandResult
 from hil.errors import CommandTimeout
 from hil.host.hosts import Hosts
 from hil.inventory.model import Pair
 from hil.report.environment import NONE_REPORTED, gather, rdma_core_version, write_properties
-from netnslab import NetnsLab
 
 
 class Scripted:
@@ -32,16 +33,22 @@ def ok(out: str) -> CommandResult:
 
 
 def test_rdma_core_from_rpm_when_dpkg_has_none() -> None:
-    agent = Scripted({"dpkg-query": CommandResult((), 127, "", "dpkg-query: not found"),
-                      "rpm": ok("48.0-1.el9")})
+    agent = Scripted(
+        {"dpkg-query": CommandResult((), 127, "", "dpkg-query: not found"), "rpm": ok("48.0-1.el9")}
+    )
     assert rdma_core_version(agent, "lab-a") == "48.0-1.el9"
 
 
 def test_an_unreadable_value_says_what_failed_where_and_why() -> None:
-    agent = Scripted({"dpkg-query": CommandTimeout("lab-a", "dpkg-query did not finish"),
-                      "rpm": CommandResult((), 127, "", "rpm: command not found")})
+    agent = Scripted(
+        {
+            "dpkg-query": CommandTimeout("lab-a", "dpkg-query did not finish"),
+            "rpm": CommandResult((), 127, "", "rpm: command not found"),
+        }
+    )
     assert rdma_core_version(agent, "lab-a") == (
-        "unknown: dpkg-query -W failed on lab-a: dpkg-query did not finish")
+        "unknown: dpkg-query -W failed on lab-a: dpkg-query did not finish"
+    )
 
 
 def test_properties_are_escaped_for_java(tmp_path: Path) -> None:
@@ -72,11 +79,13 @@ def test_gathered_from_both_hosts_of_the_pair(netns_lab: NetnsLab) -> None:
         assert props[f"{host}.data0.driver_version"] == "1.0"
         assert props[f"{host}.data0.firmware"] == NONE_REPORTED
         assert props[f"{host}.data0.inventory"] == (
-            "driver siw, rdma_device -, fallback siw, firmware -")
+            "driver siw, rdma_device -, fallback siw, firmware -"
+        )
         # No siw device is set up here; a kernel without RDMA netlink says why it cannot tell.
         rdma = props[f"{host}.data0.rdma_device"]
         assert rdma == "none on data0" or rdma.startswith(
-            f"unknown: rdma link show failed on {host}: "), rdma
+            f"unknown: rdma link show failed on {host}: "
+        ), rdma
         assert props[f"{host}.rdma-core"]  # a version, or unknown with the reason
 
 
@@ -85,19 +94,23 @@ def test_a_port_that_cannot_be_read_is_unknown_never_the_inventorys_claim(
 ) -> None:
     pair = _pair(netns_lab)
     # The inventory claims a Chelsio port whose netdev the host does not have.
-    absent = dataclasses.replace(pair.rnic_a, netdev="absent0", driver="iw_cxgb4",
-                                 firmware="1.27.4.0")
+    absent = dataclasses.replace(
+        pair.rnic_a, netdev="absent0", driver="iw_cxgb4", firmware="1.27.4.0"
+    )
     rnics = tuple(absent if r.name == absent.name else r for r in pair.host_a.rnics)
     pair = dataclasses.replace(pair, host_a=dataclasses.replace(pair.host_a, rnics=rnics))
     with Hosts(netns_lab.inventory()) as hosts:
         props = gather(hosts, pair)
     host = pair.host_a.name
-    why = (f"unknown: SIOCETHTOOL failed on {host}: SIOCETHTOOL (ETHTOOL_GDRVINFO) on absent0: "
-           "No such device (ENODEV)")
+    why = (
+        f"unknown: SIOCETHTOOL failed on {host}: SIOCETHTOOL (ETHTOOL_GDRVINFO) on absent0: "
+        "No such device (ENODEV)"
+    )
     for key in ("driver", "driver_version", "firmware"):
         assert props[f"{host}.absent0.{key}"].startswith(why)
     assert props[f"{host}.absent0.inventory"] == (
-        "driver iw_cxgb4, rdma_device -, fallback siw, firmware 1.27.4.0")
+        "driver iw_cxgb4, rdma_device -, fallback siw, firmware 1.27.4.0"
+    )
     assert props[f"{pair.host_b.name}.data0.driver"] == "veth"  # the other host is unaffected
 
 

@@ -35,8 +35,9 @@ class Probe:
         self.fail = fail
         self.qp = 1
 
-    def rdma_resources(self, types: Sequence[str] | None = None,
-                       timeout: float = 30) -> dict[str, int]:
+    def rdma_resources(
+        self, types: Sequence[str] | None = None, timeout: float = 30
+    ) -> dict[str, int]:
         if self.fail:
             raise AgentError("lab-b", "agent rdma_resources: no RDMA netlink")
         return {"cm_id": 0, "qp": self.qp, "cq": 2, "mr": 0}
@@ -83,9 +84,11 @@ def test_counts_before_and_after_and_the_kernel_lines(
     assert before["lab-a"]["qp"] == 1 and after["lab-a"]["qp"] == 2
     assert after["lab-b"] == before["lab-b"]
     assert [str(x) if isinstance(x, str) else f"{x.host}: {x.line}" for x in lines] == [
-        "lab-a: siw: QP 3 leaked", "lab-b: siw: QP 3 leaked",
+        "lab-a: siw: QP 3 leaked",
+        "lab-b: siw: QP 3 leaked",
         "lab-a: 2 kernel log records were overwritten before they were read",
-        "lab-b: 2 kernel log records were overwritten before they were read"]
+        "lab-b: 2 kernel log records were overwritten before they were read",
+    ]
 
 
 def test_a_host_that_cannot_give_evidence_is_noted(

@@ -60,11 +60,21 @@ def test_metric_trend_over_the_kept_runs(tmp_path: Path) -> None:
     assert [h["run"] for h in kept] == [2, 3]
     props = history.metric_properties(kept)
     assert props == {"metric.connect_us": "4 ms over 1 tests (runs 2..3: 2.5, 4)"}
-    seconds = history.metric_properties([{"run": 9, "metrics": {"detection_us": {
-        "mean": 2975236.3, "count": 20, "unit": "us"}, "traffic_ops": {
-        "mean": 348.0, "count": 6, "unit": ""}}}])
-    assert seconds == {"metric.detection_us": "2.975 s over 20 tests (runs 9..9: 2.975)",
-                       "metric.traffic_ops": "348 over 6 tests (runs 9..9: 348)"}
+    seconds = history.metric_properties(
+        [
+            {
+                "run": 9,
+                "metrics": {
+                    "detection_us": {"mean": 2975236.3, "count": 20, "unit": "us"},
+                    "traffic_ops": {"mean": 348.0, "count": 6, "unit": ""},
+                },
+            }
+        ]
+    )
+    assert seconds == {
+        "metric.detection_us": "2.975 s over 20 tests (runs 9..9: 2.975)",
+        "metric.traffic_ops": "348 over 6 tests (runs 9..9: 348)",
+    }
 
 
 def results_with(tmp_path: Path, *outcomes: tuple[str, str]) -> Path:
@@ -76,15 +86,22 @@ def results_with(tmp_path: Path, *outcomes: tuple[str, str]) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("outcomes", "pytest_rc", "status"), [
-    ((("passed", ""), ("skipped", "")), 0, 0),
-    ((("failed", "AssertionError: contract FAILED: x"),), 1, 1),
-    ((("broken", "hil.errors.Unreachable: lab-a: down"),), 1, 3),
-    ((("broken", "hil.errors.Unreachable: lab-a: down"), ("failed", "AssertionError: x")), 1, 1),
-    ((), 5, 3),   # no tests collected
-    ((), 2, 3),   # interrupted
-    ((), 1, 1),   # failed outside any result (e.g. a teardown error)
-])
+@pytest.mark.parametrize(
+    ("outcomes", "pytest_rc", "status"),
+    [
+        ((("passed", ""), ("skipped", "")), 0, 0),
+        ((("failed", "AssertionError: contract FAILED: x"),), 1, 1),
+        ((("broken", "hil.errors.Unreachable: lab-a: down"),), 1, 3),
+        (
+            (("broken", "hil.errors.Unreachable: lab-a: down"), ("failed", "AssertionError: x")),
+            1,
+            1,
+        ),
+        ((), 5, 3),  # no tests collected
+        ((), 2, 3),  # interrupted
+        ((), 1, 1),  # failed outside any result (e.g. a teardown error)
+    ],
+)
 def test_exit_status_tells_test_failures_from_lab_trouble(
     tmp_path: Path, outcomes: tuple[tuple[str, str], ...], pytest_rc: int, status: int
 ) -> None:
@@ -103,13 +120,26 @@ def test_bad_arguments_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_executor_from_jenkins_gitlab_or_a_local_run() -> None:
-    jenkins = executor({"JENKINS_URL": "https://ci/", "BUILD_NUMBER": "41", "JOB_NAME": "iwarp",
-                        "BUILD_URL": "https://ci/job/iwarp/41/"})
+    jenkins = executor(
+        {
+            "JENKINS_URL": "https://ci/",
+            "BUILD_NUMBER": "41",
+            "JOB_NAME": "iwarp",
+            "BUILD_URL": "https://ci/job/iwarp/41/",
+        }
+    )
     assert (jenkins["type"], jenkins["buildOrder"]) == ("jenkins", 41)
     assert jenkins["reportUrl"] == "https://ci/job/iwarp/41/allure"
-    gitlab = executor({"GITLAB_CI": "true", "CI_PIPELINE_IID": "7", "CI_PIPELINE_ID": "900",
-                       "CI_JOB_URL": "https://gl/p/-/jobs/5", "CI_PROJECT_PATH": "lab/hil",
-                       "CI_JOB_NAME": "nightly"})
+    gitlab = executor(
+        {
+            "GITLAB_CI": "true",
+            "CI_PIPELINE_IID": "7",
+            "CI_PIPELINE_ID": "900",
+            "CI_JOB_URL": "https://gl/p/-/jobs/5",
+            "CI_PROJECT_PATH": "lab/hil",
+            "CI_JOB_NAME": "nightly",
+        }
+    )
     assert (gitlab["type"], gitlab["buildOrder"]) == ("gitlab", 7)
     assert gitlab["buildName"] == "lab/hil #900 nightly"
     local = executor({"HIL_BUILD_ORDER": "12"})

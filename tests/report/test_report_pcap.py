@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from netnslab import NetnsLab
 
 from hil.errors import SSHError
 from hil.report.pcap import Capture
 from hil.ssh import SSHPool, SSHSession
-from netnslab import NetnsLab
 
 PCAP_MAGIC = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")
 
@@ -39,8 +39,9 @@ def test_capture_fetches_the_packets_of_the_data_link(
     data = local.read_bytes()
     assert data[:4] in PCAP_MAGIC
     # tcpdump -r reads it back: the pings are in the file.
-    text = subprocess.run(["tcpdump", "-n", "-r", str(local)], capture_output=True,
-                          text=True, timeout=30, check=True).stdout
+    text = subprocess.run(
+        ["tcpdump", "-n", "-r", str(local)], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
     assert text.count("ICMP echo request") >= 3
     assert _remote_pcaps() == before  # the remote file is gone
 

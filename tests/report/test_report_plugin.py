@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from netnslab import NetnsLab
 
 pytest_plugins = ["pytester"]
@@ -81,7 +80,8 @@ def test_labels_steps_metrics_and_run_files(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_link_pull=LABELLED)
     out = pytester.path / "allure"
     pytester.runpytest_subprocess(f"--alluredir={out}", "-p", "no:cacheprovider").assert_outcomes(
-        passed=2)
+        passed=2
+    )
     found = sorted(results(out), key=lambda r: r["name"])
     assert len(found) == 2
     for r in found:
@@ -92,8 +92,10 @@ def test_labels_steps_metrics_and_run_files(pytester: pytest.Pytester) -> None:
         assert lab["direction"][0] in ("a-b", "b-a")
         step = r["steps"][0]
         assert step["name"] == "pull the link"
-        assert {p["name"]: p["value"] for p in step["parameters"]} == {"mode": "'admin'",
-                                                                        "end": "'a'"}
+        assert {p["name"]: p["value"] for p in step["parameters"]} == {
+            "mode": "'admin'",
+            "end": "'a'",
+        }
     metrics = json.loads((out / "hil-metrics.json").read_text())
     got = [(m["name"], m["value"], m["unit"]) for m in metrics]
     assert got == [("detection_us", 1500, "us")] * 2
@@ -113,12 +115,15 @@ def test_an_observed_cm_session_reports_its_run(pytester: pytest.Pytester) -> No
     pytester.makepyfile(test_abort=OBSERVED.format(cm=str(CM_TESTS)))
     out = pytester.path / "allure"
     pytester.runpytest_subprocess(f"--alluredir={out}", "-p", "no:cacheprovider").assert_outcomes(
-        passed=1, failed=1)
+        passed=1, failed=1
+    )
     by_name = {r["name"]: r for r in results(out)}
     (partial,) = by_name["test_a_failed_sequence_leaves_its_partial_timeline"]["steps"]
     assert partial["status"] == "broken"
-    assert [a["name"] for a in partial["attachments"]] == ["timeline connect",
-                                                          "timeline connect (json)"]
+    assert [a["name"] for a in partial["attachments"]] == [
+        "timeline connect",
+        "timeline connect (json)",
+    ]
     assert [s["name"] for s in partial["steps"]][:1] == ["h1: listen b:1.1 -> ok"]
     (seq,) = by_name["test_sequence_is_a_step_with_its_actions"]["steps"]
     assert seq["name"] == "sequence abort"
@@ -126,7 +131,9 @@ def test_an_observed_cm_session_reports_its_run(pytester: pytest.Pytester) -> No
     assert "h0: qp_err a:1.1 -> ok" in [s["name"] for s in seq["steps"]]
     names = {a["name"] for a in seq["attachments"]}
     assert {n for n in names if n.startswith("timeline abort")} == {
-        "timeline abort-qp_err-active", "timeline abort-qp_err-active (json)"}
+        "timeline abort-qp_err-active",
+        "timeline abort-qp_err-active (json)",
+    }
     assert any(n.startswith("contract verdict") for n in names)
 
 
@@ -137,8 +144,15 @@ def test_a_failed_test_on_the_pair_gets_a_capture_and_the_environment(
     pytester.makepyfile(test_pair=ON_THE_PAIR)
     out = tmp_path / "allure"
     run = pytester.runpytest_subprocess(
-        "--hil-inventory", str(netns_lab.inventory_path), "--hil-store", str(tmp_path / "s.db"),
-        f"--alluredir={out}", f"--hil-pcap={pcap}", "-p", "no:cacheprovider")
+        "--hil-inventory",
+        str(netns_lab.inventory_path),
+        "--hil-store",
+        str(tmp_path / "s.db"),
+        f"--alluredir={out}",
+        f"--hil-pcap={pcap}",
+        "-p",
+        "no:cacheprovider",
+    )
     run.assert_outcomes(failed=1)
     (r,) = results(out)
     lab = labels(r)
@@ -156,8 +170,13 @@ def test_a_failed_test_on_the_pair_gets_a_capture_and_the_environment(
         assert pcaps == []
         return
     (att,) = pcaps
-    text = subprocess.run(["tcpdump", "-n", "-r", str(out / att["source"])], capture_output=True,
-                          text=True, timeout=30, check=True).stdout
+    text = subprocess.run(
+        ["tcpdump", "-n", "-r", str(out / att["source"])],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
     assert text.count("ICMP echo request") >= 2
 
 

@@ -35,8 +35,14 @@ def test_a_lane_per_host_with_actions_and_events_labelled() -> None:
     lanes = [g.get("data-host") for g in root.iter(f"{NS}g") if g.get("class") == "lane"]
     assert lanes == ["lab-a (a)", "lab-b (b)"]
     labels = texts(root)
-    for expected in ("connect a:1", "accept b:2", "disconnect a:1", "CONNECT_REQUEST b:2",
-                     "ESTABLISHED a:1", "DISCONNECTED b:2"):
+    for expected in (
+        "connect a:1",
+        "accept b:2",
+        "disconnect a:1",
+        "CONNECT_REQUEST b:2",
+        "ESTABLISHED a:1",
+        "DISCONNECTED b:2",
+    ):
         assert expected in labels
     assert any(t.startswith("scenario close · provider siw · pair lab-a") for t in labels)
     # One dot per event, one bar per action, each with a full tooltip.
@@ -54,8 +60,9 @@ def test_the_offsets_and_their_uncertainty_are_stated() -> None:
 def test_an_uncertainty_wide_enough_to_see_is_drawn_around_each_event() -> None:
     tl = cmtimelines.orderly_close()
     wide = replace(tl, offsets=tuple(replace(o, uncertainty_us=2000) for o in tl.offsets))
-    bars = [ln for ln in parse(render_timeline(wide)).iter(f"{NS}line")
-            if ln.get("stroke-width") == "5"]
+    bars = [
+        ln for ln in parse(render_timeline(wide)).iter(f"{NS}line") if ln.get("stroke-width") == "5"
+    ]
     assert len(bars) == len(tl.events)
 
 
@@ -85,8 +92,10 @@ def test_a_link_pull_is_shaded_until_its_restore() -> None:
 
 def test_crowded_labels_do_not_overlap_and_keep_their_tooltips() -> None:
     tl = cmtimelines.orderly_close()
-    storm = tuple(Event("lab-a", "a", 50_000 + i * 10, 0, "ESTABLISHED", 0, f"a:{i}", seq=i)
-                  for i in range(300))
+    storm = tuple(
+        Event("lab-a", "a", 50_000 + i * 10, 0, "ESTABLISHED", 0, f"a:{i}", seq=i)
+        for i in range(300)
+    )
     root = parse(render_timeline(replace(tl, events=storm)))
     placed = [t for t in root.iter(f"{NS}text") if "".join(t.itertext()).startswith("ESTAB")]
     assert 0 < len(placed) < 300  # what does not fit is left to the tooltip

@@ -30,14 +30,29 @@ def cycle(args: argparse.Namespace) -> int:
     records = []
     with open_store(args.store, timeout=30) as store:
         for _ in range(args.cycles):
-            lease = reserve(store, claims, holder, ttl=args.ttl, wait=60, poll=args.poll,
-                            ticket_ttl=args.ticket_ttl)
+            lease = reserve(
+                store,
+                claims,
+                holder,
+                ttl=args.ttl,
+                wait=60,
+                poll=args.poll,
+                ticket_ttl=args.ticket_ttl,
+            )
             start = time.monotonic()
             time.sleep(rng.uniform(0, 0.003))
             end = time.monotonic()
             store.release(lease.id)
-            records.append({"lease": lease.id, "pair": lease.pair, "hosts": list(lease.hosts),
-                            "start": start, "end": end, "worker": args.seed})
+            records.append(
+                {
+                    "lease": lease.id,
+                    "pair": lease.pair,
+                    "hosts": list(lease.hosts),
+                    "start": start,
+                    "end": end,
+                    "worker": args.seed,
+                }
+            )
     with open(args.out, "w") as out:
         out.writelines(json.dumps(r) + "\n" for r in records)
     return 0

@@ -19,7 +19,8 @@ HIL = Path(sys.executable).parent / "hil"
 INVENTORY = """\
 hosts:
   a: {ssh: {host: 127.0.0.1}, tags: [x], rnics: [{name: p0, netdev: lo, driver: siw}]}
-  b: {ssh: {host: 127.0.0.1}, rnics: [{name: p0, netdev: lo, driver: siw}, {name: p1, netdev: lo2, driver: iw_cxgb4}]}
+  b: {ssh: {host: 127.0.0.1}, rnics: [{name: p0, netdev: lo, driver: siw},
+                                       {name: p1, netdev: lo2, driver: iw_cxgb4}]}
   c: {ssh: {host: 127.0.0.1}, rnics: [{name: p0, netdev: lo, driver: iw_cxgb4}]}
 links:
   ab: {ends: ["a:p0", "b:p0"]}
@@ -43,8 +44,10 @@ def env(tmp_path: Path, store_url: str) -> dict[str, str]:
 @pytest.fixture
 def hil(env: dict[str, str]) -> Run:
     def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(HIL), *args], env=env, text=True, capture_output=True,
-                              timeout=timeout)
+        return subprocess.run(
+            [str(HIL), *args], env=env, text=True, capture_output=True, timeout=timeout
+        )
+
     return run
 
 
@@ -53,8 +56,9 @@ def background(env: dict[str, str]) -> Iterator[Callable[..., subprocess.Popen[s
     procs: list[subprocess.Popen[str]] = []
 
     def start(*args: str) -> subprocess.Popen[str]:
-        p = subprocess.Popen([str(HIL), *args], env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.Popen(
+            [str(HIL), *args], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         procs.append(p)
         return p
 
@@ -71,8 +75,20 @@ def _ok(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_reserve_status_renew_release(hil: Run) -> None:
-    lease = json.loads(_ok(hil("reserve", "--require", "tag=chelsio", "--ttl", "60",
-                                "--holder", "ci smoke", "--json")))
+    lease = json.loads(
+        _ok(
+            hil(
+                "reserve",
+                "--require",
+                "tag=chelsio",
+                "--ttl",
+                "60",
+                "--holder",
+                "ci smoke",
+                "--json",
+            )
+        )
+    )
     assert lease["pair"] == "bc" and lease["hosts"] == ["b", "c"]
     assert lease["holder"]["note"] == "ci smoke" and lease["ttl"] == 60
     assert lease["expires"] > lease["acquired"]
@@ -111,15 +127,18 @@ def test_wait_that_expires_exits_2_with_progress(hil: Run) -> None:
 
 
 @SQLITE_ONLY
-@pytest.mark.parametrize("args,message", [
-    (["reserve", "--pair", "nope"], "no pair 'nope'"),
-    (["reserve", "--require", "speed>>1"], "bad requirement 'speed>>1'"),
-    (["reserve", "--require", "speed>=100000"], "no pair meets speed>=100000"),
-    (["reserve", "--ttl", "0"], "TTL must be more than 0"),
-    (["reserve", "--wait", "soon"], "not a number of seconds"),
-    (["--inventory", "/nonexistent.yaml", "reserve"], "/nonexistent.yaml"),
-    (["--store", "mysql://x/y", "status"], "unsupported reservation store"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["reserve", "--pair", "nope"], "no pair 'nope'"),
+        (["reserve", "--require", "speed>>1"], "bad requirement 'speed>>1'"),
+        (["reserve", "--require", "speed>=100000"], "no pair meets speed>=100000"),
+        (["reserve", "--ttl", "0"], "TTL must be more than 0"),
+        (["reserve", "--wait", "soon"], "not a number of seconds"),
+        (["--inventory", "/nonexistent.yaml", "reserve"], "/nonexistent.yaml"),
+        (["--store", "mysql://x/y", "status"], "unsupported reservation store"),
+    ],
+)
 def test_bad_input_is_one_line_and_nonzero(hil: Run, args: list[str], message: str) -> None:
     result = hil(*args)
     assert result.returncode in (1, 3)
@@ -166,7 +185,6 @@ def test_exit_codes_are_in_help(hil: Run) -> None:
     text = _ok(hil("--help"))
     assert "2  busy or timed out" in text
     assert "reserve" in text and "status" in text
-
 
 
 @SQLITE_ONLY

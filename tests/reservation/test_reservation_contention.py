@@ -10,8 +10,13 @@ from typing import Any
 
 # A ring of four hosts plus a diagonal: every pair shares a host with others,
 # so at most two leases can be live at once.
-PAIRS = [["p01", "h0", "h1"], ["p12", "h1", "h2"], ["p23", "h2", "h3"],
-         ["p30", "h3", "h0"], ["p02", "h0", "h2"]]
+PAIRS = [
+    ["p01", "h0", "h1"],
+    ["p12", "h1", "h2"],
+    ["p23", "h2", "h3"],
+    ["p30", "h3", "h0"],
+    ["p02", "h0", "h2"],
+]
 WORKERS = 16
 CYCLES = 20  # per worker: 320 holds per store
 
@@ -28,9 +33,11 @@ def overlaps(records: list[dict[str, Any]]) -> list[str]:
         latest = holds[0]
         for r in holds[1:]:
             if r["start"] < latest["end"]:
-                found.append(f"{host}: lease {r['lease']} ({r['pair']}) began "
-                             f"{latest['end'] - r['start']:.6f} s before lease "
-                             f"{latest['lease']} ({latest['pair']}) ended")
+                found.append(
+                    f"{host}: lease {r['lease']} ({r['pair']}) began "
+                    f"{latest['end'] - r['start']:.6f} s before lease "
+                    f"{latest['lease']} ({latest['pair']}) ended"
+                )
             if r["end"] > latest["end"]:
                 latest = r
     return found
@@ -43,8 +50,7 @@ def test_overlap_check_sees_a_double_hold() -> None:
         {"lease": "c", "pair": "p12", "hosts": ["h1", "h2"], "start": 3.0, "end": 4.0},
         {"lease": "d", "pair": "p30", "hosts": ["h3", "h0"], "start": 1.1, "end": 1.2},
     ]
-    assert overlaps(records) == [
-        "h0: lease d (p30) began 0.900000 s before lease a (p01) ended"]
+    assert overlaps(records) == ["h0: lease d (p30) began 0.900000 s before lease a (p01) ended"]
     assert overlaps(records[:3]) == []
 
 
@@ -60,9 +66,21 @@ def _claims_for(worker: int) -> str:
 def test_no_host_is_ever_held_twice(store_url: str, tmp_path: Path, spawn: Any) -> None:
     procs = []
     for w in range(WORKERS):
-        procs.append(spawn("cycle", "--store", store_url, "--claims", _claims_for(w),
-                           "--cycles", str(CYCLES), "--seed", str(w),
-                           "--out", str(tmp_path / f"w{w}.jsonl")))
+        procs.append(
+            spawn(
+                "cycle",
+                "--store",
+                store_url,
+                "--claims",
+                _claims_for(w),
+                "--cycles",
+                str(CYCLES),
+                "--seed",
+                str(w),
+                "--out",
+                str(tmp_path / f"w{w}.jsonl"),
+            )
+        )
     for w, p in enumerate(procs):
         _, err = p.communicate(timeout=150)
         assert p.returncode == 0, f"worker {w} failed: {err}"
@@ -73,4 +91,3 @@ def test_no_host_is_ever_held_twice(store_url: str, tmp_path: Path, spawn: Any) 
         records += mine
     assert len({r["lease"] for r in records}) == WORKERS * CYCLES
     assert overlaps(records) == []
-

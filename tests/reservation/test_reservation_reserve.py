@@ -21,8 +21,10 @@ def test_busy_names_who_holds_each_pair_and_until_when(store: Store) -> None:
     with pytest.raises(BusyError) as e:
         reserve(store, [AB, BC], Holder.current())
     text = str(e.value)
-    assert f"pair ab (a, b) is held by alice@ci-1 pid 42 (nightly) until " \
-           f"{lease.expires:%H:%M:%S} UTC (lease {lease.id} on ab)" in text
+    assert (
+        f"pair ab (a, b) is held by alice@ci-1 pid 42 (nightly) until "
+        f"{lease.expires:%H:%M:%S} UTC (lease {lease.id} on ab)" in text
+    )
     assert "pair bc (b, c) is held by alice@ci-1" in text
 
 
@@ -55,7 +57,7 @@ def test_waiters_get_the_pair_in_arrival_order(store_url: str, store: Store) -> 
                 order.append(name)
                 time.sleep(0.1)
                 mine.release(lease.id)
-        except BaseException as e:  # reported by the test thread below
+        except BaseException as e:  # noqa: BLE001 -- reported by the test thread below
             errors.append(e)
 
     threads = []
@@ -79,8 +81,10 @@ def test_waiting_for_any_of_several_pairs_takes_the_first_freed(store: Store) ->
     ab_lease = reserve(store, [AB], OWNER)
     cd_lease = reserve(store, [cd], OWNER)
     got: list[Lease] = []
-    t = threading.Thread(daemon=True, target=lambda: got.append(
-        reserve(store, [AB, cd], Holder.current(), wait=30, poll=0.05)))
+    t = threading.Thread(
+        daemon=True,
+        target=lambda: got.append(reserve(store, [AB, cd], Holder.current(), wait=30, poll=0.05)),
+    )
     t.start()
     _until(lambda: len(store.tickets()) == 1)
     store.release(cd_lease.id)

@@ -34,14 +34,21 @@ def test_malformed_postgres_url() -> None:
 
 
 def test_unknown_store_scheme() -> None:
-    with pytest.raises(StoreError, match=r"'mysql://u:\*\*\*@db/x'.*SQLite file path or a "
-                       r"postgresql:// URL"):
+    with pytest.raises(
+        StoreError,
+        match=r"'mysql://u:\*\*\*@db/x'.*SQLite file path or a "
+        r"postgresql:// URL",
+    ):
         open_store("mysql://u:pw@db/x")
 
 
-@pytest.mark.parametrize("url", [
-    "postgresql://u:pw@h/db", "postgresql://h/db?password=pw&sslmode=require",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:pw@h/db",
+        "postgresql://h/db?password=pw&sslmode=require",
+    ],
+)
 def test_redact_hides_passwords(url: str) -> None:
     assert "pw" not in redact(url).replace("postgresql", "")
 
@@ -82,8 +89,10 @@ def test_sqlite_locked_too_long(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_postgres_lock_held_too_long(pg_url: str) -> None:
-    with PostgresStore(pg_url, timeout=0.3) as store, \
-            psycopg.connect(pg_url, autocommit=True) as blocker:
+    with (
+        PostgresStore(pg_url, timeout=0.3) as store,
+        psycopg.connect(pg_url, autocommit=True) as blocker,
+    ):
         with blocker.transaction():
             blocker.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
             with pytest.raises(StoreError, match=r"did not answer within 0\.3 s"):
@@ -97,8 +106,10 @@ def test_postgres_store_reconnects_after_losing_its_connection(pg_url: str) -> N
     with PostgresStore(pg_url) as store, psycopg.connect(pg_url, autocommit=True) as admin:
         lease = store.try_acquire([AB], Holder.current(), 30)
         assert lease is not None
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                      " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
         with pytest.raises(StoreError, match="query failed"):
             store.renew(lease.id)
         assert store.renew(lease.id).id == lease.id

@@ -20,8 +20,9 @@ BC = Claim("bc", ("b", "c"))
 
 def test_killed_holder_loses_its_pair_within_its_ttl(store_url: str, spawn: Any) -> None:
     ttl = 2.0
-    holder = spawn("hold", "--store", store_url, "--claims", json.dumps([["ab", "a", "b"]]),
-                   "--ttl", str(ttl))
+    holder = spawn(
+        "hold", "--store", store_url, "--claims", json.dumps([["ab", "a", "b"]]), "--ttl", str(ttl)
+    )
     assert holder.stdout is not None
     first = json.loads(holder.stdout.readline())
     with open_store(store_url) as store:
@@ -42,10 +43,28 @@ def test_workers_killed_at_random_points_leave_a_working_store(
 ) -> None:
     ttl = 1.5
     pairs = [["ab", "a", "b"], ["bc", "b", "c"]]
-    workers = [spawn("cycle", "--store", store_url, "--claims", json.dumps(pairs),
-                     "--cycles", "100000", "--seed", str(n), "--poll", "0.01",
-                     "--ttl", str(ttl), "--ticket-ttl", str(ttl),
-                     "--out", str(tmp_path / f"w{n}")) for n in range(4)]
+    workers = [
+        spawn(
+            "cycle",
+            "--store",
+            store_url,
+            "--claims",
+            json.dumps(pairs),
+            "--cycles",
+            "100000",
+            "--seed",
+            str(n),
+            "--poll",
+            "0.01",
+            "--ttl",
+            str(ttl),
+            "--ticket-ttl",
+            str(ttl),
+            "--out",
+            str(tmp_path / f"w{n}"),
+        )
+        for n in range(4)
+    ]
     with open_store(store_url) as store:
         _until(lambda: len(store.leases()) > 0)
         for n, w in enumerate(workers):
@@ -55,18 +74,36 @@ def test_workers_killed_at_random_points_leave_a_working_store(
             w.wait(timeout=10)
         # Their leases and wait tickets lapse within a TTL.
         lease = reserve(store, [AB, BC], Holder.current("after"), wait=ttl + 2, poll=0.1)
-        second = reserve(store, [Claim("cd", ("c", "d")), Claim("ad", ("a", "d"))],
-                         Holder.current("after"), wait=ttl + 2, poll=0.1)
+        second = reserve(
+            store,
+            [Claim("cd", ("c", "d")), Claim("ad", ("a", "d"))],
+            Holder.current("after"),
+            wait=ttl + 2,
+            poll=0.1,
+        )
         assert {lease.pair, second.pair} in ({"ab", "cd"}, {"bc", "ad"})
 
 
-def test_a_killed_waiter_stops_blocking_the_queue(store_url: str, spawn: Any,
-                                                 tmp_path: Path) -> None:
+def test_a_killed_waiter_stops_blocking_the_queue(
+    store_url: str, spawn: Any, tmp_path: Path
+) -> None:
     with open_store(store_url) as store:
         first = reserve(store, [AB], Holder.current("first"))
-        waiter = spawn("cycle", "--store", store_url, "--claims", json.dumps([["ab", "a", "b"]]),
-                       "--cycles", "1", "--seed", "1", "--ticket-ttl", "1.5",
-                       "--out", str(tmp_path / "w"))
+        waiter = spawn(
+            "cycle",
+            "--store",
+            store_url,
+            "--claims",
+            json.dumps([["ab", "a", "b"]]),
+            "--cycles",
+            "1",
+            "--seed",
+            "1",
+            "--ticket-ttl",
+            "1.5",
+            "--out",
+            str(tmp_path / "w"),
+        )
         _until(lambda: len(store.tickets()) == 1)
         waiter.kill()
         waiter.wait(timeout=10)
@@ -104,8 +141,11 @@ def test_taken_over_holder_learns_it_at_the_next_heartbeat(store_url: str, store
     with Heartbeat(store_url, lease, on_lost=on_lost) as beat:
         assert lost.wait(10)
     assert seen == [beat.lost]
-    with pytest.raises(LeaseLost, match=rf"lease {lease.id} on pair ab expired .* taken over "
-                       rf".* by .*\(thief\) \(lease {thief.id}\)"):
+    with pytest.raises(
+        LeaseLost,
+        match=rf"lease {lease.id} on pair ab expired .* taken over "
+        rf".* by .*\(thief\) \(lease {thief.id}\)",
+    ):
         beat.check()
 
 

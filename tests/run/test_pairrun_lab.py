@@ -28,7 +28,7 @@ pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 600.0  # a TCG pair: setup, agents warm-up, one close each way
 
-OBSERVER_PLUGIN = '''
+OBSERVER_PLUGIN = """
 import json, os
 from hil.cm.observer import Observer
 
@@ -44,7 +44,7 @@ class Verdicts(Observer):
 
 def pytest_hil_observers(config):
     return [Verdicts()]
-'''
+"""
 
 
 def _claiming_cxgb4(lab: VirtualLab, path: Path) -> Path:
@@ -59,35 +59,73 @@ def _claiming_cxgb4(lab: VirtualLab, path: Path) -> Path:
 
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, env=env,
-                              cwd=ROOT, check=False)
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=TIMEOUT, env=env, cwd=ROOT, check=False
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{' '.join(argv[:6])} ... did not finish within {TIMEOUT:.0f} s")
 
 
 @pytest.mark.parametrize("claim", ["siw", "iw_cxgb4"])
 def test_cli_and_pytest_give_the_same_profile_and_verdict(
-        virtual_lab: VirtualLab, tmp_path: Path, claim: str) -> None:
-    inventory = (Path(virtual_lab.inventory.path) if claim == "siw"
-                 else _claiming_cxgb4(virtual_lab, tmp_path / "claims-cxgb4.yaml"))
+    virtual_lab: VirtualLab, tmp_path: Path, claim: str
+) -> None:
+    inventory = (
+        Path(virtual_lab.inventory.path)
+        if claim == "siw"
+        else _claiming_cxgb4(virtual_lab, tmp_path / "claims-cxgb4.yaml")
+    )
     store = str(tmp_path / "store.db")
     pair = virtual_lab.pair.name
     (tmp_path / "verdicts_plugin.py").write_text(OBSERVER_PLUGIN)
     verdicts = tmp_path / "verdicts.jsonl"
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
-           "VERDICTS": str(verdicts)}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "VERDICTS": str(verdicts)}
 
-    cli = _run([sys.executable, "-m", "hil", "--inventory", str(inventory), "--store", store,
-                "cm", "run", "close", "--pair", pair, "--json"], env)
+    cli = _run(
+        [
+            sys.executable,
+            "-m",
+            "hil",
+            "--inventory",
+            str(inventory),
+            "--store",
+            store,
+            "cm",
+            "run",
+            "close",
+            "--pair",
+            pair,
+            "--json",
+        ],
+        env,
+    )
     assert cli.returncode == 0, f"hil cm run close failed:\n{cli.stdout}\n{cli.stderr}"
     doc: dict[str, Any] = json.loads(cli.stdout)
     assert doc["provider"]["driver"] == "siw"
     assert [h["fallback"] for h in doc["provider"]["hosts"]] == [claim != "siw"] * 2
 
-    suite = _run([sys.executable, "-m", "pytest", "suites/test_close.py", "-p", "verdicts_plugin",
-                  "-k", "test_orderly_close_disconnects_both_sides and a-b and active",
-                  "--hil-inventory", str(inventory), "--hil-store", store, "--hil-pair", pair,
-                  "-p", "no:cacheprovider", "-q"], env)
+    suite = _run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/test_close.py",
+            "-p",
+            "verdicts_plugin",
+            "-k",
+            "test_orderly_close_disconnects_both_sides and a-b and active",
+            "--hil-inventory",
+            str(inventory),
+            "--hil-store",
+            store,
+            "--hil-pair",
+            pair,
+            "-p",
+            "no:cacheprovider",
+            "-q",
+        ],
+        env,
+    )
     assert suite.returncode == 0, f"the close suite failed:\n{suite.stdout}\n{suite.stderr}"
     lines = [json.loads(line) for line in verdicts.read_text().splitlines()]
     started = [x for x in lines if "run" in x]

@@ -52,42 +52,70 @@ class Hosts:
 
 
 def _pair(device: str = "cxgb4_0") -> Pair:
-    rnics = [Rnic("p0", "eth1", "iw_cxgb4", rdma_device=device, fallback="siw",
-                  address=ipaddress.ip_interface(f"198.18.0.{i}/24")) for i in (1, 2)]
-    hosts = [Host(n, SshConfig(host="127.0.0.1"), rnics=(r,)) for n, r in zip("ab", rnics)]
+    rnics = [
+        Rnic(
+            "p0",
+            "eth1",
+            "iw_cxgb4",
+            rdma_device=device,
+            fallback="siw",
+            address=ipaddress.ip_interface(f"198.18.0.{i}/24"),
+        )
+        for i in (1, 2)
+    ]
+    hosts = [
+        Host(n, SshConfig(host="127.0.0.1"), rnics=(r,)) for n, r in zip("ab", rnics, strict=True)
+    ]
     return Pair(Link("a-b", LinkEnd("a", "p0"), LinkEnd("b", "p0")), hosts[0], hosts[1])
 
 
 def _state(dev_a: str, dev_b: str) -> PairState:
-    return PairState("a-b", PortState("a", "p0", "eth1", None, 1500, dev_a, False),
-                     PortState("b", "p0", "eth1", None, 1500, dev_b, False), True)
+    return PairState(
+        "a-b",
+        PortState("a", "p0", "eth1", None, 1500, dev_a, False),
+        PortState("b", "p0", "eth1", None, 1500, dev_b, False),
+        True,
+    )
 
 
 def _siw(retries2: str) -> SysfsAgent:
-    return SysfsAgent({"/sys/class/infiniband/siw_eth1/node_desc": SIW_DESC},
-                      {"net.ipv4.tcp_retries2": retries2})
+    return SysfsAgent(
+        {"/sys/class/infiniband/siw_eth1/node_desc": SIW_DESC}, {"net.ipv4.tcp_retries2": retries2}
+    )
 
 
 def _cxgb4(ep_timeout: str, desc: str = CXGB4_DESC) -> SysfsAgent:
-    return SysfsAgent({"/sys/class/infiniband/cxgb4_0/node_desc": desc, EP_TIMEOUT: ep_timeout,
-                       "/sys/class/infiniband/cxgb4_0/device/driver":
-                       "/sys/bus/pci/drivers/cxgb4"})
+    return SysfsAgent(
+        {
+            "/sys/class/infiniband/cxgb4_0/node_desc": desc,
+            EP_TIMEOUT: ep_timeout,
+            "/sys/class/infiniband/cxgb4_0/device/driver": "/sys/bus/pci/drivers/cxgb4",
+        }
+    )
 
 
 def test_a_siw_fallback_is_seen_and_the_larger_tcp_retries2_shapes_the_profile() -> None:
-    provider = detect(Hosts({"a": _siw("5"), "b": _siw("8")}), _pair(),  # type: ignore[arg-type]
-                      _state("siw_eth1", "siw_eth1"))
+    provider = detect(
+        Hosts({"a": _siw("5"), "b": _siw("8")}),
+        _pair(),  # type: ignore[arg-type]
+        _state("siw_eth1", "siw_eth1"),
+    )
     assert provider.driver == "siw"
     assert [h.fallback for h in provider.hosts] == [True, True]
     assert provider.profile == siw_profile(8)
 
 
 def test_chelsio_by_node_desc_with_both_hosts_ep_timeout() -> None:
-    provider = detect(Hosts({"a": _cxgb4("20"), "b": _cxgb4("7")}), _pair(),  # type: ignore[arg-type]
-                      _state("cxgb4_0", "cxgb4_0"))
+    provider = detect(
+        Hosts({"a": _cxgb4("20"), "b": _cxgb4("7")}),
+        _pair(),  # type: ignore[arg-type]
+        _state("cxgb4_0", "cxgb4_0"),
+    )
     assert provider.driver == "iw_cxgb4"
-    assert [h.settings for h in provider.hosts] == [{"ep_timeout_secs": "20"},
-                                                   {"ep_timeout_secs": "7"}]
+    assert [h.settings for h in provider.hosts] == [
+        {"ep_timeout_secs": "20"},
+        {"ep_timeout_secs": "7"},
+    ]
     assert provider.profile == cxgb4_profile(20)
     assert not any(h.fallback for h in provider.hosts)
 
@@ -99,18 +127,28 @@ def test_chelsio_by_its_pci_driver_when_node_desc_says_nothing_known() -> None:
 
 
 def test_a_mixed_pair_has_no_profile() -> None:
-    provider = detect(Hosts({"a": _siw("5"), "b": _cxgb4("60")}), _pair(),  # type: ignore[arg-type]
-                      _state("siw_eth1", "cxgb4_0"))
+    provider = detect(
+        Hosts({"a": _siw("5"), "b": _cxgb4("60")}),
+        _pair(),  # type: ignore[arg-type]
+        _state("siw_eth1", "cxgb4_0"),
+    )
     assert provider.driver == "siw+iw_cxgb4"
     with pytest.raises(InputError, match="runs siw on a and iw_cxgb4 on b"):
         _ = provider.profile
 
 
 def test_a_driver_without_a_profile_is_named() -> None:
-    rxe = SysfsAgent({"/sys/class/infiniband/cxgb4_0/node_desc": "rxe",
-                      "/sys/class/infiniband/cxgb4_0/device/driver": "/sys/bus/x/drivers/rdma_rxe"})
-    provider = detect(Hosts({"a": rxe, "b": rxe}), _pair(),  # type: ignore[arg-type]
-                      _state("cxgb4_0", "cxgb4_0"))
+    rxe = SysfsAgent(
+        {
+            "/sys/class/infiniband/cxgb4_0/node_desc": "rxe",
+            "/sys/class/infiniband/cxgb4_0/device/driver": "/sys/bus/x/drivers/rdma_rxe",
+        }
+    )
+    provider = detect(
+        Hosts({"a": rxe, "b": rxe}),
+        _pair(),  # type: ignore[arg-type]
+        _state("cxgb4_0", "cxgb4_0"),
+    )
     with pytest.raises(InputError, match="no contract profile for RDMA driver 'rdma_rxe'"):
         _ = provider.profile
 
@@ -118,5 +156,8 @@ def test_a_driver_without_a_profile_is_named() -> None:
 def test_an_unreadable_setting_names_host_and_file() -> None:
     broken = SysfsAgent({"/sys/class/infiniband/cxgb4_0/node_desc": CXGB4_DESC})
     with pytest.raises(RemoteError, match=f"a: cannot read {EP_TIMEOUT}"):
-        detect(Hosts({"a": broken, "b": _cxgb4("60")}), _pair(),  # type: ignore[arg-type]
-               _state("cxgb4_0", "cxgb4_0"))
+        detect(
+            Hosts({"a": broken, "b": _cxgb4("60")}),
+            _pair(),  # type: ignore[arg-type]
+            _state("cxgb4_0", "cxgb4_0"),
+        )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from netnslab import NetnsLab
 
 from hil.inventory.model import Inventory
 from hil.ssh import SSHPool, SSHSession
-from netnslab import NetnsLab
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,8 @@ def make_key(path: Path, passphrase: str = "") -> Path:
     """A new ed25519 key pair made by ssh-keygen; returns the private key path."""
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-f", str(path)],
-        check=True, timeout=30,
+        check=True,
+        timeout=30,
     )
     return path
 
@@ -33,6 +34,9 @@ def openssh_fingerprint(public_key: Path) -> str:
     """The SHA256 fingerprint as OpenSSH's ssh-keygen prints it."""
     out = subprocess.run(
         ["ssh-keygen", "-l", "-E", "sha256", "-f", str(public_key)],
-        check=True, timeout=30, capture_output=True, text=True,
+        check=True,
+        timeout=30,
+        capture_output=True,
+        text=True,
     ).stdout
     return out.split()[1]

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from netnslab import NetnsLab
 from sshtest import make_key, with_ssh
 
 from hil.errors import EXIT_INFRA, AuthenticationFailed, SSHError, Unreachable
 from hil.inventory.model import Host, Inventory
 from hil.ssh import SSHSession
-from netnslab import NetnsLab
 
 
 @pytest.fixture
@@ -71,9 +71,7 @@ def test_a_closed_port_is_unreachable_refused(ns0: Host) -> None:
     )
 
 
-def test_a_failing_dns_lookup_is_unreachable(
-    ns0: Host, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failing_dns_lookup_is_unreachable(ns0: Host, monkeypatch: pytest.MonkeyPatch) -> None:
     # Faked: a real lookup would query a DNS server outside the test network.
     def no_such_name(*args: object, **kwargs: object) -> None:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")

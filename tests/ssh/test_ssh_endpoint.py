@@ -41,20 +41,26 @@ def test_alias_fills_what_the_inventory_leaves_at_defaults(config: paramiko.SSHC
     ep = resolve(Host("h", SshConfig(host="alias")), config)
     assert (ep.address, ep.port, ep.user) == ("real.example", 2200, "admin")
     # IdentityFile accumulates over the blocks that match, as in OpenSSH.
-    assert ep.identity_files == (Path("~/keys/lab").expanduser(),
-                                 Path("~/.ssh/personal").expanduser())
+    assert ep.identity_files == (
+        Path("~/keys/lab").expanduser(),
+        Path("~/.ssh/personal").expanduser(),
+    )
     assert ep.jumps == ("gw1", "admin@gw2:2022")
     assert ep.known_hosts == Path("/etc/lab_known_hosts")
     assert ep.known_hosts_name == "[real.example]:2200"
 
 
 def test_inventory_values_win(config: paramiko.SSHConfig) -> None:
-    ssh = SshConfig(host="alias", port=22022, user="hil", identity_file="/k",
-                    jump="bastion", known_hosts="/kh")
+    ssh = SshConfig(
+        host="alias", port=22022, user="hil", identity_file="/k", jump="bastion", known_hosts="/kh"
+    )
     ep = resolve(Host("h", ssh), config)
     assert (ep.address, ep.port, ep.user) == ("real.example", 22022, "hil")
-    assert (ep.identity_files, ep.jumps, ep.known_hosts) == ((Path("/k"),), ("bastion",),
-                                                             Path("/kh"))
+    assert (ep.identity_files, ep.jumps, ep.known_hosts) == (
+        (Path("/k"),),
+        ("bastion",),
+        Path("/kh"),
+    )
 
 
 def test_a_host_not_in_ssh_config_is_taken_as_is(config: paramiko.SSHConfig) -> None:
@@ -88,13 +94,24 @@ def test_a_bad_port_in_ssh_config_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_jump_specs() -> None:
-    target = Host("t", SshConfig(host="t", identity_file="/k", known_hosts="/kh",
-                                 host_key_policy="accept-new", sudo=True))
+    target = Host(
+        "t",
+        SshConfig(
+            host="t", identity_file="/k", known_hosts="/kh", host_key_policy="accept-new", sudo=True
+        ),
+    )
     hop = jump_host("admin@gw:2022", target)
-    assert (hop.name, hop.ssh.host, hop.ssh.port, hop.ssh.user) == ("admin@gw:2022", "gw", 2022,
-                                                                    "admin")
+    assert (hop.name, hop.ssh.host, hop.ssh.port, hop.ssh.user) == (
+        "admin@gw:2022",
+        "gw",
+        2022,
+        "admin",
+    )
     assert (hop.ssh.identity_file, hop.ssh.known_hosts, hop.ssh.host_key_policy) == (
-        "/k", "/kh", "accept-new")
+        "/k",
+        "/kh",
+        "accept-new",
+    )
     assert (hop.ssh.sudo, hop.ssh.jump) == (False, None)
     assert (jump_host("gw", target).ssh.port, jump_host("gw", target).ssh.user) == (22, "root")
     with pytest.raises(InputError, match="port is not a number"):

@@ -7,12 +7,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from netnslab import ALT_SSH_PORT, NetnsLab
 from sshtest import make_key, openssh_fingerprint, with_ssh
 
 from hil.errors import HostKeyError
 from hil.inventory.model import Host, Inventory
 from hil.ssh import SSHSession
-from netnslab import ALT_SSH_PORT, NetnsLab
 
 
 @pytest.fixture
@@ -78,8 +78,12 @@ def test_accept_new_records_the_key_openssh_can_read(
     connect(with_ssh(ns0, known_hosts=str(known), host_key_policy="accept-new"))
     key_type, blob = lab_key_line(netns_lab)
     assert known.read_text() == f"{ns0.ssh.host} {key_type} {blob}\n"
-    found = subprocess.run(["ssh-keygen", "-F", ns0.ssh.host, "-f", str(known)],
-                           capture_output=True, text=True, timeout=30)
+    found = subprocess.run(
+        ["ssh-keygen", "-F", ns0.ssh.host, "-f", str(known)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert found.returncode == 0
     connect(with_ssh(ns0, known_hosts=str(known)))  # now strict accepts it
 
@@ -99,15 +103,14 @@ def test_hashed_known_hosts_entries_are_honoured(
 ) -> None:
     known = tmp_path / "known_hosts"
     shutil.copy(netns_lab.known_hosts, known)
-    subprocess.run(["ssh-keygen", "-H", "-f", str(known)], check=True, timeout=30,
-                   capture_output=True)
+    subprocess.run(
+        ["ssh-keygen", "-H", "-f", str(known)], check=True, timeout=30, capture_output=True
+    )
     assert ns0.ssh.host not in known.read_text() and "|1|" in known.read_text()
     connect(with_ssh(ns0, known_hosts=str(known)))
 
 
-def test_port_entries_use_the_bracket_form(
-    netns_lab: NetnsLab, ns0: Host, tmp_path: Path
-) -> None:
+def test_port_entries_use_the_bracket_form(netns_lab: NetnsLab, ns0: Host, tmp_path: Path) -> None:
     key_type, blob = lab_key_line(netns_lab)
     addr = ns0.ssh.host
     on_alt_port = with_ssh(ns0, port=ALT_SSH_PORT)

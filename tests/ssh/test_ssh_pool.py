@@ -6,12 +6,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from netnslab import ALT_SSH_PORT, NetnsLab
 from sshtest import inventory_of, with_ssh
 
 from hil.errors import HostKeyError, InputError, Unreachable
 from hil.inventory.model import Host, Inventory
 from hil.ssh import SSHPool, SSHSession
-from netnslab import ALT_SSH_PORT, NetnsLab
 
 
 def sshd_clients(lab: NetnsLab, index: int, peer: str) -> set[int]:
@@ -83,10 +83,13 @@ def test_unknown_key_behind_a_jump_host_says_where_to_scan(
     lab_inventory: Inventory, tmp_path: Path
 ) -> None:
     target = with_ssh(b_via_a(lab_inventory), known_hosts=str(tmp_path / "empty"))
-    with SSHPool(inventory_of(lab_inventory, lab_inventory.hosts["ns0"], target),
-                 ssh_config=None) as pool:
-        with pytest.raises(HostKeyError, match=(
-            r"run ssh-keyscan -p 22 198.18.0.2 on ns0 and add its output to .*/empty")):
+    with SSHPool(
+        inventory_of(lab_inventory, lab_inventory.hosts["ns0"], target), ssh_config=None
+    ) as pool:
+        with pytest.raises(
+            HostKeyError,
+            match=(r"run ssh-keyscan -p 22 198.18.0.2 on ns0 and add its output to .*/empty"),
+        ):
             pool.get("ns1-via-ns0")
 
 
@@ -99,8 +102,9 @@ def test_jump_session_passed_by_hand(lab_inventory: Inventory) -> None:
 
 def test_a_closed_port_behind_the_jump_host_is_unreachable(lab_inventory: Inventory) -> None:
     target = with_ssh(b_via_a(lab_inventory), port=2)
-    with SSHPool(inventory_of(lab_inventory, lab_inventory.hosts["ns0"], target),
-                 ssh_config=None) as pool:
+    with SSHPool(
+        inventory_of(lab_inventory, lab_inventory.hosts["ns0"], target), ssh_config=None
+    ) as pool:
         with pytest.raises(Unreachable, match=r"198.18.0.2:2: the jump host ns0 could not"):
             pool.get("ns1-via-ns0")
 
@@ -123,10 +127,13 @@ def test_an_ssh_config_alias_gives_address_user_and_key(
     lab_inventory: Inventory, netns_lab: NetnsLab, tmp_path: Path
 ) -> None:
     ns0 = lab_inventory.hosts["ns0"]
-    config = write_config(tmp_path, (
-        f"Host lab-zero\n  HostName {ns0.ssh.host}\n  User root\n"
-        f"  IdentityFile {netns_lab.client_key}\n"
-    ))
+    config = write_config(
+        tmp_path,
+        (
+            f"Host lab-zero\n  HostName {ns0.ssh.host}\n  User root\n"
+            f"  IdentityFile {netns_lab.client_key}\n"
+        ),
+    )
     aliased = with_ssh(ns0, host="lab-zero", identity_file=None)
     with SSHPool(inventory_of(lab_inventory, aliased), ssh_config=config) as pool:
         session = pool.get("ns0")
@@ -135,16 +142,20 @@ def test_an_ssh_config_alias_gives_address_user_and_key(
         assert "198.18.0.1/24" in session.run(["ip", "-br", "addr", "show", "data0"]).stdout
 
 
-def test_inventory_values_win_over_ssh_config(
-    lab_inventory: Inventory, tmp_path: Path
-) -> None:
+def test_inventory_values_win_over_ssh_config(lab_inventory: Inventory, tmp_path: Path) -> None:
     ns0 = lab_inventory.hosts["ns0"]
-    config = write_config(tmp_path, (
-        f"Host lab-zero\n  HostName {ns0.ssh.host}\n  Port 1\n  IdentityFile /nonexistent\n"
-    ))
+    config = write_config(
+        tmp_path,
+        (f"Host lab-zero\n  HostName {ns0.ssh.host}\n  Port 1\n  IdentityFile /nonexistent\n"),
+    )
     known = tmp_path / "known_hosts"
-    aliased = with_ssh(ns0, host="lab-zero", port=ALT_SSH_PORT, known_hosts=str(known),
-                       host_key_policy="accept-new")
+    aliased = with_ssh(
+        ns0,
+        host="lab-zero",
+        port=ALT_SSH_PORT,
+        known_hosts=str(known),
+        host_key_policy="accept-new",
+    )
     with SSHPool(inventory_of(lab_inventory, aliased), ssh_config=config) as pool:
         assert pool.get("ns0").endpoint.port == ALT_SSH_PORT
     assert known.read_text().startswith(f"[{ns0.ssh.host}]:{ALT_SSH_PORT} ")
@@ -152,8 +163,9 @@ def test_inventory_values_win_over_ssh_config(
 
 def test_proxyjump_from_ssh_config(lab_inventory: Inventory, tmp_path: Path) -> None:
     ns0 = lab_inventory.hosts["ns0"]
-    config = write_config(tmp_path, f"Host lab-one\n  HostName 198.18.0.2\n"
-                                    f"  ProxyJump root@{ns0.ssh.host}:22\n")
+    config = write_config(
+        tmp_path, f"Host lab-one\n  HostName 198.18.0.2\n  ProxyJump root@{ns0.ssh.host}:22\n"
+    )
     target = dataclasses.replace(with_ssh(ns0, host="lab-one"), name="ns1")
     with SSHPool(inventory_of(lab_inventory, target), ssh_config=config) as pool:
         session = pool.get("ns1")

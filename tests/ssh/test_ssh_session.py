@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+from netnslab import NetnsLab
 from sshtest import inventory_of, with_ssh
 
 from hil.errors import CommandFailed, CommandTimeout, InputError, SSHError
 from hil.inventory.model import Inventory
 from hil.ssh import SSHPool, SSHSession
-from netnslab import NetnsLab
 
 
 def gone(lab: NetnsLab, pattern: str, within: float = 10) -> bool:
@@ -31,7 +31,10 @@ def gone(lab: NetnsLab, pattern: str, within: float = 10) -> bool:
 def test_run_returns_stdout_stderr_and_status(session: SSHSession) -> None:
     r = session.run(["sh", "-c", "echo out; echo err >&2; exit 3"], check=False)
     assert (r.argv, r.status, r.stdout, r.stderr) == (
-        ("sh", "-c", "echo out; echo err >&2; exit 3"), 3, "out\n", "err\n"
+        ("sh", "-c", "echo out; echo err >&2; exit 3"),
+        3,
+        "out\n",
+        "err\n",
     )
 
 
@@ -165,9 +168,7 @@ def test_sudo_wraps_only_when_the_host_says_so(
             assert proc.readline(timeout=10) == b"root\n"
 
 
-def test_put_file_uploads_with_mode_and_sftp_is_cached(
-    session: SSHSession, tmp_path: Path
-) -> None:
+def test_put_file_uploads_with_mode_and_sftp_is_cached(session: SSHSession, tmp_path: Path) -> None:
     # The namespaces share the file system, so the upload is visible here.
     local = tmp_path / "payload.bin"
     local.write_bytes(os.urandom(300_000))

@@ -33,8 +33,7 @@ from .errors import OpError
 from .protocol import ClockReply, CloseReply, CMOpName, EndpointReply, KillReply, MethodName
 
 START_TIMEOUT = 20.0  # a worker's python start + librdmacm load, on a slow TCG guest
-_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-         "from hil_agent.cmworker import main; main()")
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hil_agent.cmworker import main; main()"
 if TYPE_CHECKING:
     # What the spawner thread hands back: the started worker, or why it could not start.
     _Started = subprocess.Popen[bytes] | OSError
@@ -74,8 +73,15 @@ class _Spawner:
         while True:
             argv, done = self._jobs.get()
             try:
-                done.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, start_new_session=True))
+                done.put(
+                    subprocess.Popen(
+                        argv,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        start_new_session=True,
+                    )
+                )
             except OSError as e:
                 done.put(e)
 
@@ -143,9 +149,14 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             status = None
         tail = " / ".join(list(self._stderr)[-3:])
-        return OpError("cm_worker_died", f"CM endpoint {self.number} (pid {self.pid}) {what} "
-                       f"(exit status {status}){': ' + tail if tail else ''}",
-                       endpoint=self.number, pid=self.pid, status=status)
+        return OpError(
+            "cm_worker_died",
+            f"CM endpoint {self.number} (pid {self.pid}) {what} "
+            f"(exit status {status}){': ' + tail if tail else ''}",
+            endpoint=self.number,
+            pid=self.pid,
+            status=status,
+        )
 
     def wait_hello(self, timeout: float) -> None:
         """Wait for the worker's hello; OpError when it failed or did not start."""
@@ -157,8 +168,9 @@ class WorkerProcess:
             raise self._gone("exited before it said hello")
         if "error" in hello:
             self.proc.wait(5)
-            raise OpError(hello.get("kind", "rdma"), f"cannot open an RDMA CM channel: "
-                          f"{hello['error']}")
+            raise OpError(
+                hello.get("kind", "rdma"), f"cannot open an RDMA CM channel: {hello['error']}"
+            )
 
     def call(self, op: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """One operation in the worker, answered within ``timeout`` or OpError."""
@@ -179,9 +191,14 @@ class WorkerProcess:
         if not slot.event.wait(timeout):
             with self._lock:
                 self._pending.pop(rid, None)
-            raise OpError("timeout", f"cm {op} on endpoint {self.number} did not finish within "
-                          f"{timeout:g}s; the endpoint (pid {self.pid}) may still be blocked "
-                          "in it: kill it (cm_kill) or close it", op=op, endpoint=self.number)
+            raise OpError(
+                "timeout",
+                f"cm {op} on endpoint {self.number} did not finish within "
+                f"{timeout:g}s; the endpoint (pid {self.pid}) may still be blocked "
+                "in it: kill it (cm_kill) or close it",
+                op=op,
+                endpoint=self.number,
+            )
         answer = slot.answer
         if answer is None:
             raise self._gone(f"died during {op}")

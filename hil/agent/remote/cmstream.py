@@ -23,13 +23,23 @@ IDLE_SLEEP_S = 0.0005  # between CQ polls when nothing completed: bounds CPU use
 class Stream:
     """A thread posting work requests on one cm_id's QP until :meth:`stop`."""
 
-    def __init__(self, ch: CMChannel, handle: int, mode: StreamMode, size: int, depth: int,
-                 remote: tuple[int, int] | None) -> None:
+    def __init__(
+        self,
+        ch: CMChannel,
+        handle: int,
+        mode: StreamMode,
+        size: int,
+        depth: int,
+        remote: tuple[int, int] | None,
+    ) -> None:
         if mode not in MODES:
             raise RdmaError("stream_start", errno.EINVAL, f"mode must be one of {MODES}")
         if mode == "write" and remote is None:
-            raise RdmaError("stream_start", errno.EINVAL,
-                            "an RDMA WRITE stream needs the peer's buffer (remote addr, rkey)")
+            raise RdmaError(
+                "stream_start",
+                errno.EINVAL,
+                "an RDMA WRITE stream needs the peer's buffer (remote addr, rkey)",
+            )
         self._ch, self._h, self._mode = ch, handle, mode
         self._size, self._depth, self._remote = size, max(1, depth), remote
         self._stop = threading.Event()
@@ -52,8 +62,13 @@ class Stream:
     def stats(self) -> StreamStats:
         """Completed ops and bytes, and the first error (a failed post or completion)."""
         with self._lock:
-            return {"mode": self._mode, "ops": self._ops, "bytes": self._bytes,
-                    "error": self._error, "error_t_us": self._error_t_us}
+            return {
+                "mode": self._mode,
+                "ops": self._ops,
+                "bytes": self._bytes,
+                "error": self._error,
+                "error_t_us": self._error_t_us,
+            }
 
     def _fail(self, what: str) -> None:
         with self._lock:

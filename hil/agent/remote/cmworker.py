@@ -78,8 +78,9 @@ class Log:
             self.cond.notify_all()
         return entry
 
-    def wait(self, after: int, types: list[CMEventType] | None, handle: int | None,
-             timeout: float) -> list[CMLogEntry]:
+    def wait(
+        self, after: int, types: list[CMEventType] | None, handle: int | None, timeout: float
+    ) -> list[CMLogEntry]:
         """Entries after ``after``, once one matches (or at the timeout): any entry
         when neither ``types`` nor ``handle`` is given, else an event of ``types``
         (any if empty) for ``handle`` (any if None)."""
@@ -98,9 +99,11 @@ class Log:
 def _matches(entry: CMLogEntry, types: list[CMEventType] | None, handle: int | None) -> bool:
     if not types and handle is None:
         return True
-    return (entry["kind"] == "event"
-            and (not types or entry["type"] in types)
-            and (handle is None or entry["id"] == handle))
+    return (
+        entry["kind"] == "event"
+        and (not types or entry["type"] in types)
+        and (handle is None or entry["id"] == handle)
+    )
 
 
 class Worker:
@@ -137,13 +140,21 @@ class Worker:
             if ev["type"] != "CONNECT_REQUEST":
                 rule = None
             if rule is not None and ev["id"] is not None:
-                threading.Thread(target=self._auto_answer, args=(ev["id"], *rule),
-                                 daemon=True).start()
+                threading.Thread(
+                    target=self._auto_answer, args=(ev["id"], *rule), daemon=True
+                ).start()
 
     def _auto_answer(self, handle: int, how: AutoAnswer, pdata: bytes) -> None:
-        entry: CMActionEntry = {"kind": "action", "seq": 0, "name": how, "id": handle,
-                                "params": {"private_data": pdata.hex(), "auto": True},
-                                "result": "ok", "t_us": 0, "us": 0}
+        entry: CMActionEntry = {
+            "kind": "action",
+            "seq": 0,
+            "name": how,
+            "id": handle,
+            "params": {"private_data": pdata.hex(), "auto": True},
+            "result": "ok",
+            "t_us": 0,
+            "us": 0,
+        }
         try:
             if how == "accept":
                 accepted = self.accept(id=handle, private_data=pdata.hex())
@@ -157,19 +168,29 @@ class Worker:
             entry["t_us"] = now_us()
         self.log.add(entry)
 
-    def _wait_event(self, handle: int, types: list[CMEventType], after: int,
-                    timeout: float) -> CMEventEntry:
+    def _wait_event(
+        self, handle: int, types: list[CMEventType], after: int, timeout: float
+    ) -> CMEventEntry:
         """The first event of ``types`` for ``handle`` logged after entry ``after``."""
         for e in self.log.wait(after, types, handle, timeout):
             if e["kind"] == "event" and _matches(e, types, handle):
                 return e
-        raise RdmaError(f"wait {'/'.join(types)}", errno.ETIMEDOUT,
-                        f"cm_id {handle}: no event within {timeout:g}s")
+        raise RdmaError(
+            f"wait {'/'.join(types)}",
+            errno.ETIMEDOUT,
+            f"cm_id {handle}: no event within {timeout:g}s",
+        )
 
     # -- operations (each returns a dict; RdmaError is the failure) -----------
 
-    def listen(self, address: str, port: int, backlog: int = 16,
-               auto: AutoAnswer | None = None, private_data: str = "") -> IdTimedReply:
+    def listen(
+        self,
+        address: str,
+        port: int,
+        backlog: int = 16,
+        auto: AutoAnswer | None = None,
+        private_data: str = "",
+    ) -> IdTimedReply:
         """A listener bound to ``address:port``; ``auto`` = accept/reject answers requests."""
         if auto not in (None, "accept", "reject"):
             raise RdmaError("listen", errno.EINVAL, f"auto must be accept or reject, not {auto!r}")
@@ -185,8 +206,14 @@ class Worker:
             self.auto[h] = (auto, bytes.fromhex(private_data))
         return {"id": h, "t_us": t0, "us": now_us() - t0}
 
-    def connect(self, dst: str, port: int, src: str | None = None, private_data: str = "",
-                resolve_timeout: float = 10.0) -> ConnectReply:
+    def connect(
+        self,
+        dst: str,
+        port: int,
+        src: str | None = None,
+        private_data: str = "",
+        resolve_timeout: float = 10.0,
+    ) -> ConnectReply:
         """Resolve address and route, make a QP, rdma_connect; the reply comes as an event."""
         h = self.ch.create_id()
         try:
@@ -245,8 +272,14 @@ class Worker:
             raise
         return {"t_us": t0, "us": blocked}
 
-    def stream_start(self, id: int, mode: StreamMode = "write", size: int = 4096,
-                     depth: int = 4, remote: RemoteBuffer | None = None) -> TimedReply:
+    def stream_start(
+        self,
+        id: int,
+        mode: StreamMode = "write",
+        size: int = 4096,
+        depth: int = 4,
+        remote: RemoteBuffer | None = None,
+    ) -> TimedReply:
         """Keep ``depth`` SENDs or RDMA WRITEs of ``size`` in flight (``sink``: repost recvs)."""
         if id in self.streams:
             raise RdmaError("stream_start", errno.EBUSY, f"cm_id {id} already streams")
@@ -270,8 +303,13 @@ class Worker:
             raise RdmaError("stream_stats", errno.ENOENT, f"cm_id {id} has no stream")
         return stream.stats()
 
-    def events(self, after: int = 0, wait: float = 0.0, types: list[CMEventType] | None = None,
-               id: int | None = None) -> EventsReply:
+    def events(
+        self,
+        after: int = 0,
+        wait: float = 0.0,
+        types: list[CMEventType] | None = None,
+        id: int | None = None,
+    ) -> EventsReply:
         """Log entries after ``after``, waiting up to ``wait`` s for a matching event."""
         return {"log": self.log.wait(after, types, id, wait), "t_us": now_us()}
 
@@ -339,15 +377,25 @@ class Server:
             self.send({"id": rid, "result": getattr(self.worker, op)(**params)})
         except RdmaError as e:
             details = {k: getattr(e, k) for k in ("handle", "t_us", "us") if hasattr(e, k)}
-            self.send({"id": rid, "error": {
-                "type": "rdma", "message": str(e), "errno": e.errno,
-                "errno_name": errno.errorcode.get(e.errno or 0, str(e.errno)), **details}})
+            self.send(
+                {
+                    "id": rid,
+                    "error": {
+                        "type": "rdma",
+                        "message": str(e),
+                        "errno": e.errno,
+                        "errno_name": errno.errorcode.get(e.errno or 0, str(e.errno)),
+                        **details,
+                    },
+                }
+            )
         except TypeError as e:
             self.send({"id": rid, "error": {"type": "bad_params", "message": f"{op}: {e}"}})
         except Exception as e:  # noqa: BLE001 -- a worker bug: report it, keep serving
             tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])
-            self.send({"id": rid, "error": {"type": "internal", "message": f"{e!r}",
-                                            "traceback": tb}})
+            self.send(
+                {"id": rid, "error": {"type": "internal", "message": f"{e!r}", "traceback": tb}}
+            )
 
 
 def _die_with_parent() -> None:

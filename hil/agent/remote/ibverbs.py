@@ -74,8 +74,9 @@ def load(soname: str, signatures: Signatures, package: str) -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL(soname, use_errno=True)
     except OSError as exc:
-        raise RdmaUnavailable("dlopen", errno.ENOENT,
-                              f"{soname}: {exc}; install rdma-core's {package}") from None
+        raise RdmaUnavailable(
+            "dlopen", errno.ENOENT, f"{soname}: {exc}; install rdma-core's {package}"
+        ) from None
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
@@ -83,14 +84,25 @@ def load(soname: str, signatures: Signatures, package: str) -> ctypes.CDLL:
 
 
 class QPCap(Structure):
-    _fields_ = [("max_send_wr", c_uint32), ("max_recv_wr", c_uint32),
-                ("max_send_sge", c_uint32), ("max_recv_sge", c_uint32),
-                ("max_inline_data", c_uint32)]
+    _fields_ = [
+        ("max_send_wr", c_uint32),
+        ("max_recv_wr", c_uint32),
+        ("max_send_sge", c_uint32),
+        ("max_recv_sge", c_uint32),
+        ("max_inline_data", c_uint32),
+    ]
 
 
 class QPInitAttr(Structure):
-    _fields_ = [("qp_context", c_void_p), ("send_cq", c_void_p), ("recv_cq", c_void_p),
-                ("srq", c_void_p), ("cap", QPCap), ("qp_type", c_int), ("sq_sig_all", c_int)]
+    _fields_ = [
+        ("qp_context", c_void_p),
+        ("send_cq", c_void_p),
+        ("recv_cq", c_void_p),
+        ("srq", c_void_p),
+        ("cap", QPCap),
+        ("qp_type", c_int),
+        ("sq_sig_all", c_int),
+    ]
 
 
 class SGE(Structure):
@@ -100,29 +112,57 @@ class SGE(Structure):
 class SendWR(Structure):
     # wr_id .. wr.rdma as in verbs.h, then unions the provider does not read
     # for SEND or RDMA WRITE, padded to sizeof(struct ibv_send_wr) = 128.
-    _fields_ = [("wr_id", c_uint64), ("next", c_void_p), ("sg_list", POINTER(SGE)),
-                ("num_sge", c_int), ("opcode", c_int), ("send_flags", c_uint32),
-                ("imm_data", c_uint32), ("remote_addr", c_uint64), ("rkey", c_uint32),
-                ("_pad", c_uint8 * 76)]
+    _fields_ = [
+        ("wr_id", c_uint64),
+        ("next", c_void_p),
+        ("sg_list", POINTER(SGE)),
+        ("num_sge", c_int),
+        ("opcode", c_int),
+        ("send_flags", c_uint32),
+        ("imm_data", c_uint32),
+        ("remote_addr", c_uint64),
+        ("rkey", c_uint32),
+        ("_pad", c_uint8 * 76),
+    ]
 
 
 class RecvWR(Structure):
-    _fields_ = [("wr_id", c_uint64), ("next", c_void_p), ("sg_list", POINTER(SGE)),
-                ("num_sge", c_int)]
+    _fields_ = [
+        ("wr_id", c_uint64),
+        ("next", c_void_p),
+        ("sg_list", POINTER(SGE)),
+        ("num_sge", c_int),
+    ]
 
 
 class WC(Structure):
-    _fields_ = [("wr_id", c_uint64), ("status", c_int), ("opcode", c_int),
-                ("vendor_err", c_uint32), ("byte_len", c_uint32), ("imm_data", c_uint32),
-                ("qp_num", c_uint32), ("src_qp", c_uint32), ("wc_flags", c_uint32),
-                ("pkey_index", ctypes.c_uint16), ("slid", ctypes.c_uint16),
-                ("sl", c_uint8), ("dlid_path_bits", c_uint8)]
+    _fields_ = [
+        ("wr_id", c_uint64),
+        ("status", c_int),
+        ("opcode", c_int),
+        ("vendor_err", c_uint32),
+        ("byte_len", c_uint32),
+        ("imm_data", c_uint32),
+        ("qp_num", c_uint32),
+        ("src_qp", c_uint32),
+        ("wc_flags", c_uint32),
+        ("pkey_index", ctypes.c_uint16),
+        ("slid", ctypes.c_uint16),
+        ("sl", c_uint8),
+        ("dlid_path_bits", c_uint8),
+    ]
 
 
 class MR(Structure):
-    _fields_ = [("context", c_void_p), ("pd", c_void_p), ("addr", c_void_p),
-                ("length", ctypes.c_size_t), ("handle", c_uint32), ("lkey", c_uint32),
-                ("rkey", c_uint32)]
+    _fields_ = [
+        ("context", c_void_p),
+        ("pd", c_void_p),
+        ("addr", c_void_p),
+        ("length", ctypes.c_size_t),
+        ("handle", c_uint32),
+        ("lkey", c_uint32),
+        ("rkey", c_uint32),
+    ]
 
 
 POLL_CQ = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, POINTER(WC))
@@ -172,17 +212,19 @@ class QPResources:
 
     def init_attr(self) -> QPInitAttr:
         """The struct ibv_qp_init_attr for an RC QP on this CQ."""
-        cap = QPCap(max_send_wr=self.depth, max_recv_wr=self.depth, max_send_sge=1,
-                    max_recv_sge=1)
+        cap = QPCap(max_send_wr=self.depth, max_recv_wr=self.depth, max_send_sge=1, max_recv_sge=1)
         return QPInitAttr(send_cq=self.cq, recv_cq=self.cq, qp_type=IBV_QPT_RC, cap=cap)
 
     def attach(self, qp: int) -> QPInfo:
         """Record the QP made on these resources; returns what a peer needs to know."""
         self.qp = qp
         assert self.mr is not None
-        return {"qp_num": c_uint32.from_address(qp + QP_NUM_OFFSET).value,
-                "addr": ctypes.addressof(self.buf), "rkey": self.mr.contents.rkey,
-                "length": len(self.buf)}
+        return {
+            "qp_num": c_uint32.from_address(qp + QP_NUM_OFFSET).value,
+            "addr": ctypes.addressof(self.buf),
+            "rkey": self.mr.contents.rkey,
+            "length": len(self.buf),
+        }
 
     def to_error(self) -> None:
         """Move the QP to ERR (an abortive close on iWARP)."""
@@ -209,9 +251,13 @@ class QPResources:
             raise RdmaError("ibv_post_send", errno.EINVAL, f"length must be 1..{len(self.buf)}")
         self._wr_id += 1
         sge = self._sge(length)
-        wr = SendWR(wr_id=self._wr_id, sg_list=ctypes.pointer(sge), num_sge=1,
-                    opcode=IBV_WR_SEND if remote is None else IBV_WR_RDMA_WRITE,
-                    send_flags=IBV_SEND_SIGNALED)
+        wr = SendWR(
+            wr_id=self._wr_id,
+            sg_list=ctypes.pointer(sge),
+            num_sge=1,
+            opcode=IBV_WR_SEND if remote is None else IBV_WR_RDMA_WRITE,
+            send_flags=IBV_SEND_SIGNALED,
+        )
         if remote is not None:
             wr.remote_addr, wr.rkey = remote
         post = POST_SEND(_op(self.qp, OPS_POST_SEND))
@@ -226,8 +272,10 @@ class QPResources:
         n = POLL_CQ(_op(self.cq, OPS_POLL_CQ))(self.cq, max_entries, wcs)
         if n < 0:
             raise RdmaError("ibv_poll_cq", -n if n < -1 else errno.EIO)
-        return [{"wr_id": w.wr_id, "status": w.status, "opcode": w.opcode,
-                 "byte_len": w.byte_len} for w in wcs[:n]]
+        return [
+            {"wr_id": w.wr_id, "status": w.status, "opcode": w.opcode, "byte_len": w.byte_len}
+            for w in wcs[:n]
+        ]
 
     def release(self) -> None:
         """Deregister the buffer, destroy the CQ, free the PD (after the QP is gone)."""

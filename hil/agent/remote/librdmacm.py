@@ -60,23 +60,35 @@ _UNAVAILABLE = (errno.ENODEV, errno.ENOENT, errno.ENOSYS, errno.ENXIO)
 
 
 class _ConnParam(Structure):
-    _fields_ = [("private_data", c_void_p), ("private_data_len", c_uint8),
-                ("responder_resources", c_uint8), ("initiator_depth", c_uint8),
-                ("flow_control", c_uint8), ("retry_count", c_uint8),
-                ("rnr_retry_count", c_uint8), ("srq", c_uint8), ("qp_num", c_uint32)]
+    _fields_ = [
+        ("private_data", c_void_p),
+        ("private_data_len", c_uint8),
+        ("responder_resources", c_uint8),
+        ("initiator_depth", c_uint8),
+        ("flow_control", c_uint8),
+        ("retry_count", c_uint8),
+        ("rnr_retry_count", c_uint8),
+        ("srq", c_uint8),
+        ("qp_num", c_uint32),
+    ]
 
 
 class _CMEvent(Structure):
     # param is a union of conn and ud; only conn is read (iWARP has no UD).
-    _fields_ = [("id", c_void_p), ("listen_id", c_void_p), ("event", c_int),
-                ("status", c_int), ("conn", _ConnParam), ("_ud_rest", c_uint8 * 32)]
+    _fields_ = [
+        ("id", c_void_p),
+        ("listen_id", c_void_p),
+        ("event", c_int),
+        ("status", c_int),
+        ("conn", _ConnParam),
+        ("_ud_rest", c_uint8 * 32),
+    ]
 
 
 class _CMIdHead(Structure):
     """The first fields of struct rdma_cm_id (the rest is never read)."""
 
-    _fields_ = [("verbs", c_void_p), ("channel", c_void_p), ("context", c_void_p),
-                ("qp", c_void_p)]
+    _fields_ = [("verbs", c_void_p), ("channel", c_void_p), ("context", c_void_p), ("qp", c_void_p)]
 
 
 _SIGNATURES: Signatures = {
@@ -116,10 +128,15 @@ def sockaddr(address: str, port: int = 0) -> ctypes.Array[ctypes.c_char]:
         try:
             packed = socket.inet_pton(socket.AF_INET6, address)
         except OSError:
-            raise RdmaError("sockaddr", errno.EINVAL,
-                            f"not a numeric IP address: {address!r}") from None
-        raw = (struct.pack("=H", socket.AF_INET6) + struct.pack("!HI", port, 0) + packed
-               + struct.pack("=I", 0))
+            raise RdmaError(
+                "sockaddr", errno.EINVAL, f"not a numeric IP address: {address!r}"
+            ) from None
+        raw = (
+            struct.pack("=H", socket.AF_INET6)
+            + struct.pack("!HI", port, 0)
+            + packed
+            + struct.pack("=I", 0)
+        )
     return ctypes.create_string_buffer(raw, len(raw))
 
 
@@ -147,8 +164,11 @@ class CMChannel:
         if not ptr:
             err = ctypes.get_errno()
             if err in _UNAVAILABLE:
-                raise RdmaUnavailable("rdma_create_event_channel", err,
-                                      "no RDMA device, or the kernel lacks RDMA CM (rdma_ucm)")
+                raise RdmaUnavailable(
+                    "rdma_create_event_channel",
+                    err,
+                    "no RDMA device, or the kernel lacks RDMA CM (rdma_ucm)",
+                )
             raise RdmaError("rdma_create_event_channel", err)
         self._ch: int | None = ptr
         self.fd: int = c_int.from_address(ptr).value  # struct rdma_event_channel { int fd; }
@@ -189,14 +209,17 @@ class CMChannel:
     def create_id(self) -> int:
         """A new RDMA_PS_TCP cm_id on this channel; returns its handle."""
         out = c_void_p()
-        call("rdma_create_id", self._lib.cm.rdma_create_id, self._ch, byref(out), None,
-             RDMA_PS_TCP)
+        call("rdma_create_id", self._lib.cm.rdma_create_id, self._ch, byref(out), None, RDMA_PS_TCP)
         return self._register(int(out.value or 0))
 
     def bind(self, handle: int, address: str, port: int = 0) -> None:
         """Bind a cm_id to a local address (and port, for a listener)."""
-        call("rdma_bind_addr", self._lib.cm.rdma_bind_addr, self._id(handle).ptr,
-             sockaddr(address, port))
+        call(
+            "rdma_bind_addr",
+            self._lib.cm.rdma_bind_addr,
+            self._id(handle).ptr,
+            sockaddr(address, port),
+        )
 
     def listen(self, handle: int, backlog: int) -> None:
         """Listen on a bound cm_id.  ``backlog`` must be > 0 (0 means 1024 in ucma)."""
@@ -204,17 +227,25 @@ class CMChannel:
             raise RdmaError("rdma_listen", errno.EINVAL, "pass a positive backlog")
         call("rdma_listen", self._lib.cm.rdma_listen, self._id(handle).ptr, backlog)
 
-    def resolve_addr(self, handle: int, dst: str, port: int, src: str | None = None,
-                     timeout_ms: int = 2000) -> None:
+    def resolve_addr(
+        self, handle: int, dst: str, port: int, src: str | None = None, timeout_ms: int = 2000
+    ) -> None:
         """Start address resolution; ADDR_RESOLVED or ADDR_ERROR follows."""
         src_sa = sockaddr(src) if src else None
-        call("rdma_resolve_addr", self._lib.cm.rdma_resolve_addr, self._id(handle).ptr, src_sa,
-             sockaddr(dst, port), timeout_ms)
+        call(
+            "rdma_resolve_addr",
+            self._lib.cm.rdma_resolve_addr,
+            self._id(handle).ptr,
+            src_sa,
+            sockaddr(dst, port),
+            timeout_ms,
+        )
 
     def resolve_route(self, handle: int, timeout_ms: int = 2000) -> None:
         """Start route resolution; ROUTE_RESOLVED or ROUTE_ERROR follows."""
-        call("rdma_resolve_route", self._lib.cm.rdma_resolve_route, self._id(handle).ptr,
-             timeout_ms)
+        call(
+            "rdma_resolve_route", self._lib.cm.rdma_resolve_route, self._id(handle).ptr, timeout_ms
+        )
 
     def create_qp(self, handle: int, depth: int = 16, buf_size: int = 65536) -> QPInfo:
         """Give a cm_id a PD, a CQ, an RC QP and a registered buffer.
@@ -225,14 +256,22 @@ class CMChannel:
         cm = self._id(handle)
         verbs = cm.head().verbs
         if not verbs:
-            raise RdmaError("rdma_create_qp", errno.EINVAL,
-                            f"cm_id {handle} has no device yet: resolve its address first")
+            raise RdmaError(
+                "rdma_create_qp",
+                errno.EINVAL,
+                f"cm_id {handle} has no device yet: resolve its address first",
+            )
         if cm.res is not None:
             raise RdmaError("rdma_create_qp", errno.EEXIST, f"cm_id {handle} has a QP already")
         res = QPResources(self._lib.verbs, verbs, depth, buf_size)
         try:
-            call("rdma_create_qp", self._lib.cm.rdma_create_qp, cm.ptr, res.pd,
-                 byref(res.init_attr()))
+            call(
+                "rdma_create_qp",
+                self._lib.cm.rdma_create_qp,
+                cm.ptr,
+                res.pd,
+                byref(res.init_attr()),
+            )
         except RdmaError:
             res.release()
             raise
@@ -241,12 +280,18 @@ class CMChannel:
 
     def _conn_param(self, private_data: bytes, depth: int) -> _ConnParam:
         if len(private_data) > MAX_PRIVATE_DATA:
-            raise RdmaError("conn_param", errno.EINVAL,
-                            f"private data longer than {MAX_PRIVATE_DATA} bytes")
+            raise RdmaError(
+                "conn_param", errno.EINVAL, f"private data longer than {MAX_PRIVATE_DATA} bytes"
+            )
         buf = ctypes.create_string_buffer(private_data, len(private_data) or 1)
-        param = _ConnParam(private_data=ctypes.addressof(buf) if private_data else None,
-                           private_data_len=len(private_data), responder_resources=depth,
-                           initiator_depth=depth, retry_count=7, rnr_retry_count=7)
+        param = _ConnParam(
+            private_data=ctypes.addressof(buf) if private_data else None,
+            private_data_len=len(private_data),
+            responder_resources=depth,
+            initiator_depth=depth,
+            retry_count=7,
+            rnr_retry_count=7,
+        )
         param._keep = buf  # the buffer must live as long as param
         return param
 
@@ -263,10 +308,16 @@ class CMChannel:
     def reject(self, handle: int, private_data: bytes = b"") -> None:
         """rdma_reject a CONNECT_REQUEST's id with private data."""
         if len(private_data) > MAX_PRIVATE_DATA:
-            raise RdmaError("rdma_reject", errno.EINVAL,
-                            f"private data longer than {MAX_PRIVATE_DATA} bytes")
-        call("rdma_reject", self._lib.cm.rdma_reject, self._id(handle).ptr,
-             private_data or None, len(private_data))
+            raise RdmaError(
+                "rdma_reject", errno.EINVAL, f"private data longer than {MAX_PRIVATE_DATA} bytes"
+            )
+        call(
+            "rdma_reject",
+            self._lib.cm.rdma_reject,
+            self._id(handle).ptr,
+            private_data or None,
+            len(private_data),
+        )
 
     def disconnect(self, handle: int) -> None:
         """rdma_disconnect (on iWARP it moves the QP to SQD, not ERR)."""
@@ -310,8 +361,11 @@ class CMChannel:
             e = ev.contents
             number = int(e.event)
             kind = EVENT_NAMES[number] if 0 <= number < len(EVENT_NAMES) else None
-            pdata = (ctypes.string_at(e.conn.private_data, e.conn.private_data_len)
-                     if e.conn.private_data and e.conn.private_data_len else b"")
+            pdata = (
+                ctypes.string_at(e.conn.private_data, e.conn.private_data_len)
+                if e.conn.private_data and e.conn.private_data_len
+                else b""
+            )
             id_ptr, listen_ptr, status = int(e.id or 0), int(e.listen_id or 0), e.status
             # Name the ids before the ack: until then rdma_destroy_id of this
             # id blocks, so a destroy racing this event cannot unmap it first.
@@ -322,11 +376,20 @@ class CMChannel:
         finally:
             self._lib.cm.rdma_ack_cm_event(ev)
         if kind is None:  # a newer librdmacm's event: no CM operation here asks for one
-            raise RdmaError("rdma_get_cm_event", errno.EPROTO,
-                            f"event number {number} (status {status}) is not a protocol "
-                            "CMEventType; acked and dropped")
-        return {"type": kind, "status": status, "id": handle, "listen_id": listen_handle,
-                "private_data": pdata.hex(), "host_t_us": host_t_us}
+            raise RdmaError(
+                "rdma_get_cm_event",
+                errno.EPROTO,
+                f"event number {number} (status {status}) is not a protocol "
+                "CMEventType; acked and dropped",
+            )
+        return {
+            "type": kind,
+            "status": status,
+            "id": handle,
+            "listen_id": listen_handle,
+            "private_data": pdata.hex(),
+            "host_t_us": host_t_us,
+        }
 
     def destroy_id(self, handle: int) -> int:
         """Destroy a cm_id (its QP first, its CQ, MR and PD after); returns µs it blocked.

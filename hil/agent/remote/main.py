@@ -124,7 +124,7 @@ class Server:
             reply.result(_call(method, params, timeout))
         except OpError as e:
             reply.error(e)
-        except Exception as e:  # an agent bug: keep serving, report it whole
+        except Exception as e:  # noqa: BLE001 -- an agent bug: keep serving, report it whole
             tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])
             reply.error(OpError("internal", f"{type(e).__name__}: {e}", traceback=tb))
         finally:
