@@ -172,11 +172,16 @@ def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
 
 
 def _label_provider(item: pytest.Item) -> None:
-    """The provider the run found on both hosts, unless the test names its own."""
+    """The provider the run found on both hosts (or why none is known), unless the test
+    names its own: never the inventory's claim."""
     observer = item.config.stash.get(OBSERVER_KEY, None)
     params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
-    if observer is not None and observer.run is not None and "provider" not in params:
+    if observer is None or "provider" in params:
+        return
+    if observer.run is not None:
         attach.label("provider", observer.run.provider)
+    else:
+        attach.label("provider", "unknown: the pair was not set up before this test")
 
 
 def _begin_evidence(request: pytest.FixtureRequest) -> Evidence | None:
@@ -210,7 +215,7 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
             # The pair set up first, as the test will see it: the port is up for tcpdump,
             # a siw fallback device is counted from the start.
             request.getfixturevalue("hil_setup")
-            _label_provider(item)
+        _label_provider(item)
         evidence = _begin_evidence(request)
         if mode != "none":
             capture = _start_capture(request)

@@ -156,9 +156,10 @@ def test_a_failed_test_on_the_pair_gets_a_capture_and_the_environment(
     run.assert_outcomes(failed=1)
     (r,) = results(out)
     lab = labels(r)
-    # The test never set the pair up, so no provider was observed: the inventory's
-    # claim (siw) must not stand in for one.
-    assert lab["pair"] == ["ns0-ns1"] and "provider" not in lab
+    # The test never set the pair up, so no provider was observed: the label says
+    # so, and the inventory's claim (siw) does not stand in for one.
+    assert lab["pair"] == ["ns0-ns1"]
+    assert lab["provider"] == ["unknown: the pair was not set up before this test"]
     env = (out / "environment.properties").read_text()
     assert "pair=ns0-ns1" in env and "ns0.data0.driver=veth" in env
     attachments = _all_attachments(out, r)
