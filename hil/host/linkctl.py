@@ -101,11 +101,7 @@ def _blackhole_script(netdev: str) -> str:
 
 def find_link(inventory: Inventory, name: str) -> Link:
     """The link ``name`` of ``inventory``; ``InputError`` naming the known links."""
-    link = inventory.links.get(name)
-    if link is None:
-        known = ", ".join(sorted(inventory.links)) or "none"
-        raise InputError(f"{inventory.path}: no link {name!r} (links: {known})")
-    return link
+    return inventory.link(name)
 
 
 class LinkControl:
