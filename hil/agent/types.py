@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from hil.agent.remote.protocol import AddressReply, KmsgReadReply, LinkReply
 from hil.inventory.model import IPInterface
+from hil.ssh.session import Result
 
 
 @dataclass(frozen=True)
@@ -60,14 +61,9 @@ class DriverInfo:
     bus_info: str
 
 
-@dataclass(frozen=True)
-class CommandResult:
-    """A finished command on a host."""
-
-    argv: tuple[str, ...]
-    status: int
-    stdout: str
-    stderr: str
+# A finished command on a host: the agent's ``run`` answers with the same record
+# as a command run over SSH.
+CommandResult = Result
 
 
 @dataclass(frozen=True)

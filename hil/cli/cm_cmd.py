@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from hil.cli.options import command_group, json_option, pair_choice, wait_option
 from hil.cm import registry
 from hil.errors import EXIT_OK, InputError
 
@@ -25,14 +26,7 @@ EXIT_CONTRACT = 4  # the sequence ran, and the CM contract was violated
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil cm`` and its subcommands."""
-    cm = subparsers.add_parser(
-        "cm",
-        help="run RDMA CM sequences on a pair",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    cmds = cm.add_subparsers(dest="cm_command", metavar="CM_COMMAND", parser_class=type(cm))
-    cmds.required = True
+    cmds = command_group(subparsers, "cm", "run RDMA CM sequences on a pair", __doc__)
 
     p = cmds.add_parser("list", help="the sequences and their parameters")
     p.set_defaults(func=_list)
@@ -44,19 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("sequence", metavar="SEQUENCE", help="a sequence name (hil cm list)")
-    which = p.add_mutually_exclusive_group()
-    which.add_argument("--pair", metavar="NAME", help="this pair (a link name of the inventory)")
-    which.add_argument(
-        "--require",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="any pair meeting this requirement (repeatable)",
-    )
-    which.add_argument(
-        "--lease",
-        metavar="LEASE",
-        help="run under this live lease (from 'hil reserve'); it is not released",
+    pair_choice(
+        p,
+        require_help="any pair meeting this requirement (repeatable)",
+        lease_help="run under this live lease (from 'hil reserve'); it is not released",
     )
     p.add_argument(
         "--direction",
@@ -75,18 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="K=V",
         help="a sequence parameter, e.g. -p by=passive -p count=16 (repeatable)",
     )
-    p.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="queue up to S seconds for a busy pair (default 0: exit 2 at once)",
-    )
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help='print one JSON object: {"lease", "setup", "timeline", "verdict"}',
-    )
+    wait_option(p)
+    json_option(p, help='print one JSON object: {"lease", "setup", "timeline", "verdict"}')
     p.set_defaults(func=_run)
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from hil.cli.options import command_group, json_option, lease_option, wait_option
 from hil.errors import EXIT_INFRA, EXIT_OK, BusyError, CommandTimeout, InputError
 from hil.host.hosts import Hosts
 from hil.host.journal import restore_host
@@ -31,18 +32,11 @@ _CHUNK = 65536
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil host`` and its subcommands."""
-    host = subparsers.add_parser(
-        "host",
-        help="inspect, configure and restore lab hosts",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    cmds = host.add_subparsers(dest="host_command", metavar="HOST_COMMAND", parser_class=type(host))
-    cmds.required = True
+    cmds = command_group(subparsers, "host", "inspect, configure and restore lab hosts", __doc__)
 
     p = cmds.add_parser("info", help="kernel, RDMA devices, links and addresses of a host")
     p.add_argument("host", metavar="HOST")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    json_option(p)
     p.set_defaults(func=_info)
 
     p = cmds.add_parser(
@@ -74,25 +68,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("pair", metavar="PAIR")
-    p.add_argument(
-        "--lease",
-        metavar="LEASE",
-        help="set up under this live lease of the pair instead of reserving it",
-    )
+    lease_option(p, help="set up under this live lease of the pair instead of reserving it")
     p.add_argument(
         "--ttl", type=float, default=300.0, metavar="S", help="TTL of the lease taken (default 300)"
     )
-    p.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="queue up to S seconds for a busy pair (default 0: exit 2 at once)",
-    )
+    wait_option(p)
     p.add_argument(
         "--no-rdma", action="store_true", help="configure the network only; pick no RDMA device"
     )
-    p.add_argument("--json", action="store_true", help='print {"lease": ..., "setup": ...}')
+    json_option(p, help='print {"lease": ..., "setup": ...}')
     p.set_defaults(func=_setup)
 
     p = cmds.add_parser(
@@ -103,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--force is given.",
     )
     p.add_argument("host", metavar="HOST")
-    p.add_argument("--lease", metavar="LEASE", help="the live lease that holds HOST")
+    lease_option(p, help="the live lease that holds HOST")
     p.add_argument("--force", action="store_true", help="restore even while another lease holds it")
     p.set_defaults(func=_restore)
 

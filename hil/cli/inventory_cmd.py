@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from hil.cli.options import json_option
 from hil.errors import EXIT_INPUT, EXIT_OK, InputError
 from hil.inventory import (
     Inventory,
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "modes each offers) of an inventory.",
     )
     show.add_argument("file", nargs="?", metavar="FILE", help="default: --inventory")
-    show.add_argument("--json", action="store_true", help="one JSON object: hosts, links, pairs")
+    json_option(show, help="one JSON object: hosts, links, pairs")
     show.add_argument(
         "--require",
         action="append",

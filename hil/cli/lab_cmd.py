@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from hil.cli.options import command_group, json_option
 from hil.errors import EXIT_INFRA, EXIT_OK
 from hil.lab import control, kernel, network
 from hil.lab.accel import ACCELS
@@ -15,9 +16,7 @@ from hil.lab.state import default_dir
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil lab`` and its subcommands."""
-    lab = sub.add_parser("lab", help="the virtual lab of QEMU soft-iWARP guests")
-    cmds = lab.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", parser_class=type(lab))
-    cmds.required = True
+    cmds = command_group(sub, "lab", "the virtual lab of QEMU soft-iWARP guests")
 
     p = cmds.add_parser("kernel", help="build (or find cached) the guest kernel with siw")
     p.add_argument("--rebuild", action="store_true", help="build even when a cached kernel exists")
@@ -49,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(exit 3 when no healthy lab runs)",
     )
     _dir_option(p)
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    json_option(p, help="print JSON instead of a table")
     p.set_defaults(func=_status)
 
     p = cmds.add_parser("down", help="stop the lab's guests and remove its files")

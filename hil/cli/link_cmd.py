@@ -10,26 +10,24 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hil.cli.host_cmd import acting_lease
+from hil.cli.options import command_group, json_option, lease_option
 from hil.errors import EXIT_OK
 from hil.host.hosts import Hosts
 from hil.host.journal import Journal
 from hil.host.linkctl import LinkControl, LinkState, find_link
-from hil.inventory import PULL_MODES, load_from_args
+from hil.inventory import PULL_MODES, Link, load_from_args
 from hil.reservation import open_store
+
+LINK_LEASE_HELP = "the live lease that holds the link's pair"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil link`` and its subcommands."""
-    link = subparsers.add_parser(
-        "link",
-        help="pull and restore lab links",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    cmds = link.add_subparsers(dest="link_command", metavar="LINK_COMMAND", parser_class=type(link))
-    cmds.required = True
+    cmds = command_group(subparsers, "link", "pull and restore lab links", __doc__)
     modes = ", ".join(PULL_MODES)
 
     p = cmds.add_parser("pull", help="pull a link (take it down) in one of its modes")
@@ -37,37 +35,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "--mode", metavar="MODE", help=f"one of the link's pull modes ({modes}); default: its first"
     )
-    p.add_argument("--lease", metavar="LEASE", help="the live lease that holds the link's pair")
+    lease_option(p, help=LINK_LEASE_HELP)
     p.set_defaults(func=_pull)
 
     p = cmds.add_parser("restore", help="undo the pulls of a link")
     p.add_argument("link", metavar="LINK")
     p.add_argument("--mode", metavar="MODE", help="undo only the pull of this mode")
-    p.add_argument("--lease", metavar="LEASE", help="the live lease that holds the link's pair")
+    lease_option(p, help=LINK_LEASE_HELP)
     p.set_defaults(func=_restore)
 
     p = cmds.add_parser("state", help="both ends of a link and its journaled pulls")
     p.add_argument("link", metavar="LINK")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    json_option(p)
     p.set_defaults(func=_state)
 
 
-def _pull(args: argparse.Namespace) -> int:
+@contextmanager
+def _acting_on_link(args: argparse.Namespace) -> Iterator[tuple[LinkControl, Link]]:
+    """Link control journaling under the lease that may act on ``args.link``, and the link."""
     inv = load_from_args(args.inventory)
     with open_store(args.store) as store, Hosts(inv, store) as hosts:
         link = find_link(inv, args.link)
         lease = acting_lease(store, [link.a.host, link.b.host], args.lease)
-        pull = LinkControl(hosts, Journal(hosts, store, lease)).pull(link, args.mode)
+        yield LinkControl(hosts, Journal(hosts, store, lease)), link
+
+
+def _pull(args: argparse.Namespace) -> int:
+    with _acting_on_link(args) as (control, link):
+        pull = control.pull(link, args.mode)
     print(f"link {link.name} pulled ({pull.mode}); undo with `hil link restore {link.name}`")
     return EXIT_OK
 
 
 def _restore(args: argparse.Namespace) -> int:
-    inv = load_from_args(args.inventory)
-    with open_store(args.store) as store, Hosts(inv, store) as hosts:
-        link = find_link(inv, args.link)
-        lease = acting_lease(store, [link.a.host, link.b.host], args.lease)
-        report = LinkControl(hosts, Journal(hosts, store, lease)).restore(link, args.mode)
+    with _acting_on_link(args) as (control, link):
+        report = control.restore(link, args.mode)
     if not report.undone:
         print(f"link {link.name} is not pulled: nothing to restore")
     for line in report.undone:

@@ -15,6 +15,7 @@ import sys
 import threading
 from typing import Any
 
+from hil.cli.options import json_option, pair_choice, wait_option
 from hil.errors import EXIT_OK
 from hil.inventory import load_from_args
 from hil.reservation import Heartbeat, Holder, Lease, Store, open_store, reserve
@@ -39,14 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=RESERVE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    which = p.add_mutually_exclusive_group()
-    which.add_argument("--pair", metavar="NAME", help="this pair (a link name of the inventory)")
-    which.add_argument(
-        "--require",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="any pair meeting this requirement (repeatable), e.g. driver=iw_cxgb4",
+    pair_choice(
+        p, require_help="any pair meeting this requirement (repeatable), e.g. driver=iw_cxgb4"
     )
     p.add_argument(
         "--ttl",
@@ -55,20 +50,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="S",
         help="lease lifetime without renewal, in seconds (default 300)",
     )
-    p.add_argument(
-        "--wait",
+    wait_option(
+        p,
         type=_seconds,
-        default=0.0,
-        metavar="S",
         help="queue up to S seconds for a busy pair, first come first served "
         "(default 0: fail at once, exit 2)",
     )
     p.add_argument("--holder", metavar="TEXT", help="a note on who or what holds the lease")
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object: lease, pair, hosts, holder, acquired, expires, ttl",
-    )
+    json_option(p, help="print one JSON object: lease, pair, hosts, holder, acquired, expires, ttl")
     p.add_argument(
         "--hold",
         action="store_true",
@@ -85,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     p.add_argument("lease", metavar="LEASE")
     p.add_argument("--ttl", type=_ttl, metavar="S", help="new TTL (default: the lease's)")
-    p.add_argument("--json", action="store_true", help="print the lease as one JSON object")
+    json_option(p, help="print the lease as one JSON object")
     p.set_defaults(func=_renew)
 
     p = subparsers.add_parser(
@@ -101,9 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="who holds which pair, and who waits",
         description="List live leases (holder, since, until) and waiters.",
     )
-    p.add_argument(
-        "--json", action="store_true", help='one JSON object: {"leases": [...], "waiting": [...]}'
-    )
+    json_option(p, help='one JSON object: {"leases": [...], "waiting": [...]}')
     p.set_defaults(func=_status)
 
 

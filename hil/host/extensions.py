@@ -25,6 +25,9 @@ from __future__ import annotations
 import logging
 import threading
 from importlib.metadata import entry_points
+from typing import Generic, TypeVar
+
+from hil.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -48,3 +51,33 @@ def load_extensions() -> None:
                 log.warning(
                     "host-control extension %s (%s) failed to register: %s", ep.name, ep.value, e
                 )
+
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Named extensions of one sort; a name nobody registered loads the extensions first.
+
+    ``lookup`` raises InputError as ``no {what} {name!r} (known: ...); is the
+    package that {provider} installed here?``.
+    """
+
+    def __init__(self, what: str, provider: str) -> None:
+        self._what = what
+        self._provider = provider
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str, item: T) -> None:
+        self._items[name] = item
+
+    def lookup(self, name: str) -> T:
+        if name not in self._items:
+            load_extensions()
+        try:
+            return self._items[name]
+        except KeyError:
+            raise InputError(
+                f"no {self._what} {name!r} (known: {', '.join(sorted(self._items))}); "
+                f"is the package that {self._provider} installed here?"
+            ) from None

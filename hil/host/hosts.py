@@ -11,7 +11,6 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Self
 
-from hil.errors import InputError
 from hil.inventory.model import Host, Inventory
 
 if TYPE_CHECKING:
@@ -48,11 +47,7 @@ class Hosts:
 
     def host(self, name: str) -> Host:
         """The inventory host ``name``; ``InputError`` naming the known hosts."""
-        host = self.inventory.hosts.get(name)
-        if host is None:
-            known = ", ".join(sorted(self.inventory.hosts)) or "none"
-            raise InputError(f"{self.inventory.path}: no host {name!r} (hosts: {known})")
-        return host
+        return self.inventory.host(name)
 
     def session(self, name: str) -> SSHSession:
         """The open SSH session to host ``name`` (connected on first use)."""

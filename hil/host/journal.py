@@ -48,7 +48,7 @@ from hil.agent.remote.protocol import (
     is_method_name,
 )
 from hil.errors import AgentError, CommandFailed, HilError, InputError, RemoteError
-from hil.host.extensions import load_extensions
+from hil.host.extensions import Registry
 
 if TYPE_CHECKING:
     from hil.host.hosts import Hosts
@@ -64,26 +64,17 @@ _MISSING_KINDS = {"not_found"}
 _MISSING_ERRNOS = {"ENOENT", "ENODEV", "EADDRNOTAVAIL", "ESRCH"}
 # ``undo(hosts, host, entry, timeout)`` carries out one journal entry of its kind.
 UndoFn = Callable[["Hosts", str, dict[str, Any], float], None]
-_undo_kinds: dict[str, UndoFn] = {}
+_undo_kinds = Registry[UndoFn]("undo registered for journal entries of kind", "made them")
 
 
 def register_undo_kind(kind: str, undo: UndoFn) -> None:
     """Let journal entries of ``kind`` be undone by ``undo`` (see :mod:`hil.host.extensions`)."""
-    _undo_kinds[kind] = undo
+    _undo_kinds.register(kind, undo)
 
 
 def undo_kind(kind: str) -> UndoFn:
     """The undo of journal entries of ``kind``; InputError when nothing registered it."""
-    if kind not in _undo_kinds:
-        load_extensions()
-    try:
-        return _undo_kinds[kind]
-    except KeyError:
-        raise InputError(
-            f"no undo registered for journal entries of kind {kind!r} (known: "
-            f"{', '.join(sorted(_undo_kinds))}); is the package that made them "
-            "installed here?"
-        ) from None
+    return _undo_kinds.lookup(kind)
 
 
 # What tc and ip print when the thing to delete is not there.

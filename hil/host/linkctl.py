@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import HilError, InputError, RemoteError
-from hil.host.extensions import load_extensions
+from hil.host.extensions import Registry
 from hil.host.journal import UndoReport, agent_undo, ssh_undo
 from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
 
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 Change = Callable[[dict[str, Any]], None]
 # ``pull(control, link, pull, change)`` takes the link down in its mode.
 PullFn = Callable[["LinkControl", Link, Pull, Change], None]
-_pull_modes: dict[str, PullFn] = {}
+_pull_modes = Registry[PullFn]("link pull registered for mode", "provides it")
 
 CARRIER_TIMEOUT = 10.0  # a restored link must see carrier again within this
 STEP_TIMEOUT = 15.0  # one command or call of a pull
@@ -101,11 +101,7 @@ def _blackhole_script(netdev: str) -> str:
 
 def find_link(inventory: Inventory, name: str) -> Link:
     """The link ``name`` of ``inventory``; ``InputError`` naming the known links."""
-    link = inventory.links.get(name)
-    if link is None:
-        known = ", ".join(sorted(inventory.links)) or "none"
-        raise InputError(f"{inventory.path}: no link {name!r} (links: {known})")
-    return link
+    return inventory.link(name)
 
 
 class LinkControl:
@@ -272,21 +268,12 @@ class LinkControl:
 
 def register_pull_mode(mode: str, pull: PullFn) -> None:
     """Let links be pulled in ``mode`` by ``pull`` (see :mod:`hil.host.extensions`)."""
-    _pull_modes[mode] = pull
+    _pull_modes.register(mode, pull)
 
 
 def pull_mode(mode: str) -> PullFn:
     """The pull of ``mode``; InputError when nothing registered it."""
-    if mode not in _pull_modes:
-        load_extensions()
-    try:
-        return _pull_modes[mode]
-    except KeyError:
-        raise InputError(
-            f"no link pull registered for mode {mode!r} (known: "
-            f"{', '.join(sorted(_pull_modes))}); is the package that provides "
-            "it installed here?"
-        ) from None
+    return _pull_modes.lookup(mode)
 
 
 register_pull_mode("admin", LinkControl._pull_admin)

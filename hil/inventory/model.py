@@ -8,11 +8,13 @@ can trust every field.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from hil import tools
+from hil.errors import InputError
 
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
@@ -162,14 +164,31 @@ class Inventory:
     hosts: dict[str, Host] = field(default_factory=dict)
     links: dict[str, Link] = field(default_factory=dict)
 
+    def host(self, name: str) -> Host:
+        """The host ``name``; InputError naming the known hosts."""
+        return _named(self.path, self.hosts, "host", name, InputError)
+
+    def link(self, name: str) -> Link:
+        """The link ``name``; InputError naming the known links."""
+        return _named(self.path, self.links, "link", name, InputError)
+
     def pair(self, name: str) -> Pair:
         """The pair of link ``name``; KeyError naming the known pairs."""
-        link = self.links.get(name)
-        if link is None:
-            known = ", ".join(sorted(self.links)) or "none"
-            raise KeyError(f"{self.path}: no pair {name!r} (pairs: {known})")
+        link = _named(self.path, self.links, "pair", name, KeyError)
         return Pair(link, self.hosts[link.a.host], self.hosts[link.b.host])
 
     def pairs(self) -> list[Pair]:
         """Every pair, in file order."""
         return [self.pair(n) for n in self.links]
+
+
+T = TypeVar("T")
+
+
+def _named(path: Path, table: Mapping[str, T], what: str, name: str, error: type[Exception]) -> T:
+    """``table[name]``; else ``error`` saying ``PATH: no WHAT 'NAME' (WHATs: the known ones)``."""
+    found = table.get(name)
+    if found is None:
+        known = ", ".join(sorted(table)) or "none"
+        raise error(f"{path}: no {what} {name!r} ({what}s: {known})")
+    return found

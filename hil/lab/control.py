@@ -9,9 +9,8 @@ from __future__ import annotations
 import fcntl
 import re
 import shutil
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,11 +42,7 @@ _OURS = re.compile(
     r"|lab\.(json|tmp)|inventory\.(yaml|tmp)|known_hosts|id_ed25519(\.pub)?"
 )
 
-Say = Callable[[str], None]
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+Say = kernel.Progress
 
 
 @dataclass(frozen=True)
@@ -78,7 +73,7 @@ def up(
     hosts: int = 2,
     memory: str = "1G",
     accel_mode: str = "auto",
-    say: Say = _stderr,
+    say: Say = kernel.to_stderr,
     boot_timeout: float = BOOT_TIMEOUT,
 ) -> LabState:
     """Bring a lab of ``hosts`` guests up in ``lab_dir`` (reusing a healthy one)."""
@@ -202,7 +197,7 @@ def _start_all(
     return state
 
 
-def down(lab_dir: Path, say: Say = _stderr) -> bool:
+def down(lab_dir: Path, say: Say = kernel.to_stderr) -> bool:
     """Stop the lab in ``lab_dir`` and remove its files; False if there was none."""
     lab_dir = check_dir(lab_dir)
     if not lab_dir.exists():
@@ -253,7 +248,7 @@ def _remove_dir(lab_dir: Path) -> None:
         pass  # someone put other files there: leave them and the dir
 
 
-def status(lab_dir: Path, say: Say = _stderr) -> tuple[LabState, list[GuestHealth]] | None:
+def status(lab_dir: Path, say: Say = kernel.to_stderr) -> tuple[LabState, list[GuestHealth]] | None:
     """The running lab in ``lab_dir`` with each guest's health; a stale one is cleaned, None."""
     lab_dir = check_dir(lab_dir)
     state = load(lab_dir) if lab_dir.exists() else None

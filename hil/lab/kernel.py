@@ -40,10 +40,12 @@ BUILD_HEADERS: dict[str, str] = {
     "/usr/include/openssl/ssl.h": "libssl-dev",
 }
 
+# Where the lab's long commands (this build, ``hil lab up`` and ``down``) say what they do.
 Progress = Callable[[str], None]
 
 
-def _stderr(line: str) -> None:
+def to_stderr(line: str) -> None:
+    """The default :data:`Progress`: the line on stderr, at once."""
     print(line, file=sys.stderr, flush=True)
 
 
@@ -152,7 +154,7 @@ def _configkernel() -> str | None:
 def ensure_kernel(
     rebuild: bool = False,
     fragment: Path = FRAGMENT,
-    progress: Progress = _stderr,
+    progress: Progress = to_stderr,
     jobs: int | None = None,
 ) -> Path:
     """The path of a bzImage with siw, building it first when not cached."""

@@ -49,8 +49,22 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
+# The markers the plugin and its fixtures (:mod:`hil.plugin.fixtures`) give tests.
+MARKERS = (
+    "disruptive: takes a link of the reserved pair down (restored after); "
+    "deselect with -m 'not disruptive'",
+    "hil_requires(*requirements): skip unless the reserved pair meets every requirement "
+    "(K=V, K>=V, ... as for --hil-require).",
+)
+
+
+def option_group(parser: pytest.Parser) -> pytest.OptionGroup:
+    """The ``hil`` group of pytest's options, for the plugin and its fixtures."""
+    return parser.getgroup("hil", "hil: iWARP lab pairs")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("hil", "hil: iWARP lab pairs")
+    group = option_group(parser)
     group.addoption(
         "--hil-inventory",
         default=os.environ.get("HIL_INVENTORY"),
@@ -94,11 +108,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "hil_requires(*requirements): skip unless the reserved pair meets every requirement "
-        "(K=V, K>=V, ... as for --hil-require).",
-    )
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     if config.getoption("hil_inventory") or config.getoption("hil_lease"):
         from hil.plugin.session import HilSession
 

@@ -32,6 +32,7 @@ from hil.judge.checks import compile_allow
 from hil.judge.contract import Verdict, check
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.judge.timeline import explain
+from hil.plugin import option_group
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
@@ -48,7 +49,7 @@ Contract = Callable[["Timeline"], Verdict]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("hil", "hil: iWARP lab pairs")
+    group = option_group(parser)
     group.addoption(
         "--hil-kmsg-allow",
         action="append",
@@ -74,11 +75,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "disruptive: takes a link of the reserved pair down (restored after); "
-        "deselect with -m 'not disruptive'",
-    )
     try:
         allow = compile_allow(
             [*config.getini("hil_kmsg_allow"), *config.getoption("hil_kmsg_allow")]

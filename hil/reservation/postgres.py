@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from hil.errors import StoreError
-from hil.reservation.sqlstore import SqlStore, schema
+from hil.reservation.sqlstore import SqlStore
 from hil.reservation.store import redact
 
 # The advisory lock that serializes every writer of the reservation tables
@@ -41,13 +41,7 @@ class PostgresStore(SqlStore):
         self.url = redact(url)
         self.timeout = timeout
         self._conn: psycopg.Connection[Any] | None = None
-        try:
-            with self._lock, self._transaction(write=True) as tx:
-                for ddl in schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"):
-                    tx.q(ddl)
-        except StoreError:
-            self.close()
-            raise
+        self._create_tables("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 
     def _connect(self) -> psycopg.Connection[Any]:
         ms = int(self.timeout * 1000)

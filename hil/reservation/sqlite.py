@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.errors import StoreError
-from hil.reservation.sqlstore import SqlStore, schema
+from hil.reservation.sqlstore import SqlStore
 
 
 class _SqliteTx:
@@ -32,13 +32,7 @@ class SqliteStore(SqlStore):
         self.url = str(self.path)
         self.timeout = timeout
         self._conn = self._connect()
-        try:
-            with self._lock, self._transaction(write=True) as tx:
-                for ddl in schema("INTEGER PRIMARY KEY AUTOINCREMENT"):
-                    tx.q(ddl)
-        except StoreError:
-            self.close()
-            raise
+        self._create_tables("INTEGER PRIMARY KEY AUTOINCREMENT")
 
     def _connect(self) -> sqlite3.Connection:
         try:

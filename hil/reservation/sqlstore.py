@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hil.errors import InputError, LeaseLost
+from hil.errors import InputError, LeaseLost, StoreError
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket, utc
 from hil.reservation.store import Store
 
@@ -115,6 +115,16 @@ class SqlStore(Store):
     @abc.abstractmethod
     def _transaction(self, write: bool) -> AbstractContextManager[Tx]:
         """A transaction; ``write`` ones hold the store-wide write lock."""
+
+    def _create_tables(self, id_column: str) -> None:
+        """Run the :func:`schema` DDL; on a StoreError the store is closed and it is raised."""
+        try:
+            with self._lock, self._transaction(write=True) as tx:
+                for ddl in schema(id_column):
+                    tx.q(ddl)
+        except StoreError:
+            self.close()
+            raise
 
     # -- leases ---------------------------------------------------------
 

@@ -39,10 +39,7 @@ class SSHPool:
 
     def get(self, host_name: str) -> SSHSession:
         """The session to inventory host ``host_name``, connecting if needed."""
-        host = self.inventory.hosts.get(host_name)
-        if host is None:
-            known = ", ".join(sorted(self.inventory.hosts)) or "none"
-            raise InputError(f"{self.inventory.path}: no host {host_name!r} (hosts: {known})")
+        host = self.inventory.host(host_name)
         with self._lock:
             return self._session(host, chain=(), via=None)
 

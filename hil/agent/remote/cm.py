@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import OpError
+from .errors import OpError, held
 from .protocol import ClockReply, CloseReply, CMOpName, EndpointReply, KillReply, MethodName
 
 START_TIMEOUT = 20.0  # a worker's python start + librdmacm load, on a slow TCG guest
@@ -239,11 +239,7 @@ _numbers = iter(range(1, 1 << 30))
 
 
 def _worker(endpoint: int) -> WorkerProcess:
-    with _lock:
-        w = _workers.get(endpoint)
-    if w is None:
-        raise OpError("not_found", f"no CM endpoint {endpoint} (open one with cm_open)")
-    return w
+    return held(_workers, _lock, endpoint, f"no CM endpoint {endpoint} (open one with cm_open)")
 
 
 def cm_now() -> ClockReply:

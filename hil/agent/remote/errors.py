@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
+from typing import TypeVar
+
 from .protocol import ErrorKind
+
+T = TypeVar("T")
 
 
 class OpError(Exception):
@@ -20,3 +26,12 @@ class OpError(Exception):
         self.kind = kind
         self.message = message
         self.details = details
+
+
+def held(table: Mapping[int, T], lock: threading.Lock, key: int, missing: str) -> T:
+    """``table[key]``, read under ``lock``; ``OpError("not_found", missing)`` when absent."""
+    with lock:
+        value = table.get(key)
+    if value is None:
+        raise OpError("not_found", missing)
+    return value

@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from .errors import OpError
+from .errors import OpError, held
 from .protocol import KmsgReadReply, KmsgRecordReply, MethodName
 
 KMSG = "/dev/kmsg"
@@ -52,11 +52,7 @@ def cursor() -> int:
 
 
 def _fd(cid: int) -> int:
-    with _lock:
-        fd = _cursors.get(cid)
-    if fd is None:
-        raise OpError("not_found", f"no kmsg cursor {cid} (made by another agent, or closed)")
-    return fd
+    return held(_cursors, _lock, cid, f"no kmsg cursor {cid} (made by another agent, or closed)")
 
 
 def read(cursor: int) -> KmsgReadReply:

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import OpError
 from .protocol import AddressReply, LinkReply, MethodName
@@ -150,28 +150,26 @@ def _interface(address: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interfac
         raise OpError("bad_params", f"not an address with prefix: {address!r} ({e})") from None
 
 
-def add_address(netdev: str, address: str) -> None:
-    """Add ``address`` (``A.B.C.D/prefix`` or IPv6) to ``netdev``."""
+def _change_address(command: Literal["add", "del"], what: str, netdev: str, address: str) -> None:
+    """``ip address {command}`` of ``address`` on ``netdev``; ``what`` names it in errors."""
     iface = _interface(address)
-    with _iproute(f"add address {iface}", netdev) as ipr:
+    with _iproute(f"{what} address {iface}", netdev) as ipr:
         ipr.addr(
-            "add",
+            command,
             index=_index(ipr, netdev),
             address=str(iface.ip),
             prefixlen=iface.network.prefixlen,
         )
+
+
+def add_address(netdev: str, address: str) -> None:
+    """Add ``address`` (``A.B.C.D/prefix`` or IPv6) to ``netdev``."""
+    _change_address("add", "add", netdev, address)
 
 
 def delete_address(netdev: str, address: str) -> None:
     """Remove ``address`` from ``netdev``."""
-    iface = _interface(address)
-    with _iproute(f"delete address {iface}", netdev) as ipr:
-        ipr.addr(
-            "del",
-            index=_index(ipr, netdev),
-            address=str(iface.ip),
-            prefixlen=iface.network.prefixlen,
-        )
+    _change_address("del", "delete", netdev, address)
 
 
 def flush_addresses(netdev: str, family: int | None = None) -> list[AddressReply]:
