@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import threading
 from collections.abc import Iterator
-from types import FrameType
 
 import pytest
 from netnslab import NetnsLab, cleanup_stale
 from vlab import VirtualLab, booted_lab
+
+from hil.plugin.interrupt import sigterm_as_interrupt
 
 
 def netns_unavailable() -> str | None:
@@ -53,10 +52,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("takes_lab_down") is not None)
 
 
-def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 @pytest.fixture(scope="session")
 def netns_lab() -> Iterator[NetnsLab]:
     """Two namespace hosts with real sshd for the whole session; torn down at its end."""
@@ -64,20 +59,14 @@ def netns_lab() -> Iterator[NetnsLab]:
     if reason:
         pytest.skip(reason)
     cleanup_stale()
-    # A CI runner stops a job with SIGTERM: turn it into an interrupt so the
-    # lab's teardown still runs.
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm) if in_main else None
-    try:
-        with NetnsLab(hosts=2) as lab:
-            yield lab
-    finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+    # A CI runner stops a job with SIGTERM: as an interrupt, the lab's teardown still runs.
+    with sigterm_as_interrupt(), NetnsLab(hosts=2) as lab:
+        yield lab
 
 
 @pytest.fixture(scope="session")
 def virtual_lab(pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
-    """Two guests up (building the kernel first if it is not cached), down at the end."""
-    with booted_lab(pytestconfig) as lab:
+    """Two guests up (building the kernel first if it is not cached), down at the end
+    (also when the run is stopped with SIGTERM)."""
+    with sigterm_as_interrupt(), booted_lab(pytestconfig) as lab:
         yield lab

@@ -9,6 +9,7 @@ failures into test outcomes.
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from hil.errors import EXIT_INFRA, HilError, InputError
 from hil.inventory import Inventory, Pair, load
 from hil.inventory.require import parse_requirement, select
+from hil.plugin.interrupt import sigterm_as_interrupt
 from hil.reservation import Lease, open_store
 from hil.reservation.store import Store
 from hil.run import PairRequest, PairRun
@@ -40,6 +42,7 @@ class HilSession:
         self.run: PairRun | None = None
         self.error: HilError | None = None
         self.store: Store | None = None
+        self._signals = ExitStack()
 
     def request(self) -> PairRequest:
         """The pair request the options stand for."""
@@ -60,7 +63,12 @@ class HilSession:
         return req.describe() if req.lease else f"{self.inventory_path} ({req.describe()})"
 
     def start(self) -> None:
-        """Reserve or adopt; a failure is kept and reported by ``hil_pair``."""
+        """Reserve or adopt; a failure is kept and reported by ``hil_pair``.
+
+        From here to :meth:`finish`, SIGTERM interrupts the run like Ctrl-C, so
+        that the pair is restored and the lease released before the process ends.
+        """
+        self._signals.enter_context(sigterm_as_interrupt())
         try:
             self._start()
         except HilError as e:
@@ -136,3 +144,4 @@ class HilSession:
         finally:
             if self.store is not None:
                 self.store.close()
+            self._signals.close()

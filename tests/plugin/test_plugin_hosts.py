@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from netnslab import NetnsLab
+
+from hil.reservation import open_store
 
 pytest_plugins = ["pytester"]
 
@@ -44,6 +50,45 @@ def test_changes_are_undone_at_session_end(pytester, netns_lab, tmp_path):
     pytester.makepyfile(CHANGE_MTU.format(mtu=before, after=""))
     run(pytester, netns_lab, tmp_path / "s.db").assert_outcomes(passed=1)
     assert mtu(netns_lab) == before
+
+
+def test_sigterm_restores_the_pair_and_releases_the_lease(pytester, netns_lab, tmp_path):
+    """A CI runner stops a job with SIGTERM: the session still undoes its changes and
+    gives the pair back, at once, not only at the next reservation."""
+    before = mtu(netns_lab)
+    pytester.makepyfile(CHANGE_MTU.format(mtu=before, after="import time; time.sleep(120)"))
+    store = tmp_path / "s.db"
+    proc = pytester.popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--hil-inventory",
+            str(netns_lab.inventory_path),
+            "--hil-store",
+            str(store),
+            "-p",
+            "no:cacheprovider",
+        ],
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while mtu(netns_lab) != 1400:
+            assert proc.poll() is None, "the run ended before it changed the mtu"
+            assert time.monotonic() < deadline, "the run did not change the mtu within 120 s"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert b"KeyboardInterrupt" in out or b"SIGTERM" in out, out.decode()[-2000:]
+    assert mtu(netns_lab) == before  # undone by the interrupted session itself
+    with open_store(str(store)) as s:
+        assert s.leases() == []
+        assert s.journal_entries("ns0") == []
 
 
 def test_killed_run_is_replayed_by_the_next_session(pytester, netns_lab, tmp_path):
