@@ -11,6 +11,7 @@ import errno
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from hil.errors import InputError
 
@@ -36,6 +37,37 @@ def tcp_retries2_timeout_s(
     return ((2 << linear_backoff_thresh) - 1) * rto_min_s + (
         retries2 - linear_backoff_thresh
     ) * rto_max_s
+
+
+# TCP and iWARP signals a wire rule names (hil.wire.rules): how a connection ends.
+WireSignal = Literal["FIN", "RST", "TERMINATE"]
+
+
+@dataclass(frozen=True)
+class WireExpect:
+    """What a provider puts on the wire where the iWARP RFCs leave it a choice.
+
+    Read by the wire rules (``hil.wire.rules``); each value's source is in
+    docs/wire.md.
+    """
+
+    # MPA revisions the provider may send (cxgb4 falls back to v1 after a RST).
+    mpa_revisions: frozenset[int]
+    # The CRC flag in MPA frames; None when it is a per-host setting we do not pin.
+    crc: bool | None
+    # MPA v2 enhanced connection setup (the IRD/ORD words before private data).
+    enhanced: bool
+    # How the rejecting side ends the TCP connection after its MPA reject reply.
+    reject_teardown: frozenset[WireSignal]
+    # What an abortive close (QP to ERR, destroy while connected, SIGKILL) must put on
+    # the wire: at least one of these, and never a FIN-only close.
+    abortive_signals: frozenset[WireSignal]
+    # A remote access error's TERMINATE: layer, error type, and the codes allowed.
+    access_error_layer: str
+    access_error_type: int
+    access_error_codes: frozenset[int]
+    # True when the provider's TCP runs on the NIC: a host's tcpdump sees none of it.
+    tcp_offloaded: bool
 
 
 @dataclass(frozen=True)
@@ -75,6 +107,8 @@ class Profile:
     pull_idle_bound_s: float | None
     # Link set administratively down on one host (None: as carrier lost).
     admin_down_bound_s: float | None
+    # What the provider puts on the wire (the wire rules).
+    wire: WireExpect
 
     def peer_abort_statuses(self) -> frozenset[int]:
         """The DISCONNECTED statuses the peer of an abortive close may see."""
@@ -93,6 +127,37 @@ class Profile:
         if mode == "admin" and self.admin_down_bound_s is not None:
             return self.admin_down_bound_s
         return self.pull_traffic_bound_s if traffic else self.pull_idle_bound_s
+
+
+# DDP error type 1 (tagged buffer) codes, RFC 5041 7.2: 0x00 invalid STag,
+# 0x01 base or bounds violation, 0x02 STag not associated with RDMAP stream,
+# 0x03 to-wrap (tagged offset wrap).
+_TAGGED_BUFFER = 1
+_TAGGED_CODES = frozenset({0x00, 0x01, 0x02, 0x03})
+
+SIW_WIRE = WireExpect(
+    mpa_revisions=frozenset({2}),
+    crc=False,  # siw's mpa_crc_required defaults to false: no CRC unless the peer asks
+    enhanced=True,
+    reject_teardown=frozenset({"FIN", "RST"}),
+    abortive_signals=frozenset({"TERMINATE", "RST"}),
+    access_error_layer="DDP",
+    access_error_type=_TAGGED_BUFFER,
+    access_error_codes=_TAGGED_CODES,
+    tcp_offloaded=False,
+)
+
+CXGB4_WIRE = WireExpect(
+    mpa_revisions=frozenset({1, 2}),
+    crc=None,  # the crc_enabled module parameter (default on); pinned by issue 13's doctor
+    enhanced=True,
+    reject_teardown=frozenset({"FIN", "RST"}),
+    abortive_signals=frozenset({"TERMINATE", "RST"}),
+    access_error_layer="DDP",
+    access_error_type=_TAGGED_BUFFER,
+    access_error_codes=_TAGGED_CODES,
+    tcp_offloaded=True,
+)
 
 
 def siw_profile(tcp_retries2: int = 15) -> Profile:
@@ -115,6 +180,7 @@ def siw_profile(tcp_retries2: int = 15) -> Profile:
         pull_traffic_bound_s=pull_bound,
         pull_idle_bound_s=None,  # no keepalive: an idle connection never notices
         admin_down_bound_s=2.0,  # siw moves every QP of the netdev to ERR at once
+        wire=SIW_WIRE,
     )
 
 
@@ -138,6 +204,7 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         pull_traffic_bound_s=2.0 * ep_timeout_secs + margin,
         pull_idle_bound_s=None,  # keepalive interval is firmware configuration
         admin_down_bound_s=None,
+        wire=CXGB4_WIRE,
     )
 
 

@@ -1,0 +1,111 @@
+"""A test's wire verdict: every wire rule run on its exchange and timelines.
+
+    verdict = judge(exchange, timelines, profile)
+    if not verdict.ok:
+        print(verdict.to_text())
+
+With no usable capture (``unusable`` gives the reason: no capture point on
+the link, the capture failed) every rule is skipped with that reason; a
+rule that needs the timeline is ``n/a`` when there is none (``hil wire
+judge`` on a bare capture); one that needs the clock is skipped when the
+packets could not be placed on the timeline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hil.judge.profiles import Profile
+from hil.judge.timeline import Timeline
+from hil.wire.link import link
+from hil.wire.model import Exchange
+from hil.wire.rule import Outcome, WireCase, WireRule
+from hil.wire.rules import WIRE_RULES
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One wire rule's outcome on a test."""
+
+    rule: str
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class WireVerdict:
+    """The outcome of all wire rules on one test."""
+
+    profile: str
+    results: tuple[RuleResult, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when no rule failed (skipped and n/a rules do not fail)."""
+        return not self.failed
+
+    @property
+    def failed(self) -> tuple[RuleResult, ...]:
+        """The rules that failed."""
+        return tuple(r for r in self.results if r.outcome.status == "fail")
+
+    def count(self, status: str) -> int:
+        """How many rules ended with ``status``."""
+        return sum(1 for r in self.results if r.outcome.status == status)
+
+    def to_text(self) -> str:
+        """Headline, then each rule's status and reason, and the findings of failed ones."""
+        head = (
+            f"wire {'PASSED' if self.ok else 'FAILED'}: profile {self.profile}, "
+            f"{self.count('pass')} passed, {self.count('fail')} failed, "
+            f"{self.count('skip')} skipped, {self.count('n/a')} not applicable"
+        )
+        lines = [head, *(f"  note: {n}" for n in self.notes)]
+        for r in self.results:
+            lines.append(f"  [{r.rule}] {r.outcome.status}: {r.outcome.reason}")
+            lines += ["      " + f.to_text().replace("\n", "\n      ") for f in r.outcome.findings]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict (with ``ok``)."""
+        return {**asdict(self), "ok": self.ok}
+
+    def to_json(self, indent: int | None = None) -> str:
+        """The verdict as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+
+def judge(
+    exchange: Exchange | None,
+    timelines: Sequence[Timeline],
+    profile: Profile,
+    *,
+    unusable: str | None = None,
+    rules: Sequence[WireRule] | None = None,
+    timeline_known: bool = True,
+) -> WireVerdict:
+    """Run the wire rules (default: all registered) on one test.
+
+    ``timeline_known=False`` says there is no CM timeline at all (a capture
+    from elsewhere), as opposed to a test that ran no sequence.
+    """
+    chosen = list(rules or WIRE_RULES)
+    if exchange is None or unusable is not None:
+        why = unusable or "no capture"
+        return WireVerdict(
+            profile.name, tuple(RuleResult(r.name, Outcome("skip", why)) for r in chosen)
+        )
+    case = WireCase(exchange, tuple(timelines), tuple(link(timelines, exchange)), profile)
+    results = tuple(RuleResult(r.name, _run(r, case, timeline_known)) for r in chosen)
+    return WireVerdict(profile.name, results, exchange.notes)
+
+
+def _run(rule: WireRule, case: WireCase, timeline_known: bool) -> Outcome:
+    if rule.needs_timeline and not timeline_known:
+        return Outcome("n/a", "needs the test's CM timeline; a bare capture has none")
+    if rule.needs_clock and not case.placed:
+        return Outcome("skip", "the packets could not be placed on the timeline (no clock samples)")
+    return rule.check(case)

@@ -1,0 +1,93 @@
+"""What a wire rule is: a named check of one test's exchange against its timelines.
+
+A wire rule returns an :class:`Outcome`: ``fail`` with findings, ``pass``
+when it judged something and found it right, ``n/a`` when the test held
+nothing it judges (no reject, no link pull), and ``skip`` when it could not
+judge (no usable capture point, packets not placed on the timeline); the
+reason always says which.  Never a pass for a scenario that did not happen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hil.judge.profiles import Profile
+from hil.judge.timeline import Timeline
+from hil.wire.link import Link
+from hil.wire.model import Exchange, Packet
+
+Status = Literal["pass", "fail", "skip", "n/a"]
+
+
+@dataclass(frozen=True)
+class WireFinding:
+    """One thing a rule found wrong: what, on which connection, and the packets."""
+
+    message: str
+    connection: str | None = None
+    packets: tuple[str, ...] = ()  # Packet.brief() of the evidence
+
+    def to_text(self) -> str:
+        """The finding and its packets, one a line."""
+        where = f" [{self.connection}]" if self.connection else ""
+        return "\n".join([f"{self.message}{where}", *(f"    packet {p}" for p in self.packets)])
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A rule's result on one test."""
+
+    status: Status
+    reason: str = ""
+    findings: tuple[WireFinding, ...] = ()
+
+
+@dataclass(frozen=True)
+class WireCase:
+    """What a wire rule judges: the decoded exchange, the timelines and their links."""
+
+    exchange: Exchange
+    timelines: tuple[Timeline, ...]
+    links: tuple[Link, ...]
+    profile: Profile
+
+    @property
+    def placed(self) -> bool:
+        """True when the packets carry timeline times (``Packet.t_us``)."""
+        return bool(self.exchange.uncertainty_us)
+
+    def slack_us(self, packet: Packet, host: str) -> int:
+        """How far apart a packet and an event of ``host`` may look in time and still be in
+        order: the packet's placement uncertainty plus the host's clock offset's."""
+        tl_unc = max((tl.uncertainty_us(host) for tl in self.timelines), default=0)
+        return self.exchange.uncertainty_us.get(packet.point, 0) + tl_unc
+
+
+Check = Callable[[WireCase], Outcome]
+
+
+@dataclass(frozen=True)
+class WireRule:
+    """One wire rule: its name, what it states, and what it needs to be judged."""
+
+    name: str
+    statement: str
+    check: Check = field(repr=False, compare=False)
+    needs_timeline: bool = True
+    needs_clock: bool = False
+
+
+def judged(findings: Sequence[WireFinding], count: int, nothing: str) -> Outcome:
+    """``fail`` with the findings, ``pass`` when ``count`` cases were judged, else ``n/a``."""
+    if findings:
+        return Outcome("fail", f"{len(findings)} of {count} broken", tuple(findings))
+    if count:
+        return Outcome("pass", f"{count} judged")
+    return Outcome("n/a", nothing)
+
+
+def evidence(*packets: Packet | None) -> tuple[str, ...]:
+    """The briefs of the packets given (None skipped)."""
+    return tuple(p.brief() for p in packets if p is not None)
