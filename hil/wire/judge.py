@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from hil.judge.profiles import Profile
@@ -109,3 +110,17 @@ def _run(rule: WireRule, case: WireCase, timeline_known: bool) -> Outcome:
     if rule.needs_clock and not case.placed:
         return Outcome("skip", "the packets could not be placed on the timeline (no clock samples)")
     return rule.check(case)
+
+
+@dataclass(frozen=True)
+class WireReport:
+    """What the wire judge made of one test, for reports: files, decoded packets, verdict.
+
+    ``pcaps`` maps each capture point to its file; the files live only until
+    the report's hook returns (copy what you keep).
+    """
+
+    pcaps: dict[str, Path]
+    exchange: Exchange | None
+    verdict: WireVerdict
+    timelines: tuple[Timeline, ...]
