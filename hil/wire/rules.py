@@ -360,8 +360,8 @@ def _pull_findings(lk: Link, pull: Action) -> list[WireFinding]:
 
 
 CAUSES = {
-    "ESTABLISHED": "an MPA reply",
-    "REJECTED": "an MPA reject or a RST",
+    "ESTABLISHED": "MPA reply",
+    "REJECTED": "MPA reject or RST",
     "DISCONNECTED": "a FIN, RST or TERMINATE",
 }
 

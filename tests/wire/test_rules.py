@@ -1,0 +1,220 @@
+"""The wire rules on hand-built exchanges: each can pass, fail and be not applicable.
+
+The packets here are typed by hand (the decoder is the boundary); the same
+rules on real captures are in test_rules_captures.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from hil.errors import InputError
+from hil.judge.profiles import SIW
+from hil.judge.timeline import Action, ClockOffset, Event, Timeline
+from hil.wire.judge import judge
+from hil.wire.model import Connection, Exchange, Mpa, Packet, Terminate
+from hil.wire.rule import Outcome, WireRule
+from hil.wire.rules import WIRE_RULES, register_wire_rule, wire_rule_named
+
+A = ("198.18.0.1", 40000)
+P = ("198.18.0.2", 7174)
+
+
+def pkt(
+    n: int, src: tuple[str, int], flags: str = "ACK", t_ms: float | None = None, **kw: object
+) -> Packet:
+    dst = P if src == A else A
+    t_us = None if t_ms is None else int(t_ms * 1000)
+    return Packet(
+        frame=n,
+        point="hA",
+        wall_us=n * 1000,
+        src=src,
+        dst=dst,
+        flags=frozenset(flags.split(",")),
+        t_us=t_us,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def mpa(kind: str, pdata: str = "", reject: bool = False, rev: int = 2) -> Mpa:
+    return Mpa(
+        kind=kind,  # type: ignore[arg-type]
+        revision=rev,
+        marker=False,
+        crc=False,
+        reject=reject,
+        enhanced=rev == 2,
+        private_data=pdata,
+        wire_private_data="00010001" + pdata,
+        ird=1,
+        ord=1,
+    )
+
+
+def handshake(req_pdata: str = "686966", rep_pdata: str = "") -> list[Packet]:
+    return [
+        pkt(1, A, "SYN", 1),
+        pkt(2, P, "SYN,ACK", 1.1),
+        pkt(3, A, "ACK", 1.2),
+        pkt(4, A, "ACK,PSH", 1.3, mpa=mpa("request", req_pdata)),
+        pkt(5, P, "ACK,PSH", 2.0, mpa=mpa("reply", rep_pdata)),
+    ]
+
+
+def fin_close(start: int = 6, t_ms: float = 10.0) -> list[Packet]:
+    return [
+        pkt(start, A, "FIN,ACK", t_ms),
+        pkt(start + 1, P, "FIN,ACK", t_ms + 0.1),
+        pkt(start + 2, A, "ACK", t_ms + 0.2),
+    ]
+
+
+def exchange(packets: list[Packet], placed: bool = True) -> Exchange:
+    conn = Connection(active=A, passive=P, packets=tuple(packets))
+    return Exchange((conn,), ("hA",), {"hA": 100} if placed else {})
+
+
+def ev(side: str, t_ms: float, type_: str, id_: str, pdata: str = "", status: int = 0) -> Event:
+    return Event(
+        host="hA" if side == "a" else "hB",
+        side=side,
+        t_us=int(t_ms * 1000),
+        host_t_us=0,
+        type=type_,
+        id=id_,
+        conn="c1",
+        private_data=pdata,
+        status=status,
+    )
+
+
+def connect(pdata: str = "686966", listener: bool = True) -> Action:
+    params = {"dst": P[0], "port": P[1], "private_data": pdata, "listener": listener}
+    return Action(t_us=500, side="a", name="connect", id="a:1", params=params)
+
+
+def timeline(*items: Action | Event) -> Timeline:
+    actions = tuple(i for i in items if isinstance(i, Action))
+    events = tuple(i for i in items if isinstance(i, Event))
+    offsets = (ClockOffset("hA", 0, 50), ClockOffset("hB", 0, 50))
+    return Timeline("t", "siw", ("hA", "hB"), actions, events, offsets)
+
+
+def connected(accept_pdata: str = "") -> list[Action | Event]:
+    return [
+        connect(),
+        ev("b", 1.5, "CONNECT_REQUEST", "b:2", "686966"),
+        Action(t_us=1600, side="b", name="accept", id="b:2", params={"private_data": accept_pdata}),
+        ev("a", 2.5, "ESTABLISHED", "a:1", accept_pdata),
+        ev("b", 2.6, "ESTABLISHED", "b:2"),
+    ]
+
+
+def run(packets: list[Packet], *items: Action | Event, placed: bool = True) -> dict[str, Outcome]:
+    verdict = judge(exchange(packets, placed), [timeline(*items)], SIW)
+    return {r.rule: r.outcome for r in verdict.results}
+
+
+def test_orderly_close_passes_on_fins_and_fails_on_rst() -> None:
+    close = Action(t_us=5000, side="a", name="disconnect", id="a:1")
+    items = [
+        *connected(),
+        close,
+        ev("a", 10.3, "DISCONNECTED", "a:1"),
+        ev("b", 10.2, "DISCONNECTED", "b:2"),
+    ]
+    good = run(handshake() + fin_close(), *items)
+    assert good["orderly-close-is-fin"].status == "pass"
+    assert good["every-teardown-event-has-a-cause"].status == "pass"
+    rst = handshake() + [pkt(6, A, "RST,ACK", 10.0)]
+    bad = run(rst, *items)
+    assert bad["orderly-close-is-fin"].status == "fail"
+    assert "1 RST" in bad["orderly-close-is-fin"].findings[0].message
+
+
+def test_a_rule_with_nothing_to_judge_is_not_applicable_never_passed() -> None:
+    got = run(handshake() + fin_close(), *connected())
+    for name in (
+        "orderly-close-is-fin",
+        "abortive-close-on-the-wire",
+        "no-listener-is-rst",
+        "reject-on-the-wire",
+        "link-pull-on-the-wire",
+        "remote-access-error-terminates",
+    ):
+        assert got[name].status == "n/a", name
+
+
+def test_abortive_close_must_not_be_fin_only() -> None:
+    kill = Action(t_us=5000, side="a", name="qp_err", id="a:1")
+    fin_only = run(handshake() + fin_close(), *connected(), kill)
+    assert fin_only["abortive-close-on-the-wire"].status == "fail"
+    assert "never a FIN-only close" in fin_only["abortive-close-on-the-wire"].findings[0].message
+    term = Terminate("DDP", 1, 0)
+    with_rst = run(
+        handshake() + [pkt(6, A, "ACK,PSH", 9, terminate=term), pkt(7, A, "RST", 10)],
+        *connected(),
+        kill,
+    )
+    assert with_rst["abortive-close-on-the-wire"].status == "pass"
+
+
+def test_private_data_on_the_wire_and_in_events() -> None:
+    good = run(handshake(rep_pdata="6f6b") + fin_close(), *connected(accept_pdata="6f6b"))
+    assert good["mpa-request-carries-connect-pdata"].status == "pass"
+    assert good["mpa-reply-carries-accept-pdata"].status == "pass"
+    bad = run(handshake(req_pdata="", rep_pdata="") + fin_close(), *connected(accept_pdata="6f6b"))
+    assert bad["mpa-request-carries-connect-pdata"].status == "fail"
+    assert bad["mpa-reply-carries-accept-pdata"].status == "fail"
+
+
+def test_an_event_before_its_cause_is_found() -> None:
+    items = connected()
+    early = [
+        replace(i, t_us=1200)
+        if isinstance(i, Event) and i.side == "a" and i.type == "ESTABLISHED"
+        else i
+        for i in items
+    ]
+    got = run(handshake() + fin_close(), *early)
+    outcome = got["every-teardown-event-has-a-cause"]
+    assert outcome.status == "fail"
+    assert "no MPA reply on the wire before it" in outcome.findings[0].message
+    assert "ESTABLISHED" in outcome.findings[0].message
+
+
+def test_clock_rules_skip_when_packets_are_not_placed() -> None:
+    got = run(handshake() + fin_close(), *connected(), placed=False)
+    assert got["every-teardown-event-has-a-cause"].status == "skip"
+    assert "placed" in got["every-teardown-event-has-a-cause"].reason
+
+
+def test_no_usable_capture_skips_every_rule_with_the_reason() -> None:
+    verdict = judge(None, [], SIW, unusable="link l1 has no capture point (capture: none)")
+    assert {r.outcome.status for r in verdict.results} == {"skip"}
+    assert verdict.ok and "capture: none" in verdict.results[0].outcome.reason
+
+
+def test_a_bare_capture_judges_only_wire_rules() -> None:
+    verdict = judge(exchange(handshake() + fin_close()), [], SIW, timeline_known=False)
+    got = {r.rule: r.outcome.status for r in verdict.results}
+    assert got["mpa-revision-and-flags"] == "pass"
+    assert got["mpa-request-carries-connect-pdata"] == "n/a"
+
+
+def test_wire_rules_are_registered_by_name() -> None:
+    rule = WireRule(
+        "lab-own", "a lab's rule", lambda case: Outcome("pass", "x"), needs_timeline=False
+    )
+    register_wire_rule(rule)
+    try:
+        assert wire_rule_named("lab-own") is rule
+        with pytest.raises(InputError, match="registered already"):
+            register_wire_rule(rule)
+    finally:
+        WIRE_RULES.remove(rule)
+    with pytest.raises(InputError, match="no wire rule"):
+        wire_rule_named("lab-own")
