@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from hil.cli.options import json_option
 from hil.errors import EXIT_INPUT, EXIT_OK, InputError
 from hil.inventory import (
+    CaptureSpec,
     Inventory,
     Pair,
     inventory_document,
@@ -113,11 +114,23 @@ def _ports_table(inv: Inventory) -> str:
 def _pairs_table(pairs: list[Pair]) -> str:
     if not pairs:
         return "no pairs"
-    rows: list[tuple[object, ...]] = [("PAIR", "END_A", "END_B", "TAGS", "PULLS")]
+    rows: list[tuple[object, ...]] = [("PAIR", "END_A", "END_B", "TAGS", "PULLS", "CAPTURE")]
     for p in pairs:
         modes = ",".join(pull.mode for pull in p.link.pulls)
-        rows.append((p.name, p.link.a, p.link.b, ",".join(p.link.tags) or "-", modes or "-"))
+        rows.append(
+            (p.name, p.link.a, p.link.b, ",".join(p.link.tags) or "-", modes or "-",
+             _capture(p.link.capture))
+        )  # fmt: skip
     return _table(rows)
+
+
+def _capture(capture: CaptureSpec) -> str:
+    """``ends``, ``host tap-1:enp3s0``, ``command on switch-ctl`` or ``none``."""
+    if capture.mode == "host":
+        return f"host {capture.host}:{capture.netdev}"
+    if capture.mode == "command":
+        return f"command on {capture.controller}"
+    return capture.mode
 
 
 def _table(rows: Sequence[Sequence[object]]) -> str:

@@ -32,6 +32,7 @@ from hil.agent.client import AgentCallError
 from hil.errors import HilError, InputError, RemoteError
 from hil.host.extensions import Registry
 from hil.host.journal import UndoReport, agent_undo, ssh_undo
+from hil.inventory import templates
 from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
 
 if TYPE_CHECKING:
@@ -251,19 +252,11 @@ class LinkControl:
     def _pull_command(self, link: Link, pull: Pull, change: Change) -> None:
         if pull.controller is None:
             raise InputError(f"link {link.name}: the command pull names no controller")
-        down, up = self._argv(link, pull, pull.down), self._argv(link, pull, pull.up)
+        what = f"link {link.name}: command template"
+        down = templates.fill(pull.down, dict(pull.vars), what)
+        up = templates.fill(pull.up, dict(pull.vars), what)
         change(ssh_undo(pull.controller, up, f"run the up command of link {link.name}"))
         self.hosts.session(pull.controller).run(down, timeout=STEP_TIMEOUT, check=True)
-
-    def _argv(self, link: Link, pull: Pull, templates: tuple[str, ...]) -> list[str]:
-        fields = dict(pull.vars)
-        try:
-            return [t.format(**fields) for t in templates]
-        except (KeyError, IndexError, ValueError) as e:
-            raise InputError(
-                f"link {link.name}: command template {list(templates)} needs field {e} "
-                f"(vars: {', '.join(sorted(fields)) or 'none'})"
-            ) from None
 
 
 def register_pull_mode(mode: str, pull: PullFn) -> None:

@@ -8,7 +8,10 @@ requirements such as ``speed>=25000``.
 from hil.inventory.document import inventory_document, pair_document
 from hil.inventory.loader import inventory_path, load, load_from_args
 from hil.inventory.model import (
+    CAPTURE_MODES,
     PULL_MODES,
+    CaptureMode,
+    CaptureSpec,
     Host,
     HostKeyPolicy,
     Inventory,
@@ -30,8 +33,11 @@ from hil.inventory.require import (
 )
 
 __all__ = [
+    "CAPTURE_MODES",
     "PULL_MODES",
     "REQUIREMENT_KEYS",
+    "CaptureMode",
+    "CaptureSpec",
     "Host",
     "HostKeyPolicy",
     "IPInterface",

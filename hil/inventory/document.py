@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hil.inventory.model import Host, Inventory, Link, Pair, Pull, Rnic
+from hil.inventory.model import CaptureSpec, Host, Inventory, Link, Pair, Pull, Rnic
 
 
 def inventory_document(inventory: Inventory, pairs: list[Pair] | None = None) -> dict[str, Any]:
@@ -77,6 +77,7 @@ def _link(link: Link) -> dict[str, Any]:
         "ends": [str(link.a), str(link.b)],
         "tags": list(link.tags),
         "pull": [_pull(p) for p in link.pulls],
+        "capture": _capture(link.capture),
     }
 
 
@@ -90,5 +91,20 @@ def _pull(pull: Pull) -> dict[str, Any]:
             down=list(pull.down),
             up=list(pull.up),
             vars=dict(pull.vars),
+        )
+    return doc
+
+
+def _capture(capture: CaptureSpec) -> dict[str, Any]:
+    doc: dict[str, Any] = {"mode": capture.mode}
+    if capture.mode == "host":
+        doc.update(host=capture.host, netdev=capture.netdev)
+    elif capture.mode == "command":
+        doc.update(
+            controller=capture.controller,
+            start=list(capture.start),
+            stop=list(capture.stop),
+            fetch=list(capture.fetch),
+            vars=dict(capture.vars),
         )
     return doc

@@ -1,20 +1,35 @@
-"""Validate the ``links:`` section: two ends on two hosts, one link per port, the pull modes.
+"""Validate the ``links:`` section: two ends on two hosts, one link per port, the pull
+modes and the capture point.
 
 Called by ``hil.inventory.loader`` once the hosts are known, so that every
-``HOST:PORT`` end, pull ``end`` and ``controller`` is checked against them.
+``HOST:PORT`` end, pull ``end`` and ``controller``, and capture ``host`` or
+``controller`` is checked against them.
 """
 
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Mapping
 from pathlib import Path
 
-from hil.inventory.model import PULL_MODES, Host, Link, LinkEnd, Pull
+import yaml
+
+from hil.inventory.model import (
+    CAPTURE_FETCH_FIELDS,
+    CAPTURE_FIELDS,
+    CAPTURE_MODES,
+    PULL_MODES,
+    CaptureSpec,
+    Host,
+    Link,
+    LinkEnd,
+    Pull,
+)
 from hil.inventory.nodes import (
     NAME,
     NAME_WHAT,
+    NETDEV,
+    NETDEV_WHAT,
     At,
     check_name,
     choice,
@@ -28,8 +43,9 @@ from hil.inventory.nodes import (
     tags,
     text,
 )
+from hil.inventory.templates import IDENT, argv_template, uses
 
-LINK_KEYS = ("ends", "tags", "pull")
+LINK_KEYS = ("ends", "tags", "pull", "capture")
 # Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
 # mode: admin and blackhole act on it (default: the first end); for carrier
 # and command it is optional and names the side whose carrier is affected.
@@ -40,8 +56,18 @@ PULL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "command": (("mode", "end", "controller", "down", "up", "vars"), ("controller", "down", "up")),
 }
 
+# Per capture mode, the same.  ``capture: none`` (a plain word) is ``{mode: none}``.
+CAPTURE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "ends": (("mode",), ()),
+    "host": (("mode", "host", "netdev"), ("host", "netdev")),
+    "command": (
+        ("mode", "controller", "start", "stop", "fetch", "vars"),
+        ("controller", "start", "stop", "fetch"),
+    ),
+    "none": (("mode",), ()),
+}
+
 _ACTS_ON_AN_END = ("admin", "blackhole")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _END = re.compile(r"([^:\s]+):([^:\s]+)")
 
@@ -93,7 +119,10 @@ class _LinkReader:
                 )
             lines[pull.mode] = item.line
             pulls.append(pull)
-        return Link(name=name, a=a, b=b, pulls=tuple(pulls), tags=tags(f.get("tags")))
+        capture = self._capture(f["capture"]) if given(f, "capture") else CaptureSpec()
+        return Link(
+            name=name, a=a, b=b, pulls=tuple(pulls), tags=tags(f.get("tags")), capture=capture
+        )
 
     def _end(self, at: At) -> LinkEnd:
         value = text(at)
@@ -137,54 +166,71 @@ class _LinkReader:
         raise at.error(f"{value!r} is not an end of this link (ends: {ends[0]}, {ends[1]})")
 
     def _command_pull(self, f: dict[str, At], end: LinkEnd | None) -> Pull:
-        controller = matching(f["controller"], NAME, NAME_WHAT)
-        if controller not in self.hosts:
-            raise f["controller"].error(
-                f"no host {controller!r} in this inventory ({known(self.hosts)})"
-            )
-        variables = _vars(f["vars"]) if given(f, "vars") else ()
+        variables = _vars(f["vars"], ()) if given(f, "vars") else ()
         names = {k for k, _ in variables}
         return Pull(
             mode="command",
             end=end,
-            controller=controller,
-            down=_template(f["down"], names),
-            up=_template(f["up"], names),
+            controller=self._host_name(f["controller"]),
+            down=argv_template(f["down"], names),
+            up=argv_template(f["up"], names),
+            vars=variables,
+        )
+
+    def _host_name(self, at: At) -> str:
+        """An inventory host named at ``at``."""
+        name = matching(at, NAME, NAME_WHAT)
+        if name not in self.hosts:
+            raise at.error(f"no host {name!r} in this inventory ({known(self.hosts)})")
+        return name
+
+    def _capture(self, at: At) -> CaptureSpec:
+        if isinstance(at.node, yaml.ScalarNode):
+            # ``capture: none``: the plain-word form of the modes that take no keys.
+            return CaptureSpec(mode=choice(at, ("none", "ends")))  # type: ignore[arg-type]
+        found = entries(at)
+        if not given(found, "mode"):
+            raise at.error(f"missing required key 'mode' (one of: {', '.join(CAPTURE_MODES)})")
+        mode = choice(found["mode"], CAPTURE_MODES)
+        allowed, required = CAPTURE_KEYS[mode]
+        f = fields(at, allowed, ("mode", *required))
+        if mode == "host":
+            return CaptureSpec(
+                mode="host",
+                host=self._host_name(f["host"]),
+                netdev=matching(f["netdev"], NETDEV, NETDEV_WHAT),
+            )
+        if mode == "command":
+            return self._capture_command(f)
+        return CaptureSpec(mode=mode)  # type: ignore[arg-type]
+
+    def _capture_command(self, f: dict[str, At]) -> CaptureSpec:
+        variables = _vars(f["vars"], CAPTURE_FETCH_FIELDS) if given(f, "vars") else ()
+        names = {k for k, _ in variables}
+        what = "fields"  # its vars and the ones hil fills
+        fetch = argv_template(f["fetch"], names | set(CAPTURE_FETCH_FIELDS), what)
+        if not uses(fetch, "pcap"):
+            raise f["fetch"].error(
+                "fetch must write the capture to {pcap} (a file on the controller hil then "
+                "copies and removes)"
+            )
+        return CaptureSpec(
+            mode="command",
+            controller=self._host_name(f["controller"]),
+            start=argv_template(f["start"], names | set(CAPTURE_FIELDS), what),
+            stop=argv_template(f["stop"], names | set(CAPTURE_FIELDS), what),
+            fetch=fetch,
             vars=variables,
         )
 
 
-def _vars(at: At) -> tuple[tuple[str, str], ...]:
+def _vars(at: At, reserved: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """A ``vars:`` mapping; its names may not be one of the ``reserved`` fields hil fills."""
     result = []
     for key, value in entries(at).items():
-        if not _IDENT.fullmatch(key):
+        if not IDENT.fullmatch(key):
             raise value.error(f"{key!r} is not a variable name (letters, digits, '_')")
+        if key in reserved:
+            raise value.error(f"{key!r} is filled by hil; name the variable otherwise")
         result.append((key, text(value)))
     return tuple(result)
-
-
-def _template(at: At, names: set[str]) -> tuple[str, ...]:
-    """An argument list whose ``{name}`` fields must all be in ``names``."""
-    items = sequence(at)
-    if not items:
-        raise at.error("expected a non-empty argument list")
-    argv = []
-    for item in items:
-        arg = text(item)
-        try:
-            parsed = list(string.Formatter().parse(arg))
-        except ValueError as e:
-            raise item.error(
-                f"bad template {arg!r}: {e} (write {{{{ for a literal brace)"
-            ) from None
-        for _, field, spec, conversion in parsed:
-            if field is None:
-                continue
-            if not _IDENT.fullmatch(field) or spec or conversion:
-                raise item.error(f"template field {{{field}}} must be a plain {{name}}")
-            if field not in names:
-                raise item.error(
-                    f"template field {{{field}}} is not in vars ({known(names, 'vars')})"
-                )
-        argv.append(arg)
-    return tuple(argv)

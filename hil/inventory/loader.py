@@ -23,6 +23,8 @@ from hil.inventory.model import Host, Inventory, IPInterface, Link, Rnic, SshCon
 from hil.inventory.nodes import (
     NAME,
     NAME_WHAT,
+    NETDEV,
+    NETDEV_WHAT,
     At,
     boolean,
     check_name,
@@ -56,7 +58,6 @@ RNIC_KEYS = (
 # Words that end up in an ssh or process argument list: no spaces, and no
 # leading '-' so that inventory text can never be taken for an option.
 _WORD = re.compile(r"[^\s-][^\s]*")
-_NETDEV = re.compile(r"(?!\.\.?$)(?!-)[^\s/:]{1,15}")
 _DRIVER = re.compile(r"[a-z0-9_]+")
 _SYSCTL = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
 
@@ -219,7 +220,7 @@ class _Loader:
         f = fields(at, RNIC_KEYS, required=("name", "netdev", "driver"))
         readers: dict[str, Callable[[At], object]] = {
             "name": lambda a: matching(a, NAME, NAME_WHAT),
-            "netdev": lambda a: matching(a, _NETDEV, "a network interface name"),
+            "netdev": lambda a: matching(a, NETDEV, NETDEV_WHAT),
             "driver": lambda a: matching(a, _DRIVER, "a driver name (like iw_cxgb4 or siw)"),
             "rdma_device": lambda a: matching(a, NAME, "an RDMA device name (like cxgb4_0)"),
             "address": _interface,

@@ -21,6 +21,13 @@ IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 HostKeyPolicy = Literal["strict", "accept-new"]
 PullMode = Literal["admin", "blackhole", "carrier", "command"]
 PULL_MODES: tuple[PullMode, ...] = ("admin", "blackhole", "carrier", "command")
+CaptureMode = Literal["ends", "host", "command", "none"]
+CAPTURE_MODES: tuple[CaptureMode, ...] = ("ends", "host", "command", "none")
+# The fields hil fills in a capture command's templates (besides its vars):
+# ``id`` names one capture (the same in start, stop and fetch), ``link`` the
+# link, and ``pcap`` (fetch only) the file on ``controller`` to write it to.
+CAPTURE_FIELDS = ("id", "link")
+CAPTURE_FETCH_FIELDS = ("id", "link", "pcap")
 
 
 @dataclass(frozen=True)
@@ -113,14 +120,41 @@ class Pull:
 
 
 @dataclass(frozen=True)
+class CaptureSpec:
+    """Where a link's packets can be captured: the link's ``capture:``.
+
+    - ``ends`` (the default, ``capture:`` absent): tcpdump on each end's own
+      netdev; it sees the iWARP traffic only where the provider's TCP runs in
+      the host kernel (siw), see :func:`hil.wire.plan.capture_plan`.
+    - ``host``: tcpdump on ``netdev`` of the inventory host ``host`` (a
+      capture host on a mirror port or an inline tap), reached by SSH.
+    - ``command``: a vendor's capture tool: ``start``, ``stop`` and ``fetch``
+      argument lists run over SSH on the inventory host ``controller``;
+      ``{name}`` fields come from ``vars`` and from hil (``CAPTURE_FIELDS``;
+      ``fetch`` writes the capture to ``{pcap}``).
+    - ``none``: the link has no usable capture point.
+    """
+
+    mode: CaptureMode = "ends"
+    host: str | None = None
+    netdev: str | None = None
+    controller: str | None = None
+    start: tuple[str, ...] = ()
+    stop: tuple[str, ...] = ()
+    fetch: tuple[str, ...] = ()
+    vars: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Link:
-    """A named cable between two host ports, and the ways to pull it."""
+    """A named cable between two host ports, the ways to pull it and where to capture it."""
 
     name: str
     a: LinkEnd
     b: LinkEnd
     pulls: tuple[Pull, ...] = ()
     tags: tuple[str, ...] = ()
+    capture: CaptureSpec = CaptureSpec()
 
     def pull(self, mode: PullMode) -> Pull:
         """The pull of ``mode``; KeyError when the link does not offer it."""

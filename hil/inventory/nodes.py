@@ -25,6 +25,9 @@ from hil.errors import InventoryError
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 NAME_CHARS = "(letters, digits, '_', '.', '-'; starting with a letter or digit)"
 NAME_WHAT = f"a valid name {NAME_CHARS}"
+# A Linux interface name (IFNAMSIZ), never taken for an option.
+NETDEV = re.compile(r"(?!\.\.?$)(?!-)[^\s/:]{1,15}")
+NETDEV_WHAT = "a network interface name"
 
 _TAG = "tag:yaml.org,2002:"
 _MERGE = _TAG + "merge"

@@ -8,7 +8,8 @@ import hil.inventory
 def test_exported_names() -> None:
     assert sorted(hil.inventory.__all__) == sorted(
         [
-            "PULL_MODES", "REQUIREMENT_KEYS", "Host", "HostKeyPolicy", "IPInterface",
+            "CAPTURE_MODES", "PULL_MODES", "REQUIREMENT_KEYS", "CaptureMode", "CaptureSpec",
+            "Host", "HostKeyPolicy", "IPInterface",
             "Inventory", "Link", "LinkEnd", "Pair", "Pull", "PullMode", "Requirement",
             "Rnic", "SshConfig", "inventory_document", "inventory_path", "load",
             "load_from_args", "pair_document", "parse_requirement", "parse_requirements",

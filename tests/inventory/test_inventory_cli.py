@@ -55,8 +55,9 @@ def test_show_tables(hil) -> None:
             "1.27.4.0", "-"] in lines  # fmt: skip
     assert ["gen-b", "p0", "eno2", "siw", "-", "198.18.4.2/24", "1500", "10000", "-",
             "siw"] in lines  # fmt: skip
-    assert ["t6-pair-1", "t6-a:p0", "t6-b:p0", "t6,chelsio", "admin,blackhole,command"] in lines
-    assert ["siw-pair-1", "gen-a:p0", "gen-b:p0", "siw", "admin,blackhole"] in lines
+    assert ["t6-pair-1", "t6-a:p0", "t6-b:p0", "t6,chelsio", "admin,blackhole,command",
+            "ends"] in lines  # fmt: skip
+    assert ["siw-pair-1", "gen-a:p0", "gen-b:p0", "siw", "admin,blackhole", "ends"] in lines
 
 
 def test_show_require_filters_pairs(hil) -> None:

@@ -60,6 +60,16 @@ links:
 """
 
 HOSTS = "hosts: a, b, bastion, ctl"
+VARS = "        vars: {port: Eth1/1}\n"
+CAPTURE_COMMAND = """\
+    capture:
+      mode: command
+      controller: ctl
+      start: [cap, start, "{tool}", "{id}"]
+      stop: [cap, stop, "{id}"]
+      fetch: [cap, get, "{id}", "{pcap}"]
+      vars: {tool: t1}
+"""
 RNIC_ALLOWED = "address, driver, fallback, firmware, mtu, name, netdev, rdma_device, speed"
 
 # (id, text to replace in BASE (first occurrence), replacement, expected message)
@@ -219,6 +229,74 @@ CASES = [
         "controller: ctl",
         "controller: switch",
         f"lab.yaml:35: links.l1.pull[1].controller: no host 'switch' in this inventory ({HOSTS})",
+    ),
+    (
+        "capture-host-unknown",
+        VARS,
+        VARS + "    capture: {mode: host, host: tap-1, netdev: eth3}\n",
+        f"lab.yaml:39: links.l1.capture.host: no host 'tap-1' in this inventory ({HOSTS})",
+    ),
+    (
+        "capture-host-without-netdev",
+        VARS,
+        VARS + "    capture:\n      mode: host\n      host: ctl\n",
+        "lab.yaml:39: links.l1.capture: missing required key 'netdev'",
+    ),
+    (
+        "capture-bad-mode",
+        VARS,
+        VARS + "    capture: {mode: mirror}\n",
+        "lab.yaml:39: links.l1.capture.mode: 'mirror' is not one of: ends, host, command, none",
+    ),
+    (
+        "capture-bad-word",
+        VARS,
+        VARS + "    capture: off\n",
+        "lab.yaml:39: links.l1.capture: expected a string, got a boolean 'off'",
+    ),
+    (
+        "capture-key-of-another-mode",
+        VARS,
+        VARS + "    capture: {mode: none, netdev: eth3}\n",
+        "lab.yaml:39: links.l1.capture.netdev: unknown key 'netdev' (allowed: mode)",
+    ),
+    (
+        "capture-command-field-unknown",
+        VARS,
+        VARS + CAPTURE_COMMAND.replace('[cap, stop, "{id}"]', '[cap, stop, "{session}"]'),
+        (
+            "lab.yaml:43: links.l1.capture.stop[2]: template field {session} is not in fields "
+            "(fields: id, link, tool)"
+        ),
+    ),
+    (
+        "capture-command-pcap-outside-fetch",
+        VARS,
+        VARS + CAPTURE_COMMAND.replace('[cap, stop, "{id}"]', '[cap, stop, "{pcap}"]'),
+        (
+            "lab.yaml:43: links.l1.capture.stop[2]: template field {pcap} is not in fields "
+            "(fields: id, link, tool)"
+        ),
+    ),
+    (
+        "capture-command-fetch-without-pcap",
+        VARS,
+        VARS + CAPTURE_COMMAND.replace('"{pcap}"]', "/tmp/x.pcap]"),
+        "lab.yaml:44: links.l1.capture.fetch: fetch must write the capture to {pcap} (a file "
+        "on the controller hil then copies and removes)",
+    ),
+    (
+        "capture-command-var-named-like-a-field",
+        VARS,
+        VARS + CAPTURE_COMMAND.replace("{tool: t1}", "{tool: t1, pcap: x}"),
+        "lab.yaml:45: links.l1.capture.vars.pcap: 'pcap' is filled by hil; name the variable "
+        "otherwise",
+    ),
+    (
+        "capture-command-controller-unknown",
+        VARS,
+        VARS + CAPTURE_COMMAND.replace("controller: ctl", "controller: cap-ctl"),
+        f"lab.yaml:41: links.l1.capture.controller: no host 'cap-ctl' in this inventory ({HOSTS})",
     ),
     (
         "wrong-type-mtu",

@@ -10,6 +10,7 @@ import pytest
 
 from hil.errors import InputError, InventoryError
 from hil.inventory import (
+    CaptureSpec,
     Inventory,
     LinkEnd,
     SshConfig,
@@ -99,7 +100,51 @@ def test_defaults(tmp_path: Path) -> None:
     rnic = host.rnic("p0")
     assert (rnic.rdma_device, rnic.address, rnic.mtu, rnic.speed, rnic.fallback) == (None,) * 5
     assert inv.links["l"].pulls == ()
+    assert inv.links["l"].capture == CaptureSpec(mode="ends")
     assert inv.path == tmp_path / "lab.yaml"
+
+
+CAPTURES = """\
+  tap:
+    ssh: {host: tap.example}
+links:
+  ends: {ends: [a:p0, b:p0]}
+  host: {ends: [a:p1, b:p1], capture: {mode: host, host: tap, netdev: enp3s0}}
+  command:
+    ends: [a:p2, b:p2]
+    capture:
+      mode: command
+      controller: tap
+      start: [cap, start, "{port}", "{id}"]
+      stop: [cap, stop, "{id}"]
+      fetch: [cap, get, "{id}", --link, "{link}", "{pcap}"]
+      vars: {port: Eth1/3}
+  none: {ends: [a:p3, b:p3], capture: none}
+  none2: {ends: [a:p4, b:p4], capture: {mode: none}}
+"""
+
+
+def test_capture_points(tmp_path: Path) -> None:
+    ports = "[" + ", ".join(f"{{name: p{i}, netdev: eth{i}, driver: siw}}" for i in range(5)) + "]"
+    text = MINIMAL.replace("[{name: p0, netdev: eth0, driver: siw}]", ports)
+    inv = load(_write(tmp_path / "lab.yaml", text.split("links:")[0] + CAPTURES))
+    captures = {name: link.capture for name, link in inv.links.items()}
+    assert captures["ends"] == CaptureSpec(mode="ends")
+    assert captures["host"] == CaptureSpec(mode="host", host="tap", netdev="enp3s0")
+    assert captures["command"] == CaptureSpec(
+        mode="command",
+        controller="tap",
+        start=("cap", "start", "{port}", "{id}"),
+        stop=("cap", "stop", "{id}"),
+        fetch=("cap", "get", "{id}", "--link", "{link}", "{pcap}"),
+        vars=(("port", "Eth1/3"),),
+    )
+    assert captures["none"] == captures["none2"] == CaptureSpec(mode="none")
+    # The JSON document loads back into the same capture points.
+    doc = inventory_document(inv)
+    doc.pop("pairs")
+    again = load(_write(tmp_path / "again.yaml", json.dumps(doc)))
+    assert again.links == inv.links
 
 
 def test_null_means_not_set(tmp_path: Path) -> None:
