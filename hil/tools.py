@@ -172,6 +172,12 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool("node", "nodejs", _C, "runs the allure command"),
     Tool("java", "default-jre-headless", _C, "the Allure 2 generator, run by allure"),
+    Tool(
+        "tshark",
+        "tshark",
+        _C,
+        "decodes packet captures with Wireshark's iWARP dissectors (hil/wire/tshark.py)",
+    ),
     # -- only inside virtual-lab guests (hil/lab/guest_boot.sh) ----------------------------
     Tool("mkdir", "coreutils", _G, "guest boot"),
     Tool("chmod", "coreutils", _G, "guest boot"),

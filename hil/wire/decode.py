@@ -1,0 +1,204 @@
+"""Capture files to an :class:`~hil.wire.model.Exchange`: what tshark saw, as data.
+
+:func:`decode` runs tshark once per capture point's file
+(:mod:`hil.wire.tshark`) and turns each TCP packet into a
+:class:`~hil.wire.model.Packet`; nothing here reads packet bytes.
+
+Connections: within one file, tshark's ``tcp.stream`` tells connections
+apart (it starts a new stream when a 4-tuple is reused after a close).
+Across files, the n-th stream of a 4-tuple in one point's file is the n-th
+stream of that 4-tuple in every other's.  The active side is, in this
+order of evidence: the sender of a SYN without ACK, the receiver of a
+SYN-ACK, the sender of the MPA request, the receiver of the MPA reply; a
+capture that holds none of these (it began mid-connection, after the
+handshake) gets the endpoint with the higher port, usually the ephemeral
+one a connecting side is given.
+
+MPA v2 (RFC 6581, "enhanced" connection setup): the ``H`` bit is the top
+bit of what tshark 4.0 calls ``iwarp_mpa.res`` (0x10; the kernel's
+``MPA_RR_FLAG_ENHANCED``), and with revision 2 and ``H`` set the first four
+private data bytes are the IRD and ORD words, each a 14-bit count under two
+control bits (Linux's ``MPA_IRD_ORD_MASK``).  tshark 4.0 shows those bytes
+as private data; splitting them off is the one thing done here by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from hil.wire import tshark
+from hil.wire.model import Connection, Endpoint, Exchange, Mpa, Packet, Terminate
+
+DEFAULT_TIMEOUT = 120.0
+_FLAGS = {"syn": "SYN", "ack": "ACK", "fin": "FIN", "reset": "RST", "push": "PSH"}
+_ENHANCED = 0x10
+_IRD_ORD_MASK = 0x3FFF
+# RFC 5040 7.2 names the layers RDMAP, DDP and LLP (tshark says "RDMA" for the first).
+_LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP"}
+_ETYPE = {
+    0: "iwarp_rdma.term_etype_rdma",
+    1: "iwarp_rdma.term_etype_ddp",
+    2: "iwarp_rdma.term_etype_llp",
+}
+_ERRCODE = {
+    (0, None): "iwarp_rdma.term_errcode_rdma",
+    (1, 1): "iwarp_rdma.term_errcode_ddp_tagged",
+    (1, 2): "iwarp_rdma.term_errcode_ddp_untagged",
+    (2, None): "iwarp_rdma.term_errcode_llp",
+}
+
+# (point, tcp.stream) and its packet, before connections are put together.
+Seen = tuple[str, int, Packet]
+
+
+def decode(captures: Mapping[str, Path], *, timeout: float = DEFAULT_TIMEOUT) -> Exchange:
+    """Decode each capture point's file (point name -> pcap) into one exchange."""
+    seen: list[Seen] = []
+    notes: list[str] = []
+    for point, path in captures.items():
+        result = tshark.read(path, timeout=timeout)
+        seen += [(point, int(_one(f, "tcp.stream")), packet(point, f)) for f in result.packets]
+        notes += [result.warning] if result.warning else []
+    return Exchange(connections=connections(seen), points=tuple(captures), notes=tuple(notes))
+
+
+def packet(point: str, f: tshark.Fields) -> Packet:
+    """One TCP packet from tshark's fields for it."""
+    ip = "ipv6" if "ipv6.src" in f else "ip"
+    opcodes = tuple(_name("iwarp_rdma.opcode", _int(v)) for v in f.get("iwarp_rdma.opcode", []))
+    return Packet(
+        frame=int(_one(f, "frame.number")),
+        point=point,
+        wall_us=_micros(_one(f, "frame.time_epoch")),
+        # The last IP header is the one carrying the TCP segment (tunnels put theirs first).
+        src=(f[f"{ip}.src"][-1], int(_one(f, "tcp.srcport"))),
+        dst=(f[f"{ip}.dst"][-1], int(_one(f, "tcp.dstport"))),
+        flags=frozenset(name for key, name in _FLAGS.items() if _true(f, f"tcp.flags.{key}")),
+        seq=int(_one(f, "tcp.seq_raw")),
+        length=int(_one(f, "tcp.len")),
+        retransmission="tcp.analysis.retransmission" in f,
+        mpa=mpa(f),
+        rdmap=opcodes,
+        terminate=terminate(f),
+    )
+
+
+def mpa(f: tshark.Fields) -> Mpa | None:
+    """The MPA request or reply this packet carries, if any."""
+    if "iwarp_mpa.req" not in f and "iwarp_mpa.rep" not in f:
+        return None
+    wire = _hex(f.get("iwarp_mpa.privatedata", [""])[0])
+    revision = _int(_one(f, "iwarp_mpa.rev"))
+    enhanced = bool(_int(_one(f, "iwarp_mpa.res")) & _ENHANCED)
+    ird = ord_ = None
+    private = wire
+    if enhanced and revision == 2 and len(wire) >= 8:
+        ird, ord_ = int(wire[0:4], 16) & _IRD_ORD_MASK, int(wire[4:8], 16) & _IRD_ORD_MASK
+        private = wire[8:]
+    return Mpa(
+        kind="request" if "iwarp_mpa.req" in f else "reply",
+        revision=revision,
+        marker=_true(f, "iwarp_mpa.marker_flag"),
+        crc=_true(f, "iwarp_mpa.crc_flag"),
+        reject=_true(f, "iwarp_mpa.rej_flag"),
+        enhanced=enhanced,
+        private_data=private,
+        wire_private_data=wire,
+        ird=ird,
+        ord=ord_,
+    )
+
+
+def terminate(f: tshark.Fields) -> Terminate | None:
+    """The first RDMAP TERMINATE of this packet, if any.
+
+    Which field holds the error type and code depends on the layer (and on
+    tshark's version), so the number is taken from whichever is there and the
+    name from the value table of the layer's own field.
+    """
+    if "iwarp_rdma.term_layer" not in f:
+        return None
+    layer = _int(f["iwarp_rdma.term_layer"][0])
+    etype = _int(_first(f, "term_etype_rdma", "term_etype_ddp", "term_etype_llp", "term_etype"))
+    code = _int(
+        _first(
+            f,
+            "term_errcode_rdma",
+            "term_errcode_ddp_tagged",
+            "term_errcode_ddp_untagged",
+            "term_errcode_llp",
+            "term_errcode",
+        )
+    )
+    code_field = _ERRCODE.get((layer, etype if layer == 1 else None), "")
+    words = (
+        tshark.value_names("iwarp_rdma.term_layer").get(layer, str(layer)),
+        tshark.value_names(_ETYPE.get(layer, "")).get(etype, f"error type {etype}"),
+        tshark.value_names(code_field).get(code, f"error code {code:#x}"),
+    )
+    return Terminate(_LAYERS.get(layer, str(layer)), etype, code, ": ".join(words))
+
+
+def connections(seen: Sequence[Seen]) -> tuple[Connection, ...]:
+    """Packets grouped into connections (see the module doc), earliest first."""
+    groups: dict[tuple[frozenset[Endpoint], int], list[Packet]] = {}
+    nth: dict[tuple[str, int], int] = {}
+    count: dict[tuple[str, frozenset[Endpoint]], int] = {}
+    for point, stream, p in seen:
+        pair = frozenset((p.src, p.dst))
+        if (point, stream) not in nth:
+            nth[point, stream] = count.get((point, pair), 0)
+            count[point, pair] = nth[point, stream] + 1
+        groups.setdefault((pair, nth[point, stream]), []).append(p)
+    conns = [_connection(packets) for packets in groups.values()]
+    return tuple(sorted(conns, key=lambda c: min(p.wall_us for p in c.packets)))
+
+
+def _connection(packets: list[Packet]) -> Connection:
+    active = _active(packets)
+    passive = next(p.dst if p.src == active else p.src for p in packets)
+    return Connection(active=active, passive=passive, packets=tuple(packets))
+
+
+def _active(packets: list[Packet]) -> Endpoint:
+    for p in packets:
+        if "SYN" in p.flags:
+            return p.dst if "ACK" in p.flags else p.src
+        if p.mpa is not None:
+            return p.src if p.mpa.kind == "request" else p.dst
+    first = packets[0]
+    return max(first.src, first.dst, key=lambda ep: (ep[1], ep[0]))
+
+
+def _name(field: str, value: int) -> str:
+    return tshark.value_names(field).get(value, f"opcode {value:#x}")
+
+
+def _one(f: tshark.Fields, field: str) -> str:
+    return f[field][0]
+
+
+def _first(f: tshark.Fields, *names: str) -> str:
+    # -1 when the snap length cut the field off.
+    return next((f[k][0] for k in (f"iwarp_rdma.{n}" for n in names) if k in f), "-1")
+
+
+def _int(text: str) -> int:
+    # tshark prints BASE_HEX fields as 0x.., the others in decimal.
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
+
+
+def _true(f: tshark.Fields, field: str) -> bool:
+    # Booleans are "1"/"0" in tshark 4.0's -e output ("True"/"False" in some releases).
+    return f.get(field, ["0"])[0].lower() in ("1", "true")
+
+
+def _hex(text: str) -> str:
+    return text.replace(":", "").lower()
+
+
+def _micros(epoch: str) -> int:
+    # "1796094113.963786000": exact integer microseconds, no float rounding.
+    seconds, _, fraction = epoch.partition(".")
+    return int(seconds) * 1_000_000 + int((fraction + "000000")[:6])
