@@ -9,7 +9,16 @@ shades the time until its restore on every lane.  The footer states each
 host's clock offset and its uncertainty, drawn as a bar around each event,
 because cross-host order is only good to the sum of both uncertainties.
 
+Given the test's decoded capture (``exchange``), a wire lane between the two
+hosts' lanes draws the packets that matter as a ladder: arrows from the
+sender's lane to the receiver's (SYN, SYN-ACK, MPA request and reply, FIN;
+RST, TERMINATE and an MPA reject in red, ringed when a failed wire rule
+cites them; dashed when retransmitted; other retransmissions as marks).
+What is drawn and why is :mod:`hil.report.wirelane`; the footer states each
+capture point's placement uncertainty and what was left out.
+
     svg_text = render_timeline(timeline, verdict)
+    svg_text = render_timeline(timeline, verdict, exchange, wire_verdict)
 """
 
 from __future__ import annotations
@@ -20,6 +29,9 @@ from xml.sax.saxutils import escape
 
 from hil.judge.contract import Verdict
 from hil.judge.timeline import Action, Event, Timeline
+from hil.report.wirelane import Crossing, WireLane, wire_lane
+from hil.wire.judge import WireVerdict
+from hil.wire.model import Exchange
 
 WIDTH = 1100
 GUTTER = 150  # left margin for the lane names
@@ -32,6 +44,9 @@ OK_COLOR = "#1565c0"
 EVENT_COLOR = "#2e7d32"
 BAD_COLOR = "#c62828"
 PULL_FILL = "#fff3e0"
+TONE_COLOR = {"tcp": "#455a64", "mpa": OK_COLOR, "bad": BAD_COLOR}
+RETRANS_COLOR = "#ef6c00"
+WIRE_ROWS = 4  # label rows in the wire lane
 
 
 @dataclass(frozen=True)
@@ -62,9 +77,15 @@ class _Mark:
     ringed: bool = False
 
 
-def render_timeline(timeline: Timeline, verdict: Verdict | None = None) -> str:
-    """The timeline as a standalone SVG document (text)."""
-    axis = _axis(timeline)
+def render_timeline(
+    timeline: Timeline,
+    verdict: Verdict | None = None,
+    exchange: Exchange | None = None,
+    wire: WireVerdict | None = None,
+) -> str:
+    """The timeline as a standalone SVG document (text); with ``exchange``, a wire lane."""
+    lane = wire_lane(timeline, exchange, _cited_packets(wire)) if exchange is not None else None
+    axis = _axis(timeline, lane)
     cited = _cited(verdict)
     parts: list[str] = []
     y = 48
@@ -73,14 +94,19 @@ def render_timeline(timeline: Timeline, verdict: Verdict | None = None) -> str:
         uncertainty = timeline.uncertainty_us(host)
         actions = [_action_mark(a) for a in timeline.actions if a.side == side]
         events = [_event_mark(e, cited) for e in timeline.events if e.side == side]
-        lane, height = _lane(axis, y, f"{host} ({side})", actions, events, uncertainty)
-        parts.append(lane)
+        svg, height = _lane(axis, y, f"{host} ({side})", actions, events, uncertainty)
+        parts.append(svg)
         y += height
+        if side == "a" and lane is not None:
+            svg, height = _wire_lane(axis, y, lane)
+            parts.append(svg)
+            y += height
     shading = _pulls(axis, timeline.actions, lanes_top, y)
     ticks = _ticks(axis, lanes_top, y)
-    footer = _footer(timeline, y + 36)
-    height = y + 36 + ROW_H * (len(timeline.offsets) + 2)
-    head = _header(timeline, verdict)
+    lines = _footer_lines(timeline) + list(lane.notes if lane is not None else ())
+    footer = _footer(lines, y + 36)
+    height = y + 36 + ROW_H * (len(lines) + 1)
+    head = _header(timeline, verdict, wire)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans, Arial, sans-serif" '
@@ -90,14 +116,18 @@ def render_timeline(timeline: Timeline, verdict: Verdict | None = None) -> str:
     )
 
 
-def _axis(tl: Timeline) -> _Axis:
+def _axis(tl: Timeline, lane: WireLane | None) -> _Axis:
     times = [e.t_us for e in tl.events] + [a.t_us for a in tl.actions]
     ends = [a.end_us for a in tl.actions] + times
-    if not times:
+    # Packets widen the axis (a FIN after the last event still shows); 0 ms stays the
+    # first action or event.
+    wire = [t for c in (lane.crossings if lane else ()) for t in (c.depart_us, c.arrive_us)]
+    wire += [m.t_us for m in (lane.marks if lane else ())]
+    if not times + wire:
         return _Axis(0, 1000, 0)
-    start, end = min(times), max(ends)
+    start, end = min(times + wire), max(ends + wire)
     pad = max((end - start) // 40, 50)
-    return _Axis(start - pad, end + pad, start)
+    return _Axis(start - pad, end + pad, min(times or wire))
 
 
 def _cited(verdict: Verdict | None) -> set[tuple[str, int, str]]:
@@ -105,6 +135,13 @@ def _cited(verdict: Verdict | None) -> set[tuple[str, int, str]]:
     if verdict is None:
         return set()
     return {(e.id, e.t_us, e.type) for v in verdict.violations for e in v.events}
+
+
+def _cited_packets(wire: WireVerdict | None) -> frozenset[str]:
+    """The packets (``Packet.brief()``) a failed wire rule gives as evidence."""
+    if wire is None:
+        return frozenset()
+    return frozenset(p for r in wire.failed for f in r.outcome.findings for p in f.packets)
 
 
 def _action_mark(a: Action) -> _Mark:
@@ -186,14 +223,10 @@ def _track(
             out.append(
                 f'{ring}<circle cx="{x:.1f}" cy="{base}" r="4" fill="{m.color}">{title}</circle>'
             )
-        width = len(m.label) * CHAR_W
-        # Near the right edge the label ends at the mark instead of starting there.
-        anchor = "end" if x + width > WIDTH - 6 else "start"
-        left = x if anchor == "start" else x - width
-        row = next((r for r in range(MAX_ROWS) if row_end[r] < left - 2), None)
-        if row is None:
+        spot = _stagger(row_end, x, m.label)
+        if spot is None:
             continue  # no room: the tooltip still carries the text
-        row_end[row] = max(x, left + width)
+        row, anchor = spot
         used = max(used, row + 1)
         ly = base + 14 + row * ROW_H
         out.append(f'<line x1="{x:.1f}" y1="{base + 4}" x2="{x:.1f}" y2="{ly - 9}" stroke="#ccc"/>')
@@ -202,6 +235,78 @@ def _track(
             f"{escape(m.label)}</text>"
         )
     return "".join(out), used
+
+
+def _stagger(row_end: list[float], x: float, label: str) -> tuple[int, str] | None:
+    """The first label row with room for ``label`` at ``x`` and its text anchor; None: full.
+
+    ``row_end`` holds where each row's last label ends, and is updated.
+    """
+    width = len(label) * CHAR_W
+    # Near the right edge the label ends at the mark instead of starting there.
+    anchor = "end" if x + width > WIDTH - 6 else "start"
+    left = x if anchor == "start" else x - width
+    row = next((r for r in range(len(row_end)) if row_end[r] < left - 2), None)
+    if row is not None:
+        row_end[row] = max(x, left + width)
+    return None if row is None else (row, anchor)
+
+
+def _wire_lane(axis: _Axis, top: int, lane: WireLane) -> tuple[str, int]:
+    """The wire lane: an arrow per crossing between its edges; returns its height."""
+    height = 24 + (WIRE_ROWS + 1) * ROW_H
+    edge = {"a": top + 4, "b": top + height - 8}
+    out = [
+        f'<g class="wire" data-crossings="{len(lane.crossings)}">'
+        f'<rect x="4" y="{top}" width="{WIDTH - 8}" height="{height - 4}" fill="#fafafa" '
+        f'stroke="#bbb"><title>{escape(lane.summary)}</title></rect>'
+        f'<text x="10" y="{top + 16}" font-weight="bold" font-size="12">wire</text>'
+        f'<text x="10" y="{top + 31}" fill="#666">↓ a→b  ↑ b→a</text>'
+    ]
+    if not lane.crossings and not lane.marks:
+        out.append(
+            f'<text x="{GUTTER}" y="{top + height // 2}" fill="#666">'
+            f"no packet of this timeline placed on it (see below)</text>"
+        )
+    row_end = [float("-inf")] * WIRE_ROWS
+    for c in lane.crossings:
+        out.append(_arrow(axis, c, edge[c.sender], edge["b" if c.sender == "a" else "a"]))
+        x = min(axis.x(c.depart_us), axis.x(c.arrive_us)) + 4
+        spot = _stagger(row_end, x, c.label)
+        if spot is not None:
+            row, anchor = spot
+            out.append(
+                f'<text x="{x:.1f}" y="{top + 26 + row * ROW_H}" fill="{TONE_COLOR[c.tone]}" '
+                f'text-anchor="{anchor}">{escape(c.label)}</text>'
+            )
+    for m in lane.marks:
+        x, y = axis.x(m.t_us), edge[m.sender] + (6 if m.sender == "a" else -6)
+        out.append(
+            f'<path class="retransmission" d="M{x - 3:.1f},{y - 3} l6,6 m0,-6 l-6,6" '
+            f'stroke="{RETRANS_COLOR}" stroke-width="1.5"><title>{escape(m.tooltip)}</title></path>'
+        )
+    return "".join(out) + "</g>", height
+
+
+def _arrow(axis: _Axis, c: Crossing, y1: int, y2: int) -> str:
+    """One crossing: a line from the sender's edge to the receiver's and its head."""
+    x1, x2 = axis.x(c.depart_us), axis.x(c.arrive_us)
+    color = TONE_COLOR[c.tone]
+    dash = ' stroke-dasharray="4 3"' if c.retransmission else ""
+    halo = (
+        f'<line x1="{x1:.1f}" y1="{y1}" x2="{x2:.1f}" y2="{y2}" stroke="{BAD_COLOR}" '
+        f'stroke-opacity="0.3" stroke-width="7"/>'
+        if c.cited
+        else ""
+    )
+    down = 1 if y2 > y1 else -1
+    head = f"{x2 - 3.5:.1f},{y2 - 7 * down} {x2 + 3.5:.1f},{y2 - 7 * down} {x2:.1f},{y2}"
+    return (
+        f'<g class="crossing" data-label="{escape(c.label)}">{halo}'
+        f'<line x1="{x1:.1f}" y1="{y1}" x2="{x2:.1f}" y2="{y2 - 6 * down}" stroke="{color}" '
+        f'stroke-width="1.5"{dash}/><polygon points="{head}" fill="{color}"/>'
+        f"<title>{escape(c.label)}\n{escape(c.tooltip)}</title></g>"
+    )
 
 
 def _pulls(axis: _Axis, actions: Iterable[Action], top: int, bottom: int) -> str:
@@ -255,12 +360,16 @@ def _nice_step(raw_ms: float) -> float:
         power *= 10
 
 
-def _header(tl: Timeline, verdict: Verdict | None) -> str:
+def _header(tl: Timeline, verdict: Verdict | None, wire: WireVerdict | None) -> str:
     status = ""
     if verdict is not None:
         color = EVENT_COLOR if verdict.ok else BAD_COLOR
         word = "PASSED" if verdict.ok else f"FAILED ({len(verdict.violations)} violations)"
         status = f' · <tspan fill="{color}" font-weight="bold">contract {word}</tspan>'
+    if wire is not None:
+        color = EVENT_COLOR if wire.ok else BAD_COLOR
+        word = "PASSED" if wire.ok else f"FAILED ({len(wire.failed)} rules)"
+        status += f' · <tspan fill="{color}" font-weight="bold">wire {word}</tspan>'
     title = (
         f"scenario {escape(tl.scenario)} · provider {escape(tl.provider)} · "
         f"pair {escape(tl.pair[0])} ↔ {escape(tl.pair[1])}"
@@ -268,7 +377,7 @@ def _header(tl: Timeline, verdict: Verdict | None) -> str:
     return f'<text x="10" y="22" font-size="14" font-weight="bold">{title}{status}</text>'
 
 
-def _footer(tl: Timeline, top: int) -> str:
+def _footer_lines(tl: Timeline) -> list[str]:
     lines = [
         "times: ms since the first action or event, on the controller's clock; each host's "
         "stamps shifted by its estimated offset"
@@ -281,6 +390,10 @@ def _footer(tl: Timeline, top: int) -> str:
     if len(tl.offsets) >= 2:
         total = tl.uncertainty_us(*tl.pair) / 1000
         lines.append(f"order across hosts is only certain beyond ± {total:.3f} ms")
+    return lines
+
+
+def _footer(lines: list[str], top: int) -> str:
     return "".join(
         f'<text x="10" y="{top + i * ROW_H}" fill="#444">{escape(line)}</text>'
         for i, line in enumerate(lines)

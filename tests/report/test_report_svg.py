@@ -12,9 +12,12 @@ from hil.judge.contract import check
 from hil.judge.profiles import profile_for
 from hil.judge.timeline import Event, Timeline
 from hil.report.svg import BAD_COLOR, CHAR_W, render_timeline
+from hil.wire.judge import RuleResult, WireVerdict
+from hil.wire.rule import Outcome, WireFinding
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge"))
 import cmtimelines  # the contract tests' hand-built timelines
+import wireexchanges  # hand-built exchanges of those timelines
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -115,3 +118,64 @@ def test_text_from_the_lab_is_escaped_and_an_empty_timeline_renders() -> None:
     tl = Timeline("<script>&", "siw", ("lab-a", "lab-b"))
     root = parse(render_timeline(tl))
     assert any("<script>&" in t for t in texts(root))
+
+
+def _wire(root: ET.Element) -> ET.Element:
+    (lane,) = [g for g in root.iter(f"{NS}g") if g.get("class") == "wire"]
+    return lane
+
+
+def test_a_placed_exchange_is_a_ladder_between_the_two_lanes() -> None:
+    root = parse(render_timeline(wireexchanges.timeline(), None, wireexchanges.closed()))
+    order = [g.get("class") for g in root.iter(f"{NS}g") if g.get("class") in ("lane", "wire")]
+    assert order == ["lane", "wire", "lane"]
+    crossings = [g for g in _wire(root).iter(f"{NS}g") if g.get("class") == "crossing"]
+    got = []
+    for g in crossings:
+        line = g.find(f"{NS}line")
+        assert line is not None and g.find(f"{NS}polygon") is not None
+        assert float(line.get("x2", "0")) > float(line.get("x1", "0"))  # arrival later
+        down = float(line.get("y2", "0")) > float(line.get("y1", "0"))
+        got.append((g.get("data-label"), "a→b" if down else "b→a"))
+    assert got == [
+        ("SYN", "a→b"),
+        ("SYN-ACK", "b→a"),
+        ("MPA request", "a→b"),
+        ("MPA reply", "b→a"),
+        ("FIN", "a→b"),
+        ("FIN", "b→a"),
+    ]
+    assert "wire lab-b: packets placed ± 0.250 ms" in texts(root)
+
+
+def test_an_unplaced_exchange_draws_no_arrow_and_says_why() -> None:
+    root = parse(render_timeline(wireexchanges.timeline(), None, wireexchanges.closed(False)))
+    assert _wire(root).get("data-crossings") == "0"
+    assert not [g for g in root.iter(f"{NS}g") if g.get("class") == "crossing"]
+    labels = texts(root)
+    assert "wire: 18 packets without a timeline time left out" in labels
+    assert "wire lab-a: not placed on the timeline (no clock samples)" in labels
+
+
+def test_red_packets_a_cited_packet_and_the_wire_verdict_in_the_header() -> None:
+    ex = wireexchanges.aborted()
+    rst = next(p for c in ex.connections for p in c.packets if "RST" in p.flags)
+    finding = WireFinding("RST on an orderly close", ex.connections[0].name, (rst.brief(),))
+    wire = WireVerdict(
+        "siw", (RuleResult("orderly-close-is-fin", Outcome("fail", "RST", (finding,))),)
+    )
+    root = parse(render_timeline(wireexchanges.timeline(), None, ex, wire))
+    assert any("wire FAILED (1 rules)" in t for t in texts(root))
+    by_label = {g.get("data-label"): g for g in root.iter(f"{NS}g") if g.get("class") == "crossing"}
+    for red in ("RST", "TERMINATE DDP"):
+        assert by_label[red].find(f"{NS}polygon").get("fill") == BAD_COLOR  # type: ignore[union-attr]
+    assert len(by_label["RST"].findall(f"{NS}line")) == 2  # the halo of a cited packet
+    assert len(by_label["TERMINATE DDP"].findall(f"{NS}line")) == 1
+    marks = [p for p in root.iter(f"{NS}path") if p.get("class") == "retransmission"]
+    assert len(marks) == 1
+
+
+def test_without_an_exchange_there_is_no_wire_lane() -> None:
+    root = parse(render_timeline(wireexchanges.timeline()))
+    assert not [g for g in root.iter(f"{NS}g") if g.get("class") == "wire"]
+    assert not any(t.startswith("wire") for t in texts(root))
