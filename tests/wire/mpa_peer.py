@@ -24,11 +24,23 @@ def frame(key: bytes, flags: int, rev: int, pdata: bytes) -> bytes:
     return key + bytes([flags, rev]) + struct.pack(">H", len(pdata)) + pdata
 
 
+def untagged_fpdu(opcode: int, queue: int, payload: bytes) -> bytes:
+    """One FPDU: a last, untagged DDP segment (MSN 1, MO 0) of RDMAP ``opcode``."""
+    # DDP control: last flag, version 1; RDMAP control: version 1 and the opcode.
+    ddp = bytes([0x41, 0x40 | opcode]) + bytes(4) + struct.pack(">III", queue, 1, 0)
+    ulpdu = ddp + payload
+    pad = bytes(-(2 + len(ulpdu)) % 4)
+    return struct.pack(">H", len(ulpdu)) + ulpdu + pad + bytes(4)  # CRC field (zero: not checked)
+
+
+def send_fpdu(message: bytes) -> bytes:
+    """An RDMAP Send (opcode 3) of ``message`` on the send queue (QN 0)."""
+    return untagged_fpdu(3, 0, message)
+
+
 def terminate_fpdu(layer_etype: int, code: int) -> bytes:
-    """One FPDU: an untagged DDP segment (QN 2, MSN 1) carrying an RDMAP TERMINATE."""
-    ddp = bytes([0x41, 0x47]) + bytes(4) + struct.pack(">III", 2, 1, 0)
-    ulpdu = ddp + bytes([layer_etype, code, 0, 0])
-    return struct.pack(">H", len(ulpdu)) + ulpdu + bytes(4)  # CRC field (zero: not checked)
+    """An RDMAP TERMINATE (opcode 7, QN 2): layer and error type in one byte, then the code."""
+    return untagged_fpdu(7, 2, bytes([layer_etype, code, 0, 0]))
 
 
 def exchange(host: str, port: int, request: bytes, reply: bytes, fpdu: bytes = b"") -> None:

@@ -8,6 +8,7 @@ tcpdump on lo (root): a connect with no listener, and tiny MPA exchanges
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import loopback
@@ -104,8 +105,6 @@ def lo(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
 def test_a_connect_with_no_listener_is_a_syn_answered_by_rst(lo: Path, host: str) -> None:
-    import socket
-
     port = loopback.free_port(host)
 
     def connect() -> None:
@@ -120,23 +119,20 @@ def test_a_connect_with_no_listener_is_a_syn_answered_by_rst(lo: Path, host: str
     assert syn.mpa is None and rst.rdmap == ()
 
 
-def test_mpa_revision_1_with_crc_and_a_terminate(lo: Path) -> None:
+def test_mpa_revision_1_with_crc_and_a_segment_with_a_send_and_a_terminate(lo: Path) -> None:
     port = loopback.free_port("127.0.0.1")
     request = mpa_peer.frame(mpa_peer.KEY_REQ, mpa_peer.CRC, 1, b"hello")
     # IRD 1 with the peer-to-peer bit, ORD 2 with the read-RTR bit: control bits are not counts.
     reply_pdata = bytes.fromhex("80014002") + b"abc"
     reply = mpa_peer.frame(mpa_peer.KEY_REP, mpa_peer.CRC | mpa_peer.ENHANCED, 2, reply_pdata)
-    # DDP layer (1), tagged buffer error (1); code 0: invalid STag.
-    fpdu = mpa_peer.terminate_fpdu(0x11, 0x00)
-    conn = only(
-        decode(
-            {
-                "lo": loopback.record(
-                    lo, port, lambda: mpa_peer.exchange("127.0.0.1", port, request, reply, fpdu)
-                )
-            }
-        )
-    )
+    # Two FPDUs in one segment: a Send (6 bytes, padded), then a TERMINATE with the
+    # DDP layer (1), tagged buffer error (1), code 0: invalid STag.
+    fpdu = mpa_peer.send_fpdu(b"abcdef") + mpa_peer.terminate_fpdu(0x11, 0x00)
+
+    def talk() -> None:
+        mpa_peer.exchange("127.0.0.1", port, request, reply, fpdu)
+
+    conn = only(decode({"lo": loopback.record(lo, port, talk)}))
     req, rep = conn.mpa("request"), conn.mpa("reply")
     assert req is not None and req.mpa is not None and rep is not None and rep.mpa is not None
     assert (req.mpa.revision, req.mpa.crc, req.mpa.enhanced) == (1, True, False)
@@ -145,7 +141,7 @@ def test_mpa_revision_1_with_crc_and_a_terminate(lo: Path) -> None:
     assert (rep.mpa.revision, rep.mpa.enhanced, rep.mpa.ird, rep.mpa.ord) == (2, True, 1, 2)
     assert (rep.mpa.private_data, rep.mpa.wire_private_data) == ("616263", "80014002616263")
     (term,) = conn.terminates()
-    assert conn.role(term) == "active" and term.rdmap == ("Terminate",)
+    assert conn.role(term) == "active" and term.rdmap == ("Send", "Terminate")
     assert term.terminate is not None
     t = term.terminate
     assert (t.layer, t.error_type, t.error_code) == ("DDP", 1, 0)
