@@ -75,7 +75,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("timeout", "coreutils", _H, "bounds every SSH command on the host (hil/ssh/session.py)"),
     Tool("sudo", "sudo", _H, "root for the agent and tcpdump where the inventory says ssh.sudo"),
     Tool("kill", "procps", _H, "signals a started process's group (agent, tcpdump; bench)"),
-    Tool("rm", "coreutils", _H, "removes a fetched packet capture (hil/report/pcap.py)"),
+    Tool("rm", "coreutils", _H, "removes a fetched packet capture (hil/wire/capture.py)"),
     Tool(
         "cat",
         "coreutils",
@@ -102,7 +102,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool("ping", "iputils-ping", _H, "the pair's data path at pair setup (hil/host/pairsetup.py)"),
     Tool("nft", "nftables", _H, "the blackhole link pull (hil/host/linkctl.py)"),
-    Tool("tcpdump", "tcpdump", _H, "captures the pair's data link (hil/report/pcap.py)"),
+    Tool("tcpdump", "tcpdump", _H, "captures a link at its capture points (hil/wire/capture.py)"),
     Tool(
         "rdma",
         "iproute2",

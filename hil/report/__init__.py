@@ -25,7 +25,8 @@ README: the agreement between the suites, the CM engine and the report
   (all no-ops without ``--alluredir``).
 
 Modules: svg (timeline picture), attach (helpers), observer (pair-run
-observer), plugin (pytest: labels, ``--hil-pcap``, run files), pcap (tcpdump
-over SSH), environment, categories, executor (run files), history (kept
-runs, trend), pipeline (what ci/nightly and ci/run-suite run).
+observer), plugin (pytest: labels, ``--hil-pcap`` with
+:class:`hil.wire.capture.Capture`, run files), environment, categories,
+executor (run files), history (kept runs, trend), pipeline (what
+ci/nightly and ci/run-suite run).
 """

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     # Both pull in paramiko: imported when a test uses the pair, not by every pytest run.
     from hil.cm.observer import Observer
     from hil.report.evidence import Evidence
-    from hil.report.pcap import Capture
+    from hil.wire.capture import Capture
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def _uses_pair(request: pytest.FixtureRequest) -> bool:
 
 def _start_capture(request: pytest.FixtureRequest) -> Capture | None:
     """tcpdump on host A's data port; None (noted) if it fails."""
-    from hil.report.pcap import Capture
+    from hil.wire.capture import Capture
 
     hosts = request.getfixturevalue("hil_hosts")
     pair = request.getfixturevalue("hil_pair").pair
@@ -163,10 +163,10 @@ def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
     # Attaching copies the file into the results: fetch it to a scratch directory.
     with tempfile.TemporaryDirectory(prefix="hil-pcap-") as scratch:
         try:
-            attach.attach_pcap(
-                capture.stop(Path(scratch) / name),
-                name=f"{capture.session.name} {capture.netdev}.pcap",
-            )
+            fetched = capture.stop(Path(scratch) / name)
+            attach.attach_pcap(fetched.path, name=f"{capture.session.name} {capture.netdev}.pcap")
+            for note in fetched.notes:
+                attach.note("packet capture incomplete", note)
         except HilError as e:
             attach.note("packet capture lost", str(e))
 

@@ -1,0 +1,95 @@
+"""tcpdump captures through real sshd and tcpdump in the netns lab."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from netnslab import NetnsLab
+
+from hil.errors import SSHError
+from hil.wire.capture import Capture
+from hil.ssh import SSHPool, SSHSession
+
+PCAP_MAGIC = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")
+
+
+@pytest.fixture
+def ns0(netns_lab: NetnsLab) -> Iterator[SSHSession]:
+    with SSHPool(netns_lab.inventory(), ssh_config=None) as pool:
+        yield pool.get("ns0")
+
+
+def _remote_pcaps() -> list[str]:
+    # The namespace hosts share this machine's /tmp, where captures are written.
+    return sorted(p.name for p in Path("/tmp").glob("hil-*.pcap"))
+
+
+def test_capture_fetches_the_packets_of_the_data_link(
+    netns_lab: NetnsLab, ns0: SSHSession, tmp_path: Path
+) -> None:
+    port = netns_lab.hosts[0].ports[0]
+    peer = netns_lab.hosts[1].port(port.peer_port).address.ip
+    before = _remote_pcaps()
+    cap = Capture.start(ns0, port.netdev)
+    netns_lab.exec(0, ["ping", "-c", "3", "-i", "0.2", "-W", "2", str(peer)])
+    fetched = cap.stop(tmp_path / "ns0.pcap")
+    assert fetched.notes == ()
+    local = fetched.path
+    data = local.read_bytes()
+    assert data[:4] in PCAP_MAGIC
+    # tcpdump -r reads it back: the pings are in the file.
+    text = subprocess.run(
+        ["tcpdump", "-n", "-r", str(local)], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    assert text.count("ICMP echo request") >= 3
+    assert _remote_pcaps() == before  # the remote file is gone
+
+
+def test_capture_on_a_missing_netdev_names_host_and_netdev(ns0: SSHSession) -> None:
+    with pytest.raises(SSHError, match=r"ns0: tcpdump on nosuch0 exited"):
+        Capture.start(ns0, "nosuch0")
+
+
+def tcpdumps(lab: NetnsLab) -> list[str]:
+    """The tcpdump processes running in the lab's namespaces (their command lines)."""
+    found = []
+    for host in lab.hosts:
+        pids = subprocess.run(
+            ["ip", "netns", "pids", host.netns], capture_output=True, text=True, timeout=10
+        ).stdout.split()
+        for pid in pids:
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue  # it ended meanwhile
+            if Path(argv[0].decode()).name == "tcpdump":
+                found.append(" ".join(a.decode() for a in argv))
+    return found
+
+
+def test_capture_keeps_the_first_packets_and_notes_its_bound(
+    netns_lab: NetnsLab, ns0: SSHSession, tmp_path: Path
+) -> None:
+    port = netns_lab.hosts[0].ports[0]
+    peer = netns_lab.hosts[1].port(port.peer_port).address.ip
+    cap = Capture.start(ns0, port.netdev, count=4)
+    netns_lab.exec(0, ["ping", "-c", "5", "-i", "0.2", "-W", "2", str(peer)])
+    fetched = cap.stop(tmp_path / "ns0.pcap")
+    assert fetched.notes == (
+        f"ns0 {port.netdev}: the capture stopped at its bound of 4 packets; "
+        "what came later is not in it",
+    )
+    text = subprocess.run(
+        ["tcpdump", "-n", "-r", str(fetched.path)],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout  # fmt: skip
+    # The first packets (perhaps ARP or IPv6 noise first), never the last ones.
+    lines = text.splitlines()
+    assert len(lines) == 4
+    icmp = [line for line in lines if "ICMP echo" in line]
+    assert icmp and "ICMP echo request" in icmp[0] and ", seq 1," in icmp[0]
+    assert not any(", seq 5," in line for line in lines)
+    assert tcpdumps(netns_lab) == []
