@@ -66,7 +66,9 @@ def decode(captures: Mapping[str, Path], *, timeout: float = DEFAULT_TIMEOUT) ->
 def packet(point: str, f: tshark.Fields) -> Packet:
     """One TCP packet from tshark's fields for it."""
     ip = "ipv6" if "ipv6.src" in f else "ip"
-    opcodes = tuple(_name("iwarp_rdma.opcode", _int(v)) for v in f.get("iwarp_rdma.opcode", []))
+    opcodes = tuple(
+        _name("iwarp_rdma.opcode", tshark.number(v)) for v in f.get("iwarp_rdma.opcode", [])
+    )
     return Packet(
         frame=int(_one(f, "frame.number")),
         point=point,
@@ -89,8 +91,8 @@ def mpa(f: tshark.Fields) -> Mpa | None:
     if "iwarp_mpa.req" not in f and "iwarp_mpa.rep" not in f:
         return None
     wire = _hex(f.get("iwarp_mpa.privatedata", [""])[0])
-    revision = _int(_one(f, "iwarp_mpa.rev"))
-    enhanced = bool(_int(_one(f, "iwarp_mpa.res")) & _ENHANCED)
+    revision = tshark.number(_one(f, "iwarp_mpa.rev"))
+    enhanced = bool(tshark.number(_one(f, "iwarp_mpa.res")) & _ENHANCED)
     ird = ord_ = None
     private = wire
     if enhanced and revision == 2 and len(wire) >= 8:
@@ -119,18 +121,9 @@ def terminate(f: tshark.Fields) -> Terminate | None:
     """
     if "iwarp_rdma.term_layer" not in f:
         return None
-    layer = _int(f["iwarp_rdma.term_layer"][0])
-    etype = _int(_first(f, "term_etype_rdma", "term_etype_ddp", "term_etype_llp", "term_etype"))
-    code = _int(
-        _first(
-            f,
-            "term_errcode_rdma",
-            "term_errcode_ddp_tagged",
-            "term_errcode_ddp_untagged",
-            "term_errcode_llp",
-            "term_errcode",
-        )
-    )
+    layer = tshark.number(f["iwarp_rdma.term_layer"][0])
+    etype = tshark.number(_first(f, tshark.TERM_ETYPES))
+    code = tshark.number(_first(f, tshark.TERM_ERRCODES))
     code_field = _ERRCODE.get((layer, etype if layer == 1 else None), "")
     words = (
         tshark.value_names("iwarp_rdma.term_layer").get(layer, str(layer)),
@@ -179,14 +172,9 @@ def _one(f: tshark.Fields, field: str) -> str:
     return f[field][0]
 
 
-def _first(f: tshark.Fields, *names: str) -> str:
+def _first(f: tshark.Fields, names: tuple[str, ...]) -> str:
     # -1 when the snap length cut the field off.
-    return next((f[k][0] for k in (f"iwarp_rdma.{n}" for n in names) if k in f), "-1")
-
-
-def _int(text: str) -> int:
-    # tshark prints BASE_HEX fields as 0x.., the others in decimal.
-    return int(text, 16) if text.lower().startswith("0x") else int(text)
+    return next((f[k][0] for k in names if k in f), "-1")
 
 
 def _true(f: tshark.Fields, field: str) -> bool:

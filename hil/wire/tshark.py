@@ -43,17 +43,10 @@ QUERY_TIMEOUT = 30.0
 DISPLAY_FILTER = "tcp and not icmp and not icmpv6"
 _FLAGS = ("syn", "ack", "fin", "reset", "push")
 _MPA = ("req", "rep", "marker_flag", "crc_flag", "rej_flag", "res", "rev", "privatedata")
-_TERM = (
-    "term_layer",
-    "term_etype_rdma",
-    "term_etype_ddp",
-    "term_etype_llp",
-    "term_etype",
-    "term_errcode_rdma",
-    "term_errcode_ddp_tagged",
-    "term_errcode_ddp_untagged",
-    "term_errcode_llp",
-    "term_errcode",
+# A TERMINATE's error type and code are in one of these, by layer (and release).
+TERM_ETYPES = tuple(f"iwarp_rdma.term_etype{s}" for s in ("_rdma", "_ddp", "_llp", ""))
+TERM_ERRCODES = tuple(
+    f"iwarp_rdma.term_errcode{s}" for s in ("_rdma", "_ddp_tagged", "_ddp_untagged", "_llp", "")
 )
 FIELDS = (
     "frame.number",
@@ -71,7 +64,9 @@ FIELDS = (
     "tcp.analysis.retransmission",
     *(f"iwarp_mpa.{f}" for f in _MPA),
     "iwarp_rdma.opcode",
-    *(f"iwarp_rdma.{f}" for f in _TERM),
+    "iwarp_rdma.term_layer",
+    *TERM_ETYPES,
+    *TERM_ERRCODES,
 )
 # First bytes of the capture formats tshark is asked to read: pcap (both byte
 # orders, micro- and nanosecond) and pcapng.  tshark itself reads almost
@@ -96,6 +91,7 @@ def read(path: Path, *, timeout: float) -> Read:
     check_version()
     argv = tools.argv(
         "tshark",
+        # -n: addresses as numbers, no name lookups.
         *("-r", str(path), "-n", "-T", "json", "-Y", DISPLAY_FILTER),
         *("--enable-heuristic", "iwarp_mpa_tcp", "-o", "tcp.try_heuristic_first:TRUE"),
         *(a for f in FIELDS for a in ("-e", f)),
@@ -122,7 +118,10 @@ def _parsed(path: Path, done: subprocess.CompletedProcess[str]) -> Read:
     except json.JSONDecodeError:
         raise InputError(f"tshark could not read {path}: {problem or 'no output'}") from None
     if done.returncode != 0 and not docs:
-        raise InputError(f"tshark could not read {path}: {problem}")
+        # tshark's complaints about the file begin 'The file "..."'; anything else
+        # (a field this tshark does not know, a crash) is not the file's fault.
+        error = InputError if problem.startswith("The file ") else HilError
+        raise error(f"tshark could not read {path}: {problem or f'exit {done.returncode}'}")
     # A capture cut at its size bound ends in a partial packet: tshark says so,
     # exits 2, and still prints everything before it.
     warning = f"{path}: {problem}" if done.returncode != 0 else None
@@ -193,5 +192,10 @@ def _values(path_env: str) -> dict[str, dict[int, str]]:
         kind, _, rest = line.partition("\t")
         parts = rest.split("\t")
         if kind == "V" and len(parts) == 3 and parts[0].startswith("iwarp_"):
-            table.setdefault(parts[0], {})[int(parts[1], 0)] = parts[2]
+            table.setdefault(parts[0], {})[number(parts[1])] = parts[2]
     return table
+
+
+def number(text: str) -> int:
+    """An integer field's value: tshark prints BASE_HEX fields as ``0x..``, others in decimal."""
+    return int(text, 16) if text.lower().startswith("0x") else int(text)

@@ -169,3 +169,34 @@ def test_a_rejecting_reply_and_two_connections_in_one_capture(lo: Path) -> None:
     assert rejected.mpa.private_data == "6e6f" and (rejected.mpa.ird, rejected.mpa.ord) == (0, 0)
     assert accepted is not None and accepted.mpa is not None and not accepted.mpa.reject
     assert (accepted.mpa.ird, accepted.mpa.ord) == (4, 4)
+
+
+@pytest.mark.parametrize(
+    "layer_etype, code, expected",
+    [
+        (0x02, 0x06, ("RDMAP", 2, 6, "RDMA: Remote Operation Error: Unexpected OpCode")),
+        (
+            0x12,
+            0x05,
+            ("DDP", 2, 5, "DDP: Untagged Buffer Error: DDP Message too long for available buffer"),
+        ),
+        (0x20, 0x02, ("LLP", 0, 2, "LLP: MPA Error: MPA CRC Error")),
+    ],
+    ids=["rdmap", "ddp-untagged", "llp"],
+)
+def test_terminate_of_each_layer_with_tsharks_words(
+    lo: Path, layer_etype: int, code: int, expected: tuple[str, int, int, str]
+) -> None:
+    port = loopback.free_port("127.0.0.1")
+    v2 = bytes.fromhex("00010001")
+    request = mpa_peer.frame(mpa_peer.KEY_REQ, mpa_peer.ENHANCED, 2, v2)
+    reply = mpa_peer.frame(mpa_peer.KEY_REP, mpa_peer.ENHANCED, 2, v2)
+
+    def talk() -> None:
+        mpa_peer.exchange(
+            "127.0.0.1", port, request, reply, mpa_peer.terminate_fpdu(layer_etype, code)
+        )
+
+    (term,) = only(decode({"lo": loopback.record(lo, port, talk)})).terminates()
+    t = term.terminate
+    assert t is not None and (t.layer, t.error_type, t.error_code, t.text) == expected
