@@ -1,14 +1,14 @@
 """What the timeline picture's wire lane shows: the packets that matter, as crossings.
 
 A crossing is one packet that matters to the CM (SYN, SYN-ACK, MPA request
-and reply, FIN, RST, TERMINATE) going from its sender's side of the pair to
-the other: it leaves at the time the sender's capture point saw it and
-arrives at the time the receiver's saw it (both ends capture, so the slant
-is the time on the wire plus the placement uncertainty); a packet that only
-one point saw crosses at that one time.  Retransmissions of other segments
-are marks on their sender's edge.  Only packets placed on the timeline
-(``Packet.t_us``) are shown; the notes say how many were left out and how
-well each capture point is placed.
+and reply, FIN, RST, TERMINATE: :func:`hil.wire.render.what_matters`) going
+from its sender's side of the pair to the other: it leaves at the time the
+sender's capture point saw it and arrives at the time the receiver's saw it
+(both ends capture, so the slant is the time on the wire plus the placement
+uncertainty); a packet that only one point saw crosses at that one time.
+Retransmissions of other segments are marks on their sender's edge.  Only
+packets placed on the timeline (``Packet.t_us``) are shown; the notes say
+how many were left out and how well each capture point is placed.
 
 Which side a packet's address is: the timeline carries no addresses, so
 they come from what links it to the wire (:func:`hil.wire.link.link`): a
@@ -28,13 +28,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Literal
 
 from hil.judge.timeline import Timeline
 from hil.wire.link import Link, link, parse_endpoint
 from hil.wire.model import Connection, Exchange, Packet
+from hil.wire.render import Tone, plain_label, segments, what_matters
 
-Tone = Literal["tcp", "mpa", "bad"]
 MAX_ARROWS = 80
 MAX_MARKS = 200
 _OTHER = {"a": "b", "b": "a"}
@@ -91,9 +90,12 @@ def wire_lane(
     kinds: Counter[str] = Counter()
     for index, conn in chosen:
         unplaced += sum(1 for p in conn.packets if p.t_us is None)
-        for views in _matched(conn):
-            c, m = _crossing(views, sides, timeline.pair, cited, index)
-            kinds[c.label if c else _plain(views[0])] += 1
+        for views in segments(conn):
+            placed = [p for p in views if p.t_us is not None]
+            if not placed:
+                continue
+            c, m = _crossing(placed, sides, timeline.pair, cited, index)
+            kinds[c.label if c else plain_label(placed[0])] += 1
             if c is not None:
                 crossings.append(c)
             elif m is not None:
@@ -149,57 +151,6 @@ def _connections(
     return chosen, unknown, other
 
 
-def _matched(conn: Connection) -> list[list[Packet]]:
-    """The placed packets grouped into one entry per segment: its views from each point.
-
-    Two points' packets are the same segment when their addresses, sequence
-    number, flags and length agree; the n-th such packet of one point is the
-    n-th of the other (a retransmission repeats the key).
-    """
-    groups: dict[tuple[object, ...], list[Packet]] = {}
-    seen: Counter[tuple[object, ...]] = Counter()
-    order: list[tuple[object, ...]] = []
-    for p in conn.packets:
-        if p.t_us is None:
-            continue
-        base = (p.src, p.dst, p.seq, p.flags, p.length, p.point)
-        n = seen[base]
-        seen[base] += 1
-        key = (p.src, p.dst, p.seq, p.flags, p.length, n)
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(p)
-    return [groups[k] for k in order]
-
-
-def _what(p: Packet) -> tuple[str, Tone] | None:
-    """A packet's label and tone when it matters to the CM, else None."""
-    parts: list[str] = []
-    tone: Tone = "tcp"
-    if p.terminate is not None:
-        parts.append(f"TERMINATE {p.terminate.layer}")
-        tone = "bad"
-    if p.mpa is not None:
-        parts.append("MPA reject" if p.mpa.reject else f"MPA {p.mpa.kind}")
-        tone = "bad" if p.mpa.reject or tone == "bad" else "mpa"
-    if "SYN" in p.flags:
-        parts.append("SYN-ACK" if "ACK" in p.flags else "SYN")
-    if "FIN" in p.flags:
-        parts.append("FIN")
-    if "RST" in p.flags:
-        parts.append("RST")
-        tone = "bad"
-    return ("+".join(parts), tone) if parts else None
-
-
-def _plain(p: Packet) -> str:
-    """How the lane's tooltip counts a segment that is not a crossing."""
-    if p.rdmap:
-        return "/".join(p.rdmap)
-    return "data" if p.length else "ACK"
-
-
 def _crossing(
     views: list[Packet],
     sides: dict[str, str],
@@ -216,7 +167,7 @@ def _crossing(
     arrive = at.get(hosts[_OTHER[sender]], depart)
     retrans = any(p.retransmission for p in views)
     tip = "\n".join(p.brief() for p in views)
-    what = _what(first)
+    what = what_matters(first)
     if what is None:
         return None, (Mark(sender, depart, tip) if retrans else None)
     label, tone = what

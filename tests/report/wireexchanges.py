@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from hil.judge.timeline import Timeline
 from hil.wire.model import Connection, Endpoint, Exchange, Mpa, Packet, Terminate
@@ -33,24 +34,25 @@ def seen(
     src: Endpoint,
     dst: Endpoint,
     flags: str,
-    t_ms: float | None,
+    t_ms: float,
     seq: int = 0,
+    placed: bool = True,
     **kw: object,
 ) -> list[Packet]:
-    """One segment as the sender's point and the receiver's saw it."""
+    """One segment as the sender's point and the receiver's saw it (``t_us`` None: unplaced)."""
     out = []
     for i, point in enumerate((HOST[src[0]], HOST[dst[0]])):
-        t_us = None if t_ms is None else int((t_ms + i * TRANSIT_MS) * 1000)
+        t_us = int((t_ms + i * TRANSIT_MS) * 1000)
         out.append(
             Packet(
                 frame=n,
                 point=point,
-                wall_us=int(((t_ms or 0) + i * TRANSIT_MS) * 1000),
+                wall_us=t_us,
                 src=src,
                 dst=dst,
                 flags=frozenset(flags.split(",")),
                 seq=seq,
-                t_us=t_us,
+                t_us=t_us if placed else None,
                 **kw,  # type: ignore[arg-type]
             )
         )
@@ -62,19 +64,19 @@ def closed_packets(
 ) -> list[Packet]:
     """``a`` connects to ``b``: handshake at 1..4.5 ms, FINs at 100.5 and 101 ms (``t0`` later)."""
 
-    def t(ms: float) -> float | None:
-        return t0 + ms if placed else None
+    def at(ms: float) -> dict[str, Any]:
+        return {"t_ms": t0 + ms, "placed": placed}
 
     return [
-        *seen(1, a, b, "SYN", t(1.2)),
-        *seen(2, b, a, "SYN,ACK", t(1.5)),
-        *seen(3, a, b, "ACK", t(1.7), seq=1),
-        *seen(4, a, b, "ACK,PSH", t(1.8), seq=1, length=24, mpa=mpa("request")),
-        *seen(5, b, a, "ACK,PSH", t(4.3), seq=1, length=24, mpa=mpa("reply")),
-        *seen(6, a, b, "ACK,PSH", t(50), seq=25, length=64, rdmap=("Send",)),
-        *seen(7, a, b, "FIN,ACK", t(100.5), seq=89),
-        *seen(8, b, a, "FIN,ACK", t(101), seq=25),
-        *seen(9, a, b, "ACK", t(101.3), seq=90),
+        *seen(1, a, b, "SYN", **at(1.2)),
+        *seen(2, b, a, "SYN,ACK", **at(1.5)),
+        *seen(3, a, b, "ACK", **at(1.7), seq=1),
+        *seen(4, a, b, "ACK,PSH", **at(1.8), seq=1, length=24, mpa=mpa("request")),
+        *seen(5, b, a, "ACK,PSH", **at(4.3), seq=1, length=24, mpa=mpa("reply")),
+        *seen(6, a, b, "ACK,PSH", **at(50), seq=25, length=64, rdmap=("Send",)),
+        *seen(7, a, b, "FIN,ACK", **at(100.5), seq=89),
+        *seen(8, b, a, "FIN,ACK", **at(101), seq=25),
+        *seen(9, a, b, "ACK", **at(101.3), seq=90),
     ]
 
 
