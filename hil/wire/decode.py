@@ -53,7 +53,12 @@ Seen = tuple[str, int, Packet]
 
 
 def decode(captures: Mapping[str, Path], *, timeout: float = DEFAULT_TIMEOUT) -> Exchange:
-    """Decode each capture point's file (point name -> pcap) into one exchange."""
+    """Decode each capture point's file (point name -> pcap) into one exchange.
+
+    InputError for a file that is missing or not a pcap/pcapng; HilError when
+    tshark is missing, too old, fails, or runs past ``timeout`` (per file).  A
+    file cut short decodes up to the cut, with a note saying so.
+    """
     seen: list[Seen] = []
     notes: list[str] = []
     for point, path in captures.items():
