@@ -120,12 +120,14 @@ class Endpoint:
         cm_id: str | None = None,
         *,
         record: dict[str, Any] | None = None,
+        keep: tuple[str, ...] = (),
         timeout: float = DEFAULT_TIMEOUT,
     ) -> Outcome:
         """Run ``op`` in the worker and record it as action ``name`` on ``cm_id``.
 
         ``params`` name the id (``self.handle(cm_id)``) when the op acts on one;
-        ``record`` is what the action's params show (private data as hex...).
+        ``record`` is what the action's params show (private data as hex...),
+        and ``keep`` names keys of the reply they show too (a completion's status).
         """
         start = controller_us()
         try:
@@ -154,13 +156,14 @@ class Endpoint:
             self.rec.add_action(action)
             return Outcome(action)
         made = value.get("id")  # the cm_id a listen or connect made
+        reply: Mapping[str, object] = value
         cm_id = cm_id or self.name(made if isinstance(made, int) else None)
         action = Action(
             self.to_controller(value["t_us"]),
             self.side,
             name,
             cm_id,
-            record or {},
+            {**(record or {}), **{k: reply[k] for k in keep if k in reply}},
             "ok",
             value["us"],
         )
@@ -256,6 +259,37 @@ class Endpoint:
         )
         return self.act(
             "traffic", wire.OP_STREAM_START, params, cm_id, record={"mode": mode, "size": size}
+        )
+
+    def write(
+        self,
+        cm_id: str,
+        addr: int,
+        rkey: int,
+        length: int = 64,
+        timeout: float = 10.0,
+        **note: str,
+    ) -> Outcome:
+        """One signaled RDMA WRITE of ``length`` bytes to ``addr``/``rkey`` and its completion.
+
+        Recorded as action ``write`` whose params show the target, ``note``
+        (``how="bad_rkey"``) and the completion's ``wc_status`` and
+        ``wc_status_name``; no completion within ``timeout`` is result ETIMEDOUT.
+        """
+        params = wire.WriteParams(
+            id=self.handle(cm_id),
+            remote=wire.RemoteBuffer(addr=addr, rkey=rkey),
+            length=length,
+            wait=timeout,
+        )
+        return self.act(
+            "write",
+            wire.OP_WRITE,
+            params,
+            cm_id,
+            record={"addr": addr, "rkey": rkey, "length": length, **note},
+            keep=("wc_status", "wc_status_name", "vendor_err"),
+            timeout=timeout + 5,
         )
 
     def stream_stop(self, cm_id: str) -> wire.StreamStopReply:

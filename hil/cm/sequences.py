@@ -29,6 +29,10 @@ Each, with its parameters, its steps and the metrics it records:
   unretrieved, destroy the listener. Metrics: ``destroy_blocked_us``.
 - ``storm`` (``count``): ``count`` concurrent connects (auto-accept), then
   concurrent closes. Metrics: ``connect_rate_per_s``, ``cycle_rate_per_s``.
+- ``remote_access_error`` (``how`` = bad_rkey/past_end, ``length``): connect, one
+  signaled RDMA WRITE by the active side with a wrong rkey or one byte past the
+  end of the peer's buffer (action ``write``: its completion's ``wc_status``),
+  DISCONNECTED both. Metrics: ``detection_us``.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ PAUSE_SETTLE_S = 0.5
 # Time for connects' MPA requests to reach the passive kernel, unretrieved.
 ARRIVE_S = 1.0
 PEER_DETECT_TIMEOUT = 20.0  # siw: the peer of an abort sees FIN at once; cxgb4 RST
+ACCESS_ERRORS = ("bad_rkey", "past_end")
+BUFFER_BYTES = 65536  # every QP's registered buffer (CMChannel.create_qp)
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -322,6 +328,30 @@ def storm(s: PairSides, count: int = 8) -> Timeline:
         listener.ep.collect(1.0)
         steps.destroy(active, *ids)
         steps.destroy(listener.ep, *listener.ep.handles())
+    return rec.timeline()
+
+
+@sequence
+def remote_access_error(s: PairSides, how: str = "bad_rkey", length: int = 64) -> Timeline:
+    """RDMA WRITE to the peer with a wrong rkey or past its buffer's end; both sides close."""
+    _choice("how", how, ACCESS_ERRORS)
+    if not 1 <= length <= BUFFER_BYTES:
+        raise InputError(f"length must be 1..{BUFFER_BYTES}, not {length}")
+    with s.recording(f"remote-access-{how}") as rec:
+        conn = _open_conn(rec)
+        peer = conn.passive_qp
+        if how == "bad_rkey":
+            # The same MR index with another key byte (an STag is index << 8 | key
+            # on siw and cxgb4): it names the peer's MR, and no MR accepts it.
+            addr, rkey = peer["addr"], peer["rkey"] ^ 0xFF
+        else:
+            addr, rkey = peer["addr"] + peer["length"], peer["rkey"]
+        out = conn.active.write(conn.active_id, addr, rkey, length, how=how)
+        got = steps.wait_disconnected(conn, PEER_DETECT_TIMEOUT)
+        first = min((e.t_us for e in got.values() if e is not None), default=None)
+        if first is not None:
+            rec.metric("detection_us", first - out.action.t_us)
+        steps.teardown(conn)
     return rec.timeline()
 
 

@@ -103,6 +103,7 @@ class FakeVerbs:
     def __init__(self) -> None:
         self.sent: list[tuple[int, int, int, int, int]] = []
         self.recvs = 0
+        self.wc_status = 0  # the status every completion carries (10: remote access error)
         self.modified: list[int] = []
         self.cq = ctypes.create_string_buffer(64)
         self.mr = ibverbs.MR(lkey=11, rkey=22)
@@ -124,7 +125,7 @@ class FakeVerbs:
     def _poll(self, cq: int, n: int, wcs: Any) -> int:
         done = self.sent[:n]
         for i, (wr_id, _, length, _, _) in enumerate(done):
-            wcs[i].wr_id, wcs[i].byte_len = wr_id, length
+            wcs[i].wr_id, wcs[i].byte_len, wcs[i].status = wr_id, length, self.wc_status
         del self.sent[: len(done)]
         return len(done)
 

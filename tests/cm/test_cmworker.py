@@ -18,7 +18,7 @@ from fake_rdma import FakeLib
 
 from hil.agent.remote import protocol
 from hil.agent.remote.cmworker import Server, Worker
-from hil.agent.remote.librdmacm import CMChannel
+from hil.agent.remote.librdmacm import CMChannel, RdmaError
 
 ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST, ESTABLISHED = 0, 2, 4, 9
 
@@ -91,6 +91,34 @@ def test_destroy_times_the_block_and_stops_answering(worker: tuple[Worker, FakeL
     assert got["us"] >= 0 and w.handles() == {"ids": []}
 
 
+def test_a_write_answers_its_completion_error_or_not(worker: tuple[Worker, FakeLib]) -> None:
+    w, lib = worker
+    h = w.ch.create_id()
+    w.ch.create_qp(h)
+    w.ch.post_recv(h, 2)
+    lib.verbs.wc_status = 10
+    got = w.write(id=h, remote={"addr": 0xBEEF000, "rkey": 0x1DD}, length=16, wait=2.0)
+    assert (got["wc_status"], got["wc_status_name"], got["vendor_err"]) == (
+        10,
+        "IBV_WC_REM_ACCESS_ERR",
+        0,
+    )
+    assert lib.verbs.sent == [] and got["us"] >= 0  # its completion was taken
+    posted = got["wr_id"]
+    assert posted == 3  # after the two receives: wr_ids count across the QP
+
+
+def test_a_write_without_completion_times_out_naming_the_id(
+    worker: tuple[Worker, FakeLib], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w, _ = worker
+    h = w.ch.create_id()
+    w.ch.create_qp(h)
+    monkeypatch.setattr(w.ch, "poll_cq", lambda handle, max_entries=16: [])
+    with pytest.raises(RdmaError, match=f"ETIMEDOUT.*cm_id {h}: no completion within 0.2s"):
+        w.write(id=h, remote={"addr": 1, "rkey": 2}, wait=0.2)
+
+
 def test_server_answers_errors_with_errno_and_timing(worker: tuple[Worker, FakeLib]) -> None:
     w, _ = worker
     out = io.BytesIO()
@@ -149,6 +177,7 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     op("stream_start", id=mine[0], mode="send", size=64, depth=2)
     op("stream_stats", id=mine[0])
     assert op("stream_stop", id=mine[0])["error"] is None
+    assert op("write", id=mine[0], remote={"addr": 4, "rkey": 5}, length=8)["wc_status"] == 0
     op("disconnect", id=mine[0])
     op("qp_err", id=mine[0])
     op("pause", on=True)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from .cmstream import Stream
+from .ibverbs import wc_status_name
 from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
 from .protocol import (
     CM_OP_NAMES,
@@ -51,10 +52,12 @@ from .protocol import (
     StreamStats,
     StreamStopReply,
     TimedReply,
+    WriteReply,
 )
 
 QP_DEPTH = 16  # send and receive queue depth of every QP this worker makes
 RESOLVE_MS = 2000
+WRITE_POLL_S = 0.001  # between CQ polls while a single WRITE waits for its completion
 _PR_SET_PDEATHSIG = 1
 
 
@@ -302,6 +305,41 @@ class Worker:
         if stream is None:
             raise RdmaError("stream_stats", errno.ENOENT, f"cm_id {id} has no stream")
         return stream.stats()
+
+    def write(
+        self, id: int, remote: RemoteBuffer, length: int = 64, wait: float = 10.0
+    ) -> WriteReply:
+        """Post one signaled RDMA WRITE of ``length`` bytes to ``remote``; its completion.
+
+        The completion's status is the answer, error or not: a WRITE the peer
+        refuses (wrong rkey, out of bounds) is what a sequence provokes.  No
+        completion within ``wait`` seconds is ETIMEDOUT.
+        """
+        if id in self.streams:
+            raise RdmaError("write", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        t0 = now_us()
+        deadline = time.monotonic() + wait
+        try:
+            wr_id = self.ch.post_send(id, length, (int(remote["addr"]), int(remote["rkey"])))
+            while time.monotonic() < deadline:
+                # Other completions (receives flushed once the QP is in error) are not asked for.
+                for wc in self.ch.poll_cq(id):
+                    if wc["wr_id"] == wr_id:
+                        return {
+                            "t_us": t0,
+                            "us": now_us() - t0,
+                            "wr_id": wr_id,
+                            "wc_status": wc["status"],
+                            "wc_status_name": wc_status_name(wc["status"]),
+                            "vendor_err": wc["vendor_err"],
+                        }
+                time.sleep(WRITE_POLL_S)
+            raise RdmaError(
+                "write", errno.ETIMEDOUT, f"cm_id {id}: no completion within {wait:g}s"
+            )
+        except RdmaError as e:
+            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            raise
 
     def events(
         self,

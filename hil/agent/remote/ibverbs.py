@@ -29,6 +29,33 @@ QP_NUM_OFFSET = 52  # offsetof(struct ibv_qp, qp_num)
 # ibv_post_send/recv and ibv_poll_cq are inline in verbs.h: they call through
 # struct ibv_context's ops table, at these byte offsets.
 OPS_POLL_CQ, OPS_POST_SEND, OPS_POST_RECV = 96, 208, 216
+# enum ibv_wc_status, in its order: the index is the value.
+WC_STATUS_NAMES = (
+    "IBV_WC_SUCCESS",
+    "IBV_WC_LOC_LEN_ERR",
+    "IBV_WC_LOC_QP_OP_ERR",
+    "IBV_WC_LOC_EEC_OP_ERR",
+    "IBV_WC_LOC_PROT_ERR",
+    "IBV_WC_WR_FLUSH_ERR",
+    "IBV_WC_MW_BIND_ERR",
+    "IBV_WC_BAD_RESP_ERR",
+    "IBV_WC_LOC_ACCESS_ERR",
+    "IBV_WC_REM_INV_REQ_ERR",
+    "IBV_WC_REM_ACCESS_ERR",
+    "IBV_WC_REM_OP_ERR",
+    "IBV_WC_RETRY_EXC_ERR",
+    "IBV_WC_RNR_RETRY_EXC_ERR",
+    "IBV_WC_LOC_RDD_VIOL_ERR",
+    "IBV_WC_REM_INV_RD_REQ_ERR",
+    "IBV_WC_REM_ABORT_ERR",
+    "IBV_WC_INV_EECN_ERR",
+    "IBV_WC_INV_EEC_STATE_ERR",
+    "IBV_WC_FATAL_ERR",
+    "IBV_WC_RESP_TIMEOUT_ERR",
+    "IBV_WC_GENERAL_ERR",
+    "IBV_WC_TM_ERR",
+    "IBV_WC_TM_RNDV_INCOMPLETE",
+)
 
 
 class RdmaError(OSError):
@@ -42,6 +69,11 @@ class RdmaError(OSError):
 
     def __str__(self) -> str:
         return str(self.strerror)
+
+
+def wc_status_name(status: int) -> str:
+    """``"IBV_WC_REM_ACCESS_ERR"`` for 10; a number libibverbs does not name stays a number."""
+    return WC_STATUS_NAMES[status] if 0 <= status < len(WC_STATUS_NAMES) else str(status)
 
 
 class RdmaUnavailable(RdmaError):
@@ -273,7 +305,13 @@ class QPResources:
         if n < 0:
             raise RdmaError("ibv_poll_cq", -n if n < -1 else errno.EIO)
         return [
-            {"wr_id": w.wr_id, "status": w.status, "opcode": w.opcode, "byte_len": w.byte_len}
+            {
+                "wr_id": w.wr_id,
+                "status": w.status,
+                "opcode": w.opcode,
+                "byte_len": w.byte_len,
+                "vendor_err": w.vendor_err,
+            }
             for w in wcs[:n]
         ]
 

@@ -140,6 +140,7 @@ CMOpName = Literal[
     "stream_start",
     "stream_stop",
     "stream_stats",
+    "write",
     "events",
     "pause",
     "handles",
@@ -428,6 +429,15 @@ class StreamStartParams(IdParams, total=False):
     remote: RemoteBuffer | None  # the peer's buffer, for RDMA WRITEs
 
 
+class _WriteRequired(IdParams):
+    remote: RemoteBuffer  # where to write: the peer's buffer, or a wrong rkey or address
+
+
+class WriteParams(_WriteRequired, total=False):
+    length: int
+    wait: float  # seconds to wait for the completion
+
+
 class EventsParams(TypedDict, total=False):
     after: int  # the last log seq already fetched
     wait: float  # seconds to wait for a matching event
@@ -477,6 +487,15 @@ class StreamStats(TypedDict):
 
 class StreamStopReply(TimedReply, StreamStats):
     pass
+
+
+class WriteReply(TimedReply):
+    """One signaled RDMA WRITE: posted at ``t_us``, completed ``us`` later with ``wc_status``."""
+
+    wr_id: int
+    wc_status: int  # enum ibv_wc_status (0 success, 5 flushed, 10 remote access error)
+    wc_status_name: str  # IBV_WC_REM_ACCESS_ERR
+    vendor_err: int
 
 
 class CMEvent(TypedDict):
@@ -647,6 +666,7 @@ OP_DESTROY = CMOp("destroy", IdParams, TimedReply)  # us: how long destroy block
 OP_STREAM_START = CMOp("stream_start", StreamStartParams, TimedReply)
 OP_STREAM_STOP = CMOp("stream_stop", IdParams, StreamStopReply)
 OP_STREAM_STATS = CMOp("stream_stats", IdParams, StreamStats)
+OP_WRITE = CMOp("write", WriteParams, WriteReply)
 OP_EVENTS = CMOp("events", EventsParams, EventsReply)
 OP_PAUSE = CMOp("pause", PauseParams, TimedReply)
 OP_HANDLES = CMOp("handles", NoParams, HandlesReply)
@@ -655,7 +675,8 @@ CM_OPS: dict[CMOpName, CMOp[Any, Any]] = {
     op.name: op
     for op in (
         OP_LISTEN, OP_CONNECT, OP_ACCEPT, OP_REJECT, OP_DISCONNECT, OP_QP_ERR, OP_DESTROY,
-        OP_STREAM_START, OP_STREAM_STOP, OP_STREAM_STATS, OP_EVENTS, OP_PAUSE, OP_HANDLES,
+        OP_STREAM_START, OP_STREAM_STOP, OP_STREAM_STATS, OP_WRITE, OP_EVENTS, OP_PAUSE,
+        OP_HANDLES,
     )
 }  # fmt: skip
 
