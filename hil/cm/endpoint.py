@@ -371,6 +371,8 @@ class Endpoint:
             listen_id=self.name(raw["listen_id"]),
             private_data=raw["private_data"],
             seq=self.number * SEQ_STRIDE + raw["seq"],
+            local=raw["local"],
+            remote=raw["remote"],
         )
 
     def _auto_action(self, raw: wire.CMActionEntry) -> None:

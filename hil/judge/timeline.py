@@ -37,7 +37,9 @@ class Event:
     within its host (e.g. ``"b:4"``), ``listen_id`` the listener a
     CONNECT_REQUEST came through; ``seq`` is the position in the channel's
     delivery order; ``conn`` ties the events of one logical connection on
-    both sides together (filled by the sequence when it knows).
+    both sides together (filled by the sequence when it knows).  ``local``
+    and ``remote`` are the id's endpoints when the event came, ``"ip:port"``
+    (``"[v6]:port"``), "" when not known: the connection's 4-tuple on the wire.
     """
 
     host: str
@@ -51,43 +53,13 @@ class Event:
     private_data: str = ""
     conn: str | None = None
     seq: int = 0
+    local: str = ""
+    remote: str = ""
 
     def __post_init__(self) -> None:
         if self.side not in SIDES:
             raise ValueError(f"event side must be one of {SIDES}, not {self.side!r}")
         bytes.fromhex(self.private_data)  # raises ValueError on non-hex text
-
-    @classmethod
-    def from_agent(
-        cls,
-        host: str,
-        side: str,
-        raw: dict[str, Any],
-        offset: ClockOffset,
-        seq: int,
-        conn: str | None = None,
-    ) -> Event:
-        """An event from a ``CMChannel.poll_event()`` dict, put on the controller time base.
-
-        Handles become ids ``"<side>:<handle>"``.
-        """
-
-        def name(handle: object) -> str | None:
-            return None if handle is None else f"{side}:{handle}"
-
-        return cls(
-            host=host,
-            side=side,
-            t_us=raw["host_t_us"] + offset.offset_us,
-            host_t_us=raw["host_t_us"],
-            type=raw["type"],
-            status=raw["status"],
-            id=name(raw["id"]) or "",
-            listen_id=name(raw["listen_id"]),
-            private_data=raw["private_data"],
-            conn=conn,
-            seq=seq,
-        )
 
     @property
     def private_bytes(self) -> bytes:

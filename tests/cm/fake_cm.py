@@ -34,6 +34,8 @@ class Cid:
     state: str = "idle"
     peer: Cid | None = None
     listen_on: tuple[str, int] | None = None
+    local: str = ""  # "ip:port", as the real agent reports an id's addresses
+    remote: str = ""
 
 
 @dataclass
@@ -63,6 +65,8 @@ class FakeEp:
                 "listen_id": listen.handle if listen else None,
                 "private_data": pdata.hex(),
                 "host_t_us": self.host.now(),
+                "local": cid.local,
+                "remote": cid.remote,
                 "seq": len(self.log) + 1,
             }
         )
@@ -158,6 +162,7 @@ class FakeAgent:
         resolve_timeout: float,
     ) -> dict:
         cid = ep.new_id()
+        cid.local, cid.remote = f"{src or ADDRS[self.name]}:{40000 + cid.handle}", f"{dst}:{port}"
         ep.event(cid, "ADDR_RESOLVED")
         ep.event(cid, "ROUTE_RESOLVED")
         found = self.world.listeners.get((dst, port))
@@ -168,6 +173,7 @@ class FakeAgent:
         listener, auto = found
         child = listener.ep.new_id()
         cid.state, child.state, cid.peer, child.peer = "sent", "recv", child, cid
+        child.local, child.remote = cid.remote, cid.local
         listener.ep.event(
             child, "CONNECT_REQUEST", pdata=bytes.fromhex(private_data), listen=listener
         )
@@ -179,9 +185,10 @@ class FakeAgent:
         result = self._timed(qp={"addr": 4, "rkey": 5, "qp_num": 6, "length": 64})
         child = ep.ids[id]
         assert child.peer is not None
-        for c in (child, child.peer):
-            c.state = "up"
-            c.ep.event(c, "ESTABLISHED")
+        child.state = child.peer.state = "up"
+        child.ep.event(child, "ESTABLISHED")
+        # The active side's ESTABLISHED carries the accept's private data (siw, lab).
+        child.peer.ep.event(child.peer, "ESTABLISHED", pdata=bytes.fromhex(private_data))
         return result
 
     def op_reject(self, ep: FakeEp, id: int, private_data: str) -> dict:

@@ -16,7 +16,7 @@ from ctypes import c_int, c_void_p
 from typing import Any
 
 from hil.agent.remote import ibverbs
-from hil.agent.remote.librdmacm import _CMEvent
+from hil.agent.remote.librdmacm import _CMEvent, _CMIdHead, sockaddr
 
 OPS_TABLE_SIZE = 232  # sizeof(struct ibv_context) is larger; we use the first slots only
 
@@ -39,10 +39,18 @@ class FakeCM:
         ctypes.c_uint32.from_buffer(self.qp, ibverbs.QP_NUM_OFFSET).value = 77
 
     def new_id(self) -> int:
-        block = ctypes.create_string_buffer(64)  # struct rdma_cm_id head: verbs, .., qp
+        # struct rdma_cm_id's head: verbs, .., qp, route.addr's src and dst (family 0)
+        block = ctypes.create_string_buffer(ctypes.sizeof(_CMIdHead))
         c_void_p.from_buffer(block).value = self.context
         self._keep.append(block)
         return ctypes.addressof(block)
+
+    def set_route(self, id_ptr: int, src: tuple[str, int], dst: tuple[str, int]) -> None:
+        """Give an id the addresses librdmacm would have queried from the kernel."""
+        head = _CMIdHead.from_address(id_ptr)
+        for field, (address, port) in (("src", src), ("dst", dst)):
+            raw = sockaddr(address, port).raw
+            ctypes.memmove(ctypes.addressof(head) + getattr(_CMIdHead, field).offset, raw, len(raw))
 
     def push(
         self, kind: int, id_ptr: int, listen_ptr: int = 0, status: int = 0, pdata: bytes = b""

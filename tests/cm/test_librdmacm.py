@@ -37,7 +37,8 @@ LAYOUTS = [
             "qp_num": 16,
         },
     ),
-    (librdmacm._CMIdHead, 32, {"verbs": 0, "qp": 24}),  # the head of struct rdma_cm_id
+    # struct rdma_cm_id up to route.addr's src_storage and dst_storage
+    (librdmacm._CMIdHead, 288, {"verbs": 0, "qp": 24, "src": 32, "dst": 160}),
     (
         ibverbs.SendWR,
         128,
@@ -159,6 +160,39 @@ def test_sockaddr_packing() -> None:
     assert len(v6) == 28 and int.from_bytes(v6[:2], "little") == socket.AF_INET6
     with pytest.raises(RdmaError, match="not a numeric IP address: 'lab-a'"):
         librdmacm.sockaddr("lab-a")
+
+
+@pytest.mark.parametrize(
+    "address, port, text",
+    [
+        ("198.18.0.1", 7471, "198.18.0.1:7471"),
+        ("fd00::2", 40001, "[fd00::2]:40001"),
+        ("::ffff:198.18.0.1", 1, "[::ffff:198.18.0.1]:1"),
+    ],
+)
+def test_sockaddr_text_reads_back_what_sockaddr_packs(address: str, port: int, text: str) -> None:
+    raw = librdmacm.sockaddr(address, port).raw
+    assert librdmacm.sockaddr_text(raw + bytes(128 - len(raw))) == text
+
+
+def test_sockaddr_text_of_an_unspecified_family_is_empty() -> None:
+    assert librdmacm.sockaddr_text(bytes(128)) == ""
+
+
+def test_events_carry_their_ids_endpoints_as_librdmacm_holds_them() -> None:
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        listener = ch.create_id()
+        child_ptr = lib.cm.new_id()
+        lib.cm.set_route(child_ptr, ("198.18.0.2", 7471), ("198.18.0.1", 40001))
+        lib.cm.push(4, child_ptr, ch._id(listener).ptr)
+        ev = ch.poll_event(1.0)
+        assert ev is not None
+        assert (ev["local"], ev["remote"]) == ("198.18.0.2:7471", "198.18.0.1:40001")
+        fresh = lib.cm.new_id()  # nothing resolved yet: both unspecified
+        lib.cm.push(1, fresh, status=-110)
+        ev = ch.poll_event(1.0)
+        assert ev is not None and (ev["local"], ev["remote"]) == ("", "")
 
 
 def test_unexpected_channel_errno_is_rdma_error_not_unavailable() -> None:

@@ -44,6 +44,14 @@ def test_connect_and_orderly_close(session: CMSession) -> None:
     assert types(tl, "b") == [("CONNECT_REQUEST", 0), ("ESTABLISHED", 0), ("DISCONNECTED", 0)]
     request = next(e for e in tl.events if e.type == "CONNECT_REQUEST")
     assert request.private_bytes.startswith(b"hello-lab") and request.listen_id
+    # Each event carries its id's 4-tuple: the two sides' mirror each other, and the
+    # passive side's own port is the listener's.
+    connect = next(a for a in tl.actions if a.name == "connect")
+    established = next(e for e in tl.events if e.side == "a" and e.type == "ESTABLISHED")
+    assert established.remote == f"{connect.params['dst']}:{connect.params['port']}"
+    assert established.local.rsplit(":", 1)[1] not in ("", "0")
+    passive = [e for e in tl.events if e.side == "b" and e.type != "DISCONNECTED"]
+    assert [(e.local, e.remote) for e in passive] == [(established.remote, established.local)] * 2
     assert {o.host for o in tl.offsets} == set(tl.pair)
     assert all(0 < o.uncertainty_us < 1_000_000 for o in tl.offsets)
     assert tl.metrics["connect_us"] > 0

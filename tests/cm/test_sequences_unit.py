@@ -87,6 +87,17 @@ def test_connect_records_both_sides_and_passes_the_contract(
     assert all(not ag.eps for ag in world.agents.values())  # every endpoint closed
 
 
+def test_events_carry_the_agents_endpoints_and_private_data(world: FakeCMWorld) -> None:
+    tl = session(world).run("connect", private_data=b"hi")
+    listen = next(a for a in tl.actions if a.name == "listen")
+    est = {e.side: e for e in tl.events if e.type == "ESTABLISHED"}
+    request = next(e for e in tl.events if e.type == "CONNECT_REQUEST")
+    assert (request.local, request.remote) == (est["b"].local, est["b"].remote)
+    assert (est["a"].local, est["a"].remote) == (est["b"].remote, est["b"].local)
+    assert est["b"].local == f"198.18.0.2:{listen.params['port']}"
+    assert est["a"].private_bytes == b"hil-ok"  # steps.establish's accept data
+
+
 def test_reject_and_no_listener_are_results_not_errors(world: FakeCMWorld) -> None:
     s = session(world)
     tl = s.run("reject", private_data=b"nope")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from cmtimelines import HOSTS, OFFSETS, link_pull, orderly_close, with_evidence
 
 from hil.errors import InputError
-from hil.judge.timeline import Action, ClockOffset, Event, Timeline
+from hil.judge.timeline import Action, Event, Timeline
 
 
 def test_json_round_trip_is_lossless() -> None:
@@ -89,24 +90,18 @@ def test_from_json_bad_input_is_one_clear_input_error(text: str, why: str) -> No
     assert "\n" not in str(info.value)
 
 
-def test_event_from_agent_moves_to_controller_time_and_names_ids() -> None:
-    raw = {
-        "type": "CONNECT_REQUEST",
-        "status": 0,
-        "id": 4,
-        "listen_id": 1,
-        "private_data": "c0ffee",
-        "host_t_us": 5_000,
-    }
-    ev = Event.from_agent("lab-b", "b", raw, ClockOffset("lab-b", 1_000, 50), seq=3, conn="c1")
-    assert (ev.t_us, ev.host_t_us, ev.id, ev.listen_id) == (6_000, 5_000, "b:4", "b:1")
-    assert (ev.type, ev.private_bytes, ev.seq, ev.conn) == (
-        "CONNECT_REQUEST",
-        b"\xc0\xff\xee",
-        3,
-        "c1",
+def test_events_keep_their_endpoints_and_old_json_without_them_loads() -> None:
+    tl = orderly_close()
+    tagged = replace(
+        tl,
+        events=tuple(
+            replace(e, local="198.18.0.1:40001", remote="[fd00::2]:7471") for e in tl.events
+        ),
     )
-    lost = Event.from_agent(
-        "lab-b", "b", {**raw, "id": None, "listen_id": None}, ClockOffset("lab-b", 0, 0), seq=4
-    )
-    assert (lost.id, lost.listen_id) == ("", None)
+    again = Timeline.from_json(tagged.to_json())
+    assert again == tagged and again.events[0].remote == "[fd00::2]:7471"
+    old = json.loads(tl.to_json())
+    for e in old["events"]:
+        del e["local"], e["remote"]
+    assert Timeline.from_dict(old) == tl
+    assert {(e.local, e.remote) for e in Timeline.from_dict(old).events} == {("", "")}

@@ -49,7 +49,15 @@ from .protocol import CM_EVENT_TYPES, CMEvent, QPInfo
 if TYPE_CHECKING:  # typing.Self is 3.11; the agent runs on any python3 >= 3.9
     from typing import Self
 
-__all__ = ["EVENT_NAMES", "CMChannel", "Lib", "RdmaError", "RdmaUnavailable", "probe"]
+__all__ = [
+    "EVENT_NAMES",
+    "CMChannel",
+    "Lib",
+    "RdmaError",
+    "RdmaUnavailable",
+    "probe",
+    "sockaddr_text",
+]
 
 # enum rdma_cm_event_type: the name of event number i is EVENT_NAMES[i].
 EVENT_NAMES = CM_EVENT_TYPES
@@ -85,10 +93,25 @@ class _CMEvent(Structure):
     ]
 
 
-class _CMIdHead(Structure):
-    """The first fields of struct rdma_cm_id (the rest is never read)."""
+SOCKADDR_STORAGE = 128  # sizeof(struct sockaddr_storage)
 
-    _fields_ = [("verbs", c_void_p), ("channel", c_void_p), ("context", c_void_p), ("qp", c_void_p)]
+
+class _CMIdHead(Structure):
+    """The first fields of struct rdma_cm_id, to its route's addresses (the rest is never read).
+
+    ``src``/``dst`` are ``route.addr``'s ``src_storage``/``dst_storage``:
+    librdmacm refreshes them from the kernel on ADDR_RESOLVED, ROUTE_RESOLVED
+    and, for the new id, CONNECT_REQUEST.
+    """
+
+    _fields_ = [
+        ("verbs", c_void_p),
+        ("channel", c_void_p),
+        ("context", c_void_p),
+        ("qp", c_void_p),
+        ("src", c_uint8 * SOCKADDR_STORAGE),
+        ("dst", c_uint8 * SOCKADDR_STORAGE),
+    ]
 
 
 _SIGNATURES: Signatures = {
@@ -138,6 +161,17 @@ def sockaddr(address: str, port: int = 0) -> ctypes.Array[ctypes.c_char]:
             + struct.pack("=I", 0)
         )
     return ctypes.create_string_buffer(raw, len(raw))
+
+
+def sockaddr_text(raw: bytes) -> str:
+    """A struct sockaddr as ``ip:port`` (``[v6]:port``); "" for any other family (unspecified)."""
+    family = int.from_bytes(raw[:2], "little")  # sa_family_t is host order (x86_64)
+    port = int.from_bytes(raw[2:4], "big")
+    if family == socket.AF_INET:
+        return f"{socket.inet_ntop(socket.AF_INET, raw[4:8])}:{port}"
+    if family == socket.AF_INET6:
+        return f"[{socket.inet_ntop(socket.AF_INET6, raw[8:24])}]:{port}"
+    return ""
 
 
 class _Id:
@@ -344,7 +378,9 @@ class CMChannel:
 
         The event is copied and acked at once; ``host_t_us`` is this host's
         CLOCK_MONOTONIC in µs when it was read.  A CONNECT_REQUEST's ``id``
-        is a new handle; ``listen_id`` is its listener's.
+        is a new handle; ``listen_id`` is its listener's.  ``local`` and
+        ``remote`` are the id's addresses as librdmacm holds them then
+        (``ip:port``, "" while unknown).
         """
         if self._ch is None:
             raise RdmaError("rdma_get_cm_event", errno.EBADF, "the channel is closed")
@@ -367,6 +403,10 @@ class CMChannel:
                 else b""
             )
             id_ptr, listen_ptr, status = int(e.id or 0), int(e.listen_id or 0), e.status
+            # The id's 4-tuple, read while the event pins the id (as for the handles below).
+            route = _CMIdHead.from_address(id_ptr) if id_ptr else None
+            local = sockaddr_text(bytes(route.src)) if route else ""
+            remote = sockaddr_text(bytes(route.dst)) if route else ""
             # Name the ids before the ack: until then rdma_destroy_id of this
             # id blocks, so a destroy racing this event cannot unmap it first.
             if kind == "CONNECT_REQUEST" and id_ptr not in self._by_ptr:
@@ -389,6 +429,8 @@ class CMChannel:
             "listen_id": listen_handle,
             "private_data": pdata.hex(),
             "host_t_us": host_t_us,
+            "local": local,
+            "remote": remote,
         }
 
     def destroy_id(self, handle: int) -> int:

@@ -507,6 +507,8 @@ class CMEvent(TypedDict):
     listen_id: int | None  # its listener's handle
     private_data: str  # hex
     host_t_us: int  # the host's CLOCK_MONOTONIC, µs
+    local: str  # the id's own address, "ip:port" ("[v6]:port"); "" while unknown
+    remote: str  # its peer's, likewise
 
 
 class CMEventEntry(CMEvent):
