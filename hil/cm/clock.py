@@ -6,6 +6,9 @@ two readings of ours; the host read its clock somewhere inside that window,
 so ``offset = midpoint - host_time`` is off by at most half the round trip.
 Several rounds, and the one with the smallest round trip wins (queueing
 on SSH, the guest or our own threads only ever widens the window).
+
+:func:`wall_sample` ties a host's wall clock to its monotonic clock (the
+agent's ``clock_pair``): a capture's packets carry wall-clock stamps.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable
 from hil.agent.client import Caller, request
 from hil.agent.remote import protocol as wire
 from hil.errors import InputError
-from hil.judge.timeline import ClockOffset
+from hil.judge.timeline import ClockOffset, WallSample
 
 DEFAULT_ROUNDS = 7
 CALL_TIMEOUT = 10.0
@@ -53,3 +56,9 @@ def agent_now(agent: Caller) -> Callable[[], int]:
         return request(agent, wire.CM_NOW, wire.NoParams(), CALL_TIMEOUT)["t_us"]
 
     return now
+
+
+def wall_sample(agent: Caller) -> WallSample:
+    """The agent host's CLOCK_REALTIME at a known point of its CLOCK_MONOTONIC (``clock_pair``)."""
+    got = request(agent, wire.CLOCK_PAIR, wire.NoParams(), CALL_TIMEOUT)
+    return WallSample(agent.host, got["wall_us"], got["mono_us"], got["spread_us"])

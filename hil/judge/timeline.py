@@ -121,6 +121,22 @@ class ClockOffset:
 
 
 @dataclass(frozen=True)
+class WallSample:
+    """A host's CLOCK_REALTIME and CLOCK_MONOTONIC at one instant (µs): ``wall_us`` was
+    read at host monotonic time ``mono_us`` +/- ``spread_us``.
+
+    Two of them around a capture map its packets' wall-clock stamps onto the
+    host's monotonic clock, and with the host's :class:`ClockOffset` onto the
+    timeline's time base.
+    """
+
+    host: str
+    wall_us: int
+    mono_us: int
+    spread_us: int
+
+
+@dataclass(frozen=True)
 class ResourceCount:
     """How many objects of a kind (cm_id, qp, cq, mr) a host held before and after."""
 

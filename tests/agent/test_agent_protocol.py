@@ -191,6 +191,7 @@ def test_real_replies_decode_as_declared(agent: StrictAgent) -> None:
     agent.kmsg_read(cursor)
     agent.kmsg_close(cursor)
     assert protocol.CM_NOW.decode(agent.call("cm_now"))["t_us"] > 0
+    assert protocol.CLOCK_PAIR.decode(agent.call("clock_pair"))["wall_us"] > 0
     assert agent.call("cm_endpoints") == []
     agent.delete_link("rt0")
     needs_rdma = {m for m in protocol.METHOD_NAMES if m.startswith("rdma_")} | {

@@ -13,6 +13,7 @@ import pytest
 from agenttest import StrictAgent
 
 from hil.agent.client import AgentCallError
+from hil.cm.clock import wall_sample
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +27,20 @@ def test_cm_now_is_this_hosts_monotonic_clock_in_us(local_agent: StrictAgent) ->
     got = local_agent.call("cm_now")["t_us"]
     after = time.monotonic_ns() // 1000
     assert before <= got <= after  # same host, same CLOCK_MONOTONIC
+
+
+def test_clock_pair_ties_the_wall_clock_to_the_monotonic_clock(local_agent: StrictAgent) -> None:
+    mono_before, wall_before = time.monotonic_ns() // 1000, time.time_ns() // 1000
+    got = wall_sample(local_agent)
+    mono_after, wall_after = time.monotonic_ns() // 1000, time.time_ns() // 1000
+    assert got.host == "here"
+    assert mono_before <= got.mono_us <= mono_after  # same host, same clocks
+    assert wall_before <= got.wall_us <= wall_after
+    assert 0 <= got.spread_us < 10_000  # three clock reads, the tightest of a few tries
+    # The agent's wall - mono agrees with ours, to the two windows.
+    ours = (wall_before - mono_before, wall_after - mono_after)
+    slack = got.spread_us + (mono_after - mono_before)
+    assert min(ours) - slack <= got.wall_us - got.mono_us <= max(ours) + slack
 
 
 def test_cm_open_without_rdma_says_why_in_one_line(local_agent: StrictAgent) -> None:

@@ -15,7 +15,7 @@ from hil.cm.session import CMSession
 from hil.errors import InputError
 from hil.judge.contract import check
 from hil.judge.profiles import SIW
-from hil.judge.timeline import Timeline
+from hil.judge.timeline import Timeline, WallSample
 
 
 @pytest.fixture
@@ -46,6 +46,19 @@ def test_clock_keeps_the_tightest_round_trip() -> None:
     assert (off.offset_us, off.uncertainty_us) == (5050 - 4610, 50)
     with pytest.raises(InputError, match="rounds must be >= 1"):
         clock.estimate("h", lambda: 0, rounds=0)
+
+
+class _ClockPairAgent:
+    host = "h9"
+
+    def call(self, method: str, timeout: float = 10.0, **params: object) -> object:
+        assert method == "clock_pair" and not params
+        return {"mono_us": 5_000, "wall_us": 1_700_000_000_000_000, "spread_us": 3}
+
+
+def test_wall_sample_names_the_host_and_keeps_the_agents_reading() -> None:
+    got = clock.wall_sample(_ClockPairAgent())
+    assert got == WallSample("h9", wall_us=1_700_000_000_000_000, mono_us=5_000, spread_us=3)
 
 
 def test_offsets_put_both_hosts_on_the_controller_clock(world: FakeCMWorld) -> None:

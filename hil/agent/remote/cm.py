@@ -6,7 +6,9 @@ its operations (listen, connect, accept, reject, disconnect, qp_err, destroy,
 stream_start/stop/stats, events, pause, handles); ``cm_kill`` SIGKILLs it, the
 way a crashing application would drop its connections; ``cm_close`` ends it
 in order.  ``cm_now`` is this host's CLOCK_MONOTONIC in µs, the time base of
-every event and action the workers report (for the controller's clock offset).
+every event and action the workers report (for the controller's clock offset);
+``clock_pair`` reads CLOCK_REALTIME between two reads of it, so that times on
+the wall clock (a capture's packets) can be put on that base.
 
 No call blocks the agent: each request already runs in its own agent thread,
 and here waits for the worker's answer at most ``timeout``; a worker stuck in
@@ -30,9 +32,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import OpError, held
-from .protocol import ClockReply, CloseReply, CMOpName, EndpointReply, KillReply, MethodName
+from .protocol import (
+    ClockPairReply,
+    ClockReply,
+    CloseReply,
+    CMOpName,
+    EndpointReply,
+    KillReply,
+    MethodName,
+)
 
 START_TIMEOUT = 20.0  # a worker's python start + librdmacm load, on a slow TCG guest
+CLOCK_PAIR_TRIES = 5  # clock_pair keeps the tightest of these (a preempted try is wide)
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hil_agent.cmworker import main; main()"
 if TYPE_CHECKING:
     # What the spawner thread hands back: the started worker, or why it could not start.
@@ -247,6 +258,29 @@ def cm_now() -> ClockReply:
     return {"t_us": now_us()}
 
 
+def clock_pair() -> ClockPairReply:
+    """CLOCK_REALTIME and CLOCK_MONOTONIC at one instant (µs), to +/- ``spread_us``.
+
+    Reads monotonic, wall, monotonic; the wall reading lies between the two
+    monotonic ones, so it belongs to their midpoint within half their
+    difference.  Of a few tries the tightest wins.
+    """
+    best: ClockPairReply | None = None
+    for _ in range(CLOCK_PAIR_TRIES):
+        before = time.monotonic_ns()
+        wall = time.time_ns()
+        after = time.monotonic_ns()
+        spread = -(-(after - before) // 2000)  # half the window, µs, rounded up
+        if best is None or spread < best["spread_us"]:
+            best = {
+                "mono_us": (before + after) // 2000,
+                "wall_us": wall // 1000,
+                "spread_us": spread,
+            }
+    assert best is not None
+    return best
+
+
 def cm_open(timeout: float) -> EndpointReply:
     """Start a CM endpoint worker with its own event channel; its number and pid."""
     with _lock:
@@ -310,6 +344,7 @@ def close_all() -> None:
 
 METHODS: dict[MethodName, Callable[..., object]] = {
     "cm_now": cm_now,
+    "clock_pair": clock_pair,
     "cm_open": cm_open,
     "cm_call": cm_call,
     "cm_kill": cm_kill,

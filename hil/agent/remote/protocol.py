@@ -85,6 +85,7 @@ MethodName = Literal[
     "kmsg_close",
     # cm.py
     "cm_now",
+    "clock_pair",
     "cm_open",
     "cm_call",
     "cm_kill",
@@ -369,6 +370,14 @@ class ClockReply(TypedDict):
     t_us: int  # the host's CLOCK_MONOTONIC, µs
 
 
+class ClockPairReply(TypedDict):
+    """The host's CLOCK_REALTIME read between two reads of its CLOCK_MONOTONIC (µs)."""
+
+    mono_us: int  # the two monotonic reads' midpoint
+    wall_us: int  # CLOCK_REALTIME, since the epoch
+    spread_us: int  # half the two monotonic reads' difference: wall_us is mono_us +/- this
+
+
 class EndpointReply(TypedDict):
     endpoint: int
     pid: int
@@ -639,6 +648,7 @@ KMSG_CURSOR = Method("kmsg_cursor", NoParams, int)
 KMSG_READ = Method("kmsg_read", CursorParams, KmsgReadReply)
 KMSG_CLOSE = Method("kmsg_close", CursorParams, _NONE)
 CM_NOW = Method("cm_now", NoParams, ClockReply)
+CLOCK_PAIR = Method("clock_pair", NoParams, ClockPairReply)
 CM_OPEN = Method("cm_open", NoParams, EndpointReply)
 CM_CALL = Method("cm_call", CMCallParams, dict[str, Any])  # the op's reply: CM_OPS[op]
 CM_KILL = Method("cm_kill", EndpointParams, KillReply)
@@ -654,7 +664,7 @@ METHODS: dict[MethodName, Method[Any, Any]] = {
         ETHTOOL_DRVINFO,
         RDMA_DEVICES, RDMA_LINKS, RDMA_ADD_SIW, RDMA_DELETE_LINK, RDMA_RESOURCES,
         KMSG_CURSOR, KMSG_READ, KMSG_CLOSE,
-        CM_NOW, CM_OPEN, CM_CALL, CM_KILL, CM_CLOSE, CM_ENDPOINTS,
+        CM_NOW, CLOCK_PAIR, CM_OPEN, CM_CALL, CM_KILL, CM_CLOSE, CM_ENDPOINTS,
     )
 }  # fmt: skip
 
