@@ -47,6 +47,7 @@ from hil.cm.endpoint import Outcome
 from hil.cm.registry import sequence
 from hil.cm.steps import REPLY_TIMEOUT, Conn, Listener, StepFailed
 from hil.errors import InputError
+from hil.judge.access import ACCESS_ERRORS
 from hil.judge.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -59,7 +60,6 @@ PAUSE_SETTLE_S = 0.5
 # Time for connects' MPA requests to reach the passive kernel, unretrieved.
 ARRIVE_S = 1.0
 PEER_DETECT_TIMEOUT = 20.0  # siw: the peer of an abort sees FIN at once; cxgb4 RST
-ACCESS_ERRORS = ("bad_rkey", "past_end")
 BUFFER_BYTES = 65536  # every QP's registered buffer (CMChannel.create_qp)
 
 

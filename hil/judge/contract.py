@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hil.errors import InputError
-from hil.judge import expectations, invariants
+from hil.judge import access, expectations, invariants
 from hil.judge.profiles import Profile
 from hil.judge.rule import Rule
 from hil.judge.timeline import Action, Event, Timeline
@@ -78,7 +78,7 @@ class Verdict:
 
 # Every rule, in the order a verdict lists them: the built-in ones, then those
 # registered with register_rule.
-RULES: list[Rule] = [*invariants.RULES, *expectations.RULES]
+RULES: list[Rule] = [*invariants.RULES, *expectations.RULES, *access.RULES]
 
 
 def register_rule(rule: Rule) -> Rule:

@@ -39,6 +39,10 @@ def tcp_retries2_timeout_s(
     ) * rto_max_s
 
 
+# enum ibv_wc_status values the profiles name.
+IBV_WC_SUCCESS = 0
+IBV_WC_WR_FLUSH_ERR = 5
+
 # TCP and iWARP signals a wire rule names (hil.wire.rules): how a connection ends.
 WireSignal = Literal["FIN", "RST", "TERMINATE"]
 
@@ -107,6 +111,11 @@ class Profile:
     pull_idle_bound_s: float | None
     # Link set administratively down on one host (None: as carrier lost).
     admin_down_bound_s: float | None
+    # Remote access error (an RDMA WRITE with a wrong rkey or past the end of the
+    # peer's buffer): the writer's completion, as enum ibv_wc_status values (the
+    # verbs' answer is 10, IBV_WC_REM_ACCESS_ERR), and both sides' DISCONNECTED.
+    remote_access_write_statuses: frozenset[int]
+    remote_access_statuses: frozenset[int]
     # What the provider puts on the wire (the wire rules).
     wire: WireExpect
 
@@ -180,6 +189,10 @@ def siw_profile(tcp_retries2: int = 15) -> Profile:
         pull_traffic_bound_s=pull_bound,
         pull_idle_bound_s=None,  # no keepalive: an idle connection never notices
         admin_down_bound_s=2.0,  # siw moves every QP of the netdev to ERR at once
+        # siw completes a WRITE once it is sent (siw_qp_sq_process): the peer's
+        # TERMINATE comes later and only ends the connection.
+        remote_access_write_statuses=frozenset({IBV_WC_SUCCESS}),
+        remote_access_statuses=frozenset({0}),
         wire=SIW_WIRE,
     )
 
@@ -204,6 +217,10 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         pull_traffic_bound_s=2.0 * ep_timeout_secs + margin,
         pull_idle_bound_s=None,  # keepalive interval is firmware configuration
         admin_down_bound_s=None,
+        # Its poll_cq maps no CQE status to IB_WC_REM_ACCESS_ERR: a WRITE completes
+        # before the TERMINATE, or is flushed by it; the TERMINATE aborts (RST).
+        remote_access_write_statuses=frozenset({IBV_WC_SUCCESS, IBV_WC_WR_FLUSH_ERR}),
+        remote_access_statuses=frozenset({0, -errno.ECONNRESET}),
         wire=CXGB4_WIRE,
     )
 
