@@ -206,6 +206,15 @@ class FakeAgent:
 
     op_qp_err = op_disconnect
 
+    def op_write(self, ep: FakeEp, id: int, remote: dict, length: int, wait: float) -> dict:
+        """As siw: the WRITE completes once sent; one outside the acceptor's buffer
+        (addr 4, rkey 5, 64 bytes: op_accept's) ends the connection on both sides."""
+        result = self._timed(wr_id=1, wc_status=0, wc_status_name="IBV_WC_SUCCESS", vendor_err=0)
+        if remote["rkey"] != 5 or not 4 <= remote["addr"] <= 4 + 64 - length:
+            self.world.tick()
+            self._close(ep.ids[id])
+        return result
+
     def _close(self, cid: Cid) -> None:
         for c in (cid, cid.peer):
             if c is not None and c.state == "up":

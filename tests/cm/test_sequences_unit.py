@@ -171,6 +171,27 @@ def test_a_step_that_cannot_go_on_names_host_and_events(world: FakeCMWorld) -> N
         listener.ep.wait("CONNECT_REQUEST", None, 0)
 
 
+@pytest.mark.parametrize(
+    "how, target", [("bad_rkey", (4, 5 ^ 0xFF)), ("past_end", (4 + 64, 5))], ids=str
+)
+def test_remote_access_error_records_the_write_and_both_disconnects(
+    world: FakeCMWorld, how: str, target: tuple[int, int]
+) -> None:
+    tl = session(world, "b-a").run("remote_access_error", how=how, length=16)
+    (write,) = [a for a in tl.actions if a.name == "write"]
+    assert write.side == "b" and write.id and write.id.startswith("b:")
+    assert (write.params["addr"], write.params["rkey"], write.params["length"]) == (*target, 16)
+    assert (write.params["how"], write.params["wc_status"]) == (how, 0)
+    assert write.params["wc_status_name"] == "IBV_WC_SUCCESS"
+    assert sorted(e.side for e in tl.events if e.type == "DISCONNECTED") == ["a", "b"]
+    assert tl.metrics["detection_us"] >= 0 and tl.scenario == f"remote-access-{how}"
+    assert check(tl, SIW).ok
+    with pytest.raises(InputError, match="how must be one of bad_rkey, past_end, not 'nope'"):
+        session(world).run("remote_access_error", how="nope")
+    with pytest.raises(InputError, match="length must be 1..65536, not 0"):
+        session(world).run("remote_access_error", length=0)
+
+
 def test_bad_parameters_are_input_errors(world: FakeCMWorld) -> None:
     with pytest.raises(InputError, match="no CM sequence 'nope'"):
         session(world).run("nope")
