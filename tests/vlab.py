@@ -36,9 +36,10 @@ class VirtualLab:
 
 
 @contextmanager
-def booted_lab(pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
-    """Two guests up in a fresh directory (building the kernel first if it is not cached);
-    on leaving, even on failure, the lab is stopped and its directory removed."""
+def booted_lab(pytestconfig: pytest.Config, image: Path | None = None) -> Iterator[VirtualLab]:
+    """Two guests up in a fresh directory, booting ``image`` (default: the lab kernel, built
+    first if it is not cached); on leaving, even on failure, the lab is stopped and its
+    directory removed."""
     # Imported here: most test runs never boot a lab.
     from hil.inventory import load as load_inventory
     from hil.lab import control
@@ -55,7 +56,7 @@ def booted_lab(pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
     home = Path(tempfile.mkdtemp(prefix=".hil-test-lab-", dir=Path.home()))
     lab_dir = home / "lab"
     try:
-        state = control.up(lab_dir, hosts=2, memory="768M", say=say)
+        state = control.up(lab_dir, hosts=2, memory="768M", say=say, image=image)
         inventory = load_inventory(control.inventory_path(lab_dir))
         yield VirtualLab(lab_dir, state, inventory)
     finally:

@@ -40,6 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=control.BOOT_TIMEOUT,
         help=f"seconds for all guests to become SSH-ready (default {control.BOOT_TIMEOUT:g})",
     )
+    p.add_argument(
+        "--kernel",
+        type=Path,
+        metavar="BZIMAGE",
+        help="boot this kernel instead of the default lab kernel (e.g. a fault kernel "
+        "from tests/siw_faults.py)",
+    )
     p.set_defaults(func=_up)
 
     p = cmds.add_parser(
@@ -81,6 +88,7 @@ def _up(args: argparse.Namespace) -> int:
         memory=args.memory,
         accel_mode=args.accel,
         boot_timeout=args.boot_timeout,
+        image=args.kernel,
     )
     print(control.inventory_path(args.dir))
     return 0
@@ -122,6 +130,8 @@ def _status(args: argparse.Namespace) -> int:
         for h in health
     ]
     healthy = all(h.qemu_alive and h.ssh_answering for h in health)
+    default = control.default_kernel()
+    is_default = default is not None and default.resolve() == Path(state.kernel).resolve()
     if args.json:
         print(
             json.dumps(
@@ -133,6 +143,7 @@ def _status(args: argparse.Namespace) -> int:
                     "accel": state.accel,
                     "uptime_s": round(uptime, 1),
                     "kernel": state.kernel,
+                    "kernel_default": is_default,
                     "cable_ports": list(state.cable_ports),
                     "guests": rows,
                 },
@@ -144,6 +155,7 @@ def _status(args: argparse.Namespace) -> int:
             f"lab {lab} in {state.dir}: {len(rows)} guests, {state.accel.upper()}, "
             f"up {uptime:.0f} s, {'healthy' if healthy else 'UNHEALTHY'}"
         )
+        print(f"  kernel {state.kernel} ({'default' if is_default else 'not the default'})")
         width = max(len("NAME"), *(len(h.guest.name) for h in health))
         print(f"  {'NAME':<{width}} {'PID':>8} {'SSH':>6}  QEMU  SSH")
         for r in rows:

@@ -44,6 +44,10 @@ _OURS = re.compile(
 
 Say = kernel.Progress
 
+# Every x86 bzImage carries its boot protocol's header signature here.
+_BZIMAGE_MAGIC_AT = 0x202
+_BZIMAGE_MAGIC = b"HdrS"
+
 
 @dataclass(frozen=True)
 class GuestHealth:
@@ -75,15 +79,23 @@ def up(
     accel_mode: str = "auto",
     say: Say = kernel.to_stderr,
     boot_timeout: float = BOOT_TIMEOUT,
+    image: Path | None = None,
 ) -> LabState:
-    """Bring a lab of ``hosts`` guests up in ``lab_dir`` (reusing a healthy one)."""
+    """Bring a lab of ``hosts`` guests up in ``lab_dir`` (reusing a healthy one).
+
+    The guests boot ``image`` (a bzImage) when given, else the default lab
+    kernel, built first when it is not cached.
+    """
     network.check_hosts(hosts)
     lab_dir = check_dir(lab_dir)
+    if image is not None:
+        image = check_image(image)
     with _locked(lab_dir):
-        running = _reuse_or_clean(lab_dir, hosts, say)
+        running = _reuse_or_clean(lab_dir, hosts, say, image or default_kernel())
         if running is not None:
             return running
-        image = kernel.ensure_kernel(progress=say)
+        image = image or kernel.ensure_kernel(progress=say)
+        say(f"lab: kernel {image}")
         chosen = accel.choose(accel_mode, image, say)
         started = time.monotonic()
         try:
@@ -102,7 +114,39 @@ def up(
         return state
 
 
-def _reuse_or_clean(lab_dir: Path, hosts: int, say: Say) -> LabState | None:
+def default_kernel() -> Path | None:
+    """The default lab kernel if it is built, else None (also when no source is installed)."""
+    try:
+        return kernel.cached_kernel()
+    except LabError:
+        return None  # no linux-source: only a build needs it, and says so
+
+
+def check_image(image: Path) -> Path:
+    """The absolute path of a kernel to boot; InputError if it is no x86 bzImage."""
+    image = image.expanduser().absolute()
+    try:
+        with open(image, "rb") as f:
+            f.seek(_BZIMAGE_MAGIC_AT)
+            magic = f.read(len(_BZIMAGE_MAGIC))
+    except OSError as e:
+        raise InputError(f"kernel {image}: {e.strerror or e}; give the path of a bzImage") from None
+    if magic != _BZIMAGE_MAGIC:
+        raise InputError(
+            f"kernel {image}: not an x86 bzImage (no boot header 'HdrS' at 0x202); "
+            "give arch/x86/boot/bzImage of a kernel build"
+        )
+    return image
+
+
+def _reuse_or_clean(
+    lab_dir: Path, hosts: int, say: Say, image: Path | None = None
+) -> LabState | None:
+    """The healthy lab of ``hosts`` guests running ``image`` in ``lab_dir``, or None after
+    cleaning away a stale one; InputError if a lab of another size or kernel runs there.
+
+    ``image`` None (the default kernel is not built yet) takes the running lab's kernel.
+    """
     state = load(lab_dir)
     if state is None:
         return None
@@ -117,6 +161,11 @@ def _reuse_or_clean(lab_dir: Path, hosts: int, say: Say) -> LabState | None:
             raise InputError(
                 f"{lab_dir}: a lab of {len(state.guests)} guests runs here; "
                 f"`hil lab down --dir {lab_dir}` first to start one of {hosts}"
+            )
+        if image is not None and Path(state.kernel).resolve() != image.resolve():
+            raise InputError(
+                f"{lab_dir}: a lab booted with the kernel {state.kernel} runs here; "
+                f"`hil lab down --dir {lab_dir}` first to boot {image}"
             )
         say(
             f"lab: already up in {lab_dir} "

@@ -129,6 +129,12 @@ def kernel_dir(source: KernelSource, fragment: Path = FRAGMENT) -> Path:
     return cache_root() / "kernel" / f"{safe}-{config_hash(fragment)}"
 
 
+def tree_dir(source: KernelSource) -> Path:
+    """The extracted source tree of ``source``, where the kernel is built in place."""
+    work = cache_root() / "kernel" / "build" / re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
+    return work / source.tree_name
+
+
 def cached_kernel(fragment: Path = FRAGMENT) -> Path | None:
     """The cached bzImage for the installed source, or None if not built yet."""
     image = kernel_dir(find_source(), fragment) / "bzImage"
@@ -170,13 +176,13 @@ def ensure_kernel(
             + ", ".join(missing)
             + " (run ci/install, or apt-get install the packages above)"
         )
-    with _build_lock(progress):
+    with build_lock(progress):
         if image.is_file() and not rebuild:
             return image  # another process built it while we waited
         tree = _extract(source, progress)
         _configure(tree, fragment, progress)
         started = time.monotonic()
-        _make(tree, jobs or os.cpu_count() or 1, progress)
+        make(tree, jobs or os.cpu_count() or 1, progress)
         dest.mkdir(parents=True, exist_ok=True)
         tmp = dest / "bzImage.tmp"
         shutil.copyfile(tree / "arch/x86/boot/bzImage", tmp)
@@ -187,7 +193,8 @@ def ensure_kernel(
 
 
 @contextmanager
-def _build_lock(progress: Progress) -> Iterator[None]:
+def build_lock(progress: Progress) -> Iterator[None]:
+    """Held while a kernel is built: one build (or copy of the tree) at a time per machine."""
     lock_path = cache_root() / "kernel" / ".build.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "w") as f:
@@ -209,8 +216,8 @@ def _build_lock(progress: Progress) -> Iterator[None]:
 
 
 def _extract(source: KernelSource, progress: Progress) -> Path:
-    work = cache_root() / "kernel" / "build" / re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
-    tree = work / source.tree_name
+    tree = tree_dir(source)
+    work = tree.parent
     marker = work / ".extracted"
     if marker.exists() and tree.is_dir():
         return tree
@@ -261,11 +268,12 @@ def _run(argv: list[str], timeout: float, what: str, cwd: Path | None = None) ->
         raise LabError(f"lab kernel: {what} failed ({argv[0]} exited {out.returncode}):\n{tail}")
 
 
-def _make(tree: Path, jobs: int, progress: Progress) -> None:
+def make(tree: Path, jobs: int, progress: Progress) -> None:
+    """``make -jJOBS bzImage`` in ``tree``, a progress line every few seconds, log beside it."""
     argv = tools.argv("make", f"-j{jobs}", *MAKE_TARGETS)
     log_path = tree.parent / "build.log"
     progress(
-        f"lab kernel: {' '.join(argv)} in {tree} (log {log_path}); this takes ~10 min on 2 cores"
+        f"lab kernel: {' '.join(argv)} in {tree} (log {log_path}); from scratch ~10 min on 2 cores"
     )
     with open(log_path, "w") as log:
         proc = subprocess.Popen(

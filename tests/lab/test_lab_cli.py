@@ -42,3 +42,24 @@ def test_status_and_inventory_of_no_lab(tmp_path: Path) -> None:
     assert f"start one with `hil lab up --dir {tmp_path / 'none'}`" in out.stderr
     out = hil("down", "--dir", str(tmp_path / "none"))
     assert out.returncode == 0
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "No such file or directory; give the path of a bzImage"),
+        (b"not a kernel\n", "not an x86 bzImage (no boot header 'HdrS' at 0x202)"),
+    ],
+)
+def test_up_with_a_kernel_that_is_no_bzimage_is_refused_before_anything_starts(
+    tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    image = tmp_path / "bzImage"
+    if content is not None:
+        image.write_bytes(content)
+    out = hil("up", "--dir", str(tmp_path / "lab"), "--kernel", str(image))
+    assert out.returncode == 1
+    assert out.stderr.strip() == f"hil: error: kernel {image}: {message}" + (
+        "; give arch/x86/boot/bzImage of a kernel build" if content else ""
+    )
+    assert not (tmp_path / "lab").exists()

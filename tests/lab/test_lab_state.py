@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,16 +41,41 @@ def stand_in(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
         proc.wait(10)
 
 
+@pytest.fixture
+def ssh_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that answers like a guest's sshd: an SSH banner, then close."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return  # closed: the test is over
+            with conn:
+                conn.sendall(b"SSH-2.0-stand-in\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
 def recorded(
     lab_dir: Path,
     proc: subprocess.Popen[bytes],
     qmp: str,
     boot: str | None = None,
     name: str | None = None,
+    ssh_port: int = 1,
+    kernel: str = "/k",
 ) -> LabState:
     name = name or first_guest(lab_dir)
-    guest = GuestState(name, 0, proc.pid, proc.pid, 1, qmp, str(lab_dir / f"{name}.log"))
-    lab = LabState(str(lab_dir), boot or state.boot_id(), time.time(), "tcg", "/k", (2,), (guest,))
+    guest = GuestState(name, 0, proc.pid, proc.pid, ssh_port, qmp, str(lab_dir / f"{name}.log"))
+    lab = LabState(
+        str(lab_dir), boot or state.boot_id(), time.time(), "tcg", kernel, (2,), (guest,)
+    )
     lab_dir.mkdir(exist_ok=True)
     state.save(lab)
     return lab
@@ -119,6 +147,54 @@ def test_up_replaces_a_running_lab_whose_names_lack_the_lab_id(
     assert proc.wait(10) != 0
     assert f"its guests are named lab0, not {first_guest(lab_dir)}" in said[0]
     assert state.load(lab_dir) is None
+
+
+def test_up_reuses_a_healthy_lab_only_when_it_runs_the_kernel_asked_for(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str], ssh_port: int
+) -> None:
+    proc, qmp = stand_in
+    lab_dir = tmp_path / "lab"
+    fault, default = tmp_path / "fault" / "bzImage", tmp_path / "default" / "bzImage"
+    lab = recorded(lab_dir, proc, qmp, ssh_port=ssh_port, kernel=str(fault))
+    said: list[str] = []
+    assert control._reuse_or_clean(lab_dir, 1, said.append, fault) == lab
+    assert said[-1].startswith(f"lab: already up in {lab_dir}")
+    # The default kernel not built yet: the running lab's kernel is taken as it is.
+    assert control._reuse_or_clean(lab_dir, 1, said.append, None) == lab
+    with pytest.raises(InputError) as e:
+        control._reuse_or_clean(lab_dir, 1, said.append, default)
+    assert str(e.value) == (
+        f"{lab_dir}: a lab booted with the kernel {fault} runs here; "
+        f"`hil lab down --dir {lab_dir}` first to boot {default}"
+    )
+    assert proc.poll() is None  # refused, not replaced: the running lab is left alone
+
+
+def test_status_names_the_kernel_the_lab_booted(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str], ssh_port: int
+) -> None:
+    lab_dir = tmp_path / "lab"
+    fault = tmp_path / "fault" / "bzImage"
+    recorded(lab_dir, *stand_in, ssh_port=ssh_port, kernel=str(fault))
+    argv = [sys.executable, "-m", "hil", "lab", "status", "--dir", str(lab_dir)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert f"  kernel {fault} (not the default)\n" in out.stdout
+    out = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60, check=True)
+    status = json.loads(out.stdout)
+    assert (status["kernel"], status["kernel_default"]) == (str(fault), False)
+
+
+def test_a_kernel_to_boot_is_an_x86_bzimage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image = tmp_path / "bzImage"
+    image.write_bytes(bytes(0x202) + b"HdrS" + bytes(16))
+    monkeypatch.chdir(tmp_path)
+    assert control.check_image(Path("bzImage")) == image
+    image.write_bytes(bytes(0x206))
+    with pytest.raises(InputError, match="not an x86 bzImage"):
+        control.check_image(image)
 
 
 def test_down_stops_a_recorded_guest_process_group(

@@ -14,6 +14,7 @@ side by side (see docs/virtual-lab.md, "Tests").
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,9 +36,23 @@ HOLDER = "tests/lab: lab A's run"
 
 
 @pytest.fixture(scope="module")
-def lab_b(pytestconfig: pytest.Config, virtual_lab: VirtualLab) -> Iterator[VirtualLab]:
-    """A second lab, up while the session's lab (A) runs; down at the module's end."""
-    with booted_lab(pytestconfig) as lab:
+def lab_b(
+    pytestconfig: pytest.Config,
+    virtual_lab: VirtualLab,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[VirtualLab]:
+    """A second lab, up while the session's lab (A) runs; down at the module's end.
+
+    It boots a copy of A's kernel given as ``--kernel`` would give it: what a
+    fault kernel's lab does, without building one.  The copy's directory has
+    the name of A's kernel directory, so the machine's cached KVM probe answer
+    (per kernel directory) applies to it, as it does to the same kernel.
+    """
+    kernel = Path(virtual_lab.state.kernel)
+    copy = tmp_path_factory.mktemp("kernel") / kernel.parent.name / "bzImage"
+    copy.parent.mkdir()
+    shutil.copyfile(kernel, copy)
+    with booted_lab(pytestconfig, image=copy) as lab:
         yield lab
 
 
@@ -111,6 +126,16 @@ def test_two_labs_run_at_once_and_share_no_name(virtual_lab: VirtualLab, lab_b: 
     with SSHPool(lab_b.inventory, ssh_config=None) as pool:
         for name in lab_b.inventory.hosts:
             assert pool.get(name).run(["hostname"], timeout=60).stdout.strip() == name
+
+
+def test_lab_b_boots_the_kernel_it_was_given(virtual_lab: VirtualLab, lab_b: VirtualLab) -> None:
+    status = lab_status(lab_b)
+    given = lab_b.state.kernel
+    assert Path(given).parent.parent != Path(virtual_lab.state.kernel).parent.parent
+    assert (status["kernel"], status["kernel_default"]) == (given, False)
+    assert lab_status(virtual_lab)["kernel_default"] is True
+    for guest in lab_b.state.guests:
+        assert given.encode() in Path(f"/proc/{guest.pid}/cmdline").read_bytes().split(b"\0")
 
 
 def test_a_lease_on_lab_a_leaves_lab_b_free_and_each_runs_a_sequence(
