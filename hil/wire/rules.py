@@ -133,10 +133,10 @@ def revision_and_flags(case: WireCase) -> Outcome:
 
 
 def _teardown_after(conn: Connection, after: Packet) -> Packet | None:
-    """The first FIN or RST of the connection after ``after`` (same capture point)."""
+    """The first FIN or RST the sender of ``after`` sent after it (same capture point)."""
     pkts = conn.seen_by(after.point)
     later = pkts[pkts.index(after) + 1 :] if after in pkts else ()
-    return next((p for p in later if p.flags & {"FIN", "RST"}), None)
+    return next((p for p in later if p.src == after.src and p.flags & {"FIN", "RST"}), None)
 
 
 def _reject_replies(case: WireCase) -> Iterator[tuple[Connection, Packet, Action | None]]:
@@ -177,7 +177,8 @@ def reject_on_wire(case: WireCase) -> Outcome:
             what = "no FIN or RST" if end is None else "+".join(sorted(kinds))
             findings.append(
                 WireFinding(
-                    f"after the MPA reject: {what} (expected {' or '.join(sorted(allowed))})",
+                    f"after its MPA reject the rejecting side sent {what} "
+                    f"(expected {' or '.join(sorted(allowed))})",
                     conn.name,
                     evidence(reply, end),
                 )
