@@ -7,6 +7,8 @@ README: the agreement between the suites, the CM engine and the report
   ``contract violation:`` or ``contract FAILED`` (the first words of
   ``Verdict.to_text()``): ``assert verdict.ok, verdict.to_text()`` or
   ``pytest.fail(verdict.to_text())`` both qualify.
+- **Wire rules broken** are failures whose message contains ``wire FAILED``
+  (the first words of ``WireVerdict.to_text()``).
 - **Lab / infrastructure errors** are exceptions of the ``hil.errors.HilError``
   tree (raise them, do not wrap them in AssertionError), the hil plugin's
   ``hil: <Class>: ...`` fixture failures, and pytest-timeout's timeouts.
@@ -21,12 +23,13 @@ README: the agreement between the suites, the CM engine and the report
   attached; ``Timeline.metrics`` feed the trends.  Code that does not go
   through ``CMSession.run`` calls :mod:`hil.report.attach` itself:
   ``step(name, **params)``, ``attach_timeline``, ``attach_verdict``,
-  ``attach_kernel_log``, ``attach_resources``, ``attach_pcap``, ``metric``
-  (all no-ops without ``--alluredir``).
+  ``attach_kernel_log``, ``attach_resources``, ``attach_pcap``, ``metric``,
+  and for the wire ``attach_wire_timeline``, ``attach_wire_verdict``,
+  ``attach_exchange`` (all no-ops without ``--alluredir``).
 
-Modules: svg (timeline picture), attach (helpers), observer (pair-run
-observer), plugin (pytest: labels, ``--hil-pcap`` with
-:class:`hil.wire.capture.Capture`, run files), environment, categories,
-executor (run files), history (kept runs, trend), pipeline (what
-ci/nightly and ci/run-suite run).
+Modules: svg (timeline picture), wirelane (what its wire lane shows),
+attach (helpers), observer (pair-run observer), plugin (pytest: labels,
+the ``pytest_hil_wire`` attachments and ``--hil-pcap``, run files),
+environment, categories, executor (run files), history (kept runs, trend),
+pipeline (what ci/nightly and ci/run-suite run).
 """

@@ -8,6 +8,9 @@ returns.  Metrics are kept in any case so that the plugin can write them out.
         ...
     attach_timeline(timeline, verdict)               # SVG picture + raw JSON (+ its metrics)
     attach_verdict(verdict)
+    attach_wire_timeline(timeline, exchange, wire)   # the picture with the wire lane
+    attach_wire_verdict(wire)
+    attach_exchange(exchange)                        # ladder and packets (text) + JSON
     attach_kernel_log(lines)
     attach_resources(before, after)                  # {host: {kind: count}} each
     attach_resource_counts(counts)                   # or as ResourceCounts (evidence, timeline)
@@ -28,6 +31,9 @@ from typing import Any
 from hil.judge.contract import Verdict
 from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
 from hil.report.svg import render_timeline
+from hil.wire.judge import WireVerdict
+from hil.wire.model import Exchange
+from hil.wire.render import exchange_text, ladder_text
 
 try:
     import allure
@@ -132,6 +138,50 @@ def attach_verdict(verdict: Verdict) -> None:
     allure.attach(
         verdict.to_json(indent=1),
         name="contract verdict (json)",
+        attachment_type=allure.attachment_type.JSON,
+    )
+
+
+def attach_wire_timeline(
+    timeline: Timeline, exchange: Exchange, wire: WireVerdict, verdict: Verdict | None = None
+) -> None:
+    """The timeline picture with the wire lane (the packets that matter as a ladder)."""
+    if allure is None:
+        return
+    allure.attach(
+        render_timeline(timeline, verdict, exchange, wire),
+        name=f"timeline {timeline.scenario} with the wire",
+        attachment_type=allure.attachment_type.SVG,
+    )
+
+
+def attach_wire_verdict(wire: WireVerdict) -> None:
+    """The wire verdict as text (each rule's outcome, findings with their packets) and JSON."""
+    if allure is None:
+        return
+    word = "passed" if wire.ok else "FAILED"
+    allure.attach(
+        wire.to_text(), name=f"wire verdict: {word}", attachment_type=allure.attachment_type.TEXT
+    )
+    allure.attach(
+        wire.to_json(indent=1),
+        name="wire verdict (json)",
+        attachment_type=allure.attachment_type.JSON,
+    )
+
+
+def attach_exchange(exchange: Exchange) -> None:
+    """The decoded capture: its ladder and every packet per capture point (text), and JSON."""
+    if allure is None:
+        return
+    allure.attach(
+        f"{ladder_text(exchange)}\n{exchange_text(exchange)}",
+        name="wire exchange",
+        attachment_type=allure.attachment_type.TEXT,
+    )
+    allure.attach(
+        json.dumps(exchange.to_json(), indent=1),
+        name="wire exchange (json)",
         attachment_type=allure.attachment_type.JSON,
     )
 

@@ -5,6 +5,9 @@ The agreement with suites and the CM engine (see the package docstring):
 - a **contract violation** is a failure whose message contains
   ``contract violation:`` or ``contract FAILED`` (what ``Verdict.to_text()``
   starts with), e.g. ``assert verdict.ok, verdict.to_text()``;
+- a **wire rule broken** is a failure whose message contains ``wire FAILED``
+  (what ``WireVerdict.to_text()`` starts with; the wire fixture fails a
+  test with it);
 - a **lab / infrastructure error** is an exception of the ``hil.errors.HilError``
   tree (SSH, agent, reservation, lab), the hil plugin's ``hil: <Class>: ...``
   fixture failures, or a pytest-timeout: the test could
@@ -26,6 +29,7 @@ from typing import Any
 from hil.errors import HilError
 
 CONTRACT_MARKERS = ("contract violation:", "contract FAILED")
+WIRE_MARKER = "wire FAILED"
 TIMEOUT_MESSAGE = "Failed: Timeout"
 # The hil plugin's fixtures turn a HilError into pytest.fail("hil: <Class>: ...").
 FIXTURE_FAILURE = r"Failed: hil: \w+: "
@@ -52,6 +56,8 @@ def _infra_regex() -> str:
 def categories() -> list[dict[str, Any]]:
     """The categories, most specific first."""
     contract = "|".join(re.escape(m) for m in CONTRACT_MARKERS)
+    wire = re.escape(WIRE_MARKER)
+    judged = f"{contract}|{wire}"  # a verdict's failure, never a product or test defect
     infra = _infra_regex()
     return [
         {
@@ -59,6 +65,13 @@ def categories() -> list[dict[str, Any]]:
             "description": "The RNIC broke the iWARP CM contract (see the verdict attachment).",
             "matchedStatuses": ["failed", "broken"],
             "messageRegex": rf"(?s).*(?:{contract}).*",
+        },
+        {
+            "name": "Wire rules broken",
+            "description": "The packets on the wire broke a wire rule (see the wire verdict "
+            "and the exchange attachments).",
+            "matchedStatuses": ["failed", "broken"],
+            "messageRegex": rf"(?s).*(?:{wire}).*",
         },
         {
             "name": "Lab / infrastructure errors",
@@ -70,13 +83,13 @@ def categories() -> list[dict[str, Any]]:
             "name": "Product failures",
             "description": "A check on the product failed outside the CM contract.",
             "matchedStatuses": ["failed"],
-            "messageRegex": rf"(?s)(?!.*(?:{contract}))(?!{infra}).*",
+            "messageRegex": rf"(?s)(?!.*(?:{judged}))(?!{infra}).*",
         },
         {
             "name": "Test defects",
             "description": "An unexpected exception in a suite or in hil itself.",
             "matchedStatuses": ["broken"],
-            "messageRegex": rf"(?s)(?!.*(?:{contract}))(?!{infra}).*",
+            "messageRegex": rf"(?s)(?!.*(?:{judged}))(?!{infra}).*",
         },
     ]
 

@@ -10,11 +10,13 @@ work only when allure-pytest writes results (``--alluredir``):
   ``pull_mode`` (from the test's parameters of those names; ``mode`` counts
   as the pull mode);
 - for tests on the pair, ``rdma resource`` counts before/after and the kernel
-  log of both hosts (:mod:`hil.report.evidence`), and tcpdump on host A's
-  data port (``--hil-pcap``:
-  ``failed`` (default) keeps the capture of failed tests, ``all`` of every
-  test, ``none`` captures nothing); a capture that cannot start is noted in
-  the report and does not fail the test;
+  log of both hosts (:mod:`hil.report.evidence`);
+- the wire judge's result (``pytest_hil_wire``, called by the wire fixture
+  :mod:`hil.plugin.wire` in the test's teardown): the wire verdict, the
+  decoded exchange (ladder and packets as text, and JSON), each timeline's
+  picture with the wire lane, and the captures of both ends by ``--hil-pcap``:
+  ``failed`` (default) keeps those of a test that failed or whose wire
+  verdict failed, ``all`` of every test, ``none`` attaches none;
 - each test's metrics (``hil.report.attach.metric``) as an attachment;
 - an observer of the session's pair run (:mod:`hil.report.observer`, given
   to the plugin through ``pytest_hil_observers``): every sequence run becomes
@@ -33,7 +35,6 @@ import logging
 import os
 import platform
 import re
-import tempfile
 from collections.abc import Generator, Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -41,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hil.errors import HilError
 from hil.report import attach
 from hil.report.categories import write_categories
 from hil.report.environment import write_properties
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     # Both pull in paramiko: imported when a test uses the pair, not by every pytest run.
     from hil.cm.observer import Observer
     from hil.report.evidence import Evidence
-    from hil.wire.capture import Capture
+    from hil.wire.judge import WireReport
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +72,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--hil-pcap",
         choices=PCAP_CHOICES,
         default="failed",
-        help="Capture the pair's data link with tcpdump during each test on the pair and "
-        "attach the .pcap: for failed tests (default), all tests, or none.",
+        help="Attach the wire judge's captures (both ends of the pair's link) of each test "
+        "on the pair: for failed tests (default; a failed wire verdict counts), all tests, "
+        "or none.",
     )
 
 
@@ -141,36 +142,6 @@ def _uses_pair(request: pytest.FixtureRequest) -> bool:
     return bool({"hil_pair", "hil_hosts", "hil_setup"} & set(request.fixturenames))
 
 
-def _start_capture(request: pytest.FixtureRequest) -> Capture | None:
-    """tcpdump on host A's data port; None (noted) if it fails."""
-    from hil.wire.capture import Capture
-
-    hosts = request.getfixturevalue("hil_hosts")
-    pair = request.getfixturevalue("hil_pair").pair
-    try:
-        return Capture.start(hosts.session(pair.host_a.name), pair.rnic_a.netdev)
-    except HilError as e:
-        log.warning("no packet capture: %s", e)
-        attach.note("packet capture not taken", str(e))
-        return None
-
-
-def _finish_capture(capture: Capture, item: pytest.Item, keep: bool) -> None:
-    if not keep:
-        capture.discard()
-        return
-    name = re.sub(r"[^\w.-]+", "_", item.nodeid)[-150:] + ".pcap"
-    # Attaching copies the file into the results: fetch it to a scratch directory.
-    with tempfile.TemporaryDirectory(prefix="hil-pcap-") as scratch:
-        try:
-            fetched = capture.stop(Path(scratch) / name)
-            attach.attach_pcap(fetched.path, name=f"{capture.session.name} {capture.netdev}.pcap")
-            for note in fetched.notes:
-                attach.note("packet capture incomplete", note)
-        except HilError as e:
-            attach.note("packet capture lost", str(e))
-
-
 def _label_provider(item: pytest.Item) -> None:
     """The provider the run found on both hosts (or why none is known), unless the test
     names its own: never the inventory's claim."""
@@ -203,31 +174,48 @@ def _gather_environment(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture(autouse=True)
 def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Per test: name the test for its metrics, capture the data link, attach what was kept."""
+    """Per test: name the test for its metrics, take the evidence, attach what was kept."""
     item = request.node
     attach.METRICS.current_test = item.nodeid
-    mode = request.config.getoption("hil_pcap")
+    observer = request.config.stash.get(OBSERVER_KEY, None)
+    if observer is not None:
+        observer.verdicts.clear()  # only this test's timelines get their contract verdict
     writing = alluredir(request.config) is not None
     on_pair = writing and _uses_pair(request) and PAIR_KEY in request.config.stash
-    capture = evidence = None
+    evidence = None
     if on_pair:
         if "hil_setup" in request.fixturenames:
-            # The pair set up first, as the test will see it: the port is up for tcpdump,
-            # a siw fallback device is counted from the start.
+            # The pair set up first, as the test will see it: a siw fallback device is
+            # counted from the start.
             request.getfixturevalue("hil_setup")
         _label_provider(item)
         evidence = _begin_evidence(request)
-        if mode != "none":
-            capture = _start_capture(request)
     yield
-    if capture is not None:
-        _finish_capture(capture, item, keep=mode == "all" or _failed(item))
     if evidence is not None:
         evidence.attach()
     if on_pair:
         # After the test, once: its commands never delay the pair's setup or a test.
         _gather_environment(request)
     attach.attach_metrics(item.nodeid)
+
+
+def pytest_hil_wire(item: pytest.Item, report: WireReport) -> None:
+    """Attach the wire verdict, the decoded exchange, each timeline with its wire lane, and
+    the captures ``--hil-pcap`` keeps (the files are gone once this returns: attaching
+    copies them)."""
+    if alluredir(item.config) is None:
+        return
+    attach.attach_wire_verdict(report.verdict)
+    if report.exchange is not None:
+        attach.attach_exchange(report.exchange)
+        observer = item.config.stash.get(OBSERVER_KEY, None)
+        for tl in report.timelines:
+            verdict = observer.verdict_of(tl) if observer is not None else None
+            attach.attach_wire_timeline(tl, report.exchange, report.verdict, verdict)
+    mode = item.config.getoption("hil_pcap")
+    if mode == "all" or (mode == "failed" and (_failed(item) or not report.verdict.ok)):
+        for point, path in sorted(report.pcaps.items()):
+            attach.attach_pcap(path, name=f"{point}.pcap")
 
 
 def base_properties() -> dict[str, str]:

@@ -27,6 +27,12 @@ from hil.report.categories import category_of, infrastructure_classes, write_cat
         ),
         ("failed", "AssertionError: contract violation: DISCONNECTED twice", "Contract violations"),
         (
+            "failed",
+            "Failed: wire FAILED: profile siw, 8 passed, 1 failed, 0 skipped, 1 not applicable\n"
+            "  [orderly-close-is-fin] fail: 1 of 1 closes",
+            "Wire rules broken",
+        ),
+        (
             "broken",
             "hil.errors.Unreachable: lab-a: no TCP connection within 10s",
             "Lab / infrastructure errors",
