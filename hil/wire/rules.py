@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hil.errors import InputError
+from hil.judge.access import ACCESS_ERRORS
 from hil.judge.timeline import Action, Event
 from hil.wire.link import Link
 from hil.wire.model import Connection, Packet
@@ -277,7 +278,7 @@ def no_listener(case: WireCase) -> Outcome:
 def _access_errors(case: WireCase) -> Iterator[tuple[Link, Action]]:
     for lk in case.links:
         for a in lk.actions("write"):
-            if a.params.get("expect") == "remote_access_error":
+            if a.params.get("how") in ACCESS_ERRORS:
                 yield lk, a
 
 
