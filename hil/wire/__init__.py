@@ -4,7 +4,10 @@ held against the CM timeline.
 - :mod:`hil.wire.model`: packets and connections as data;
 - :mod:`hil.wire.decode`: a capture file to an :class:`~hil.wire.model.Exchange` (tshark);
 - :mod:`hil.wire.clock`: capture timestamps onto the timeline's time base;
-- :mod:`hil.wire.capture`: tcpdump (or a vendor tool) at each capture point of a link;
+- :mod:`hil.wire.plan`: a link's capture points, and whether they see its provider's packets;
+- :mod:`hil.wire.capture`: tcpdump on one host's netdev, bounded;
+  :mod:`hil.wire.command`: a vendor's capture tool, through the inventory's templates;
+- :mod:`hil.wire.linkcapture`: every capture point of a link, for one test;
 - :mod:`hil.wire.rules`: the wire rules, by name, with registration;
 - :mod:`hil.wire.judge`: an exchange and timelines to a wire verdict.
 """

@@ -10,8 +10,8 @@ import pytest
 from netnslab import NetnsLab
 
 from hil.errors import SSHError
-from hil.wire.capture import Capture
 from hil.ssh import SSHPool, SSHSession
+from hil.wire.capture import Capture
 
 PCAP_MAGIC = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")
 

@@ -1,0 +1,162 @@
+"""Capture a link at every point of its capture plan, for one test.
+
+    plan = capture_plan(pair, provider.driver)          # hil.wire.plan
+    with LinkCapture.start(hosts, plan) as capture:      # every point capturing
+        ...                                              # the test
+        captured = capture.stop(directory)               # {point: pcap}, notes
+    exchange = captured.placement(timeline.offsets).apply(decode(captured.files, ...))
+
+``start`` returns once every point captures (tcpdump's file exists, or the
+tool's ``start`` succeeded).  A point that fails to start or to deliver is a
+note, and the other points go on.  Each point's host gets a wall-clock sample
+(``hil.cm.clock.wall_sample``) before its capture starts and after it stops,
+and a clock offset estimated at the end, so that its packets can be put on
+the timeline (:mod:`hil.wire.clock`).  Nothing is left running on a host:
+an error or an interrupt anywhere stops and removes what was started.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from hil.cm.clock import agent_now, estimate, wall_sample
+from hil.errors import HilError, InputError
+from hil.judge.timeline import ClockOffset, WallSample
+from hil.wire import clock
+from hil.wire.capture import COUNT, SNAPLEN, Capture
+from hil.wire.command import CommandCapture
+from hil.wire.plan import CapturePlan, CapturePoint, TcpdumpPoint
+
+if TYPE_CHECKING:
+    from hil.host.hosts import Hosts
+
+log = logging.getLogger(__name__)
+
+Samples = dict[str, tuple[WallSample | None, WallSample | None]]
+
+
+@dataclass(frozen=True)
+class Captured:
+    """What a link capture delivered: a pcap per capture point that worked, notes on the
+    rest, and each point's clock samples and its host's offset."""
+
+    files: dict[str, Path]
+    notes: tuple[str, ...]
+    samples: Samples
+    offsets: tuple[ClockOffset, ...]
+
+    def placement(self, offsets: Iterable[ClockOffset] = ()) -> clock.Placement:
+        """Where each point's packets go on the timeline; ``offsets`` (the run's own, when
+        it has them) win over the ones measured at the end of the capture."""
+        by_host = {o.host: o for o in self.offsets} | {o.host: o for o in offsets}
+        return clock.place(self.samples, by_host.values())
+
+
+class LinkCapture:
+    """The running captures of one plan; use :meth:`start`."""
+
+    def __init__(self, hosts: Hosts, plan: CapturePlan) -> None:
+        self.hosts = hosts
+        self.plan = plan
+        self.running: dict[str, Capture | CommandCapture] = {}
+        self.notes: list[str] = []
+        self._before: dict[str, WallSample | None] = {}
+
+    @classmethod
+    def start(
+        cls, hosts: Hosts, plan: CapturePlan, *, count: int = COUNT, snaplen: int = SNAPLEN
+    ) -> LinkCapture:
+        """Start every point of ``plan`` (``count`` packets of ``snaplen`` bytes at most per
+        tcpdump); InputError with the plan's reason when it has no usable point."""
+        if not plan.usable:
+            raise InputError(plan.reason)
+        capture = cls(hosts, plan)
+        try:
+            for point in plan.points:
+                capture._start(point, count, snaplen)
+        except BaseException:
+            capture.discard()
+            raise
+        return capture
+
+    def _start(self, point: CapturePoint, count: int, snaplen: int) -> None:
+        self._before[point.name] = self._sample(point, "before the capture")
+        try:
+            session = self.hosts.session(point.host)
+            if isinstance(point, TcpdumpPoint):
+                self.running[point.name] = Capture.start(
+                    session,
+                    point.netdev,
+                    snaplen=snaplen,
+                    count=count,
+                    promiscuous=point.promiscuous,
+                )
+            else:
+                self.running[point.name] = CommandCapture.start(session, point)
+        except HilError as e:
+            log.warning("capture point %s: %s", point.name, e)
+            self.notes.append(f"capture point {point.name}: not captured: {e}")
+
+    def _sample(self, point: CapturePoint, when: str) -> WallSample | None:
+        try:
+            return wall_sample(self.hosts.agent(point.host))
+        except HilError as e:
+            self.notes.append(f"capture point {point.name}: no clock sample {when}: {e}")
+            return None
+
+    def stop(self, directory: Path) -> Captured:
+        """Stop every point, fetch each capture to ``directory/POINT.pcap``, sample the
+        clocks; what failed is in the notes."""
+        files: dict[str, Path] = {}
+        try:
+            for point in self.plan.points:
+                cap = self.running.pop(point.name, None)
+                if cap is None:
+                    continue
+                try:
+                    fetched = cap.stop(directory / f"{point.name}.pcap")
+                except HilError as e:
+                    self.notes.append(f"capture point {point.name}: capture lost: {e}")
+                    continue
+                files[point.name] = fetched.path
+                self.notes.extend(fetched.notes)
+        finally:
+            self.discard()  # what an interrupt left running
+        delivered = [p for p in self.plan.points if p.name in files]
+        samples: Samples = {
+            p.name: (self._before.get(p.name), self._sample(p, "after the capture"))
+            for p in delivered
+        }
+        offsets = [
+            o for host in dict.fromkeys(p.host for p in delivered) if (o := self._offset(host))
+        ]
+        return Captured(files, tuple(self.notes), samples, tuple(offsets))
+
+    def _offset(self, host: str) -> ClockOffset | None:
+        try:
+            return estimate(host, agent_now(self.hosts.agent(host)))
+        except HilError as e:
+            self.notes.append(f"host {host}: no clock offset: {e}")
+            return None
+
+    def discard(self) -> None:
+        """Stop and remove every capture still running, fetching nothing; never raises."""
+        while self.running:
+            _, cap = self.running.popitem()
+            cap.discard()
+
+    def __enter__(self) -> LinkCapture:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.discard()
