@@ -22,6 +22,7 @@ from hil.report import history, pipeline
 from tests.report.browser import chromium_missing, dump_dom, screenshot, serve
 
 JUDGE_TESTS = Path(__file__).resolve().parents[1] / "judge"
+REPORT_TESTS = Path(__file__).resolve().parent
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "report-test"
 
 CLOSE_SUITE = """
@@ -53,17 +54,23 @@ def test_needs_a_second_pair():
 ABORT_SUITE = """
 import sys
 sys.path.insert(0, {cm!r})
+sys.path.insert(0, {report!r})
 import cmtimelines
+import wireexchanges
 from hil.judge.contract import check
 from hil.judge.profiles import profile_for
 from hil.errors import Unreachable
-from hil.report.attach import attach_timeline
+from hil.report.attach import attach_timeline, attach_wire_timeline
+from hil.wire.judge import judge
 
 
 def test_qp_err_close():
-    tl = cmtimelines.qp_err_close("siw", -110, 0)  # the initiator must see status 0
+    # the initiator must see status 0
+    tl = wireexchanges.with_target(cmtimelines.qp_err_close("siw", -110, 0))
     verdict = check(tl, profile_for("siw"))
     attach_timeline(tl, verdict)
+    exchange = wireexchanges.aborted()  # a TERMINATE and an RST on the wire
+    attach_wire_timeline(tl, exchange, judge(exchange, [tl], profile_for("siw")), verdict)
     assert verdict.ok, verdict.to_text()
 
 
@@ -88,7 +95,9 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]
     suites = work / "suites"
     suites.mkdir()
     (suites / "test_close.py").write_text(CLOSE_SUITE.format(cm=str(JUDGE_TESTS)))
-    (suites / "test_abort.py").write_text(ABORT_SUITE.format(cm=str(JUDGE_TESTS)))
+    (suites / "test_abort.py").write_text(
+        ABORT_SUITE.format(cm=str(JUDGE_TESTS), report=str(REPORT_TESTS))
+    )
     reports = work / "reports"
     codes = [
         pipeline.main(
@@ -105,15 +114,23 @@ def _section(dom: str, widget: str) -> str:
     return dom[start : end if end > 0 else None]
 
 
-def _failed_case(report: Path) -> tuple[str, str]:
-    """(test case uid, uid of its timeline SVG attachment) of the contract failure."""
+def _failed_case(report: Path) -> tuple[str, dict[str, str]]:
+    """(test case uid, {name: uid} of its SVG attachments) of the contract failure."""
     for path in (report / "data" / "test-cases").glob("*.json"):
         case = json.loads(path.read_text())
         if case["name"] == "test_qp_err_close":
             atts = [a for s in [case["testStage"]] for a in s["attachments"]]
-            svg = next(a for a in atts if a["type"] == "image/svg+xml")
-            return case["uid"], svg["uid"]
+            return case["uid"], {a["name"]: a["uid"] for a in atts if a["type"] == "image/svg+xml"}
     raise AssertionError("the report has no test_qp_err_close")
+
+
+def _embedded_svg(base: str, page: str, profile: Path) -> ET.Element:
+    """The SVG picture the test page embeds, as Allure serves it."""
+    dom = dump_dom(page, profile)
+    embed = re.search(r'<object[^>]*type="image/svg\+xml"[^>]*data="([^"]+)"', dom)
+    assert embed is not None, "the timeline picture is not embedded in the test page"
+    with urlopen(base + embed.group(1), timeout=10) as resp:
+        return ET.fromstring(resp.read())
 
 
 def test_the_pipeline_exits_1_on_a_test_failure_and_keeps_both_runs(
@@ -133,7 +150,7 @@ def test_the_report_shows_suites_trend_and_the_failed_timeline_in_chromium(
 ) -> None:
     reports, _ = two_runs
     report = history.runs(reports)[-1].report
-    case_uid, svg_uid = _failed_case(report)
+    case_uid, svgs = _failed_case(report)
     with serve(report) as base:
         overview = dump_dom(base + "index.html", tmp_path / "profile")
         suites = _section(overview, "suites")
@@ -144,18 +161,24 @@ def test_the_report_shows_suites_trend_and_the_failed_timeline_in_chromium(
         for name in ("Contract violations", "Product failures", "Lab / infrastructure errors"):
             assert name in categories
 
-        page = f"{base}index.html#testresult/{case_uid}?attachment={svg_uid}"
-        dom = dump_dom(page, tmp_path / "profile")
-        embed = re.search(r'<object[^>]*type="image/svg\+xml"[^>]*data="([^"]+)"', dom)
-        assert embed is not None, "the timeline picture is not embedded in the test page"
-        with urlopen(base + embed.group(1), timeout=10) as resp:
-            svg = ET.fromstring(resp.read())
+        page = f"{base}index.html#testresult/{case_uid}?attachment="
+        svg = _embedded_svg(base, page + svgs["timeline abort"], tmp_path / "profile")
         lanes = [g.get("data-host") for g in svg.iter("{http://www.w3.org/2000/svg}g")]
         assert lanes == ["lab-a (a)", "lab-b (b)"]
+        wire_page = page + svgs["timeline abort with the wire"]
+        wire = _embedded_svg(base, wire_page, tmp_path / "profile")
+        labels = [g.get("data-label") for g in wire.iter("{http://www.w3.org/2000/svg}g")]
+        assert "TERMINATE DDP" in labels and "RST" in labels
 
         shots = [
             screenshot(base + "index.html", tmp_path / "overview.png", tmp_path / "p2"),
-            screenshot(page, tmp_path / "failed-timeline.png", tmp_path / "p3", "1400,1200"),
+            screenshot(
+                page + svgs["timeline abort"],
+                tmp_path / "failed-timeline.png",
+                tmp_path / "p3",
+                "1400,1200",
+            ),
+            screenshot(wire_page, tmp_path / "wire-timeline.png", tmp_path / "p4", "1400,1200"),
         ]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for shot in shots:

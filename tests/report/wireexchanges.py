@@ -91,14 +91,18 @@ def closed(placed: bool = True) -> Exchange:
     return exchange(closed_packets(placed), placed)
 
 
-def timeline() -> Timeline:
-    """cmtimelines' orderly close, its connect naming the target B."""
-    tl = cmtimelines.orderly_close()
+def with_target(tl: Timeline) -> Timeline:
+    """``tl`` with each connect naming the target B (``dst``, ``port``), as sequences do."""
     actions = tuple(
         replace(a, params={**a.params, "dst": B[0], "port": B[1]}) if a.name == "connect" else a
         for a in tl.actions
     )
     return replace(tl, actions=actions)
+
+
+def timeline() -> Timeline:
+    """cmtimelines' orderly close, its connect naming the target B."""
+    return with_target(cmtimelines.orderly_close())
 
 
 def aborted() -> Exchange:
