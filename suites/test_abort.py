@@ -7,6 +7,13 @@ event after its destroy returned (``no-event-after-destroy``) and that no
 side sees two DISCONNECTED; the tests add that the peer noticed.  On siw the
 aborting side of ``destroy`` gets DISCONNECTED(0) while the call runs (it
 destroys the QP first, which moves it to ERR) [lab].
+
+A remote access error ends a connection too: an RDMA WRITE with a wrong rkey
+or past the end of the peer's buffer (``how`` bad_rkey / past_end), judged by
+``remote-access-error-completes-and-disconnects``: the WRITE's completion and
+both sides' DISCONNECTED have the profile's statuses.  On siw the WRITE
+completes IBV_WC_SUCCESS (siw completes a WRITE once it is sent); the peer's
+TERMINATE then closes both sides with DISCONNECTED(0) [lab].
 """
 
 from __future__ import annotations
@@ -46,3 +53,27 @@ def test_abort_is_seen_by_the_peer(
         )
     # After destroy the aborting side may still get the DISCONNECTED its QP's
     # destroy causes, but only while the call runs: no-event-after-destroy.
+
+
+@pytest.mark.parametrize("how", ["bad_rkey", "past_end"])
+def test_remote_access_error_ends_the_connection(
+    cm: CMSession, contract: Contract, profile: Profile, how: str
+) -> None:
+    """A WRITE the peer refuses completes as the profile says; both sides get DISCONNECTED."""
+    tl = cm.run("remote_access_error", how=how)
+    contract(tl)
+    writes = [a for a in tl.actions if a.name == "write"]
+    assert len(writes) == 1 and writes[0].ok, explain(tl, f"the {how} WRITE got no completion")
+    status = writes[0].params["wc_status"]
+    assert status in profile.remote_access_write_statuses, explain(
+        tl,
+        f"the {how} WRITE completed {writes[0].params['wc_status_name']}({status}); profile "
+        f"{profile.name} allows {sorted(profile.remote_access_write_statuses)}",
+    )
+    for side in (cm.active, cm.passive):
+        got = seen(tl, "DISCONNECTED", side)
+        assert len(got) == 1 and got[0].status in profile.remote_access_statuses, explain(
+            tl,
+            f"side {side} should get one DISCONNECTED with a status in "
+            f"{sorted(profile.remote_access_statuses)} after the refused WRITE",
+        )
