@@ -39,6 +39,7 @@ SESSION_KEY = pytest.StashKey["HilSession"]()
 
 pytest_plugins = [
     "hil.plugin.fixtures",  # cm, profile, contract, direction, the after-test checks
+    "hil.plugin.wire",  # each test's capture, judged by the wire rules
     "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)
 ]
 

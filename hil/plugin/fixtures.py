@@ -130,6 +130,9 @@ def after_test_checks(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     run: PairRun = request.getfixturevalue("hil_run")
     request.getfixturevalue("hil_setup")
+    # The wire capture starts before the baseline and stops after the settle below, so the
+    # last FIN or RST of the test is in it (hil.plugin.wire).
+    request.getfixturevalue("hil_wire")
     prof: Profile = request.getfixturevalue("profile")
     probes = {h.name: run.hosts.agent(h.name) for h in run.pair.hosts}
     allow: tuple[str, ...] = request.config.stash[ALLOW_KEY]
