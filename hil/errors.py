@@ -28,6 +28,7 @@ EXIT_OK = 0
 EXIT_INPUT = 1
 EXIT_BUSY = 2
 EXIT_INFRA = 3
+EXIT_VIOLATION = 4  # what was judged broke a rule: the CM contract, a wire rule
 
 
 class HilError(Exception):

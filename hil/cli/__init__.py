@@ -21,7 +21,8 @@ EPILOG = """exit codes:
   1  bad input (inventory, arguments, unknown names)
   2  busy or timed out (pair held by someone else, --wait expired)
   3  infrastructure error (store, SSH, agent, lab)
-  4  the RDMA CM contract was violated (hil cm run)
+  4  a rule was violated: the RDMA CM contract (hil cm run), a wire rule
+     (hil wire judge)
 
 environment:
   HIL_INVENTORY  default for --inventory
@@ -35,6 +36,7 @@ COMMANDS: list[str] = [
     "hil.cli.host_cmd",
     "hil.cli.link_cmd",
     "hil.cli.cm_cmd",
+    "hil.cli.wire_cmd",
 ]
 
 

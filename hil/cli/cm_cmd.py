@@ -19,9 +19,7 @@ from typing import Any
 
 from hil.cli.options import command_group, json_option, pair_choice, wait_option
 from hil.cm import registry
-from hil.errors import EXIT_OK, InputError
-
-EXIT_CONTRACT = 4  # the sequence ran, and the CM contract was violated
+from hil.errors import EXIT_OK, EXIT_VIOLATION, InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -151,7 +149,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(doc))
     else:
         _print(doc, verdict.to_text())
-    return EXIT_OK if doc["verdict"]["ok"] else EXIT_CONTRACT
+    return EXIT_OK if doc["verdict"]["ok"] else EXIT_VIOLATION
 
 
 def _provider_json(run: Any) -> dict[str, Any]:

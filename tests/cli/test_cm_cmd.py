@@ -45,4 +45,6 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
 def test_help_documents_the_contract_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
-    assert "4  the RDMA CM contract was violated (hil cm run)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "4  a rule was violated: the RDMA CM contract (hil cm run), a wire rule" in out
+    assert "(hil wire judge)" in out
