@@ -17,7 +17,8 @@ controller need.
   controller's (virtme-ng shares it), so these too come from the controller.
 
 Not listed, because the user supplies them: the inventory's ``command``
-pulls (``hil/inventory/links.py``) and ``hil host exec``.  The agent keeps
+pulls and ``command`` capture points (``hil/inventory/links.py``) and
+``hil host exec``.  The agent keeps
 its own short list (``hil/agent/remote/tools.py``; the zipapp cannot import
 this module), which the test checks against this table.
 """
