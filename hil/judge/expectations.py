@@ -64,6 +64,50 @@ def _reject_status(tl: Timeline, profile: Profile) -> Iterator[Finding]:
             yield Finding(f"REJECTED lacks the reject's private data {pdata!r}", (got,), (act,))
 
 
+def _pdata_delivered(tl: Timeline, action: str, event: str, reason: str) -> Iterator[Finding]:
+    """Each ``action`` with private data: the peer's ``event`` of its connection starts with it.
+
+    Only the leading bytes count: a provider may pad what it delivers.  An
+    action on an unlabelled connection, or whose peer never got ``event``,
+    finds nothing here (invariant 1 judges a connect without a reply).
+    """
+    for act in (a for a in tl.actions if a.name == action and a.ok and a.id):
+        pdata = str(act.params.get("private_data", "")).lower()
+        if not pdata:
+            continue
+        for got in _peer_events(tl, act.id, act.side, (event,)):
+            if not got.private_data.startswith(pdata):
+                delivered = f"only {got.private_data!r}" if got.private_data else "none"
+                yield Finding(
+                    f"{event} on {got.id} lacks the {reason} private data {pdata!r} ({delivered})",
+                    (got,),
+                    (act,),
+                )
+
+
+@rule(
+    "connect-pdata-delivered",
+    None,
+    "The private data given to rdma_connect arrives in the peer's CONNECT_REQUEST "
+    "(its leading bytes: a provider may pad)",
+    "[lab] siw delivers it exactly; [src] cma.c iw_conn_req_handler passes the MPA request's",
+)
+def _connect_pdata(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+    yield from _pdata_delivered(tl, "connect", "CONNECT_REQUEST", "connect's")
+
+
+@rule(
+    "accept-pdata-delivered",
+    None,
+    "The private data given to rdma_accept arrives in the active side's ESTABLISHED "
+    "(its leading bytes: a provider may pad)",
+    "[lab] siw delivers it exactly; [src] cma.c cma_iw_handler passes the MPA reply's "
+    "with CONNECT_REPLY",
+)
+def _accept_pdata(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+    yield from _pdata_delivered(tl, "accept", "ESTABLISHED", "accept's")
+
+
 @rule(
     "no-listener-connect-refused",
     None,
@@ -251,6 +295,8 @@ def kernel_log_clean(allow: Sequence[str] = DEFAULT_KERNEL_ALLOW) -> Rule:
 
 RULES = (
     _reject_status,
+    _connect_pdata,
+    _accept_pdata,
     _no_listener,
     _close_status,
     _disconnect_within,

@@ -4,6 +4,7 @@ one."""
 from __future__ import annotations
 
 import errno
+from dataclasses import replace
 
 import pytest
 from cmtimelines import (
@@ -20,6 +21,7 @@ from contractcheck import breaks, conforms
 from hil.judge.contract import check, rules_with
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW, kernel_log_clean
 from hil.judge.profiles import IW_CXGB4, SIW, Profile, profile_for
+from hil.judge.timeline import Timeline
 
 RESET, REFUSED, TIMEDOUT = -errno.ECONNRESET, -errno.ECONNREFUSED, -errno.ETIMEDOUT
 LAB_SIW = profile_for("siw", tcp_retries2=5)
@@ -55,6 +57,49 @@ def test_destroying_an_unanswered_request_rejects() -> None:
     b.ev("a", "REJECTED", "a:5", 25, RESET, conn="c2")
     conforms(b.build(), SIW)
     breaks(b.build(), IW_CXGB4, "reject-status", "destroy of b:6 gave the peer REJECTED(-104)")
+
+
+def _with_pdata(connect_request: str, established: str) -> Timeline:
+    """connected(), its CONNECT_REQUEST and active ESTABLISHED carrying these bytes (hex)."""
+    tl = connected().build()
+    delivered = {"CONNECT_REQUEST": connect_request, "ESTABLISHED": established}
+    events = tuple(
+        replace(e, private_data=delivered[e.type])
+        if e.type in delivered and (e.type, e.side) != ("ESTABLISHED", "b")
+        else e
+        for e in tl.events
+    )
+    return replace(tl, events=events)
+
+
+def test_private_data_arrives_both_ways_padding_allowed() -> None:
+    conforms(_with_pdata("c0ffee", "0a0b"), SIW)
+    conforms(_with_pdata("c0ffee00", "0a0b0000"), SIW)
+
+
+@pytest.mark.parametrize(
+    "connect_request, established, rule, says",
+    [
+        ("", "0a0b", "connect-pdata-delivered", "lacks the connect's private data 'c0ffee' (none)"),
+        ("c0ff", "0a0b", "connect-pdata-delivered", "(only 'c0ff')"),
+        ("c0ffee", "", "accept-pdata-delivered", "ESTABLISHED on a:1 lacks the accept's"),
+        ("c0ffee", "0a0c", "accept-pdata-delivered", "private data '0a0b' (only '0a0c')"),
+    ],
+)
+def test_private_data_that_does_not_arrive_breaks_its_rule(
+    connect_request: str, established: str, rule: str, says: str
+) -> None:
+    breaks(_with_pdata(connect_request, established), SIW, rule, says)
+    other = ({"connect-pdata-delivered", "accept-pdata-delivered"} - {rule}).pop()
+    assert check(_with_pdata(connect_request, established), SIW, rules=[other]).ok
+
+
+def test_unlabelled_or_unanswered_connections_are_not_judged_on_private_data() -> None:
+    b = connected()
+    b.act("a", "connect", "a:5", 20, listener=True, private_data="beef")
+    b.ev("b", "CONNECT_REQUEST", "b:6", 22, conn=None, listen_id="b:1")
+    b.act("b", "accept", "b:6", 23, private_data="cafe")
+    assert check(b.build(), SIW, rules=["connect-pdata-delivered", "accept-pdata-delivered"]).ok
 
 
 @pytest.mark.parametrize("result", ["ECONNREFUSED", -errno.ECONNREFUSED, errno.ECONNREFUSED])
