@@ -13,7 +13,8 @@ Action names the sequences use (rules in :mod:`hil.judge.contract` read them):
 ``listen``, ``connect``, ``accept``, ``reject``, ``disconnect``, ``qp_err``
 (abortive: QP moved to ERR), ``destroy``, ``kill`` (SIGKILL of the process
 holding ``id``), ``pull`` / ``restore`` (link; params ``mode`` and
-``traffic``), ``traffic``.
+``traffic``), ``traffic``, ``write`` (one RDMA WRITE; params ``how`` when
+the peer must refuse it, and its completion's ``wc_status``).
 """
 
 from __future__ import annotations
