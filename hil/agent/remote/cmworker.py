@@ -334,9 +334,7 @@ class Worker:
                             "vendor_err": wc["vendor_err"],
                         }
                 time.sleep(WRITE_POLL_S)
-            raise RdmaError(
-                "write", errno.ETIMEDOUT, f"cm_id {id}: no completion within {wait:g}s"
-            )
+            raise RdmaError("write", errno.ETIMEDOUT, f"cm_id {id}: no completion within {wait:g}s")
         except RdmaError as e:
             e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
             raise
