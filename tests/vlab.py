@@ -9,11 +9,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from hil.inventory.model import Inventory, Pair
 from hil.lab.state import LabState
+
+if TYPE_CHECKING:
+    from hil.run import PairRun
 
 
 @dataclass(frozen=True)
@@ -64,3 +68,20 @@ def booted_lab(pytestconfig: pytest.Config, image: Path | None = None) -> Iterat
             control.down(lab_dir, say=say)
         finally:
             shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def lab_pair_run(lab: VirtualLab, scratch: Path, holder: str) -> Iterator[PairRun]:
+    """The lab's pair reserved in a throwaway store under ``scratch`` and set up; restored
+    and released on leaving (the store is not in the lab's directory: `hil lab down`
+    removes only what the lab made)."""
+    from hil.reservation import open_store
+    from hil.run import PairRequest, PairRun
+
+    request = PairRequest(pair=lab.pair.name, holder=holder, ttl=3600)
+    with (
+        open_store(str(scratch / "store.db")) as store,
+        PairRun(lab.inventory, store, request) as run,
+    ):
+        run.set_up()
+        yield run

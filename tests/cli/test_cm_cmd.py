@@ -37,6 +37,7 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "listener_destroy",
             "no_listener",
             "reject",
+            "remote_access_error",
             "storm",
         ]
     )

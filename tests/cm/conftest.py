@@ -14,10 +14,7 @@ from pathlib import Path
 
 import pytest
 from cmlab import CMPair
-from vlab import VirtualLab
-
-from hil.reservation import open_store
-from hil.run import PairRequest, PairRun
+from vlab import VirtualLab, lab_pair_run
 
 
 # Module scope: the pair is restored before tests/lab takes the shared lab down.
@@ -35,8 +32,5 @@ def cm_pair(
 
 
 def _own_lab(lab: VirtualLab, scratch: Path) -> Iterator[CMPair]:
-    # Not in the lab's directory: `hil lab down` removes only what the lab made.
-    store_path = str(scratch / "store.db")
-    request = PairRequest(pair=lab.inventory.pairs()[0].name, holder="tests/cm", ttl=3600)
-    with open_store(store_path) as store, PairRun(lab.inventory, store, request) as run:
-        yield CMPair(run, str(lab.inventory.path), store_path)
+    with lab_pair_run(lab, scratch, "tests/cm") as run:
+        yield CMPair(run, str(lab.inventory.path), str(scratch / "store.db"))
