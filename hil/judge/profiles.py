@@ -149,7 +149,10 @@ SIW_WIRE = WireExpect(
     crc=False,  # siw's mpa_crc_required defaults to false: no CRC unless the peer asks
     enhanced=True,
     reject_teardown=frozenset({"FIN", "RST"}),
-    abortive_signals=frozenset({"TERMINATE", "RST"}),
+    # siw's emergency close (QP RTS -> ERROR: siw_qp_nextstate_from_rts) drops the
+    # connection with no TERMINATE and releases its socket, a FIN-only close; destroy
+    # and SIGKILL take the same path through iw_cm (iwcm_modify_qp_err).  [src, lab]
+    abortive_signals=frozenset({"TERMINATE", "RST", "FIN"}),
     access_error_layer="DDP",
     access_error_type=_TAGGED_BUFFER,
     access_error_codes=_TAGGED_CODES,

@@ -225,10 +225,11 @@ def abortive_close(case: WireCase) -> Outcome:
         seen = _signals(lk.wire)
         if not seen & allowed:
             shown = "+".join(sorted(seen)) or "nothing"
+            never = "" if "FIN" in allowed else ", never a FIN-only close"
             findings.append(
                 WireFinding(
                     f"{close.brief()}: the wire shows {shown} (expected "
-                    f"{' and/or '.join(sorted(allowed))}, never a FIN-only close)",
+                    f"{' and/or '.join(sorted(allowed))}{never})",
                     lk.wire.name,
                     evidence(*lk.wire.with_flag("FIN")[:2]),
                 )

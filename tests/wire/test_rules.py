@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from hil.errors import InputError
-from hil.judge.profiles import SIW
+from hil.judge.profiles import IW_CXGB4, SIW, Profile
 from hil.judge.timeline import Action, ClockOffset, Event, Timeline
 from hil.wire.judge import judge
 from hil.wire.model import Connection, Exchange, Mpa, Packet, Terminate
@@ -113,8 +113,10 @@ def connected(accept_pdata: str = "") -> list[Action | Event]:
     ]
 
 
-def run(packets: list[Packet], *items: Action | Event, placed: bool = True) -> dict[str, Outcome]:
-    verdict = judge(exchange(packets, placed), [timeline(*items)], SIW)
+def run(
+    packets: list[Packet], *items: Action | Event, placed: bool = True, profile: Profile = SIW
+) -> dict[str, Outcome]:
+    verdict = judge(exchange(packets, placed), [timeline(*items)], profile)
     return {r.rule: r.outcome for r in verdict.results}
 
 
@@ -148,18 +150,24 @@ def test_a_rule_with_nothing_to_judge_is_not_applicable_never_passed() -> None:
         assert got[name].status == "n/a", name
 
 
-def test_abortive_close_must_not_be_fin_only() -> None:
+def test_abortive_close_must_not_be_fin_only_where_the_profile_says_so() -> None:
     kill = Action(t_us=5000, side="a", name="qp_err", id="a:1")
-    fin_only = run(handshake() + fin_close(), *connected(), kill)
+    strict = replace(SIW, wire=IW_CXGB4.wire)  # RST and/or TERMINATE, as iw_cxgb4 aborts
+    fin_only = run(handshake() + fin_close(), *connected(), kill, profile=strict)
     assert fin_only["abortive-close-on-the-wire"].status == "fail"
     assert "never a FIN-only close" in fin_only["abortive-close-on-the-wire"].findings[0].message
     term = Terminate("DDP", 1, 0)
-    with_rst = run(
-        handshake() + [pkt(6, A, "ACK,PSH", 9, terminate=term), pkt(7, A, "RST", 10)],
-        *connected(),
-        kill,
-    )
+    aborted = [pkt(6, A, "ACK,PSH", 9, terminate=term), pkt(7, A, "RST", 10)]
+    with_rst = run(handshake() + aborted, *connected(), kill, profile=strict)
     assert with_rst["abortive-close-on-the-wire"].status == "pass"
+    # siw's emergency close is a FIN-only close (siw_qp_nextstate_from_rts): its profile
+    # allows it, but the connection must still be torn down on the wire.
+    assert (
+        run(handshake() + fin_close(), *connected(), kill)["abortive-close-on-the-wire"].status
+        == "pass"
+    )
+    silent = run(handshake(), *connected(), kill)["abortive-close-on-the-wire"]
+    assert silent.status == "fail" and "shows nothing" in silent.findings[0].message
 
 
 def test_private_data_on_the_wire_and_in_events() -> None:
