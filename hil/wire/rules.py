@@ -304,11 +304,12 @@ def link_pull(case: WireCase) -> Outcome:
         pull = next((a for a in tl.actions if a.name == "pull" and a.params.get("traffic")), None)
         if pull is None:
             continue
+        restore = next((a for a in tl.actions if a.name == "restore" and a.t_us > pull.t_us), None)
         olds = [lk for lk in case.links if lk.timeline is tl and lk.connect.t_us < pull.t_us]
         news = [lk for lk in case.links if lk.timeline is tl and lk.connect.t_us > pull.t_us]
         for lk in olds:
             count += 1
-            findings += _pull_findings(lk, pull)
+            findings += _pull_findings(lk, pull, restore)
         old_wires = {id(lk.wire) for lk in olds if lk.wire}
         findings += [
             WireFinding("the reconnect reused the pulled connection's 4-tuple", lk.wire.name)
@@ -318,34 +319,57 @@ def link_pull(case: WireCase) -> Outcome:
     return judged(findings, count, "no link pull under traffic in this test")
 
 
-def _pull_findings(lk: Link, pull: Action) -> list[WireFinding]:
+def _data_after(packets: list[Packet], t_us: int) -> list[Packet]:
+    """Segments carrying new data (not retransmitted, not a RST) after ``t_us``."""
+    return [
+        p
+        for p in packets
+        if p.t_us is not None and p.t_us > t_us and p.length and not p.retransmission
+        if "RST" not in p.flags
+    ]
+
+
+def _pull_findings(lk: Link, pull: Action, restore: Action | None) -> list[WireFinding]:
+    """A carrier pull (the host does not see it) must show retransmissions, then silence
+    or a RST; after any pull, the old 4-tuple carries no new data once the link is back.
+    Every capture point counts: the pulled host's own capture sees nothing it sends."""
     if lk.wire is None:
         return [_missing(lk, "connection not on the wire")]
-    after = [p for p in lk.wire.seen_by() if p.t_us is not None and p.t_us >= pull.t_us]
-    retrans = [p for p in after if p.retransmission]
-    if not retrans:
-        return [
-            WireFinding(
-                f"{pull.brief()}: no retransmission on the pulled connection after the pull",
-                lk.wire.name,
+    after = [p for p in lk.wire.packets if p.t_us is not None and p.t_us >= pull.t_us]
+    found = []
+    if pull.params.get("mode") == "carrier":
+        retrans = [p for p in after if p.retransmission]
+        if not retrans:
+            found.append(
+                WireFinding(
+                    f"{pull.brief()}: no retransmission on the pulled connection after the pull",
+                    lk.wire.name,
+                )
             )
-        ]
-    last = max(retrans, key=lambda p: p.t_us or 0)
-    fresh = [
-        p
-        for p in after
-        if p.t_us is not None and p.t_us > (last.t_us or 0) and p.length and "RST" not in p.flags
-    ]
-    if fresh:
-        return [
-            WireFinding(
-                "new data on the pulled connection after its retransmissions "
-                "(expected nothing, or an RST)",
-                lk.wire.name,
-                evidence(*fresh[:3]),
+        else:
+            last = max(p.t_us or 0 for p in retrans)
+            fresh = _data_after(after, last)
+            if fresh:
+                found.append(
+                    WireFinding(
+                        "new data on the pulled connection after its retransmissions "
+                        "(expected nothing, or an RST)",
+                        lk.wire.name,
+                        evidence(*fresh[:3]),
+                    )
+                )
+    if restore is not None and not found:
+        fresh = _data_after(after, restore.end_us)
+        if fresh:
+            found.append(
+                WireFinding(
+                    f"{restore.brief()}: the pulled connection carried new data after the "
+                    f"link came back (expected it dead)",
+                    lk.wire.name,
+                    evidence(*fresh[:3]),
+                )
             )
-        ]
-    return []
+    return found
 
 
 CAUSES = {
@@ -448,8 +472,9 @@ WIRE_RULES: list[WireRule] = [
     ),
     WireRule(
         "link-pull-on-the-wire",
-        "During a pull under traffic the old 4-tuple shows retransmissions, then no traffic or "
-        "an RST; the reconnect is a new 4-tuple.",
+        "During a carrier pull under traffic the old 4-tuple shows retransmissions, then no "
+        "traffic or an RST; after any pull it carries no new data once the link is back; the "
+        "reconnect is a new 4-tuple.",
         link_pull,
         needs_clock=True,
     ),

@@ -226,3 +226,33 @@ def test_wire_rules_are_registered_by_name() -> None:
         WIRE_RULES.remove(rule)
     with pytest.raises(InputError, match="no wire rule"):
         wire_rule_named("lab-own")
+
+
+def _pull(mode: str) -> list[Action | Event]:
+    return [
+        *connected(),
+        Action(t_us=3000, side="a", name="pull", params={"mode": mode, "traffic": True}),
+        Action(t_us=8000, side="a", name="restore", params={"mode": mode}),
+    ]
+
+
+def test_a_carrier_pull_must_show_retransmissions_then_silence() -> None:
+    traffic = [pkt(6, A, "ACK,PSH", 2.8, length=100)]
+    retrans = [pkt(7, A, "ACK,PSH", 3.5, length=100, retransmission=True)]
+    assert (
+        run(handshake() + traffic + retrans, *_pull("carrier"))["link-pull-on-the-wire"].status
+        == "pass"
+    )
+    silent = run(handshake() + traffic, *_pull("carrier"))["link-pull-on-the-wire"]
+    assert silent.status == "fail" and "no retransmission" in silent.findings[0].message
+    revived = [pkt(8, A, "ACK,PSH", 9.0, length=100)]
+    late = run(handshake() + traffic + retrans + revived, *_pull("carrier"))
+    assert late["link-pull-on-the-wire"].status == "fail"
+
+
+def test_an_admin_pull_needs_no_retransmission_but_the_old_connection_stays_dead() -> None:
+    traffic = [pkt(6, A, "ACK,PSH", 2.8, length=100)]
+    assert run(handshake() + traffic, *_pull("admin"))["link-pull-on-the-wire"].status == "pass"
+    revived = [pkt(7, A, "ACK,PSH", 9.0, length=100)]
+    got = run(handshake() + traffic + revived, *_pull("admin"))["link-pull-on-the-wire"]
+    assert got.status == "fail" and "after the link came back" in got.findings[0].message
