@@ -330,34 +330,24 @@ def _data_after(packets: list[Packet], t_us: int) -> list[Packet]:
 
 
 def _pull_findings(lk: Link, pull: Action, restore: Action | None) -> list[WireFinding]:
-    """A carrier pull (the host does not see it) must show retransmissions, then silence
-    or a RST; after any pull, the old 4-tuple carries no new data once the link is back.
-    Every capture point counts: the pulled host's own capture sees nothing it sends."""
+    """What a pull under traffic (the active side writes) must leave on the wire.
+
+    A carrier pull (the host does not see it): when the writer is the other
+    host, its retransmissions on the old 4-tuple, then silence or a RST; when
+    the writer is the pulled host, nothing of it reaches the peer until the
+    link is back (a pulled host's own capture never sees what it sends, so
+    its retransmissions cannot be shown).  After any pull the old 4-tuple
+    carries no new data once the link is back.
+    """
     if lk.wire is None:
         return [_missing(lk, "connection not on the wire")]
     after = [p for p in lk.wire.packets if p.t_us is not None and p.t_us >= pull.t_us]
     found = []
     if pull.params.get("mode") == "carrier":
-        retrans = [p for p in after if p.retransmission]
-        if not retrans:
-            found.append(
-                WireFinding(
-                    f"{pull.brief()}: no retransmission on the pulled connection after the pull",
-                    lk.wire.name,
-                )
-            )
+        if pull.side == lk.active_side:
+            found += _pulled_writer(lk, after, pull, restore)
         else:
-            last = max(p.t_us or 0 for p in retrans)
-            fresh = _data_after(after, last)
-            if fresh:
-                found.append(
-                    WireFinding(
-                        "new data on the pulled connection after its retransmissions "
-                        "(expected nothing, or an RST)",
-                        lk.wire.name,
-                        evidence(*fresh[:3]),
-                    )
-                )
+            found += _retransmitted(lk, after, pull)
     if restore is not None and not found:
         fresh = _data_after(after, restore.end_us)
         if fresh:
@@ -370,6 +360,56 @@ def _pull_findings(lk: Link, pull: Action, restore: Action | None) -> list[WireF
                 )
             )
     return found
+
+
+def _retransmitted(lk: Link, after: list[Packet], pull: Action) -> list[WireFinding]:
+    assert lk.wire is not None
+    retrans = [p for p in after if p.retransmission]
+    if not retrans:
+        return [
+            WireFinding(
+                f"{pull.brief()}: no retransmission on the pulled connection after the pull",
+                lk.wire.name,
+            )
+        ]
+    fresh = _data_after(after, max(p.t_us or 0 for p in retrans))
+    if fresh:
+        return [
+            WireFinding(
+                "new data on the pulled connection after its retransmissions "
+                "(expected nothing, or an RST)",
+                lk.wire.name,
+                evidence(*fresh[:3]),
+            )
+        ]
+    return []
+
+
+def _pulled_writer(
+    lk: Link, after: list[Packet], pull: Action, restore: Action | None
+) -> list[WireFinding]:
+    assert lk.wire is not None
+    writer = lk.timeline.pair[0 if lk.active_side == "a" else 1]
+    until = restore.t_us if restore is not None else None
+    arrived = [
+        p
+        for p in after
+        if p.point != writer
+        and p.src == lk.wire.active
+        and p.length
+        and (until is None or (p.t_us or 0) < until)
+        and (p.t_us or 0) > pull.end_us + lk.timeline.uncertainty_us(*lk.timeline.pair)
+    ]
+    if arrived:
+        return [
+            WireFinding(
+                f"{pull.brief()}: data from the pulled host reached its peer while the link "
+                f"was pulled",
+                lk.wire.name,
+                evidence(*arrived[:3]),
+            )
+        ]
+    return []
 
 
 CAUSES = {

@@ -228,11 +228,12 @@ def test_wire_rules_are_registered_by_name() -> None:
         wire_rule_named("lab-own")
 
 
-def _pull(mode: str) -> list[Action | Event]:
+def _pull(mode: str, side: str = "b") -> list[Action | Event]:
+    """A pull of host ``side``'s end while the active side (a) writes."""
     return [
         *connected(),
-        Action(t_us=3000, side="a", name="pull", params={"mode": mode, "traffic": True}),
-        Action(t_us=8000, side="a", name="restore", params={"mode": mode}),
+        Action(t_us=3000, side=side, name="pull", params={"mode": mode, "traffic": True}),
+        Action(t_us=8000, side=side, name="restore", params={"mode": mode}),
     ]
 
 
@@ -256,3 +257,13 @@ def test_an_admin_pull_needs_no_retransmission_but_the_old_connection_stays_dead
     revived = [pkt(7, A, "ACK,PSH", 9.0, length=100)]
     got = run(handshake() + traffic + revived, *_pull("admin"))["link-pull-on-the-wire"]
     assert got.status == "fail" and "after the link came back" in got.findings[0].message
+
+
+def test_a_pulled_writer_sends_nothing_that_arrives_until_the_link_is_back() -> None:
+    traffic = [pkt(6, A, "ACK,PSH", 2.8, length=100)]
+    quiet = run(handshake() + traffic, *_pull("carrier", side="a"))["link-pull-on-the-wire"]
+    assert quiet.status == "pass"
+    arrived = [replace(pkt(7, A, "ACK,PSH", 5.0, length=100), point="hB")]
+    leaked = run(handshake() + traffic + arrived, *_pull("carrier", side="a"))
+    outcome = leaked["link-pull-on-the-wire"]
+    assert outcome.status == "fail" and "reached its peer" in outcome.findings[0].message
