@@ -10,8 +10,11 @@ the first guest's data NIC (``-n -p -U -s 512``, over its own SSH session,
 waited for until it says it listens); ``hil cm run SEQUENCE --lease L
 --json CM-RUN-ARGS`` runs under that lease; after 2 s for the last segments
 tcpdump gets SIGINT by its pid; the capture is copied to ``OUT.pcap`` and the
-run's JSON (lease, setup, timeline, verdict) to ``OUT.json``; the lease is
-released.  The caller holds ``flock /tmp/hil-lab.lock`` around it.
+run's JSON (lease, setup, timeline, verdict) to ``OUT.json``, and to
+``OUT.clock.json`` two samples of the guest's (wall clock, CLOCK_MONOTONIC)
+taken in one process before tcpdump starts and after it stops: the pcap's
+times are that guest's wall clock, the timeline's ``host_t_us`` its
+monotonic clock.  The lease is released.  The caller holds ``flock /tmp/hil-lab.lock`` around it.
 
 With ``--kernel`` (a fault kernel, tests/siw_faults.py) it first boots a lab
 of its own, ``hil lab up --dir DIR --kernel BZIMAGE --accel tcg``, captures
@@ -102,6 +105,7 @@ def _captured_run(
         f"rm -f {GUEST_PCAP}; echo pid $$; exec tcpdump -i {shlex.quote(netdev)} -n -p -U "
         f"-s {SNAPLEN} -w {GUEST_PCAP}"
     )
+    clock = [_clock_sample(host)]
     dump = subprocess.Popen(
         ssh_argv(host, remote), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -131,9 +135,22 @@ def _captured_run(
             dump.kill()
             _, err = dump.communicate()
         print(f"tcpdump: {err.strip()}", file=sys.stderr)
+    clock.append(_clock_sample(host))
+    out.with_suffix(".clock.json").write_text(
+        json.dumps({"host": host_name, "samples": clock}, indent=2) + "\n"
+    )
     with open(out, "wb") as f:
         subprocess.run(ssh_argv(host, f"cat {GUEST_PCAP}"), stdout=f, check=True, timeout=60)
     return run.returncode
+
+
+def _clock_sample(host: dict[str, Any]) -> dict[str, int]:
+    """The guest's wall clock and CLOCK_MONOTONIC, read one after the other, in ns."""
+    code = "import time; print(time.time_ns(), time.monotonic_ns())"
+    argv = ssh_argv(host, f"python3 -c {shlex.quote(code)}")
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    wall, mono = (int(x) for x in out.stdout.split())
+    return {"wall_ns": wall, "monotonic_ns": mono}
 
 
 def lab(*args: str, timeout: float = CM_TIMEOUT) -> None:
