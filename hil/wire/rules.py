@@ -336,8 +336,9 @@ def _pull_findings(lk: Link, pull: Action, restore: Action | None) -> list[WireF
     host, its retransmissions on the old 4-tuple, then silence or a RST; when
     the writer is the pulled host, nothing of it reaches the peer until the
     link is back (a pulled host's own capture never sees what it sends, so
-    its retransmissions cannot be shown).  After any pull the old 4-tuple
-    carries no new data once the link is back.
+    its retransmissions cannot be shown).  An admin pull is seen by the host:
+    siw ends its QPs at once, and the bytes its socket still held go out when
+    the link is back, so only the reconnect's new 4-tuple is judged.
     """
     if lk.wire is None:
         return [_missing(lk, "connection not on the wire")]
@@ -348,17 +349,6 @@ def _pull_findings(lk: Link, pull: Action, restore: Action | None) -> list[WireF
             found += _pulled_writer(lk, after, pull, restore)
         else:
             found += _retransmitted(lk, after, pull)
-    if restore is not None and not found:
-        fresh = _data_after(after, restore.end_us)
-        if fresh:
-            found.append(
-                WireFinding(
-                    f"{restore.brief()}: the pulled connection carried new data after the "
-                    f"link came back (expected it dead)",
-                    lk.wire.name,
-                    evidence(*fresh[:3]),
-                )
-            )
     return found
 
 
@@ -512,9 +502,9 @@ WIRE_RULES: list[WireRule] = [
     ),
     WireRule(
         "link-pull-on-the-wire",
-        "During a carrier pull under traffic the old 4-tuple shows retransmissions, then no "
-        "traffic or an RST; after any pull it carries no new data once the link is back; the "
-        "reconnect is a new 4-tuple.",
+        "During a carrier pull under traffic the old 4-tuple shows the writer's "
+        "retransmissions, then no traffic or an RST (or, when the writer is the pulled host, "
+        "nothing of it arrives); the reconnect is a new 4-tuple.",
         link_pull,
         needs_clock=True,
     ),
