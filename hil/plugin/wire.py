@@ -145,13 +145,14 @@ def _finish(
         exchange = None
         files: dict[str, Path] = {}
         if capture is not None:
-            captured = capture.stop(Path(scratch))
+            # The timelines' own offsets: packets and events on one time base.
+            known = [o for tl in timelines for o in tl.offsets]
+            captured = capture.stop(Path(scratch), known)
             files = captured.files
             if not files:
                 unusable = "no capture point delivered a file: " + "; ".join(captured.notes)
             else:
-                offsets = [o for tl in timelines for o in tl.offsets]
-                placed = captured.placement(offsets).apply(decode(files))
+                placed = captured.placement().apply(decode(files))
                 exchange = replace(placed, notes=(*captured.notes, *placed.notes))
         verdict = judge(exchange, timelines, profile, unusable=unusable)
         report = WireReport(files, exchange, verdict, timelines)

@@ -3,8 +3,8 @@
     plan = capture_plan(pair, provider.driver)          # hil.wire.plan
     with LinkCapture.start(hosts, plan) as capture:      # every point capturing
         ...                                              # the test
-        captured = capture.stop(directory)               # {point: pcap}, notes
-    exchange = captured.placement(timeline.offsets).apply(decode(captured.files, ...))
+        captured = capture.stop(directory, run_offsets)  # {point: pcap}, notes
+    exchange = captured.placement().apply(decode(captured.files))
 
 ``start`` returns once every point captures (tcpdump's file exists, or the
 tool's ``start`` succeeded).  A point that fails to start or to deliver is a
@@ -50,11 +50,9 @@ class Captured:
     samples: Samples
     offsets: tuple[ClockOffset, ...]
 
-    def placement(self, offsets: Iterable[ClockOffset] = ()) -> clock.Placement:
-        """Where each point's packets go on the timeline; ``offsets`` (the run's own, when
-        it has them) win over the ones measured at the end of the capture."""
-        by_host = {o.host: o for o in self.offsets} | {o.host: o for o in offsets}
-        return clock.place(self.samples, by_host.values())
+    def placement(self) -> clock.Placement:
+        """Where each point's packets go on the timeline."""
+        return clock.place(self.samples, self.offsets)
 
 
 class LinkCapture:
@@ -109,9 +107,10 @@ class LinkCapture:
             self.notes.append(f"capture point {point.name}: no clock sample {when}: {e}")
             return None
 
-    def stop(self, directory: Path) -> Captured:
+    def stop(self, directory: Path, known: Iterable[ClockOffset] = ()) -> Captured:
         """Stop every point, fetch each capture to ``directory/POINT.pcap``, sample the
-        clocks; what failed is in the notes."""
+        clocks; what failed is in the notes.  A host whose offset is ``known`` (the run's
+        own, which the timelines were placed with) is not measured again."""
         files: dict[str, Path] = {}
         try:
             for point in self.plan.points:
@@ -132,9 +131,9 @@ class LinkCapture:
             p.name: (self._before.get(p.name), self._sample(p, "after the capture"))
             for p in delivered
         }
-        offsets = [
-            o for host in dict.fromkeys(p.host for p in delivered) if (o := self._offset(host))
-        ]
+        by_host = {o.host: o for o in known}
+        hosts = dict.fromkeys(p.host for p in delivered)
+        offsets = [o for h in hosts if (o := by_host.get(h) or self._offset(h))]
         return Captured(files, tuple(self.notes), samples, tuple(offsets))
 
     def _offset(self, host: str) -> ClockOffset | None:

@@ -21,6 +21,7 @@ from hil.cm.clock import controller_us
 from hil.errors import InputError
 from hil.host.hosts import Hosts
 from hil.inventory.model import CaptureSpec, Host, Inventory, Pair, SshConfig
+from hil.judge.timeline import ClockOffset
 from hil.wire import capture as capture_module
 from hil.wire.linkcapture import LinkCapture
 from hil.wire.plan import CapturePlan, TcpdumpPoint, capture_plan
@@ -113,10 +114,12 @@ def test_host_plan_captures_on_the_tap_host(
     with LinkCapture.start(hosts, plan) as link:
         files = remote_files(link)
         _ping(netns_lab)
-        captured = link.stop(tmp_path)
+        known = ClockOffset("ns1", offset_us=123, uncertainty_us=4)  # the run's own
+        captured = link.stop(tmp_path, [known])
     assert left(files) == []
     assert (captured.files, captured.notes) == ({"ns1": tmp_path / "ns1.pcap"}, ())
     assert len(_echo_times(captured.files["ns1"])) == 6
+    assert captured.offsets == (known,)  # not measured again
     assert set(captured.placement().shift_us) == {"ns1"}
 
 
