@@ -66,10 +66,11 @@ class WireExpect:
     # What an abortive close (QP to ERR, destroy while connected, SIGKILL) must put on
     # the wire: at least one of these, and never a FIN-only close.
     abortive_signals: frozenset[WireSignal]
-    # A remote access error's TERMINATE: layer, error type, and the codes allowed.
+    # A remote access error's TERMINATE: layer, error type, and the codes allowed for
+    # each way the remote_access_error sequence breaks the WRITE ("bad_rkey", "past_end").
     access_error_layer: str
     access_error_type: int
-    access_error_codes: frozenset[int]
+    access_error_codes: tuple[tuple[str, frozenset[int]], ...]
     # True when the provider's TCP runs on the NIC: a host's tcpdump sees none of it.
     tcp_offloaded: bool
 
@@ -138,11 +139,10 @@ class Profile:
         return self.pull_traffic_bound_s if traffic else self.pull_idle_bound_s
 
 
-# DDP error type 1 (tagged buffer) codes, RFC 5041 7.2: 0x00 invalid STag,
-# 0x01 base or bounds violation, 0x02 STag not associated with RDMAP stream,
-# 0x03 to-wrap (tagged offset wrap).
+# DDP error type 1 (tagged buffer) and its codes, RFC 5041 7.2: 0x00 invalid
+# STag (a wrong rkey), 0x01 base or bounds violation (past the region's end).
 _TAGGED_BUFFER = 1
-_TAGGED_CODES = frozenset({0x00, 0x01, 0x02, 0x03})
+_TAGGED_CODES = (("bad_rkey", frozenset({0x00})), ("past_end", frozenset({0x01})))
 
 SIW_WIRE = WireExpect(
     mpa_revisions=frozenset({2}),

@@ -274,6 +274,7 @@ def access_error(case: WireCase) -> Outcome:
     findings, count = [], 0
     for lk, write in _access_errors(case):
         count += 1
+        codes = dict(exp.access_error_codes).get(str(write.params.get("how")), frozenset())
         terms = lk.wire.terminates() if lk.wire else ()
         good = [
             p
@@ -281,7 +282,7 @@ def access_error(case: WireCase) -> Outcome:
             if p.terminate is not None
             and p.terminate.layer == exp.access_error_layer
             and p.terminate.error_type == exp.access_error_type
-            and p.terminate.error_code in exp.access_error_codes
+            and p.terminate.error_code in codes
             and lk.wire is not None
             and lk.wire.role(p) == "passive"
         ]
@@ -290,7 +291,7 @@ def access_error(case: WireCase) -> Outcome:
                 WireFinding(
                     f"{write.brief()}: expected a TERMINATE from the data sink, layer "
                     f"{exp.access_error_layer}, error type {exp.access_error_type}, code in "
-                    f"{sorted(exp.access_error_codes)}; found {len(terms)} TERMINATE",
+                    f"{sorted(codes)}; found {len(terms)} TERMINATE",
                     lk.wire.name if lk.wire else lk.conn,
                     evidence(*terms),
                 )
