@@ -110,7 +110,10 @@ def hil_wire(request: pytest.FixtureRequest) -> Iterator[None]:
     try:
         yield
     finally:
-        report = _finish(request.node, capture, unusable, keeper.take(), profile)
+        try:
+            report = _finish(request.node, capture, unusable, keeper.take(), profile)
+        except HilError as e:  # tshark missing or failing: the judge could not run
+            pytest.fail(f"hil wire: {type(e).__name__}: {e}", pytrace=False)
     if not report.verdict.ok:
         pytest.fail(report.verdict.to_text(), pytrace=False)
 

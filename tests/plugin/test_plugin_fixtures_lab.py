@@ -2,7 +2,8 @@
 
 On the session's virtual lab (real siw guests): ``cm``, ``profile``,
 ``contract`` and ``direction`` come from the plugin itself, not from a
-conftest.py copied out of suites/.
+conftest.py copied out of suites/; and every test on the pair is captured
+and judged by the wire rules, a lab's own rule among them.
 """
 
 from __future__ import annotations
@@ -40,3 +41,58 @@ def test_a_suite_outside_suites_gets_cm_profile_and_contract(
         timeout=600,
     )
     result.assert_outcomes(passed=2)  # one per direction: a-b and b-a
+
+
+# A lab's own wire rule, registered from its conftest.py: it fails a test whose capture
+# holds an MPA request, so the test below must fail on the wire, naming it.
+WIRE_CONFTEST = """
+from hil.wire.rule import Outcome, WireFinding, WireRule, evidence
+from hil.wire.rules import register_wire_rule
+
+def no_mpa_request(case):
+    found = [WireFinding("an MPA request", c.name, evidence(c.mpa("request")))
+             for c in case.exchange.connections if c.mpa("request")]
+    return Outcome("fail", "seen", tuple(found)) if found else Outcome("n/a", "none")
+
+register_wire_rule(WireRule("lab-no-mpa-request", "no MPA request", no_mpa_request,
+                            needs_timeline=False))
+"""
+
+WIRE_SUITE = """
+import pytest
+
+@pytest.mark.parametrize("direction", ["a-b"])
+def test_connect(cm, contract, direction):
+    contract(cm.run("connect"))
+"""
+
+
+def test_every_test_on_the_pair_is_judged_on_the_wire(
+    pytester: pytest.Pytester, virtual_lab: VirtualLab, tmp_path: Path
+) -> None:
+    pytester.makeconftest(WIRE_CONFTEST)
+    pytester.makepyfile(test_wire=WIRE_SUITE)
+    args = [
+        "-p",
+        "hil",
+        "--hil-inventory",
+        str(virtual_lab.inventory.path),
+        "--hil-store",
+        str(tmp_path / "store.db"),
+        "-p",
+        "no:cacheprovider",
+    ]
+    result = pytester.runpytest_subprocess(*args, timeout=600)
+    # The test itself passed its contract; its teardown fails on the lab's wire rule,
+    # which names the connection and the MPA request packet the capture holds.
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*wire FAILED: profile siw*",
+            "*[[]lab-no-mpa-request] fail: seen*",
+            "*packet #*@* > *:* ACK,PSH MPA request*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*[[]orderly-close-is-fin] fail*")
+    off = pytester.runpytest_subprocess(*args, "--hil-wire", "off", timeout=600)
+    off.assert_outcomes(passed=1)
