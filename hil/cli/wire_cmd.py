@@ -8,6 +8,13 @@ mirror port's capture, a capture attached to an old report, rping or
 cmtime traffic: any pcap or pcapng.  ``--port`` keeps the connections to
 or from that TCP port (the test's listener) and leaves the rest out.
 
+``--timeline RUN.json`` (``hil cm run --json`` output, or a timeline's own
+JSON as a report attaches it) judges the capture against that run's CM
+timeline too, so the rules that need one (private data, orderly and
+abortive close, no listener, ...) are judged as in the test; without the
+capture host's clock samples the packets are not placed on the timeline,
+and the rules that need times say so.
+
 Exit 0 when the rules hold, 4 when one is violated, 1 for bad input: a
 file that is missing or not a capture, no TCP connection in it, or nothing
 any rule could judge (every rule skipped or not applicable).
@@ -24,6 +31,7 @@ from pathlib import Path
 from hil.cli.options import command_group, json_option
 from hil.errors import EXIT_OK, EXIT_VIOLATION, InputError
 from hil.judge.profiles import PROVIDERS, profile_for
+from hil.judge.timeline import Timeline
 from hil.wire.model import Exchange
 
 DECODE_TIMEOUT = 120.0
@@ -60,6 +68,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="S",
         help=f"seconds tshark may take per file (default {DECODE_TIMEOUT:g})",
     )
+    p.add_argument(
+        "--timeline",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RUN.json",
+        help="a CM run's JSON (hil cm run --json) or a timeline's, to judge against (repeatable)",
+    )
     json_option(p, help='print one JSON object: {"captures", "exchange", "verdict"}')
     p.set_defaults(func=_judge)
 
@@ -93,6 +109,24 @@ def only_ports(exchange: Exchange, ports: list[int]) -> Exchange:
     return replace(exchange, connections=kept)
 
 
+def load_timeline(path: Path) -> Timeline:
+    """A timeline from ``hil cm run --json`` output (its ``timeline``) or its own JSON."""
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as e:
+        raise InputError(f"cannot read the timeline {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise InputError(f"{path} is not JSON: {e}") from None
+    if isinstance(doc, dict) and isinstance(doc.get("timeline"), dict):
+        doc = doc["timeline"]
+    if not isinstance(doc, dict):
+        raise InputError(f"{path} holds no timeline")
+    try:
+        return Timeline.from_dict(doc)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+
+
 def _judge(args: argparse.Namespace) -> int:
     from hil.wire.decode import decode
     from hil.wire.judge import judge
@@ -104,7 +138,8 @@ def _judge(args: argparse.Namespace) -> int:
     if not exchange.connections:
         where = f" to or from port {', '.join(map(str, args.port))}" if args.port else ""
         raise InputError(f"no TCP connection{where} in {', '.join(map(str, args.captures))}")
-    verdict = judge(exchange, [], profile, timeline_known=False)
+    timelines = [load_timeline(path) for path in args.timeline]
+    verdict = judge(exchange, timelines, profile, timeline_known=bool(timelines))
     if args.json:
         doc = {
             "captures": {name: str(path) for name, path in captures.items()},

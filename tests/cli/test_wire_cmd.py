@@ -90,6 +90,8 @@ def test_port_keeps_the_connections_of_that_port(capsys: pytest.CaptureFixture[s
         ([str(RPING), "--port", "x"], "argument --port: 'x' is not a TCP port (1..65535)"),
         ([str(RPING), "--profile", "rxe"], "argument --profile: invalid choice: 'rxe'"),
         ([str(RPING), str(RPING)], "hil: error: the same capture is given twice"),
+        ([str(RPING), "--timeline", "/no.json"], "cannot read the timeline /no.json"),
+        ([str(RPING), "--timeline", str(DATA / "README.md")], "README.md is not JSON"),
     ],
 )
 def test_bad_input_exits_1_with_one_message(
@@ -118,3 +120,18 @@ def test_the_console_script_prints_no_traceback() -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("hil: error: cannot read the capture /nonexistent.pcap")
     assert "Traceback" not in done.stderr
+
+
+def test_with_its_runs_timeline_a_capture_is_judged_as_in_the_test(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # siw built to close with RST: only the timeline says an orderly close was asked for.
+    capture = DATA / "close-rst-fault-siw.pcap"
+    assert run(capsys, capture)[0] == 0  # a bare capture: nothing here breaks a wire-only rule
+    code, out, _ = run(capsys, capture, "--timeline", DATA / "close-rst-fault-siw.json")
+    assert code == 4
+    assert "[orderly-close-is-fin] fail" in out and "ACK,RST" in out
+    # Without the capture host's clock samples, the rules that need times say so.
+    assert "[every-teardown-event-has-a-cause] skip: the packets could not be placed" in out
+    code, out, _ = run(capsys, DATA / "close-siw.pcap", "--timeline", DATA / "close-siw.json")
+    assert code == 0 and "[orderly-close-is-fin] pass" in out
