@@ -5,17 +5,22 @@
 (default DIR tests/data/wire, default every capture).  Each capture is one
 TCP connection from 127.0.0.1 to 127.0.0.2:7174, made with plain sockets
 and mpa_peer.py's frames, in a private network namespace (``unshare
---net``: nothing else is on its loopback, and the drop rule of
-``no-listener-silent`` stays in it).  tcpdump (``-i lo -n -U
+--net``: nothing else is on its loopback, and the drop rules of
+``no-listener-silent`` and ``pull-carrier-retransmits`` stay in it).  tcpdump (``-i lo -n -U
 --immediate-mode -s 512 -w FILE tcp``) is started and seen listening
 before the first SYN and stopped with SIGINT after the last packet; a side
 told to ``hold`` closes only after that, so the capture ends with the
-connection open.  tests/data/wire/README.md says what each capture shows.
+connection open.  A link pull also writes NAME.clock.json: this host's
+(CLOCK_REALTIME, CLOCK_MONOTONIC) read before tcpdump started and after it
+stopped, and the CLOCK_MONOTONIC times of the connect, the pull and the
+restore, so a test can place the packets on a timeline of those times.
+tests/data/wire/README.md says what each capture shows.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import select
 import signal
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mpa_peer import CRC, ENHANCED, KEY_REP, KEY_REQ, MARKER, REJECT, frame
+from mpa_peer import CRC, ENHANCED, KEY_REP, KEY_REQ, MARKER, REJECT, frame, send_fpdu
 
 from hil import tools
 
@@ -50,6 +55,14 @@ IRD_ORD = struct.pack("!HH", 1, 1)  # what siw sends: IRD = ORD = 1, no control 
 # (the socket stays open), or nothing.
 Ending = Literal["fin", "rst", "shut", "hold"]
 SILENT_CONNECT_S = 1.5  # long enough for one SYN retransmission (the first RTO is 1 s)
+# A pull under traffic: the writer sends one 1 KiB FPDU every 10 ms, for a while before
+# the pull and through it; 2 s pulled hold three retransmissions (the RTO starts at
+# 200 ms and doubles), and the writer aborts at the restore, before the fourth.
+WRITE = send_fpdu(bytes(1000))
+WRITE_EVERY_S = 0.01
+BEFORE_PULL_S = 0.3
+PULLED_S = 2.0
+TCP_INFO_TOTAL_RETRANS = 100  # offset of tcpi_total_retrans in Linux's struct tcp_info
 _NFT_DROP = f"""
 table inet hil_wire_capture {{
     chain input {{
@@ -78,6 +91,7 @@ class Handshake:
     first: Literal["active", "passive"]
     first_end: Ending
     then: Ending
+    request: bytes = REQUEST
 
     def end_of(self, side: str) -> tuple[bool, Ending]:
         """Whether ``side`` ends first, and how it ends."""
@@ -93,11 +107,20 @@ class NoListener:
 
 
 @dataclass(frozen=True)
+class Pull:
+    """A pull of the passive side's end while the active side writes: with ``drop``, what
+    hil's blackhole pull does (an nftables rule dropping the passive side's input), else
+    nothing; at the restore the writer aborts (zero linger: RST)."""
+
+    drop: bool
+
+
+@dataclass(frozen=True)
 class Capture:
     """One capture file: its name and the exchange it records."""
 
     name: str
-    exchange: Handshake | NoListener
+    exchange: Handshake | NoListener | Pull
 
 
 CAPTURES = (
@@ -121,6 +144,14 @@ CAPTURES = (
     Capture("no-listener-silent", NoListener(drop=True)),
     Capture("no-listener-rst", NoListener(drop=False)),
     Capture("close-fin-one-side", Handshake(_reply(ACCEPT_PDATA), "active", "fin", "rst")),
+    Capture(
+        "mpa-request-no-pdata",
+        Handshake(
+            _reply(ACCEPT_PDATA), "active", "fin", "fin", frame(KEY_REQ, ENHANCED, 2, IRD_ORD)
+        ),
+    ),
+    Capture("pull-carrier-retransmits", Pull(drop=True)),
+    Capture("pull-that-did-not-pull", Pull(drop=False)),
 )
 NAMES = tuple(c.name for c in CAPTURES)
 
@@ -249,7 +280,7 @@ def _handshake(hs: Handshake, stop: Callable[[], None]) -> None:
     thread.start()
     active = socket.create_connection((PASSIVE, PORT), TIMEOUT_S, (ACTIVE, 0))
     held.append(active)
-    active.sendall(REQUEST)
+    active.sendall(hs.request)
     _receive_frame(active, KEY_REP)
     _finish(active, *hs.end_of("active"))
     thread.join(TIMEOUT_S)
@@ -278,15 +309,87 @@ def _no_listener(nl: NoListener, stop: Callable[[], None]) -> None:
         raise CaptureError(f"the SYN got {got}, not {want}")
 
 
+def _write_until(sock: socket.socket, end_ns: int) -> None:
+    while time.monotonic_ns() < end_ns:
+        sock.sendall(WRITE)
+        time.sleep(WRITE_EVERY_S)
+
+
+def _retransmitted(sock: socket.socket) -> int:
+    """How many segments the kernel retransmitted on ``sock`` (tcpi_total_retrans)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    return int(struct.unpack_from("I", info, TCP_INFO_TOTAL_RETRANS)[0])
+
+
+def _pull(pl: Pull, stop: Callable[[], None]) -> dict[str, int]:
+    """The handshake, traffic, the pull and the restore; their CLOCK_MONOTONIC times (ns)."""
+    listener = socket.create_server((PASSIVE, PORT))
+    listener.settimeout(TIMEOUT_S)
+    failed: list[BaseException] = []
+
+    def passive() -> None:
+        try:
+            sock, _ = listener.accept()
+            with sock:
+                sock.settimeout(TIMEOUT_S)
+                _receive_frame(sock, KEY_REQ)
+                sock.sendall(_reply(ACCEPT_PDATA))
+                _until_eof(sock)  # reads all the writer sends: it is never the window
+        except (OSError, ConnectionError) as e:
+            failed.append(e)
+
+    thread = threading.Thread(target=passive, daemon=True)
+    thread.start()
+    at = {"connect": time.monotonic_ns()}
+    active = socket.create_connection((PASSIVE, PORT), TIMEOUT_S, (ACTIVE, 0))
+    with active:
+        active.sendall(REQUEST)
+        _receive_frame(active, KEY_REP)
+        at["established"] = time.monotonic_ns()
+        _write_until(active, at["established"] + int(BEFORE_PULL_S * 1e9))
+        at["pull"] = time.monotonic_ns()
+        if pl.drop:
+            _run(tools.argv("nft", "-f", "-"), _NFT_DROP)
+        _write_until(active, at["pull"] + int(PULLED_S * 1e9))
+        at["restore"] = time.monotonic_ns()
+        if pl.drop:
+            _run(tools.argv("nft", "delete", "table", "inet", "hil_wire_capture"))
+        retransmitted = _retransmitted(active)
+        active.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    thread.join(TIMEOUT_S)
+    stop()
+    listener.close()
+    if failed or thread.is_alive():
+        raise CaptureError(f"the passive side failed: {failed or 'still running'}")
+    if bool(retransmitted) != pl.drop:
+        raise CaptureError(f"the writer retransmitted {retransmitted} segments (drop {pl.drop})")
+    return at
+
+
+def _clock_sample() -> dict[str, int]:
+    # Both clocks read one after the other: the pcap's stamps are CLOCK_REALTIME.
+    return {"wall_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()}
+
+
 def make(capture: Capture, out: Path) -> Path:
-    """Record ``capture`` into ``out``/NAME.pcap (in a network namespace of its own)."""
+    """Record ``capture`` into ``out``/NAME.pcap (in a network namespace of its own), a
+    pull's clock samples and times into NAME.clock.json."""
     path = out / f"{capture.name}.pcap"
+    before = _clock_sample()
     dump = Tcpdump(path)
     try:
         if isinstance(capture.exchange, Handshake):
             _handshake(capture.exchange, dump.stop)
-        else:
+        elif isinstance(capture.exchange, NoListener):
             _no_listener(capture.exchange, dump.stop)
+        else:
+            at = _pull(capture.exchange, dump.stop)
+            clock = {
+                "host": socket.gethostname(),
+                "samples": [before, _clock_sample()],
+                "monotonic_ns": at,
+            }
+            path.with_suffix(".clock.json").write_text(json.dumps(clock, indent=1) + "\n")
     finally:
         if dump.proc.poll() is None:
             dump.proc.kill()

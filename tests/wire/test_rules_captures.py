@@ -13,6 +13,7 @@ accept, reject or disconnect.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 from pathlib import Path
@@ -21,7 +22,8 @@ import make_captures as mc
 import pytest
 
 from hil.judge.profiles import SIW
-from hil.judge.timeline import Action, Event, Timeline
+from hil.judge.timeline import Action, ClockOffset, Event, Timeline, WallSample
+from hil.wire.clock import place
 from hil.wire.decode import decode
 from hil.wire.judge import judge
 from hil.wire.model import Connection, Exchange, endpoint_text
@@ -30,6 +32,8 @@ from hil.wire.rule import Outcome
 CONNECT, ACCEPT = mc.CONNECT_PDATA.hex(), mc.ACCEPT_PDATA.hex()
 REJECT = mc.REJECT_PDATA.hex()
 POINT = "lo"
+# The clock samples read both clocks in one Python expression: well within 1 ms.
+SAMPLE_SPREAD_US = 1000
 
 
 def decoded(name: str, folder: Path = mc.DATA) -> Exchange:
@@ -41,9 +45,9 @@ def only(exchange: Exchange) -> Connection:
     return exchange.connections[0]
 
 
-def connect(listener: bool = True) -> Action:
+def connect(listener: bool = True, t_us: int = 1000) -> Action:
     params = {"dst": mc.PASSIVE, "port": mc.PORT, "private_data": CONNECT, "listener": listener}
-    return Action(t_us=1000, side="a", name="connect", id="a:1", params=params)
+    return Action(t_us=t_us, side="a", name="connect", id="a:1", params=params)
 
 
 def ev(conn: Connection, side: str, t_ms: float, type_: str, pdata: str = "", st: int = 0) -> Event:
@@ -104,6 +108,36 @@ def no_listener() -> Timeline:
     return timeline(Action(1000, "a", "connect", "a:1", connect(False).params, "ECONNREFUSED"))
 
 
+def placed(name: str) -> tuple[Exchange, dict[str, int]]:
+    """A pull capture placed on this host's CLOCK_MONOTONIC (the timeline's clock: the
+    capturing host is the controller, offset 0), and the times (µs) NAME.clock.json
+    recorded of the connect, the pull and the restore."""
+    clock = json.loads((mc.DATA / f"{name}.clock.json").read_text())
+    host = clock["host"]
+    before, after = (
+        WallSample(host, s["wall_ns"] // 1000, s["monotonic_ns"] // 1000, SAMPLE_SPREAD_US)
+        for s in clock["samples"]
+    )
+    exchange = decode({host: mc.DATA / f"{name}.pcap"}, timeout=60)
+    at = {k: v // 1000 for k, v in clock["monotonic_ns"].items()}
+    return place({host: (before, after)}, [ClockOffset(host, 0, 0)]).apply(exchange), at
+
+
+def pulled(conn: Connection, at: dict[str, int]) -> Timeline:
+    """rdma_connect and rdma_accept, then a carrier pull of the passive side's end (b)
+    while the active side writes, and its restore, at the capture's times."""
+    established = at["established"] / 1000
+    return timeline(
+        connect(t_us=at["connect"]),
+        ev(conn, "b", established - 0.002, "CONNECT_REQUEST", CONNECT),
+        Action(at["established"] - 1, "b", "accept", "b:2", {"private_data": ACCEPT}),
+        ev(conn, "a", established, "ESTABLISHED", ACCEPT),
+        ev(conn, "b", established, "ESTABLISHED"),
+        Action(at["pull"], "b", "pull", params={"mode": "carrier", "traffic": True}),
+        Action(at["restore"], "b", "restore", params={"mode": "carrier"}),
+    )
+
+
 def outcomes(exchange: Exchange, tl: Timeline) -> dict[str, Outcome]:
     return {r.rule: r.outcome for r in judge(exchange, [tl], SIW).results}
 
@@ -143,6 +177,28 @@ def test_siws_reply_passes_revision_and_flags_and_a_fin_from_each_side_is_orderl
         assert got[rule].status == "pass", (rule, got[rule])
     assert got["mpa-revision-and-flags"].reason == "2 judged"
     assert got["reject-on-the-wire"].status == "n/a"
+
+
+# -- mpa-request-carries-connect-pdata -------------------------------------------------
+
+
+def test_a_request_without_the_connects_private_data_fails_request_carries_pdata() -> None:
+    ex = decoded("mpa-request-no-pdata")
+    conn = only(ex)
+    request = conn.mpa("request")
+    assert request is not None and request.mpa is not None
+    # The IRD/ORD words are there, nothing after them.
+    assert (request.mpa.wire_private_data, request.mpa.ird, request.mpa.ord) == ("00010001", 1, 1)
+    got = outcomes(ex, connected_and_closed(conn))
+    text = failed(got, "mpa-request-carries-connect-pdata")
+    assert f"MPA request carries private data '', rdma_connect gave {CONNECT!r}" in text
+    assert conn.name in text and "MPA request" in text  # the connection and the packet
+    for rule in (
+        "mpa-reply-carries-accept-pdata",
+        "mpa-revision-and-flags",
+        "orderly-close-is-fin",
+    ):
+        assert got[rule].status == "pass", (rule, got[rule])
 
 
 # -- reject-on-the-wire ----------------------------------------------------------------
@@ -222,6 +278,42 @@ def test_a_fin_from_one_side_then_a_rst_fails_orderly_close_is_fin() -> None:
     assert got["mpa-revision-and-flags"].status == "pass"
 
 
+# -- link-pull-on-the-wire -------------------------------------------------------------
+
+
+def test_a_dropped_end_makes_the_writer_retransmit_and_passes_link_pull() -> None:
+    ex, at = placed("pull-carrier-retransmits")
+    conn = only(ex)
+    retransmitted = conn.retransmissions()
+    assert retransmitted and all(at["pull"] < (p.t_us or 0) < at["restore"] for p in retransmitted)
+    assert "RST" in conn.packets[-1].flags  # the writer aborted at the restore
+    got = outcomes(ex, pulled(conn, at))
+    assert got["link-pull-on-the-wire"].status == "pass", got["link-pull-on-the-wire"]
+    assert got["link-pull-on-the-wire"].reason == "1 judged"
+    # Placed right: the MPA reply is on the wire before the ESTABLISHED the script timed.
+    assert got["every-teardown-event-has-a-cause"].status == "pass"
+
+
+def test_a_pull_that_changed_nothing_fails_link_pull() -> None:
+    ex, at = placed("pull-that-did-not-pull")
+    conn = only(ex)
+    assert not conn.retransmissions()
+    assert any(p.length and (p.t_us or 0) > at["pull"] for p in conn.packets)  # traffic on
+    tl = pulled(conn, at)
+    got = outcomes(ex, tl)
+    text = failed(got, "link-pull-on-the-wire")
+    pull = next(a for a in tl.actions if a.name == "pull")
+    assert f"{pull.brief()}: no retransmission on the pulled connection after the pull" in text
+    assert conn.name in text
+
+
+def test_link_pull_is_skipped_when_the_packets_are_not_placed() -> None:
+    ex, at = placed("pull-carrier-retransmits")
+    bare = decoded("pull-carrier-retransmits")
+    got = outcomes(bare, pulled(only(ex), at))
+    assert got["link-pull-on-the-wire"].status == "skip"
+
+
 # -- the captures are real: the script makes them again --------------------------------
 
 
@@ -246,9 +338,24 @@ def _shape(exchange: Exchange) -> list[tuple[str, str, frozenset[str], str]]:
     ]
 
 
+def _pull_shape(exchange: Exchange) -> tuple[list[str], bool, bool]:
+    """What a pull capture shows whatever its timing (how many writes, how many
+    retransmissions): its MPA frames, whether the writer retransmitted, whether it reset."""
+    conn = only(exchange)
+    frames = [repr(p.mpa) for p in conn.packets if p.mpa is not None]
+    reset = any("RST" in p.flags and conn.role(p) == "active" for p in conn.packets)
+    return frames, bool(conn.retransmissions()), reset
+
+
 @pytest.mark.netns
 @pytest.mark.skipif(_cannot_capture() is not None, reason=str(_cannot_capture()))
 def test_make_captures_makes_each_capture_again(tmp_path: Path) -> None:
     assert mc.main(["--out", str(tmp_path)]) == 0
-    for name in mc.NAMES:
-        assert _shape(decoded(name, tmp_path)) == _shape(decoded(name)), name
+    for c in mc.CAPTURES:
+        made, kept = decoded(c.name, tmp_path), decoded(c.name)
+        if isinstance(c.exchange, mc.Pull):
+            assert _pull_shape(made) == _pull_shape(kept), c.name
+            clock = json.loads((tmp_path / f"{c.name}.clock.json").read_text())
+            assert len(clock["samples"]) == 2 and {"pull", "restore"} <= set(clock["monotonic_ns"])
+        else:
+            assert _shape(made) == _shape(kept), c.name
