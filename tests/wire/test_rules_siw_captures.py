@@ -34,16 +34,16 @@ def recorded(name: str) -> tuple[Timeline, WireVerdict]:
     return recorded_as(name, SIW)
 
 
-def recorded_as(name: str, profile: Profile) -> tuple[Timeline, WireVerdict]:
-    run = json.loads((DATA / f"{name}.json").read_text())
+def recorded_as(name: str, profile: Profile, folder: Path = DATA) -> tuple[Timeline, WireVerdict]:
+    run = json.loads((folder / f"{name}.json").read_text())
     timeline = Timeline.from_dict(run["timeline"])
-    clock = json.loads((DATA / f"{name}.clock.json").read_text())
+    clock = json.loads((folder / f"{name}.clock.json").read_text())
     host = clock["host"]
     before, after = (
         WallSample(host, s["wall_ns"] // 1000, s["monotonic_ns"] // 1000, SAMPLE_SPREAD_US)
         for s in clock["samples"]
     )
-    exchange = decode({host: DATA / f"{name}.pcap"}, timeout=60)
+    exchange = decode({host: folder / f"{name}.pcap"}, timeout=60)
     placed = place({host: (before, after)}, timeline.offsets).apply(exchange)
     return timeline, judge(placed, [timeline], profile)
 
@@ -105,3 +105,30 @@ def test_siw_abort_is_fin_only_which_an_offloading_profile_refuses() -> None:
     _, verdict = recorded_as("abort-qp_err-siw", strict)
     found = failure(verdict, "abortive-close-on-the-wire")
     assert "the wire shows FIN" in found and "never a FIN-only close" in found
+
+
+@pytest.mark.parametrize("how", ["bad_rkey", "past_end"])
+def test_siw_refusing_a_write_sends_the_terminate_of_its_cause(how: str) -> None:
+    _, verdict = recorded(f"remote-access-{how.replace('_', '-')}-siw")
+    assert statuses(verdict)["remote-access-error-terminates"] == "pass", verdict.to_text()
+    assert verdict.ok, verdict.to_text()
+
+
+def test_a_terminate_of_another_cause_fails_remote_access_error_terminates(
+    tmp_path: Path,
+) -> None:
+    # The wrong-rkey run's packets (TERMINATE: invalid STag), held against a timeline whose
+    # WRITE went past the end of the region, where base-or-bounds is the right code.
+    run = json.loads((DATA / "remote-access-bad-rkey-siw.json").read_text())
+    for action in run["timeline"]["actions"]:
+        if action["name"] == "write":
+            action["params"]["how"] = "past_end"
+    name = "claimed-past-end"
+    (tmp_path / f"{name}.json").write_text(json.dumps(run))
+    for suffix in (".pcap", ".clock.json"):
+        (tmp_path / f"{name}{suffix}").write_bytes(
+            (DATA / f"remote-access-bad-rkey-siw{suffix}").read_bytes()
+        )
+    _, verdict = recorded_as(name, SIW, folder=tmp_path)
+    found = failure(verdict, "remote-access-error-terminates")
+    assert "code in [1]" in found and "TERMINATE DDP type 1 code 0x0" in found
