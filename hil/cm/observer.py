@@ -7,12 +7,16 @@ every registered observer what happens, in this order::
       step_started(step)            # one sequence run (a named step with parameters)
         action(action)              # each controller action, once it returned
         events(batch)               # each batch of events a host's channel delivered
-        timeline(timeline, complete)
+        timeline(timeline, complete)  # when its recording ends (complete or partial)
         verdict(timeline, verdict)  # only for a complete timeline
       step_finished(step, error)
     run_finished(info, error)
 
-The Allure report is one observer, the wire capture another; a lab adds its
+A test that records a run itself (``with cm.recording("name") as rec:``)
+makes no step: its actions, events and timeline are told all the same, and
+it calls the contract itself.
+
+The Allure report is one observer, the wire judge's timeline keeper another; a lab adds its
 own by registering it (``PairRun(..., observers=[...])``, or in pytest the
 ``pytest_hil_observers`` hook).  Subclass :class:`Observer` and override what
 you need: every method is a no-op here.  An observer must not raise; a

@@ -118,11 +118,16 @@ class Recording:
         return self
 
     def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        complete = error is None
         try:
             self.close()
+        except BaseException:
+            complete = False
+            raise
         finally:
-            if error is not None:  # what happened before it failed, for the report
-                self.session.observers.timeline(self.timeline(), False)
+            # Every recording's timeline, also one a test makes itself with
+            # ``cm.recording(...)`` and a partial one (what happened before it failed).
+            self.session.observers.timeline(self.timeline(), complete)
 
     def close(self) -> None:
         """Close every endpoint, then take the after-run evidence."""

@@ -61,7 +61,6 @@ class CMSession(PairSides):
         """Run the sequence registered as ``name`` (:mod:`hil.cm.registry`) with ``params``."""
         seq = lookup(name)
         with self.observers.step(StepInfo(name, self.direction, dict(params))):
-            timeline = seq(self, **params)
-            self.observers.timeline(timeline, True)
+            timeline = seq(self, **params)  # its recording told the observers its timeline
             self.observers.verdict(timeline, check(timeline, self.profile))
             return timeline
