@@ -1,8 +1,14 @@
 """tcpdump on a lab host's netdev, bounded in size, fetched over SFTP.
 
 The agent's ``run`` waits for its command, so a capture runs on its own SSH
-exec channel instead (``SSHSession.open_process``); stopping it signals
-tcpdump's process group with INT, which makes tcpdump flush and exit.
+exec channel instead (``SSHSession.open_process``), under a small shell
+wrapper (``_WRAPPER``) that saves SSH round trips, each a fresh sshd exec
+(and sudo) that costs a slow guest ~0.2 s: tcpdump's "listening on" line
+(written once its socket is bound and its file open) says it captures; its
+exit status comes on stdout when it ends; a line on the wrapper's stdin
+stops it (TERM: it flushes and exits), and closing stdin removes the file.
+Closing stdin is also what a lost controller or connection does, so a
+capture never outlives its channel.
 
     cap = Capture.start(session, "data0")
     ...                                   # the test
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
+import select
 import time
 import uuid
 from dataclasses import dataclass
@@ -37,10 +44,21 @@ SNAPLEN = 512  # headers of TCP, MPA, DDP and RDMAP fit; payload is not needed t
 # Packets kept per capture: at SNAPLEN, at most ~10 MB. A CM test sends a few
 # hundred; a test under traffic fills it, and its end is cut (noted).
 COUNT = 20_000
-READY_TIMEOUT = 10.0  # tcpdump creates its file once the capture is live
+READY_TIMEOUT = 10.0  # tcpdump says "listening on" once the capture is live
 STOP_TIMEOUT = 10.0
-_POLL = 0.1
+_POLL = 0.02
+_READY = b"listening on "
 _STAT = re.compile(r"^(\d+) packets? (captured|dropped by kernel)$", re.MULTILINE)
+# sh -c _WRAPPER hil-capture FILE TCPDUMP-ARGV...: runs tcpdump and prints its exit
+# status when it ends; a reader of stdin stops it (TERM) at the first line or EOF, and
+# removes FILE at the next (the wrapper exits with rm's status).  The reader gets stdin
+# as fd 3: an asynchronous list's own stdin is /dev/null.  Hangup and broken pipe are
+# ignored so that a lost connection still gets to the removal.
+_WRAPPER = (
+    "trap '' HUP PIPE; f=$1; shift; exec 3<&0; \"$@\" & pid=$!; "
+    '{ read -r _ <&3; kill -TERM "$pid" 2>/dev/null; read -r _ <&3; rm -f -- "$f"; } & '
+    'reader=$!; wait "$pid"; echo "$?"; wait "$reader"'
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +80,7 @@ class Capture:
         self.remote = remote
         self.process = process
         self.count = count
+        self._err = bytearray()  # tcpdump's stderr so far
 
     @classmethod
     def start(
@@ -86,7 +105,7 @@ class Capture:
         # -Z root: Debian's tcpdump otherwise drops to a user that cannot write /tmp files.
         # -p: a pair host's own traffic is all we want; promiscuous mode would log to the
         # kernel log, which the after-test checks read.
-        argv = tools.argv(
+        tcpdump = tools.argv(
             "tcpdump",
             "-i",
             netdev,
@@ -103,6 +122,7 @@ class Capture:
             "-w",
             remote,
         )
+        argv = tools.argv("sh", "-c", _WRAPPER, "hil-capture", remote, *tcpdump)
         process = session.open_process(argv, sudo=True)
         cap = cls(session, netdev, remote, process, count)
         try:
@@ -115,53 +135,43 @@ class Capture:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT
-        sftp = self.session.sftp()
-        while True:
-            status = self.process.poll()
-            if status is not None:
+        chan = self.process.channel
+        while _READY not in self._read_stderr():
+            if chan.recv_ready() or chan.eof_received:  # the wrapper's word that it ended
                 raise SSHError(
                     self.session.name,
-                    f"tcpdump on {self.netdev} exited {status}: {self._stderr()[-300:]}; "
-                    f"is tcpdump installed and the netdev right?",
+                    f"tcpdump on {self.netdev} exited: {self._stderr()[-300:]}; "
+                    "is tcpdump installed and the netdev right?",
                 )
-            try:
-                sftp.stat(self.remote)
-                return
-            except FileNotFoundError:
-                pass
-            except (OSError, paramiko.SSHException, EOFError) as e:
-                raise SSHError(self.session.name, f"cannot stat {self.remote}: {e}") from None
-            if time.monotonic() >= deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 raise CommandTimeout(
                     self.session.name,
                     f"tcpdump on {self.netdev} did not start capturing within "
                     f"{READY_TIMEOUT:g}s; check the host's load and tcpdump",
                 )
-            time.sleep(_POLL)
+            select.select([chan], [], [], min(remaining, _POLL))
+
+    def _read_stderr(self) -> bytes:
+        """tcpdump's stderr so far (never waits for more)."""
+        chan = self.process.channel
+        while chan.recv_stderr_ready():
+            self._err += chan.recv_stderr(65536)
+        return bytes(self._err)
 
     def _stderr(self) -> str:
-        """What tcpdump wrote to stderr so far (never waits for more)."""
-        chan = self.process.channel
-        err = bytearray()
-        while chan.recv_stderr_ready():
-            err += chan.recv_stderr(65536)
-        return err.decode(errors="replace").strip()
+        return self._read_stderr().decode(errors="replace").strip()
 
-    def _end(self) -> list[str]:
-        """Signal tcpdump to flush and exit (unless its bound ended it already), wait for it
-        (bounded); notes on how it ended."""
-        self.session.run(
-            tools.argv("kill", "-s", "INT", "--", f"-{self.process.pgid}"),
-            timeout=STOP_TIMEOUT,
-            check=False,
-            sudo=True,
-        )
-        try:
-            status = self.process.wait(STOP_TIMEOUT)
-            err = self._stderr()
-        finally:
-            self.process.close(timeout=0.5)
-        return self._notes(status, err)
+    def _end(self) -> int:
+        """Stop tcpdump (unless its bound ended it already); its exit status (bounded wait)."""
+        self.process.write(b"stop\n")
+        line = self.process.readline(STOP_TIMEOUT).strip()
+        if not line.isdigit():
+            raise SSHError(
+                self.session.name,
+                f"tcpdump on {self.netdev} ended without a status: {self._stderr()[-300:]}",
+            )
+        return int(line)
 
     def _notes(self, status: int, err: str) -> list[str]:
         where = f"{self.session.name} {self.netdev}"
@@ -172,7 +182,7 @@ class Capture:
                 f"{where}: the capture stopped at its bound of {self.count} packets; "
                 "what came later is not in it"
             )
-        elif status != 0:  # tcpdump exits 0 on our INT and at its bound
+        elif status != 0:  # tcpdump exits 0 on our TERM and at its bound
             notes.append(f"{where}: tcpdump exited {status}: {err[-300:]}")
         if stats.get("dropped by kernel", 0):
             notes.append(
@@ -184,7 +194,7 @@ class Capture:
     def stop(self, local: Path) -> Fetched:
         """Stop the capture, fetch it to ``local`` and remove the remote file."""
         try:
-            notes = self._end()
+            status = self._end()
             local.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self.session.sftp().get(self.remote, str(local))
@@ -194,18 +204,19 @@ class Capture:
                 ) from None
         finally:
             self._remove()
-        return Fetched(local, tuple(notes))
+        # After the wrapper ended: tcpdump's statistics have all arrived by then.
+        return Fetched(local, tuple(self._notes(status, self._stderr())))
 
     def discard(self) -> None:
         """Stop the capture and remove its file without fetching it; never raises."""
-        try:
-            self._end()
-        except HilError as e:
-            log.warning("%s: stopping tcpdump failed: %s", self.session.name, e)
         self._remove()
 
     def _remove(self) -> None:
+        """Close the wrapper's stdin (it stops tcpdump if still running and removes the
+        file); when it does not say it did, signal its group and remove the file."""
         try:
+            if self.process.close(timeout=STOP_TIMEOUT) == 0:
+                return
             self.session.run(
                 tools.argv("rm", "-f", "--", self.remote),
                 timeout=STOP_TIMEOUT,

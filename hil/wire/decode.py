@@ -1,7 +1,7 @@
 """Capture files to an :class:`~hil.wire.model.Exchange`: what tshark saw, as data.
 
-:func:`decode` runs tshark once per capture point's file
-(:mod:`hil.wire.tshark`) and turns each TCP packet into a
+:func:`decode` runs tshark once per capture point's file, at once
+(:mod:`hil.wire.tshark`), and turns each TCP packet into a
 :class:`~hil.wire.model.Packet`; nothing here reads packet bytes.
 
 Connections: within one file, tshark's ``tcp.stream`` tells connections
@@ -25,6 +25,7 @@ as private data; splitting them off is the one thing done here by hand.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hil.wire import tshark
@@ -59,10 +60,12 @@ def decode(captures: Mapping[str, Path], *, timeout: float = DEFAULT_TIMEOUT) ->
     tshark is missing, too old, fails, or runs past ``timeout`` (per file).  A
     file cut short decodes up to the cut, with a note saying so.
     """
+    # One tshark per file, all at once: most of its time is its own start-up.
+    with ThreadPoolExecutor(max_workers=max(len(captures), 1)) as pool:
+        reads = list(pool.map(lambda path: tshark.read(path, timeout=timeout), captures.values()))
     seen: list[Seen] = []
     notes: list[str] = []
-    for point, path in captures.items():
-        result = tshark.read(path, timeout=timeout)
+    for point, result in zip(captures, reads, strict=True):
         seen += [(point, int(_one(f, "tcp.stream")), packet(point, f)) for f in result.packets]
         notes += [result.warning] if result.warning else []
     return Exchange(connections=connections(seen), points=tuple(captures), notes=tuple(notes))

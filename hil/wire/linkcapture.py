@@ -6,19 +6,24 @@
         captured = capture.stop(directory, run_offsets)  # {point: pcap}, notes
     exchange = captured.placement().apply(decode(captured.files))
 
-``start`` returns once every point captures (tcpdump's file exists, or the
-tool's ``start`` succeeded).  A point that fails to start or to deliver is a
-note, and the other points go on.  Each point's host gets a wall-clock sample
-(``hil.cm.clock.wall_sample``) before its capture starts and after it stops,
-and a clock offset estimated at the end, so that its packets can be put on
-the timeline (:mod:`hil.wire.clock`).  Nothing is left running on a host:
+``start`` returns once every point captures (tcpdump says it listens, or the
+tool's ``start`` succeeded).  The hosts are worked on at once, one thread
+each (each host has its own SSH session and agent; a host's points go in
+turn); ``start`` and ``stop`` return only when every thread is done, on an
+error or interrupt too, so nothing starts after the clean-up.  A point that
+fails to start or to deliver is a note, and the other points go on.  Each
+point gets a wall-clock sample of its host (``hil.cm.clock.wall_sample``)
+before its capture starts and after it stops, and its host a clock offset
+(unless known), so that its packets can be put on the timeline
+(:mod:`hil.wire.clock`).  Nothing is left running on a host:
 an error or an interrupt anywhere stops and removes what was started.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -75,8 +80,7 @@ class LinkCapture:
             raise InputError(plan.reason)
         capture = cls(hosts, plan)
         try:
-            for point in plan.points:
-                capture._start(point, count, snaplen)
+            _each_host(plan.points, lambda point: capture._start(point, count, snaplen))
         except BaseException:
             capture.discard()
             raise
@@ -112,29 +116,33 @@ class LinkCapture:
         clocks; what failed is in the notes.  A host whose offset is ``known`` (the run's
         own, which the timelines were placed with) is not measured again."""
         files: dict[str, Path] = {}
+        after: dict[str, WallSample | None] = {}
+        offsets: dict[str, ClockOffset | None] = {o.host: o for o in known}
+
+        def stop_one(point: CapturePoint) -> None:
+            cap = self.running.pop(point.name, None)
+            if cap is None:
+                return
+            try:
+                fetched = cap.stop(directory / f"{point.name}.pcap")
+            except HilError as e:
+                self.notes.append(f"capture point {point.name}: capture lost: {e}")
+                return
+            files[point.name] = fetched.path
+            self.notes.extend(fetched.notes)
+            after[point.name] = self._sample(point, "after the capture")
+            if point.host not in offsets:
+                offsets[point.host] = self._offset(point.host)
+
         try:
-            for point in self.plan.points:
-                cap = self.running.pop(point.name, None)
-                if cap is None:
-                    continue
-                try:
-                    fetched = cap.stop(directory / f"{point.name}.pcap")
-                except HilError as e:
-                    self.notes.append(f"capture point {point.name}: capture lost: {e}")
-                    continue
-                files[point.name] = fetched.path
-                self.notes.extend(fetched.notes)
+            _each_host(self.plan.points, stop_one)
         finally:
             self.discard()  # what an interrupt left running
         delivered = [p for p in self.plan.points if p.name in files]
-        samples: Samples = {
-            p.name: (self._before.get(p.name), self._sample(p, "after the capture"))
-            for p in delivered
-        }
-        by_host = {o.host: o for o in known}
+        samples: Samples = {p.name: (self._before.get(p.name), after[p.name]) for p in delivered}
         hosts = dict.fromkeys(p.host for p in delivered)
-        offsets = [o for h in hosts if (o := by_host.get(h) or self._offset(h))]
-        return Captured(files, tuple(self.notes), samples, tuple(offsets))
+        found = [o for h in hosts if (o := offsets.get(h))]
+        return Captured(files, tuple(self.notes), samples, tuple(found))
 
     def _offset(self, host: str) -> ClockOffset | None:
         try:
@@ -159,3 +167,20 @@ class LinkCapture:
         tb: TracebackType | None,
     ) -> None:
         self.discard()
+
+
+def _each_host(points: Sequence[CapturePoint], work: Callable[[CapturePoint], None]) -> None:
+    """``work`` on every point: the hosts at once, a host's points in turn.  Returns when
+    every thread is done, then raises the first error a thread raised."""
+    by_host: dict[str, list[CapturePoint]] = {}
+    for point in points:
+        by_host.setdefault(point.host, []).append(point)
+
+    def host_work(host_points: list[CapturePoint]) -> None:
+        for point in host_points:
+            work(point)
+
+    with ThreadPoolExecutor(max_workers=max(len(by_host), 1)) as pool:
+        # Leaving the with block waits for every thread, on an interrupt too.
+        for future in [pool.submit(host_work, ps) for ps in by_host.values()]:
+            future.result()

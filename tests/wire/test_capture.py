@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,3 +94,16 @@ def test_capture_keeps_the_first_packets_and_notes_its_bound(
     assert icmp and "ICMP echo request" in icmp[0] and ", seq 1," in icmp[0]
     assert not any(", seq 5," in line for line in lines)
     assert tcpdumps(netns_lab) == []
+
+
+def test_a_lost_connection_stops_the_capture_and_removes_its_file(
+    netns_lab: NetnsLab, ns0: SSHSession
+) -> None:
+    cap = Capture.start(ns0, netns_lab.hosts[0].ports[0].netdev)
+    assert tcpdumps(netns_lab) and Path(cap.remote).exists()
+    ns0.transport.close()  # as a crashed controller or a cut network would
+    deadline = time.monotonic() + 10
+    while (tcpdumps(netns_lab) or Path(cap.remote).exists()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert tcpdumps(netns_lab) == []
+    assert not Path(cap.remote).exists()

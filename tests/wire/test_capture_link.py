@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from netnslab import NetnsLab
@@ -22,6 +24,7 @@ from hil.errors import InputError
 from hil.host.hosts import Hosts
 from hil.inventory.model import CaptureSpec, Host, Inventory, Pair, SshConfig
 from hil.judge.timeline import ClockOffset
+from hil.ssh import SSHSession
 from hil.wire import capture as capture_module
 from hil.wire.linkcapture import LinkCapture
 from hil.wire.plan import CapturePlan, TcpdumpPoint, capture_plan
@@ -217,13 +220,14 @@ def test_an_interrupt_while_starting_stops_what_runs(
     real_start = capture_module.Capture.start
     started: list[capture_module.Capture] = []
 
-    def start_then_interrupt(*args: object, **kwargs: object) -> capture_module.Capture:
-        if started:
+    def start_or_interrupt(session: SSHSession, netdev: str, **kw: Any) -> capture_module.Capture:
+        if session.name == "ns1":
+            time.sleep(1.0)  # ns0's tcpdump (its own thread) is running by then
             raise KeyboardInterrupt
-        started.append(real_start(*args, **kwargs))  # type: ignore[arg-type]
+        started.append(real_start(session, netdev, **kw))
         return started[0]
 
-    monkeypatch.setattr(capture_module.Capture, "start", start_then_interrupt)
+    monkeypatch.setattr(capture_module.Capture, "start", start_or_interrupt)
     with pytest.raises(KeyboardInterrupt):
         LinkCapture.start(hosts, capture_plan(pair, "siw"))
     assert len(started) == 1  # one tcpdump ran, and the hosts fixture checks it is gone
