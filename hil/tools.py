@@ -124,7 +124,13 @@ TOOLS: tuple[Tool, ...] = (
         "the netns test lab's hosts and the virtual-lab guests",
         path="/usr/sbin/sshd",
     ),
-    Tool("cmtime", "rdmacm-utils", _H, "RDMA CM connection rate (bench/cm_rate.py)"),
+    Tool(
+        "cmtime",
+        "rdmacm-utils",
+        _H,
+        "RDMA CM connection rate (bench/cm_rate.py); traffic for the wire judge's lab test",
+    ),
+    Tool("rping", "rdmacm-utils", _H, "rdma-core's own traffic for the wire judge's lab test"),
     Tool("pgrep", "procps", _H, "finds bench/cm_rate.py's cmtime server"),
     # -- the controller -------------------------------------------------------------------
     Tool(

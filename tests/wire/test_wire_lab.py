@@ -69,8 +69,8 @@ def test_rping_and_cmtime_captured_at_both_ends_pass_hil_wire_judge(
     lab_run: PairRun, tmp_path: Path
 ) -> None:
     pair = lab_run.pair
-    a_addr = pair.rnic_a.address.split("/")[0]
-    b_addr = pair.rnic_b.address.split("/")[0]
+    assert pair.rnic_a.address is not None and pair.rnic_b.address is not None
+    a_addr, b_addr = str(pair.rnic_a.address.ip), str(pair.rnic_b.address.ip)
     plan = capture_plan(pair, lab_run.provider.driver)
     assert plan.usable, plan.reason
     with LinkCapture.start(lab_run.hosts, plan) as capture:
