@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from vlab import VirtualLab, lab_pair_run
 
 from hil import tools
+from hil.agent.agent import Agent
 from hil.errors import CommandTimeout
 from hil.run import PairRun
 from hil.wire.decode import decode
@@ -39,8 +41,11 @@ def lab_run(virtual_lab: VirtualLab, tmp_path_factory: pytest.TempPathFactory) -
         yield run
 
 
-def _serve_and_connect(run: PairRun, server: list[str], client: list[str]) -> None:
-    """``server`` on host B in the background, then ``client`` on host A; both must end 0."""
+def _serve_and_connect(
+    run: PairRun, server: list[str], client: list[str], server_exits: bool = True
+) -> None:
+    """``server`` on host B in the background, then ``client`` on host A; both must end 0
+    (a server that waits for more clients, ``server_exits=False``, is stopped instead)."""
     b = run.hosts.agent(run.pair.host_b.name)
     a = run.hosts.agent(run.pair.host_a.name)
     done: dict[str, object] = {}
@@ -54,15 +59,31 @@ def _serve_and_connect(run: PairRun, server: list[str], client: list[str]) -> No
     t = threading.Thread(target=serve)
     t.start()
     try:
+        # A refused rping client hangs instead of exiting: connect once the server listens.
+        _wait_listening(b, int(server[server.index("-p") + 1]))
         got = a.run(client, timeout=TOOL_TIMEOUT, check=False)
-        for _ in range(10):  # the server's listen, on a slow guest: try again shortly
-            if got.status == 0:
-                break
-            got = a.run(client, timeout=TOOL_TIMEOUT, check=False)
         assert got.status == 0, f"{client[0]} client failed: {got.stderr}"
     finally:
-        t.join(TOOL_TIMEOUT + 10)
-    assert getattr(done.get("server"), "status", None) == 0, f"{server[0]} server: {done}"
+        t.join(5 if not server_exits else TOOL_TIMEOUT + 10)
+        if t.is_alive():  # cmtime's server serves on: stop this one (its argv is ours)
+            for pid in b.run(tools.argv("pgrep", "-f", "-x", " ".join(server))).stdout.split():
+                b.run(tools.argv("kill", pid))
+            t.join(TOOL_TIMEOUT + 10)
+    if server_exits:
+        assert getattr(done.get("server"), "status", None) == 0, f"{server[0]} server: {done}"
+
+
+def _wait_listening(agent: Agent, port: int, timeout: float = 60.0) -> None:
+    """Until a TCP socket listens on ``port`` (siw listens with a kernel TCP socket)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        table = agent.run(tools.argv("cat", "/proc/net/tcp", "/proc/net/tcp6")).stdout
+        rows = (line.split() for line in table.splitlines()[1:])
+        # local_address is ADDR:PORT in hex, st 0A is LISTEN.
+        if any(r[1].endswith(f":{port:04X}") and r[3] == "0A" for r in rows if len(r) > 3):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"nothing listens on TCP port {port} on {agent.host} after {timeout}s")
 
 
 def test_rping_and_cmtime_captured_at_both_ends_pass_hil_wire_judge(
@@ -84,6 +105,7 @@ def test_rping_and_cmtime_captured_at_both_ends_pass_hil_wire_judge(
             lab_run,
             tools.argv("cmtime", "-b", b_addr, "-p", "7175", "-c", count),
             tools.argv("cmtime", "-s", b_addr, "-p", "7175", "-c", count),
+            server_exits=False,
         )
         captured = capture.stop(tmp_path)
     assert set(captured.files) == {pair.host_a.name, pair.host_b.name}, captured.notes
