@@ -29,18 +29,15 @@ def test_a_suite_outside_suites_gets_cm_profile_and_contract(
     pytester: pytest.Pytester, virtual_lab: VirtualLab, tmp_path: Path
 ) -> None:
     pytester.makepyfile(test_own_suite=OWN_SUITE)
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "hil",
-        "--hil-inventory",
-        str(virtual_lab.inventory.path),
-        "--hil-store",
-        str(tmp_path / "store.db"),
-        "-p",
-        "no:cacheprovider",
-        timeout=600,
-    )
+    args = [*_on_the_lab(virtual_lab, tmp_path), "-p", "no:cacheprovider"]
+    result = pytester.runpytest_subprocess(*args, timeout=600)
     result.assert_outcomes(passed=2)  # one per direction: a-b and b-a
+
+
+def _on_the_lab(lab: VirtualLab, tmp_path: Path) -> list[str]:
+    """The arguments of a pytest run with only ``-p hil`` on the lab's inventory."""
+    inventory, store = str(lab.inventory.path), str(tmp_path / "store.db")
+    return ["-p", "hil", "--hil-inventory", inventory, "--hil-store", store]
 
 
 # A lab's own wire rule, registered from its conftest.py: it fails a test whose capture
@@ -72,16 +69,7 @@ def test_every_test_on_the_pair_is_judged_on_the_wire(
 ) -> None:
     pytester.makeconftest(WIRE_CONFTEST)
     pytester.makepyfile(test_wire=WIRE_SUITE)
-    args = [
-        "-p",
-        "hil",
-        "--hil-inventory",
-        str(virtual_lab.inventory.path),
-        "--hil-store",
-        str(tmp_path / "store.db"),
-        "-p",
-        "no:cacheprovider",
-    ]
+    args = [*_on_the_lab(virtual_lab, tmp_path), "-p", "no:cacheprovider"]
     result = pytester.runpytest_subprocess(*args, timeout=600)
     # The test itself passed its contract; its teardown fails on the lab's wire rule,
     # which names the connection and the MPA request packet the capture holds.
