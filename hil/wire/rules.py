@@ -46,26 +46,28 @@ def _missing(lk: Link, what: str) -> WireFinding:
     return WireFinding(f"{lk.connect.brief()}: {what} ({lk.how})", lk.conn)
 
 
+def _pdata_differs(lk: Link, frame: Packet, want: str, call: str) -> list[WireFinding]:
+    """A finding when MPA ``frame`` does not carry the private data ``call`` was given."""
+    assert frame.mpa is not None
+    got = frame.mpa.private_data
+    if got == want:
+        return []
+    name = lk.wire.name if lk.wire else None
+    text = f"MPA {frame.mpa.kind} carries private data {got!r}, {call} gave {want!r}"
+    return [WireFinding(text, name, evidence(frame))]
+
+
 def request_pdata(case: WireCase) -> Outcome:
     findings, count = [], 0
     for lk in case.links:
         if lk.connect.params.get("listener") is False or not _reached_mpa(lk):
             continue
         count += 1
-        want = _pdata(lk.connect)
         req = lk.wire.mpa("request") if lk.wire else None
         if req is None or req.mpa is None:
             findings.append(_missing(lk, "no MPA request on the wire"))
             continue
-        if req.mpa.private_data != want:
-            findings.append(
-                WireFinding(
-                    f"MPA request carries private data {req.mpa.private_data!r}, "
-                    f"rdma_connect gave {want!r}",
-                    lk.wire.name if lk.wire else None,
-                    evidence(req),
-                )
-            )
+        findings += _pdata_differs(lk, req, _pdata(lk.connect), "rdma_connect")
     return judged(findings, count, "no connect reached the MPA exchange")
 
 
@@ -76,21 +78,11 @@ def reply_pdata(case: WireCase) -> Outcome:
             if not accept.ok:
                 continue
             count += 1
-            want = _pdata(accept)
             reply = lk.wire.mpa("reply") if lk.wire else None
             if reply is None or reply.mpa is None or reply.mpa.reject:
                 findings.append(_missing(lk, "no accepting MPA reply on the wire"))
                 continue
-            name = lk.wire.name if lk.wire else None
-            if reply.mpa.private_data != want:
-                findings.append(
-                    WireFinding(
-                        f"MPA reply carries private data {reply.mpa.private_data!r}, "
-                        f"rdma_accept gave {want!r}",
-                        name,
-                        evidence(reply),
-                    )
-                )
+            findings += _pdata_differs(lk, reply, _pdata(accept), "rdma_accept")
     return judged(findings, count, "no accept in this test")
 
 
@@ -128,11 +120,11 @@ def _teardown_after(conn: Connection, after: Packet) -> Packet | None:
 
 def _reject_replies(case: WireCase) -> Iterator[tuple[Connection, Packet, Action | None]]:
     """Each MPA reject on the wire, with the reject action it answers (timeline mode)."""
-    rejects = {lk.wire: next(iter(lk.actions("reject")), None) for lk in case.links if lk.wire}
+    rejects = {id(lk.wire): next(iter(lk.actions("reject")), None) for lk in case.links if lk.wire}
     for conn in case.exchange.connections:
         reply = conn.mpa("reply")
         if reply is not None and reply.mpa is not None and reply.mpa.reject:
-            yield conn, reply, rejects.get(conn)
+            yield conn, reply, rejects.get(id(conn))
 
 
 def reject_on_wire(case: WireCase) -> Outcome:
@@ -198,17 +190,17 @@ def orderly_close(case: WireCase) -> Outcome:
             findings.append(_missing(lk, "connection not on the wire"))
             continue
         w = lk.wire
-        fin_from = {w.role(p) for p in w.with_flag("FIN")}
-        bad = [*w.with_flag("RST"), *w.terminates()]
-        if fin_from != {"active", "passive"} or bad:
+        fins, rsts, terms = w.with_flag("FIN"), w.with_flag("RST"), w.terminates()
+        fin_from = {w.role(p) for p in fins}
+        if fin_from != {"active", "passive"} or rsts or terms:
             sides = ", ".join(sorted(fin_from)) or "no side"
             findings.append(
                 WireFinding(
-                    f"{close.brief()}: FIN from {sides}, {len(w.with_flag('RST'))} RST, "
-                    f"{len(w.terminates())} TERMINATE (expected a FIN from each side, "
+                    f"{close.brief()}: FIN from {sides}, {len(rsts)} RST, "
+                    f"{len(terms)} TERMINATE (expected a FIN from each side, "
                     f"no RST, no TERMINATE)",
                     w.name,
-                    evidence(*bad[:4], *w.with_flag("FIN")[:2]),
+                    evidence(*[*rsts, *terms][:4], *fins[:2]),
                 )
             )
     return judged(findings, count, "no orderly close of a connection in this test")
@@ -406,7 +398,7 @@ def _pulled_writer(
 CAUSES = {
     "ESTABLISHED": "MPA reply",
     "REJECTED": "MPA reject or RST",
-    "DISCONNECTED": "a FIN, RST or TERMINATE",
+    "DISCONNECTED": "FIN, RST or TERMINATE",
 }
 
 
