@@ -35,7 +35,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mpa_peer import CRC, ENHANCED, KEY_REP, KEY_REQ, MARKER, REJECT, frame, send_fpdu
+from mpa_peer import (
+    CRC,
+    ENHANCED,
+    KEY_REP,
+    KEY_REQ,
+    MARKER,
+    REJECT,
+    frame,
+    recv_exactly,
+    send_fpdu,
+)
 
 from hil import tools
 
@@ -213,22 +223,12 @@ class Tcpdump:
             raise CaptureError(f"tcpdump exited {self.proc.returncode}: {err.strip()}")
 
 
-def _exactly(sock: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError(f"peer closed after {len(data)} of {size} MPA bytes")
-        data += chunk
-    return data
-
-
 def _receive_frame(sock: socket.socket, key: bytes) -> None:
     """Read one whole MPA frame (key, flags, revision, length, private data)."""
-    head = _exactly(sock, 20)
+    head = recv_exactly(sock, 20)
     if head[:16] != key:
         raise ConnectionError(f"expected MPA key {key!r}, got {head[:16]!r}")
-    _exactly(sock, struct.unpack("!H", head[18:])[0])
+    recv_exactly(sock, struct.unpack("!H", head[18:])[0])
 
 
 def _until_eof(sock: socket.socket) -> None:

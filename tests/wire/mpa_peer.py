@@ -65,12 +65,18 @@ def exchange(host: str, port: int, request: bytes, reply: bytes, fpdu: bytes = b
             # conn closed: its FIN; cli closes last
 
 
-def _receive(sock: socket.socket, size: int) -> None:
+def recv_exactly(sock: socket.socket, size: int) -> bytes:
+    """``size`` bytes from ``sock``; ConnectionError when the peer closes first."""
     got = b""
     while len(got) < size:
         chunk = sock.recv(size - len(got))
         if not chunk:
             raise ConnectionError(f"peer closed after {len(got)} of {size} bytes")
         got += chunk
+    return got
+
+
+def _receive(sock: socket.socket, size: int) -> None:
+    recv_exactly(sock, size)
     if size == 0 and sock.recv(1) != b"":
         raise ConnectionError("expected the peer's FIN, got data")
