@@ -86,6 +86,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "readlink", "coreutils", _H, "an RDMA device's parent driver in sysfs (hil/run/provider.py)"
     ),
+    Tool("stat", "coreutils", _H, "whether a kernel module is loaded (hil/host/modparams.py)"),
+    Tool("tee", "coreutils", _H, "sets a module parameter in sysfs (hil/host/modparams.py)"),
     Tool("true", "coreutils", _HG, "the SSH health check of lab readiness (hil/lab/readiness.py)"),
     Tool("uname", "coreutils", _H, "the kernel release in environment.properties"),
     Tool(
@@ -104,6 +106,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool("ping", "iputils-ping", _H, "the pair's data path at pair setup (hil/host/pairsetup.py)"),
     Tool("nft", "nftables", _H, "the blackhole link pull (hil/host/linkctl.py)"),
     Tool("tcpdump", "tcpdump", _H, "captures a link at its capture points (hil/wire/capture.py)"),
+    Tool(
+        "ethtool",
+        "ethtool",
+        _H,
+        "a port's NIC counters (ethtool -S) before and after a test (hil/host/hwevidence.py)",
+    ),
     Tool(
         "rdma",
         "iproute2",
