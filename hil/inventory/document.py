@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from hil.inventory.model import CaptureSpec, Host, Inventory, Link, Pair, Pull, Rnic
+from hil.inventory.model import (
+    CaptureSpec,
+    Host,
+    Inventory,
+    Link,
+    Pair,
+    Pull,
+    Rnic,
+    params_by_driver,
+)
 
 
 def inventory_document(inventory: Inventory, pairs: list[Pair] | None = None) -> dict[str, Any]:
@@ -54,6 +63,8 @@ def _host(host: Host) -> dict[str, Any]:
         "python": host.python,
         "tags": list(host.tags),
         "sysctls": dict(host.sysctls),
+        # null where no port names firmware: the policy means nothing there.
+        "firmware_policy": (host.firmware_policy if any(r.firmware for r in host.rnics) else None),
         "rnics": [_rnic(r) for r in host.rnics],
     }
 
@@ -78,6 +89,10 @@ def _link(link: Link) -> dict[str, Any]:
         "tags": list(link.tags),
         "pull": [_pull(p) for p in link.pulls],
         "capture": _capture(link.capture),
+        "module_params": {
+            driver: {name: int(value) for name, value in params.items()}
+            for driver, params in params_by_driver(link.module_params).items()
+        },
     }
 
 

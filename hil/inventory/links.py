@@ -23,8 +23,10 @@ from hil.inventory.model import (
     Host,
     Link,
     LinkEnd,
+    PinnedParam,
     Pull,
 )
+from hil.inventory.modparams import INT_MAX, INT_MIN, ModuleParam, check_settable, module_param
 from hil.inventory.nodes import (
     NAME,
     NAME_WHAT,
@@ -33,10 +35,12 @@ from hil.inventory.nodes import (
     At,
     check_name,
     choice,
+    describe,
     entries,
     fields,
     file_path,
     given,
+    integer,
     known,
     matching,
     sequence,
@@ -45,7 +49,7 @@ from hil.inventory.nodes import (
 )
 from hil.inventory.templates import IDENT, argv_template, uses
 
-LINK_KEYS = ("ends", "tags", "pull", "capture")
+LINK_KEYS = ("ends", "tags", "pull", "capture", "module_params")
 # Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
 # mode: admin and blackhole act on it (default: the first end); for carrier
 # and command it is optional and names the side whose carrier is affected.
@@ -68,6 +72,7 @@ CAPTURE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 _ACTS_ON_AN_END = ("admin", "blackhole")
+_INT = "tag:yaml.org,2002:int"
 _QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _END = re.compile(r"([^:\s]+):([^:\s]+)")
 
@@ -120,9 +125,40 @@ class _LinkReader:
             lines[pull.mode] = item.line
             pulls.append(pull)
         capture = self._capture(f["capture"]) if given(f, "capture") else CaptureSpec()
-        return Link(
-            name=name, a=a, b=b, pulls=tuple(pulls), tags=tags(f.get("tags")), capture=capture
+        params = (
+            self._module_params(f["module_params"], (a, b)) if given(f, "module_params") else ()
         )
+        return Link(
+            name=name,
+            a=a,
+            b=b,
+            pulls=tuple(pulls),
+            tags=tags(f.get("tags")),
+            capture=capture,
+            module_params=params,
+        )
+
+    def _module_params(self, at: At, ends: tuple[LinkEnd, LinkEnd]) -> tuple[PinnedParam, ...]:
+        """``module_params:``: driver -> {parameter: value}, each known and settable at runtime.
+
+        A driver must be one of the link's ports' drivers: pair setup sets its
+        parameters on the hosts whose port uses it.
+        """
+        drivers = {self.hosts[e.host].rnic(e.port).driver for e in ends}
+        pinned: list[PinnedParam] = []
+        for driver, params in entries(at).items():
+            if driver not in drivers:
+                raise params.error(
+                    f"driver {driver!r} is not the driver of this link's ports "
+                    f"({', '.join(sorted(drivers))})"
+                )
+            for name, value in entries(params).items():
+                try:
+                    param = module_param(driver, name)
+                except KeyError as e:
+                    raise value.error(str(e.args[0])) from None
+                pinned.append(PinnedParam(driver, name, _param_value(value, param)))
+        return tuple(pinned)
 
     def _end(self, at: At) -> LinkEnd:
         value = text(at)
@@ -222,6 +258,20 @@ class _LinkReader:
             fetch=fetch,
             vars=variables,
         )
+
+
+def _param_value(at: At, param: ModuleParam) -> str:
+    """A pinned parameter's value, as sysfs prints it."""
+    try:
+        check_settable(param)
+    except ValueError as e:
+        raise at.error(str(e)) from None
+    if not isinstance(at.node, yaml.ScalarNode) or at.node.tag != _INT:
+        raise at.error(
+            f"{param.driver}.{param.name} is an {param.type}: expected an integer, "
+            f"got {describe(at.node)}"
+        )
+    return str(integer(at, INT_MIN, INT_MAX))
 
 
 def _vars(at: At, reserved: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

@@ -19,7 +19,15 @@ import yaml
 
 from hil.errors import InputError, InventoryError
 from hil.inventory.links import parse_links
-from hil.inventory.model import Host, Inventory, IPInterface, Link, Rnic, SshConfig
+from hil.inventory.model import (
+    FIRMWARE_POLICIES,
+    Host,
+    Inventory,
+    IPInterface,
+    Link,
+    Rnic,
+    SshConfig,
+)
 from hil.inventory.nodes import (
     NAME,
     NAME_WHAT,
@@ -46,7 +54,7 @@ SUPPORTED_VERSION = 1
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
 TOP_KEYS = ("version", "hosts", "links")
-HOST_KEYS = ("ssh", "python", "tags", "sysctls", "rnics")
+HOST_KEYS = ("ssh", "python", "tags", "sysctls", "firmware_policy", "rnics")
 SSH_KEYS = (
     "host", "port", "user", "identity_file", "jump",
     "host_key_policy", "known_hosts", "sudo", "connect_timeout",
@@ -60,6 +68,9 @@ RNIC_KEYS = (
 _WORD = re.compile(r"[^\s-][^\s]*")
 _DRIVER = re.compile(r"[a-z0-9_]+")
 _SYSCTL = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
+
+# A version ``firmware_policy: min`` can compare: dotted numbers, like 1.27.4.0.
+FIRMWARE_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)*")
 
 _SPEED_MAX = 10_000_000  # Mb/s: 10 Tb/s, far beyond any RNIC, catches unit slips
 
@@ -155,13 +166,17 @@ class _Loader:
         check_name(at, name)
         f = fields(at, HOST_KEYS, required=("ssh",))
         ssh, jump = self._ssh(f["ssh"])
+        rnics = self._rnics(f.get("rnics"))
+        readers: dict[str, Callable[[At], object]] = {"python": _interpreter}
+        if given(f, "firmware_policy"):
+            readers["firmware_policy"] = lambda a: _firmware_policy(a, f.get("rnics"), rnics)
         host = Host(
             name=name,
             ssh=ssh,
             tags=tags(f.get("tags")),
-            rnics=self._rnics(f.get("rnics")),
+            rnics=rnics,
             sysctls=_sysctls(f.get("sysctls")),
-            **_read_given(f, {"python": _interpreter}),  # type: ignore[arg-type]
+            **_read_given(f, readers),  # type: ignore[arg-type]
         )
         return _Checked(host, jump)
 
@@ -235,6 +250,28 @@ class _Loader:
 def _read_given(f: dict[str, At], readers: dict[str, Callable[[At], object]]) -> dict[str, object]:
     """Each given key read by its reader; absent or null keys keep the dataclass default."""
     return {key: read(f[key]) for key, read in readers.items() if given(f, key)}
+
+
+def _firmware_policy(at: At, rnics_at: At | None, rnics: tuple[Rnic, ...]) -> str:
+    """A host's ``firmware_policy``: it needs a port naming ``firmware``, and ``min``
+    needs versions it can compare."""
+    policy = choice(at, FIRMWARE_POLICIES)
+    named = [(i, r) for i, r in enumerate(rnics) if r.firmware is not None]
+    if not named:
+        raise at.error(
+            "firmware_policy says how to compare a port's firmware with what the card runs, "
+            "but no RNIC port of this host names firmware; add firmware to a port or drop "
+            "firmware_policy"
+        )
+    if policy == "min" and rnics_at is not None:
+        for i, rnic in named:
+            if not FIRMWARE_VERSION.fullmatch(rnic.firmware or ""):
+                where = entries(sequence(rnics_at)[i])["firmware"]
+                raise where.error(
+                    f"firmware_policy min compares dotted version numbers (like 1.27.4.0), "
+                    f"got {rnic.firmware!r}"
+                )
+    return policy
 
 
 def _interpreter(at: At) -> str:

@@ -28,6 +28,10 @@ CAPTURE_MODES: tuple[CaptureMode, ...] = ("ends", "host", "command", "none")
 # link, and ``pcap`` (fetch only) the file on ``controller`` to write it to.
 CAPTURE_FIELDS = ("id", "link")
 CAPTURE_FETCH_FIELDS = ("id", "link", "pcap")
+# How doctor and pair setup compare a port's ``firmware`` with what the card
+# runs: the same text, at least that version (dotted numbers), or only recorded.
+FirmwarePolicy = Literal["exact", "min", "record"]
+FIRMWARE_POLICIES: tuple[FirmwarePolicy, ...] = ("exact", "min", "record")
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ class Host:
     python: str = tools.name("python3")
     # Settings the framework applies at pair setup (and restores after).
     sysctls: tuple[tuple[str, str], ...] = ()
+    # Only meaningful where a port names ``firmware`` (the loader refuses it elsewhere).
+    firmware_policy: FirmwarePolicy = "exact"
 
     def rnic(self, name: str) -> Rnic:
         """The port called ``name``; KeyError when there is none."""
@@ -146,6 +152,22 @@ class CaptureSpec:
 
 
 @dataclass(frozen=True)
+class PinnedParam:
+    """A kernel module parameter a link's runs set (``module_params:``): ``driver.name=value``.
+
+    ``value`` is as sysfs prints it (checked against
+    :data:`hil.inventory.modparams.MODULE_PARAMS` when loaded).
+    """
+
+    driver: str
+    name: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}.{self.name}={self.value}"
+
+
+@dataclass(frozen=True)
 class Link:
     """A named cable between two host ports, the ways to pull it and where to capture it."""
 
@@ -155,6 +177,7 @@ class Link:
     pulls: tuple[Pull, ...] = ()
     tags: tuple[str, ...] = ()
     capture: CaptureSpec = CaptureSpec()
+    module_params: tuple[PinnedParam, ...] = ()
 
     def pull(self, mode: PullMode) -> Pull:
         """The pull of ``mode``; KeyError when the link does not offer it."""
@@ -189,6 +212,11 @@ class Pair:
     def rnic_b(self) -> Rnic:
         return self.host_b.rnic(self.link.b.port)
 
+    @property
+    def module_params(self) -> dict[str, dict[str, str]]:
+        """The module parameters the pair's runs pin: driver -> {parameter: value}."""
+        return params_by_driver(self.link.module_params)
+
 
 @dataclass(frozen=True)
 class Inventory:
@@ -214,6 +242,14 @@ class Inventory:
     def pairs(self) -> list[Pair]:
         """Every pair, in file order."""
         return [self.pair(n) for n in self.links]
+
+
+def params_by_driver(params: tuple[PinnedParam, ...]) -> dict[str, dict[str, str]]:
+    """``params`` as driver -> {parameter: value}, in their order."""
+    result: dict[str, dict[str, str]] = {}
+    for p in params:
+        result.setdefault(p.driver, {})[p.name] = p.value
+    return result
 
 
 T = TypeVar("T")

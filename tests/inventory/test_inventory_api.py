@@ -8,12 +8,13 @@ import hil.inventory
 def test_exported_names() -> None:
     assert sorted(hil.inventory.__all__) == sorted(
         [
-            "CAPTURE_MODES", "PULL_MODES", "REQUIREMENT_KEYS", "CaptureMode", "CaptureSpec",
+            "CAPTURE_MODES", "FIRMWARE_POLICIES", "MODULE_PARAMS", "PULL_MODES",
+            "REQUIREMENT_KEYS", "CaptureMode", "CaptureSpec", "FirmwarePolicy",
             "Host", "HostKeyPolicy", "IPInterface",
-            "Inventory", "Link", "LinkEnd", "Pair", "Pull", "PullMode", "Requirement",
-            "Rnic", "SshConfig", "inventory_document", "inventory_path", "load",
-            "load_from_args", "pair_document", "parse_requirement", "parse_requirements",
-            "select",
+            "Inventory", "Link", "LinkEnd", "ModuleParam", "Pair", "PinnedParam", "Pull",
+            "PullMode", "Requirement", "Rnic", "SshConfig", "check_value",
+            "inventory_document", "inventory_path", "load", "load_from_args", "module_param",
+            "pair_document", "parse_requirement", "parse_requirements", "select",
         ]
     )  # fmt: skip
     for name in hil.inventory.__all__:
