@@ -5,19 +5,43 @@
 RDMA devices) that the agent's calls read and change, and a log of the calls.
 Real sshd and netlink are used by the netns tests; this is for what the host
 kernel here cannot do (RDMA) and for failure paths.
+
+``RecordedAgent`` (``FakeAgent.recorded``) is a host recorded under
+``tests/data/t6/<host>/`` (see its README): a copy of its file tree served
+by ``cat``/``readlink -f``/``stat -c %a``/``tee``, its recorded commands, and
+``driver_info``/``rdma_links`` parsed from its recorded ``ethtool -i`` and
+``rdma -j link show``; a test changes the copy (``write``, ``record``) to
+plant a fault.  ``t6_hosts`` builds the recorded T6 pair with its inventory.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import posixpath
+import shlex
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hil.agent.client import AgentCallError
-from hil.agent.types import AddressInfo, CommandResult, LinkInfo, RdmaLink
+from hil.agent.remote.protocol import ErrorKind
+from hil.agent.types import AddressInfo, CommandResult, DriverInfo, LinkInfo, RdmaLink
 from hil.errors import InputError
-from hil.inventory.model import Host, Inventory, Link, LinkEnd, Pull, Rnic, SshConfig
+from hil.inventory.model import (
+    FirmwarePolicy,
+    Host,
+    Inventory,
+    Link,
+    LinkEnd,
+    PinnedParam,
+    Pull,
+    Rnic,
+    SshConfig,
+)
+
+T6_DATA = Path(__file__).resolve().parent / "data" / "t6"
 
 
 @dataclass
@@ -30,6 +54,11 @@ class FakeLink:
 class FakeAgent:
     """One host's agent: ``state`` changed by calls, ``calls`` logged, ``fail`` injected."""
 
+    @classmethod
+    def recorded(cls, host: str, path: Path, workdir: Path) -> RecordedAgent:
+        """The host recorded in ``path`` (``tests/data/t6/t6a``), copied to ``workdir``."""
+        return RecordedAgent(host, path, workdir)
+
     def __init__(self, host: str, links: dict[str, FakeLink], rdma: bool = True) -> None:
         self.host = host
         self.links = links
@@ -37,7 +66,7 @@ class FakeAgent:
         self.rdma_devices: dict[str, str] = {}  # device -> netdev
         self.sysctls: dict[str, str] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.fail: dict[str, str] = {}  # method -> error kind to raise
+        self.fail: dict[str, ErrorKind] = {}  # method -> error kind to raise
 
     def call(self, method: str, timeout: float = 30.0, **params: Any) -> Any:
         self.calls.append((method, params))
@@ -139,10 +168,10 @@ class FakeAgent:
         self.call("add_address", netdev=netdev, address=str(address))
 
     def sysctl(self, name: str) -> str:
-        return self.call("sysctl_get", name=name)
+        return str(self.call("sysctl_get", name=name))
 
     def set_sysctl(self, name: str, value: Any) -> str:
-        return self.call("sysctl_set", name=name, value=str(value))
+        return str(self.call("sysctl_set", name=name, value=str(value)))
 
     def run(
         self, argv: list[str], timeout: float = 60.0, input: str | None = None, check: bool = False
@@ -156,17 +185,199 @@ class FakeAgent:
     def add_siw(self, name: str, netdev: str) -> None:
         self.call("rdma_add_siw", name=name, netdev=netdev)
 
+    def driver_info(self, netdev: str) -> DriverInfo:
+        return DriverInfo(**self.call("ethtool_drvinfo", netdev=netdev))
+
+    def _op_ethtool_drvinfo(self, netdev: str) -> dict[str, str]:
+        self._link(netdev)
+        return {"netdev": netdev, "driver": "", "version": "", "firmware": "", "bus_info": ""}
+
+
+class RecordedAgent(FakeAgent):
+    """A recorded host: files under ``fs/``, commands in ``commands.json`` (outputs in ``cmd/``).
+
+    ``modes.json`` gives the modes ``stat -c %a`` answers (else 644 for a
+    file, 755 for a directory), ``symlinks.json`` the symlinks ``readlink -f``
+    follows (path -> absolute target).  Any other command answers status 127
+    ``not recorded: ARGV`` so a test sees what is missing.
+    """
+
+    def __init__(self, host: str, path: Path, workdir: Path) -> None:
+        self.root = workdir / host
+        shutil.copytree(path, self.root)
+        nets = self.root / "fs/sys/class/net"
+        super().__init__(host, {n.name: FakeLink() for n in sorted(nets.iterdir())})
+
+    def _json(self, name: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.root / name).read_text())
+        return data
+
+    def file(self, path: str) -> Path:
+        """Where host path ``path`` lives in this fake's tree (to read or change it)."""
+        return self.root / "fs" / path.lstrip("/")
+
+    def write(self, path: str, text: str) -> None:
+        """Set the content of host file ``path`` (created if absent)."""
+        self.file(path).parent.mkdir(parents=True, exist_ok=True)
+        self.file(path).write_text(text)
+
+    def record(self, argv: str, stdout: str = "", status: int = 0, stderr: str = "") -> None:
+        """Record (or replace) what command ``argv`` (joined by spaces) answers."""
+        commands = self._json("commands.json")
+        out = f"recorded-{len(commands)}.txt"
+        (self.root / "cmd" / out).write_text(stdout)
+        commands[argv] = {"status": status, "stdout": out, "stderr": stderr}
+        (self.root / "commands.json").write_text(json.dumps(commands, indent=1))
+
+    def forget(self, argv: str) -> None:
+        """Drop command ``argv``: it answers 127 ``not recorded`` from now on."""
+        commands = self._json("commands.json")
+        del commands[argv]
+        (self.root / "commands.json").write_text(json.dumps(commands, indent=1))
+
+    def resolve(self, path: str) -> str | None:
+        """``readlink -f path`` in this tree: symlinks followed; None when a parent is missing."""
+        links: dict[str, str] = self._json("symlinks.json")
+        done = "/"
+        parts = [p for p in path.split("/") if p]
+        for _hop in range(len(parts) + 40):
+            if not parts:
+                return done
+            done = posixpath.join(done, parts.pop(0))
+            if done in links:
+                parts = [p for p in links[done].split("/") if p] + parts
+                done = "/"
+            elif not self.file(done).exists() and parts:
+                return None
+        raise AssertionError(f"symlink loop at {path}")
+
+    def _result(self, status: int, stdout: str = "", stderr: str = "") -> dict[str, Any]:
+        return {"status": status, "stdout": stdout, "stderr": stderr}
+
+    def _cat(self, paths: list[str]) -> dict[str, Any]:
+        out, errors = [], []
+        for p in paths:
+            real = self.file(self.resolve(p) or p)
+            if real.is_file():
+                out.append(real.read_text())
+            else:
+                why = "Is a directory" if real.is_dir() else "No such file or directory"
+                errors.append(f"cat: {p}: {why}\n")
+        return self._result(1 if errors else 0, "".join(out), "".join(errors))
+
+    def _stat_mode(self, path: str) -> dict[str, Any]:
+        real = self.file(self.resolve(path) or path)
+        if not real.exists():
+            return self._result(1, "", f"stat: cannot statx '{path}': No such file or directory\n")
+        modes: dict[str, str] = self._json("modes.json")
+        default = "755" if real.is_dir() else "644"
+        return self._result(0, modes.get(self.resolve(path) or path, default) + "\n")
+
+    def _tee(self, path: str, value: str) -> dict[str, Any]:
+        real = self.file(self.resolve(path) or path)
+        mode = self._json("modes.json").get(path, "644")
+        if not real.is_file() or not int(mode[0]) & 2:
+            why = "Permission denied" if real.is_file() else "No such file or directory"
+            return self._result(1, "", f"tee: {path}: {why}\n")
+        real.write_text(value)
+        return self._result(0, value)
+
+    def _op_run(self, argv: list[str], input: str | None = None) -> dict[str, Any]:
+        match argv:
+            case ["cat", *paths] if paths:
+                return self._cat(paths)
+            case ["readlink", "-f", path]:
+                found = self.resolve(path)
+                return self._result(0, found + "\n") if found else self._result(1)
+            case ["stat", "-c", "%a", path]:
+                return self._stat_mode(path)
+            case ["tee", path] if input is not None:
+                return self._tee(path, input)
+        recorded = self._json("commands.json").get(" ".join(argv))
+        if recorded is None:
+            return self._result(127, "", f"not recorded: {shlex.join(argv)}\n")
+        stdout = (self.root / "cmd" / recorded["stdout"]).read_text()
+        return self._result(recorded["status"], stdout, recorded.get("stderr", ""))
+
+    def _recorded(self, argv: str, method: str) -> str:
+        r = self._op_run(argv.split())
+        if r["status"] != 0:
+            raise AgentCallError(self.host, method, "not_found", r["stderr"].strip(), {})
+        out: str = r["stdout"]
+        return out
+
+    def _op_link(self, netdev: str) -> dict[str, Any]:
+        self._link(netdev)
+        base = f"/sys/class/net/{netdev}"
+        up = self.file(f"{base}/operstate").read_text().strip() == "up"
+        return {
+            "name": netdev,
+            "index": 4,
+            "mtu": int(self.file(f"{base}/mtu").read_text()),
+            "operstate": "UP" if up else "DOWN",
+            "carrier": up,
+            "up": up,
+            "mac": self.file(f"{base}/address").read_text().strip(),
+            "kind": None,
+        }
+
+    def _op_set_link(self, netdev: str, up: bool | None = None, mtu: int | None = None) -> Any:
+        before = self._op_link(netdev)
+        base = f"/sys/class/net/{netdev}"
+        if mtu is not None:
+            self.write(f"{base}/mtu", f"{mtu}\n")
+        if up is not None:
+            self.write(f"{base}/operstate", "up\n" if up else "down\n")
+        return before
+
+    def _op_ethtool_drvinfo(self, netdev: str) -> dict[str, str]:
+        self._link(netdev)
+        # ethtool -i's lines are "key: value"; the agent's ioctl gives the same fields
+        lines = self._recorded(f"ethtool -i {netdev}", "ethtool_drvinfo").splitlines()
+        info = dict(line.split(": ", 1) for line in lines if ": " in line)
+        return {
+            "netdev": netdev,
+            "driver": info.get("driver", ""),
+            "version": info.get("version", ""),
+            "firmware": info.get("firmware-version", ""),
+            "bus_info": info.get("bus-info", ""),
+        }
+
+    def _op_rdma_links(self) -> list[dict[str, Any]]:
+        recorded = json.loads(self._recorded("rdma -j link show", "rdma_links"))
+        return [
+            {
+                "device": d["ifname"],
+                "port": d["port"],
+                "state": d.get("state"),
+                "physical_state": d.get("physical_state"),
+                "netdev": d.get("netdev"),
+            }
+            for d in recorded
+        ] + super()._op_rdma_links()
+
 
 class FakeHosts:
     """``Hosts`` with a ``FakeAgent`` per host of ``inventory``."""
 
-    def __init__(self, inventory: Inventory, store: Any = None) -> None:
+    def __init__(
+        self,
+        inventory: Inventory,
+        store: Any = None,
+        agents: dict[str, FakeAgent] | None = None,
+    ) -> None:
         self.inventory = inventory
         self.store = store
-        self.agents = {
+        self.agents = agents or {
             name: FakeAgent(name, {r.netdev: FakeLink() for r in h.rnics})
             for name, h in inventory.hosts.items()
         }
+
+    def recorded(self, name: str) -> RecordedAgent:
+        """Host ``name``'s agent, a recorded one (``t6_hosts``)."""
+        agent = self.agent(name)
+        assert isinstance(agent, RecordedAgent), f"{name} is not a recorded host"
+        return agent
 
     def host(self, name: str) -> Host:
         if name not in self.inventory.hosts:
@@ -182,7 +393,9 @@ class FakeHosts:
 
 
 def two_host_inventory(
-    rdma_device: str | None = "cxgb4_0", fallback: str | None = None, sysctls: tuple = ()
+    rdma_device: str | None = "cxgb4_0",
+    fallback: str | None = None,
+    sysctls: tuple[tuple[str, str], ...] = (),
 ) -> Inventory:
     """Hosts ``a`` and ``b``, port ``p0`` on netdev ``eth1``, link ``ab`` with an admin pull."""
 
@@ -204,3 +417,52 @@ def two_host_inventory(
         hosts={"a": host("a", "198.18.0.1/24"), "b": host("b", "198.18.0.2/24")},
         links={"ab": link},
     )
+
+
+T6_NETDEV = "enp129s0f4"
+T6_FIRMWARE = "1.27.4.0"  # what tests/data/t6 records (ethtool -i, fw_ver)
+
+
+def t6_inventory(
+    firmware: str | None = T6_FIRMWARE,
+    policy: FirmwarePolicy = "exact",
+    speed: int | None = 100000,
+    mtu: int | None = 9000,
+    module_params: tuple[PinnedParam, ...] = (),
+) -> Inventory:
+    """The recorded T6 pair: hosts t6a/t6b, port p0 (cxgb4_0 on enp129s0f4), link t6."""
+
+    def host(name: str, ip: str) -> Host:
+        rnic = Rnic(
+            "p0",
+            T6_NETDEV,
+            "iw_cxgb4",
+            rdma_device="cxgb4_0",
+            address=ipaddress.ip_interface(ip),
+            mtu=mtu,
+            speed=speed,
+            firmware=firmware,
+        )
+        return Host(name, SshConfig(host=name), rnics=(rnic,), firmware_policy=policy)
+
+    link = Link(
+        "t6",
+        LinkEnd("t6a", "p0"),
+        LinkEnd("t6b", "p0"),
+        pulls=(Pull("admin"),),
+        module_params=module_params,
+    )
+    return Inventory(
+        Path("t6.yaml"),
+        hosts={"t6a": host("t6a", "198.18.1.1/24"), "t6b": host("t6b", "198.18.1.2/24")},
+        links={"t6": link},
+    )
+
+
+def t6_hosts(workdir: Path, inventory: Inventory | None = None) -> FakeHosts:
+    """``FakeHosts`` for the recorded T6 pair (``t6_inventory`` unless given) in ``workdir``."""
+    inventory = inventory or t6_inventory()
+    agents: dict[str, FakeAgent] = {
+        name: FakeAgent.recorded(name, T6_DATA / name, workdir) for name in ("t6a", "t6b")
+    }
+    return FakeHosts(inventory, agents=agents)
