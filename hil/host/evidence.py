@@ -12,6 +12,12 @@ all use it::
     after = collect(probes, base)       # settle, then read and close the log cursors
     result = finish(probes, base, profile, allow)   # collect, then judge (hil.judge.checks)
 
+Where the RDMA driver lists its objects itself (iw_cxgb4's debugfs ``qps``
+and ``eps``, :func:`hil.host.hwevidence.counter`), those counts are
+compared too: ``begin(probes, extra={host: counter})`` adds each host's
+extra counts to its baseline, under kinds that name the file, and the
+settle rule and the leak rule treat them like the ``rdma resource`` ones.
+
 The settle rule, one for all of them: after a test, poll the counts every
 :data:`POLL_S` until none is above its baseline, for at most :data:`SETTLE_S`
 seconds.  Fewer than before is fine (a leftover of an earlier test went
@@ -34,7 +40,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from hil.agent.types import KernelLog
@@ -48,6 +54,8 @@ SETTLE_S = 10.0  # how long resources may take to come back to the baseline (see
 POLL_S = 0.25
 P = TypeVar("P")
 T = TypeVar("T")
+# A host's extra counts (kind -> count), read again at every poll.
+Counter = Callable[[], Mapping[str, int]]
 
 
 class Probe(Protocol):
@@ -67,13 +75,19 @@ class Baseline:
 
     counts: Mapping[str, Mapping[str, int]]  # host -> kind -> count
     cursors: Mapping[str, int]  # host -> kmsg cursor
+    extra: Mapping[str, Counter] = field(default_factory=dict)  # host -> its extra counts
 
 
-def begin(probes: Mapping[str, Probe]) -> Baseline:
-    """Record each host's resource counts and a kernel-log cursor at the current end."""
-    counts = _each(probes, _counts)
-    cursors = _each(probes, lambda p: p.kmsg_cursor())
-    return Baseline(counts, cursors)
+def begin(probes: Mapping[str, Probe], extra: Mapping[str, Counter] | None = None) -> Baseline:
+    """Record each host's resource counts and a kernel-log cursor at the current end.
+
+    ``extra``: per host, more counts to hold to the same rule (the driver's
+    own lists of its QPs and endpoints).
+    """
+    extra = dict(extra or {})
+    counts = _all_counts(probes, extra)
+    cursors = each(probes, lambda p: p.kmsg_cursor())
+    return Baseline(counts, cursors, extra)
 
 
 def settle(
@@ -90,11 +104,11 @@ def settle(
     """
     start = clock()
     while True:
-        now = _each(probes, _counts)
+        now = _all_counts(probes, baseline.extra)
         counts = tuple(
             ResourceCount(host, kind, baseline.counts[host].get(kind, 0), now[host].get(kind, 0))
             for host in probes
-            for kind in KINDS
+            for kind in _kinds(baseline.counts[host], now[host])
         )
         waited = clock() - start
         if all(r.after <= r.before for r in counts) or waited >= settle_s:
@@ -114,7 +128,7 @@ def read_kernel_log(
         finally:
             probe.kmsg_close(cursor)
 
-    logs = _each({host: host for host in probes}, read)
+    logs = each({host: host for host in probes}, read)
     lines = tuple(KernelLogLine(host, m) for host, log in logs.items() for m in log.messages())
     return lines, {host: log.lost for host, log in logs.items()}
 
@@ -140,11 +154,28 @@ def finish(
     return assess(collect(probes, baseline, settle_s), profile, (hosts[0], hosts[-1]), allow)
 
 
-def _counts(probe: Probe) -> dict[str, int]:
-    return probe.rdma_resources(KINDS)
+def _all_counts(
+    probes: Mapping[str, Probe], extra: Mapping[str, Counter]
+) -> dict[str, dict[str, int]]:
+    """Each host's ``rdma resource`` counts and its extra counts, all hosts at once."""
+
+    def counts(host: str) -> dict[str, int]:
+        more = extra.get(host)
+        return {**probes[host].rdma_resources(KINDS), **(more() if more is not None else {})}
+
+    return each({host: host for host in probes}, counts)
 
 
-def _each(items: Mapping[str, P], fn: Callable[[P], T]) -> dict[str, T]:
+def _kinds(before: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
+    """:data:`KINDS`, then the extra kinds counted both before and now.
+
+    An extra count that could not be read on one side (debugfs gone) has
+    nothing to compare: it is left out rather than taken as 0.
+    """
+    return [*KINDS, *(k for k in before if k not in KINDS and k in now)]
+
+
+def each(items: Mapping[str, P], fn: Callable[[P], T]) -> dict[str, T]:
     """``fn`` on every host's item at once (guests are slow; hosts need not wait for each other)."""
     with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
         futures = {host: pool.submit(fn, item) for host, item in items.items()}

@@ -133,10 +133,12 @@ def after_test_checks(request: pytest.FixtureRequest) -> Iterator[None]:
     # The wire capture starts before the baseline and stops after the settle below, so the
     # last FIN or RST of the test is in it (hil.plugin.wire).
     request.getfixturevalue("hil_wire")
+    # Each host's debugfs QP and endpoint counts, and its snapshots (hil.plugin.hwevidence).
+    extra = request.getfixturevalue("hil_hw_evidence")
     prof: Profile = request.getfixturevalue("profile")
     probes = {h.name: run.hosts.agent(h.name) for h in run.pair.hosts}
     allow: tuple[str, ...] = request.config.stash[ALLOW_KEY]
-    baseline = evidence.begin(probes)
+    baseline = evidence.begin(probes, extra)
     yield
     result = evidence.finish(probes, baseline, prof, allow, request.config.getoption("hil_settle"))
     if not result.ok:

@@ -15,6 +15,7 @@ returns.  Metrics are kept in any case so that the plugin can write them out.
     attach_resources(before, after)                  # {host: {kind: count}} each
     attach_resource_counts(counts)                   # or as ResourceCounts (evidence, timeline)
     attach_pcap(path)
+    attach_hw_evidence(hw)                           # ethtool -S changes, debugfs before/after
     metric("connect_latency", 3.2, "ms")
 """
 
@@ -28,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from hil.host.hwevidence import HwEvidence
 from hil.judge.contract import Verdict
 from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
 from hil.report.svg import render_timeline
@@ -245,6 +247,23 @@ def attach_pcap(path: Path | str, name: str | None = None) -> None:
         str(path),
         name=name or Path(path).name,  # type: ignore[no-untyped-call]
         attachment_type=allure.attachment_type.PCAP,
+    )
+
+
+def attach_hw_evidence(hw: HwEvidence) -> None:
+    """Each host's ``ethtool -S`` counters that changed and its driver's debugfs files
+    before/after (or why they are absent), as text and JSON."""
+    if allure is None:
+        return
+    allure.attach(
+        hw.to_text(),
+        name="hardware evidence (ethtool -S, debugfs)",
+        attachment_type=allure.attachment_type.TEXT,
+    )
+    allure.attach(
+        json.dumps(hw.to_json(), indent=1),
+        name="hardware evidence (json)",
+        attachment_type=allure.attachment_type.JSON,
     )
 
 
