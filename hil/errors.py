@@ -9,6 +9,7 @@ what was seen and what to do.  The CLI maps each branch to an exit code::
     │   └── RequirementError                a --require expression that does not parse
     ├── BusyError                 exit 2  a pair is held by someone else
     ├── WaitTimeout               exit 2  waited for a pair, or for a state, too long
+    ├── NotReady                  exit 5  hosts a run could not be trusted on (readiness)
     ├── LeaseLost                 exit 3  our lease expired and was taken over
     ├── StoreError                exit 3  the reservation store failed
     ├── RemoteError               exit 3  something on a lab host failed
@@ -29,6 +30,7 @@ EXIT_INPUT = 1
 EXIT_BUSY = 2
 EXIT_INFRA = 3
 EXIT_VIOLATION = 4  # what was judged broke a rule: the CM contract, a wire rule
+EXIT_NOT_READY = 5  # a readiness check failed: a run on these hosts would be untrustworthy
 
 
 class HilError(Exception):
@@ -69,6 +71,13 @@ class WaitTimeout(HilError):
     """We waited for something (a pair, a link state) and it did not come."""
 
     exit_code = EXIT_BUSY
+
+
+class NotReady(HilError):
+    """A host or pair failed a readiness check (wrong firmware, no iwpmd, ...): each
+    failing finding and its fix are in the message."""
+
+    exit_code = EXIT_NOT_READY
 
 
 class LeaseLost(HilError):

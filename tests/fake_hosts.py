@@ -40,8 +40,11 @@ from hil.inventory.model import (
     Rnic,
     SshConfig,
 )
+from hil.inventory.modparams import MODULE_PARAMS
 
 T6_DATA = Path(__file__).resolve().parent / "data" / "t6"
+SIW_DESC = "Software iWARP stack"  # siw_main.c SIW_NODE_DESC_COMMON
+CXGB4_DESC = "cxgb4 Chelsio Communications"  # iw_cxgb4.h C4IW_NODE_DESC
 
 
 @dataclass
@@ -65,6 +68,8 @@ class FakeAgent:
         self.rdma = rdma
         self.rdma_devices: dict[str, str] = {}  # device -> netdev
         self.sysctls: dict[str, str] = {}
+        self.files: dict[str, str] = {}  # host files beyond those the model implies
+        self.iwpmd = True  # iwpmd runs (``pgrep -x iwpmd`` finds it)
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.fail: dict[str, ErrorKind] = {}  # method -> error kind to raise
 
@@ -125,7 +130,34 @@ class FakeAgent:
         self.sysctls[name] = value
         return old
 
+    def host_files(self) -> dict[str, str]:
+        """The files ``cat`` serves: each RDMA device's node_desc (siw for ``siw*``
+        names, else a Chelsio one), iw_cxgb4's parameters at their defaults, ``files``."""
+        found = {
+            f"/sys/class/infiniband/{d}/node_desc": SIW_DESC if d.startswith("siw") else CXGB4_DESC
+            for d in self.rdma_devices
+        }
+        found |= {p.path: p.default for p in MODULE_PARAMS["iw_cxgb4"].values()}
+        return found | self.files
+
     def _op_run(self, argv: list[str], input: str | None = None) -> dict[str, Any]:
+        files = self.host_files()
+        match argv:
+            case ["cat", *paths]:
+                absent = [p for p in paths if p not in files]
+                if absent:
+                    return {"status": 1, "stdout": "", "stderr": f"cat: {absent[0]}: No such file"}
+                return {
+                    "status": 0,
+                    "stdout": "".join(f"{files[p]}\n" for p in paths),
+                    "stderr": "",
+                }
+            case ["pgrep", "-x", "iwpmd"]:
+                return {
+                    "status": 0 if self.iwpmd else 1,
+                    "stdout": "100\n" * self.iwpmd,
+                    "stderr": "",
+                }
         return {"status": 0, "stdout": "", "stderr": ""}
 
     def _op_rdma_links(self) -> list[dict[str, Any]]:

@@ -4,10 +4,14 @@
 hosts, the host's sysctls, the port's mtu, link up and its address (added
 when missing; other addresses are left alone), waits for carrier, checks
 that A reaches B over the data addresses, and picks each port's RDMA device:
-the inventory's ``rdma_device`` when the host has it, else a siw device
+the inventory's ``rdma_device`` when the host has it (its driver in sysfs
+the port's, one of its ports on the port's netdev), else a siw device
 ``siw_<netdev>`` when the port says ``fallback: siw``, else an error naming
-the host, the netdev and what is missing.  Every change is journaled before
-it is made, so teardown (or the next reservation) puts the host back.
+the host, the netdev and what is missing.  Then the pair's readiness
+(:mod:`hil.host.readiness`) is checked on the configured ports and a
+failing finding refuses the pair, each with its fix.  Every change is
+journaled before it is made, so teardown (or the next reservation) puts the
+host back.
 """
 
 from __future__ import annotations
@@ -18,12 +22,23 @@ from typing import TYPE_CHECKING, Any
 
 from hil import tools
 from hil.agent.client import AgentCallError
-from hil.errors import RemoteError, WaitTimeout
+from hil.errors import NotReady, RemoteError, WaitTimeout
 from hil.host.journal import agent_undo
+from hil.host.portchecks import (
+    WRONG_NETDEV_FIX,
+    device_on_netdev,
+    missing_device,
+    plan_device,
+    rdma_ports,
+    wrong_netdev,
+)
+from hil.host.rdmadev import device_driver
+from hil.host.readiness import pair_readiness
 from hil.inventory.model import Host, Pair, Rnic
 
 if TYPE_CHECKING:
     from hil.agent import Agent
+    from hil.agent.types import RdmaLink
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal
 
@@ -77,7 +92,8 @@ def setup_pair(
 
     ``rdma=False`` skips picking RDMA devices (hosts without RDMA, such as
     the netns lab).  Raises ``RemoteError`` naming host and netdev when a
-    port cannot be configured, reached, or given an RDMA device.
+    port cannot be configured, reached, or given an RDMA device, and
+    ``NotReady`` listing the failing readiness findings with their fixes.
     """
     sides = ((pair.host_a, pair.rnic_a), (pair.host_b, pair.rnic_b))
     for host, rnic in sides:
@@ -96,6 +112,9 @@ def setup_pair(
         PortState(h.name, r.name, r.netdev, str(r.address) if r.address else None, mtu, *dev)
         for (h, r), mtu, dev in zip(sides, mtus, devices, strict=True)
     )
+    readiness = pair_readiness(hosts, pair, "setup", rdma=rdma)
+    if not readiness.ok:
+        raise NotReady(readiness.refusal())
     log.info("pair %s set up: %s, %s", pair.name, a, b)
     return PairState(pair.name, a, b, reached)
 
@@ -180,20 +199,15 @@ def _check_reach(hosts: Hosts, pair: Pair, timeout: float) -> bool:
 
 def _pick_rdma(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> tuple[str, bool]:
     """The port's RDMA device and whether setup created it."""
-    try:
-        ports = agent.rdma_links()
-        unavailable = ""
-    except AgentCallError as e:
-        if e.kind != "rdma_unavailable":
-            raise
-        ports, unavailable = [], str(e)
-    names = {p.device for p in ports}
-    if rnic.rdma_device and rnic.rdma_device in names:
-        return rnic.rdma_device, False
-    if rnic.fallback == "siw":
-        name = f"siw_{rnic.netdev}"
-        if name in names:
-            return name, False
+    ports, unavailable = rdma_ports(agent)
+    plan = plan_device(rnic, {p.device for p in ports})
+    if plan.source == "inventory" and plan.device:
+        _check_device(agent, host, rnic, ports, plan.device)
+        return plan.device, False
+    if plan.source == "fallback" and plan.device:
+        return plan.device, False
+    if plan.source == "create" and plan.device:
+        name = plan.device
         undo = agent_undo("rdma_delete_link", f"delete siw device {name}", name=name)
         undo["missing_ok"] = True
         entry = journal.change(host.name, undo)
@@ -207,20 +221,21 @@ def _pick_rdma(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> tuple[
                 "does the kernel have siw (modprobe siw)?",
             ) from None
         return name, True
-    raise RemoteError(host.name, _missing(rnic, sorted(names), unavailable))
+    present = sorted({p.device for p in ports})
+    raise RemoteError(host.name, missing_device(rnic, present, unavailable))
 
 
-def _missing(rnic: Rnic, present: list[str], unavailable: str) -> str:
+def _check_device(agent: Agent, host: Host, rnic: Rnic, ports: list[RdmaLink], device: str) -> None:
+    """The inventory's device runs the port's driver and has a port on its netdev."""
     where = f"{rnic.netdev} (port {rnic.name})"
-    seen = f"host has: {', '.join(present)}" if present else "the host has no RDMA device"
-    if unavailable:
-        seen = f"RDMA is unavailable: {unavailable}"
-    if rnic.rdma_device is None:
-        return (
-            f"{where}: the inventory names no rdma_device and no fallback ({seen}); "
-            "set rdma_device, or fallback: siw"
+    driver = device_driver(agent, host.name, device)
+    if driver != rnic.driver:
+        raise RemoteError(
+            host.name,
+            f"{where}: RDMA device {device} runs {driver}, the inventory says {rnic.driver}; "
+            "correct the port's rdma_device or driver, or load the right driver",
         )
-    return (
-        f"{where}: RDMA device {rnic.rdma_device} is absent ({seen}); is the {rnic.driver} "
-        f"driver loaded (modprobe {rnic.driver})? or set fallback: siw"
-    )
+    if device_on_netdev(ports, device, rnic.netdev) is None:
+        raise RemoteError(
+            host.name, f"{where}: {wrong_netdev(ports, device, rnic.netdev)}; {WRONG_NETDEV_FIX}"
+        )
