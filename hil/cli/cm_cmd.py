@@ -17,7 +17,13 @@ import json
 import sys
 from typing import Any
 
-from hil.cli.options import command_group, json_option, pair_choice, wait_option
+from hil.cli.options import (
+    command_group,
+    json_option,
+    module_param_option,
+    pair_choice,
+    wait_option,
+)
 from hil.cm import registry
 from hil.errors import EXIT_OK, EXIT_VIOLATION, InputError
 
@@ -58,6 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="K=V",
         help="a sequence parameter, e.g. -p by=passive -p count=16 (repeatable)",
     )
+    module_param_option(p)
     wait_option(p)
     json_option(p, help='print one JSON object: {"lease", "setup", "timeline", "verdict"}')
     p.set_defaults(func=_run)
@@ -129,6 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         lease=args.lease,
         holder=f"hil cm run {args.sequence}",
         wait=args.wait,
+        module_params=tuple(args.module_param),
     )
     with open_store(args.store) as store:
         if args.lease and not any(le.id == args.lease for le in store.leases()):

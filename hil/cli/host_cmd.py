@@ -18,7 +18,13 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from hil.cli.options import command_group, json_option, lease_option, wait_option
+from hil.cli.options import (
+    command_group,
+    json_option,
+    lease_option,
+    module_param_option,
+    wait_option,
+)
 from hil.errors import EXIT_INFRA, EXIT_OK, BusyError, CommandTimeout, InputError
 from hil.host.hosts import Hosts
 from hil.host.journal import restore_host
@@ -76,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "--no-rdma", action="store_true", help="configure the network only; pick no RDMA device"
     )
+    module_param_option(p)
     json_option(p, help='print {"lease": ..., "setup": ...}')
     p.set_defaults(func=_setup)
 
@@ -261,6 +268,7 @@ def _setup(args: argparse.Namespace) -> int:
             ttl=args.ttl,
             wait=args.wait,
             rdma=not args.no_rdma,
+            module_params=tuple(args.module_param),
         )
         # A failed setup is undone and a lease we took given back; a good one is kept.
         with PairRun(inv, store, request) as run:

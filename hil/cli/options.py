@@ -60,3 +60,15 @@ def lease_option(p: argparse.ArgumentParser, help: str) -> None:
 def json_option(p: argparse.ArgumentParser, help: str = "print one JSON object") -> None:
     """``--json``: print JSON instead of text."""
     p.add_argument("--json", action="store_true", help=help)
+
+
+def module_param_option(p: argparse.ArgumentParser) -> None:
+    """``--module-param DRIVER.NAME=VALUE`` (repeatable): override the link's module_params."""
+    p.add_argument(
+        "--module-param",
+        action="append",
+        default=[],
+        metavar="DRIVER.NAME=VALUE",
+        help="pin this kernel module parameter for the run, over the link's module_params "
+        "(e.g. iw_cxgb4.ep_timeout_secs=10; repeatable); restored afterwards",
+    )

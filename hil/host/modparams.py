@@ -2,22 +2,39 @@
 
 Parameters live in ``/sys/module/DRIVER/parameters/NAME`` (one value and a
 newline each); hil reads the ones it knows (:mod:`hil.inventory.modparams`)
-with ``cat`` through the agent, so a recorded host serves them as files.
+with ``cat`` and sets them with ``tee`` through the agent, so a recorded host
+serves them as files.  A change is journaled like every other one
+(:mod:`hil.host.journal`): teardown, or the next reservation after a killed
+run, writes the old value back.
 """
 
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from hil import tools
 from hil.errors import RemoteError
-from hil.inventory.modparams import MODULE_PARAMS
+from hil.host.journal import agent_undo
+from hil.inventory.model import Pair, PinnedParam
+from hil.inventory.modparams import MODULE_PARAMS, module_param
 
 if TYPE_CHECKING:
     from hil.agent import Agent
+    from hil.agent.types import CommandResult
+    from hil.host.hosts import Hosts
+    from hil.host.journal import Journal
 
 READ_TIMEOUT = 15.0
+
+
+class Runner(Protocol):
+    """What reading parameters needs of an agent (the report passes its own kind)."""
+
+    def run(self, argv: list[str], timeout: float = ...) -> CommandResult: ...
+
+
 SYS_MODULE = "/sys/module"
 
 
@@ -26,7 +43,7 @@ def module_dir(driver: str) -> str:
     return posixpath.join(SYS_MODULE, driver)
 
 
-def read_params(agent: Agent, host_name: str, driver: str) -> dict[str, str]:
+def read_params(agent: Runner, host_name: str, driver: str) -> dict[str, str]:
     """The values of ``driver``'s known parameters on the host, as sysfs prints them.
 
     ``{}`` for a driver without parameters (siw).  ``RemoteError`` naming the
@@ -48,7 +65,7 @@ def read_params(agent: Agent, host_name: str, driver: str) -> dict[str, str]:
     )
 
 
-def _missing(agent: Agent, host_name: str, driver: str, paths: list[str], stderr: str) -> None:
+def _missing(agent: Runner, host_name: str, driver: str, paths: list[str], stderr: str) -> None:
     """Raise ``RemoteError`` when the module, or one of its parameters, is not there."""
     folder = module_dir(driver)
     if agent.run(tools.argv("stat", "-c", "%a", folder), timeout=READ_TIMEOUT).status != 0:
@@ -63,4 +80,67 @@ def _missing(agent: Agent, host_name: str, driver: str, paths: list[str], stderr
             host_name,
             f"module {driver} has no parameter {', '.join(absent)} ({folder}/parameters); "
             "its kernel's driver differs from the one hil knows (Linux 6.1)",
+        )
+
+
+def pin_params(
+    hosts: Hosts, pair: Pair, params: Sequence[PinnedParam], journal: Journal
+) -> dict[str, dict[str, str]]:
+    """Set ``params`` on the pair's hosts whose port uses their driver; the values read back.
+
+    Each change is journaled (its undo writes the old value back) before it is
+    made; a value already in place is left alone.  Returns, per host, each
+    pinned parameter (``driver.name``) as sysfs prints it afterwards.
+    ``RemoteError`` naming the host when a module is not loaded, a write is
+    refused, or a value reads back otherwise than it was set.
+    """
+    pinned: dict[str, dict[str, str]] = {}
+    for host, rnic in ((pair.host_a, pair.rnic_a), (pair.host_b, pair.rnic_b)):
+        mine = [p for p in params if p.driver == rnic.driver]
+        if mine:
+            pinned[host.name] = _pin_host(hosts.agent(host.name), host.name, mine, journal)
+    return pinned
+
+
+def _pin_host(
+    agent: Agent, host: str, params: list[PinnedParam], journal: Journal
+) -> dict[str, str]:
+    drivers = dict.fromkeys(p.driver for p in params)
+    before = {d: read_params(agent, host, d) for d in drivers}
+    for p in params:
+        old = before[p.driver][p.name]
+        if old != p.value:
+            _set(agent, host, p, old, journal)
+    after = {d: read_params(agent, host, d) for d in drivers}
+    for p in params:
+        got = after[p.driver][p.name]
+        if got != p.value:
+            raise RemoteError(
+                host,
+                f"module parameter {p.driver}.{p.name} was set to {p.value} but reads back "
+                f"{got}; the driver did not take the value (see its source for the values "
+                "it accepts); it is restored at teardown",
+            )
+    return {f"{p.driver}.{p.name}": after[p.driver][p.name] for p in params}
+
+
+def _set(agent: Agent, host: str, p: PinnedParam, old: str, journal: Journal) -> None:
+    """Write ``p`` into sysfs, its undo (``old`` written back) journaled first."""
+    path = module_param(p.driver, p.name).path
+    # sysfs takes a value the way `echo VALUE > FILE` writes it: with a newline.
+    undo = agent_undo(
+        "run",
+        f"restore module parameter {p.driver}.{p.name}={old}",
+        argv=tools.argv("tee", path),
+        input=f"{old}\n",
+    )
+    entry = journal.change(host, undo)
+    r = agent.run(tools.argv("tee", path), input=f"{p.value}\n", timeout=READ_TIMEOUT)
+    if r.status != 0:
+        journal.forget(entry)
+        why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
+        raise RemoteError(
+            host,
+            f"cannot set module parameter {p.driver}.{p.name}={p.value} ({why}); "
+            f"check that {path} is writable (mode 644) and that the agent runs as root",
         )

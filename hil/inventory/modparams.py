@@ -16,8 +16,12 @@ siw has no module parameters: in 6.1 its settings (``mpa_crc_required``,
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
+
+from hil.errors import InputError
+from hil.inventory.model import PinnedParam
 
 # The kernel's param types that the table's parameters use (``module_param``'s
 # second argument); all of them are ``int`` so far.
@@ -134,3 +138,31 @@ def check_value(param: ModuleParam, value: str) -> str:
             f"{param.driver}.{param.name}: {number} is out of range {INT_MIN}..{INT_MAX}"
         )
     return str(number)
+
+
+def parse_override(text: str) -> PinnedParam:
+    """A command-line ``DRIVER.NAME=VALUE`` (``--hil-module-param``); InputError if it is not
+    a known parameter that a run can set to that value."""
+    what, eq, value = text.partition("=")
+    driver, dot, name = what.partition(".")
+    if not (eq and dot and driver and name and value):
+        raise InputError(
+            f"module parameter {text!r} is not DRIVER.NAME=VALUE (like iw_cxgb4.ep_timeout_secs=10)"
+        )
+    try:
+        return PinnedParam(driver, name, check_value(module_param(driver, name), value.strip()))
+    except KeyError as e:
+        raise InputError(f"module parameter {text!r}: {e.args[0]}") from None
+    except ValueError as e:
+        raise InputError(f"module parameter {text!r}: {e}") from None
+
+
+def overridden(
+    params: Iterable[PinnedParam], overrides: Iterable[PinnedParam]
+) -> tuple[PinnedParam, ...]:
+    """``params`` with each ``overrides`` entry replacing the one of its driver and name
+    (or added after them)."""
+    result = {(p.driver, p.name): p for p in params}
+    for p in overrides:
+        result[(p.driver, p.name)] = p
+    return tuple(result.values())

@@ -101,6 +101,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Queue for a busy pair for up to this long instead of failing at once.",
     )
     group.addoption(
+        "--hil-module-param",
+        action="append",
+        default=[],
+        metavar="DRIVER.NAME=VALUE",
+        help="Pin this kernel module parameter on the pair for the session, over the "
+        "link's module_params (e.g. iw_cxgb4.ep_timeout_secs=10; repeatable, for a matrix "
+        "run); restored at the end.",
+    )
+    group.addoption(
         "--hil-ttl",
         type=float,
         default=300.0,

@@ -55,6 +55,7 @@ class HilSession:
             holder=f"pytest {worker}" if worker else "pytest",
             ttl=opt("hil_ttl"),
             wait=opt("hil_wait"),
+            module_params=tuple(opt("hil_module_param")),
         )
 
     def describe_request(self) -> str:

@@ -1,8 +1,10 @@
 """``environment.properties``: what the run ran on, gathered through each host's agent.
 
 Kernels, the pair's ports (driver, driver version and firmware as the kernel
-reports them, the RDMA devices on the netdev), rdma-core, the hosts and the
-pair; Allure shows it on the overview.  Every value is an observation: one
+reports them, the RDMA devices on the netdev), the module parameters hil
+knows of the port's driver (``t6-a.iw_cxgb4.ep_timeout_secs``: read on the
+host after setup, so pinned ones show the value set), rdma-core, the hosts
+and the pair; Allure shows it on the overview.  Every value is an observation: one
 that cannot be read is ``unknown: <what> failed on <host>: <why>``, never the
 inventory's claim (that is shown apart, as ``<host>.<netdev>.inventory``), so
 a half-broken host still gets a report and a reader sees what was not seen.
@@ -21,7 +23,9 @@ from typing import TYPE_CHECKING, Protocol
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import HilError, RemoteError
+from hil.host.modparams import read_params
 from hil.inventory.model import Host, Pair, Rnic
+from hil.inventory.modparams import MODULE_PARAMS
 
 if TYPE_CHECKING:
     from hil.agent.types import CommandResult, DriverInfo, RdmaLink
@@ -131,12 +135,23 @@ def port_properties(agent: _HostAgent, host: Host, rnic: Rnic) -> dict[str, str]
     }
 
 
+def module_properties(agent: _HostAgent, host: str, driver: str) -> dict[str, str]:
+    """The parameters hil knows of ``driver`` on ``host`` (``HOST.DRIVER.NAME``), as read
+    there: the pinned ones as a run set them, the others as the host had them."""
+    try:
+        values = read_params(agent, host, driver)
+    except HilError as e:
+        return {f"{host}.{driver}": unknown(host, "reading module parameters", _reason(e, host))}
+    return {f"{host}.{driver}.{name}": value for name, value in values.items()}
+
+
 def host_properties(agent: _HostAgent, host: Host, rnic: Rnic) -> dict[str, str]:
-    """Kernel, rdma-core and the pair port of one host."""
+    """Kernel, rdma-core, the pair port of one host and its driver's module parameters."""
     return {
         f"{host.name}.kernel": _first_line(agent, host.name, tools.argv("uname", "-r")),
         f"{host.name}.rdma-core": rdma_core_version(agent, host.name),
         **port_properties(agent, host, rnic),
+        **module_properties(agent, host.name, rnic.driver),
     }
 
 
@@ -149,6 +164,8 @@ def unreachable_properties(host: Host, rnic: Rnic, why: str) -> dict[str, str]:
         "rdma-core",
         *(f"{rnic.netdev}.{k}" for k in ("driver", "driver_version", "firmware", "rdma_device")),
     )
+    if MODULE_PARAMS.get(rnic.driver):
+        keys = (*keys, rnic.driver)
     return {**{f"{host.name}.{k}": value for k in keys}, f"{prefix}.inventory": claimed(rnic)}
 
 

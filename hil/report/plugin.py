@@ -6,7 +6,9 @@ work only when allure-pytest writes results (``--alluredir``):
 - labels on every test: ``suite`` and ``parentSuite`` (the module without
   ``test_``; ``subSuite`` the test function of parametrized tests), ``pair``
   (the reserved pair), ``provider`` (the driver pair setup found on both
-  hosts, for tests on the set-up pair; never the inventory's claim), ``direction`` and
+  hosts, for tests on the set-up pair; never the inventory's claim),
+  ``module_param`` (each kernel module parameter the run pinned, as read
+  back), ``direction`` and
   ``pull_mode`` (from the test's parameters of those names; ``mode`` counts
   as the pull mode);
 - for tests on the pair, ``rdma resource`` counts before/after and the kernel
@@ -155,6 +157,14 @@ def _label_provider(item: pytest.Item) -> None:
         attach.label("provider", "unknown: the pair was not set up before this test")
 
 
+def _label_module_params(request: pytest.FixtureRequest) -> None:
+    """``module_param`` labels: each parameter the run pinned (``iw_cxgb4.mpa_rev=2``), as
+    read back at setup (equal on both hosts, or the setup failed)."""
+    pinned = request.getfixturevalue("hil_run").pinned
+    for value in sorted({f"{k}={v}" for values in pinned.values() for k, v in values.items()}):
+        attach.label("module_param", value)
+
+
 def _begin_evidence(request: pytest.FixtureRequest) -> Evidence | None:
     from hil.report.evidence import Evidence
 
@@ -189,6 +199,7 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
             # counted from the start.
             request.getfixturevalue("hil_setup")
         _label_provider(item)
+        _label_module_params(request)
         evidence = _begin_evidence(request)
     yield
     if evidence is not None:

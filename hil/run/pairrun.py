@@ -17,8 +17,10 @@ runs them one by one, as its fixtures are first needed):
    (unless the lease was adopted: its holder's changes are its own) the
    journal that dead runs left on the pair's hosts replayed;
 3. :meth:`set_up`: the pair brought to the inventory's state under a
-   restore journal, then the provider read on both hosts
-   (:mod:`hil.run.provider`) and observers told ``run_started``;
+   restore journal, its module parameters pinned (the link's
+   ``module_params``, overridden by the request's; read back on both hosts),
+   then the provider read on both hosts (:mod:`hil.run.provider`, so the
+   profile follows the pinned values) and observers told ``run_started``;
 4. :meth:`restore`: observers told ``run_finished``, the journal undone and
    the hosts closed; 5. :meth:`release`: the heartbeat stopped and the lease
    released (unless adopted).  :meth:`close` does both; after :meth:`keep`
@@ -35,6 +37,8 @@ from typing import TYPE_CHECKING, Self
 
 from hil.cm.observer import Observer, Observers, RunInfo
 from hil.errors import HilError, InputError, LeaseLost
+from hil.inventory.model import PinnedParam
+from hil.inventory.modparams import overridden, parse_override
 from hil.inventory.require import parse_requirement, select
 from hil.reservation import Claim, Heartbeat, Holder, Lease, reserve
 
@@ -65,6 +69,9 @@ class PairRequest:
     selects any that meets all; neither: any pair of the inventory.
     ``lease`` adopts a live lease instead of reserving.  ``rdma=False`` sets
     the pair up without RDMA devices (hosts without RDMA): no provider then.
+    ``module_params`` override the link's: ``DRIVER.NAME=VALUE`` as given on
+    the command line (``--hil-module-param``, for a matrix run), checked when
+    the pair is set up, before anything changes.
     """
 
     pair: str | None = None
@@ -74,6 +81,7 @@ class PairRequest:
     ttl: float = 300.0
     wait: float = 0.0
     rdma: bool = True
+    module_params: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The request in words, for headers and errors."""
@@ -122,6 +130,7 @@ class PairRun:
         self._journal: Journal | None = None
         self._state: PairState | None = None
         self._provider: Provider | None = None
+        self._pinned: dict[str, dict[str, str]] = {}
         self._kept = False
 
     # -- stages ---------------------------------------------------------------
@@ -173,11 +182,15 @@ class PairRun:
         """The pair brought to the inventory's state; its provider read on both hosts."""
         if self._state is not None:
             return self._state
+        from hil.host.modparams import pin_params
         from hil.host.pairsetup import setup_pair
         from hil.run.provider import detect
 
         hosts = self.open_hosts()
-        self._state = setup_pair(hosts, self.pair, self.journal, rdma=self.request.rdma)
+        params = self.module_params  # a bad override fails before anything changes
+        state = setup_pair(hosts, self.pair, self.journal, rdma=self.request.rdma)
+        self._pinned = pin_params(hosts, self.pair, params, self.journal)
+        self._state = state
         if self.request.rdma:
             self._provider = detect(hosts, self.pair, self._state)
             self.observers.run_started(self.info)
@@ -201,6 +214,7 @@ class PairRun:
                 report = self._journal.close()
         finally:
             self._provider = self._state = self._journal = None
+            self._pinned = {}
             hosts, self._hosts = self._hosts, None
             if hosts is not None:
                 hosts.close()
@@ -279,6 +293,29 @@ class PairRun:
         self.open_hosts()
         assert self._journal is not None
         return self._journal
+
+    @property
+    def module_params(self) -> tuple[PinnedParam, ...]:
+        """The module parameters the run pins: the link's, overridden by the request's.
+
+        InputError when an override is not a known parameter a run can set, or
+        names a driver that neither port uses.
+        """
+        pair = self.pair
+        drivers = {pair.rnic_a.driver, pair.rnic_b.driver}
+        overrides = [parse_override(text) for text in self.request.module_params]
+        for p in overrides:
+            if p.driver not in drivers:
+                raise InputError(
+                    f"module parameter {p} is for {p.driver}, but pair {pair.name}'s ports "
+                    f"use {' and '.join(sorted(drivers))}"
+                )
+        return overridden(pair.link.module_params, overrides)
+
+    @property
+    def pinned(self) -> dict[str, dict[str, str]]:
+        """Per host, each pinned parameter (``driver.name``) as read back at setup ({} before)."""
+        return self._pinned
 
     @property
     def state(self) -> PairState:
