@@ -3,7 +3,9 @@
 On the session's virtual lab (real siw guests): ``cm``, ``profile``,
 ``contract`` and ``direction`` come from the plugin itself, not from a
 conftest.py copied out of suites/; and every test on the pair is captured
-and judged by the wire rules, a lab's own rule among them.
+and judged by the wire rules, a lab's own rule among them; the test that
+fails on the wire carries both guests' real ``ethtool -S`` changes in its
+Allure result (and says siw has no debugfs).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from vlab import VirtualLab
+
+from tests.report.test_report_hwevidence import assert_siw_guests_evidence
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.lab
@@ -70,7 +74,8 @@ def test_every_test_on_the_pair_is_judged_on_the_wire(
     pytester.makeconftest(WIRE_CONFTEST)
     pytester.makepyfile(test_wire=WIRE_SUITE)
     args = [*_on_the_lab(virtual_lab, tmp_path), "-p", "no:cacheprovider"]
-    result = pytester.runpytest_subprocess(*args, timeout=600)
+    out = tmp_path / "allure"
+    result = pytester.runpytest_subprocess(*args, f"--alluredir={out}", timeout=600)
     # The test itself passed its contract; its teardown fails on the lab's wire rule,
     # which names the connection and the MPA request packet the capture holds.
     result.assert_outcomes(passed=1, errors=1)
@@ -82,5 +87,6 @@ def test_every_test_on_the_pair_is_judged_on_the_wire(
         ]
     )
     result.stdout.no_fnmatch_line("*[[]orderly-close-is-fin] fail*")
+    assert_siw_guests_evidence(out, "test_connect")  # failed: its hardware evidence attached
     off = pytester.runpytest_subprocess(*args, "--hil-wire", "off", timeout=600)
     off.assert_outcomes(passed=1)
