@@ -1,0 +1,97 @@
+"""A pair run on the recorded T6 pair pins the link's module parameters (and the
+request's overrides) before it reads the provider, so the profile follows them, and
+restores them when it closes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hil.host.hosts
+from hil.errors import InputError
+from hil.inventory.model import Inventory, PinnedParam
+from hil.reservation import Store, open_store
+from hil.run import PairRequest, PairRun
+from tests.fake_hosts import FakeHosts, t6_hosts, t6_inventory
+
+TIMEOUT = "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"
+PINNED = (PinnedParam("iw_cxgb4", "ep_timeout_secs", "10"),)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = open_store(str(tmp_path / "reservations.db"))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeHosts]:
+    """The recorded T6 hosts a PairRun opens (instead of SSH and agents)."""
+    made: dict[str, FakeHosts] = {}
+
+    class Hosts(FakeHosts):
+        def __init__(self, inventory: Inventory, store: Any) -> None:
+            recorded = t6_hosts(tmp_path / "hosts", inventory)
+            super().__init__(inventory, store, recorded.agents)
+            made["hosts"] = self
+
+        def call(self, name: str, method: str, /, timeout: float | None = None, **p: Any) -> Any:
+            # PairRun warms each agent up with "links"; a fake needs no warming.
+            return [] if method == "links" else super().call(name, method, timeout, **p)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(hil.host.hosts, "Hosts", Hosts)
+    return made
+
+
+def _value(hosts: FakeHosts, host: str) -> str:
+    return hosts.recorded(host).file(TIMEOUT).read_text().strip()
+
+
+def test_the_links_parameters_are_pinned_before_the_provider_is_read_and_restored(
+    store: Store, fakes: dict[str, FakeHosts]
+) -> None:
+    with PairRun(t6_inventory(module_params=PINNED), store, PairRequest(pair="t6")) as run:
+        hosts = fakes["hosts"]
+        assert [_value(hosts, h) for h in ("t6a", "t6b")] == ["10", "10"]
+        assert run.pinned == {h: {"iw_cxgb4.ep_timeout_secs": "10"} for h in ("t6a", "t6b")}
+        assert [h.settings["ep_timeout_secs"] for h in run.provider.hosts] == ["10", "10"]
+    assert [_value(hosts, h) for h in ("t6a", "t6b")] == ["60", "60"]
+
+
+def test_an_override_replaces_the_links_value(store: Store, fakes: dict[str, FakeHosts]) -> None:
+    request = PairRequest(pair="t6", module_params=("iw_cxgb4.ep_timeout_secs=7",))
+    with PairRun(t6_inventory(module_params=PINNED), store, request) as run:
+        assert run.module_params == (PinnedParam("iw_cxgb4", "ep_timeout_secs", "7"),)
+        assert _value(fakes["hosts"], "t6b") == "7"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "siw.x=1",
+            "module parameter 'siw.x=1': siw has no module parameters",
+        ),
+        (
+            "iw_cxgb4.c4iw_wr_log=1",
+            "module parameter 'iw_cxgb4.c4iw_wr_log=1': iw_cxgb4.c4iw_wr_log can only change "
+            "at module load",
+        ),
+    ],
+)
+def test_a_bad_override_fails_before_anything_changes(
+    store: Store, fakes: dict[str, FakeHosts], override: str, message: str
+) -> None:
+    request = PairRequest(pair="t6", module_params=(override,))
+    with pytest.raises(InputError) as e, PairRun(t6_inventory(), store, request):
+        pass
+    assert str(e.value).startswith(message)
+    hosts = fakes["hosts"]
+    assert [m for m, _ in hosts.agent("t6a").calls if m != "links"] == []
