@@ -16,6 +16,7 @@ plant a fault.  ``t6_hosts`` builds the recorded T6 pair with its inventory.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import posixpath
@@ -29,6 +30,7 @@ from hil.agent.client import AgentCallError
 from hil.agent.remote.protocol import ErrorKind
 from hil.agent.types import AddressInfo, CommandResult, DriverInfo, LinkInfo, RdmaLink
 from hil.errors import InputError
+from hil.inventory import load
 from hil.inventory.model import (
     FirmwarePolicy,
     Host,
@@ -405,6 +407,12 @@ class FakeHosts:
             for name, h in inventory.hosts.items()
         }
 
+    def __enter__(self) -> FakeHosts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
     def recorded(self, name: str) -> RecordedAgent:
         """Host ``name``'s agent, a recorded one (``t6_hosts``)."""
         agent = self.agent(name)
@@ -462,32 +470,17 @@ def t6_inventory(
     mtu: int | None = 9000,
     module_params: tuple[PinnedParam, ...] = (),
 ) -> Inventory:
-    """The recorded T6 pair: hosts t6a/t6b, port p0 (cxgb4_0 on enp129s0f4), link t6."""
+    """The recorded T6 pair's inventory (``tests/data/t6/inventory.yaml``: hosts t6a/t6b,
+    port p0 = cxgb4_0 on enp129s0f4, link t6), with these values on both ports."""
+    inv = load(T6_DATA / "inventory.yaml")
 
-    def host(name: str, ip: str) -> Host:
-        rnic = Rnic(
-            "p0",
-            T6_NETDEV,
-            "iw_cxgb4",
-            rdma_device="cxgb4_0",
-            address=ipaddress.ip_interface(ip),
-            mtu=mtu,
-            speed=speed,
-            firmware=firmware,
-        )
-        return Host(name, SshConfig(host=name), rnics=(rnic,), firmware_policy=policy)
+    def host(h: Host) -> Host:
+        port = dataclasses.replace(h.rnics[0], firmware=firmware, speed=speed, mtu=mtu)
+        return dataclasses.replace(h, rnics=(port,), firmware_policy=policy)
 
-    link = Link(
-        "t6",
-        LinkEnd("t6a", "p0"),
-        LinkEnd("t6b", "p0"),
-        pulls=(Pull("admin"),),
-        module_params=module_params,
-    )
-    return Inventory(
-        Path("t6.yaml"),
-        hosts={"t6a": host("t6a", "198.18.1.1/24"), "t6b": host("t6b", "198.18.1.2/24")},
-        links={"t6": link},
+    link = dataclasses.replace(inv.links["t6"], module_params=module_params)
+    return dataclasses.replace(
+        inv, hosts={n: host(h) for n, h in inv.hosts.items()}, links={"t6": link}
     )
 
 

@@ -1,4 +1,4 @@
-"""``hil host info|exec|setup|restore``: one lab host, or a pair, by hand.
+"""``hil host info|exec|setup|restore|doctor``: one lab host, or a pair, by hand.
 
 ``hil host setup PAIR`` reserves the pair (unless ``--lease`` names one
 already held), replays what dead runs left in its restore journal, sets it
@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from hil.cli import host_doctor
 from hil.cli.options import (
     command_group,
     json_option,
@@ -97,6 +98,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     lease_option(p, help="the live lease that holds HOST")
     p.add_argument("--force", action="store_true", help="restore even while another lease holds it")
     p.set_defaults(func=_restore)
+
+    host_doctor.register(cmds)
 
 
 # -- leases ---------------------------------------------------------------------

@@ -170,6 +170,14 @@ def _device(port: _Port) -> str | None:
     ports, unavailable = rdma_ports(port.agent)
     plan = plan_device(rnic, {p.device for p in ports})
     expected = plan.driver(rnic)
+    if unavailable and plan.source == "create":
+        port.add(
+            "rdma-device",
+            "fail",
+            f"{plan.device} (siw fallback) cannot be created: RDMA is unavailable: {unavailable}",
+            fix="boot a kernel with RDMA netlink and siw (modprobe siw), or use an RNIC",
+        )
+        return None
     if plan.source == "missing" or plan.device is None:
         present = sorted({p.device for p in ports})
         port.add("rdma-device", "fail", missing_device(rnic, present, unavailable))
