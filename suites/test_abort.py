@@ -22,13 +22,13 @@ import pytest
 from cmsuite import Contract, explain, seen
 
 from hil.cm.session import CMSession
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 
 
 @pytest.mark.parametrize("by", ["active", "passive"])
 @pytest.mark.parametrize("how", ["qp_err", "destroy", "kill"])
 def test_abort_is_seen_by_the_peer(
-    cm: CMSession, contract: Contract, profile: Profile, how: str, by: str
+    cm: CMSession, contract: Contract, profile: Profiles, how: str, by: str
 ) -> None:
     """The peer of an abortive close gets DISCONNECTED with a status the profile allows."""
     tl = cm.run("abort", how=how, by=by)
@@ -39,17 +39,20 @@ def test_abort_is_seen_by_the_peer(
     assert len(got) == 1, explain(
         tl, f"the peer (side {peer}) of a {how} by the {by} side saw no DISCONNECTED"
     )
-    assert got[0].status in profile.peer_abort_statuses(), explain(
+    # The peer's status is its own driver's, for what the aborting host put on the wire.
+    closer = profile.of(cm.host(aborter))
+    allowed = profile.of(cm.host(peer)).peer_abort_statuses(closer)
+    assert got[0].status in allowed, explain(
         tl,
         f"peer DISCONNECTED status {got[0].status}; profile {profile.name} allows "
-        f"{sorted(profile.peer_abort_statuses())}",
+        f"{sorted(allowed)}",
     )
     if how == "qp_err":
         local = seen(tl, "DISCONNECTED", aborter)
-        assert len(local) == 1 and local[0].status in profile.abort_statuses, explain(
+        assert len(local) == 1 and local[0].status in closer.abort_statuses, explain(
             tl,
             f"moving the QP to ERR should give the aborting side one DISCONNECTED with a "
-            f"status in {sorted(profile.abort_statuses)}",
+            f"status in {sorted(closer.abort_statuses)}",
         )
     # After destroy the aborting side may still get the DISCONNECTED its QP's
     # destroy causes, but only while the call runs: no-event-after-destroy.
@@ -57,7 +60,7 @@ def test_abort_is_seen_by_the_peer(
 
 @pytest.mark.parametrize("how", ["bad_rkey", "past_end"])
 def test_remote_access_error_ends_the_connection(
-    cm: CMSession, contract: Contract, profile: Profile, how: str
+    cm: CMSession, contract: Contract, profile: Profiles, how: str
 ) -> None:
     """A WRITE the peer refuses completes as the profile says; both sides get DISCONNECTED."""
     tl = cm.run("remote_access_error", how=how)
@@ -65,15 +68,17 @@ def test_remote_access_error_ends_the_connection(
     writes = [a for a in tl.actions if a.name == "write"]
     assert len(writes) == 1 and writes[0].ok, explain(tl, f"the {how} WRITE got no completion")
     status = writes[0].params["wc_status"]
-    assert status in profile.remote_access_write_statuses, explain(
+    writer = profile.of(cm.host(cm.active))  # the writer's driver completes the WRITE
+    assert status in writer.remote_access_write_statuses, explain(
         tl,
         f"the {how} WRITE completed {writes[0].params['wc_status_name']}({status}); profile "
-        f"{profile.name} allows {sorted(profile.remote_access_write_statuses)}",
+        f"{writer.name} allows {sorted(writer.remote_access_write_statuses)}",
     )
     for side in (cm.active, cm.passive):
         got = seen(tl, "DISCONNECTED", side)
-        assert len(got) == 1 and got[0].status in profile.remote_access_statuses, explain(
+        allowed = profile.of(cm.host(side)).remote_access_statuses
+        assert len(got) == 1 and got[0].status in allowed, explain(
             tl,
             f"side {side} should get one DISCONNECTED with a status in "
-            f"{sorted(profile.remote_access_statuses)} after the refused WRITE",
+            f"{sorted(allowed)} after the refused WRITE",
         )

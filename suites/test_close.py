@@ -14,12 +14,12 @@ from cmsuite import Contract, explain, seen
 
 from hil.cm import steps
 from hil.cm.session import CMSession
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 
 
 @pytest.mark.parametrize("by", ["active", "passive"])
 def test_orderly_close_disconnects_both_sides(
-    cm: CMSession, contract: Contract, profile: Profile, by: str
+    cm: CMSession, contract: Contract, profile: Profiles, by: str
 ) -> None:
     """rdma_disconnect by ``by``: one DISCONNECTED per side, with an orderly status."""
     tl = cm.run("close", by=by)
@@ -27,10 +27,11 @@ def test_orderly_close_disconnects_both_sides(
     for side in (cm.active, cm.passive):
         got = seen(tl, "DISCONNECTED", side)
         assert len(got) == 1, explain(tl, f"expected one DISCONNECTED on side {side}")
-        assert got[0].status in profile.orderly_close_statuses, explain(
+        own = profile.of(got[0].host)  # each side's status is its own driver's
+        assert got[0].status in own.orderly_close_statuses, explain(
             tl,
-            f"DISCONNECTED status {got[0].status} on side {side}; profile {profile.name} "
-            f"allows {sorted(profile.orderly_close_statuses)} for an orderly close",
+            f"DISCONNECTED status {got[0].status} on side {side}; profile {own.name} "
+            f"allows {sorted(own.orderly_close_statuses)} for an orderly close",
         )
     assert "close_us" in tl.metrics, explain(tl, "no close time measured")
 

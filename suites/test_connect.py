@@ -11,7 +11,7 @@ from __future__ import annotations
 from cmsuite import Contract, explain, seen
 
 from hil.cm.session import CMSession
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 
 
 def test_connect_establishes_both_sides_and_carries_private_data(
@@ -35,36 +35,38 @@ def test_connect_establishes_both_sides_and_carries_private_data(
 
 
 def test_reject_gives_rejected_with_the_private_data(
-    cm: CMSession, contract: Contract, profile: Profile
+    cm: CMSession, contract: Contract, profile: Profiles
 ) -> None:
-    """rdma_reject: the active side gets REJECTED, the profile's status, the reject's data."""
+    """rdma_reject: the active side gets REJECTED, its profile's status, the reject's data."""
     tl = cm.run("reject", private_data=b"hil-no-thanks")
     contract(tl)
     rejected = seen(tl, "REJECTED", cm.active)
     assert len(rejected) == 1, explain(tl, "expected one REJECTED on the active side")
-    assert rejected[0].status == profile.reject_status, explain(
+    active = profile.of(cm.host(cm.active))  # the active host maps the reject to a status
+    assert rejected[0].status == active.reject_status, explain(
         tl,
-        f"REJECTED status {rejected[0].status}, profile {profile.name} says "
-        f"{profile.reject_status}",
+        f"REJECTED status {rejected[0].status}, profile {active.name} says {active.reject_status}",
     )
     assert not seen(tl, "ESTABLISHED"), explain(tl, "a rejected connect was ESTABLISHED")
 
 
 def test_connect_with_no_listener_is_refused(
-    cm: CMSession, contract: Contract, profile: Profile
+    cm: CMSession, contract: Contract, profile: Profiles
 ) -> None:
-    """No listener on the port: refused as the profile says (siw: rdma_connect fails)."""
+    """No listener on the port: refused as the connecting host's profile says (siw:
+    rdma_connect fails)."""
     tl = cm.run("no_listener")
     contract(tl)
     connects = [a for a in tl.actions if a.name == "connect"]
     assert len(connects) == 1, explain(tl, "expected one connect action")
-    if profile.no_listener_connect_error:
+    active = profile.of(cm.host(cm.active))
+    if active.no_listener_connect_error:
         assert connects[0].result == "ECONNREFUSED", explain(
             tl, "rdma_connect with no listener should fail ECONNREFUSED"
         )
     else:
         replies = [
-            e for e in tl.events if e.side == cm.active and e.type in profile.no_listener_events
+            e for e in tl.events if e.side == cm.active and e.type in active.no_listener_events
         ]
-        assert replies, explain(tl, f"expected one of {sorted(profile.no_listener_events)}")
+        assert replies, explain(tl, f"expected one of {sorted(active.no_listener_events)}")
     assert not seen(tl, "ESTABLISHED"), explain(tl, "a connect with no listener was ESTABLISHED")

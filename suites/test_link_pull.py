@@ -17,7 +17,7 @@ from cmsuite import Contract, explain
 
 from hil.cm.session import CMSession
 from hil.inventory.model import PULL_MODES
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 
 pytestmark = pytest.mark.disruptive
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.disruptive
 @pytest.mark.parametrize("traffic", [False, True], ids=["idle", "traffic"])
 @pytest.mark.parametrize("mode", PULL_MODES)
 def test_link_pull_then_restore_and_reconnect(
-    cm: CMSession, contract: Contract, profile: Profile, mode: str, traffic: bool
+    cm: CMSession, contract: Contract, profile: Profiles, mode: str, traffic: bool
 ) -> None:
     """Detection within the profile's bound (when it has one), then a working reconnect."""
     offered = cm.pull_modes()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from hil.agent import Agent
     from hil.cm.observer import Observer
-    from hil.judge.profiles import Profile
+    from hil.judge.profiles import Profiles
     from hil.judge.timeline import Action, ClockOffset, Event
 
 
@@ -36,6 +36,10 @@ class Recorder(Protocol):
     def events(self) -> list[Event]:
         """Every event recorded so far, in controller-time order."""
 
+    @property
+    def session(self) -> PairView:
+        """The pair the recording runs on (its profiles bound the steps' waits)."""
+
 
 class PairView(Protocol):
     """The two sides of a set-up pair, as a recording and the steps use them."""
@@ -49,8 +53,8 @@ class PairView(Protocol):
         """The side that listens."""
 
     @property
-    def profile(self) -> Profile:
-        """The contract profile of the provider the pair runs."""
+    def profile(self) -> Profiles:
+        """The contract profiles of the providers the pair runs (``of(host)``: a host's)."""
 
     @property
     def observers(self) -> Observer:

@@ -45,7 +45,7 @@ from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome
 from hil.cm.registry import sequence
-from hil.cm.steps import REPLY_TIMEOUT, Conn, Listener, StepFailed
+from hil.cm.steps import STEP_SLACK_S, Conn, Listener, StepFailed, waits
 from hil.errors import InputError
 from hil.judge.access import ACCESS_ERRORS
 from hil.judge.timeline import Timeline
@@ -59,7 +59,6 @@ BYS = ("active", "passive")
 PAUSE_SETTLE_S = 0.5
 # Time for connects' MPA requests to reach the passive kernel, unretrieved.
 ARRIVE_S = 1.0
-PEER_DETECT_TIMEOUT = 20.0  # siw: the peer of an abort sees FIN at once; cxgb4 RST
 BUFFER_BYTES = 65536  # every QP's registered buffer (CMChannel.create_qp)
 
 
@@ -120,11 +119,12 @@ def abort(s: PairSides, how: str = "qp_err", by: str = "active") -> Timeline:
             start = ep.destroy(cm_id).action.t_us
         else:
             start = ep.kill((cm_id,)).t_us
-        got = steps.wait_disconnected(conn, PEER_DETECT_TIMEOUT, (peer,))[peer]
+        # The peer's DISCONNECTED follows the abort's RST, TERMINATE or FIN: a close.
+        got = steps.wait_disconnected(conn, waits(s).close_s, (peer,))[peer]
         if got is not None:
             rec.metric("detection_us", got.t_us - start)
         if how == "qp_err":
-            steps.wait_disconnected(conn, REPLY_TIMEOUT, (by,))
+            steps.wait_disconnected(conn, waits(s).close_s, (by,))
         steps.teardown(conn)
     return rec.timeline()
 
@@ -137,7 +137,7 @@ def reject(s: PairSides, private_data: bytes = b"no thanks") -> Timeline:
         active = rec.endpoint(s.active)
         conn, req = steps.request(rec, active, listener, "c1", what="reject")
         out = listener.ep.reject(req.id, private_data)
-        got = active.wait(steps.REPLY_TYPES, conn.id, REPLY_TIMEOUT)
+        got = active.wait(steps.REPLY_TYPES, conn.id, waits(s).reply_s)
         if got is not None:
             rec.metric("reject_us", got.t_us - out.action.t_us)
         listener.ep.collect(0.2)  # an event after rdma_reject would be a violation: catch it
@@ -183,7 +183,9 @@ def link_pull(
         start = controller_us()
         lc.pull(s.pair.link, mode)
         rec.controller_action(side, "pull", start, mode=kind, method=mode, traffic=traffic)
-        found = steps.wait_disconnected(conn, bound + 5 if bound else hold_s, ("active",))
+        found = steps.wait_disconnected(
+            conn, bound + STEP_SLACK_S if bound else hold_s, ("active",)
+        )
         if found["active"] is None:
             found = steps.wait_disconnected(conn, 1.0, ("passive",))
         hit = next((e for e in found.values() if e is not None), None)
@@ -231,13 +233,13 @@ def _drop(conn: Conn) -> None:
 @sequence
 def destroy_conn_sent(s: PairSides) -> Timeline:
     """Connect to a listener that never answers; destroy the active id in CONN_SENT."""
-    bound = s.profile.conn_sent_destroy_bound_s
+    bound = s.profile.of(s.host(s.active)).conn_sent_destroy_bound_s  # the destroying host's
     with s.recording("destroy-conn-sent") as rec:
         listener = steps.listen(rec, s.passive)
         active = rec.endpoint(s.active)
         conn, req = steps.request(rec, active, listener, "c1", what="destroy in CONN_SENT")
         assert conn.id is not None  # request() made sure
-        out = active.destroy(conn.id, timeout=bound + 10)
+        out = active.destroy(conn.id, timeout=bound + STEP_SLACK_S)
         if out.action.duration_us is not None:
             rec.metric("destroy_blocked_us", out.action.duration_us)
         steps.destroy(listener.ep, req.id, listener.id)
@@ -271,7 +273,7 @@ def listener_destroy(s: PairSides, pending: int = 2, accepted: int = 1) -> Timel
         listener.ep.pause(False)
         for t in tries:
             if t.ok and t.id:
-                active.wait(steps.REPLY_TYPES, t.id, REPLY_TIMEOUT)
+                active.wait(steps.REPLY_TYPES, t.id, waits(s).reply_s)
         _label_retrieved_requests(rec, listener, pending)
         for c in conns:
             steps.close(c, "active")
@@ -321,7 +323,7 @@ def storm(s: PairSides, count: int = 8) -> Timeline:
             )
         with ThreadPoolExecutor(max_workers=min(count, 16)) as pool:
             list(pool.map(lambda e: active.disconnect(e.id), up))
-        downs = [active.wait("DISCONNECTED", e.id, REPLY_TIMEOUT) for e in up]
+        downs = [active.wait("DISCONNECTED", e.id, waits(s).close_s) for e in up]
         if up and all(downs):
             last = max(d.t_us for d in downs if d)
             rec.metric("cycle_rate_per_s", len(up) / max(1e-6, (last - first) / 1e6))
@@ -347,7 +349,7 @@ def remote_access_error(s: PairSides, how: str = "bad_rkey", length: int = 64) -
         else:
             addr, rkey = peer["addr"] + peer["length"], peer["rkey"]
         out = conn.active.write(conn.active_id, addr, rkey, length, how=how)
-        got = steps.wait_disconnected(conn, PEER_DETECT_TIMEOUT)
+        got = steps.wait_disconnected(conn, waits(s).close_s)
         first = min((e.t_us for e in got.values() if e is not None), default=None)
         if first is not None:
             rec.metric("detection_us", first - out.action.t_us)

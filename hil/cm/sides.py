@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from hil.host.journal import Journal
     from hil.host.linkctl import LinkControl
     from hil.inventory.model import Pair, Rnic
-    from hil.judge.profiles import Profile
+    from hil.judge.profiles import Profiles
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class PairSides:
         hosts: Hosts,
         pair: Pair,
         *,
-        profile: Profile,
+        profile: Profiles,
         direction: str = "a-b",
         journal: Journal | None = None,
         evidence: bool = True,

@@ -5,6 +5,10 @@ endpoints, so everything it does lands on the run's timeline.  A step that
 needs something to succeed (``establish``) raises :class:`StepFailed` naming
 the host, what failed and what was seen; steps whose outcome is the point of
 the sequence (a reject, a connect with no listener) just return it.
+
+How long a step waits comes from the pair's profiles (:func:`waits`), never
+from one provider's constants: an iw_cxgb4 close may take up to
+``ep_timeout_secs`` + 5 s and is still waited for, recorded and judged.
 """
 
 from __future__ import annotations
@@ -16,14 +20,39 @@ from typing import TYPE_CHECKING
 from hil.agent.remote.protocol import AutoAnswer
 from hil.cm.endpoint import Endpoint, Outcome
 from hil.errors import RemoteError
-from hil.judge.timeline import Event
+from hil.judge.timeline import SIDES, Event
 
 if TYPE_CHECKING:
+    from hil.cm.interfaces import PairView
     from hil.cm.recording import Recording
 
 REPLY_TYPES = ("ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR")
-# siw answers an unanswered MPA request after 10 s; allow that plus a slow guest.
-REPLY_TIMEOUT = 15.0
+# Past a profile's bound the contract fails the run; a step waits this much longer,
+# so that a late event is still recorded and judged (late), not reported as missing.
+STEP_SLACK_S = 10.0
+
+
+@dataclass(frozen=True)
+class Waits:
+    """How long the steps wait on a pair: the slower host's bound plus :data:`STEP_SLACK_S`.
+
+    ``reply_s``: a connect's answer or request (the connect timeout: siw's
+    MPAREQ_TIMEOUT, iw_cxgb4's ``ep_timeout_secs``); ``close_s``: a close's
+    DISCONNECTED (iw_cxgb4 waits up to ``ep_timeout_secs`` for the peer's
+    FIN); ``destroy_s``: rdma_destroy_id, which may block for either.
+    """
+
+    reply_s: float
+    close_s: float
+    destroy_s: float
+
+
+def waits(s: PairView) -> Waits:
+    """The step timeouts of the pair ``s`` runs on, from both hosts' profiles."""
+    profiles = [s.profile.of(s.host(side)) for side in SIDES]
+    reply = max(p.conn_sent_destroy_bound_s for p in profiles)
+    close = max(p.local_close_bound_s for p in profiles)
+    return Waits(reply + STEP_SLACK_S, close + STEP_SLACK_S, max(reply, close) + STEP_SLACK_S)
 
 
 class StepFailed(RemoteError):
@@ -95,9 +124,11 @@ def expect(
     types: str | tuple[str, ...],
     cm_id: str | None,
     what: str,
-    timeout: float = REPLY_TIMEOUT,
+    timeout: float | None = None,
 ) -> Event:
-    """Wait for an event or raise :class:`StepFailed` saying what was seen instead."""
+    """Wait for an event (at most ``timeout``, default the pair's ``reply_s``) or raise
+    :class:`StepFailed` saying what was seen instead."""
+    timeout = waits(ep.rec.session).reply_s if timeout is None else timeout
     got = ep.wait(types, cm_id, timeout)
     if got is None:
         seen = "; ".join(e.brief() for e in ep.rec.events()[-6:]) or "no events"
@@ -171,9 +202,11 @@ def wait_disconnected(
     return found
 
 
-def close(conn: Conn, by: str = "active", timeout: float = REPLY_TIMEOUT) -> Outcome:
-    """Orderly close started by ``by`` ("active"/"passive"); waits for both DISCONNECTED."""
+def close(conn: Conn, by: str = "active", timeout: float | None = None) -> Outcome:
+    """Orderly close started by ``by`` ("active"/"passive"); waits for both DISCONNECTED
+    (at most ``timeout``, default the pair's ``close_s``)."""
     ep, cm_id = (conn.active, conn.active_id) if by == "active" else (conn.passive, conn.passive_id)
+    timeout = waits(ep.rec.session).close_s if timeout is None else timeout
     out = ep.disconnect(cm_id)
     if not out.ok:
         raise StepFailed(ep.host, f"disconnect {conn.label} failed: {out.action.result}")
@@ -188,10 +221,12 @@ def close(conn: Conn, by: str = "active", timeout: float = REPLY_TIMEOUT) -> Out
     return out
 
 
-def destroy(ep: Endpoint, *ids: str | None, timeout: float = 30.0) -> list[Outcome]:
-    """Destroy each of ``ids`` that is still alive on ``ep`` (others are skipped)."""
+def destroy(ep: Endpoint, *ids: str | None, timeout: float | None = None) -> list[Outcome]:
+    """Destroy each of ``ids`` that is still alive on ``ep`` (others are skipped), each
+    call bounded by ``timeout`` (default the pair's ``destroy_s``)."""
     if not ep.alive:
         return []
+    timeout = waits(ep.rec.session).destroy_s if timeout is None else timeout
     alive = set(ep.handles())
     return [ep.destroy(i, timeout=timeout) for i in ids if i and i in alive]
 

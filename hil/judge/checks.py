@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from hil.errors import InputError
 from hil.judge.contract import Verdict, Violation, check, rule_named
 from hil.judge.expectations import BAD_KERNEL_LINE, DEFAULT_KERNEL_ALLOW, kernel_log_clean
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
 
 # Lockdep and hung-task reports that the contract rule's pattern does not
@@ -95,7 +95,7 @@ def judge(
     resources: tuple[ResourceCount, ...],
     kernel_log: tuple[KernelLogLine, ...],
     lost: Mapping[str, int],
-    profile: Profile,
+    profile: Profiles,
     pair: tuple[str, str],
     allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
 ) -> Verdict:
@@ -132,7 +132,7 @@ def judge(
 
 def assess(
     after: AfterState,
-    profile: Profile,
+    profile: Profiles,
     pair: tuple[str, str],
     allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
 ) -> CheckResult:

@@ -2,8 +2,12 @@
 
 Each :class:`Rule` has a name, the invariant it restates (docs/contract.md),
 a one-line statement and its source.  A rule reads statuses and time bounds
-from a :class:`~hil.judge.profiles.Profile`, never the driver's name.  A rule
-that finds nothing to judge in a timeline (no reject, no link pull) passes.
+from a :class:`~hil.judge.profiles.Profile`, never the driver's name; a pair
+whose hosts differ is judged by each host's own
+(:class:`~hil.judge.profiles.PairProfile`: an event by the profile of the
+host that reported it, a bound on an action by the profile of the host that
+acted).  A rule that finds nothing to judge in a timeline (no reject, no
+link pull) passes.
 
     verdict = check(timeline, profile_for("siw"))
     if not verdict.ok:
@@ -19,14 +23,14 @@ from typing import Any
 
 from hil.errors import InputError
 from hil.judge import access, expectations, invariants
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 from hil.judge.rule import Rule
 from hil.judge.timeline import Action, Event, Timeline
 
 
 @dataclass(frozen=True)
 class Violation:
-    """A broken rule: which one, under which profile, and the events that broke it."""
+    """A broken rule: which one, under which profile (the pair's), and the events that broke it."""
 
     rule: str
     profile: str
@@ -114,9 +118,14 @@ def rules_with(*replacements: Rule) -> tuple[Rule, ...]:
 
 
 def check(
-    timeline: Timeline, profile: Profile, rules: Sequence[Rule | str] | None = None
+    timeline: Timeline, profile: Profiles, rules: Sequence[Rule | str] | None = None
 ) -> Verdict:
-    """Check a timeline against rules (default: all) under a provider profile."""
+    """Check a timeline against rules (default: all) under a provider profile.
+
+    ``profile`` is one profile, or each host's own (a
+    :class:`~hil.judge.profiles.PairProfile`); the verdict names it
+    (``siw+iw_cxgb4`` for a mixed pair).
+    """
     chosen = [rule_named(r) if isinstance(r, str) else r for r in (rules or RULES)]
     violations = [
         Violation(rule.name, profile.name, f.message, f.events, f.actions, rule.invariant)

@@ -2,8 +2,10 @@
 
 These judge what a scenario's actions should lead to (a reject, a connect
 with no listener, a close, a link pull) with the statuses and bounds of the
-provider profile, and the resource counts and kernel log a run collected.
-A rule whose trigger is absent from the timeline finds nothing.
+provider profiles (an event's status by the profile of the host that
+reported it, a bound on an action by the profile of the host that acted),
+and the resource counts and kernel log a run collected.  A rule whose
+trigger is absent from the timeline finds nothing.
 """
 
 from __future__ import annotations
@@ -11,8 +13,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from hil.judge.profiles import Profile
-from hil.judge.rule import CLOSE_ACTIONS, Finding, Rule, errno_name, ms, replies, rule
+from hil.judge.profiles import Profiles
+from hil.judge.rule import (
+    CLOSE_ACTIONS,
+    Finding,
+    Rule,
+    actor,
+    errno_name,
+    ms,
+    replies,
+    reporter,
+    rule,
+)
 from hil.judge.timeline import Action, Event, Timeline
 
 # Kernel log lines that fail a run (invariant 11).
@@ -38,7 +50,7 @@ def _peer_events(tl: Timeline, cm_id: str | None, side: str, types: Sequence[str
     "REJECTED with the profile's status and the reject's private data",
     "[lab] siw -104 with private data; [src] cxgb4 cm.c -ECONNREFUSED",
 )
-def _reject_status(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _reject_status(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for act in (a for a in tl.actions if a.ok and a.id and a.name in ("reject", "destroy")):
         events = tl.events_for(act.id)
         unanswered = any(e.type == "CONNECT_REQUEST" for e in events) and not tl.actions_for(
@@ -53,10 +65,11 @@ def _reject_status(tl: Timeline, profile: Profile) -> Iterator[Finding]:
             continue  # unlabelled connection, or no reply: invariant 1 judges that
         got = answers[0]
         pdata = str(act.params.get("private_data", ""))
-        if got.type != "REJECTED" or got.status != profile.reject_status:
+        want = reporter(profile, got).reject_status  # the active host maps the reject
+        if got.type != "REJECTED" or got.status != want:
             yield Finding(
                 f"{act.name} of {act.id} gave the peer {got.type}({got.status}), "
-                f"expected REJECTED({profile.reject_status})",
+                f"expected REJECTED({want})",
                 (got,),
                 (act,),
             )
@@ -92,7 +105,7 @@ def _pdata_delivered(tl: Timeline, action: str, event: str, reason: str) -> Iter
     "(its leading bytes: a provider may pad)",
     "[lab] siw delivers it exactly; [src] cma.c iw_conn_req_handler passes the MPA request's",
 )
-def _connect_pdata(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _connect_pdata(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     yield from _pdata_delivered(tl, "connect", "CONNECT_REQUEST", "connect's")
 
 
@@ -104,7 +117,7 @@ def _connect_pdata(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "[lab] siw delivers it exactly; [src] cma.c cma_iw_handler passes the MPA reply's "
     "with CONNECT_REPLY",
 )
-def _accept_pdata(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _accept_pdata(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     yield from _pdata_delivered(tl, "accept", "ESTABLISHED", "accept's")
 
 
@@ -115,12 +128,13 @@ def _accept_pdata(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "event (siw), or as a REJECTED/UNREACHABLE/CONNECT_ERROR event (cxgb4)",
     "[src, lab] siw_cm.c siw_connect kernel_connect; [src] cxgb4 cm.c act_open_rpl",
 )
-def _no_listener(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _no_listener(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for act in (
         a for a in tl.actions if a.name == "connect" and a.id and a.params.get("listener") is False
     ):
         got = replies(tl, act.id)
-        if profile.no_listener_connect_error:
+        connector = actor(profile, tl, act)  # its connect and its events: one host
+        if connector.no_listener_connect_error:
             if errno_name(act.result) != "ECONNREFUSED":
                 yield Finding(
                     f"rdma_connect with no listener returned {act.result}, expected ECONNREFUSED",
@@ -134,10 +148,10 @@ def _no_listener(tl: Timeline, profile: Profile) -> Iterator[Finding]:
                 (),
                 (act,),
             )
-        elif got and got[0].type not in profile.no_listener_events:
+        elif got and got[0].type not in connector.no_listener_events:
             yield Finding(
                 f"connect with no listener got {got[0].type}, expected one of "
-                f"{', '.join(sorted(profile.no_listener_events))}",
+                f"{', '.join(sorted(connector.no_listener_events))}",
                 (got[0],),
                 (act,),
             )
@@ -167,22 +181,24 @@ def _first_close(tl: Timeline, conn: str) -> Action | None:
     "(rdma_disconnect) or abortive (QP to ERR locally; destroy, kill or QP to ERR for the peer)",
     "[lab] siw 0; [src] cxgb4 cm.c close/abort statuses; siw peer of abort [inferred]",
 )
-def _close_status(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _close_status(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for conn in sorted({e.conn for e in tl.events if e.conn and e.type == "DISCONNECTED"}):
         act = _first_close(tl, conn)
         if act is None or act.name == "pull":
             continue  # nothing to compare with, or a link pull (its own rule)
-        if act.name == "disconnect":
-            kind, local, peer = (
-                "orderly",
-                profile.orderly_close_statuses,
-                profile.orderly_close_statuses,
-            )
-        else:
-            kind, local, peer = "abortive", profile.abort_statuses, profile.peer_abort_statuses()
+        closer = actor(profile, tl, act)
+        kind = "orderly" if act.name == "disconnect" else "abortive"
         for e in tl.events_of_conn(conn):
-            allowed = local if e.side == act.side else peer
-            if e.type == "DISCONNECTED" and e.status not in allowed:
+            if e.type != "DISCONNECTED":
+                continue
+            own = reporter(profile, e)
+            if kind == "orderly":
+                allowed = own.orderly_close_statuses
+            elif e.side == act.side:
+                allowed = own.abort_statuses
+            else:  # what the peer sees depends on what the closer put on the wire
+                allowed = own.peer_abort_statuses(closer)
+            if e.status not in allowed:
                 who = "initiator" if e.side == act.side else "peer"
                 yield Finding(
                     f"{kind} close by {act.name}: {who} got DISCONNECTED({e.status}), "
@@ -199,9 +215,9 @@ def _close_status(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "(siw at once, cxgb4 after TCP teardown or ep_timeout_secs)",
     "[lab] siw ~2 ms; [src] cxgb4 cm.c ep_timeout",
 )
-def _disconnect_within(tl: Timeline, profile: Profile) -> Iterator[Finding]:
-    bound_us = profile.local_close_bound_s * 1e6
+def _disconnect_within(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for act in (a for a in tl.actions if a.name == "disconnect" and a.ok and a.id):
+        bound_us = actor(profile, tl, act).local_close_bound_s * 1e6
         events = tl.events_for(act.id)
         if not any(e.type == "ESTABLISHED" and e.t_us < act.t_us for e in events):
             continue
@@ -226,10 +242,11 @@ def _disconnect_within(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "link-pull-detected-within",
     None,
     "With the link down at least as long as the profile's bound, every connection "
-    "established before the pull sees a DISCONNECTED on some side within the bound",
+    "established before the pull sees a DISCONNECTED on some side within the bound "
+    "(a mixed pair: the larger of the two hosts' bounds)",
     "[lab] siw tcp_retries2=5: ~12 s under traffic; idle never [inferred]; cxgb4 [inferred]",
 )
-def _link_pull(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _link_pull(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for pull in (a for a in tl.actions if a.name == "pull" and a.ok):
         bound_s = profile.link_pull_bound_s(
             str(pull.params.get("mode", "carrier")), bool(pull.params.get("traffic", False))
@@ -265,7 +282,7 @@ def _conns_up_at(tl: Timeline, t_us: int) -> list[str]:
     "After the test each host holds no more cm_id, QP, CQ or MR than before it",
     "[src] rdma resource show; issue 5",
 )
-def _resources(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _resources(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for r in tl.resources:
         if r.after > r.before:
             yield Finding(
@@ -285,7 +302,7 @@ def kernel_log_clean(allow: Sequence[str] = DEFAULT_KERNEL_ALLOW) -> Rule:
         "'unreferenced object' line (known harmless lines allowed)",
         "[src] issue 5; kmemleak, KASAN, lockdep report formats",
     )
-    def _kernel_log(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+    def _kernel_log(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
         for k in tl.kernel_log:
             if BAD_KERNEL_LINE.search(k.line) and not any(p.search(k.line) for p in allowed):
                 yield Finding(f"{k.host} kernel log: {k.line.strip()}")

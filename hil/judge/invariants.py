@@ -1,7 +1,9 @@
 """Invariants 1-10 of the iWARP CM contract (docs/contract.md) as rules.
 
 They hold on every provider; where providers differ (a second
-CONNECT_REQUEST, how long destroy may block) the rule reads the profile.
+CONNECT_REQUEST, how long destroy may block) the rule reads the profile of
+the host whose behaviour it is: the connecting host retries with MPA v1, the
+destroying host's connect timeout bounds its destroy.
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import pairwise
 
-from hil.judge.profiles import Profile
-from hil.judge.rule import CLOSE_ACTIONS, Finding, errno_name, ms, replies, rule
-from hil.judge.timeline import CONNECT_REPLIES, Action, Event, Timeline
+from hil.judge.profiles import Profiles
+from hil.judge.rule import CLOSE_ACTIONS, Finding, actor, errno_name, host_of, ms, replies, rule
+from hil.judge.timeline import CONNECT_REPLIES, SIDES, Action, Event, Timeline
 
 
 @rule(
@@ -22,7 +24,7 @@ from hil.judge.timeline import CONNECT_REPLIES, Action, Event, Timeline
     "event follows; one CONNECT_REQUEST per connect (two with cxgb4's MPA v1 retry)",
     "[src] iwcm.c cm_conn_rep_handler, cm_close_handler; cxgb4 cm.c MPA v1 retry",
 )
-def _connect_ends_once(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _connect_ends_once(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for act in (a for a in tl.actions if a.name == "connect" and a.id):
         events = tl.events_for(act.id)
         got = [e for e in events if e.type in CONNECT_REPLIES]
@@ -54,16 +56,18 @@ def _connect_ends_once(tl: Timeline, profile: Profile) -> Iterator[Finding]:
             yield Finding(
                 f"{act.id} got DISCONNECTED before its connect reply", tuple(early), (act,)
             )
-    allowed = 2 if profile.mpa_v1_retry else 1
     by_conn: dict[str, list[Event]] = {}
     for e in tl.events:
         if e.type == "CONNECT_REQUEST" and e.conn:
             by_conn.setdefault(e.conn, []).append(e)
     for conn, requests in sorted(by_conn.items()):
+        # The connecting host (the other side of its requests) is the one that retries.
+        connector = host_of(tl, SIDES[1 - SIDES.index(requests[0].side)])
+        allowed = 2 if profile.of(connector).mpa_v1_retry else 1
         if len(requests) > allowed:
             yield Finding(
                 f"connection {conn} brought {len(requests)} CONNECT_REQUESTs "
-                f"(at most {allowed} under this profile)",
+                f"(at most {allowed} under the profile of {connector}, which connected)",
                 tuple(requests),
             )
 
@@ -74,7 +78,7 @@ def _connect_ends_once(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "iWARP never delivers CONNECT_RESPONSE or TIMEWAIT_EXIT",
     "[src] cma.c cma_iw_handler maps no provider event to them",
 )
-def _no_ib_only_events(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _no_ib_only_events(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     bad = [e for e in tl.events if e.type in ("CONNECT_RESPONSE", "TIMEWAIT_EXIT")]
     if bad:
         yield Finding("InfiniBand-only events on an iWARP connection", tuple(bad))
@@ -86,7 +90,7 @@ def _no_ib_only_events(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "At most one DISCONNECTED per cm_id, and only after its ESTABLISHED",
     "[src] iwcm.c cm_close_handler (CLOSE once, from ESTABLISHED/CLOSING)",
 )
-def _disconnect_once(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _disconnect_once(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for cm_id in sorted({e.id for e in tl.events if e.type == "DISCONNECTED"}):
         events = tl.events_for(cm_id)
         discs = [e for e in events if e.type == "DISCONNECTED"]
@@ -107,7 +111,7 @@ def _disconnect_once(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "accepted); accept fails only with ECONNRESET (peer aborted first)",
     "[src] iwcm.c iw_cm_accept, cm_conn_req_handler",
 )
-def _no_event_before_accept(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _no_event_before_accept(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for req in (e for e in tl.events if e.type == "CONNECT_REQUEST"):
         accepts = tl.actions_for(req.id, "accept")
         until = accepts[0].t_us if accepts else None
@@ -132,7 +136,7 @@ def _no_event_before_accept(tl: Timeline, profile: Profile) -> Iterator[Finding]
     "No event for an id (or through a listener) after rdma_destroy_id returns",
     "[src] iwcm.c IWCM_F_DROP_EVENTS and workqueue flush; ucma drops unreported events",
 )
-def _no_event_after_destroy(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _no_event_after_destroy(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for act in (a for a in tl.actions if a.name == "destroy" and a.ok and a.id):
         late = [
             e
@@ -150,7 +154,7 @@ def _no_event_after_destroy(tl: Timeline, profile: Profile) -> Iterator[Finding]
     "REJECTED); ids already accepted stay connected",
     "[src] cma.c cma_cancel_listens, ucma_cleanup_ctx_events; iwcm.c iw_destroy_cm_id",
 )
-def _listener_destroy(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _listener_destroy(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     listeners = {e.listen_id for e in tl.events if e.listen_id}
     listeners |= {a.id for a in tl.actions if a.name == "listen" and a.id}
     for act in (a for a in tl.actions if a.name == "destroy" and a.id in listeners):
@@ -211,9 +215,9 @@ def _accepted_survive(tl: Timeline, destroy: Action) -> Iterator[Finding]:
     "connect timeout (siw MPAREQ_TIMEOUT 10 s, cxgb4 ep_timeout_secs)",
     "[src] iwcm.c destroy_cm_id waits for IWCM_F_CONNECT_WAIT; siw_cm.c MPAREQ_TIMEOUT",
 )
-def _destroy_conn_sent(tl: Timeline, profile: Profile) -> Iterator[Finding]:
-    bound_us = profile.conn_sent_destroy_bound_s * 1e6
+def _destroy_conn_sent(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for act in (a for a in tl.actions if a.name == "destroy" and a.id):
+        bound_us = actor(profile, tl, act).conn_sent_destroy_bound_s * 1e6
         connects = [c for c in tl.actions_for(act.id, "connect") if c.ok and c.t_us < act.t_us]
         if not connects or any(e.t_us < act.t_us for e in replies(tl, act.id)):
             continue
@@ -236,7 +240,7 @@ def _destroy_conn_sent(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "rdma_disconnect on an id already closing or closed returns 0",
     "[src] iwcm.c iw_cm_disconnect (CLOSING/IDLE: return 0)",
 )
-def _disconnect_idempotent(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _disconnect_idempotent(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for act in (a for a in tl.actions if a.name == "disconnect" and a.id and not a.ok):
         before = [a for a in tl.actions_for(act.id, "disconnect") if a.t_us < act.t_us]
         closed = [
@@ -257,7 +261,7 @@ def _disconnect_idempotent(tl: Timeline, profile: Profile) -> Iterator[Finding]:
     "an id's events follow the connection's life (resolve, request/reply, disconnect)",
     "[src] iwcm.c ordered workqueue and work_list; ucma event_list FIFO",
 )
-def _fifo(tl: Timeline, profile: Profile) -> Iterator[Finding]:
+def _fifo(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for host in sorted({e.host for e in tl.events}):
         events = sorted((e for e in tl.events if e.host == host), key=lambda e: e.seq)
         for prev, cur in pairwise(events):

@@ -3,6 +3,13 @@
 The contract rules (:mod:`hil.judge.contract`) read statuses and time bounds
 from a :class:`Profile` and never look at the driver's name, so the same
 suites run on both providers.  Each value's source is in docs/contract.md.
+
+A pair is judged by :data:`Profiles`: one :class:`Profile` when both hosts
+would get the same one, else a :class:`PairProfile` holding each host's own
+(a mixed pair, siw on one side and iw_cxgb4 on the other, or two iw_cxgb4
+hosts with different ``ep_timeout_secs``).  Either answers ``of(host)``: a
+rule judges an event by the profile of the host that reported it and a bound
+on an action by the profile of the host that acted.
 """
 
 from __future__ import annotations
@@ -120,10 +127,21 @@ class Profile:
     # What the provider puts on the wire (the wire rules).
     wire: WireExpect
 
-    def peer_abort_statuses(self) -> frozenset[int]:
-        """The DISCONNECTED statuses the peer of an abortive close may see."""
-        if self.abortive_peer_looks_orderly:
-            return self.orderly_close_statuses
+    def of(self, host: str) -> Profile:
+        """The profile of ``host``: this one, for every host (see :class:`PairProfile`)."""
+        return self
+
+    def peer_abort_statuses(self, actor: Profile | None = None) -> frozenset[int]:
+        """The DISCONNECTED statuses this host may see when its peer closes abortively.
+
+        What the peer sees depends on what the aborting host (``actor``, this
+        profile when None) puts on the wire: one that may close with a FIN
+        only (siw) may look orderly to its peer, one that always sends a RST
+        or TERMINATE (cxgb4) does not.
+        """
+        actor = actor or self
+        if actor.abortive_peer_looks_orderly:
+            return self.orderly_close_statuses | self.abort_statuses
         return self.abort_statuses
 
     def link_pull_bound_s(self, mode: str, traffic: bool) -> float | None:
@@ -137,6 +155,58 @@ class Profile:
         if mode == "admin" and self.admin_down_bound_s is not None:
             return self.admin_down_bound_s
         return self.pull_traffic_bound_s if traffic else self.pull_idle_bound_s
+
+
+@dataclass(frozen=True)
+class PairProfile:
+    """Each host's own profile, for a pair whose two hosts are judged differently.
+
+    ``by_host`` is ``((host_a, profile_a), (host_b, profile_b))``.  Its
+    ``name`` joins the two profiles' names when they differ (``siw+iw_cxgb4``).
+    """
+
+    by_host: tuple[tuple[str, Profile], tuple[str, Profile]]
+
+    @property
+    def name(self) -> str:
+        """The profiles' names, end A first, once when both are the same."""
+        names = [p.name for _, p in self.by_host]
+        return names[0] if names[0] == names[1] else "+".join(names)
+
+    @property
+    def hosts(self) -> tuple[str, str]:
+        """The pair's hosts, end A first."""
+        return self.by_host[0][0], self.by_host[1][0]
+
+    def of(self, host: str) -> Profile:
+        """The profile of ``host``; InputError for a host not in the pair."""
+        for name, profile in self.by_host:
+            if name == host:
+                return profile
+        raise InputError(
+            f"no contract profile for host {host!r}: the pair's hosts are "
+            f"{' and '.join(self.hosts)}"
+        )
+
+    def link_pull_bound_s(self, mode: str, traffic: bool) -> float | None:
+        """The largest bound either host promises for a pulled link, or None.
+
+        A pull is noticed by whichever end sends (the writer retransmits), so
+        the pair's bound is the later of the ends' promises.
+        """
+        bounds = [p.link_pull_bound_s(mode, traffic) for _, p in self.by_host]
+        promised = [b for b in bounds if b is not None]
+        return max(promised) if promised else None
+
+
+# What judges a pair: one profile for both hosts, or each host's own.
+Profiles = Profile | PairProfile
+
+
+def pair_profile(by_host: tuple[tuple[str, Profile], tuple[str, Profile]]) -> Profiles:
+    """One :class:`Profile` when both hosts have the same, else a :class:`PairProfile`."""
+    (_, a), (_, b) = by_host
+    return a if a == b else PairProfile(by_host)
 
 
 # DDP error type 1 (tagged buffer) and its codes, RFC 5041 7.2: 0x00 invalid
@@ -241,7 +311,7 @@ class ProviderSpec:
     (the PCI function of an RNIC).  ``settings`` names each host setting
     that shapes the profile and where it is read: ``sysctl:NAME`` or an
     absolute sysfs path.  ``build(settings)`` makes the profile from those
-    that were read (the largest value of the pair's two hosts).
+    that were read on one host (each host of a pair gets its own).
     """
 
     driver: str
@@ -308,9 +378,12 @@ __all__ = [
     "IW_CXGB4",
     "PROVIDERS",
     "SIW",
+    "PairProfile",
     "Profile",
+    "Profiles",
     "ProviderSpec",
     "cxgb4_profile",
+    "pair_profile",
     "profile_for",
     "provider_named",
     "register_provider",

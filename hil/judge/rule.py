@@ -1,8 +1,11 @@
 """What a contract rule is, and the small timeline queries rules share.
 
-A rule is a function ``(timeline, profile) -> findings`` wrapped in a
+A rule is a function ``(timeline, profiles) -> findings`` wrapped in a
 :class:`Rule` that carries its name, the invariant it restates
-(docs/contract.md), a one-line statement and its source.
+(docs/contract.md), a one-line statement and its source.  ``profiles`` is
+one profile or each host's own (:data:`~hil.judge.profiles.Profiles`): a
+rule judges an event by :func:`reporter`'s profile (the host that reported
+it) and a bound on an action by :func:`actor`'s (the host that acted).
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ import errno
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from hil.judge.profiles import Profile
-from hil.judge.timeline import CONNECT_REPLIES, Action, Event, Timeline
+from hil.judge.profiles import Profile, Profiles
+from hil.judge.timeline import CONNECT_REPLIES, SIDES, Action, Event, Timeline
 
 # Actions that end a connection on purpose.
 CLOSE_ACTIONS = frozenset({"disconnect", "qp_err", "destroy", "kill"})
@@ -27,12 +30,12 @@ class Finding:
     actions: tuple[Action, ...] = ()
 
 
-CheckFn = Callable[[Timeline, Profile], Iterable[Finding]]
+CheckFn = Callable[[Timeline, Profiles], Iterable[Finding]]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One contract rule: ``check(timeline, profile)`` yields its findings."""
+    """One contract rule: ``check(timeline, profiles)`` yields its findings."""
 
     name: str
     invariant: int | None
@@ -50,6 +53,21 @@ def rule(
         return Rule(name, invariant, statement, source, fn)
 
     return wrap
+
+
+def host_of(tl: Timeline, side: str) -> str:
+    """The host on ``side`` ("a"/"b") of the timeline's pair."""
+    return tl.pair[SIDES.index(side)]
+
+
+def actor(profiles: Profiles, tl: Timeline, action: Action) -> Profile:
+    """The profile of the host that did ``action``: it bounds how long the action may take."""
+    return profiles.of(host_of(tl, action.side))
+
+
+def reporter(profiles: Profiles, event: Event) -> Profile:
+    """The profile of the host that reported ``event``: it says which statuses it may carry."""
+    return profiles.of(event.host)
 
 
 def errno_name(result: str | int) -> str:

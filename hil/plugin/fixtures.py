@@ -37,7 +37,7 @@ from hil.plugin import option_group
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
     from hil.host.pairsetup import PairState
-    from hil.judge.profiles import Profile
+    from hil.judge.profiles import Profiles
     from hil.judge.timeline import Timeline
     from hil.run import PairRun
 
@@ -85,7 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def profile(hil_run: PairRun, hil_setup: PairState) -> Profile:
+def profile(hil_run: PairRun, hil_setup: PairState) -> Profiles:
     """The contract profile of the provider both hosts really run."""
     try:
         return hil_run.profile
@@ -100,7 +100,7 @@ def direction(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def cm(hil_run: PairRun, profile: Profile, direction: str) -> CMSession:
+def cm(hil_run: PairRun, profile: Profiles, direction: str) -> CMSession:
     """A CM session on the set-up pair in the test's direction.
 
     Its own per-run evidence is off: the after-test checks take it per test,
@@ -110,7 +110,7 @@ def cm(hil_run: PairRun, profile: Profile, direction: str) -> CMSession:
 
 
 @pytest.fixture
-def contract(profile: Profile) -> Contract:
+def contract(profile: Profiles) -> Contract:
     """``contract(timeline)``: the verdict; fails the test with its text when not ok."""
 
     def judge(timeline: Timeline) -> Verdict:
@@ -135,7 +135,7 @@ def after_test_checks(request: pytest.FixtureRequest) -> Iterator[None]:
     request.getfixturevalue("hil_wire")
     # Each host's debugfs QP and endpoint counts, and its snapshots (hil.plugin.hwevidence).
     extra = request.getfixturevalue("hil_hw_evidence")
-    prof: Profile = request.getfixturevalue("profile")
+    prof: Profiles = request.getfixturevalue("profile")
     probes = {h.name: run.hosts.agent(h.name) for h in run.pair.hosts}
     allow: tuple[str, ...] = request.config.stash[ALLOW_KEY]
     baseline = evidence.begin(probes, extra)

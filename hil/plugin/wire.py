@@ -37,7 +37,7 @@ from hil.plugin import option_group
 from hil.wire.capture import COUNT
 
 if TYPE_CHECKING:
-    from hil.judge.profiles import Profile
+    from hil.judge.profiles import Profiles
     from hil.judge.timeline import Timeline
     from hil.run import PairRun
     from hil.wire.judge import WireReport
@@ -103,7 +103,7 @@ def hil_wire(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     run: PairRun = request.getfixturevalue("hil_run")
     request.getfixturevalue("hil_setup")
-    profile: Profile = request.getfixturevalue("profile")
+    profile: Profiles = request.getfixturevalue("profile")
     keeper = config.stash[KEEPER_KEY]
     keeper.take()  # what earlier tests (or the setup) ran is not this test's
     capture, unusable = _start(run, config.getoption("hil_wire_packets"))
@@ -138,7 +138,7 @@ def _finish(
     capture: LinkCapture | None,
     unusable: str | None,
     timelines: tuple[Timeline, ...],
-    profile: Profile,
+    profile: Profiles,
 ) -> WireReport:
     """Stop, decode, place and judge; tell the report; the files go when it returned."""
     from hil.wire.decode import decode

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from hil.host.journal import Journal, UndoReport
     from hil.host.pairsetup import PairState
     from hil.inventory.model import Inventory, Pair
-    from hil.judge.profiles import Profile
+    from hil.judge.profiles import Profiles
     from hil.reservation.store import Store
     from hil.run.provider import Provider
 
@@ -334,7 +334,7 @@ class PairRun:
         return self._provider
 
     @property
-    def profile(self) -> Profile:
+    def profile(self) -> Profiles:
         """The contract profile of the provider the pair really runs."""
         return self.provider.profile
 

@@ -5,29 +5,26 @@ setup chose (the inventory's, or a siw fallback it created), that device's
 driver (its ``node_desc`` in sysfs, else the driver of its parent device,
 matched against the registered providers of :mod:`hil.judge.profiles`), and
 the settings that shape the provider's profile (``net.ipv4.tcp_retries2``
-for siw, iw_cxgb4's ``ep_timeout_secs``).  Where the two hosts differ, the
-profile takes the larger value: it bounds when the slower end must have
-answered.
+for siw, iw_cxgb4's ``ep_timeout_secs``).  Each host gets the profile of its
+own driver and settings; a pair whose hosts' profiles differ (a mixed pair,
+siw on one side and iw_cxgb4 on the other, or different ``ep_timeout_secs``)
+is judged by a :class:`~hil.judge.profiles.PairProfile` holding both.
 """
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hil import tools
 from hil.errors import InputError, RemoteError
-from hil.judge.profiles import PROVIDERS, Profile, ProviderSpec, profile_for, provider_named
+from hil.host.rdmadev import device_driver, read_file
+from hil.judge.profiles import PROVIDERS, Profile, Profiles, ProviderSpec, pair_profile, profile_for
 
 if TYPE_CHECKING:
     from hil.agent import Agent
     from hil.host.hosts import Hosts
     from hil.host.pairsetup import PairState, PortState
     from hil.inventory.model import Pair, Rnic
-
-SYSFS_IB = "/sys/class/infiniband"
-READ_TIMEOUT = 15.0
 
 
 @dataclass(frozen=True)
@@ -39,11 +36,31 @@ class HostProvider:
     driver: str
     fallback: bool  # not the inventory's device: pair setup's siw fallback
     settings: dict[str, str] = field(default_factory=dict)
+    claimed: str = ""  # the inventory's driver for the port, shown beside the truth
+
+    @property
+    def profile(self) -> Profile:
+        """This host's contract profile; InputError for a driver with no profile."""
+        return profile_for(self.driver, **{k: self._number(k, v) for k, v in self.settings.items()})
+
+    def _number(self, name: str, value: str) -> int:
+        try:
+            return int(value)
+        except ValueError:
+            raise RemoteError(self.host, f"{name} is not a number: {value!r}") from None
+
+    def note(self) -> str:
+        """How the host's driver differs from the inventory's claim ("" when it does not)."""
+        if self.fallback:
+            return f"{self.driver} fallback on {self.host}: the inventory says {self.claimed}"
+        if self.claimed and self.driver != self.claimed:
+            return f"{self.host}'s device runs {self.driver}: the inventory says {self.claimed}"
+        return ""
 
 
 @dataclass(frozen=True)
 class Provider:
-    """What both hosts of a pair run; its profile is built from their settings."""
+    """What both hosts of a pair run; each host's profile is built from its own settings."""
 
     hosts: tuple[HostProvider, HostProvider]
 
@@ -54,71 +71,36 @@ class Provider:
 
     @property
     def driver(self) -> str:
-        """The pair's driver (``siw+iw_cxgb4`` for a mixed pair)."""
+        """The pair's driver (``siw+iw_cxgb4`` for a mixed pair, end A first)."""
         a, b = self.hosts
         return a.driver if not self.mixed else f"{a.driver}+{b.driver}"
 
     @property
-    def profile(self) -> Profile:
-        """The contract profile; InputError for a mixed pair or a driver with no profile."""
+    def profile(self) -> Profiles:
+        """The profiles that judge the pair: one when both hosts get the same, else each
+        host's own (:class:`~hil.judge.profiles.PairProfile`); InputError for a driver
+        with no profile."""
+        a, b = self.hosts
+        return pair_profile(((a.host, a.profile), (b.host, b.profile)))
+
+    def describe(self, pair: str) -> str:
+        """One line for the session output: what each host runs, and any siw fallback."""
         a, b = self.hosts
         if self.mixed:
-            raise InputError(
-                f"pair runs {a.driver} on {a.host} and {b.driver} on {b.host}: "
-                "no contract profile judges a mixed pair; give both ports the "
-                "same driver or the same fallback"
-            )
-        names = {name for h in self.hosts for name in h.settings}
-        return profile_for(a.driver, **{name: self._largest(name) for name in names})
-
-    def _largest(self, name: str) -> int:
-        values = [h.settings[name] for h in self.hosts if name in h.settings]
-        try:
-            return max(int(v) for v in values)
-        except ValueError:
-            raise RemoteError(
-                self.hosts[0].host,
-                f"{name} is not a number on the pair's hosts: {', '.join(values)}",
-            ) from None
-
-
-def _read(agent: Agent, host: str, path: str) -> str:
-    """A sysfs file's content, stripped; RemoteError naming host and file when unreadable."""
-    r = agent.run(tools.argv("cat", path), timeout=READ_TIMEOUT)
-    if r.status != 0:
-        why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
-        raise RemoteError(host, f"cannot read {path} ({why})")
-    return r.stdout.strip()
-
-
-def device_driver(agent: Agent, host: str, device: str) -> str:
-    """The provider behind RDMA device ``device`` on ``host``, as sysfs tells it."""
-    base = posixpath.join(SYSFS_IB, device)
-    desc = _read(agent, host, posixpath.join(base, "node_desc"))
-    for spec in PROVIDERS.values():
-        if desc.startswith(spec.node_desc):
-            return spec.driver
-    link = agent.run(
-        tools.argv("readlink", "-f", posixpath.join(base, "device", "driver")), timeout=READ_TIMEOUT
-    )
-    parent = posixpath.basename(link.stdout.strip()) if link.status == 0 else ""
-    if parent:
-        try:
-            return provider_named(parent).driver
-        except InputError:
-            return parent  # a driver hil has no profile for: the profile says so
-    raise RemoteError(
-        host,
-        f"RDMA device {device}: cannot tell its driver (node_desc "
-        f"{desc!r}, no parent device driver); is it an RNIC hil knows?",
-    )
+            runs = f"runs {a.driver} on {a.host} and {b.driver} on {b.host}"
+        else:
+            runs = f"runs {a.driver} on both hosts"
+        notes = [h.note() for h in self.hosts if h.note()]
+        if len(notes) == 2 and a.fallback and b.fallback and a.claimed == b.claimed:
+            notes = [f"{a.driver} fallback: the inventory says {a.claimed}"]
+        return f"pair {pair} {runs}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _setting(agent: Agent, host: str, where: str) -> str:
     """One setting of a provider, read where its spec says."""
     if where.startswith("sysctl:"):
         return agent.sysctl(where.removeprefix("sysctl:"))
-    return _read(agent, host, where)
+    return read_file(agent, host, where)
 
 
 def _settings(agent: Agent, host: str, driver: str) -> dict[str, str]:
@@ -142,6 +124,7 @@ def _host_provider(hosts: Hosts, port: PortState, rnic: Rnic) -> HostProvider:
         driver,
         port.rdma_device != rnic.rdma_device,
         _settings(agent, port.host, driver),
+        rnic.driver,
     )
 
 

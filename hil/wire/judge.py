@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 from hil.judge.timeline import Timeline
 from hil.wire.link import link
 from hil.wire.model import Exchange
@@ -82,13 +82,16 @@ class WireVerdict:
 def judge(
     exchange: Exchange | None,
     timelines: Sequence[Timeline],
-    profile: Profile,
+    profile: Profiles,
     *,
     unusable: str | None = None,
     rules: Sequence[WireRule] | None = None,
     timeline_known: bool = True,
 ) -> WireVerdict:
     """Run the wire rules (default: all registered) on one test.
+
+    ``profile`` is one profile or each host's own: a rule judges what a host
+    put on the wire by that host's expectations (:meth:`WireCase.expects`).
 
     ``timeline_known=False`` says there is no CM timeline at all (a capture
     from elsewhere), as opposed to a test that ran no sequence.

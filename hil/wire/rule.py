@@ -5,6 +5,13 @@ when it judged something and found it right, ``n/a`` when the test held
 nothing it judges (no reject, no link pull), and ``skip`` when it could not
 judge (no usable capture point, packets not placed on the timeline); the
 reason always says which.  Never a pass for a scenario that did not happen.
+
+A rule reads what a host puts on the wire from that host's profile
+(:meth:`WireCase.expects`): an MPA frame, a reject's teardown or a TERMINATE
+by the expectations of the host that sent it, an abortive close by those of
+the host that closed.  When the sender is not known (a bare capture judged
+with each host's own profile) every host's expectations are offered and a
+frame one of them allows passes.
 """
 
 from __future__ import annotations
@@ -13,10 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from hil.judge.profiles import Profile
-from hil.judge.timeline import Timeline
+from hil.judge.profiles import Profile, Profiles, WireExpect
+from hil.judge.timeline import SIDES, Timeline
 from hil.wire.link import Link
-from hil.wire.model import Exchange, Packet
+from hil.wire.model import Connection, Exchange, Packet, Role
 
 Status = Literal["pass", "fail", "skip", "n/a"]
 
@@ -51,7 +58,7 @@ class WireCase:
     exchange: Exchange
     timelines: tuple[Timeline, ...]
     links: tuple[Link, ...]
-    profile: Profile
+    profile: Profiles
 
     @property
     def placed(self) -> bool:
@@ -63,6 +70,25 @@ class WireCase:
         order: the packet's placement uncertainty plus the host's clock offset's."""
         tl_unc = max((tl.uncertainty_us(host) for tl in self.timelines), default=0)
         return self.exchange.uncertainty_us.get(packet.point, 0) + tl_unc
+
+    def host_of(self, conn: Connection, role: Role) -> str | None:
+        """The host on ``role``'s end of ``conn``, when a timeline's connect is linked to it."""
+        lk = next((lk for lk in self.links if lk.wire is conn), None)
+        return None if lk is None else link_host(lk, role)
+
+    def expects(self, host: str | None) -> tuple[WireExpect, ...]:
+        """What ``host`` puts on the wire; each host's (once each) when ``host`` is None."""
+        if isinstance(self.profile, Profile):
+            return (self.profile.wire,)
+        if host is not None:
+            return (self.profile.of(host).wire,)
+        return tuple(dict.fromkeys(p.wire for _, p in self.profile.by_host))
+
+
+def link_host(lk: Link, role: Role) -> str:
+    """The host on ``role``'s end of a linked connect (the active end connected)."""
+    active = SIDES.index(lk.active_side)
+    return lk.timeline.pair[active if role == "active" else 1 - active]
 
 
 Check = Callable[[WireCase], Outcome]

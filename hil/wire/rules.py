@@ -1,8 +1,9 @@
 """The wire rules: what the packets of a test must show, by name.
 
 Each rule reads the provider's :class:`~hil.judge.profiles.WireExpect`
-(``case.profile.wire``), never the driver's name.  docs/wire.md states each
-rule and its source.  A lab adds its own with :func:`register_wire_rule`.
+(``case.expects(host)``: the sending or closing host's), never the driver's
+name.  docs/wire.md states each rule and its source.  A lab adds its own with
+:func:`register_wire_rule`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,19 @@ from collections.abc import Iterator
 
 from hil.errors import InputError
 from hil.judge.access import ACCESS_ERRORS
-from hil.judge.timeline import Action, Event
+from hil.judge.profiles import WireExpect
+from hil.judge.timeline import SIDES, Action, Event
 from hil.wire.link import Link
-from hil.wire.model import Connection, Packet
-from hil.wire.rule import Outcome, WireCase, WireFinding, WireRule, evidence, judged
+from hil.wire.model import Connection, Mpa, Packet
+from hil.wire.rule import (
+    Outcome,
+    WireCase,
+    WireFinding,
+    WireRule,
+    evidence,
+    judged,
+    link_host,
+)
 
 CLOSE_ACTIONS = ("disconnect", "qp_err", "destroy", "kill")
 ABORTIVE = ("qp_err", "destroy", "kill")
@@ -86,27 +96,33 @@ def reply_pdata(case: WireCase) -> Outcome:
     return judged(findings, count, "no accept in this test")
 
 
+def _mpa_wrong(m: Mpa, exp: WireExpect) -> list[str]:
+    """What in MPA frame ``m`` its sender's expectations ``exp`` do not allow."""
+    wrong = []
+    if m.revision not in exp.mpa_revisions:
+        wrong.append(f"revision {m.revision} (expected {sorted(exp.mpa_revisions)})")
+    if m.marker:
+        wrong.append("marker flag set (no iWARP provider here uses markers)")
+    if exp.crc is not None and m.crc != exp.crc:
+        wrong.append(f"CRC flag {int(m.crc)} (expected {int(exp.crc)})")
+    if m.revision == 2 and m.enhanced != exp.enhanced:
+        wrong.append(f"enhanced flag {int(m.enhanced)} (expected {int(exp.enhanced)})")
+    return wrong
+
+
 def revision_and_flags(case: WireCase) -> Outcome:
-    exp = case.profile.wire
     findings, count = [], 0
     for conn in case.exchange.connections:
         for p in conn.seen_by():
             if p.mpa is None:
                 continue
             count += 1
-            m = p.mpa
-            wrong = []
-            if m.revision not in exp.mpa_revisions:
-                wrong.append(f"revision {m.revision} (expected {sorted(exp.mpa_revisions)})")
-            if m.marker:
-                wrong.append("marker flag set (no iWARP provider here uses markers)")
-            if exp.crc is not None and m.crc != exp.crc:
-                wrong.append(f"CRC flag {int(m.crc)} (expected {int(exp.crc)})")
-            if m.revision == 2 and m.enhanced != exp.enhanced:
-                wrong.append(f"enhanced flag {int(m.enhanced)} (expected {int(exp.enhanced)})")
+            sender = case.host_of(conn, conn.role(p))
+            # The sender's expectations; unknown sender: the frame passes if any host's allow it.
+            wrong = min((_mpa_wrong(p.mpa, exp) for exp in case.expects(sender)), key=len)
             if wrong:
                 findings.append(
-                    WireFinding(f"MPA {m.kind}: {'; '.join(wrong)}", conn.name, evidence(p))
+                    WireFinding(f"MPA {p.mpa.kind}: {'; '.join(wrong)}", conn.name, evidence(p))
                 )
     return judged(findings, count, "no MPA frame on the wire")
 
@@ -128,7 +144,6 @@ def _reject_replies(case: WireCase) -> Iterator[tuple[Connection, Packet, Action
 
 
 def reject_on_wire(case: WireCase) -> Outcome:
-    allowed = case.profile.wire.reject_teardown
     findings, count = [], 0
     for lk in case.links:  # a reject the application made must be on the wire
         for rej in lk.actions("reject"):
@@ -151,6 +166,8 @@ def reject_on_wire(case: WireCase) -> Outcome:
                 )
             )
         end = _teardown_after(conn, reply)
+        rejecter = case.host_of(conn, conn.role(reply))
+        allowed = frozenset().union(*(e.reject_teardown for e in case.expects(rejecter)))
         kinds = {f for f in ("FIN", "RST") if end is not None and f in end.flags}
         if end is None or not kinds & allowed:
             what = "no FIN or RST" if end is None else "+".join(sorted(kinds))
@@ -207,10 +224,12 @@ def orderly_close(case: WireCase) -> Outcome:
 
 
 def abortive_close(case: WireCase) -> Outcome:
-    allowed = case.profile.wire.abortive_signals
     findings, count = [], 0
     for lk, close in _closes(case, ABORTIVE):
         count += 1
+        # What the host that closed puts on the wire (siw may close with a FIN only).
+        (exp,) = case.expects(lk.timeline.pair[SIDES.index(close.side)])
+        allowed = exp.abortive_signals
         if lk.wire is None:
             findings.append(_missing(lk, "connection not on the wire"))
             continue
@@ -262,10 +281,10 @@ def _access_errors(case: WireCase) -> Iterator[tuple[Link, Action]]:
 
 
 def access_error(case: WireCase) -> Outcome:
-    exp = case.profile.wire
     findings, count = [], 0
     for lk, write in _access_errors(case):
         count += 1
+        (exp,) = case.expects(link_host(lk, "passive"))  # the data sink sends the TERMINATE
         codes = dict(exp.access_error_codes).get(str(write.params.get("how")), frozenset())
         terms = lk.wire.terminates() if lk.wire else ()
         good = [

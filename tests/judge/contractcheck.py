@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from hil.judge.contract import Verdict, check
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 from hil.judge.timeline import Timeline
 
 
-def breaks(tl: Timeline, profile: Profile, rule: str, says: str = "") -> Verdict:
+def breaks(tl: Timeline, profile: Profiles, rule: str, says: str = "") -> Verdict:
     """Assert ``rule`` fails on ``tl`` under ``profile``, naming itself and the profile."""
     verdict = check(tl, profile, rules=[rule])
     assert not verdict.ok, f"{rule} passed a violating timeline:\n{tl.to_json(indent=1)}"
@@ -19,7 +19,7 @@ def breaks(tl: Timeline, profile: Profile, rule: str, says: str = "") -> Verdict
     return verdict
 
 
-def conforms(tl: Timeline, profile: Profile) -> None:
+def conforms(tl: Timeline, profile: Profiles) -> None:
     """Assert the whole contract passes on ``tl`` under ``profile``."""
     verdict = check(tl, profile)
     assert verdict.ok, verdict.to_text()

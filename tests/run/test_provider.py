@@ -2,7 +2,8 @@
 
 The real thing (siw guests, a siw fallback for an inventory that claims
 iw_cxgb4) is tests/run/test_pairrun_lab.py; these cover what the virtual lab
-cannot show: a Chelsio RNIC, a mixed pair, a driver with no profile.
+cannot show: a Chelsio RNIC, a mixed pair, a driver with no profile.  The
+recorded T6 pair (tests/data/t6) is in test_provider_t6.py.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from hil.agent.types import CommandResult
 from hil.errors import InputError, RemoteError
 from hil.host.pairsetup import PairState, PortState
 from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
-from hil.judge.profiles import cxgb4_profile, siw_profile
+from hil.judge.profiles import PairProfile, cxgb4_profile, siw_profile
 from hil.run.provider import detect
 
 SIW_DESC = "Software iWARP stack"
@@ -94,7 +95,7 @@ def _cxgb4(ep_timeout: str, desc: str = CXGB4_DESC) -> SysfsAgent:
     )
 
 
-def test_a_siw_fallback_is_seen_and_the_larger_tcp_retries2_shapes_the_profile() -> None:
+def test_a_siw_fallback_is_seen_and_each_hosts_tcp_retries2_shapes_its_profile() -> None:
     provider = detect(
         Hosts({"a": _siw("5"), "b": _siw("8")}),
         _pair(),  # type: ignore[arg-type]
@@ -102,7 +103,20 @@ def test_a_siw_fallback_is_seen_and_the_larger_tcp_retries2_shapes_the_profile()
     )
     assert provider.driver == "siw"
     assert [h.fallback for h in provider.hosts] == [True, True]
-    assert provider.profile == siw_profile(8)
+    assert provider.profile == PairProfile((("a", siw_profile(5)), ("b", siw_profile(8))))
+    assert provider.profile.name == "siw"
+    assert provider.describe("a-b") == (
+        "pair a-b runs siw on both hosts (siw fallback: the inventory says iw_cxgb4)"
+    )
+
+
+def test_two_hosts_with_the_same_settings_share_one_plain_profile() -> None:
+    provider = detect(
+        Hosts({"a": _siw("5"), "b": _siw("5")}),
+        _pair(),  # type: ignore[arg-type]
+        _state("siw_eth1", "siw_eth1"),
+    )
+    assert provider.profile == siw_profile(5)
 
 
 def test_chelsio_by_node_desc_with_both_hosts_ep_timeout() -> None:
@@ -116,8 +130,10 @@ def test_chelsio_by_node_desc_with_both_hosts_ep_timeout() -> None:
         {"ep_timeout_secs": "20"},
         {"ep_timeout_secs": "7"},
     ]
-    assert provider.profile == cxgb4_profile(20)
+    assert provider.profile == PairProfile((("a", cxgb4_profile(20)), ("b", cxgb4_profile(7))))
+    assert provider.profile.of("b").local_close_bound_s == 7 + 5
     assert not any(h.fallback for h in provider.hosts)
+    assert provider.describe("a-b") == "pair a-b runs iw_cxgb4 on both hosts"
 
 
 def test_chelsio_by_its_pci_driver_when_node_desc_says_nothing_known() -> None:
@@ -126,15 +142,18 @@ def test_chelsio_by_its_pci_driver_when_node_desc_says_nothing_known() -> None:
     assert provider.driver == "iw_cxgb4"
 
 
-def test_a_mixed_pair_has_no_profile() -> None:
+def test_a_mixed_pair_is_judged_by_each_hosts_own_profile() -> None:
     provider = detect(
         Hosts({"a": _siw("5"), "b": _cxgb4("60")}),
         _pair(),  # type: ignore[arg-type]
         _state("siw_eth1", "cxgb4_0"),
     )
     assert provider.driver == "siw+iw_cxgb4"
-    with pytest.raises(InputError, match="runs siw on a and iw_cxgb4 on b"):
-        _ = provider.profile
+    assert provider.profile == PairProfile((("a", siw_profile(5)), ("b", cxgb4_profile(60))))
+    assert provider.profile.name == "siw+iw_cxgb4"
+    assert provider.describe("a-b") == (
+        "pair a-b runs siw on a and iw_cxgb4 on b (siw fallback on a: the inventory says iw_cxgb4)"
+    )
 
 
 def test_a_driver_without_a_profile_is_named() -> None:
@@ -150,6 +169,16 @@ def test_a_driver_without_a_profile_is_named() -> None:
         _state("cxgb4_0", "cxgb4_0"),
     )
     with pytest.raises(InputError, match="no contract profile for RDMA driver 'rdma_rxe'"):
+        _ = provider.profile
+
+
+def test_a_setting_that_is_no_number_names_the_host() -> None:
+    provider = detect(
+        Hosts({"a": _cxgb4("sixty"), "b": _cxgb4("60")}),
+        _pair(),  # type: ignore[arg-type]
+        _state("cxgb4_0", "cxgb4_0"),
+    )
+    with pytest.raises(RemoteError, match="a: ep_timeout_secs is not a number: 'sixty'"):
         _ = provider.profile
 
 
