@@ -84,7 +84,7 @@ def test_simultaneous_disconnect_from_both_sides(cm: CMSession, contract: Contra
                     [(conn.active, conn.active_id), (conn.passive, conn.passive_id)],
                 )
             )
-        down = steps.wait_disconnected(conn, steps.REPLY_TIMEOUT)
+        down = steps.wait_disconnected(conn, steps.waits(cm).close_s)
         steps.teardown(conn)
     tl = rec.timeline()
     contract(tl)

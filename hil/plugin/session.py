@@ -3,17 +3,20 @@
 Kept apart from the hooks so the reservation logic reads top to bottom.  The
 chain itself (reserve, heartbeat, hosts, journal, setup, provider) is
 :class:`hil.run.PairRun`'s; this only turns options into its request and its
-failures into test outcomes.
+failures into test outcomes, and says in the session output what the pair
+really runs once it is set up (the header comes before the setup).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 
 import pytest
 
+from hil.cm.observer import Observer, RunInfo
 from hil.errors import EXIT_INFRA, HilError, InputError
 from hil.inventory import Inventory, Pair, load
 from hil.inventory.require import parse_requirement, select
@@ -21,6 +24,8 @@ from hil.plugin.interrupt import sigterm_as_interrupt
 from hil.reservation import Lease, open_store
 from hil.reservation.store import Store
 from hil.run import PairRequest, PairRun
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,15 +89,20 @@ class HilSession:
         inventory = load(self.inventory_path)
         self.store = open_store(self.config.getoption("hil_store"))
         observers = [
-            o for group in self.config.hook.pytest_hil_observers(config=self.config) for o in group
+            _ProviderLine(self),
+            *(
+                o
+                for group in self.config.hook.pytest_hil_observers(config=self.config)
+                for o in group
+            ),
         ]
         self.run = PairRun(
-            inventory, self.store, self.request(), observers=observers, progress=self._progress
+            inventory, self.store, self.request(), observers=observers, progress=self.progress
         )
         lease = self.run.reserve()
         self.reserved = Reserved(self.run.pair, lease, inventory)
 
-    def _progress(self, message: str) -> None:
+    def progress(self, message: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(f"hil: {message}")
@@ -141,8 +151,27 @@ class HilSession:
             if self.run is not None:
                 self.run.close()
         except HilError as e:
-            self._progress(f"could not restore or release the pair: {e}")
+            self.progress(f"could not restore or release the pair: {e}")
         finally:
             if self.store is not None:
                 self.store.close()
             self._signals.close()
+
+
+class _ProviderLine(Observer):
+    """Says what the pair really runs once it is set up, in the session output and the log:
+    ``hil: pair lab-0-1 runs siw on both hosts (siw fallback: the inventory says iw_cxgb4)``."""
+
+    def __init__(self, session: HilSession) -> None:
+        self.session = session
+
+    def run_started(self, info: RunInfo) -> None:
+        run = self.session.run
+        if run is None:
+            return
+        provider = run.provider
+        line = f"{provider.describe(info.pair)}; judged by profile {info.profile}"
+        self.session.progress(line)
+        # A host that does not run what the inventory says is worth a warning in the log.
+        differs = any(h.note() for h in provider.hosts)
+        log.log(logging.WARNING if differs else logging.INFO, "hil: %s", line)

@@ -25,7 +25,10 @@ work only when allure-pytest writes results (``--alluredir``):
   a step with its actions, the timeline and the verdict attached;
 - at the end: ``categories.json``, ``executor.json`` (``HIL_BUILD_ORDER``
   numbers a run outside CI), ``environment.properties`` (read through the
-  agents after the first test on the pair, so that it never delays a setup)
+  agents after the first test on the pair, so that it never delays a setup;
+  with ``provider``, ``profile`` and each host's ``HOST.provider``: what pair
+  setup found, e.g. ``siw on siw_eth1 (siw fallback on HOST: the inventory
+  says iw_cxgb4)``, never the inventory's claim)
   and ``hil-metrics.json`` (every metric of the run, for the trends the
   pipelines keep).
 """
@@ -54,6 +57,7 @@ if TYPE_CHECKING:
     # Both pull in paramiko: imported when a test uses the pair, not by every pytest run.
     from hil.cm.observer import Observer
     from hil.report.evidence import Evidence
+    from hil.run import PairRun
     from hil.wire.judge import WireReport
 
 log = logging.getLogger(__name__)
@@ -179,7 +183,24 @@ def _gather_environment(request: pytest.FixtureRequest) -> None:
     from hil.report.environment import gather
 
     hosts = request.getfixturevalue("hil_hosts")
-    config.stash[ENV_KEY] = gather(hosts, request.getfixturevalue("hil_pair").pair)
+    props = gather(hosts, request.getfixturevalue("hil_pair").pair)
+    observer = config.stash.get(OBSERVER_KEY, None)
+    if observer is not None and observer.run is not None:  # set up: its provider is known
+        props.update(provider_properties(request.getfixturevalue("hil_run"), observer.run.profile))
+    config.stash[ENV_KEY] = props
+
+
+def provider_properties(run: PairRun, profile: str) -> dict[str, str]:
+    """What the set-up pair really runs (pair setup read it on both hosts): the pair's
+    ``provider`` and ``profile``, and each host's driver, device, settings and how it
+    differs from the inventory."""
+    p = run.provider
+    props = {"provider": p.driver, "profile": profile}
+    for h in p.hosts:
+        settings = "".join(f", {k}={v}" for k, v in sorted(h.settings.items()))
+        note = f" ({h.note()})" if h.note() else ""
+        props[f"{h.host}.provider"] = f"{h.driver} on {h.rdma_device}{settings}{note}"
+    return props
 
 
 @pytest.fixture(autouse=True)
