@@ -19,6 +19,7 @@ from hil.inventory.model import (
     CAPTURE_FIELDS,
     CAPTURE_MODES,
     PULL_MODES,
+    TCP_OFFLOAD_DRIVERS,
     CaptureSpec,
     Host,
     Link,
@@ -118,6 +119,7 @@ class _LinkReader:
         lines: dict[str, int] = {}
         for item in sequence(f["pull"]) if given(f, "pull") else []:
             pull = self._pull(item, (a, b))
+            self._check_offload(item, pull)
             if pull.mode in lines:
                 raise item.error(
                     f"duplicate pull mode {pull.mode!r} (first at line {lines[pull.mode]})"
@@ -193,6 +195,19 @@ class _LinkReader:
         if mode == "command":
             return self._command_pull(f, end)
         return Pull(mode=mode, end=end)  # type: ignore[arg-type]
+
+    def _check_offload(self, at: At, pull: Pull) -> None:
+        """Refuse a ``blackhole`` pull on a port whose RNIC offloads TCP: it would pull nothing."""
+        if pull.mode != "blackhole" or pull.end is None:
+            return
+        driver = self.hosts[pull.end.host].rnic(pull.end.port).driver
+        if driver in TCP_OFFLOAD_DRIVERS:
+            raise at.error(
+                f"pull mode 'blackhole' cannot pull this link: {pull.end} uses {driver}, "
+                "whose RNIC runs TCP itself (offloaded), so host filters (nftables) never see "
+                "its iWARP traffic and the connection stays up; use 'admin' (the port's netdev "
+                "set down) or 'command' (the switch port taken down)"
+            )
 
     def _pull_end(self, at: At, ends: tuple[LinkEnd, LinkEnd]) -> LinkEnd:
         value = text(at)

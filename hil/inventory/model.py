@@ -21,6 +21,9 @@ IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 HostKeyPolicy = Literal["strict", "accept-new"]
 PullMode = Literal["admin", "blackhole", "carrier", "command"]
 PULL_MODES: tuple[PullMode, ...] = ("admin", "blackhole", "carrier", "command")
+# Drivers whose RNIC runs TCP itself: the host's stack, and so its filters
+# (nftables) and tcpdump, never see their iWARP connections.
+TCP_OFFLOAD_DRIVERS = ("iw_cxgb4",)
 CaptureMode = Literal["ends", "host", "command", "none"]
 CAPTURE_MODES: tuple[CaptureMode, ...] = ("ends", "host", "command", "none")
 # The fields hil fills in a capture command's templates (besides its vars):

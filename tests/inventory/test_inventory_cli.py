@@ -55,7 +55,7 @@ def test_show_tables(hil) -> None:
             "1.27.4.0", "-"] in lines  # fmt: skip
     assert ["gen-b", "p0", "eno2", "siw", "-", "198.18.4.2/24", "1500", "10000", "-",
             "siw"] in lines  # fmt: skip
-    assert ["t6-pair-1", "t6-a:p0", "t6-b:p0", "t6,chelsio", "admin,blackhole,command",
+    assert ["t6-pair-1", "t6-a:p0", "t6-b:p0", "t6,chelsio", "admin,command",
             "ends"] in lines  # fmt: skip
     assert ["siw-pair-1", "gen-a:p0", "gen-b:p0", "siw", "admin,blackhole", "ends"] in lines
 
@@ -99,7 +99,7 @@ def test_show_json_round_trip(hil, tmp_path: Path) -> None:
         "hosts": ["t6-a", "t6-b"],
         "ends": ["t6-a:p0", "t6-b:p0"],
         "tags": ["t6", "chelsio"],
-        "pulls": ["admin", "blackhole", "command"],
+        "pulls": ["admin", "command"],
     }
     # The hosts and links of the JSON are themselves a valid inventory that
     # loads into the same hosts and links as the file it came from.

@@ -1,5 +1,6 @@
 """A link's ``module_params`` and a host's ``firmware_policy``: what loads, and each
-refusal with its located message; the command-line override ``DRIVER.NAME=VALUE``."""
+refusal with its located message; the command-line override ``DRIVER.NAME=VALUE``;
+the ``blackhole`` pull refused on a port whose RNIC offloads TCP."""
 
 from __future__ import annotations
 
@@ -60,8 +61,28 @@ NO_POLICY = (
     "RNIC port of this host names firmware; add firmware to a port or drop firmware_policy"
 )
 
+BLACKHOLE = (
+    "pull mode 'blackhole' cannot pull this link: b:p0 uses iw_cxgb4, whose RNIC runs TCP "
+    "itself (offloaded), so host filters (nftables) never see its iWARP traffic and the "
+    "connection stays up; use 'admin' (the port's netdev set down) or 'command' (the switch "
+    "port taken down)"
+)
+
 # (id, text to replace in BASE (first occurrence), replacement, expected message)
 CASES = [
+    (
+        "blackhole-on-an-offloading-port",
+        "    ends: [a:p0, b:p0]\n",
+        "    ends: [a:p0, b:p0]\n    pull:\n      - mode: admin\n"
+        "      - {mode: blackhole, end: b:p0}\n",
+        f"lab.yaml:28: links.t6.pull[1]: {BLACKHOLE}",
+    ),
+    (
+        "blackhole-on-the-default-end",
+        "    ends: [a:p0, b:p0]\n",
+        "    ends: [a:p0, b:p0]\n    pull: [{mode: blackhole}]\n",
+        f"lab.yaml:26: links.t6.pull[0]: {BLACKHOLE.replace('b:p0', 'a:p0')}",
+    ),
     (
         "load-only",
         "ep_timeout_secs: 10",
@@ -197,8 +218,28 @@ def test_a_load_only_parameter_is_refused_by_inventory_check(tmp_path: Path, hil
     path = _write(tmp_path, BASE.replace("ep_timeout_secs: 10", "c4iw_wr_log: 1"))
     done = hil("inventory", "check", str(path))
     assert done.returncode == 1
-    assert done.stderr.strip() == f"{tmp_path}/{CASES[0][3]}"
+    assert (
+        done.stderr.strip()
+        == f"{tmp_path}/lab.yaml:27: links.t6.module_params.iw_cxgb4.c4iw_wr_log: {LOAD_ONLY}"
+    )
     assert "Traceback" not in done.stderr
+
+
+def test_blackhole_on_a_host_tcp_port_loads(tmp_path: Path) -> None:
+    text = BASE.replace(
+        "    ends: [c:p0, d:p0]\n", "    ends: [c:p0, d:p0]\n    pull: [{mode: blackhole}]\n"
+    )
+    assert load(_write(tmp_path, text)).links["sw"].pull("blackhole").end is not None
+
+
+def test_inventory_check_refuses_blackhole_on_a_t6_port(tmp_path: Path, hil: Hil) -> None:
+    text = BASE.replace(
+        "    ends: [a:p0, b:p0]\n",
+        "    ends: [a:p0, b:p0]\n    pull: [{mode: blackhole, end: b:p0}]\n",
+    )
+    done = hil("inventory", "check", str(_write(tmp_path, text)))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.strip() == f"{tmp_path}/lab.yaml:26: links.t6.pull[0]: {BLACKHOLE}"
 
 
 # -- the command-line override --------------------------------------------------------------
