@@ -48,11 +48,14 @@ def pytest_hil_observers(config):
 
 
 def _claiming_cxgb4(lab: VirtualLab, path: Path) -> Path:
-    """The lab's inventory with both ports of its pair claimed to be Chelsio RNICs."""
+    """The lab's inventory with both ports of its pair claimed to be Chelsio RNICs (without
+    the lab's blackhole pull, which the inventory refuses on a TCP-offloading port)."""
     doc = yaml.safe_load(Path(lab.inventory.path).read_text())
     for end in (lab.pair.host_a.name, lab.pair.host_b.name):
         for rnic in doc["hosts"][end]["rnics"]:
             rnic.update(driver="iw_cxgb4", rdma_device="cxgb4_0")
+    link = doc["links"][lab.pair.name]
+    link["pull"] = [p for p in link["pull"] if p["mode"] != "blackhole"]
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
