@@ -46,7 +46,7 @@ from typing import Protocol, TypeVar
 from hil.agent.types import KernelLog
 from hil.judge.checks import AfterState, CheckResult, assess
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
-from hil.judge.profiles import Profile
+from hil.judge.profiles import Profiles
 from hil.judge.timeline import KernelLogLine, ResourceCount
 
 KINDS = ("cm_id", "qp", "cq", "mr")
@@ -145,7 +145,7 @@ def collect(
 def finish(
     probes: Mapping[str, Probe],
     baseline: Baseline,
-    profile: Profile,
+    profile: Profiles,
     allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
     settle_s: float = SETTLE_S,
 ) -> CheckResult:
