@@ -10,6 +10,7 @@ run, writes the old value back.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from hil import tools
 from hil.errors import RemoteError
 from hil.host.journal import agent_undo
-from hil.inventory.model import Pair, PinnedParam
+from hil.inventory.model import Pair, PinnedParam, Rnic
 from hil.inventory.modparams import MODULE_PARAMS, module_param
 
 if TYPE_CHECKING:
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from hil.agent.types import CommandResult
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal
+    from hil.host.pairsetup import PairState, PortState
+
+log = logging.getLogger(__name__)
 
 READ_TIMEOUT = 15.0
 
@@ -84,22 +88,46 @@ def _missing(agent: Runner, host_name: str, driver: str, paths: list[str], stder
 
 
 def pin_params(
-    hosts: Hosts, pair: Pair, params: Sequence[PinnedParam], journal: Journal
+    hosts: Hosts,
+    pair: Pair,
+    params: Sequence[PinnedParam],
+    journal: Journal,
+    state: PairState | None = None,
 ) -> dict[str, dict[str, str]]:
-    """Set ``params`` on the pair's hosts whose port uses their driver; the values read back.
+    """Set ``params`` on the pair's hosts whose port runs their driver; the values read back.
 
-    Each change is journaled (its undo writes the old value back) before it is
-    made; a value already in place is left alone.  Returns, per host, each
-    pinned parameter (``driver.name``) as sysfs prints it afterwards.
-    ``RemoteError`` naming the host when a module is not loaded, a write is
-    refused, or a value reads back otherwise than it was set.
+    A port runs its inventory ``driver``, unless pair setup (``state``) fell
+    back to siw there: then the driver's parameters would shape nothing the run
+    uses, and are left alone (and logged).  Each change is journaled (its undo
+    writes the old value back) before it is made; a value already in place is
+    left alone.  Returns, per host, each pinned parameter (``driver.name``) as
+    sysfs prints it afterwards.  ``RemoteError`` naming the host when a module
+    is not loaded, a write is refused, or a value reads back otherwise.
     """
+    ports = (state.a, state.b) if state is not None else (None, None)
     pinned: dict[str, dict[str, str]] = {}
-    for host, rnic in ((pair.host_a, pair.rnic_a), (pair.host_b, pair.rnic_b)):
-        mine = [p for p in params if p.driver == rnic.driver]
+    sides = ((pair.host_a, pair.rnic_a), (pair.host_b, pair.rnic_b))
+    for (host, rnic), port in zip(sides, ports, strict=True):
+        driver = _running(rnic, port)
+        skipped = [p for p in params if p.driver == rnic.driver != driver]
+        if skipped:
+            log.warning(
+                "%s runs the %s fallback, not %s: not pinning %s",
+                host.name,
+                driver,
+                rnic.driver,
+                ", ".join(map(str, skipped)),
+            )
+        mine = [p for p in params if p.driver == driver]
         if mine:
             pinned[host.name] = _pin_host(hosts.agent(host.name), host.name, mine, journal)
     return pinned
+
+
+def _running(rnic: Rnic, port: PortState | None) -> str:
+    """The driver a port runs: the inventory's, or its fallback when setup chose that."""
+    fell_back = port is not None and port.rdma_device not in (None, rnic.rdma_device)
+    return rnic.fallback if fell_back and rnic.fallback else rnic.driver
 
 
 def _pin_host(

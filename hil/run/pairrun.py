@@ -189,7 +189,7 @@ class PairRun:
         hosts = self.open_hosts()
         params = self.module_params  # a bad override fails before anything changes
         state = setup_pair(hosts, self.pair, self.journal, rdma=self.request.rdma)
-        self._pinned = pin_params(hosts, self.pair, params, self.journal)
+        self._pinned = pin_params(hosts, self.pair, params, self.journal, state)
         self._state = state
         if self.request.rdma:
             self._provider = detect(hosts, self.pair, self._state)

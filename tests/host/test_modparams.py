@@ -14,6 +14,7 @@ import pytest
 from hil.errors import RemoteError
 from hil.host.journal import Journal, replay
 from hil.host.modparams import pin_params, read_params
+from hil.host.pairsetup import PairState, PortState
 from hil.inventory.model import Inventory, Pair, PinnedParam
 from hil.reservation import Store, open_store
 from tests.fake_hosts import FakeHosts, t6_hosts, t6_inventory
@@ -203,3 +204,21 @@ def test_only_hosts_whose_port_uses_the_driver_are_pinned(tmp_path: Path, store:
     pinned = pin_params(hosts, pair, [TIMEOUT], _journal(hosts, store))  # type: ignore[arg-type]
     assert list(pinned) == ["t6a"]
     assert _value(hosts, "t6b", "ep_timeout_secs") == "60\n"
+
+
+def test_a_host_that_fell_back_to_siw_is_not_pinned(tmp_path: Path, store: Store) -> None:
+    inventory = t6_inventory()
+    b = inventory.hosts["t6b"]
+    fallback = dataclasses.replace(b, rnics=(dataclasses.replace(b.rnics[0], fallback="siw"),))
+    hosts, pair = _pair(
+        tmp_path, store, dataclasses.replace(inventory, hosts={**inventory.hosts, "t6b": fallback})
+    )
+    port = PortState("t6a", "p0", "enp129s0f4", None, 9000, "cxgb4_0", False)
+    state = PairState(
+        "t6", port, dataclasses.replace(port, host="t6b", rdma_device="siw_enp129s0f4"), True
+    )
+    # t6b's cxgb4 device is absent (so setup chose siw): its iw_cxgb4 module may be too.
+    shutil.rmtree(hosts.recorded("t6b").file("/sys/module/iw_cxgb4"))
+    pinned = pin_params(hosts, pair, [TIMEOUT], _journal(hosts, store), state)  # type: ignore[arg-type]
+    assert list(pinned) == ["t6a"]
+    assert _writes(hosts, "t6b") == [] and store.journal_entries("t6b") == []
