@@ -361,7 +361,11 @@ def _debugfs_text(b: HostSnapshot, a: HostSnapshot) -> list[str]:
         f"(listeners {b.debugfs.listeners} -> {a.debugfs.listeners})"
     ]
     for name in FILES:
-        for when, snap in (("before", b.debugfs), ("after", a.debugfs)):
+        same = name in b.debugfs.files and b.debugfs.lines(name) == a.debugfs.lines(name)
+        pairs = [("before and after (unchanged)", b.debugfs)]
+        if not same:
+            pairs = [("before", b.debugfs), ("after", a.debugfs)]
+        for when, snap in pairs:
             if name in snap.unreadable:
                 lines.append(f"-- {name} {when}: unreadable: {snap.unreadable[name]}")
             else:

@@ -112,6 +112,7 @@ def test_before_and_after_show_the_changed_counters_and_the_new_qp(t6a: Recorded
     assert "tx_frames_ok" in text and "+12" in text
     assert f"debugfs {DIR}: QPs 2 -> 3, endpoints 2 -> 3" in text
     assert "-- qps after:\n" in text and "sq id 1028" in text
+    assert "-- stats before and after (unchanged):\n" in text  # printed once
     data = hw.to_json()["t6a"]
     assert data["before"]["debugfs"]["directory"] == DIR
     assert {c["name"]: c["delta"] for c in data["changed"]}["tx_frames_ok"] == 12
