@@ -72,10 +72,10 @@ def hil_hw_evidence(request: pytest.FixtureRequest) -> Iterator[Mapping[str, Cou
         return
     run: PairRun = request.getfixturevalue("hil_run")
     request.getfixturevalue("hil_setup")
-    targets = _targets(request.config, run)
+    targets = session_targets(request.config, run)
     agents = {host: run.hosts.agent(host) for host in targets}
     counters = {host: hwevidence.counter(agents[host], t) for host, t in targets.items()}
-    if not _snapshots_wanted(request.config):
+    if not targets or not _snapshots_wanted(request.config):
         yield counters
         return
     before = _snapshots(agents, targets, "before")
@@ -91,20 +91,32 @@ def _snapshots_wanted(config: pytest.Config) -> bool:
     return config.getoption("hil_hw_evidence") != "off" and alluredir(config) is not None
 
 
-def _targets(config: pytest.Config, run: PairRun) -> dict[str, hwevidence.Target]:
-    """Where each host's evidence is: found once per session (the devices do not change)."""
+def session_targets(config: pytest.Config, run: PairRun) -> dict[str, hwevidence.Target]:
+    """Where each host's evidence is: found once per session (the devices do not change).
+
+    None at all (noted in the report) when the run has no provider to read
+    it from: the fixtures that judge the test say why.
+    """
     if TARGETS_KEY not in config.stash:
-        drivers = {h.host: h.driver for h in run.provider.hosts}
-        config.stash[TARGETS_KEY] = {
-            port.host: hwevidence.locate(
-                run.hosts.agent(port.host),
-                port.host,
-                port.netdev,
-                port.rdma_device,
-                drivers[port.host],
-            )
-            for port in (run.state.a, run.state.b)
-        }
+        try:
+            drivers = {h.host: h.driver for h in run.provider.hosts}
+            found = {
+                port.host: hwevidence.locate(
+                    run.hosts.agent(port.host),
+                    port.host,
+                    port.netdev,
+                    port.rdma_device,
+                    drivers[port.host],
+                )
+                for port in (run.state.a, run.state.b)
+            }
+        except HilError as e:
+            from hil.report import attach
+
+            log.warning("no hardware evidence this session: %s", e)
+            attach.note("hardware evidence not taken", str(e))
+            found = {}
+        config.stash[TARGETS_KEY] = found
     return config.stash[TARGETS_KEY]
 
 
