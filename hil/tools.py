@@ -81,10 +81,10 @@ TOOLS: tuple[Tool, ...] = (
         "cat",
         "coreutils",
         _HG,
-        "reads an RDMA device's node_desc and module parameters (hil/run/provider.py); guest boot",
+        "reads sysfs: an RDMA device's node_desc, link speed, module parameters; guest boot",
     ),
     Tool(
-        "readlink", "coreutils", _H, "an RDMA device's parent driver in sysfs (hil/run/provider.py)"
+        "readlink", "coreutils", _H, "an RDMA device's parent driver in sysfs (hil/host/rdmadev.py)"
     ),
     Tool("stat", "coreutils", _H, "whether a kernel module is loaded (hil/host/modparams.py)"),
     Tool("tee", "coreutils", _H, "sets a module parameter in sysfs (hil/host/modparams.py)"),
@@ -139,7 +139,7 @@ TOOLS: tuple[Tool, ...] = (
         "RDMA CM connection rate (bench/cm_rate.py); traffic for the wire judge's lab test",
     ),
     Tool("rping", "rdmacm-utils", _H, "rdma-core's own traffic for the wire judge's lab test"),
-    Tool("pgrep", "procps", _H, "finds bench/cm_rate.py's cmtime server"),
+    Tool("pgrep", "procps", _H, "is iwpmd running (readiness); bench's cmtime server"),
     # -- the controller -------------------------------------------------------------------
     Tool(
         "ip",
