@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from hil.agent.types import CommandResult
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal
-    from hil.host.pairsetup import PairState, PortState
+    from hil.host.pairstate import PairState, PortState
 
 log = logging.getLogger(__name__)
 

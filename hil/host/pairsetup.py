@@ -17,22 +17,22 @@ host back.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import NotReady, RemoteError, WaitTimeout
 from hil.host.journal import agent_undo
-from hil.host.portchecks import (
+from hil.host.pairstate import PairState, PortState
+from hil.host.rdmadev import (
     WRONG_NETDEV_FIX,
+    device_driver,
     device_on_netdev,
     missing_device,
     plan_device,
     rdma_ports,
     wrong_netdev,
 )
-from hil.host.rdmadev import device_driver
 from hil.host.readiness import pair_readiness
 from hil.inventory.model import Host, Pair, Rnic
 
@@ -42,42 +42,13 @@ if TYPE_CHECKING:
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal
 
+# PairState and PortState live in hil.host.pairstate; callers may keep taking them from here.
+__all__ = ["PairState", "PortState", "setup_pair"]
+
 log = logging.getLogger(__name__)
 
 CARRIER_TIMEOUT = 15.0
 REACH_TIMEOUT = 10.0
-
-
-@dataclass(frozen=True)
-class PortState:
-    """One configured end of the pair."""
-
-    host: str
-    port: str
-    netdev: str
-    address: str | None
-    mtu: int
-    rdma_device: str | None  # None when setup ran with rdma=False
-    created: bool  # True when setup created the RDMA device (siw fallback)
-
-
-@dataclass(frozen=True)
-class PairState:
-    """The pair after setup: both ends, and whether A reached B."""
-
-    pair: str
-    a: PortState
-    b: PortState
-    reached: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-safe form for ``hil host setup --json`` and reports."""
-        return {
-            "pair": self.pair,
-            "a": asdict(self.a),
-            "b": asdict(self.b),
-            "reached": self.reached,
-        }
 
 
 def setup_pair(

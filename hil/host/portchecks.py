@@ -12,14 +12,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import RemoteError
 from hil.host.findings import Finding, Phase, Status
 from hil.host.modparams import read_params
-from hil.host.rdmadev import SYSFS_NET, device_driver, read_file
+from hil.host.rdmadev import (
+    SYSFS_NET,
+    WRONG_NETDEV_FIX,
+    device_driver,
+    device_on_netdev,
+    missing_device,
+    plan_device,
+    rdma_ports,
+    read_file,
+    wrong_netdev,
+)
 from hil.inventory.modparams import MODULE_PARAMS
 
 if TYPE_CHECKING:
@@ -43,79 +53,6 @@ IWPMD_FIX = (
 )
 # The leading version of a firmware string: cxgb4 reports "1.27.4.0, TP 0.1.23.2".
 FIRMWARE_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)*")
-
-DeviceSource = Literal["inventory", "fallback", "create", "missing"]
-
-
-@dataclass(frozen=True)
-class DevicePlan:
-    """The RDMA device a port's test uses, and where it comes from.
-
-    ``inventory``: the inventory's ``rdma_device``, present; ``fallback``: the
-    ``siw_<netdev>`` fallback, present; ``create``: that fallback, which pair
-    setup creates; ``missing``: none.
-    """
-
-    device: str | None
-    source: DeviceSource
-
-    def driver(self, rnic: Rnic) -> str:
-        """The driver the device should run."""
-        return rnic.driver if self.source == "inventory" else "siw"
-
-
-def plan_device(rnic: Rnic, present: set[str]) -> DevicePlan:
-    """The device pair setup picks for ``rnic`` among the host's ``present`` devices."""
-    if rnic.rdma_device and rnic.rdma_device in present:
-        return DevicePlan(rnic.rdma_device, "inventory")
-    if rnic.fallback == "siw":
-        name = f"siw_{rnic.netdev}"
-        return DevicePlan(name, "fallback" if name in present else "create")
-    return DevicePlan(None, "missing")
-
-
-def missing_device(rnic: Rnic, present: list[str], unavailable: str) -> str:
-    """Why ``rnic`` has no RDMA device, and what to do."""
-    where = f"{rnic.netdev} (port {rnic.name})"
-    seen = f"host has: {', '.join(present)}" if present else "the host has no RDMA device"
-    if unavailable:
-        seen = f"RDMA is unavailable: {unavailable}"
-    if rnic.rdma_device is None:
-        return (
-            f"{where}: the inventory names no rdma_device and no fallback ({seen}); "
-            "set rdma_device, or fallback: siw"
-        )
-    return (
-        f"{where}: RDMA device {rnic.rdma_device} is absent ({seen}); is the {rnic.driver} "
-        f"driver loaded (modprobe {rnic.driver})? or set fallback: siw"
-    )
-
-
-def rdma_ports(agent: Agent) -> tuple[list[RdmaLink], str]:
-    """The host's RDMA ports, and why there are none when RDMA is unavailable."""
-    try:
-        return agent.rdma_links(), ""
-    except AgentCallError as e:
-        if e.kind != "rdma_unavailable":
-            raise
-        return [], str(e)
-
-
-def device_on_netdev(ports: list[RdmaLink], device: str, netdev: str) -> RdmaLink | None:
-    """``device``'s port on ``netdev``, if it has one."""
-    return next((p for p in ports if p.device == device and p.netdev == netdev), None)
-
-
-def wrong_netdev(ports: list[RdmaLink], device: str, netdev: str) -> str:
-    """What ``device``'s ports sit on, when none is on ``netdev``."""
-    mine = [f"port {p.port} on {p.netdev or 'no netdev'}" for p in ports if p.device == device]
-    return f"{device} has no port on {netdev} ({', '.join(mine) or 'no ports'})"
-
-
-WRONG_NETDEV_FIX = (
-    "set the port's netdev to the one its device sits on, or rdma_device to the "
-    "device on the netdev (rdma link show)"
-)
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,26 @@
-"""An RDMA device as sysfs shows it: which driver runs it, read through the agent.
+"""A port's RDMA device: which one pair setup picks, which driver runs it, where it sits.
 
-Files are read with ``cat`` and ``readlink -f`` through the agent's ``run``
-(argv lists), so a recorded host (tests/data/t6) serves them as files.
+:func:`plan_device` is the one place that decides the device (the
+inventory's ``rdma_device``, else the ``siw_<netdev>`` fallback); its driver
+comes from sysfs, read with ``cat`` and ``readlink -f`` through the agent's
+``run`` (argv lists), so a recorded host (tests/data/t6) serves them as files.
 """
 
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from hil import tools
+from hil.agent.client import AgentCallError
 from hil.errors import InputError, RemoteError
 from hil.judge.profiles import PROVIDERS, provider_named
 
 if TYPE_CHECKING:
     from hil.agent import Agent
+    from hil.agent.types import RdmaLink
+    from hil.inventory.model import Rnic
 
 SYSFS_IB = "/sys/class/infiniband"
 SYSFS_NET = "/sys/class/net"
@@ -56,3 +62,77 @@ def device_driver(agent: Agent, host: str, device: str) -> str:
         f"RDMA device {device}: cannot tell its driver (node_desc "
         f"{desc!r}, no parent device driver); is it an RNIC hil knows?",
     )
+
+
+DeviceSource = Literal["inventory", "fallback", "create", "missing"]
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """The RDMA device a port's test uses, and where it comes from.
+
+    ``inventory``: the inventory's ``rdma_device``, present; ``fallback``: the
+    ``siw_<netdev>`` fallback, present; ``create``: that fallback, which pair
+    setup creates; ``missing``: none.
+    """
+
+    device: str | None
+    source: DeviceSource
+
+    def driver(self, rnic: Rnic) -> str:
+        """The driver the device should run."""
+        return rnic.driver if self.source == "inventory" else "siw"
+
+
+def plan_device(rnic: Rnic, present: set[str]) -> DevicePlan:
+    """The device pair setup picks for ``rnic`` among the host's ``present`` devices."""
+    if rnic.rdma_device and rnic.rdma_device in present:
+        return DevicePlan(rnic.rdma_device, "inventory")
+    if rnic.fallback == "siw":
+        name = f"siw_{rnic.netdev}"
+        return DevicePlan(name, "fallback" if name in present else "create")
+    return DevicePlan(None, "missing")
+
+
+def missing_device(rnic: Rnic, present: list[str], unavailable: str) -> str:
+    """Why ``rnic`` has no RDMA device, and what to do."""
+    where = f"{rnic.netdev} (port {rnic.name})"
+    seen = f"host has: {', '.join(present)}" if present else "the host has no RDMA device"
+    if unavailable:
+        seen = f"RDMA is unavailable: {unavailable}"
+    if rnic.rdma_device is None:
+        return (
+            f"{where}: the inventory names no rdma_device and no fallback ({seen}); "
+            "set rdma_device, or fallback: siw"
+        )
+    return (
+        f"{where}: RDMA device {rnic.rdma_device} is absent ({seen}); is the {rnic.driver} "
+        f"driver loaded (modprobe {rnic.driver})? or set fallback: siw"
+    )
+
+
+def rdma_ports(agent: Agent) -> tuple[list[RdmaLink], str]:
+    """The host's RDMA ports, and why there are none when RDMA is unavailable."""
+    try:
+        return agent.rdma_links(), ""
+    except AgentCallError as e:
+        if e.kind != "rdma_unavailable":
+            raise
+        return [], str(e)
+
+
+def device_on_netdev(ports: list[RdmaLink], device: str, netdev: str) -> RdmaLink | None:
+    """``device``'s port on ``netdev``, if it has one."""
+    return next((p for p in ports if p.device == device and p.netdev == netdev), None)
+
+
+def wrong_netdev(ports: list[RdmaLink], device: str, netdev: str) -> str:
+    """What ``device``'s ports sit on, when none is on ``netdev``."""
+    mine = [f"port {p.port} on {p.netdev or 'no netdev'}" for p in ports if p.device == device]
+    return f"{device} has no port on {netdev} ({', '.join(mine) or 'no ports'})"
+
+
+WRONG_NETDEV_FIX = (
+    "set the port's netdev to the one its device sits on, or rdma_device to the "
+    "device on the netdev (rdma link show)"
+)
