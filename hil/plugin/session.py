@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 
 import pytest
@@ -103,8 +103,13 @@ class HilSession:
         self.reserved = Reserved(self.run.pair, lease, inventory)
 
     def progress(self, message: str) -> None:
+        """A ``hil: ...`` line in the session output, also from inside a test's setup."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
+        if reporter is None:
+            return
+        # A fixture's output is captured (shown only if the test fails): write past it.
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else nullcontext():
             reporter.write_line(f"hil: {message}")
 
     def header_lines(self) -> list[str]:

@@ -8,6 +8,9 @@ profile from the hosts' own settings, and reach the same verdict on an
 orderly close.  The pytest side is the shipped suite ``suites/test_close.py``;
 its verdicts are taken by an observer registered through the plugin's
 ``pytest_hil_observers`` hook, so the test also shows that hook at work.
+What really runs is what every output says: the session's line once the
+pair is set up, the Allure ``provider`` label and ``environment.properties``
+say siw, and a siw fallback for an inventory that claims iw_cxgb4 says so.
 """
 
 from __future__ import annotations
@@ -60,6 +63,22 @@ def _claiming_cxgb4(lab: VirtualLab, path: Path) -> Path:
     return path
 
 
+def _properties(path: Path) -> dict[str, str]:
+    """An ``environment.properties`` file (the writer escapes ``\\``, ``:`` and ``=``)."""
+    props = {}
+    for line in path.read_text().splitlines():
+        key, _, value = line.replace("\\:", ":").partition("=")
+        props[key] = value.replace("\\=", "=")
+    return props
+
+
+def _labels(alluredir: Path, name: str) -> set[str]:
+    """The values of label ``name`` on every Allure result in ``alluredir``."""
+    results = [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
+    assert results, f"no Allure result in {alluredir}"
+    return {lb["value"] for r in results for lb in r.get("labels", []) if lb["name"] == name}
+
+
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
@@ -82,6 +101,7 @@ def test_cli_and_pytest_give_the_same_profile_and_verdict(
     pair = virtual_lab.pair.name
     (tmp_path / "verdicts_plugin.py").write_text(OBSERVER_PLUGIN)
     verdicts = tmp_path / "verdicts.jsonl"
+    alluredir = tmp_path / "allure"
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "VERDICTS": str(verdicts)}
 
     cli = _run(
@@ -123,6 +143,8 @@ def test_cli_and_pytest_give_the_same_profile_and_verdict(
             store,
             "--hil-pair",
             pair,
+            "--alluredir",
+            str(alluredir),
             "-p",
             "no:cacheprovider",
             "-q",
@@ -138,3 +160,16 @@ def test_cli_and_pytest_give_the_same_profile_and_verdict(
     assert judged[0]["profile"] == doc["verdict"]["profile"]
     assert judged[0]["ok"] is doc["verdict"]["ok"] is True
     assert judged[0]["rules"] == doc["verdict"]["rules"]
+
+    # What runs is siw, and every output of the run says so (the fallback too).
+    said = f"hil: pair {pair} runs siw on both hosts"
+    if claim != "siw":
+        said += " (siw fallback: the inventory says iw_cxgb4)"
+    assert f"{said}; judged by profile siw" in suite.stdout, suite.stdout
+    assert _labels(alluredir, "provider") == {"siw"}
+    props = _properties(alluredir / "environment.properties")
+    assert (props["provider"], props["profile"]) == ("siw", "siw"), props
+    for host in (virtual_lab.pair.host_a.name, virtual_lab.pair.host_b.name):
+        assert props[f"{host}.provider"].startswith("siw on "), props
+        fallback = f"(siw fallback on {host}: the inventory says iw_cxgb4)"
+        assert props[f"{host}.provider"].endswith(fallback) is (claim != "siw"), props
