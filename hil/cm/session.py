@@ -14,7 +14,9 @@ API (for suites and the CLI)::
   (one agent per host), ``pair`` the reserved
   :class:`~hil.inventory.model.Pair`, already set up
   (:func:`hil.host.pairsetup.setup_pair`).  ``profile`` is the contract profile of
-  the provider the pair really runs (:mod:`hil.run.provider` reads it).
+  the provider the pair really runs, or each host's own for a pair whose hosts
+  differ (:class:`~hil.judge.profiles.PairProfile`; :mod:`hil.run.provider`
+  reads it); the steps' waits follow it (:func:`hil.cm.steps.waits`).
   ``direction`` says which side connects ("a-b": host A is active).
   ``journal`` is needed only for link pulls.  ``evidence`` takes resource
   counts and the kernel log around every run (invariant 11).  ``observers``
