@@ -65,7 +65,7 @@ def table(r: Readiness, width: int = SEEN_WIDTH) -> str:
     rows = [COLUMNS] + [
         (
             f.check,
-            f.host,
+            f.where,
             MARK[f.status],
             f.seen + (f" (expected {f.expected})" if f.expected and f.status != "ok" else ""),
             f.fix if f.status in ("warn", "fail") else "",

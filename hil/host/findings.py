@@ -14,7 +14,10 @@ Phase = Literal["doctor", "setup"]
 
 @dataclass(frozen=True)
 class Finding:
-    """One check's result on one host (or pair): what was seen, expected, and the fix."""
+    """One check's result on one host (or pair): what was seen, expected, and the fix.
+
+    ``port`` names the RNIC port where the host has more than one.
+    """
 
     check: str
     host: str
@@ -22,10 +25,16 @@ class Finding:
     seen: str
     expected: str = ""
     fix: str = ""
+    port: str = ""
+
+    @property
+    def where(self) -> str:
+        """``host``, or ``host:port`` on a host with several ports."""
+        return f"{self.host}:{self.port}" if self.port else self.host
 
     def line(self) -> str:
         """One line: ``host check: seen (expected ...); fix``."""
-        text = f"{self.host} {self.check}: {self.seen}"
+        text = f"{self.where} {self.check}: {self.seen}"
         if self.expected:
             text += f" (expected {self.expected})"
         return text + (f"; {self.fix}" if self.fix else "")

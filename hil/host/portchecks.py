@@ -76,7 +76,8 @@ class _Port:
     findings: list[Finding] = field(default_factory=list)
 
     def add(self, check: str, status: Status, seen: str, expected: str = "", fix: str = "") -> None:
-        self.findings.append(Finding(check, self.host.name, status, seen, expected, fix))
+        port = self.rnic.name if len(self.host.rnics) > 1 else ""
+        self.findings.append(Finding(check, self.host.name, status, seen, expected, fix, port))
 
     def _during_setup(self, doctor: Status) -> Status:
         """``fail`` once setup has configured the port; ``doctor`` before."""

@@ -238,3 +238,21 @@ def test_setup_refuses_a_device_of_another_driver(tmp_path: Path, store: Store) 
         r"the inventory says iw_cxgb4",
     ):
         _setup(hosts, store)
+
+
+def test_a_host_with_two_ports_names_the_port(tmp_path: Path) -> None:
+    hosts = t6_hosts(tmp_path)
+    host = hosts.inventory.hosts["t6a"]
+    second = dataclasses.replace(
+        host.rnics[0], name="p1", netdev=f"{T6_NETDEV}d1", mtu=None, speed=None, firmware=None
+    )
+    t6a = dataclasses.replace(host, rnics=(host.rnics[0], second))
+    hosts.inventory = dataclasses.replace(
+        hosts.inventory, hosts={**hosts.inventory.hosts, "t6a": t6a}
+    )
+    r = host_readiness(hosts, "t6a")  # type: ignore[arg-type]
+    assert r.ok, r.refusal()
+    ports = {(f.where, f.check): f for f in r.findings}
+    assert ports["t6a:p0", "device-port"].status == "ok"
+    down = ports["t6a:p1", "device-port"]  # cxgb4_0's port 2 has no carrier: setup brings it up
+    assert (down.status, down.seen) == ("warn", f"cxgb4_0/2 on {T6_NETDEV}d1: DOWN (DISABLED)")
