@@ -1,7 +1,9 @@
 """Fixtures for CM tests on the pair, in any test directory run with ``-p hil``.
 
 - ``profile``: the contract profile of the provider the pair really runs
-  (:mod:`hil.run.provider`: read on both hosts, a siw fallback noticed);
+  (:mod:`hil.run.provider`: read on both hosts, a siw fallback noticed), or
+  each host's own when they differ (a mixed pair: ``siw+iw_cxgb4``);
+  ``profile.of(host)`` is one host's, for a suite that needs one side's value;
 - ``direction``: ``"a-b"`` (host A connects to B) or ``"b-a"``, a parameter
   of every test that uses ``cm`` (pin it with
   ``@pytest.mark.parametrize("direction", ["a-b"])``);
@@ -86,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def profile(hil_run: PairRun, hil_setup: PairState) -> Profiles:
-    """The contract profile of the provider both hosts really run."""
+    """The contract profile(s) of the providers the hosts really run (``of(host)``: one's)."""
     try:
         return hil_run.profile
     except HilError as e:
