@@ -72,7 +72,7 @@ def table(r: Readiness, width: int = SEEN_WIDTH) -> str:
         )
         for f in r.findings
     ]
-    cells = [[textwrap.wrap(c, width) or [""] for c in row] for row in rows]
+    cells = [[textwrap.wrap(c, width, break_on_hyphens=False) or [""] for c in row] for row in rows]
     widths = [max(len(line) for row in cells for line in row[i]) for i in range(len(COLUMNS) - 1)]
     lines = []
     for row in cells:

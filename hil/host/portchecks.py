@@ -248,7 +248,7 @@ def _speed(port: _Port) -> None:
             "fail",
             f"{speed} Mb/s on {netdev}",
             f"{wanted} Mb/s",
-            "check the cable, transceiver and switch port (ethtool NETDEV shows the "
+            f"check the cable, transceiver and switch port (ethtool {netdev} shows the "
             "negotiated modes), or lower the inventory's speed",
         )
     elif speed > wanted:
