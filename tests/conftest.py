@@ -6,6 +6,8 @@
 - ``virtual_lab``: the session's virtual lab of two QEMU siw guests (hil.lab),
   booted once for every test that needs real iWARP (tests/lab, tests/cm).
   Tests marked ``takes_lab_down`` run after every other test.
+- ``store``: a fresh SQLite reservation store (tests/reservation has its own,
+  which also runs on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from netnslab import NetnsLab, cleanup_stale
 from vlab import VirtualLab, booted_lab
 
 from hil.plugin.interrupt import sigterm_as_interrupt
+from hil.reservation import Store, open_store
 
 
 def netns_unavailable() -> str | None:
@@ -70,3 +74,11 @@ def virtual_lab(pytestconfig: pytest.Config) -> Iterator[VirtualLab]:
     (also when the run is stopped with SIGTERM)."""
     with sigterm_as_interrupt(), booted_lab(pytestconfig) as lab:
         yield lab
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh SQLite reservation store, closed after the test."""
+    s = open_store(str(tmp_path / "reservations.db"))
+    yield s
+    s.close()

@@ -213,8 +213,8 @@ class FakeAgent:
         r = self.call("run", timeout=timeout, argv=list(argv), input=input)
         return CommandResult(tuple(argv), r["status"], r["stdout"], r["stderr"])
 
-    def rdma_links(self) -> list[RdmaLink]:
-        return [RdmaLink(**d) for d in self.call("rdma_links")]
+    def rdma_links(self, timeout: float = 30.0) -> list[RdmaLink]:
+        return [RdmaLink(**d) for d in self.call("rdma_links", timeout=timeout)]
 
     def add_siw(self, name: str, netdev: str) -> None:
         self.call("rdma_add_siw", name=name, netdev=netdev)

@@ -23,6 +23,7 @@ EPILOG = """exit codes:
   3  infrastructure error (store, SSH, agent, lab)
   4  a rule was violated: the RDMA CM contract (hil cm run), a wire rule
      (hil wire judge)
+  5  hosts not ready: a readiness check failed (hil host doctor, pair setup)
 
 environment:
   HIL_INVENTORY  default for --inventory

@@ -274,7 +274,8 @@ def _setup(args: argparse.Namespace) -> int:
             module_params=tuple(args.module_param),
         )
         # A failed setup is undone and a lease we took given back; a good one is kept.
-        with PairRun(inv, store, request) as run:
+        progress = lambda t: print(f"hil: {t}", file=sys.stderr)  # noqa: E731
+        with PairRun(inv, store, request, progress=progress) as run:
             lease, state = run.lease, run.state
             run.keep()
     if args.json:

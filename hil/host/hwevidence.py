@@ -37,10 +37,10 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from hil import tools
-from hil.agent.types import CommandResult
+from hil.agent.types import CommandResult, Runner
 
 DEBUGFS_ROOT = "/sys/kernel/debug"
 # debugfs_create_dir(DRV_NAME, NULL) in c4iw_init_module (device.c).
@@ -56,18 +56,6 @@ LINE_STARTS = {
     "eps": ("ep ",),
     "stags": ("stag: ",),
 }
-
-
-class Runner(Protocol):
-    """What reading the evidence needs of a host: the agent's ``run``."""
-
-    def run(
-        self,
-        argv: list[str],
-        timeout: float = ...,
-        input: str | None = None,
-        check: bool = False,
-    ) -> CommandResult: ...
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from hil import tools
 from hil.errors import RemoteError
@@ -23,7 +23,7 @@ from hil.inventory.modparams import MODULE_PARAMS, module_param
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.agent.types import CommandResult
+    from hil.agent.types import Runner
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal
     from hil.host.pairstate import PairState, PortState
@@ -31,12 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_TIMEOUT = 15.0
-
-
-class Runner(Protocol):
-    """What reading parameters needs of an agent (the report passes its own kind)."""
-
-    def run(self, argv: list[str], timeout: float = ...) -> CommandResult: ...
 
 
 SYS_MODULE = "/sys/module"

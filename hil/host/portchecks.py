@@ -26,6 +26,7 @@ from hil.host.rdmadev import (
     device_on_netdev,
     missing_device,
     plan_device,
+    rdma_core_version,
     rdma_ports,
     read_file,
     wrong_netdev,
@@ -308,20 +309,11 @@ def _iwpmd(port: _Port, driver: str) -> None:
         status: Status = "fail" if needs else "warn"
         port.add("iwpmd", status, "not running", f"running ({driver} maps its ports)", IWPMD_FIX)
     else:
-        version = _rdma_core(port)
+        try:
+            version = rdma_core_version(port.agent, port.host.name)
+        except RemoteError:
+            version = "unknown"
         port.add("iwpmd", "ok", f"running (pid {', '.join(pids)}), rdma-core {version}")
-
-
-def _rdma_core(port: _Port) -> str:
-    """rdma-core's package version (iwpmd's), Debian then RPM; ``unknown`` if neither says."""
-    for argv in (
-        tools.argv("dpkg-query", "-W", "-f=${Version}", "rdma-core"),
-        tools.argv("rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", "rdma-core"),
-    ):
-        r = port.agent.run(argv, timeout=READ_TIMEOUT)
-        if r.status == 0 and r.stdout.strip():
-            return r.stdout.strip().splitlines()[0]
-    return "unknown"
 
 
 def _params(port: _Port, driver: str) -> dict[str, str] | None:

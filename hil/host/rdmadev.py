@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Literal
 
 from hil import tools
 from hil.agent.client import AgentCallError
-from hil.errors import InputError, RemoteError
+from hil.errors import HilError, InputError, RemoteError
 from hil.judge.profiles import PROVIDERS, provider_named
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.agent.types import RdmaLink
+    from hil.agent.types import RdmaLink, Runner
     from hil.inventory.model import Rnic
 
 SYSFS_IB = "/sys/class/infiniband"
@@ -34,6 +34,27 @@ def read_file(agent: Agent, host: str, path: str) -> str:
         why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
         raise RemoteError(host, f"cannot read {path} ({why})")
     return r.stdout.strip()
+
+
+def rdma_core_version(agent: Runner, host: str) -> str:
+    """rdma-core's package version (iwpmd, librdmacm, the providers): Debian's, then RPM's.
+
+    RemoteError naming the host and what each package manager said when neither knows it.
+    """
+    whys: list[str] = []
+    for argv in (
+        tools.argv("dpkg-query", "-W", "-f=${Version}", "rdma-core"),
+        tools.argv("rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", "rdma-core"),
+    ):
+        try:
+            r = agent.run(argv, timeout=READ_TIMEOUT)
+        except HilError as e:
+            whys.append(f"{argv[0]}: {e}")
+            continue
+        if r.status == 0 and r.stdout.strip():
+            return r.stdout.strip().splitlines()[0]
+        whys.append((r.stderr.strip().splitlines() or [f"{argv[0]}: exit {r.status}"])[-1])
+    raise RemoteError(host, f"cannot tell rdma-core's version ({'; '.join(whys)})")
 
 
 def device_driver(agent: Agent, host: str, device: str) -> str:

@@ -18,8 +18,8 @@ from hil.inventory.model import (
     CAPTURE_FETCH_FIELDS,
     CAPTURE_FIELDS,
     CAPTURE_MODES,
+    HOST_TCP_DRIVERS,
     PULL_MODES,
-    TCP_OFFLOAD_DRIVERS,
     CaptureSpec,
     Host,
     Link,
@@ -201,7 +201,7 @@ class _LinkReader:
         if pull.mode != "blackhole" or pull.end is None:
             return
         driver = self.hosts[pull.end.host].rnic(pull.end.port).driver
-        if driver in TCP_OFFLOAD_DRIVERS:
+        if driver not in HOST_TCP_DRIVERS:
             raise at.error(
                 f"pull mode 'blackhole' cannot pull this link: {pull.end} uses {driver}, "
                 "whose RNIC runs TCP itself (offloaded), so host filters (nftables) never see "

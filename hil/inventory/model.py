@@ -21,9 +21,10 @@ IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 HostKeyPolicy = Literal["strict", "accept-new"]
 PullMode = Literal["admin", "blackhole", "carrier", "command"]
 PULL_MODES: tuple[PullMode, ...] = ("admin", "blackhole", "carrier", "command")
-# Drivers whose RNIC runs TCP itself: the host's stack, and so its filters
-# (nftables) and tcpdump, never see their iWARP connections.
-TCP_OFFLOAD_DRIVERS = ("iw_cxgb4",)
+# Drivers whose iWARP runs over the host kernel's TCP, where the host's
+# filters (nftables) and tcpdump see it.  Every hardware iWARP RNIC (iw_cxgb4)
+# runs TCP itself: its connections pass the host's stack by.
+HOST_TCP_DRIVERS = ("siw",)
 CaptureMode = Literal["ends", "host", "command", "none"]
 CAPTURE_MODES: tuple[CaptureMode, ...] = ("ends", "host", "command", "none")
 # The fields hil fills in a capture command's templates (besides its vars):

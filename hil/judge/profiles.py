@@ -78,8 +78,6 @@ class WireExpect:
     access_error_layer: str
     access_error_type: int
     access_error_codes: tuple[tuple[str, frozenset[int]], ...]
-    # True when the provider's TCP runs on the NIC: a host's tcpdump sees none of it.
-    tcp_offloaded: bool
 
 
 @dataclass(frozen=True)
@@ -226,7 +224,6 @@ SIW_WIRE = WireExpect(
     access_error_layer="DDP",
     access_error_type=_TAGGED_BUFFER,
     access_error_codes=_TAGGED_CODES,
-    tcp_offloaded=False,
 )
 
 CXGB4_WIRE = WireExpect(
@@ -238,7 +235,6 @@ CXGB4_WIRE = WireExpect(
     access_error_layer="DDP",
     access_error_type=_TAGGED_BUFFER,
     access_error_codes=_TAGGED_CODES,
-    tcp_offloaded=True,
 )
 
 

@@ -37,6 +37,7 @@ from hil.host.evidence import Counter
 from hil.plugin import option_group
 
 if TYPE_CHECKING:
+    from hil.agent.types import Runner
     from hil.run import PairRun
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ def session_targets(config: pytest.Config, run: PairRun) -> dict[str, hwevidence
 
 
 def _snapshots(
-    agents: Mapping[str, hwevidence.Runner], targets: Mapping[str, hwevidence.Target], when: str
+    agents: Mapping[str, Runner], targets: Mapping[str, hwevidence.Target], when: str
 ) -> dict[str, hwevidence.HostSnapshot] | None:
     """Both hosts' snapshots (at once), or None (noted in the report) when a host failed."""
     from hil.host.evidence import each

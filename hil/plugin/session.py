@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import pytest
 
-from hil.cm.observer import Observer, RunInfo
 from hil.errors import EXIT_INFRA, HilError, InputError
 from hil.inventory import Inventory, Pair, load
 from hil.inventory.require import parse_requirement, select
@@ -89,12 +88,7 @@ class HilSession:
         inventory = load(self.inventory_path)
         self.store = open_store(self.config.getoption("hil_store"))
         observers = [
-            _ProviderLine(self),
-            *(
-                o
-                for group in self.config.hook.pytest_hil_observers(config=self.config)
-                for o in group
-            ),
+            o for group in self.config.hook.pytest_hil_observers(config=self.config) for o in group
         ]
         self.run = PairRun(
             inventory, self.store, self.request(), observers=observers, progress=self.progress
@@ -161,22 +155,3 @@ class HilSession:
             if self.store is not None:
                 self.store.close()
             self._signals.close()
-
-
-class _ProviderLine(Observer):
-    """Says what the pair really runs once it is set up, in the session output and the log:
-    ``hil: pair lab-0-1 runs siw on both hosts (siw fallback: the inventory says iw_cxgb4)``."""
-
-    def __init__(self, session: HilSession) -> None:
-        self.session = session
-
-    def run_started(self, info: RunInfo) -> None:
-        run = self.session.run
-        if run is None:
-            return
-        provider = run.provider
-        line = f"{provider.describe(info.pair)}; judged by profile {info.profile}"
-        self.session.progress(line)
-        # A host that does not run what the inventory says is worth a warning in the log.
-        differs = any(h.note() for h in provider.hosts)
-        log.log(logging.WARNING if differs else logging.INFO, "hil: %s", line)

@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from hil import tools
 from hil.agent.client import AgentCallError
+from hil.agent.types import Runner
 from hil.errors import HilError, RemoteError
 from hil.host.modparams import read_params
+from hil.host.rdmadev import rdma_core_version
 from hil.inventory.model import Host, Pair, Rnic
 from hil.inventory.modparams import MODULE_PARAMS
 
 if TYPE_CHECKING:
-    from hil.agent.types import CommandResult, DriverInfo, RdmaLink
+    from hil.agent.types import DriverInfo, RdmaLink
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +38,7 @@ COMMAND_TIMEOUT = 15.0
 NONE_REPORTED = "none reported by the driver"
 
 
-class _Runner(Protocol):
-    def run(self, argv: list[str], timeout: float = ...) -> CommandResult: ...
-
-
-class _HostAgent(_Runner, Protocol):
+class _HostAgent(Runner, Protocol):
     def driver_info(self, netdev: str) -> DriverInfo: ...
 
     def rdma_links(self, timeout: float = ...) -> list[RdmaLink]: ...
@@ -65,7 +63,7 @@ def _reason(e: HilError, host: str) -> str:
     return text
 
 
-def _first_line(runner: _Runner, host: str, argv: list[str]) -> str:
+def _first_line(runner: Runner, host: str, argv: list[str]) -> str:
     """The first output line of a command, or ``unknown: ...`` saying why not."""
     what = " ".join(argv[:2]) if argv[1:2] and argv[1].startswith("-") else argv[0]
     try:
@@ -79,15 +77,12 @@ def _first_line(runner: _Runner, host: str, argv: list[str]) -> str:
     return text.splitlines()[0]
 
 
-def rdma_core_version(runner: _Runner, host: str) -> str:
-    """rdma-core's package version (Debian, then RPM distributions)."""
-    deb = _first_line(runner, host, tools.argv("dpkg-query", "-W", "-f=${Version}", "rdma-core"))
-    if not deb.startswith("unknown:"):
-        return deb
-    rpm = _first_line(
-        runner, host, tools.argv("rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", "rdma-core")
-    )
-    return rpm if not rpm.startswith("unknown:") else deb
+def rdma_core_property(agent: Runner, host: str) -> str:
+    """rdma-core's version on ``host``, or ``unknown: ...`` saying why not."""
+    try:
+        return rdma_core_version(agent, host)
+    except HilError as e:
+        return unknown(host, "rdma-core version", _reason(e, host))
 
 
 def driver_properties(agent: _HostAgent, host: str, prefix: str, netdev: str) -> dict[str, str]:
@@ -149,7 +144,7 @@ def host_properties(agent: _HostAgent, host: Host, rnic: Rnic) -> dict[str, str]
     """Kernel, rdma-core, the pair port of one host and its driver's module parameters."""
     return {
         f"{host.name}.kernel": _first_line(agent, host.name, tools.argv("uname", "-r")),
-        f"{host.name}.rdma-core": rdma_core_version(agent, host.name),
+        f"{host.name}.rdma-core": rdma_core_property(agent, host.name),
         **port_properties(agent, host, rnic),
         **module_properties(agent, host.name, rnic.driver),
     }

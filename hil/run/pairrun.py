@@ -193,8 +193,19 @@ class PairRun:
         self._state = state
         if self.request.rdma:
             self._provider = detect(hosts, self.pair, self._state)
+            self._say_provider(self._provider)
             self.observers.run_started(self.info)
         return self._state
+
+    def _say_provider(self, provider: Provider) -> None:
+        """What the pair really runs, in the progress output and the log: ``pair lab-0-1
+        runs siw on both hosts (siw fallback: the inventory says iw_cxgb4); judged by ...``."""
+        line = f"{provider.describe(self.pair.name)}; judged by profile {provider.profile.name}"
+        if self._progress is not None:
+            self._progress(line)
+        # A host that does not run what the inventory says is worth a warning in the log.
+        differs = any(h.note() for h in provider.hosts)
+        log.log(logging.WARNING if differs else logging.INFO, "%s", line)
 
     def keep(self) -> None:
         """Leave the pair set up and the lease held when the run closes (``hil host setup``)."""

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hil.inventory.model import CaptureMode, CaptureSpec, Pair
-
-# Providers whose TCP runs in the host kernel, where tcpdump on the port's netdev sees it.
-HOST_TCP_PROVIDERS = ("siw",)
+from hil.inventory.model import HOST_TCP_DRIVERS, CaptureMode, CaptureSpec, Pair
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ def capture_plan(pair: Pair, provider: str) -> CapturePlan:
     ends = [
         TcpdumpPoint(host.name, host.name, rnic.netdev)
         for host, rnic, driver in zip(pair.hosts, (pair.rnic_a, pair.rnic_b), drivers, strict=True)
-        if driver in HOST_TCP_PROVIDERS
+        if driver in HOST_TCP_DRIVERS
     ]
     if ends:
         return CapturePlan(link.name, "ends", tuple(ends))
@@ -103,7 +100,7 @@ def capture_plan(pair: Pair, provider: str) -> CapturePlan:
         "ends",
         (),
         f"link {link.name}: {provider} runs its TCP on the RNIC, not in the host kernel "
-        f"(only {', '.join(HOST_TCP_PROVIDERS)} does), so tcpdump on the ends' "
+        f"(only {', '.join(HOST_TCP_DRIVERS)} does), so tcpdump on the ends' "
         f"netdevs sees none of its iWARP packets; give the link a capture point in the "
         f"inventory (capture: host or command, docs/inventory.md)",
     )

@@ -6,22 +6,12 @@ tests/test_pairsetup.py on the netns lab.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from hil.errors import RemoteError
 from hil.host.journal import Journal, agent_undo, replay, restore_host
-from hil.reservation import Store, open_store
+from hil.reservation import Store
 from tests.fake_hosts import FakeHosts, two_host_inventory
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(str(tmp_path / "reservations.db"))
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from hil.host.hosts import Hosts
 from hil.host.journal import Journal, replay
 from hil.host.linkctl import EndState, LinkControl
 from hil.inventory.model import Inventory, Pull
-from hil.reservation import Claim, Holder, Store, open_store, reserve
+from hil.reservation import Claim, Holder, Store, reserve
 from tests.netns_stream import Stream
 
 pytestmark = pytest.mark.netns
@@ -37,13 +37,6 @@ HERE = Path(__file__).parent
 def lab(netns_lab: NetnsLab) -> NetnsLab:
     """The session's netns lab (tests/conftest.py); each test leaves it as it found it."""
     return netns_lab
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(str(tmp_path / "reservations.db"))
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from hil.errors import LabError
 from hil.host.journal import Journal, replay
 from hil.host.linkctl import LinkControl
 from hil.inventory.model import LinkEnd, Pull
-from hil.reservation import Store, open_store
+from hil.reservation import Store
 from tests.fake_hosts import FakeHosts, two_host_inventory
 
 
@@ -61,13 +60,6 @@ class QmpServer:
         self._closed.set()
         self._thread.join(timeout=5)
         self._sock.close()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(str(tmp_path / "reservations.db"))
-    yield s
-    s.close()
 
 
 def _carrier_hosts(store: Store, qmp: Path) -> FakeHosts:

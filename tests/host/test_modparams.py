@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +15,12 @@ from hil.host.journal import Journal, replay
 from hil.host.modparams import pin_params, read_params
 from hil.host.pairsetup import PairState, PortState
 from hil.inventory.model import Inventory, Pair, PinnedParam
-from hil.reservation import Store, open_store
+from hil.reservation import Store
 from tests.fake_hosts import FakeHosts, t6_hosts, t6_inventory
 
 PARAMS = "/sys/module/iw_cxgb4/parameters"
 TIMEOUT = PinnedParam("iw_cxgb4", "ep_timeout_secs", "10")
 MPA_REV = PinnedParam("iw_cxgb4", "mpa_rev", "1")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(str(tmp_path / "reservations.db"))
-    yield s
-    s.close()
 
 
 def _pair(

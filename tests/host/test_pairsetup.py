@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from netnslab.lab import NetnsLab
@@ -17,15 +15,8 @@ from hil.host.hosts import Hosts
 from hil.host.journal import Journal
 from hil.host.pairsetup import setup_pair
 from hil.inventory.model import Host, Inventory
-from hil.reservation import Store, open_store
+from hil.reservation import Store
 from tests.fake_hosts import FakeHosts, two_host_inventory
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(str(tmp_path / "reservations.db"))
-    yield s
-    s.close()
 
 
 def _fake(store: Store, **inventory: object) -> tuple[FakeHosts, Journal]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from hil.host.journal import Journal
 from hil.host.pairsetup import setup_pair
 from hil.host.readiness import Readiness, host_readiness, pair_readiness
 from hil.inventory.model import FirmwarePolicy, PinnedParam
-from hil.reservation import Store, open_store
+from hil.reservation import Store
 from tests.fake_hosts import T6_NETDEV, FakeHosts, RecordedAgent, t6_hosts, t6_inventory
 
 PARAMS = "/sys/module/iw_cxgb4/parameters"
@@ -186,13 +186,6 @@ def test_a_siw_fallback_to_be_created_is_info_and_needs_no_iwpmd(tmp_path: Path)
 
 
 # -- pair setup ----------------------------------------------------------------
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(str(tmp_path / "reservations.db"))
-    yield s
-    s.close()
 
 
 def _setup(hosts: FakeHosts, store: Store) -> None:

@@ -11,8 +11,9 @@ from netnslab import NetnsLab
 from hil.agent.types import CommandResult
 from hil.errors import CommandTimeout
 from hil.host.hosts import Hosts
+from hil.host.rdmadev import rdma_core_version
 from hil.inventory.model import Pair
-from hil.report.environment import NONE_REPORTED, gather, rdma_core_version, write_properties
+from hil.report.environment import NONE_REPORTED, gather, rdma_core_property, write_properties
 
 
 class Scripted:
@@ -46,9 +47,9 @@ def test_an_unreadable_value_says_what_failed_where_and_why() -> None:
             "rpm": CommandResult((), 127, "", "rpm: command not found"),
         }
     )
-    assert rdma_core_version(agent, "lab-a") == (
-        "unknown: dpkg-query -W failed on lab-a: dpkg-query did not finish"
-    )
+    value = rdma_core_property(agent, "lab-a")
+    assert value.startswith("unknown: rdma-core version failed on lab-a: ")
+    assert "dpkg-query did not finish" in value and "rpm: command not found" in value
 
 
 def test_properties_are_escaped_for_java(tmp_path: Path) -> None:
@@ -127,3 +128,14 @@ def test_a_host_without_an_agent_has_every_value_unknown(netns_lab: NetnsLab) ->
     for key in ("kernel", "rdma-core", "data0.driver", "data0.firmware", "data0.rdma_device"):
         assert props[f"{host}.{key}"] == value
     assert props[f"{host}.data0.inventory"].startswith("driver siw")
+
+
+def test_the_recorded_t6_pair_shows_what_its_cards_run(tmp_path: Path) -> None:
+    from tests.fake_hosts import t6_hosts, t6_inventory
+
+    inventory = t6_inventory()
+    props = gather(t6_hosts(tmp_path, inventory), inventory.pair("t6"))
+    assert props["t6a.enp129s0f4.driver"] == "cxgb4"
+    assert props["t6a.enp129s0f4.firmware"] == "1.27.4.0, TP 0.1.23.2"
+    assert props["t6b.iw_cxgb4.ep_timeout_secs"] == "60"
+    assert not props["t6b.rdma-core"].startswith("unknown")

@@ -4,50 +4,16 @@ restores them when it closes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-import hil.host.hosts
 from hil.errors import InputError
-from hil.inventory.model import Inventory, PinnedParam
-from hil.reservation import Store, open_store
+from hil.inventory.model import PinnedParam
+from hil.reservation import Store
 from hil.run import PairRequest, PairRun
-from tests.fake_hosts import FakeHosts, t6_hosts, t6_inventory
+from tests.fake_hosts import FakeHosts, t6_inventory
 
 TIMEOUT = "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"
 PINNED = (PinnedParam("iw_cxgb4", "ep_timeout_secs", "10"),)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(str(tmp_path / "reservations.db"))
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeHosts]:
-    """The recorded T6 hosts a PairRun opens (instead of SSH and agents)."""
-    made: dict[str, FakeHosts] = {}
-
-    class Hosts(FakeHosts):
-        def __init__(self, inventory: Inventory, store: Any) -> None:
-            recorded = t6_hosts(tmp_path / "hosts", inventory)
-            super().__init__(inventory, store, recorded.agents)
-            made["hosts"] = self
-
-        def call(self, name: str, method: str, /, timeout: float | None = None, **p: Any) -> Any:
-            # PairRun warms each agent up with "links"; a fake needs no warming.
-            return [] if method == "links" else super().call(name, method, timeout, **p)
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(hil.host.hosts, "Hosts", Hosts)
-    return made
 
 
 def _value(hosts: FakeHosts, host: str) -> str:
