@@ -20,6 +20,7 @@ HIL = Path(__file__).resolve().parent.parent / "hil"
 LAYERS = [
     "tools",  # hil/tools.py: the external commands, for everyone
     "errors",
+    "timeouts",  # hil/timeouts.py: the timeout layers, their defaults and messages
     "inventory",
     "reservation",
     "ssh",

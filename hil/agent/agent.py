@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Self
 
 from hil.agent.build import build
-from hil.agent.client import DEFAULT_TIMEOUT, AgentClient, request
+from hil.agent.client import AgentClient, request
 from hil.agent.deploy import REMOTE_DIR, push
 from hil.agent.remote import protocol as wire
 from hil.agent.transport import LocalChannel, SSHChannel
@@ -164,24 +164,24 @@ class Agent(AgentClient):
 
     # -- RDMA ---------------------------------------------------------------
 
-    def rdma_devices(self, timeout: float = DEFAULT_TIMEOUT) -> list[RdmaDevice]:
+    def rdma_devices(self, timeout: float | None = None) -> list[RdmaDevice]:
         """RDMA devices; ``AgentCallError`` kind ``rdma_unavailable`` without RDMA."""
         return [RdmaDevice(**d) for d in request(self, wire.RDMA_DEVICES, wire.NoParams(), timeout)]
 
-    def rdma_links(self, timeout: float = DEFAULT_TIMEOUT) -> list[RdmaLink]:
+    def rdma_links(self, timeout: float | None = None) -> list[RdmaLink]:
         """RDMA ports and their netdevs."""
         return [RdmaLink(**d) for d in request(self, wire.RDMA_LINKS, wire.NoParams(), timeout)]
 
-    def add_siw(self, name: str, netdev: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def add_siw(self, name: str, netdev: str, timeout: float | None = None) -> None:
         """Create soft-iWARP device ``name`` on ``netdev``."""
         request(self, wire.RDMA_ADD_SIW, wire.AddSiwParams(name=name, netdev=netdev), timeout)
 
-    def delete_rdma_link(self, name: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def delete_rdma_link(self, name: str, timeout: float | None = None) -> None:
         """Delete RDMA link ``name`` (a siw device)."""
         request(self, wire.RDMA_DELETE_LINK, wire.NameParams(name=name), timeout)
 
     def rdma_resources(
-        self, types: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT
+        self, types: Sequence[str] | None = None, timeout: float | None = None
     ) -> dict[str, int]:
         """Counts of RDMA resources by type (cm_id, qp, cq, mr)."""
         params = wire.ResourcesParams(types=list(types) if types else None)

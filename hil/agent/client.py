@@ -37,8 +37,8 @@ from hil.agent.remote.protocol import (
 )
 from hil.agent.transport import Channel
 from hil.errors import AgentError, CommandTimeout, WaitTimeout
+from hil.timeouts import active, expired
 
-DEFAULT_TIMEOUT = 30.0
 HANDSHAKE_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 10.0
 # Beyond the agent's own grace: the time its timeout answer may take to travel.
@@ -91,14 +91,20 @@ def decode_reply(agent: Caller, what: str, declared: type[R], raw: object) -> R:
         ) from None
 
 
-def request(agent: Caller, method: Method[P, R], params: P, timeout: float = DEFAULT_TIMEOUT) -> R:
-    """Call ``method`` with ``params`` (its TypedDict); its reply, decoded."""
-    raw = agent.call(method.name, timeout, **params)
+def call_bound(timeout: float | None) -> float:
+    """``timeout``, or the agent call layer's bound in force when it is None."""
+    return active().agent_call_s if timeout is None else timeout
+
+
+def request(agent: Caller, method: Method[P, R], params: P, timeout: float | None = None) -> R:
+    """Call ``method`` with ``params`` (its TypedDict), bounded by ``timeout`` (default:
+    the agent call layer's, :mod:`hil.timeouts`); its reply, decoded."""
+    raw = agent.call(method.name, call_bound(timeout), **params)
     return decode_reply(agent, f"{method.name} reply", method.reply, raw)
 
 
 def cm_request(
-    agent: Caller, endpoint: int, op: CMOp[P, R], params: P, timeout: float = DEFAULT_TIMEOUT
+    agent: Caller, endpoint: int, op: CMOp[P, R], params: P, timeout: float | None = None
 ) -> R:
     """Run ``op`` with ``params`` in CM endpoint ``endpoint`` (``cm_call``); its reply."""
     call = CMCallParams(endpoint=endpoint, op=op.name, params=dict(params))
@@ -235,11 +241,13 @@ class AgentClient:
         for p in pending.values():
             p.event.set()
 
-    def call(self, method: str, timeout: float = DEFAULT_TIMEOUT, **params: Any) -> Any:
-        """Call ``method`` on the agent; its raw result, or a HilError naming the host.
+    def call(self, method: str, timeout: float | None = None, **params: Any) -> Any:
+        """Call ``method`` on the agent, bounded by ``timeout`` (default: the agent call
+        layer's); its raw result, or a HilError naming the host.
 
         Untyped: :func:`request` is the typed way (the ``Agent`` methods use it).
         """
+        timeout = call_bound(timeout)
         rid = next(self._ids)
         pending = _Pending()
         with self._lock:
@@ -262,8 +270,8 @@ class AgentClient:
                 self._pending.pop(rid, None)
             raise CommandTimeout(
                 self.host,
-                f"agent {method} did not answer within {timeout:g}s "
-                "(agent hung or the connection stalled)",
+                expired("agent call", timeout, f"{self.host}'s agent to answer {method}")
+                + " (no answer at all: the agent hung or the connection stalled)",
             )
         if pending.answer is None:
             raise AgentError(self.host, f"agent {method}: {self._dead}")
@@ -275,9 +283,11 @@ class AgentClient:
         error = decode_reply(self, f"{method} error", ErrorBody, answer["error"])
         kind, message = error["type"], error["message"]
         if kind == "timeout":
-            raise CommandTimeout(self.host, f"agent {method} (timeout {timeout:g}s): {message}")
+            waiting = f"{self.host}'s agent to finish {method}"
+            raise CommandTimeout(self.host, f"{expired('agent call', timeout, waiting)}: {message}")
         if kind == "wait_timeout":
-            raise WaitTimeout(f"{self.host}: {message}")
+            waiting = f"{method} on {self.host}"
+            raise WaitTimeout(f"{self.host}: {expired('agent call', timeout, waiting)}: {message}")
         raise AgentCallError(self.host, method, kind, message, error["details"])
 
     @property

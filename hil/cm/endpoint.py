@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from hil.agent import Agent
     from hil.cm.interfaces import Recorder
 
-DEFAULT_TIMEOUT = 30.0
 OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest
 # Event.seq = endpoint number * SEQ_STRIDE + position in that endpoint's channel:
 # unique per host, and in delivery order for endpoints used one after another.
@@ -109,7 +108,7 @@ class Endpoint:
 
     # -- the call ------------------------------------------------------------
 
-    def _call(self, op: wire.CMOp[P, R], params: P, timeout: float = DEFAULT_TIMEOUT) -> R:
+    def _call(self, op: wire.CMOp[P, R], params: P, timeout: float | None = None) -> R:
         return cm_request(self.agent, self.number, op, params, timeout)
 
     def act(
@@ -121,7 +120,7 @@ class Endpoint:
         *,
         record: dict[str, Any] | None = None,
         keep: tuple[str, ...] = (),
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
     ) -> Outcome:
         """Run ``op`` in the worker and record it as action ``name`` on ``cm_id``.
 
@@ -239,7 +238,7 @@ class Endpoint:
         """Move the QP to ERR: abortive close."""
         return self.act("qp_err", wire.OP_QP_ERR, self._id(cm_id), cm_id)
 
-    def destroy(self, cm_id: str, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
+    def destroy(self, cm_id: str, timeout: float | None = None) -> Outcome:
         """rdma_destroy_id; the action's duration is how long it blocked on the host."""
         return self.act("destroy", wire.OP_DESTROY, self._id(cm_id), cm_id, timeout=timeout)
 
@@ -401,7 +400,7 @@ class Endpoint:
             self.rec.add_action(a)
         return actions[0]
 
-    def close(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Collect the last events, then end the worker in order (killed at the timeout)."""
         if not self.alive:
             return

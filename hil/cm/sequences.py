@@ -45,7 +45,7 @@ from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome
 from hil.cm.registry import sequence
-from hil.cm.steps import STEP_SLACK_S, Conn, Listener, StepFailed, waits
+from hil.cm.steps import Conn, Listener, StepFailed, step_slack_s, waits
 from hil.errors import InputError
 from hil.judge.access import ACCESS_ERRORS
 from hil.judge.timeline import Timeline
@@ -184,7 +184,7 @@ def link_pull(
         lc.pull(s.pair.link, mode)
         rec.controller_action(side, "pull", start, mode=kind, method=mode, traffic=traffic)
         found = steps.wait_disconnected(
-            conn, bound + STEP_SLACK_S if bound else hold_s, ("active",)
+            conn, bound + step_slack_s() if bound else hold_s, ("active",)
         )
         if found["active"] is None:
             found = steps.wait_disconnected(conn, 1.0, ("passive",))
@@ -239,7 +239,7 @@ def destroy_conn_sent(s: PairSides) -> Timeline:
         active = rec.endpoint(s.active)
         conn, req = steps.request(rec, active, listener, "c1", what="destroy in CONN_SENT")
         assert conn.id is not None  # request() made sure
-        out = active.destroy(conn.id, timeout=bound + STEP_SLACK_S)
+        out = active.destroy(conn.id, timeout=bound + step_slack_s())
         if out.action.duration_us is not None:
             rec.metric("destroy_blocked_us", out.action.duration_us)
         steps.destroy(listener.ep, req.id, listener.id)

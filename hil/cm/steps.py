@@ -8,7 +8,10 @@ the sequence (a reject, a connect with no listener) just return it.
 
 How long a step waits comes from the pair's profiles (:func:`waits`), never
 from one provider's constants: an iw_cxgb4 close may take up to
-``ep_timeout_secs`` + 5 s and is still waited for, recorded and judged.
+``ep_timeout_secs`` + 5 s and is still waited for, recorded and judged.  This
+is the step layer of :mod:`hil.timeouts`: its slack is configurable, and a
+step that runs out says so (``timeout (step layer, 75 s: iw_cxgb4 close bound
+65 s + slack 10 s) waiting for DISCONNECTED on ...``).
 """
 
 from __future__ import annotations
@@ -21,38 +24,62 @@ from hil.agent.remote.protocol import AutoAnswer
 from hil.cm.endpoint import Endpoint, Outcome
 from hil.errors import RemoteError
 from hil.judge.timeline import SIDES, Event
+from hil.timeouts import active, expired
 
 if TYPE_CHECKING:
     from hil.cm.interfaces import PairView
     from hil.cm.recording import Recording
 
 REPLY_TYPES = ("ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR")
-# Past a profile's bound the contract fails the run; a step waits this much longer,
-# so that a late event is still recorded and judged (late), not reported as missing.
-STEP_SLACK_S = 10.0
+
+
+def step_slack_s() -> float:
+    """How much longer than a profile's bound a step waits (the step layer's slack,
+    ``--hil-timeout-step-slack``; :mod:`hil.timeouts`): past the bound the contract
+    fails the run, and a late event is still recorded and judged (late), not
+    reported as missing."""
+    return active().step_slack_s
 
 
 @dataclass(frozen=True)
 class Waits:
-    """How long the steps wait on a pair: the slower host's bound plus :data:`STEP_SLACK_S`.
+    """How long the steps wait on a pair: the slower host's bound plus the slack.
 
     ``reply_s``: a connect's answer or request (the connect timeout: siw's
     MPAREQ_TIMEOUT, iw_cxgb4's ``ep_timeout_secs``); ``close_s``: a close's
     DISCONNECTED (iw_cxgb4 waits up to ``ep_timeout_secs`` for the peer's
-    FIN); ``destroy_s``: rdma_destroy_id, which may block for either.
+    FIN); ``destroy_s``: rdma_destroy_id, which may block for either.  Each
+    ``*_why`` says where its bound came from, for a step's timeout message.
     """
 
     reply_s: float
     close_s: float
     destroy_s: float
+    reply_why: str = ""
+    close_why: str = ""
+    destroy_why: str = ""
 
 
 def waits(s: PairView) -> Waits:
     """The step timeouts of the pair ``s`` runs on, from both hosts' profiles."""
     profiles = [s.profile.of(s.host(side)) for side in SIDES]
-    reply = max(p.conn_sent_destroy_bound_s for p in profiles)
-    close = max(p.local_close_bound_s for p in profiles)
-    return Waits(reply + STEP_SLACK_S, close + STEP_SLACK_S, max(reply, close) + STEP_SLACK_S)
+    slack = step_slack_s()
+    reply = max(profiles, key=lambda p: p.conn_sent_destroy_bound_s)
+    close = max(profiles, key=lambda p: p.local_close_bound_s)
+    reply_why = (
+        f"{reply.name} reply bound {reply.conn_sent_destroy_bound_s:g} s + slack {slack:g} s"
+    )
+    close_why = f"{close.name} close bound {close.local_close_bound_s:g} s + slack {slack:g} s"
+    reply_s = reply.conn_sent_destroy_bound_s + slack
+    close_s = close.local_close_bound_s + slack
+    return Waits(
+        reply_s,
+        close_s,
+        max(reply_s, close_s),
+        reply_why,
+        close_why,
+        reply_why if reply_s >= close_s else close_why,
+    )
 
 
 class StepFailed(RemoteError):
@@ -128,13 +155,17 @@ def expect(
 ) -> Event:
     """Wait for an event (at most ``timeout``, default the pair's ``reply_s``) or raise
     :class:`StepFailed` saying what was seen instead."""
-    timeout = waits(ep.rec.session).reply_s if timeout is None else timeout
+    why = ""
+    if timeout is None:
+        w = waits(ep.rec.session)
+        timeout, why = w.reply_s, w.reply_why
     got = ep.wait(types, cm_id, timeout)
     if got is None:
         seen = "; ".join(e.brief() for e in ep.rec.events()[-6:]) or "no events"
+        names = types if isinstance(types, str) else " or ".join(types)
+        waiting = f"{names} for {cm_id or 'any id'} on {ep.host}"
         raise StepFailed(
-            ep.host,
-            f"{what}: no {types} for {cm_id or 'any id'} within {timeout:g}s (last events: {seen})",
+            ep.host, f"{what}: {expired('step', timeout, waiting, why)} (last events: {seen})"
         )
     return got
 
@@ -206,17 +237,22 @@ def close(conn: Conn, by: str = "active", timeout: float | None = None) -> Outco
     """Orderly close started by ``by`` ("active"/"passive"); waits for both DISCONNECTED
     (at most ``timeout``, default the pair's ``close_s``)."""
     ep, cm_id = (conn.active, conn.active_id) if by == "active" else (conn.passive, conn.passive_id)
-    timeout = waits(ep.rec.session).close_s if timeout is None else timeout
+    why = ""
+    if timeout is None:
+        w = waits(ep.rec.session)
+        timeout, why = w.close_s, w.close_why
     out = ep.disconnect(cm_id)
     if not out.ok:
         raise StepFailed(ep.host, f"disconnect {conn.label} failed: {out.action.result}")
     got = wait_disconnected(conn, timeout)
     missing = [w for w, e in got.items() if e is None]
     if missing:
+        hosts = {"active": conn.active.host, "passive": conn.passive.host}
+        where = " and ".join(f"the {w} side ({hosts[w]})" for w in missing)
+        waiting = f"DISCONNECTED on {where}"
         raise StepFailed(
             ep.host,
-            f"close of {conn.label} by the {by} side: no DISCONNECTED "
-            f"on the {' and '.join(missing)} side within {timeout:g}s",
+            f"close of {conn.label} by the {by} side: {expired('step', timeout, waiting, why)}",
         )
     return out
 

@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The default bound of one agent call made by host control, in seconds.
-CALL_TIMEOUT = 30.0
-
 
 class Hosts:
     """SSH sessions and agents for the hosts of ``inventory``; a context manager.
@@ -36,7 +33,7 @@ class Hosts:
         inventory: Inventory,
         store: Store | None = None,
         pool: SSHPool | None = None,
-        call_timeout: float = CALL_TIMEOUT,
+        call_timeout: float | None = None,
     ) -> None:
         self.inventory = inventory
         self.store = store
@@ -78,7 +75,8 @@ class Hosts:
         return kept
 
     def call(self, name: str, method: str, /, timeout: float | None = None, **params: Any) -> Any:
-        """One agent call on host ``name``, bounded by ``timeout`` (default ``call_timeout``)."""
+        """One agent call on host ``name``, bounded by ``timeout`` (default ``call_timeout``,
+        else the agent call layer's bound, :mod:`hil.timeouts`)."""
         return self.agent(name).call(method, timeout=timeout or self.call_timeout, **params)
 
     def close(self) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from hil.agent import Agent
-from hil.agent.client import DEFAULT_TIMEOUT
 from hil.agent.remote import protocol
 from hil.errors import AgentError
 
@@ -32,7 +31,7 @@ class StrictAgent(Agent):
         self.checked: set[str] = set()
         super().__init__(*args, **kwargs)
 
-    def call(self, method: str, timeout: float = DEFAULT_TIMEOUT, **params: Any) -> Any:
+    def call(self, method: str, timeout: float | None = None, **params: Any) -> Any:
         raw = super().call(method, timeout, **params)
         if protocol.is_method_name(method):
             declared = protocol.METHODS[method]

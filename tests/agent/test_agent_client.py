@@ -14,6 +14,7 @@ from hil.agent.client import AgentClient, request
 from hil.agent.remote import protocol
 from hil.agent.transport import LocalChannel
 from hil.errors import AgentError, CommandTimeout
+from hil.timeouts import configured
 
 FAKE = str(Path(__file__).with_name("fake_agent.py"))
 
@@ -51,7 +52,9 @@ def test_call_that_gets_no_answer_times_out_naming_host_method_and_timeout() -> 
     client = fake("mute")
     try:
         with pytest.raises(
-            CommandTimeout, match=r"fakehost: agent links did not answer within 0.1s"
+            CommandTimeout,
+            match=r"fakehost: timeout \(agent call layer, 0.1 s\) waiting for fakehost's "
+            r"agent to answer links \(no answer at all",
         ):
             client.call("links", timeout=0.1)
         assert client.alive  # one lost call does not end the session
@@ -91,5 +94,18 @@ def test_a_reply_the_protocol_does_not_declare_is_an_agent_error_naming_the_host
             r"ping reply: expected PingReply, got 'ok'",
         ):
             request(client, protocol.PING, protocol.NoParams())
+    finally:
+        client.close()
+
+
+def test_a_call_without_a_bound_takes_the_agent_call_layers_configured_one() -> None:
+    client = fake("mute")
+    try:
+        with configured(agent_call_s=0.2), pytest.raises(CommandTimeout) as e:
+            request(client, protocol.RDMA_LINKS, protocol.NoParams())
+        assert str(e.value).startswith(
+            "fakehost: timeout (agent call layer, 0.2 s) waiting for fakehost's agent "
+            "to answer rdma_links"
+        )
     finally:
         client.close()

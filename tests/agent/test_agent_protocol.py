@@ -85,7 +85,9 @@ def test_a_slow_call_does_not_block_others(host_agent: Agent) -> None:
 def test_call_that_exceeds_its_timeout_is_killed_on_the_host(host_agent: Agent) -> None:
     argv = ["sleep", f"{900 + uuid.uuid4().int % 99}.5"]  # unique, to find it in /proc
     with pytest.raises(
-        CommandTimeout, match=r"testhost: agent run \(timeout 0.5s\): sleep .* killed"
+        CommandTimeout,
+        match=r"testhost: timeout \(agent call layer, 0.5 s\) waiting for testhost's agent "
+        r"to finish run: sleep .* killed",
     ):
         host_agent.run(argv, timeout=0.5)
     assert pids_with_cmdline(argv) == []

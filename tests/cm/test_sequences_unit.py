@@ -164,8 +164,8 @@ def test_a_step_that_cannot_go_on_names_host_and_events(world: FakeCMWorld) -> N
         out = steps.start_connect(rec, rec.endpoint("a"), listener)
         with pytest.raises(
             steps.StepFailed,
-            match=r"h0: reject: no \('REJECTED',\) for a:1.1 "
-            r"within 0s \(last events: .*ROUTE_RESOLVED",
+            match=r"h0: reject: timeout \(step layer, 0 s\) waiting for REJECTED for a:1.1 "
+            r"on h0 \(last events: .*ROUTE_RESOLVED",
         ):
             steps.expect(rec._endpoints[1], ("REJECTED",), out.id, "reject", timeout=0)
         listener.ep.wait("CONNECT_REQUEST", None, 0)

@@ -19,6 +19,7 @@ from hil.cm import clock, endpoint, recording, sequences, steps
 from hil.cm.session import CMSession
 from hil.judge.contract import check
 from hil.judge.profiles import SIW, PairProfile, Profiles, cxgb4_profile
+from hil.timeouts import configured
 
 
 class VirtualClock:
@@ -134,7 +135,11 @@ def test_a_close_that_never_comes_within_the_wait_is_a_step_failure_naming_it(
     world: FakeCMWorld, virtual: VirtualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow(monkeypatch, virtual, delay_s=30.0)
-    with pytest.raises(steps.StepFailed, match="no DISCONNECTED on the active side within 25s"):
+    with pytest.raises(
+        steps.StepFailed,
+        match=r"timeout \(step layer, 25 s: iw_cxgb4 close bound 15 s \+ slack 10 s\) "
+        r"waiting for DISCONNECTED on the active side \(h0\)",
+    ):
         session(world, cxgb4_profile(10)).run("close")
 
 
@@ -149,3 +154,24 @@ def test_each_side_of_a_mixed_pair_waits_for_the_slower_host(
     assert verdict.ok, verdict.to_text()
     assert verdict.profile == "siw+iw_cxgb4"
     assert tl.metrics["close_us"] == pytest.approx(40e6, abs=1e3)
+
+
+def test_the_step_layers_slack_is_configurable_and_its_expiry_says_where_the_bound_came_from(
+    world: FakeCMWorld, virtual: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow(monkeypatch, virtual, delay_s=20.0)  # within 15 s + 10 s, not within 15 s + 2 s
+    with configured(step_slack_s=2.0):
+        w = steps.waits(session(world, cxgb4_profile(10)))
+        assert (w.reply_s, w.close_s) == (17.0, 17.0)
+        with pytest.raises(steps.StepFailed) as e:
+            session(world, cxgb4_profile(10)).run("close")
+    assert str(e.value) == (
+        "h0: close of c1 by the active side: timeout (step layer, 17 s: iw_cxgb4 close bound "
+        "15 s + slack 2 s) waiting for DISCONNECTED on the active side (h0)"
+    )
+
+
+def test_a_step_that_waits_for_a_reply_names_the_reply_bound(world: FakeCMWorld) -> None:
+    w = steps.waits(session(world, PairProfile((("h0", SIW), ("h1", cxgb4_profile(60))))))
+    assert w.reply_why == "iw_cxgb4 reply bound 65 s + slack 10 s"
+    assert w.destroy_why == w.reply_why
