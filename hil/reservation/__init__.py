@@ -3,11 +3,13 @@
 A lease holds both hosts of a pair until it expires; its holder keeps it
 alive with a ``Heartbeat`` and releases it at the end.  A lease not renewed
 in time (holder killed, runner gone) is taken over by the next reserver.
-Waiters queue first come first served.  Leases live in a ``Store``: SQLite
+Waiters queue first come first served.  A quarantined host (see
+:mod:`hil.reservation.health`) is never handed out.  Leases live in a ``Store``: SQLite
 for one machine, PostgreSQL for many; ``open_store`` picks one by URL.
 See docs/reservations.md.
 """
 
+from hil.reservation.health import HealthRecord, HostHealth
 from hil.reservation.heartbeat import Heartbeat
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket
 from hil.reservation.open import default_path, open_store
@@ -16,8 +18,10 @@ from hil.reservation.store import Store, redact
 
 __all__ = [
     "Claim",
+    "HealthRecord",
     "Heartbeat",
     "Holder",
+    "HostHealth",
     "JournalEntry",
     "Lease",
     "Store",

@@ -6,7 +6,8 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from hil.errors import BusyError, HilError, InputError, WaitTimeout
+from hil.errors import BusyError, HilError, InputError, NotReady, WaitTimeout
+from hil.reservation.health import HostHealth
 from hil.reservation.model import Claim, Holder, Lease, Ticket
 from hil.reservation.store import Store
 
@@ -70,6 +71,7 @@ def _queue(
             lease = store.try_acquire(claims, holder, ttl, ticket=ticket, ticket_ttl=ticket_ttl)
             if lease is not None:
                 return lease
+            _check_not_all_out(store, claims)
             left = deadline - time.monotonic()
             if left <= 0:
                 break
@@ -94,15 +96,44 @@ def _leave(store: Store, ticket: str) -> None:
         log.warning("could not leave the wait queue (ticket %s): %s", ticket, e)
 
 
+def _quarantined(store: Store, claims: Sequence[Claim]) -> dict[str, HostHealth]:
+    """The claims' hosts that are quarantined, by name."""
+    hosts = sorted({h for c in claims for h in c.hosts})
+    return {h.host: h for h in store.host_health(hosts) if h.state == "quarantined"}
+
+
+def _out(claim: Claim, quarantined: dict[str, HostHealth]) -> str | None:
+    """``pair ab (a, b) is out: host a is quarantined since ...``, or None."""
+    out = [f"host {quarantined[h]}" for h in claim.hosts if h in quarantined]
+    return f"pair {claim} is out: {'; '.join(out)}" if out else None
+
+
+def _check_not_all_out(store: Store, claims: Sequence[Claim]) -> None:
+    """``NotReady`` when every claim has a quarantined host."""
+    quarantined = _quarantined(store, claims)
+    outs = [_out(c, quarantined) for c in claims]
+    if all(outs):
+        raise NotReady(
+            f"no pair can be handed out: {'; '.join(o for o in outs if o)}; once the host "
+            "is fixed, `hil host release-quarantine HOST` (a quarantine set by hand), or "
+            "a passing `hil lab-check` (one set by failures), puts it back in service"
+        )
+
+
 def describe(store: Store, claims: Sequence[Claim], own_ticket: str | None = None) -> str:
-    """Who keeps each claim from us: its holders, or the waiters ahead of us."""
+    """Who keeps each claim from us: a quarantined host, its holders, or the waiters ahead."""
     leases = store.leases()
     tickets = store.tickets()
+    quarantined = _quarantined(store, claims)
     own = next((t for t in tickets if t.id == own_ticket), None)
     ahead = [t for t in tickets if own is None or t.seq < own.seq]
     parts = []
     for claim in claims:
         hosts = set(claim.hosts)
+        out = _out(claim, quarantined)
+        if out:
+            parts.append(out)
+            continue
         holders = [le for le in leases if hosts & set(le.hosts)]
         if holders:
             parts.append(

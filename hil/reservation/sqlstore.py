@@ -21,10 +21,13 @@ import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from hil.errors import InputError, LeaseLost, StoreError
+from hil.reservation import healthsql
+from hil.reservation.health import HealthRecord, HostHealth
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket, utc
+from hil.reservation.sqltx import Tx
 from hil.reservation.store import Store
 
 log = logging.getLogger(__name__)
@@ -40,7 +43,11 @@ TICKET_COLUMNS = "id, seq, claims, holder, created, expires"
 
 
 def schema(id_column: str) -> list[str]:
-    """The DDL both stores run; ``id_column`` is the auto-increment key type."""
+    """The DDL both stores run on every open; ``id_column`` is the auto-increment key type.
+
+    Only ``CREATE ... IF NOT EXISTS``: a store made by an earlier version
+    gains the tables it lacks (the health tables) and keeps its rows.
+    """
     return [
         "CREATE TABLE IF NOT EXISTS hil_leases (id TEXT PRIMARY KEY, pair TEXT NOT NULL,"
         " host_a TEXT NOT NULL, host_b TEXT NOT NULL, holder TEXT NOT NULL,"
@@ -56,16 +63,8 @@ def schema(id_column: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS hil_journal (id {id_column}, host TEXT NOT NULL,"
         " lease_id TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, entry TEXT NOT NULL)",
         "CREATE INDEX IF NOT EXISTS hil_journal_host ON hil_journal (host, id)",
+        *healthsql.schema(id_column),
     ]
-
-
-class Tx(Protocol):
-    """One open transaction: the store's clock and a query runner."""
-
-    now: float
-
-    def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run ``sql`` (``?`` placeholders) and return its rows (none for writes)."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,8 @@ class SqlStore(Store):
             seq = self._touch_ticket(tx, ticket, claims, holder, ticket_ttl) if ticket else None
             rows = [_lease(r) for r in tx.q(f"SELECT {LEASE_COLUMNS} FROM hil_leases")]
             held = {h for r in rows if r.expires_ts > tx.now for h in r.lease.hosts}
-            blocked = held | self._queued_hosts(tx, seq, ticket)
+            # A quarantined host is never handed out (reserve() says why).
+            blocked = held | self._queued_hosts(tx, seq, ticket) | healthsql.quarantined(tx)
             claim = next((c for c in claims if not blocked.intersection(c.hosts)), None)
             if claim is None:
                 return None
@@ -189,6 +189,7 @@ class SqlStore(Store):
         tx.q("DELETE FROM hil_leases WHERE expires < ?", (tx.now - EXPIRED_LEASE_KEEP,))
         tx.q("DELETE FROM hil_lost WHERE taken_at < ?", (tx.now - LOST_KEEP,))
         tx.q("DELETE FROM hil_tickets WHERE expires < ?", (tx.now - TICKET_KEEP,))
+        healthsql.collect_garbage(tx)
 
     def renew(self, lease_id: str, ttl: float | None = None) -> Lease:
         if ttl is not None:
@@ -337,6 +338,42 @@ class SqlStore(Store):
     def journal_remove(self, entry_id: int) -> None:
         with self._lock, self._transaction(write=True) as tx:
             tx.q("DELETE FROM hil_journal WHERE id = ?", (entry_id,))
+
+    # -- host health ------------------------------------------------------
+
+    def record_host_failure(self, host: str, kind: str, detail: str) -> HostHealth:
+        with self._lock, self._transaction(write=True) as tx:
+            return healthsql.record_failure(tx, host, kind, detail)
+
+    def record_health_check_passed(self, host: str, detail: str = "") -> HostHealth:
+        with self._lock, self._transaction(write=True) as tx:
+            return healthsql.record_passed(tx, host, detail)
+
+    def quarantine_host(self, host: str, reason: str) -> HostHealth:
+        with self._lock, self._transaction(write=True) as tx:
+            return healthsql.quarantine(tx, host, reason)
+
+    def release_host(self, host: str) -> HostHealth:
+        with self._lock, self._transaction(write=True) as tx:
+            return healthsql.release(tx, host)
+
+    def host_health(self, hosts: Sequence[str] | None = None) -> list[HostHealth]:
+        with self._lock, self._transaction(write=False) as tx:
+            if hosts is None:
+                return healthsql.all_known(tx)
+            return [healthsql.get(tx, h) for h in hosts]
+
+    def host_history(self, host: str, limit: int = 20) -> list[HealthRecord]:
+        with self._lock, self._transaction(write=False) as tx:
+            return healthsql.history(tx, host, limit)
+
+    def quarantine_after(self) -> int:
+        with self._lock, self._transaction(write=False) as tx:
+            return healthsql.quarantine_after(tx)
+
+    def set_quarantine_after(self, count: int) -> None:
+        with self._lock, self._transaction(write=True) as tx:
+            healthsql.set_quarantine_after(tx, count)
 
 
 def _check_ttl(ttl: float) -> None:

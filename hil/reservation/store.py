@@ -7,11 +7,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from hil.reservation.health import HealthRecord, HostHealth
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket
 
 
 class Store(abc.ABC):
-    """Where leases, the wait queue and host restore journals live.
+    """Where leases, the wait queue, host restore journals and host health live.
 
     Every method is one short, bounded transaction; a store is safe to share
     between threads.  Failures of the store itself raise ``StoreError``.
@@ -80,6 +81,44 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def journal_remove(self, entry_id: int) -> None:
         """Forget one journal entry; idempotent."""
+
+    @abc.abstractmethod
+    def record_host_failure(self, host: str, kind: str, detail: str) -> HostHealth:
+        """Count an infrastructure failure of ``host`` (``kind``: a ``FailureKind``).
+
+        The host becomes suspect; after ``quarantine_after()`` consecutive
+        failures, quarantined.  A quarantine set by hand stays as it is.
+        Returns the new health; ``InputError`` for an unknown kind.
+        """
+
+    @abc.abstractmethod
+    def record_health_check_passed(self, host: str, detail: str = "") -> HostHealth:
+        """A health check of ``host`` passed: healthy again, the failure streak reset
+        (a quarantine set by hand stays until ``release_host``)."""
+
+    @abc.abstractmethod
+    def quarantine_host(self, host: str, reason: str) -> HostHealth:
+        """Quarantine ``host`` by hand until ``release_host``; ``InputError`` if no reason."""
+
+    @abc.abstractmethod
+    def release_host(self, host: str) -> HostHealth:
+        """End the quarantine of ``host``: healthy; ``InputError`` when it is not quarantined."""
+
+    @abc.abstractmethod
+    def host_health(self, hosts: Sequence[str] | None = None) -> list[HostHealth]:
+        """The health of ``hosts`` (healthy when never recorded), or of every recorded host."""
+
+    @abc.abstractmethod
+    def host_history(self, host: str, limit: int = 20) -> list[HealthRecord]:
+        """The last ``limit`` failures and state changes of ``host``, oldest first."""
+
+    @abc.abstractmethod
+    def quarantine_after(self) -> int:
+        """How many consecutive failures quarantine a host (default ``QUARANTINE_AFTER``)."""
+
+    @abc.abstractmethod
+    def set_quarantine_after(self, count: int) -> None:
+        """Store the threshold for every runner of this store; ``InputError`` below 1."""
 
     @abc.abstractmethod
     def close(self) -> None:
