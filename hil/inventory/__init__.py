@@ -35,6 +35,7 @@ from hil.inventory.require import (
     parse_requirements,
     select,
 )
+from hil.inventory.secret import Secret
 
 __all__ = [
     "CAPTURE_MODES",
@@ -58,6 +59,7 @@ __all__ = [
     "PullMode",
     "Requirement",
     "Rnic",
+    "Secret",
     "SshConfig",
     "check_value",
     "inventory_document",

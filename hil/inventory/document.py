@@ -1,7 +1,8 @@
 """Inventory objects as plain JSON-safe data.
 
 ``inventory_document`` mirrors the YAML format (docs/inventory.md), so its
-``hosts`` and ``links`` load back into an equal ``Inventory``; every
+``hosts`` and ``links`` load back into an equal ``Inventory`` (but for a
+literal SSH secret, which shows as ``<secret>``, never its value); every
 optional field is present (``null`` when unset) so readers need no
 defaults.  ``pair_document`` is the short form other commands print for a
 pair (``hil reserve --json``, ``hil status --json``).
@@ -59,6 +60,9 @@ def _host(host: Host) -> dict[str, Any]:
             "known_hosts": ssh.known_hosts,
             "sudo": ssh.sudo,
             "connect_timeout": ssh.connect_timeout,
+            # Never the value: {"env": NAME}, or "<secret>" for a literal.
+            "key_passphrase": ssh.key_passphrase.document() if ssh.key_passphrase else None,
+            "password": ssh.password.document() if ssh.password else None,
         },
         "python": host.python,
         "tags": list(host.tags),

@@ -49,6 +49,7 @@ from hil.inventory.nodes import (
     tags,
     text,
 )
+from hil.inventory.secret import ENV_NAME, Secret
 
 SUPPORTED_VERSION = 1
 HOST_KEY_POLICIES = ("strict", "accept-new")
@@ -58,6 +59,7 @@ HOST_KEYS = ("ssh", "python", "tags", "sysctls", "firmware_policy", "rnics")
 SSH_KEYS = (
     "host", "port", "user", "identity_file", "jump",
     "host_key_policy", "known_hosts", "sudo", "connect_timeout",
+    "key_passphrase", "password",
 )  # fmt: skip
 RNIC_KEYS = (
     "name", "netdev", "driver", "rdma_device", "address",
@@ -192,6 +194,8 @@ class _Loader:
             "known_hosts": lambda a: file_path(a, self.base),
             "sudo": boolean,
             "connect_timeout": lambda a: number(a, 0.1, 3600),
+            "key_passphrase": _secret,
+            "password": _secret,
         }
         ssh = SshConfig(**_read_given(f, readers))  # type: ignore[arg-type]
         return ssh, f["jump"] if given(f, "jump") else None
@@ -272,6 +276,19 @@ def _firmware_policy(at: At, rnics_at: At | None, rnics: tuple[Rnic, ...]) -> st
                     f"got {rnic.firmware!r}"
                 )
     return policy
+
+
+def _secret(at: At) -> Secret:
+    """``{env: NAME}`` (the value comes from the environment at connect time) or literal text."""
+    if isinstance(at.node, yaml.MappingNode):
+        name = text(fields(at, ("env",), required=("env",))["env"])
+        if not ENV_NAME.fullmatch(name):
+            raise at.error(f"{name!r} is not an environment variable name (like HIL_SSH_PASSWORD)")
+        return Secret(env=name)
+    value = text(at)
+    if not value:
+        raise at.error("expected a secret, got an empty string (or use {env: NAME})")
+    return Secret(literal=value)
 
 
 def _interpreter(at: At) -> str:

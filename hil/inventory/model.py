@@ -15,6 +15,7 @@ from typing import Literal, TypeVar
 
 from hil import tools
 from hil.errors import InputError
+from hil.inventory.secret import Secret
 
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
@@ -44,6 +45,8 @@ class SshConfig:
 
     ``host`` may be an alias from ``~/.ssh/config``; ``jump`` names another
     inventory host (or a ``user@host:port`` spec) to tunnel through.
+    ``key_passphrase`` unlocks an encrypted ``identity_file``; ``password`` is
+    tried when no key is accepted.  Both print as ``$NAME`` or ``<secret>``.
     """
 
     host: str
@@ -55,6 +58,8 @@ class SshConfig:
     known_hosts: str | None = None
     sudo: bool = False
     connect_timeout: float = 10.0
+    key_passphrase: Secret | None = None
+    password: Secret | None = None
 
 
 @dataclass(frozen=True)

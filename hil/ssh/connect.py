@@ -18,6 +18,7 @@ from typing import Any
 import paramiko
 
 from hil.errors import AuthenticationFailed, Unreachable
+from hil.inventory.secret import Secret
 from hil.ssh import hostkeys
 from hil.ssh.endpoint import Endpoint
 
@@ -142,8 +143,8 @@ def _handshake(
 
 
 def _authenticate(ep: Endpoint, t: paramiko.Transport, deadline: float) -> None:
-    """Try each identity file in turn; the first the host accepts wins."""
-    if not ep.identity_files:
+    """Each identity file in turn, then the password; the first the host accepts wins."""
+    if not ep.identity_files and ep.password is None:
         raise AuthenticationFailed(
             ep.host_name,
             f"no identity file for {ep}: set ssh.identity_file in the inventory "
@@ -155,6 +156,8 @@ def _authenticate(ep: Endpoint, t: paramiko.Transport, deadline: float) -> None:
             t.auth_publickey(ep.user, _load_key(ep, path))
             return
         except paramiko.BadAuthenticationType as e:
+            if ep.password is not None and "password" in e.allowed_types:
+                break
             raise AuthenticationFailed(
                 ep.host_name,
                 f"{ep} does not accept public keys (it allows: {', '.join(e.allowed_types)})",
@@ -163,6 +166,9 @@ def _authenticate(ep: Endpoint, t: paramiko.Transport, deadline: float) -> None:
             continue
         except paramiko.SSHException as e:
             raise _unreachable(ep, f"authentication did not complete: {e}") from None
+    if ep.password is not None:
+        _authenticate_password(ep, ep.password, t, deadline)
+        return
     keys = ", ".join(str(p) for p in ep.identity_files)
     raise AuthenticationFailed(
         ep.host_name,
@@ -171,7 +177,47 @@ def _authenticate(ep: Endpoint, t: paramiko.Transport, deadline: float) -> None:
     )
 
 
+def _authenticate_password(
+    ep: Endpoint, secret: Secret, t: paramiko.Transport, deadline: float
+) -> None:
+    """``ssh.password``, after every key was refused (or none is configured)."""
+    password = _reveal(ep, secret, "ssh.password")
+    keys = ", ".join(str(p) for p in ep.identity_files)
+    refused = f"{ep} refused the key(s) {keys} and" if keys else f"{ep}"
+    t.auth_timeout = max(deadline - time.monotonic(), 0.1)
+    try:
+        t.auth_password(ep.user, password)
+    except paramiko.BadAuthenticationType as e:
+        raise AuthenticationFailed(
+            ep.host_name,
+            f"{refused} does not accept passwords (it allows: {', '.join(e.allowed_types)}); "
+            f"install a public key in ~{ep.user}/.ssh/authorized_keys on the host and set "
+            f"ssh.identity_file",
+        ) from None
+    except paramiko.AuthenticationException:
+        raise AuthenticationFailed(
+            ep.host_name,
+            f"{refused} refused the password ({secret.describe()}); check ssh.password "
+            f"in the inventory",
+        ) from None
+    except paramiko.SSHException as e:
+        raise _unreachable(ep, f"authentication did not complete: {e}") from None
+
+
+def _reveal(ep: Endpoint, secret: Secret, field: str) -> str:
+    """The secret's text; AuthenticationFailed naming the variable when it is unset."""
+    value = secret.value()
+    if value is None:
+        raise AuthenticationFailed(
+            ep.host_name,
+            f"{field} of {ep.host_name} comes from the environment variable {secret.env}, "
+            f"which is not set; export {secret.env} before running hil",
+        )
+    return value
+
+
 def _load_key(ep: Endpoint, path: Path) -> paramiko.PKey:
+    """The identity file; an encrypted one unlocked with ``ssh.key_passphrase``."""
     try:
         return paramiko.PKey.from_path(str(path))
     except (paramiko.PasswordRequiredException, TypeError) as e:
@@ -180,10 +226,27 @@ def _load_key(ep: Endpoint, path: Path) -> paramiko.PKey:
             raise AuthenticationFailed(
                 ep.host_name, f"cannot load identity file {path}: {e}"
             ) from None
-        raise AuthenticationFailed(
-            ep.host_name,
-            f"identity file {path} is encrypted; hil does not ask for passphrases: "
-            f"use an unencrypted key for the lab",
-        ) from None
     except (OSError, paramiko.SSHException, ValueError) as e:
         raise AuthenticationFailed(ep.host_name, f"cannot load identity file {path}: {e}") from None
+    return _unlock_key(ep, path)
+
+
+def _unlock_key(ep: Endpoint, path: Path) -> paramiko.PKey:
+    if ep.key_passphrase is None:
+        raise AuthenticationFailed(
+            ep.host_name,
+            f"identity file {path} is encrypted; set ssh.key_passphrase in the inventory "
+            f"(better as {{env: NAME}} than as text) or use an unencrypted key",
+        )
+    passphrase = _reveal(ep, ep.key_passphrase, "ssh.key_passphrase")
+    try:
+        # paramiko annotates the password as str, but hands it to cryptography, which needs bytes.
+        return paramiko.PKey.from_path(str(path), passphrase.encode())  # type: ignore[arg-type]
+    except (paramiko.SSHException, TypeError, ValueError):
+        # The error's text says nothing useful (cryptography: "no BEGIN/END
+        # delimiters"), and the secret must never reach a message.
+        raise AuthenticationFailed(
+            ep.host_name,
+            f"ssh.key_passphrase ({ep.key_passphrase.describe()}) does not unlock identity "
+            f"file {path}; check the passphrase (ssh-keygen -y -f {path} asks for it)",
+        ) from None

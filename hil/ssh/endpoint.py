@@ -18,6 +18,7 @@ import paramiko
 
 from hil.errors import InputError
 from hil.inventory.model import Host, HostKeyPolicy, SshConfig
+from hil.inventory.secret import Secret
 
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
@@ -42,6 +43,9 @@ class Endpoint:
     host_key_policy: HostKeyPolicy
     connect_timeout: float
     sudo: bool
+    # Secrets print as $NAME or <secret> (hil.inventory.secret), so the repr is safe to log.
+    key_passphrase: Secret | None
+    password: Secret | None
 
     @property
     def known_hosts_name(self) -> str:
@@ -86,14 +90,17 @@ def resolve(host: Host, config: paramiko.SSHConfig) -> Endpoint:
         host_key_policy=ssh.host_key_policy,
         connect_timeout=ssh.connect_timeout,
         sudo=ssh.sudo,
+        key_passphrase=ssh.key_passphrase,
+        password=ssh.password,
     )
 
 
 def jump_host(spec: str, target: Host) -> Host:
     """A host for a ``[user@]host[:port]`` jump spec that is not in the inventory.
 
-    It shares the target's key, known_hosts file and policy: the lab engineer
-    configured those for this path.
+    It shares the target's key (and its passphrase), known_hosts file and
+    policy: the lab engineer configured those for this path.  Not the
+    target's password: that belongs to another host's account.
     """
     user, _, hostport = spec.rpartition("@")
     name, port = hostport, _DEFAULTS.port
@@ -105,7 +112,13 @@ def jump_host(spec: str, target: Host) -> Host:
     if not name:
         raise InputError(f"host {target.name}: jump {spec!r} names no host")
     ssh = dataclasses.replace(
-        target.ssh, host=name, port=port, user=user or _DEFAULTS.user, jump=None, sudo=False
+        target.ssh,
+        host=name,
+        port=port,
+        user=user or _DEFAULTS.user,
+        jump=None,
+        sudo=False,
+        password=None,
     )
     return Host(name=spec, ssh=ssh)
 

@@ -12,7 +12,7 @@ def test_exported_names() -> None:
             "REQUIREMENT_KEYS", "CaptureMode", "CaptureSpec", "FirmwarePolicy",
             "Host", "HostKeyPolicy", "IPInterface",
             "Inventory", "Link", "LinkEnd", "ModuleParam", "Pair", "PinnedParam", "Pull",
-            "PullMode", "Requirement", "Rnic", "SshConfig", "check_value",
+            "PullMode", "Requirement", "Rnic", "Secret", "SshConfig", "check_value",
             "inventory_document", "inventory_path", "load", "load_from_args", "module_param",
             "pair_document", "parse_requirement", "parse_requirements", "select",
         ]

@@ -26,8 +26,8 @@ def test_check_reports_every_file(hil, tmp_path: Path) -> None:
     assert done.stdout == f"{REPO / EXAMPLE}: ok (8 hosts, 3 links)\n"
     assert done.stderr.splitlines() == [
         f"{bad}:3: hosts.a.ssh.prot: unknown key 'prot' (did you mean 'port'? allowed: "
-        "connect_timeout, host, host_key_policy, identity_file, jump, known_hosts, port, "
-        "sudo, user)",
+        "connect_timeout, host, host_key_policy, identity_file, jump, key_passphrase, "
+        "known_hosts, password, port, sudo, user)",
         f"{missing}: cannot read inventory: No such file or directory",
     ]
 

@@ -49,13 +49,6 @@ def test_a_wrong_user_is_refused(ns0: Host) -> None:
         connect(with_ssh(ns0, user="nobody"))
 
 
-def test_an_encrypted_key_is_refused_without_prompting(ns0: Host, tmp_path: Path) -> None:
-    key = make_key(tmp_path / "locked", passphrase="secret-passphrase")
-    with pytest.raises(AuthenticationFailed, match="is encrypted") as info:
-        connect(with_ssh(ns0, identity_file=str(key)))
-    assert "secret-passphrase" not in str(info.value)
-
-
 def test_a_missing_identity_file_is_named(ns0: Host, tmp_path: Path) -> None:
     with pytest.raises(AuthenticationFailed, match=f"cannot load identity file {tmp_path}/nope"):
         connect(with_ssh(ns0, identity_file=str(tmp_path / "nope")))
