@@ -39,6 +39,7 @@ SESSION_KEY = pytest.StashKey["HilSession"]()
 
 pytest_plugins = [
     "hil.plugin.fixtures",  # cm, profile, contract, direction, the after-test checks
+    "hil.plugin.timeouts",  # the agent call, step, test and session timeout layers
     "hil.plugin.wire",  # each test's capture, judged by the wire rules
     "hil.plugin.hwevidence",  # ethtool -S and the driver's debugfs around each test
     "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)

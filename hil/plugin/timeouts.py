@@ -1,0 +1,219 @@
+"""The timeout layers in a pytest session (:mod:`hil.timeouts`, docs/reliability.md).
+
+- ``--hil-timeout-agent`` and ``--hil-timeout-step-slack`` set the agent call
+  and step layers for the session.
+- ``--hil-timeout-test`` is pytest-timeout's per-test ``timeout``; with an
+  inventory and no timeout configured anywhere, a test gets the default one.
+  The timer is this plugin's (pytest-timeout's ``pytest_timeout_set_timer``
+  hook), with the signal method: the expiry fails the test with an exception,
+  so its fixtures' teardown runs and the pair is still restored.  The timer
+  covers setup and call; teardown, the restore, is bounded by its own calls.
+- ``--hil-timeout-session``: a session that overruns stops after the test
+  under way; the session's teardown restores the pair as at any end, and the
+  summary says what stopped it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Generator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+from hil.plugin import option_group
+from hil.timeouts import DEFAULTS, configured, expired
+
+_CONFIGURED = pytest.StashKey[ExitStack]()
+_DEADLINE = pytest.StashKey[float]()
+_STOPPED = pytest.StashKey[str]()
+_CANCEL = pytest.StashKey[Callable[[], None]]()
+_PHASE = pytest.StashKey[str]()
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise pytest.UsageError(f"a timeout must be >= 0 seconds, not {text}")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = option_group(parser)
+    group.addoption(
+        "--hil-timeout-agent",
+        type=_seconds,
+        metavar="SECONDS",
+        help="Agent call layer: the bound of an agent call that names none "
+        f"(default {DEFAULTS.agent_call_s:g}).",
+    )
+    group.addoption(
+        "--hil-timeout-step-slack",
+        type=_seconds,
+        metavar="SECONDS",
+        help="Step layer: how much longer than its profile's bound a CM step waits "
+        f"(default {DEFAULTS.step_slack_s:g}).",
+    )
+    group.addoption(
+        "--hil-timeout-test",
+        type=_seconds,
+        metavar="SECONDS",
+        help="Test layer: each test's setup and call (pytest-timeout's --timeout; default "
+        f"the ini's, else {DEFAULTS.test_s:g} with an inventory). Its fixtures still restore.",
+    )
+    group.addoption(
+        "--hil-timeout-session",
+        type=_seconds,
+        metavar="SECONDS",
+        help="Session layer: past this, the session stops after the test under way, "
+        "the pair restored (default: no bound; ci/nightly sets one inside its own).",
+    )
+
+
+def _has_test_timeout(config: pytest.Config) -> bool:
+    return (
+        config.getoption("timeout", None) is not None
+        or bool(os.environ.get("PYTEST_TIMEOUT"))
+        or bool(config.getini("timeout"))
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-timeout's pytest_configure reads its timeout
+def pytest_configure(config: pytest.Config) -> None:
+    test_s = config.getoption("hil_timeout_test")
+    if test_s is not None:
+        if config.getoption("timeout", None) is not None:
+            raise pytest.UsageError("give --hil-timeout-test or --timeout, not both")
+        config.option.timeout = test_s
+    elif (config.getoption("hil_inventory") or config.getoption("hil_lease")) and not (
+        _has_test_timeout(config)
+    ):
+        config.option.timeout = DEFAULTS.test_s
+    stack = ExitStack()
+    stack.enter_context(
+        configured(
+            agent_call_s=config.getoption("hil_timeout_agent"),
+            step_slack_s=config.getoption("hil_timeout_step_slack"),
+        )
+    )
+    config.stash[_CONFIGURED] = stack
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    stack = config.stash.get(_CONFIGURED, None)
+    if stack is not None:
+        stack.close()
+
+
+# -- the test layer ----------------------------------------------------------
+
+
+# optionalhook: pytest-timeout declares these; with it disabled (-p no:timeout) they are unused.
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """pytest-timeout's timer, ours when its method is signal (the default) in the main
+    thread: the expiry message names the layer, the test and its phase."""
+    if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
+        return None  # pytest-timeout's own (the thread method ends the process: no restore)
+    seconds = float(settings.timeout)
+
+    def handler(signum: int, frame: Any) -> None:
+        if not settings.disable_debugger_detection and sys.gettrace() is not None:
+            return  # a debugger is stepping through the test
+        _dump_other_threads()
+        waiting = f"{item.nodeid} to finish its {item.stash.get(_PHASE, 'setup')}"
+        message = f"{expired('test', seconds, waiting)}; its fixtures' teardown still runs"
+        # Capitalised as pytest-timeout's own: the report files a test failed with
+        # "Failed: Timeout ..." under lab errors (hil.report.categories).
+        pytest.fail(message[0].upper() + message[1:])
+
+    def cancel() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+    item.stash[_CANCEL] = cancel
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return True
+
+
+def _dump_other_threads() -> None:
+    """Where every other thread is (the test's own place is the failure's traceback),
+    into the test's captured stderr."""
+    frames = sys._current_frames()
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident or -1)
+        if thread is not threading.current_thread() and frame is not None:
+            stack = "".join(traceback.format_stack(frame))
+            print(f"thread {thread.name} at the timeout:\n{stack}", file=sys.stderr)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
+    cancel = item.stash.get(_CANCEL, None)
+    if cancel is None:
+        return None
+    cancel()
+    del item.stash[_CANCEL]
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    item.stash[_PHASE] = "call"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # Teardown restores the pair: the test's timer must not cut it short.
+    pytest_timeout_cancel_timer(item)
+
+
+# -- the session layer -------------------------------------------------------
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    seconds = session.config.getoption("hil_timeout_session")
+    if seconds is not None:
+        session.config.stash[_DEADLINE] = time.monotonic() + seconds
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    result = yield
+    _stop_if_overrun(item, nextitem)
+    return result
+
+
+def _stop_if_overrun(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    config = item.config
+    deadline = config.stash.get(_DEADLINE, None)
+    if deadline is None or nextitem is None or time.monotonic() < deadline:
+        return
+    items = item.session.items
+    left = len(items) - items.index(item) - 1
+    seconds = config.getoption("hil_timeout_session")
+    message = (
+        f"{expired('session', seconds, f'its {len(items)} tests', '--hil-timeout-session')}: "
+        f"stopped after {item.nodeid}, {left} not run; the session's teardown restores "
+        "the pair as at any end"
+    )
+    config.stash[_STOPPED] = message
+    item.session.shouldstop = message
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    message = config.stash.get(_STOPPED, None)
+    if message is not None:
+        terminalreporter.write_line(f"hil: {message}")
