@@ -6,8 +6,8 @@
   inventory and no timeout configured anywhere, a test gets the default one.
   The timer is this plugin's (pytest-timeout's ``pytest_timeout_set_timer``
   hook), with the signal method: the expiry fails the test with an exception,
-  so its fixtures' teardown runs and the pair is still restored.  The timer
-  covers setup and call; teardown, the restore, is bounded by its own calls.
+  so its fixtures' teardown runs and the pair is still restored.  The bound
+  covers setup and call; teardown, the restore, starts a fresh one as long.
 - ``--hil-timeout-session``: a session that overruns stops after the test
   under way; the session's teardown restores the pair as at any end, and the
   summary says what stopped it.
@@ -35,6 +35,7 @@ _DEADLINE = pytest.StashKey[float]()
 _STOPPED = pytest.StashKey[str]()
 _CANCEL = pytest.StashKey[Callable[[], None]]()
 _PHASE = pytest.StashKey[str]()
+_ARMED = pytest.StashKey[tuple[float, bool]]()  # the test's bound, whether to ignore a debugger
 
 
 def _seconds(text: str) -> float:
@@ -124,14 +125,21 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     thread: the expiry message names the layer, the test and its phase."""
     if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
         return None  # pytest-timeout's own (the thread method ends the process: no restore)
-    seconds = float(settings.timeout)
+    _arm(item, float(settings.timeout), bool(settings.disable_debugger_detection))
+    return True
+
+
+def _arm(item: pytest.Item, seconds: float, ignore_debugger: bool) -> None:
+    """SIGALRM in ``seconds`` fails the test (its phase named); cancelled through the stash."""
 
     def handler(signum: int, frame: Any) -> None:
-        if not settings.disable_debugger_detection and sys.gettrace() is not None:
+        if not ignore_debugger and sys.gettrace() is not None:
             return  # a debugger is stepping through the test
         _dump_other_threads()
-        waiting = f"{item.nodeid} to finish its {item.stash.get(_PHASE, 'setup')}"
-        message = f"{expired('test', seconds, waiting)}; its fixtures' teardown still runs"
+        phase = item.stash.get(_PHASE, "setup")
+        message = expired("test", seconds, f"{item.nodeid} to finish its {phase}")
+        if phase != "teardown":
+            message += "; its fixtures' teardown still runs"
         # Capitalised as pytest-timeout's own: the report files a test failed with
         # "Failed: Timeout ..." under lab errors (hil.report.categories).
         pytest.fail(message[0].upper() + message[1:])
@@ -141,9 +149,9 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
     item.stash[_CANCEL] = cancel
+    item.stash[_ARMED] = (seconds, ignore_debugger)
     signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    return True
 
 
 def _dump_other_threads() -> None:
@@ -174,8 +182,12 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
-    # Teardown restores the pair: the test's timer must not cut it short.
-    pytest_timeout_cancel_timer(item)
+    # Teardown restores the pair: a test that overran must not cut it short, so it
+    # gets a bound of its own, as long as the test's.
+    armed = item.stash.get(_ARMED, None)
+    if armed is not None and pytest_timeout_cancel_timer(item):
+        item.stash[_PHASE] = "teardown"
+        _arm(item, *armed)
 
 
 # -- the session layer -------------------------------------------------------

@@ -102,22 +102,38 @@ def test_a_slow_setup_is_named_as_the_phase_the_test_layer_cut(
     )
 
 
-def test_the_test_layers_timer_does_not_cut_a_teardown_short(pytester: pytest.Pytester) -> None:
-    # The teardown is the restore: bounded by its own calls, not by the test's timer.
+def test_a_teardown_gets_a_bound_of_its_own_not_what_the_test_left(
+    pytester: pytest.Pytester,
+) -> None:
+    # The teardown is the restore: 0.8 s of setup and call, then 0.8 s of teardown,
+    # each within 1 s; a teardown that hangs is still cut, naming its phase.
     pytester.makepyfile(
         """
         import time, pytest
 
         @pytest.fixture
         def restore():
+            time.sleep(0.4)
             yield
-            time.sleep(1.5)
+            time.sleep(0.8)
 
         def test_x(restore):
+            time.sleep(0.4)
+
+        @pytest.fixture
+        def hangs():
+            yield
+            time.sleep(30)
+
+        def test_y(hangs):
             pass
         """
     )
-    run(pytester, "--hil-timeout-test", "1").assert_outcomes(passed=1)
+    result = run(pytester, "--hil-timeout-test", "1")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*Timeout (test layer, 1 s) waiting for *test_y to finish its teardown"]
+    )
 
 
 def test_hil_timeout_test_and_pytest_timeouts_own_option_are_one_not_two(
