@@ -12,6 +12,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ from hil.ssh.endpoint import Endpoint
 
 KEEPALIVE_INTERVAL = 15  # seconds; keeps NAT and firewall state of idle sessions
 CHANNEL_TIMEOUT = 10.0  # opening any channel (exec, SFTP, jump); paramiko's default is 1 h
+# paramiko annotates from_path's password as str, but hands it to cryptography,
+# which needs bytes.
+_from_path: Callable[[str, bytes], paramiko.PKey] = paramiko.PKey.from_path  # type: ignore[assignment]
 _CHECK_HOST = "check the host is up and ssh.host/ssh.port in the inventory"
 _SOCKET_ERRORS = {
     errno.ECONNREFUSED: "connection refused",
@@ -181,12 +185,13 @@ def _authenticate_password(
     ep: Endpoint, secret: Secret, t: paramiko.Transport, deadline: float
 ) -> None:
     """``ssh.password``, after every key was refused (or none is configured)."""
-    password = _reveal(ep, secret, "ssh.password")
     keys = ", ".join(str(p) for p in ep.identity_files)
     refused = f"{ep} refused the key(s) {keys} and" if keys else f"{ep}"
     t.auth_timeout = max(deadline - time.monotonic(), 0.1)
     try:
-        t.auth_password(ep.user, password)
+        # The value goes straight to paramiko, never into a local of a frame that
+        # may raise: a traceback printed with its locals (pytest -l) must not show it.
+        t.auth_password(ep.user, _reveal(ep, secret, "ssh.password"))
     except paramiko.BadAuthenticationType as e:
         raise AuthenticationFailed(
             ep.host_name,
@@ -238,10 +243,9 @@ def _unlock_key(ep: Endpoint, path: Path) -> paramiko.PKey:
             f"identity file {path} is encrypted; set ssh.key_passphrase in the inventory "
             f"(better as {{env: NAME}} than as text) or use an unencrypted key",
         )
-    passphrase = _reveal(ep, ep.key_passphrase, "ssh.key_passphrase")
     try:
-        # paramiko annotates the password as str, but hands it to cryptography, which needs bytes.
-        return paramiko.PKey.from_path(str(path), passphrase.encode())  # type: ignore[arg-type]
+        # Not kept in a local (see _authenticate_password).
+        return _from_path(str(path), _reveal(ep, ep.key_passphrase, "ssh.key_passphrase").encode())
     except (paramiko.SSHException, TypeError, ValueError):
         # The error's text says nothing useful (cryptography: "no BEGIN/END
         # delimiters"), and the secret must never reach a message.

@@ -11,6 +11,7 @@ succeeds is not tested here.
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,9 +50,15 @@ def connect(host: Host) -> None:
 
 
 def failure(host: Host) -> AuthenticationFailed:
+    """The connect's error; neither it nor its traceback with every frame's locals
+    (what ``pytest -l`` prints) holds a secret."""
     with pytest.raises(AuthenticationFailed) as info:
         connect(host)
-    assert PASSPHRASE not in str(info.value) and PASSWORD not in str(info.value)
+    shown = traceback.TracebackException.from_exception(info.value, capture_locals=True)
+    printed = "".join(shown.format())
+    assert "AuthenticationFailed" in printed and "_authenticate" in printed
+    for secret in (PASSPHRASE, PASSWORD):
+        assert secret not in printed and repr(secret)[1:-1] not in printed
     assert info.value.exit_code == EXIT_INFRA
     return info.value
 
