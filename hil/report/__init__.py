@@ -31,5 +31,7 @@ Modules: svg (timeline picture), wirelane (what its wire lane shows),
 attach (helpers), observer (pair-run observer), plugin (pytest: labels,
 the ``pytest_hil_wire`` attachments and ``--hil-pcap``, run files),
 environment, categories, executor (run files), history (kept runs, trend),
-pipeline (what ci/nightly and ci/run-suite run).
+results (result files read back), flaky (each test's outcome per night, the
+flip ranking), quarantine (the known-flaky list), pipeline (what ci/nightly
+and ci/run-suite run).
 """

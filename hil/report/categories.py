@@ -13,7 +13,10 @@ The agreement with suites and the CM engine (see the package docstring):
   fixture failures, or a pytest-timeout: the test could
   not judge the product;
 - any other assertion failure is a **product failure**; any other exception
-  a **test defect** (a bug in the suite or the framework).
+  a **test defect** (a bug in the suite or the framework);
+- a failure of a test in the quarantine list (:mod:`hil.report.quarantine`)
+  is **known flaky** and only that: the report plugin starts its message
+  with ``known flaky: `` and every other category excludes such messages.
 
 Allure matches ``messageRegex`` against the whole message (Java ``matches``),
 whose first line is ``module.Class: text`` for exceptions outside builtins.
@@ -33,6 +36,9 @@ WIRE_MARKER = "wire FAILED"
 TIMEOUT_MESSAGE = "Failed: Timeout"
 # The hil plugin's fixtures turn a HilError into pytest.fail("hil: <Class>: ...").
 FIXTURE_FAILURE = r"Failed: hil: \w+: "
+INFRASTRUCTURE = "Lab / infrastructure errors"
+KNOWN_FLAKY = "Known flaky"
+KNOWN_FLAKY_PREFIX = "known flaky: "
 
 
 def infrastructure_classes() -> list[str]:
@@ -59,37 +65,46 @@ def categories() -> list[dict[str, Any]]:
     wire = re.escape(WIRE_MARKER)
     judged = f"{contract}|{wire}"  # a verdict's failure, never a product or test defect
     infra = _infra_regex()
+    known = re.escape(KNOWN_FLAKY_PREFIX)
+    apart = f"(?!{known})"  # a known-flaky failure is in its own category only
     return [
+        {
+            "name": KNOWN_FLAKY,
+            "description": "A test of the quarantine list (suites/known-flaky.yaml) failed: "
+            "counted and shown apart; it does not fail the run.",
+            "matchedStatuses": ["failed", "broken"],
+            "messageRegex": rf"(?s){known}.*",
+        },
         {
             "name": "Contract violations",
             "description": "The RNIC broke the iWARP CM contract (see the verdict attachment).",
             "matchedStatuses": ["failed", "broken"],
-            "messageRegex": rf"(?s).*(?:{contract}).*",
+            "messageRegex": rf"(?s){apart}.*(?:{contract}).*",
         },
         {
             "name": "Wire rules broken",
             "description": "The packets on the wire broke a wire rule (see the wire verdict "
             "and the exchange attachments).",
             "matchedStatuses": ["failed", "broken"],
-            "messageRegex": rf"(?s).*(?:{wire}).*",
+            "messageRegex": rf"(?s){apart}.*(?:{wire}).*",
         },
         {
-            "name": "Lab / infrastructure errors",
+            "name": INFRASTRUCTURE,
             "description": "SSH, agent, reservation or lab failure: the product was not judged.",
             "matchedStatuses": ["failed", "broken"],
-            "messageRegex": rf"(?s){infra}",
+            "messageRegex": rf"(?s){apart}{infra}",
         },
         {
             "name": "Product failures",
             "description": "A check on the product failed outside the CM contract.",
             "matchedStatuses": ["failed"],
-            "messageRegex": rf"(?s)(?!.*(?:{judged}))(?!{infra}).*",
+            "messageRegex": rf"(?s){apart}(?!.*(?:{judged}))(?!{infra}).*",
         },
         {
             "name": "Test defects",
             "description": "An unexpected exception in a suite or in hil itself.",
             "matchedStatuses": ["broken"],
-            "messageRegex": rf"(?s)(?!.*(?:{judged}))(?!{infra}).*",
+            "messageRegex": rf"(?s){apart}(?!.*(?:{judged}))(?!{infra}).*",
         },
     ]
 
@@ -101,9 +116,14 @@ def write_categories(alluredir: Path) -> Path:
     return path
 
 
-def category_of(status: str, message: str) -> str | None:
-    """The category name Allure will give a result (what the regexes say, in Python)."""
-    for cat in categories():
-        if status in cat["matchedStatuses"] and re.fullmatch(cat["messageRegex"], message):
+def category_in(cats: list[dict[str, Any]], status: str, message: str) -> str | None:
+    """The first of ``cats`` (a ``categories.json``) that Allure gives a result, in Python."""
+    for cat in cats:
+        if status in cat.get("matchedStatuses", []) and re.fullmatch(cat["messageRegex"], message):
             return str(cat["name"])
     return None
+
+
+def category_of(status: str, message: str) -> str | None:
+    """The category name Allure will give a result (what the regexes say, in Python)."""
+    return category_in(categories(), status, message)

@@ -6,27 +6,29 @@
     python -m hil.report.pipeline --reports artifacts/reports/nightly --keep 14 \\
         --inventory lab.yaml [--pair P | --require K=V ...] suites [-- pytest args]
 
-It prints one line (``hil report: 12 passed, 1 failed, 0 broken, 2 skipped;
-report artifacts/.../report/index.html``) and exits 0 when every test passed
-(or was skipped), 1 when tests failed, 3 when the run could not judge the
-product (lab or infrastructure errors only, no tests, pytest itself failed,
-the report could not be generated).
+It prints a summary (``hil report: 12 passed, 1 failed, 0 broken, 2 skipped;
+report artifacts/.../report/index.html; exit 1``, a line on known-flaky
+failures, and the tests that flipped between pass and fail in the last
+``--flaky-nights`` runs, :mod:`hil.report.flaky`), writes it to
+``summary.txt`` in the report directory, and exits 0 when every test passed
+(or was skipped, or failed but is in the quarantine list), 1 when tests
+failed, 3 when the run could not judge the product (lab or infrastructure
+errors only, no tests, pytest itself failed, the report could not be
+generated).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from hil import tools
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError, LabError
-from hil.report import history
+from hil.report import flaky, history, results
+from hil.report.categories import INFRASTRUCTURE, KNOWN_FLAKY
 from hil.report.environment import write_properties
 from hil.report.plugin import METRICS_GLOB
 
@@ -34,7 +36,6 @@ EXIT_TESTS_FAILED = 1
 # ci/install puts the npm package into the repository's .tools (hil/tools.py has the path).
 DEFAULT_ALLURE = Path(__file__).resolve().parents[2] / str(tools.tool("allure").path)
 GENERATE_TIMEOUT = 600.0
-INFRA_CATEGORY = "Lab / infrastructure errors"
 # pytest's own exit codes: 0 ok, 1 tests failed, 2 interrupted, 3 internal error,
 # 4 usage error, 5 no tests collected.
 PYTEST_TESTS_FAILED = 1
@@ -59,37 +60,20 @@ def generate(
         raise LabError(f"allure generate exited {done.returncode}: {tail}")
 
 
-def _failures(results: Path) -> list[tuple[str, str]]:
-    """(status, message) of every failed or broken test result."""
-    out = []
-    for path in results.glob("*-result.json"):
-        try:
-            data = json.loads(path.read_text())
-        except ValueError:
-            continue
-        if data.get("status") in ("failed", "broken"):
-            out.append((data["status"], (data.get("statusDetails") or {}).get("message", "")))
-    return out
+def exit_status(results_dir: Path, pytest_rc: int) -> int:
+    """0 all passed, 1 tests failed, 3 only lab/infrastructure errors or pytest broke.
 
-
-def _is_infra(status: str, message: str, categories: list[dict[str, Any]]) -> bool:
-    for cat in categories:
-        if status in cat.get("matchedStatuses", []) and re.fullmatch(cat["messageRegex"], message):
-            return bool(cat["name"] == INFRA_CATEGORY)
-    return False
-
-
-def exit_status(results: Path, pytest_rc: int) -> int:
-    """0 all passed, 1 tests failed, 3 only lab/infrastructure errors or pytest broke."""
+    A known-flaky test's failure (its own category) is counted and shown, but is not a
+    test failure of the run.
+    """
     if pytest_rc not in (0, PYTEST_TESTS_FAILED):
         return EXIT_INFRA
-    failures = _failures(results)
-    if not failures:
-        return EXIT_OK if pytest_rc == 0 else EXIT_TESTS_FAILED
     # The categories the plugin wrote know every HilError class the run imported.
-    cats_file = results / "categories.json"
-    categories = json.loads(cats_file.read_text()) if cats_file.is_file() else []
-    if all(_is_infra(s, m, categories) for s, m in failures):
+    failing = [r for r in results.read(results_dir) if r.failing]
+    counted = [r for r in failing if r.category != KNOWN_FLAKY]
+    if not counted:
+        return EXIT_OK if pytest_rc == 0 or failing else EXIT_TESTS_FAILED
+    if all(r.category == INFRASTRUCTURE for r in counted):
         return EXIT_INFRA
     return EXIT_TESTS_FAILED
 
@@ -118,20 +102,33 @@ def run_pytest(run: history.Run, args: argparse.Namespace) -> int:
 
 
 def pipeline(args: argparse.Namespace) -> int:
-    """One run: results, history, report, metrics trend; prints the summary line."""
+    """One run: results, history, report, metrics trend, flaky tests; prints the summary."""
     reports = Path(args.reports)
     run = history.new_run(reports)
     rc = run_pytest(run, args)
     metrics = history.record_metrics(
         reports, run, sorted(run.results.glob(METRICS_GLOB)), args.keep
     )
-    if run.results.is_dir():
-        write_properties(run.results, history.metric_properties(metrics), append=True)
+    tests = results.read(run.results)
+    # Enough nights for the flaky window even when fewer runs are kept.
+    outcomes = flaky.record(
+        reports, flaky.outcomes_of(run.order, tests), max(args.keep, args.flaky_nights)
+    )
+    ranked = flaky.rank(outcomes, args.flaky_nights)
+    nights = len(flaky.window(outcomes, args.flaky_nights))
+    props = {**history.metric_properties(metrics), **flaky.properties(ranked, nights)}
+    write_properties(run.results, props, append=True)
     generate(run.results, run.report, Path(args.allure))
     history.finish(reports, run, args.keep)
     status = exit_status(run.results, rc)
     summary = history.summary(run.report)
-    print(f"hil report: {summary.line()}; report {run.report / 'index.html'}; exit {status}")
+    lines = [
+        f"{summary.line()}; report {run.report / 'index.html'}; exit {status}",
+        *filter(None, [flaky.known_flaky_line(tests)]),
+        *flaky.summary_lines(ranked, nights),
+    ]
+    (run.report / flaky.SUMMARY_FILE).write_text("".join(f"{line}\n" for line in lines))
+    print("".join(f"hil report: {line}\n" for line in lines), end="")
     return status
 
 
@@ -150,6 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory of the kept runs (default artifacts/reports/nightly)",
     )
     p.add_argument("--keep", type=int, default=14, help="runs kept for the trend (default 14)")
+    p.add_argument(
+        "--flaky-nights",
+        type=int,
+        default=14,
+        metavar="N",
+        help="list tests that flipped between pass and fail in the last N runs (default 14)",
+    )
     p.add_argument(
         "--inventory",
         default=os.environ.get("HIL_INVENTORY"),
@@ -188,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.keep < 1:
             raise InputError(f"--keep must be at least 1, not {args.keep}")
+        if args.flaky_nights < 2:
+            raise InputError(f"--flaky-nights must be at least 2, not {args.flaky_nights}")
         return pipeline(args)
     except HilError as e:
         print(f"hil report: error: {e}", file=sys.stderr)

@@ -23,6 +23,9 @@ work only when allure-pytest writes results (``--alluredir``):
 - an observer of the session's pair run (:mod:`hil.report.observer`, given
   to the plugin through ``pytest_hil_observers``): every sequence run becomes
   a step with its actions, the timeline and the verdict attached;
+- the quarantine list (:mod:`hil.report.quarantine`): a listed test gets the
+  tag ``known-flaky`` and its issue link, and its result is marked flaky at
+  the end (a failure's message starts ``known flaky:``, its own category);
 - at the end: ``categories.json``, ``executor.json`` (``HIL_BUILD_ORDER``
   numbers a run outside CI), ``environment.properties`` (read through the
   agents after the first test on the pair, so that it never delays a setup;
@@ -47,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hil.report import attach
+from hil.report import attach, quarantine
 from hil.report.categories import write_categories
 from hil.report.environment import write_properties
 from hil.report.executor import write_executor
@@ -82,6 +85,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "on the pair: for failed tests (default; a failed wire verdict counts), all tests, "
         "or none.",
     )
+    group.addoption(
+        "--hil-known-flaky",
+        metavar="FILE",
+        help="The quarantine list of known-flaky tests (default: suites/known-flaky.yaml "
+        "under the rootdir, if present); they run and their failures are reported apart.",
+    )
 
 
 def alluredir(config: pytest.Config) -> Path | None:
@@ -108,7 +117,7 @@ def labels_for(item: pytest.Item, pair: str | None) -> list[tuple[str, str]]:
     suite = re.sub(r"^test_", "", Path(str(item.path)).stem)
     # parentSuite too: allure-pytest's default (the package, "suites") would put every
     # suite under one node of the tree and of the overview's Suites widget.
-    labels = [("parentSuite", suite), ("suite", suite)]
+    labels = [("parentSuite", suite), ("suite", suite), ("nodeid", item.nodeid)]
     params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
     if params:  # one node per test function, its parameter variants below
         labels.append(("subSuite", getattr(item, "originalname", item.name)))
@@ -124,7 +133,9 @@ def labels_for(item: pytest.Item, pair: str | None) -> list[tuple[str, str]]:
     return labels
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: the list is checked against all
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    quarantine.mark_items(config, items)
     pair = config.stash.get(PAIR_KEY, None)
     for item in items:
         for name, value in labels_for(item, pair):
@@ -272,6 +283,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if directory is None or not directory.is_dir():
         return
     write_categories(directory)
+    quarantine.flag_results(directory)
     write_executor(directory)
     gathered = session.config.stash.get(ENV_KEY, None) or {"pair": "none"}
     props = {**base_properties(), **gathered}

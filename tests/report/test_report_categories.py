@@ -54,6 +54,13 @@ from hil.report.categories import category_of, infrastructure_classes, write_cat
             "Product failures",
         ),
         ("broken", "KeyError: 'conn'", "Test defects"),
+        (
+            "failed",
+            "known flaky: a race in close (https://x/1)\nAssertionError: contract FAILED: x",
+            "Known flaky",
+        ),
+        ("broken", "known flaky: r (u)\nhil.errors.Unreachable: lab-a: down", "Known flaky"),
+        ("broken", "known flaky: r (u)\nKeyError: 'conn'", "Known flaky"),
         ("broken", "ValueError: hil.errors.Unreachable: quoted, not raised", "Test defects"),
         ("passed", "", None),
     ],

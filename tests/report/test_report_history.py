@@ -97,6 +97,20 @@ def results_with(tmp_path: Path, *outcomes: tuple[str, str]) -> Path:
             1,
             1,
         ),
+        ((("failed", "known flaky: r (u)\nAssertionError: x"), ("passed", "")), 1, 0),
+        (
+            (("failed", "known flaky: r (u)\nAssertionError: x"), ("failed", "AssertionError: y")),
+            1,
+            1,
+        ),
+        (
+            (
+                ("broken", "known flaky: r (u)\nKeyError: k"),
+                ("broken", "hil.errors.Unreachable: a"),
+            ),
+            1,
+            3,
+        ),
         ((), 5, 3),  # no tests collected
         ((), 2, 3),  # interrupted
         ((), 1, 1),  # failed outside any result (e.g. a teardown error)
@@ -117,6 +131,8 @@ def test_bad_arguments_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) 
     assert pipeline.main(["--keep", "0"]) == 1
     assert capsys.readouterr().err.strip() == "hil report: error: --keep must be at least 1, not 0"
     assert pipeline.main(["--pcap", "sometimes"]) == 1
+    assert pipeline.main(["--flaky-nights", "1"]) == 1
+    assert "--flaky-nights must be at least 2, not 1" in capsys.readouterr().err
 
 
 def test_executor_from_jenkins_gitlab_or_a_local_run() -> None:

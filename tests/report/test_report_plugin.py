@@ -131,6 +131,7 @@ def test_labels_steps_metrics_and_run_files(pytester: pytest.Pytester) -> None:
         assert lab["suite"] == lab["parentSuite"] == ["link_pull"]  # not allure's defaults
         assert lab["subSuite"] == ["test_pull"]
         assert lab["pull_mode"] == ["admin"]
+        assert lab["nodeid"][0].startswith("test_link_pull.py::test_pull[")  # pytest's id
         assert lab["direction"][0] in ("a-b", "b-a")
         step = r["steps"][0]
         assert step["name"] == "pull the link"
@@ -142,7 +143,8 @@ def test_labels_steps_metrics_and_run_files(pytester: pytest.Pytester) -> None:
     got = [(m["name"], m["value"], m["unit"]) for m in metrics]
     assert got == [("detection_us", 1500, "us")] * 2
     cats = json.loads((out / "categories.json").read_text())
-    assert [c["name"] for c in cats][:3] == [
+    assert [c["name"] for c in cats][:4] == [
+        "Known flaky",
         "Contract violations",
         "Wire rules broken",
         "Lab / infrastructure errors",

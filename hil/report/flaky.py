@@ -1,0 +1,197 @@
+"""Each test's outcome per night, and the tests that flip between pass and fail.
+
+``outcomes.jsonl`` beside ``metrics.jsonl`` keeps one line per test per
+run, appended by the pipeline from the run's Allure results::
+
+    {"run": 12, "night": "2026-12-01T02:00:03Z", "test": "suites/test_close.py::test_x[a]",
+     "status": "failed", "category": "Product failures", "pair": "t6-pair-1",
+     "provider": "iw_cxgb4", "known_flaky": false}
+
+A test's outcomes over the last N nights read as a string, oldest first:
+``P`` passed, ``F`` failed, ``B`` broken (a test defect), ``L`` a lab or
+infrastructure error, ``S`` skipped, ``?`` unknown, ``.`` not run that
+night.  A flip is a pass next to a failure (F or B) in that string once L,
+S, ? and . are left out: a lab that was down says nothing of the test.
+Tests with flips are ranked by flips, then failures, then id.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from hil.errors import InputError
+from hil.report.categories import INFRASTRUCTURE
+from hil.report.results import Result
+
+OUTCOMES_HISTORY = "outcomes.jsonl"
+SUMMARY_FILE = "summary.txt"  # the pipeline's summary, written into the report directory
+LETTERS = {"passed": "P", "failed": "F", "broken": "B", "skipped": "S"}
+NOT_RUN = "."
+COUNTED = ("P", "F", "B")  # what a flip is made of
+PROPERTIES_SHOWN = 10  # the environment table shows the first ones; the summary has all
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One test's outcome in one night's run."""
+
+    run: int
+    night: str  # when the run's first test started, UTC ISO 8601
+    test: str
+    status: str
+    category: str | None
+    pair: str | None
+    provider: str | None
+    known_flaky: bool
+
+    @property
+    def letter(self) -> str:
+        if self.category == INFRASTRUCTURE:
+            return "L"
+        return LETTERS.get(self.status, "?")
+
+
+@dataclass(frozen=True)
+class Flaky:
+    """A test that flipped between pass and fail in the window."""
+
+    test: str
+    flips: int
+    failures: int
+    outcomes: str  # one letter per night, oldest first
+    where: str  # the pairs and providers it ran on, newest last
+    known_flaky: bool  # in the quarantine list at its last run
+
+    def line(self) -> str:
+        """``3 flips  PPFPFFP  suites/test_close.py::test_x[a]  (t6-pair-1, iw_cxgb4)``."""
+        known = " [known flaky]" if self.known_flaky else ""
+        return f"{self.flips} flips  {self.outcomes}  {self.test}  ({self.where}){known}"
+
+
+def outcomes_of(run: int, results: Iterable[Result]) -> list[Outcome]:
+    """A run's outcome records, one per test (the last result of a test run twice)."""
+    ordered = sorted(results, key=lambda r: r.start)
+    by_test = {r.test: r for r in ordered}
+    starts = [r.start for r in ordered if r.start]
+    when = (
+        dt.datetime.fromtimestamp(starts[0] / 1000, dt.UTC) if starts else dt.datetime.now(dt.UTC)
+    )
+    night = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [
+        Outcome(run, night, r.test, r.status, r.category, r.pair, r.provider, r.known_flaky)
+        for r in sorted(by_test.values(), key=lambda r: r.test)
+    ]
+
+
+def load(path: Path) -> list[Outcome]:
+    """The kept outcome records, oldest first; InputError on a line that is not one."""
+    if not path.is_file():
+        return []
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Outcome(**json.loads(line)))
+        except (ValueError, TypeError) as e:
+            raise InputError(f"{path}:{n}: not an outcome record: {e}") from None
+    return out
+
+
+def record(reports: Path, outcomes: Sequence[Outcome], keep: int) -> list[Outcome]:
+    """Append a run's outcomes to ``outcomes.jsonl``, keep the last ``keep`` runs; the kept."""
+    path = reports / OUTCOMES_HISTORY
+    kept = _last_runs([*load(path), *outcomes], keep)
+    tmp = path.with_name(f".{path.name}.new")
+    tmp.write_text("".join(json.dumps(asdict(o), sort_keys=True) + "\n" for o in kept))
+    os.replace(tmp, path)  # a reader never sees half a file
+    return kept
+
+
+def _runs(history: Sequence[Outcome]) -> list[int]:
+    """The runs in the order they were recorded (a run number may restart: file order wins)."""
+    return list(dict.fromkeys(o.run for o in history))
+
+
+def _last_runs(history: Sequence[Outcome], n: int) -> list[Outcome]:
+    runs = set(_runs(history)[-n:])
+    return [o for o in history if o.run in runs]
+
+
+def flips(letters: str) -> int:
+    """How often a pass and a failure are next to each other, lab errors and skips aside."""
+    counted = ["P" if c == "P" else "F" for c in letters if c in COUNTED]
+    return sum(a != b for a, b in zip(counted, counted[1:], strict=False))
+
+
+def window(history: Sequence[Outcome], nights: int) -> list[int]:
+    """The runs of the last ``nights`` nights kept, oldest first."""
+    return _runs(history)[-nights:]
+
+
+def rank(history: Sequence[Outcome], nights: int) -> list[Flaky]:
+    """The tests that flipped in the last ``nights`` runs, most flips first."""
+    runs_shown = window(history, nights)
+    by_test: dict[str, dict[int, Outcome]] = {}
+    for o in _last_runs(history, nights):
+        by_test.setdefault(o.test, {})[o.run] = o
+    ranked = []
+    for test, runs in by_test.items():
+        letters = "".join(runs[r].letter if r in runs else NOT_RUN for r in runs_shown)
+        n = flips(letters)
+        if n:
+            last = runs[max(runs, key=runs_shown.index)]
+            ranked.append(
+                Flaky(
+                    test,
+                    n,
+                    sum(c in "FB" for c in letters),
+                    letters,
+                    _where(runs.values()),
+                    last.known_flaky,
+                )
+            )
+    return sorted(ranked, key=lambda f: (-f.flips, -f.failures, f.test))
+
+
+def _where(outcomes: Iterable[Outcome]) -> str:
+    places = dict.fromkeys(
+        f"{o.pair or 'no pair'}, {o.provider or 'provider unknown'}" for o in outcomes
+    )
+    return "; ".join(places)
+
+
+def properties(ranked: Sequence[Flaky], nights: int) -> dict[str, str]:
+    """``environment.properties`` lines: how many flipped in ``nights``, and the first."""
+    props = {
+        "flaky": f"{len(ranked)} tests flipped between pass and fail in the last "
+        f"{nights} nights (all in {SUMMARY_FILE} beside index.html)"
+    }
+    for i, f in enumerate(ranked[:PROPERTIES_SHOWN], 1):
+        props[f"flaky.{i:02d}"] = f.line()
+    return props
+
+
+def summary_lines(ranked: Sequence[Flaky], nights: int) -> list[str]:
+    """The summary's flaky part: a head line, then one line per test."""
+    head = (
+        f"flaky: {len(ranked)} tests flipped between pass and fail in the last "
+        f"{nights} nights (oldest first: P passed, F failed, B broken, "
+        f"L lab error, S skipped, . not run)"
+    )
+    return [head, *(f"  {f.line()}" for f in ranked)]
+
+
+def known_flaky_line(results: Sequence[Result]) -> str | None:
+    """The summary's line on quarantined tests that failed, or None when none did."""
+    failed = sorted(r.test for r in results if r.known_flaky and r.failing)
+    if not failed:
+        return None
+    return f"known flaky: {len(failed)} failed, reported apart, not failing the run: " + ", ".join(
+        failed
+    )
