@@ -22,7 +22,7 @@ def test_configured_sets_the_given_bounds_for_the_block_only() -> None:
         with configured(step_slack_s=1):
             assert (active().agent_call_s, active().step_slack_s) == (5, 1)
         assert active().step_slack_s == DEFAULTS.step_slack_s
-    assert active() is DEFAULTS
+    assert active() == DEFAULTS
 
 
 def test_a_negative_bound_is_refused_naming_it() -> None:

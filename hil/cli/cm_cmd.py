@@ -22,6 +22,7 @@ from hil.cli.options import (
     json_option,
     module_param_option,
     pair_choice,
+    timeout_options,
     wait_option,
 )
 from hil.cm import registry
@@ -66,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     module_param_option(p)
     wait_option(p)
+    timeout_options(p)
     json_option(p, help='print one JSON object: {"lease", "setup", "timeline", "verdict"}')
     p.set_defaults(func=_run)
 
@@ -127,6 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     from hil.judge.contract import check
     from hil.reservation import open_store
     from hil.run import PairRequest, PairRun
+    from hil.timeouts import configured
 
     params = sequence_params(args.sequence, args.param, args.mode)
     inv = load_from_args(args.inventory)
@@ -138,7 +141,8 @@ def _run(args: argparse.Namespace) -> int:
         wait=args.wait,
         module_params=tuple(args.module_param),
     )
-    with open_store(args.store) as store:
+    bounds = configured(agent_call_s=args.timeout_agent, step_slack_s=args.timeout_step_slack)
+    with bounds, open_store(args.store) as store:
         if args.lease and not any(le.id == args.lease for le in store.leases()):
             raise InputError(f"lease {args.lease} is not live (hil status lists leases)")
         with PairRun(

@@ -72,3 +72,34 @@ def module_param_option(p: argparse.ArgumentParser) -> None:
         help="pin this kernel module parameter for the run, over the link's module_params "
         "(e.g. iw_cxgb4.ep_timeout_secs=10; repeatable); restored afterwards",
     )
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type``: a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < 1e9:
+        raise argparse.ArgumentTypeError(f"seconds out of range: {text!r}")
+    return value
+
+
+def timeout_options(p: argparse.ArgumentParser) -> None:
+    """``--timeout-agent S`` and ``--timeout-step-slack S``: the agent call and step
+    layers' bounds for this command (:mod:`hil.timeouts`, docs/reliability.md)."""
+    from hil.timeouts import DEFAULTS
+
+    p.add_argument(
+        "--timeout-agent",
+        type=seconds,
+        metavar="S",
+        help=f"bound of an agent call that names none (default {DEFAULTS.agent_call_s:g})",
+    )
+    p.add_argument(
+        "--timeout-step-slack",
+        type=seconds,
+        metavar="S",
+        help="how much longer than its profile's bound a CM step waits "
+        f"(default {DEFAULTS.step_slack_s:g})",
+    )

@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import Any
 
-from hil.cli.options import json_option, pair_choice, wait_option
+from hil.cli.options import json_option, pair_choice, seconds, wait_option
 from hil.errors import EXIT_OK
 from hil.inventory import load_from_args
 from hil.reservation import Heartbeat, Holder, Lease, Store, open_store, reserve
@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     wait_option(
         p,
-        type=_seconds,
+        type=seconds,
         help="queue up to S seconds for a busy pair, first come first served "
         "(default 0: fail at once, exit 2)",
     )
@@ -94,18 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.set_defaults(func=_status)
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value < 1e9:
-        raise argparse.ArgumentTypeError(f"seconds out of range: {text!r}")
-    return value
-
-
 def _ttl(text: str) -> float:
-    value = _seconds(text)
+    value = seconds(text)
     if value == 0:
         raise argparse.ArgumentTypeError("a TTL must be more than 0 seconds")
     return value

@@ -49,3 +49,35 @@ def test_help_documents_the_contract_exit_code(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "4  a rule was violated: the RDMA CM contract (hil cm run), a wire rule" in out
     assert "(hil wire judge)" in out
+
+
+def test_the_timeout_options_set_the_agent_call_and_step_layers_for_the_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import hil.inventory
+    import hil.reservation
+    from hil.errors import InputError
+    from hil.timeouts import DEFAULTS, Timeouts, active
+
+    seen: list[Timeouts] = []
+
+    def store(url: str | None) -> None:
+        seen.append(active())
+        raise InputError("stopped here by the test")
+
+    monkeypatch.setattr(hil.inventory, "load_from_args", lambda path: None)
+    monkeypatch.setattr(hil.reservation, "open_store", store)
+    argv = ["cm", "run", "close", "--timeout-agent", "7", "--timeout-step-slack", "2.5"]
+    assert main(argv) == 1
+    assert (seen[0].agent_call_s, seen[0].step_slack_s) == (7, 2.5)
+    assert active() == DEFAULTS  # for the run only
+    assert "stopped here by the test" in capsys.readouterr().err
+
+
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["cm", "run", "close", "--timeout-agent", "soon"])
+    assert e.value.code != 0
+    assert "--timeout-agent: not a number of seconds: 'soon'" in capsys.readouterr().err
