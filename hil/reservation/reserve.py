@@ -38,7 +38,9 @@ def reserve(
     seconds and telling ``progress`` where we stand, and raise
     ``WaitTimeout`` naming the holders after ``wait`` seconds.  Our place in
     the queue lapses ``ticket_ttl`` seconds after our last poll (default
-    max(TICKET_TTL, 10 polls)), should this process die.
+    max(TICKET_TTL, 10 polls)), should this process die.  When every claim
+    has a quarantined host, raise ``NotReady`` instead (waiting would not
+    help), naming each host that is out, why and since when.
     """
     claims = list(claims)
     if not claims:
@@ -46,6 +48,7 @@ def reserve(
     if wait <= 0:
         lease = store.try_acquire(claims, holder, ttl)
         if lease is None:
+            _check_not_all_out(store, claims)
             raise BusyError(f"no pair is free: {describe(store, claims)}")
         return lease
     if ticket_ttl is None:

@@ -164,6 +164,7 @@ class PairRun:
         """The pair's hosts with warm agents, after undoing what dead runs left there."""
         if self._hosts is not None:
             return self._hosts
+        from hil.host.healthcheck import note_error, note_undo_failures
         from hil.host.hosts import Hosts
         from hil.host.journal import Journal, replay
 
@@ -171,10 +172,16 @@ class PairRun:
         hosts = Hosts(self.inventory, self.store)
         self._hosts = hosts
         names = [h.name for h in self.pair.hosts]
-        with ThreadPoolExecutor(max_workers=len(names)) as pool:
-            list(pool.map(lambda n: hosts.call(n, "links", timeout=WARMUP_TIMEOUT), names))
+        try:
+            with ThreadPoolExecutor(max_workers=len(names)) as pool:
+                list(pool.map(lambda n: hosts.call(n, "links", timeout=WARMUP_TIMEOUT), names))
+        except HilError as e:
+            note_error(self.store, e)  # host health: unreachable, agent handshake failed
+            raise
         if not self.adopted:
-            replay(hosts, self.pair).check(f"replaying the journal of pair {self.pair.name}")
+            replayed = replay(hosts, self.pair)
+            note_undo_failures(self.store, replayed)  # host health: restore failed
+            replayed.check(f"replaying the journal of pair {self.pair.name}")
         self._journal = Journal(hosts, self.store, self.lease.id)
         return hosts
 
@@ -217,12 +224,15 @@ class PairRun:
         Returns the journal's report (None when the hosts were never opened);
         the hosts are closed even when an undo fails.  Safe to call again.
         """
+        from hil.host.healthcheck import note_undo_failures
+
         report = None
         try:
             if self._provider is not None:
                 self.observers.run_finished(self.info, error)
             if self._journal is not None and not self._kept:
                 report = self._journal.close()
+                note_undo_failures(self.store, report)  # host health: restore failed
         finally:
             self._provider = self._state = self._journal = None
             self._pinned = {}

@@ -131,6 +131,8 @@ def test_a_quarantined_host_is_never_handed_out(store: Store) -> None:
 
 def test_reserve_says_which_host_is_out_and_why(store: Store) -> None:
     fail(store, "b", 3)
+    with pytest.raises(NotReady, match="pair ab .* is out"):
+        reserve(store, [AB], ME)
     with pytest.raises(NotReady) as e:
         reserve(store, [AB], ME, wait=30)  # fails at once: waiting would not help
     text = str(e.value)
