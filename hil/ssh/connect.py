@@ -215,7 +215,7 @@ def _reveal(ep: Endpoint, secret: Secret, field: str) -> str:
     if value is None:
         raise AuthenticationFailed(
             ep.host_name,
-            f"{field} of {ep.host_name} comes from the environment variable {secret.env}, "
+            f"{field} comes from the environment variable {secret.env}, "
             f"which is not set; export {secret.env} before running hil",
         )
     return value

@@ -83,7 +83,7 @@ def test_an_unset_variable_is_named_with_what_to_do(
     monkeypatch.delenv(VAR, raising=False)
     e = failure(with_ssh(ns0, identity_file=str(locked_key), key_passphrase=Secret(env=VAR)))
     assert str(e) == (
-        f"ns0: ssh.key_passphrase of ns0 comes from the environment variable {VAR}, "
+        f"ns0: ssh.key_passphrase comes from the environment variable {VAR}, "
         f"which is not set; export {VAR} before running hil"
     )
 
@@ -132,7 +132,7 @@ def test_an_unset_password_variable_is_named(
     monkeypatch.delenv("HIL_TEST_SSH_PASSWORD", raising=False)
     stranger = make_key(tmp_path / "stranger")
     host = with_ssh(ns0, identity_file=str(stranger), password=Secret(env="HIL_TEST_SSH_PASSWORD"))
-    assert "ssh.password of ns0 comes from the environment variable HIL_TEST_SSH_PASSWORD" in str(
+    assert "ns0: ssh.password comes from the environment variable HIL_TEST_SSH_PASSWORD" in str(
         failure(host)
     )
 
