@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from hil import tools
+from hil.agent.agent import Runner
 from hil.agent.client import AgentCallError
-from hil.agent.types import Runner
 from hil.errors import HilError, RemoteError
 from hil.host.modparams import read_params
 from hil.host.rdmadev import rdma_core_version
@@ -188,12 +188,17 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
 
 
-def write_properties(alluredir: Path, props: Mapping[str, str], append: bool = False) -> Path:
+def write_properties(
+    alluredir: Path, props: Mapping[str, str], where: Literal["new", "end", "top"] = "new"
+) -> Path:
     """Write ``environment.properties`` into the results directory (keys sorted).
 
-    ``append`` adds to what is there (the pipelines add the metric trends).
+    ``end`` adds to what is there (the pipelines add the metric trends), ``top`` before
+    it: the overview shows the first few lines and hides the rest behind "Show all"
+    (the pipelines put the flaky tests there).
     """
     path = alluredir / "environment.properties"
-    with path.open("a" if append else "w") as f:
-        f.write("".join(f"{_escape(k)}={_escape(v)}\n" for k, v in sorted(props.items())))
+    text = "".join(f"{_escape(k)}={_escape(v)}\n" for k, v in sorted(props.items()))
+    before = path.read_text() if where != "new" and path.is_file() else ""
+    path.write_text(text + before if where == "top" else before + text)
     return path

@@ -55,8 +55,10 @@ def test_an_unreadable_value_says_what_failed_where_and_why() -> None:
 def test_properties_are_escaped_for_java(tmp_path: Path) -> None:
     path = write_properties(tmp_path, {"b": "x=1: y\nz", "a": "c:\\d"})
     assert path.read_text() == "a=c\\:\\\\d\nb=x\\=1\\: y\\nz\n"
-    write_properties(tmp_path, {"metric.x": "1 ms"}, append=True)
-    assert path.read_text().endswith("metric.x=1 ms\n")
+    write_properties(tmp_path, {"metric.x": "1 ms"}, where="end")
+    assert path.read_text().endswith("b=x\\=1\\: y\\nz\nmetric.x=1 ms\n")
+    write_properties(tmp_path, {"flaky": "none"}, where="top")
+    assert path.read_text().startswith("flaky=none\na=c")
 
 
 def _pair(netns_lab: NetnsLab) -> Pair:

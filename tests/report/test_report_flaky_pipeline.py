@@ -12,12 +12,17 @@ The stand-in suite's outcomes depend on the night (a file beside it):
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
+from urllib.request import urlopen
 
 import pytest
 
 from hil.report import flaky, history, pipeline
+from tests.report.browser import chromium_missing, dump_dom, serve
+from tests.report.test_report_e2e import _section
 
 SUITE = """
 import pathlib
@@ -164,3 +169,19 @@ def test_the_report_shows_the_known_flaky_category_and_the_ranking(
     ]
     assert env["flaky.01"] == [f"3 flips  PFPF  {TEST}test_flips  (no pair, provider unknown)"]
     assert "flaky.04" not in env
+
+
+@pytest.mark.skipif(chromium_missing() is not None, reason=str(chromium_missing()))
+def test_the_overview_in_chromium_shows_the_category_and_the_flaky_lines(
+    nights: tuple[Path, list[int]], tmp_path: Path
+) -> None:
+    reports, _ = nights
+    with serve(reports / "latest" / "report") as base:
+        overview = dump_dom(base + "index.html", tmp_path / "profile")
+        summary = urlopen(base + flaky.SUMMARY_FILE, timeout=10).read().decode()
+    categories = _section(overview, "categories")
+    assert re.search(r">\s*Known flaky\s*<", categories)
+    environment = _section(overview, "environment")
+    assert re.search(r">\s*flaky\.01\s*<", environment)
+    assert "3 flips  PFPF  suites/test_night.py::test_flips" in html.unescape(environment)
+    assert "  2 flips  FPFF  suites/test_night.py::test_known" in summary  # published with it
