@@ -32,6 +32,7 @@ environment:
 
 COMMANDS: list[str] = [
     "hil.cli.lab_cmd",
+    "hil.cli.lab_check",
     "hil.cli.inventory_cmd",
     "hil.cli.reserve_cmd",
     "hil.cli.host_cmd",

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from hil.cli import host_doctor
+from hil.cli import host_doctor, host_health
 from hil.cli.options import (
     command_group,
     json_option,
@@ -100,6 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.set_defaults(func=_restore)
 
     host_doctor.register(cmds)
+    host_health.register(cmds)
 
 
 # -- leases ---------------------------------------------------------------------

@@ -145,7 +145,10 @@ def _port(rnic: Rnic, present: set[str], unavailable: str) -> Check:
     if rnic.rdma_device is None and rnic.fallback is None:
         return Check("rdma", "n/a", f"{where}: names no rdma_device and no fallback")
     plan = plan_device(rnic, present)
-    if unavailable or plan.source == "missing":
+    if unavailable:
+        wanted = rnic.rdma_device or f"{plan.device} (fallback: siw)"
+        return Check("rdma", "fail", f"{where}: no {wanted}: {unavailable}")
+    if plan.source == "missing":
         return Check("rdma", "fail", missing_device(rnic, sorted(present), unavailable))
     if plan.source == "create":
         absent = f"{rnic.rdma_device} absent; " if rnic.rdma_device else ""

@@ -56,8 +56,8 @@ def test_a_reachable_host_without_rdma_passes_with_rdma_off(
 def test_with_rdma_on_the_missing_rdma_fails_for_real(netns_lab: NetnsLab, store: Store) -> None:
     result = run_check(netns_lab.inventory(), store, "ns0")
     assert result.failure is not None and result.failure.name == "rdma"
-    assert "RDMA is unavailable" in result.failure.seen
-    assert "data0" in result.failure.seen
+    assert "no siw_data0 (fallback: siw)" in result.failure.seen
+    assert "no RDMA netlink" in result.failure.seen
     health = record_check(store, result)
     assert (health.state, health.failures) == ("suspect", 1)
     assert health.reason.startswith("rdma_device: ")
