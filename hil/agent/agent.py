@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Self
+from typing import Protocol, Self
 
 from hil.agent.build import build
 from hil.agent.client import AgentClient, request
@@ -29,6 +29,15 @@ from hil.agent.types import (
 from hil.errors import AgentError, CommandFailed
 from hil.inventory.model import Host, IPInterface
 from hil.ssh import SSHSession
+
+
+class Runner(Protocol):
+    """What a reader of host files and commands needs of an agent: its ``run``.
+
+    :class:`Agent` is one; tests pass recorded hosts (tests/fake_hosts.py).
+    """
+
+    def run(self, argv: list[str], timeout: float = ...) -> CommandResult: ...
 
 
 class Agent(AgentClient):

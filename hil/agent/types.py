@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Protocol
 
 from hil.agent.remote.protocol import AddressReply, KmsgReadReply, LinkReply
 from hil.inventory.model import IPInterface
@@ -65,15 +64,6 @@ class DriverInfo:
 # A finished command on a host: the agent's ``run`` answers with the same record
 # as a command run over SSH.
 CommandResult = Result
-
-
-class Runner(Protocol):
-    """What a reader of host files and commands needs of an agent: its ``run``.
-
-    The agent (:class:`hil.agent.Agent`) is one; tests pass recorded hosts.
-    """
-
-    def run(self, argv: list[str], timeout: float = ...) -> CommandResult: ...
 
 
 @dataclass(frozen=True)

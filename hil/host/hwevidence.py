@@ -37,10 +37,13 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hil import tools
-from hil.agent.types import CommandResult, Runner
+from hil.agent.types import CommandResult
+
+if TYPE_CHECKING:
+    from hil.agent.agent import Runner
 
 DEBUGFS_ROOT = "/sys/kernel/debug"
 # debugfs_create_dir(DRV_NAME, NULL) in c4iw_init_module (device.c).

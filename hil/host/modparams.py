@@ -23,7 +23,7 @@ from hil.inventory.modparams import MODULE_PARAMS, module_param
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.agent.types import Runner
+    from hil.agent.agent import Runner
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal
     from hil.host.pairstate import PairState, PortState

@@ -19,7 +19,8 @@ from hil.judge.profiles import PROVIDERS, provider_named
 
 if TYPE_CHECKING:
     from hil.agent import Agent
-    from hil.agent.types import RdmaLink, Runner
+    from hil.agent.agent import Runner
+    from hil.agent.types import RdmaLink
     from hil.inventory.model import Rnic
 
 SYSFS_IB = "/sys/class/infiniband"

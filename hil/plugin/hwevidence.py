@@ -37,7 +37,7 @@ from hil.host.evidence import Counter
 from hil.plugin import option_group
 
 if TYPE_CHECKING:
-    from hil.agent.types import Runner
+    from hil.agent.agent import Runner
     from hil.run import PairRun
 
 log = logging.getLogger(__name__)

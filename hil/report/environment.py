@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from hil import tools
-from hil.agent.agent import Runner
 from hil.agent.client import AgentCallError
 from hil.errors import HilError, RemoteError
 from hil.host.modparams import read_params
@@ -30,7 +29,8 @@ from hil.inventory.model import Host, Pair, Rnic
 from hil.inventory.modparams import MODULE_PARAMS
 
 if TYPE_CHECKING:
-    from hil.agent.types import DriverInfo, RdmaLink
+    from hil.agent.agent import Runner
+    from hil.agent.types import CommandResult, DriverInfo, RdmaLink
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,9 @@ COMMAND_TIMEOUT = 15.0
 NONE_REPORTED = "none reported by the driver"
 
 
-class _HostAgent(Runner, Protocol):
+class _HostAgent(Protocol):
+    def run(self, argv: list[str], timeout: float = ...) -> CommandResult: ...
+
     def driver_info(self, netdev: str) -> DriverInfo: ...
 
     def rdma_links(self, timeout: float = ...) -> list[RdmaLink]: ...
