@@ -9,6 +9,7 @@ cron health round would fill the history with nothing new).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, cast
 
 from hil.errors import InputError
@@ -102,21 +103,13 @@ def record_failure(tx: Tx, host: str, kind: str, detail: str) -> HostHealth:
 
 
 def record_passed(tx: Tx, host: str, detail: str) -> HostHealth:
-    """A passing health check: healthy again, unless quarantined by hand."""
+    """A passing health check: healthy again, the streak reset; a quarantine by hand stays."""
     old = get(tx, host)
-    if old.state == "quarantined" and old.manual:
-        if old.failures:
-            return _save(
-                tx,
-                old,
-                HostHealth(host, old.state, old.since, old.reason, 0, True),
-                "check_passed",
-                detail,
-            )
-        return old
-    if old.state == "healthy" and not old.failures:
-        return old
-    return _save(tx, old, HostHealth(host, "healthy", None, ""), "check_passed", detail)
+    if old.manual:
+        new = replace(old, failures=0)
+    else:
+        new = HostHealth(host, "healthy", old.since if old.state == "healthy" else None)
+    return old if new == old else _save(tx, old, new, "check_passed", detail)
 
 
 def quarantine(tx: Tx, host: str, reason: str) -> HostHealth:
