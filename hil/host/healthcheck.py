@@ -20,12 +20,15 @@ What "RDMA device present" means per port:
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from hil import tools
-from hil.errors import AgentError, HilError, RemoteError, SSHError
+from hil.agent.client import AgentCallError
+from hil.errors import AgentError, CommandFailed, HilError, RemoteError, SSHError
 from hil.host.hosts import Hosts
 from hil.host.rdmadev import missing_device, plan_device, rdma_ports
 
@@ -207,7 +210,14 @@ def record_check(store: Store, result: HealthCheck) -> HostHealth:
 
 
 def failure_kind(error: BaseException) -> FailureKind | None:
-    """The infrastructure failure ``error`` stands for, if it is one of a host."""
+    """The infrastructure failure ``error`` stands for, if it is one of a host.
+
+    A call the agent answered with an error (``AgentCallError``: EINVAL from
+    netlink) or a command that exited non-zero (``CommandFailed``) is the
+    caller's business, not the host's.
+    """
+    if isinstance(error, AgentCallError | CommandFailed):
+        return None
     if isinstance(error, AgentError):
         return "agent_handshake"
     if isinstance(error, SSHError):
@@ -231,6 +241,16 @@ def note_error(store: Store, error: BaseException) -> None:
     kind = failure_kind(error)
     if kind is not None and isinstance(error, RemoteError):
         note_failure(store, error.host, kind, str(error))
+
+
+@contextmanager
+def failures_noted(store: Store) -> Iterator[None]:
+    """Record (:func:`note_error`) a host failure raised inside, and let it go on."""
+    try:
+        yield
+    except HilError as e:
+        note_error(store, e)
+        raise
 
 
 def note_undo_failures(store: Store, report: UndoReport) -> None:

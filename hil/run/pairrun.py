@@ -164,7 +164,7 @@ class PairRun:
         """The pair's hosts with warm agents, after undoing what dead runs left there."""
         if self._hosts is not None:
             return self._hosts
-        from hil.host.healthcheck import note_error, note_undo_failures
+        from hil.host.healthcheck import failures_noted, note_undo_failures
         from hil.host.hosts import Hosts
         from hil.host.journal import Journal, replay
 
@@ -172,12 +172,8 @@ class PairRun:
         hosts = Hosts(self.inventory, self.store)
         self._hosts = hosts
         names = [h.name for h in self.pair.hosts]
-        try:
-            with ThreadPoolExecutor(max_workers=len(names)) as pool:
-                list(pool.map(lambda n: hosts.call(n, "links", timeout=WARMUP_TIMEOUT), names))
-        except HilError as e:
-            note_error(self.store, e)  # host health: unreachable, agent handshake failed
-            raise
+        with failures_noted(self.store), ThreadPoolExecutor(max_workers=len(names)) as pool:
+            list(pool.map(lambda n: hosts.call(n, "links", timeout=WARMUP_TIMEOUT), names))
         if not self.adopted:
             replayed = replay(hosts, self.pair)
             note_undo_failures(self.store, replayed)  # host health: restore failed
@@ -189,14 +185,16 @@ class PairRun:
         """The pair brought to the inventory's state; its provider read on both hosts."""
         if self._state is not None:
             return self._state
+        from hil.host.healthcheck import failures_noted
         from hil.host.modparams import pin_params
         from hil.host.pairsetup import setup_pair
         from hil.run.provider import detect
 
         hosts = self.open_hosts()
         params = self.module_params  # a bad override fails before anything changes
-        state = setup_pair(hosts, self.pair, self.journal, rdma=self.request.rdma)
-        self._pinned = pin_params(hosts, self.pair, params, self.journal, state)
+        with failures_noted(self.store):  # host health: a host lost during setup
+            state = setup_pair(hosts, self.pair, self.journal, rdma=self.request.rdma)
+            self._pinned = pin_params(hosts, self.pair, params, self.journal, state)
         self._state = state
         if self.request.rdma:
             self._provider = detect(hosts, self.pair, self._state)

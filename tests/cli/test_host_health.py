@@ -103,7 +103,6 @@ def test_quarantine_after_is_a_store_setting(run: Run, tmp_path: Path) -> None:
 # -- lab-check on the netns lab ---------------------------------------------------
 
 
-@pytest.mark.netns
 def test_lab_check_passes_healthy_hosts_without_rdma(netns_lab: NetnsLab, tmp_path: Path) -> None:
     done = hil(netns_lab.inventory_path, tmp_path / "s.db", "lab-check", "--no-rdma")
     assert done.returncode == 0, done.stderr
@@ -117,7 +116,6 @@ def test_lab_check_passes_healthy_hosts_without_rdma(netns_lab: NetnsLab, tmp_pa
     assert lines[-1] == "lab-check: 2 hosts healthy"
 
 
-@pytest.mark.netns
 def test_lab_check_fails_on_real_missing_rdma_and_counts_it(
     netns_lab: NetnsLab, tmp_path: Path
 ) -> None:
@@ -135,7 +133,6 @@ def test_lab_check_fails_on_real_missing_rdma_and_counts_it(
     assert "quarantined" not in done.stdout
 
 
-@pytest.mark.netns
 def test_lab_check_exits_5_for_a_host_quarantined_by_hand(
     netns_lab: NetnsLab, tmp_path: Path
 ) -> None:
@@ -153,7 +150,6 @@ def test_lab_check_exits_5_for_a_host_quarantined_by_hand(
     assert done.stdout.splitlines()[-1] == "lab-check: NOT HEALTHY: quarantined: ns1"
 
 
-@pytest.mark.netns
 def test_lab_check_names_an_unknown_pair(netns_lab: NetnsLab, tmp_path: Path) -> None:
     done = hil(netns_lab.inventory_path, tmp_path / "s.db", "lab-check", "--pair", "nope")
     assert done.returncode == 1

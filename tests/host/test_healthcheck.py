@@ -13,13 +13,46 @@ import dataclasses
 import pytest
 from netnslab import NetnsLab
 
-from hil.host.healthcheck import HealthCheck, check_host, health_round, record_check
+from hil.agent.client import AgentCallError
+from hil.errors import (
+    AgentError,
+    CommandFailed,
+    CommandTimeout,
+    HilError,
+    NotReady,
+    RemoteError,
+    Unreachable,
+)
+from hil.host.healthcheck import (
+    HealthCheck,
+    check_host,
+    failure_kind,
+    health_round,
+    record_check,
+)
 from hil.host.hosts import Hosts
 from hil.host.journal import ssh_undo
 from hil.inventory.model import Inventory
 from hil.reservation import Claim, Holder, Store
 
-pytestmark = pytest.mark.netns
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (Unreachable("h", "connect timed out"), "unreachable"),
+        (CommandTimeout("h", "sleep did not finish"), "unreachable"),
+        (AgentError("h", "handshake: hash differs"), "agent_handshake"),
+        (AgentCallError("h", "set_link", "netlink", "EINVAL", {}), None),
+        (CommandFailed("h", ["false"], 1, "", ""), None),
+        (RemoteError("h", "something else"), None),
+        (NotReady("not ready"), None),
+    ],
+)
+def test_which_errors_are_infrastructure_failures_of_a_host(
+    error: HilError, kind: str | None
+) -> None:
+    """A run records only what says the host is not usable, not a call's own failure."""
+    assert failure_kind(error) == kind
 
 
 def altered(

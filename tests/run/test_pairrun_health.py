@@ -14,8 +14,6 @@ from hil.reservation import Store
 from hil.run import PairRequest, PairRun
 from tests.host.test_healthcheck import altered
 
-pytestmark = pytest.mark.netns
-
 PAIR = "ns0-ns1"
 REQUEST = PairRequest(pair=PAIR, holder="health test", rdma=False)
 FAILING_UNDO = ssh_undo("ns0", ["false"], "an undo that fails")
