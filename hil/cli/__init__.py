@@ -23,7 +23,8 @@ EPILOG = """exit codes:
   3  infrastructure error (store, SSH, agent, lab)
   4  a rule was violated: the RDMA CM contract (hil cm run), a wire rule
      (hil wire judge)
-  5  hosts not ready: a readiness check failed (hil host doctor, pair setup)
+  5  hosts not ready: a readiness check failed (hil host doctor, pair setup),
+     a host failed hil lab-check or is quarantined
 
 environment:
   HIL_INVENTORY  default for --inventory

@@ -1,4 +1,4 @@
-"""``hil host info|exec|setup|restore|doctor``: one lab host, or a pair, by hand.
+"""``hil host info|exec|setup|restore|doctor|health|quarantine``: one lab host, or a pair.
 
 ``hil host setup PAIR`` reserves the pair (unless ``--lease`` names one
 already held), replays what dead runs left in its restore journal, sets it
