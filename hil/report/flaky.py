@@ -70,7 +70,8 @@ class Flaky:
     def line(self) -> str:
         """``3 flips  PPFPFFP  suites/test_close.py::test_x[a]  (t6-pair-1, iw_cxgb4)``."""
         known = " [known flaky]" if self.known_flaky else ""
-        return f"{self.flips} flips  {self.outcomes}  {self.test}  ({self.where}){known}"
+        flips = f"{self.flips} flip{'s' if self.flips != 1 else ''}"
+        return f"{flips}  {self.outcomes}  {self.test}  ({self.where}){known}"
 
 
 def outcomes_of(run: int, results: Iterable[Result]) -> list[Outcome]:

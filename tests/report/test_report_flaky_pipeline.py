@@ -132,7 +132,7 @@ def test_the_summary_ranks_the_flips_and_lists_known_flaky_failures(
     assert summary[3:] == [
         f"  3 flips  PFPF  {TEST}test_flips  {where}",
         f"  2 flips  FPFF  {TEST}test_known  {where} [known flaky]",
-        f"  1 flips  ..PF  {TEST}test_late  {where}",
+        f"  1 flip  ..PF  {TEST}test_late  {where}",
     ]
 
 
