@@ -14,7 +14,7 @@ failures, and the tests that flipped between pass and fail in the last
 (or was skipped, or failed but is in the quarantine list), 1 when tests
 failed, 3 when the run could not judge the product (lab or infrastructure
 errors only, no tests, pytest itself failed, the report could not be
-generated).
+generated, the run overran its ``--timeout``: :mod:`hil.report.bounded`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from pathlib import Path
 from hil import tools
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError, LabError
 from hil.report import flaky, history, results
+from hil.report.bounded import Finished, run_bounded
 from hil.report.categories import INFRASTRUCTURE, KNOWN_FLAKY
 from hil.report.environment import write_properties
 from hil.report.plugin import METRICS_GLOB
+from hil.timeouts import DEFAULTS, TERM_GRACE_S, session_bound
 
 EXIT_TESTS_FAILED = 1
 # ci/install puts the npm package into the repository's .tools (hil/tools.py has the path).
@@ -78,8 +80,9 @@ def exit_status(results_dir: Path, pytest_rc: int) -> int:
     return EXIT_TESTS_FAILED
 
 
-def run_pytest(run: history.Run, args: argparse.Namespace) -> int:
-    """pytest on the suites into the run's results; its exit code."""
+def run_pytest(run: history.Run, args: argparse.Namespace) -> Finished:
+    """pytest on the suites into the run's results, within the nightly layer's bound
+    (``args.timeout``; the session layer inside it ends the tests first)."""
     argv = [
         sys.executable,
         "-m",
@@ -95,17 +98,22 @@ def run_pytest(run: history.Run, args: argparse.Namespace) -> int:
     if args.pair:
         argv.append(f"--hil-pair={args.pair}")
     argv += [f"--hil-require={r}" for r in args.require]
+    bound = args.timeout or None
+    if bound and not any(a.startswith("--hil-timeout-session") for a in args.pytest_args):
+        argv.append(f"--hil-timeout-session={session_bound(bound):g}")
     env = {**os.environ, "HIL_BUILD_ORDER": str(run.order)}
     print(f"hil report: run {run.order}: {' '.join(argv[1:])}", file=sys.stderr, flush=True)
-    # pytest bounds each test (pytest-timeout); the pipeline adds no second clock.
-    return subprocess.run([*argv, *args.pytest_args], env=env).returncode
+    what = f"pytest on {' '.join(args.suites)} (run {run.order})"
+    return run_bounded([*argv, *args.pytest_args], env, bound, what)
 
 
 def pipeline(args: argparse.Namespace) -> int:
     """One run: results, history, report, metrics trend, flaky tests; prints the summary."""
     reports = Path(args.reports)
     run = history.new_run(reports)
-    rc = run_pytest(run, args)
+    finished = run_pytest(run, args)
+    if finished.expired:
+        print(f"hil report: {finished.expired}", file=sys.stderr, flush=True)
     metrics = history.record_metrics(
         reports, run, sorted(run.results.glob(METRICS_GLOB)), args.keep
     )
@@ -120,7 +128,8 @@ def pipeline(args: argparse.Namespace) -> int:
     write_properties(run.results, flaky.properties(ranked, nights), where="top")
     generate(run.results, run.report, Path(args.allure))
     history.finish(reports, run, args.keep)
-    status = exit_status(run.results, rc)
+    # A run cut short by its bound did not judge everything: a lab/infrastructure outcome.
+    status = EXIT_INFRA if finished.expired else exit_status(run.results, finished.returncode)
     summary = history.summary(run.report)
     lines = [
         f"{summary.line()}; report {run.report / 'index.html'}; exit {status}",
@@ -173,6 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
         default="failed",
         help="packet captures to keep (default: of failed tests)",
     )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULTS.nightly_s,
+        metavar="SECONDS",
+        help="the nightly layer: bound of the pytest run; past it SIGTERM (the session "
+        f"restores the pair), SIGKILL {TERM_GRACE_S:g} s later; the session layer stops the "
+        f"tests earlier (default {DEFAULTS.nightly_s:g}; 0: no bound)",
+    )
     p.add_argument("--allure", default=str(DEFAULT_ALLURE), help="the allure executable")
     return p
 
@@ -194,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"--keep must be at least 1, not {args.keep}")
         if args.flaky_nights < 2:
             raise InputError(f"--flaky-nights must be at least 2, not {args.flaky_nights}")
+        if not args.timeout >= 0:
+            raise InputError(f"--timeout must be 0 (no bound) or more seconds, not {args.timeout}")
         return pipeline(args)
     except HilError as e:
         print(f"hil report: error: {e}", file=sys.stderr)
