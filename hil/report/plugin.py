@@ -93,6 +93,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    quarantine.configure(config)  # a bad list stops the session before anything runs
+
+
 def alluredir(config: pytest.Config) -> Path | None:
     """Where allure-pytest writes results, or None when it is not writing any."""
     value = config.getoption("allure_report_dir", None)

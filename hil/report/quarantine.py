@@ -56,6 +56,9 @@ class Entry:
         return nodeid == self.test or ("[" not in self.test and nodeid.split("[")[0] == self.test)
 
 
+LIST_KEY = pytest.StashKey[tuple[Path, list[Entry]]]()  # the loaded list, per process
+
+
 def load(path: Path, rootdir: Path) -> list[Entry]:
     """The entries of a quarantine list; InputError naming the file and entry when bad."""
     try:
@@ -121,22 +124,31 @@ def check_known(
             )
 
 
-def mark_items(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
-    """Tag each listed test ``known-flaky`` with its issue link; UsageError on a bad list.
-
-    The list is ``--hil-known-flaky`` or, when that is not given, ``suites/known-flaky.yaml``
-    under the rootdir if it exists.
-    """
+def configure(config: pytest.Config) -> None:
+    """Load the list once per process: ``--hil-known-flaky`` or, when that is not given,
+    ``suites/known-flaky.yaml`` under the rootdir if it exists; UsageError on a bad one."""
     given = config.getoption("hil_known_flaky", None)
     path = Path(given) if given else config.rootpath / DEFAULT_LIST
     if not given and not path.is_file():
         return
-    narrowed = {str(a).split("::", 1)[0] for a in config.args if "::" in str(a)}
     try:
-        entries = load(path, config.rootpath)
-        check_known(entries, [i.nodeid for i in items], narrowed, path)
+        config.stash[LIST_KEY] = (path, load(path, config.rootpath))
     except InputError as e:
         raise pytest.UsageError(str(e)) from None
+
+
+def mark_items(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
+    """Tag each listed test ``known-flaky`` with its issue link; UsageError for an entry
+    that names no collected test."""
+    path, entries = config.stash.get(LIST_KEY, (DEFAULT_LIST, []))
+    # An xdist worker's UsageError is an INTERNALERROR without its message (and the
+    # controller collects nothing): under -n only the list itself is checked.
+    if entries and not hasattr(config, "workerinput"):
+        narrowed = {str(a).split("::", 1)[0] for a in config.args if "::" in str(a)}
+        try:
+            check_known(entries, [i.nodeid for i in items], narrowed, path)
+        except InputError as e:
+            raise pytest.UsageError(str(e)) from None
     for item in items:
         entry = entry_for(entries, item.nodeid)
         if entry is not None:

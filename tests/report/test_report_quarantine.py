@@ -185,3 +185,13 @@ def test_deselected_tests_still_count_and_an_explicit_list_must_exist(
     run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--hil-known-flaky=nope.yaml")
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     run.stderr.fnmatch_lines(["ERROR: nope.yaml: cannot read the known-flaky list: *"])
+
+
+def test_under_xdist_a_bad_list_is_one_clear_error(pytester: pytest.Pytester) -> None:
+    write(pytester.path, GOOD.replace("  reason: a race in siw's close\n", ""))
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {pytester.path}/suites/known-flaky.yaml: entry 2: missing reason" in (
+        run.stderr.str().splitlines()
+    )
+    assert "INTERNALERROR" not in run.stdout.str() + run.stderr.str()
