@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from hil.plugin import option_group
+from hil.plugin import SESSION_KEY, option_group
 from hil.timeouts import DEFAULTS, configured, expired
 
 _CONFIGURED = pytest.StashKey[ExitStack]()
@@ -176,11 +176,6 @@ def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item: pytest.Item) -> None:
-    item.stash[_PHASE] = "call"
-
-
-@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     # Teardown restores the pair: a test that overran must not cut it short, so it
     # gets a bound of its own, as long as the test's.
@@ -188,6 +183,31 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     if armed is not None and pytest_timeout_cancel_timer(item):
         item.stash[_PHASE] = "teardown"
         _arm(item, *armed)
+
+
+# -- an interrupted test ------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A lab session interrupted in a test's call (the nightly layer's SIGTERM, a CI
+    runner's, Ctrl-C): that test fails saying so, not passed or lost, and the
+    session stops after it, its teardown restoring the pair.  (Also marks the call
+    phase for the test layer's message.)"""
+    item.stash[_PHASE] = "call"
+    try:
+        return (yield)
+    except KeyboardInterrupt as e:
+        if item.config.stash.get(SESSION_KEY, None) is None:
+            raise
+        why = str(e) or "Ctrl-C"
+        item.session.shouldstop = f"interrupted ({why}) in {item.nodeid}"
+        # "hil: <Class>: ": the report files it with the lab errors (hil.report.categories).
+        pytest.fail(
+            f"hil: Interrupted: {why}, in its call; the session stops after it and its "
+            "teardown restores the pair",
+            pytrace=False,
+        )
 
 
 # -- the session layer -------------------------------------------------------

@@ -8,11 +8,13 @@ and gives its lease back; the pipeline says which layer fired and exits 3.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from hil.report import pipeline
+from hil.report.categories import category_of
 from hil.reservation import open_store
 
 pytestmark = pytest.mark.skipif(
@@ -74,6 +76,21 @@ def test_a_nightly_past_its_bound_stops_the_run_cleanly_and_says_which_layer_fir
         "(run 1): sent SIGTERM, on which the session restores the pair; it ended (exit 2)"
     ) in err
     assert (suites / "out").read_text() == "quick, 1 lease held\nrestored\n"
+    # The interrupted test fails saying so (Allure would otherwise show it passed).
+    results = {
+        r["name"]: r
+        for p in (tmp_path / "reports" / "runs" / "0001" / "results").glob("*-result.json")
+        if (r := json.loads(p.read_text()))
+    }
+    assert results["test_quick"]["status"] == "passed"
+    assert results["test_hangs"]["status"] == "failed"
+    assert results["test_hangs"]["statusDetails"]["message"].startswith(
+        "Failed: hil: Interrupted: signal 15 (SIGTERM): restoring before exit, in its call; "
+        "the session stops after it"
+    )
+    assert category_of("failed", results["test_hangs"]["statusDetails"]["message"]) == (
+        "Lab / infrastructure errors"
+    )
     with open_store(str(store)) as s:
         assert s.leases() == []
 
