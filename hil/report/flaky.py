@@ -12,7 +12,9 @@ A test's outcomes over the last N nights read as a string, oldest first:
 infrastructure error, ``S`` skipped, ``?`` unknown, ``.`` not run that
 night.  A flip is a pass next to a failure (F or B) in that string once L,
 S, ? and . are left out: a lab that was down says nothing of the test.
-Tests with flips are ranked by flips, then failures, then id.
+Tests with flips are ranked by flips, then failures, then id.  A night is
+one run, told apart by its number and start time (numbers restart when the
+runs directory is wiped), in the order the file recorded them.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ class Outcome:
     pair: str | None
     provider: str | None
     known_flaky: bool
+
+    @property
+    def key(self) -> tuple[int, str]:
+        """Which night: the run number and its time (run numbers restart when the runs
+        directory is wiped; the outcomes outlive it)."""
+        return (self.run, self.night)
 
     @property
     def letter(self) -> str:
@@ -114,14 +122,9 @@ def record(reports: Path, outcomes: Sequence[Outcome], keep: int) -> list[Outcom
     return kept
 
 
-def _runs(history: Sequence[Outcome]) -> list[int]:
-    """The runs in the order they were recorded (a run number may restart: file order wins)."""
-    return list(dict.fromkeys(o.run for o in history))
-
-
 def _last_runs(history: Sequence[Outcome], n: int) -> list[Outcome]:
-    runs = set(_runs(history)[-n:])
-    return [o for o in history if o.run in runs]
+    keys = set(window(history, n))
+    return [o for o in history if o.key in keys]
 
 
 def flips(letters: str) -> int:
@@ -130,23 +133,23 @@ def flips(letters: str) -> int:
     return sum(a != b for a, b in zip(counted, counted[1:], strict=False))
 
 
-def window(history: Sequence[Outcome], nights: int) -> list[int]:
-    """The runs of the last ``nights`` nights kept, oldest first."""
-    return _runs(history)[-nights:]
+def window(history: Sequence[Outcome], nights: int) -> list[tuple[int, str]]:
+    """The last ``nights`` nights (run, time) of the history, in the order recorded."""
+    return list(dict.fromkeys(o.key for o in history))[-nights:]
 
 
 def rank(history: Sequence[Outcome], nights: int) -> list[Flaky]:
     """The tests that flipped in the last ``nights`` runs, most flips first."""
-    runs_shown = window(history, nights)
-    by_test: dict[str, dict[int, Outcome]] = {}
+    shown = window(history, nights)
+    by_test: dict[str, dict[tuple[int, str], Outcome]] = {}
     for o in _last_runs(history, nights):
-        by_test.setdefault(o.test, {})[o.run] = o
+        by_test.setdefault(o.test, {})[o.key] = o
     ranked = []
     for test, runs in by_test.items():
-        letters = "".join(runs[r].letter if r in runs else NOT_RUN for r in runs_shown)
+        letters = "".join(runs[k].letter if k in runs else NOT_RUN for k in shown)
         n = flips(letters)
         if n:
-            last = runs[max(runs, key=runs_shown.index)]
+            last = runs[max(runs, key=shown.index)]
             ranked.append(
                 Flaky(
                     test,
