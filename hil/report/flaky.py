@@ -170,12 +170,16 @@ def _where(outcomes: Iterable[Outcome]) -> str:
     return "; ".join(places)
 
 
+def _flipped(ranked: Sequence[Flaky], nights: int) -> str:
+    """``3 tests flipped between pass and fail in the last 14 nights``."""
+    count = {0: "no test", 1: "1 test"}.get(len(ranked), f"{len(ranked)} tests")
+    return f"{count} flipped between pass and fail in the last {nights} nights"
+
+
 def properties(ranked: Sequence[Flaky], nights: int) -> dict[str, str]:
     """``environment.properties`` lines: how many flipped in ``nights``, and the first."""
-    props = {
-        "flaky": f"{len(ranked)} tests flipped between pass and fail in the last "
-        f"{nights} nights (all in {SUMMARY_FILE} beside index.html)"
-    }
+    shown = f" (all in {SUMMARY_FILE} beside index.html)" if ranked else ""
+    props = {"flaky": _flipped(ranked, nights) + shown}
     for i, f in enumerate(ranked[:PROPERTIES_SHOWN], 1):
         props[f"flaky.{i:02d}"] = f.line()
     return props
@@ -183,12 +187,10 @@ def properties(ranked: Sequence[Flaky], nights: int) -> dict[str, str]:
 
 def summary_lines(ranked: Sequence[Flaky], nights: int) -> list[str]:
     """The summary's flaky part: a head line, then one line per test."""
-    head = (
-        f"flaky: {len(ranked)} tests flipped between pass and fail in the last "
-        f"{nights} nights (oldest first: P passed, F failed, B broken, "
-        f"L lab error, S skipped, . not run)"
-    )
-    return [head, *(f"  {f.line()}" for f in ranked)]
+    legend = " (oldest first: P passed, F failed, B broken, L lab error, S skipped, . not run)"
+    return [f"flaky: {_flipped(ranked, nights)}{legend if ranked else ''}"] + [
+        f"  {f.line()}" for f in ranked
+    ]
 
 
 def known_flaky_line(results: Sequence[Result]) -> str | None:

@@ -133,7 +133,13 @@ def test_a_broken_history_line_is_named(tmp_path: Path) -> None:
 def test_summary_and_environment_lines() -> None:
     ranked = flaky.rank(nights(t="PFP", u="PPP"), 14)
     lines = flaky.summary_lines(ranked, 3)
-    assert lines[0].startswith("flaky: 1 tests flipped between pass and fail in the last 3 nights")
+    assert lines[0].startswith("flaky: 1 test flipped between pass and fail in the last 3 nights")
+    assert flaky.summary_lines([], 2) == [
+        "flaky: no test flipped between pass and fail in the last 2 nights"
+    ]
+    assert flaky.properties([], 2) == {
+        "flaky": "no test flipped between pass and fail in the last 2 nights"
+    }
     assert lines[1:] == ["  2 flips  PFP  t  (p1, siw)"]
     props = flaky.properties(ranked, 3)
     assert props["flaky.01"] == "2 flips  PFP  t  (p1, siw)"
