@@ -5,11 +5,15 @@ command that exits 1)."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 from netnslab import NetnsLab
 
-from hil.errors import NotReady, RemoteError, SSHError
-from hil.host.journal import ssh_undo
+from hil.errors import AgentError, NotReady, RemoteError, SSHError
+from hil.host.hosts import Hosts
+from hil.host.journal import restore_host, ssh_undo
 from hil.reservation import Store
 from hil.run import PairRequest, PairRun
 from tests.host.test_healthcheck import altered
@@ -59,6 +63,24 @@ def test_a_failing_restore_is_recorded(netns_lab: NetnsLab, store: Store) -> Non
             store.journal_remove(e.id)
     assert report is not None and len(report.failed) == 1
     assert store.host_health(["ns0"])[0].reason.startswith("restore_failed: ")
+
+
+def test_an_agent_killed_before_setup_is_recorded(netns_lab: NetnsLab, store: Store) -> None:
+    inv = netns_lab.inventory()
+    run = PairRun(inv, store, REQUEST)
+    try:
+        hosts = run.open_hosts()
+        os.kill(hosts.agent("ns1").ping(), signal.SIGKILL)  # one pid namespace with the lab
+        with pytest.raises(AgentError) as e:
+            run.set_up()
+        assert e.value.host == "ns1"
+    finally:
+        run.close()
+        with Hosts(inv, store) as fresh:  # what the dead agent could not undo
+            restore_host(fresh, "ns1").check("cleaning up ns1")
+    events = [r.event for r in store.host_history("ns1")]
+    assert events[0] == "agent_handshake", events
+    assert store.host_health(["ns0"])[0].state == "healthy"
 
 
 def test_a_pair_with_a_quarantined_host_is_not_run(netns_lab: NetnsLab, store: Store) -> None:
