@@ -29,6 +29,7 @@ from agenttest import (
 from hil.agent import PROTOCOL_VERSION, Agent, AgentCallError, build
 from hil.agent.remote import cmworker, librdmacm, main, protocol
 from hil.errors import AgentError, CommandTimeout
+from hil.timeouts import configured
 
 
 def test_handshake_announces_version_build_pid_python_and_kernel(host_agent: Agent) -> None:
@@ -229,3 +230,19 @@ def test_the_agent_runs_on_the_oldest_python_it_supports() -> None:
         assert agent.run(["true"]).status == 0
         agent.call("cm_now")
         assert agent.checked == {"links", "run", "cm_now"}
+
+
+def test_a_frozen_agent_meets_the_agent_call_layers_configured_bound(host_agent: Agent) -> None:
+    """The real agent stopped (SIGSTOP, as a host that hangs): a call that names no
+    bound gives up after the configured one, naming the layer; the agent goes on after."""
+    os.kill(host_agent.hello.pid, signal.SIGSTOP)
+    try:
+        with configured(agent_call_s=0.3), pytest.raises(CommandTimeout) as e:
+            host_agent.ping()
+    finally:
+        os.kill(host_agent.hello.pid, signal.SIGCONT)
+    assert str(e.value).startswith(
+        "testhost: timeout (agent call layer, 0.3 s) waiting for testhost's agent to answer "
+        "ping (no answer at all"
+    )
+    assert host_agent.ping() == host_agent.hello.pid
