@@ -173,7 +173,8 @@ def _where(outcomes: Iterable[Outcome]) -> str:
 def _flipped(ranked: Sequence[Flaky], nights: int) -> str:
     """``3 tests flipped between pass and fail in the last 14 nights``."""
     count = {0: "no test", 1: "1 test"}.get(len(ranked), f"{len(ranked)} tests")
-    return f"{count} flipped between pass and fail in the last {nights} nights"
+    last = "the last night" if nights == 1 else f"the last {nights} nights"
+    return f"{count} flipped between pass and fail in {last}"
 
 
 def properties(ranked: Sequence[Flaky], nights: int) -> dict[str, str]:
