@@ -1,8 +1,8 @@
 """The timeout layers in a real pytest session (hil/plugin/timeouts.py), through pytester.
 
 Tiny tests that sleep stand in for a slow lab; a session fixture whose
-teardown writes a file stands in for the pair's restore (the netns lab's real
-restore is in test_plugin_timeouts_netns.py).
+teardown writes a file stands in for the pair's restore.  On the netns lab
+(at the end), the restore is the real one: an MTU changed through the journal.
 """
 
 from __future__ import annotations
@@ -10,6 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from netnslab import NetnsLab
+from test_plugin_hosts import CHANGE_MTU, mtu
+
+from hil.reservation import open_store
 
 pytest_plugins = ["pytester"]
 
@@ -195,3 +199,53 @@ def test_a_lab_session_with_no_test_timeout_configured_gets_the_test_layers_defa
     run(
         pytester, "--hil-inventory", str(inventory), "--hil-store", str(tmp_path / "s.db")
     ).assert_outcomes(passed=1)
+
+
+# -- on the netns lab: real sshd, agent and netlink; the restore is the journal's ----------
+
+
+def netns_run(
+    pytester: pytest.Pytester, lab: NetnsLab, store: Path, *extra: str
+) -> pytest.RunResult:
+    return run(
+        pytester, "--hil-inventory", str(lab.inventory_path), "--hil-store", str(store), *extra
+    )
+
+
+def test_a_test_past_its_bound_on_a_real_pair_still_restores_it(
+    pytester: pytest.Pytester, netns_lab: NetnsLab, tmp_path: Path
+) -> None:
+    before = mtu(netns_lab)
+    pytester.makepyfile(CHANGE_MTU.format(mtu=before, after="import time; time.sleep(60)"))
+    store = tmp_path / "s.db"
+    result = netns_run(pytester, netns_lab, store, "--hil-timeout-test", "3")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*Timeout (test layer, 3 s) waiting for *test_change to finish its call*"]
+    )
+    assert mtu(netns_lab) == before  # undone by the session's teardown
+    with open_store(str(store)) as s:
+        assert s.leases() == []
+        assert s.journal_entries("ns0") == []
+
+
+def test_a_session_past_its_bound_on_a_real_pair_stops_restored(
+    pytester: pytest.Pytester, netns_lab: NetnsLab, tmp_path: Path
+) -> None:
+    before = mtu(netns_lab)
+    test = CHANGE_MTU.format(mtu=before, after="time.sleep(1)")
+    pytester.makepyfile(f"import time\n{test}\ntest_again = test_change\n")
+    store = tmp_path / "s.db"
+    result = netns_run(pytester, netns_lab, store, "--hil-timeout-session", "0.5")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "hil: timeout (session layer, 0.5 s: --hil-timeout-session) waiting for its 2 tests: "
+            "stopped after *::test_change, 1 not run; *"
+        ]
+    )
+    assert mtu(netns_lab) == before
+    with open_store(str(store)) as s:
+        assert s.leases() == []
+        assert s.journal_entries("ns0") == []
