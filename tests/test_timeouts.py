@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pytest
 
 from hil import timeouts
@@ -45,3 +48,9 @@ def test_an_expiry_names_its_layer_its_bound_where_it_came_from_and_what_was_wai
 @pytest.mark.parametrize("nightly, session", [(8 * 3600, 8 * 3600 - 600), (1200, 900), (40, 30)])
 def test_the_session_inside_a_nightly_stops_first(nightly: float, session: float) -> None:
     assert session_bound(nightly) == session
+
+
+def test_the_test_layers_default_is_the_projects_pytest_timeout() -> None:
+    # The suites run under pyproject.toml's pytest config: one value in two files.
+    config = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert config["tool"]["pytest"]["ini_options"]["timeout"] == DEFAULTS.test_s

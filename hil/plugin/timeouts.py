@@ -31,7 +31,7 @@ from hil.plugin import SESSION_KEY, option_group
 from hil.timeouts import DEFAULTS, configured, expired
 
 _CONFIGURED = pytest.StashKey[ExitStack]()
-_DEADLINE = pytest.StashKey[float]()
+_DEADLINE = pytest.StashKey[tuple[float, float]]()  # when the session layer fires, its bound
 _STOPPED = pytest.StashKey[str]()
 _CANCEL = pytest.StashKey[Callable[[], None]]()
 _PHASE = pytest.StashKey[str]()
@@ -215,8 +215,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     seconds = session.config.getoption("hil_timeout_session")
+    if seconds is None:
+        seconds = DEFAULTS.session_s
     if seconds is not None:
-        session.config.stash[_DEADLINE] = time.monotonic() + seconds
+        session.config.stash[_DEADLINE] = (time.monotonic() + seconds, seconds)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -230,12 +232,11 @@ def pytest_runtest_protocol(
 
 def _stop_if_overrun(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     config = item.config
-    deadline = config.stash.get(_DEADLINE, None)
+    deadline, seconds = config.stash.get(_DEADLINE, (None, 0.0))
     if deadline is None or nextitem is None or time.monotonic() < deadline:
         return
     items = item.session.items
     left = len(items) - items.index(item) - 1
-    seconds = config.getoption("hil_timeout_session")
     message = (
         f"{expired('session', seconds, f'its {len(items)} tests', '--hil-timeout-session')}: "
         f"stopped after {item.nodeid}, {left} not run; the session's teardown restores "
