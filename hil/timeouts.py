@@ -19,6 +19,7 @@ and the layers read it with :func:`active` when a caller gave no bound of its ow
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -89,3 +90,14 @@ def session_bound(nightly_s: float) -> float:
     """The session layer's bound inside a nightly of ``nightly_s``: earlier by the
     nightly's margin (at most a quarter of it), so the session ends itself cleanly first."""
     return nightly_s - min(NIGHTLY_MARGIN_S, nightly_s / 4)
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type`` (the CLI's and pytest's options): a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < 1e9:
+        raise argparse.ArgumentTypeError(f"seconds out of range: {text!r}")
+    return value

@@ -10,6 +10,8 @@ import argparse
 from collections.abc import Callable
 from typing import TypeAlias
 
+from hil.timeouts import DEFAULTS, seconds
+
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 WAIT_HELP = "queue up to S seconds for a busy pair (default 0: exit 2 at once)"
 
@@ -74,21 +76,9 @@ def module_param_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def seconds(text: str) -> float:
-    """An argparse ``type``: a number of seconds, 0 or more."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value < 1e9:
-        raise argparse.ArgumentTypeError(f"seconds out of range: {text!r}")
-    return value
-
-
 def timeout_options(p: argparse.ArgumentParser) -> None:
     """``--timeout-agent S`` and ``--timeout-step-slack S``: the agent call and step
     layers' bounds for this command (:mod:`hil.timeouts`, docs/reliability.md)."""
-    from hil.timeouts import DEFAULTS
 
     p.add_argument(
         "--timeout-agent",

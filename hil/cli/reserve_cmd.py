@@ -15,11 +15,12 @@ import sys
 import threading
 from typing import Any
 
-from hil.cli.options import json_option, pair_choice, seconds, wait_option
+from hil.cli.options import json_option, pair_choice, wait_option
 from hil.errors import EXIT_OK
 from hil.inventory import load_from_args
 from hil.reservation import Heartbeat, Holder, Lease, Store, open_store, reserve
 from hil.run import claims_for
+from hil.timeouts import seconds
 
 RESERVE_HELP = """\
 Reserve a pair (both its hosts) of the inventory: the one --pair names, the

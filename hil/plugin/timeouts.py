@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from hil.plugin import SESSION_KEY, option_group
-from hil.timeouts import DEFAULTS, configured, expired
+from hil.timeouts import DEFAULTS, configured, expired, seconds
 
 _CONFIGURED = pytest.StashKey[ExitStack]()
 _DEADLINE = pytest.StashKey[tuple[float, float]]()  # when the session layer fires, its bound
@@ -38,42 +38,32 @@ _PHASE = pytest.StashKey[str]()
 _ARMED = pytest.StashKey[tuple[float, bool]]()  # the test's bound, whether to ignore a debugger
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise pytest.UsageError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0:
-        raise pytest.UsageError(f"a timeout must be >= 0 seconds, not {text}")
-    return value
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = option_group(parser)
     group.addoption(
         "--hil-timeout-agent",
-        type=_seconds,
+        type=seconds,
         metavar="SECONDS",
         help="Agent call layer: the bound of an agent call that names none "
         f"(default {DEFAULTS.agent_call_s:g}).",
     )
     group.addoption(
         "--hil-timeout-step-slack",
-        type=_seconds,
+        type=seconds,
         metavar="SECONDS",
         help="Step layer: how much longer than its profile's bound a CM step waits "
         f"(default {DEFAULTS.step_slack_s:g}).",
     )
     group.addoption(
         "--hil-timeout-test",
-        type=_seconds,
+        type=seconds,
         metavar="SECONDS",
         help="Test layer: each test's setup and call (pytest-timeout's --timeout; default "
         f"the ini's, else {DEFAULTS.test_s:g} with an inventory). Its fixtures still restore.",
     )
     group.addoption(
         "--hil-timeout-session",
-        type=_seconds,
+        type=seconds,
         metavar="SECONDS",
         help="Session layer: past this, the session stops after the test under way, "
         "the pair restored (default: no bound; ci/nightly sets one inside its own).",
