@@ -180,7 +180,15 @@ def test_destroy_in_conn_sent_blocks_until_the_mpa_timeout(session: CMSession) -
     tl = session.run("destroy_conn_sent")
     blocked = tl.metrics["destroy_blocked_us"]
     assert 5e6 < blocked <= session.profile.conn_sent_destroy_bound_s * 1e6  # siw: ~10 s
-    assert not [e for e in tl.events if e.side == "a" and e.type in steps.REPLY_TYPES]
+    # The MPA timeout that ends the block may still deliver its UNREACHABLE(-ETIMEDOUT)
+    # while rdma_destroy_id blocks: ucma (ucma_destroy_private_ctx) drops a destroyed
+    # id's queued events only once rdma_destroy_id has returned, and the worker reads
+    # the channel meanwhile.  Any other reply is wrong; one after the destroy returned
+    # is the contract's no-event-after-destroy rule's to judge.
+    replies = [
+        (e.type, e.status) for e in tl.events if e.side == "a" and e.type in steps.REPLY_TYPES
+    ]
+    assert replies in ([], [("UNREACHABLE", -errno.ETIMEDOUT)]), replies
     assert_contract(tl, session)
 
 
