@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 HW_CHOICES = ("failed", "all", "off")
 TARGETS_KEY = pytest.StashKey[dict[str, hwevidence.Target]]()
 EVIDENCE_KEY = pytest.StashKey[hwevidence.HwEvidence]()
-FAILED_KEY = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -141,13 +140,13 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.failed:
-        item.stash[FAILED_KEY] = True
     if report.when == "teardown" and EVIDENCE_KEY in item.stash:
         # After the teardown: the after-test checks and the wire judge have spoken.
-        mode = item.config.getoption("hil_hw_evidence")
-        if mode == "all" or (mode == "failed" and item.stash.get(FAILED_KEY, False)):
-            from hil.report import attach
+        # The report plugin keeps the test's earlier phases; this one may not be kept yet.
+        from hil.report import attach
+        from hil.report.plugin import failed
 
+        mode = item.config.getoption("hil_hw_evidence")
+        if mode == "all" or (mode == "failed" and (report.failed or failed(item))):
             attach.attach_hw_evidence(item.stash[EVIDENCE_KEY])
     return report

@@ -155,7 +155,8 @@ def pytest_runtest_makereport(
     return report
 
 
-def _failed(item: pytest.Item) -> bool:
+def failed(item: pytest.Item) -> bool:
+    """True when a phase of the test (setup, call, teardown) reported so far failed."""
     return any(r.failed for r in item.stash.get(REPORTS_KEY, {}).values())
 
 
@@ -260,7 +261,7 @@ def pytest_hil_wire(item: pytest.Item, report: WireReport) -> None:
             verdict = observer.verdict_of(tl) if observer is not None else None
             attach.attach_wire_timeline(tl, report.exchange, report.verdict, verdict)
     mode = item.config.getoption("hil_pcap")
-    if mode == "all" or (mode == "failed" and (_failed(item) or not report.verdict.ok)):
+    if mode == "all" or (mode == "failed" and (failed(item) or not report.verdict.ok)):
         for point, path in sorted(report.pcaps.items()):
             attach.attach_pcap(path, name=f"{point}.pcap")
 
