@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from hil import tools
 from hil.agent.types import CommandResult
+from hil.host.rdmadev import READ_TIMEOUT, SYSFS_IB
 
 if TYPE_CHECKING:
     from hil.agent.agent import Runner
@@ -50,8 +51,6 @@ DEBUGFS_ROOT = "/sys/kernel/debug"
 CXGB4_DEBUGFS = posixpath.join(DEBUGFS_ROOT, "iw_cxgb4")
 CXGB4 = "iw_cxgb4"
 FILES = ("qps", "eps", "stags", "stats")
-SYSFS_IB = "/sys/class/infiniband"
-READ_TIMEOUT = 15.0
 # The first words of each file's lines (device.c: dump_qp, dump_ep and
 # dump_listen_ep, dump_stag); every other line is stats_show's table.
 LINE_STARTS = {

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from hil import tools
 from hil.errors import RemoteError
 from hil.host.journal import agent_undo
+from hil.host.rdmadev import READ_TIMEOUT
 from hil.inventory.model import Pair, PinnedParam, Rnic
 from hil.inventory.modparams import MODULE_PARAMS, module_param
 
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
     from hil.host.pairstate import PairState, PortState
 
 log = logging.getLogger(__name__)
-
-READ_TIMEOUT = 15.0
-
 
 SYS_MODULE = "/sys/module"
 

@@ -20,6 +20,7 @@ from hil.errors import RemoteError
 from hil.host.findings import Finding, Phase, Status
 from hil.host.modparams import read_params
 from hil.host.rdmadev import (
+    READ_TIMEOUT,
     SYSFS_NET,
     WRONG_NETDEV_FIX,
     device_driver,
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from hil.agent.types import RdmaLink
     from hil.inventory.model import Host, Rnic
 
-READ_TIMEOUT = 15.0
 
 # Whether a provider's connections need iwpmd, the iWARP port mapper.  The
 # kernel's iw_cm_map (drivers/infiniband/core/iwcm.c) asks iwpmd to map every
