@@ -88,10 +88,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     p = subparsers.add_parser(
         "status",
-        help="who holds which pair, and who waits",
-        description="List live leases (holder, since, until) and waiters.",
+        help="who holds which pair, who waits, which hosts are not healthy",
+        description="List live leases (holder, since, until), waiters, and the hosts that "
+        "are suspect or quarantined (see `hil host health`).",
     )
-    json_option(p, help='one JSON object: {"leases": [...], "waiting": [...]}')
+    json_option(
+        p,
+        help='one JSON object: {"leases": [...], "waiting": [...], "hosts_not_healthy": [...]}',
+    )
     p.set_defaults(func=_status)
 
 
@@ -152,10 +156,12 @@ def _release(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     with open_store(args.store) as store:
         leases, tickets = store.leases(), store.tickets()
+        out = [h for h in store.host_health() if h.state != "healthy"]
     if args.json:
         doc: dict[str, Any] = {
             "leases": [le.to_json() for le in leases],
             "waiting": [t.to_json() for t in tickets],
+            "hosts_not_healthy": [h.to_json() for h in out],
         }
         print(json.dumps(doc))
         return EXIT_OK
@@ -171,4 +177,7 @@ def _status(args: argparse.Namespace) -> int:
             f"waiting: {t.holder} for {', '.join(c.pair for c in t.claims)} "
             f"since {t.created:%Y-%m-%d %H:%M:%S} UTC"
         )
+    # A pair that never comes up in the lines above may be held back by a host.
+    for health in out:
+        print(f"not healthy: {health}")
     return EXIT_OK

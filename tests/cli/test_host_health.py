@@ -154,3 +154,20 @@ def test_lab_check_names_an_unknown_pair(netns_lab: NetnsLab, tmp_path: Path) ->
     done = hil(netns_lab.inventory_path, tmp_path / "s.db", "lab-check", "--pair", "nope")
     assert done.returncode == 1
     assert "nope" in one_line_error(done)
+
+
+def test_status_names_the_hosts_out_of_service_until_released(run: Run) -> None:
+    status, out, _ = run("status")
+    assert status == 0 and "not healthy" not in out
+    run("host", "quarantine", "t6b", "--reason", "cxgb4 firmware crash")
+    status, out, _ = run("status")
+    assert status == 0
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("not healthy: ")]
+    assert line.startswith("not healthy: t6b: quarantined since ")
+    assert line.endswith("cxgb4 firmware crash")
+    status, out, _ = run("status", "--json")
+    doc = json.loads(out)
+    assert [(h["host"], h["state"]) for h in doc["hosts_not_healthy"]] == [("t6b", "quarantined")]
+    run("host", "release-quarantine", "t6b")
+    status, out, _ = run("status", "--json")
+    assert json.loads(out)["hosts_not_healthy"] == []
