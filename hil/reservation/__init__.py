@@ -9,6 +9,7 @@ for one machine, PostgreSQL for many; ``open_store`` picks one by URL.
 See docs/reservations.md.
 """
 
+from hil.reservation.attempt import Attempt
 from hil.reservation.health import HealthRecord, HostHealth
 from hil.reservation.heartbeat import Heartbeat
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket
@@ -17,6 +18,7 @@ from hil.reservation.reserve import describe, reserve
 from hil.reservation.store import Store, redact
 
 __all__ = [
+    "Attempt",
     "Claim",
     "HealthRecord",
     "Heartbeat",

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hil.errors import InputError, LeaseLost, StoreError
-from hil.reservation import healthsql
+from hil.reservation import attemptsql, healthsql
+from hil.reservation.attempt import Attempt
 from hil.reservation.health import HealthRecord, HostHealth
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket, utc
 from hil.reservation.sqltx import Tx
@@ -64,6 +65,7 @@ def schema(id_column: str) -> list[str]:
         " lease_id TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, entry TEXT NOT NULL)",
         "CREATE INDEX IF NOT EXISTS hil_journal_host ON hil_journal (host, id)",
         *healthsql.schema(id_column),
+        *attemptsql.schema(id_column),
     ]
 
 
@@ -190,6 +192,7 @@ class SqlStore(Store):
         tx.q("DELETE FROM hil_lost WHERE taken_at < ?", (tx.now - LOST_KEEP,))
         tx.q("DELETE FROM hil_tickets WHERE expires < ?", (tx.now - TICKET_KEEP,))
         healthsql.collect_garbage(tx)
+        attemptsql.collect_garbage(tx)
 
     def renew(self, lease_id: str, ttl: float | None = None) -> Lease:
         if ttl is not None:
@@ -374,6 +377,27 @@ class SqlStore(Store):
     def set_quarantine_after(self, count: int) -> None:
         with self._lock, self._transaction(write=True) as tx:
             healthsql.set_quarantine_after(tx, count)
+
+    # -- attempt markers --------------------------------------------------
+
+    def begin_attempt(self, test: str, pair: str, hosts: tuple[str, str], lease_id: str) -> int:
+        with self._lock, self._transaction(write=True) as tx:
+            return attemptsql.begin(tx, test, pair, hosts, lease_id)
+
+    def end_attempt(self, attempt_id: int, outcome: str) -> None:
+        with self._lock, self._transaction(write=True) as tx:
+            attemptsql.end(tx, attempt_id, outcome)
+
+    def attempts(
+        self,
+        *,
+        hosts: Sequence[str] | None = None,
+        unfinished: bool | None = None,
+        outcome: str | None = None,
+        limit: int = 100,
+    ) -> list[Attempt]:
+        with self._lock, self._transaction(write=False) as tx:
+            return attemptsql.query(tx, hosts, unfinished, outcome, limit)
 
 
 def _check_ttl(ttl: float) -> None:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from hil.reservation.attempt import Attempt
 from hil.reservation.health import HealthRecord, HostHealth
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket
 
@@ -119,6 +120,32 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def set_quarantine_after(self, count: int) -> None:
         """Store the threshold for every runner of this store; ``InputError`` below 1."""
+
+    @abc.abstractmethod
+    def begin_attempt(self, test: str, pair: str, hosts: tuple[str, str], lease_id: str) -> int:
+        """Record that ``test`` is being tried on ``pair`` under ``lease_id``; returns the
+        marker's id.  The holder recorded is the lease's (this process's if the store
+        does not know the lease).  ``InputError`` for an empty test, pair or host."""
+
+    @abc.abstractmethod
+    def end_attempt(self, attempt_id: int, outcome: str) -> None:
+        """Close the marker with ``outcome`` (e.g. passed, failed, host crashed).
+
+        Ending it again keeps the first outcome; ``InputError`` when the store
+        does not know ``attempt_id`` or ``outcome`` is empty.
+        """
+
+    @abc.abstractmethod
+    def attempts(
+        self,
+        *,
+        hosts: Sequence[str] | None = None,
+        unfinished: bool | None = None,
+        outcome: str | None = None,
+        limit: int = 100,
+    ) -> list[Attempt]:
+        """Markers newest first, at most ``limit``: those on any of ``hosts``, only open
+        (``unfinished=True``) or only closed (False) ones, with ``outcome``, as given."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -3,7 +3,9 @@
 ``cycle``: reserve and release ``--cycles`` times, queueing for the pairs,
 and write each hold interval (``time.monotonic``, system-wide) as a JSON
 line to ``--out``.  ``hold``: reserve once, print the lease as JSON, renew
-with a heartbeat until killed; exit 3 printing the error if it is lost.
+with a heartbeat until killed; exit 3 printing the error if it is lost
+(with ``--attempt TEST``, an attempt marker for TEST is begun first and its
+id printed as the JSON's ``attempt``).
 """
 
 from __future__ import annotations
@@ -63,7 +65,10 @@ def hold(args: argparse.Namespace) -> int:
     lost = threading.Event()
     with open_store(args.store) as store:
         lease = reserve(store, _claims(args.claims), Holder.current(note="holder"), ttl=args.ttl)
-        print(json.dumps(lease.to_json()), flush=True)
+        shown = lease.to_json()
+        if args.attempt:
+            shown["attempt"] = store.begin_attempt(args.attempt, lease.pair, lease.hosts, lease.id)
+        print(json.dumps(shown), flush=True)
         with Heartbeat(store, lease, on_lost=lambda _: lost.set()) as beat:
             lost.wait()
         print(f"LOST: {beat.lost}", flush=True)
@@ -87,6 +92,7 @@ def main() -> int:
     h.add_argument("--store", required=True)
     h.add_argument("--claims", required=True)
     h.add_argument("--ttl", type=float, required=True)
+    h.add_argument("--attempt")
     h.set_defaults(func=hold)
     args = parser.parse_args()
     return int(args.func(args))
