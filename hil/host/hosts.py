@@ -58,10 +58,16 @@ class Hosts:
         return pool.get(name)
 
     def agent(self, name: str) -> Agent:
-        """The agent on host ``name``, started over its session on first use."""
+        """The agent on host ``name``, started over its session on first use, and again
+        when the one before died (its connection cut, the host rebooted): the run's restore
+        must reach a host that is back."""
         host = self.host(name)
         with self._lock:
             agent = self._agents.get(name)
+            if agent is not None and not agent.alive:
+                log.warning("%s: the agent is gone (%s); starting a new one", name, agent.death)
+                del self._agents[name]
+                agent = None
         if agent is not None:
             return agent
         from hil.agent import Agent
@@ -78,6 +84,20 @@ class Hosts:
         """One agent call on host ``name``, bounded by ``timeout`` (default ``call_timeout``,
         else the agent call layer's bound, :mod:`hil.timeouts`)."""
         return self.agent(name).call(method, timeout=timeout or self.call_timeout, **params)
+
+    def forget(self, name: str) -> None:
+        """Drop host ``name``'s agent and SSH session (it was powered off or crashed):
+        the next use connects and starts the agent anew.  Errors are logged, not raised."""
+        with self._lock:
+            agent = self._agents.pop(name, None)
+            pool = self._pool
+        if agent is not None:
+            try:
+                agent.close()
+            except Exception as e:  # noqa: BLE001 -- a dead host's agent may fail any way
+                log.info("%s: closing the old agent failed: %s", name, e)
+        if pool is not None:
+            pool.drop(name)
 
     def close(self) -> None:
         """Stop every agent, then close every SSH session; errors are logged, not raised."""

@@ -18,6 +18,7 @@ from hil.inventory.model import (
     Inventory,
     Link,
     Pair,
+    Power,
     Pull,
     Rnic,
     params_by_driver,
@@ -70,7 +71,20 @@ def _host(host: Host) -> dict[str, Any]:
         # null where no port names firmware: the policy means nothing there.
         "firmware_policy": (host.firmware_policy if any(r.firmware for r in host.rnics) else None),
         "rnics": [_rnic(r) for r in host.rnics],
+        "power": _power(host.power) if host.power else None,
     }
+
+
+def _power(power: Power) -> dict[str, Any]:
+    doc: dict[str, Any] = {"mode": power.mode, "recover": power.recover}
+    if power.mode == "qmp":
+        doc.update(qmp=power.qmp, lab=power.lab)
+    else:
+        doc.update(controller=power.controller, vars=dict(power.vars))
+        doc.update(
+            {a: list(getattr(power, a)) for a in ("cycle", "on", "off") if getattr(power, a)}
+        )
+    return doc
 
 
 def _rnic(rnic: Rnic) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from hil.inventory.nodes import (
     tags,
     text,
 )
-from hil.inventory.templates import IDENT, argv_template, uses
+from hil.inventory.templates import argv_template, template_vars, uses
 
 LINK_KEYS = ("ends", "tags", "pull", "capture", "module_params")
 # Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
@@ -217,7 +217,7 @@ class _LinkReader:
         raise at.error(f"{value!r} is not an end of this link (ends: {ends[0]}, {ends[1]})")
 
     def _command_pull(self, f: dict[str, At], end: LinkEnd | None) -> Pull:
-        variables = _vars(f["vars"], ()) if given(f, "vars") else ()
+        variables = template_vars(f["vars"], ()) if given(f, "vars") else ()
         names = {k for k, _ in variables}
         return Pull(
             mode="command",
@@ -256,7 +256,7 @@ class _LinkReader:
         return CaptureSpec(mode=mode)  # type: ignore[arg-type]
 
     def _capture_command(self, f: dict[str, At]) -> CaptureSpec:
-        variables = _vars(f["vars"], CAPTURE_FETCH_FIELDS) if given(f, "vars") else ()
+        variables = template_vars(f["vars"], CAPTURE_FETCH_FIELDS) if given(f, "vars") else ()
         names = {k for k, _ in variables}
         what = "fields"  # its vars and the ones hil fills
         fetch = argv_template(f["fetch"], names | set(CAPTURE_FETCH_FIELDS), what)
@@ -287,15 +287,3 @@ def _param_value(at: At, param: ModuleParam) -> str:
             f"got {describe(at.node)}"
         )
     return str(integer(at, INT_MIN, INT_MAX))
-
-
-def _vars(at: At, reserved: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """A ``vars:`` mapping; its names may not be one of the ``reserved`` fields hil fills."""
-    result = []
-    for key, value in entries(at).items():
-        if not IDENT.fullmatch(key):
-            raise value.error(f"{key!r} is not a variable name (letters, digits, '_')")
-        if key in reserved:
-            raise value.error(f"{key!r} is filled by hil; name the variable otherwise")
-        result.append((key, text(value)))
-    return tuple(result)

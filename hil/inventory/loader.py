@@ -49,13 +49,14 @@ from hil.inventory.nodes import (
     tags,
     text,
 )
+from hil.inventory.power import check_controller, parse_power
 from hil.inventory.secret import ENV_NAME, Secret
 
 SUPPORTED_VERSION = 1
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
 TOP_KEYS = ("version", "hosts", "links")
-HOST_KEYS = ("ssh", "python", "tags", "sysctls", "firmware_policy", "rnics")
+HOST_KEYS = ("ssh", "python", "tags", "sysctls", "firmware_policy", "rnics", "power")
 SSH_KEYS = (
     "host", "port", "user", "identity_file", "jump",
     "host_key_policy", "known_hosts", "sudo", "connect_timeout",
@@ -131,10 +132,11 @@ def _compose(file: str, source: str) -> At:
 
 @dataclass(frozen=True)
 class _Checked:
-    """A host, and the located ``jump`` value still to resolve."""
+    """A host, and the located ``jump`` and ``power`` values still to resolve."""
 
     host: Host
     jump: At | None
+    power: At | None = None
 
 
 class _Loader:
@@ -157,6 +159,8 @@ class _Loader:
         self.hosts = {name: c.host for name, c in checked.items()}
         for c in checked.values():
             self._check_jump(c)
+            if c.power is not None and c.host.power is not None:
+                check_controller(c.power, c.host.name, c.host.power, self.hosts)
         links: dict[str, Link] = {}
         if given(top, "links"):
             links = parse_links(top["links"], self.hosts, self.base)
@@ -172,6 +176,8 @@ class _Loader:
         readers: dict[str, Callable[[At], object]] = {"python": _interpreter}
         if given(f, "firmware_policy"):
             readers["firmware_policy"] = lambda a: _firmware_policy(a, f.get("rnics"), rnics)
+        if given(f, "power"):
+            readers["power"] = lambda a: parse_power(a, self.base)
         host = Host(
             name=name,
             ssh=ssh,
@@ -180,7 +186,7 @@ class _Loader:
             sysctls=_sysctls(f.get("sysctls")),
             **_read_given(f, readers),  # type: ignore[arg-type]
         )
-        return _Checked(host, jump)
+        return _Checked(host, jump, f["power"] if given(f, "power") else None)
 
     def _ssh(self, at: At) -> tuple[SshConfig, At | None]:
         f = fields(at, SSH_KEYS, required=("host",))

@@ -37,6 +37,14 @@ CAPTURE_FETCH_FIELDS = ("id", "link", "pcap")
 # runs: the same text, at least that version (dotted numbers), or only recorded.
 FirmwarePolicy = Literal["exact", "min", "record"]
 FIRMWARE_POLICIES: tuple[FirmwarePolicy, ...] = ("exact", "min", "record")
+# How a host's power is switched: commands on a controller host (a PDU's or a
+# BMC's tool), or QEMU's monitor (the virtual lab).
+PowerMode = Literal["command", "qmp"]
+POWER_MODES: tuple[PowerMode, ...] = ("command", "qmp")
+PowerAction = Literal["cycle", "on", "off"]
+POWER_ACTIONS: tuple[PowerAction, ...] = ("cycle", "on", "off")
+# The field hil fills in a power command's templates (besides its vars): the host's name.
+POWER_FIELDS = ("host",)
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,33 @@ class Rnic:
 
 
 @dataclass(frozen=True)
+class Power:
+    """How to power a host off, on, or cycle it: the host's ``power:``.
+
+    - ``command``: ``cycle``, ``on`` and ``off`` argument lists (``{name}``
+      fields from ``vars`` and ``{host}``, the host's name) run over SSH on
+      the inventory host ``controller``; a missing ``cycle`` is ``off`` then
+      ``on``.
+    - ``qmp``: QEMU's monitor socket ``qmp`` (virtual lab): cycle is
+      ``system_reset``, off is ``quit``; ``lab``, the lab directory, lets hil
+      start a guest whose QEMU is gone (on, or a cycle of a dead guest).
+
+    ``recover`` False keeps hil's recovery from cycling the host by itself
+    (``hil host power`` still may).
+    """
+
+    mode: PowerMode
+    controller: str | None = None
+    cycle: tuple[str, ...] = ()
+    on: tuple[str, ...] = ()
+    off: tuple[str, ...] = ()
+    vars: tuple[tuple[str, str], ...] = ()
+    qmp: str | None = None
+    lab: str | None = None
+    recover: bool = True
+
+
+@dataclass(frozen=True)
 class Host:
     """A lab host: how to reach it, what it is, and its RNIC ports."""
 
@@ -91,6 +126,8 @@ class Host:
     sysctls: tuple[tuple[str, str], ...] = ()
     # Only meaningful where a port names ``firmware`` (the loader refuses it elsewhere).
     firmware_policy: FirmwarePolicy = "exact"
+    # How to switch it off, on or cycle it; None: hil cannot.
+    power: Power | None = None
 
     def rnic(self, name: str) -> Rnic:
         """The port called ``name``; KeyError when there is none."""

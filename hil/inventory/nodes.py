@@ -232,7 +232,9 @@ def _construct(node: yaml.ScalarNode) -> Any:
 
 
 def _key_name(at: At, key_node: yaml.Node) -> str:
-    if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _TEXTUAL:
+    # YAML 1.1 reads the keys ``on:`` and ``off:`` (a host's power actions) as
+    # booleans; as a key the text written is what is meant.
+    if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in (*_TEXTUAL, _TAG + "bool"):
         where = At(at.file, line_of(key_node), at.path, key_node)
         raise where.error(f"keys must be strings, got {describe(key_node)}")
     return str(key_node.value)

@@ -14,7 +14,7 @@ import string
 from collections.abc import Collection, Mapping, Sequence
 
 from hil.errors import InputError
-from hil.inventory.nodes import At, known, sequence, text
+from hil.inventory.nodes import At, entries, known, sequence, text
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -35,6 +35,18 @@ def argv_template(at: At, names: Collection[str], what: str = "vars") -> tuple[s
                 )
         argv.append(arg)
     return tuple(argv)
+
+
+def template_vars(at: At, reserved: Collection[str]) -> tuple[tuple[str, str], ...]:
+    """A ``vars:`` mapping; its names may not be one of the ``reserved`` fields hil fills."""
+    result = []
+    for key, value in entries(at).items():
+        if not IDENT.fullmatch(key):
+            raise value.error(f"{key!r} is not a variable name (letters, digits, '_')")
+        if key in reserved:
+            raise value.error(f"{key!r} is filled by hil; name the variable otherwise")
+        result.append((key, text(value)))
+    return tuple(result)
 
 
 def uses(templates: Sequence[str], name: str) -> bool:

@@ -43,6 +43,14 @@ class SSHPool:
         with self._lock:
             return self._session(host, chain=(), via=None)
 
+    def drop(self, host_name: str) -> None:
+        """Close the session to ``host_name`` if one is open (the host went down): the next
+        ``get`` connects anew.  Sessions jumping through it notice on their own."""
+        with self._lock:
+            session = self._sessions.pop(host_name, None)
+        if session is not None:
+            session.close()
+
     def close_all(self) -> None:
         """Close every session, targets before the jump hosts they go through."""
         with self._lock:
