@@ -233,7 +233,13 @@ class AgentClient:
 
     def _on_death(self) -> None:
         status = self._channel.exit_status(wait=1.0)
-        dead = f"agent exited (status {status}){self._stderr_suffix()}"
+        if status is None:
+            dead = (
+                "the agent's channel closed with no exit status (the SSH connection was "
+                f"cut, or the host or its sshd went down){self._stderr_suffix()}"
+            )
+        else:
+            dead = f"agent exited (status {status}){self._stderr_suffix()}"
         with self._lock:  # with call(): no call registers after this
             self._dead = dead
             pending, self._pending = self._pending, {}
@@ -294,6 +300,11 @@ class AgentClient:
     def alive(self) -> bool:
         """False once the agent's stdout closed."""
         return self._dead is None
+
+    @property
+    def death(self) -> str | None:
+        """How the agent ended (its exit status, or a lost connection); None while alive."""
+        return self._dead
 
     def close(self) -> None:
         """Close the agent's stdin so it exits; wait for it, kill it if it lingers."""

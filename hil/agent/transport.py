@@ -134,9 +134,11 @@ class SSHChannel:
 
     def exit_status(self, wait: float = 0.0) -> int | None:
         try:
-            return self._process.wait(wait)
+            status = self._process.wait(wait)
         except CommandTimeout:
             return None
+        # paramiko's -1: the channel closed without an exit status (a lost connection).
+        return None if status < 0 else status
 
     def close(self, timeout: float) -> None:
         self._process.close(timeout)

@@ -86,13 +86,14 @@ class RemoteProcess:
         host: str,
         argv: list[str],
         chan: paramiko.Channel,
-        kill_group: Callable[[int, str], None],
+        kill_group: Callable[[int, str], bool],
     ) -> None:
         self.host = host
         self.argv = argv
         self.channel = chan
         self.pgid = 0  # the remote process group, as the start wrapper reported it
-        self._kill_group = kill_group  # (pgid, signal name): signals it over another channel
+        # (pgid, signal name): signals it over another channel; False when that failed.
+        self._kill_group = kill_group
         self.stdin = chan.makefile_stdin("wb")
         self.stdout = chan.makefile("rb")
         self.stderr = chan.makefile_stderr("rb")
@@ -105,7 +106,7 @@ class RemoteProcess:
         host: str,
         argv: list[str],
         chan: paramiko.Channel,
-        kill_group: Callable[[int, str], None],
+        kill_group: Callable[[int, str], bool],
         timeout: float,
     ) -> RemoteProcess:
         """Wrap a channel whose command first prints its process group id."""
@@ -214,8 +215,11 @@ class RemoteProcess:
             self.channel.close()
 
     def _terminate(self) -> None:
-        """TERM the process group; KILL it when TERM is ignored."""
-        self._kill_group(self.pgid, "TERM")
+        """TERM the process group; KILL it when TERM is ignored.  When the connection cannot
+        carry TERM (it stalled), KILL would wait as long for nothing: closing the channel is
+        all that is left, and the process's stdin closes with the connection."""
+        if not self._kill_group(self.pgid, "TERM"):
+            return
         if not self.channel.status_event.wait(_KILL_AFTER):
             self._kill_group(self.pgid, "KILL")
 

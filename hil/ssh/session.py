@@ -166,8 +166,8 @@ class SSHSession:
             chan.close()
             raise SSHError(self.name, f"cannot start {shlex.join(argv)}: {e}") from None
 
-        def kill_group(pgid: int, signal: str) -> None:
-            self._kill_group(pgid, signal, sudo)
+        def kill_group(pgid: int, signal: str) -> bool:
+            return self._kill_group(pgid, signal, sudo)
 
         proc = RemoteProcess.start(self.name, argv, chan, kill_group, start_timeout)
         self.log.debug("started: %s (process group %d)", shlex.join(argv), proc.pgid)
@@ -222,8 +222,9 @@ class SSHSession:
     def _sudo(self, wanted: bool) -> list[str]:
         return tools.argv("sudo", "-n", "--") if wanted and self.endpoint.sudo else []
 
-    def _kill_group(self, pgid: int, signal: str, sudo: bool) -> None:
-        """Signal a remote process group; a dead session has nothing left to kill."""
+    def _kill_group(self, pgid: int, signal: str, sudo: bool) -> bool:
+        """Signal a remote process group; False when the connection could not carry the
+        signal (a dead session has nothing left to kill)."""
         try:
             self.run(
                 tools.argv("kill", "-s", signal, "--", f"-{pgid}"),
@@ -231,8 +232,10 @@ class SSHSession:
                 check=False,
                 sudo=sudo,
             )
-        except SSHError as e:
+        except (SSHError, CommandTimeout) as e:
             self.log.warning("could not signal process group %d: %s", pgid, e)
+            return False
+        return True
 
     def _open_channel(self) -> paramiko.Channel:
         try:
