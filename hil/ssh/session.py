@@ -27,6 +27,17 @@ _TIMEOUT_STATUS = 124  # what ``timeout`` exits with when it fired
 # Reports the process group (field 5 of /proc/PID/stat) before exec'ing the
 # process, so that RemoteProcess.close() can signal the whole group.
 _REPORT_PGID = 'read -r _ _ _ _ pgid _ < /proc/$$/stat && echo "$pgid" && exec "$@"'
+# Ends a command when its connection ends: sshd leaves an exec channel's command running
+# when the client dies, so the command of a killed controller (a link pull's) could change
+# the host after the next run had replayed its journal.  The watcher polls the sshd that
+# started the shell ($PPID) once a second, and stops with the shell ($$; sshd may end it
+# when we close a timed-out command's channel); the command keeps the channel's stdin (an
+# asynchronous command's would be /dev/null).
+_WATCHED = (
+    'p=$PPID; exec 3<&0; "$@" <&3 3<&- & c=$!; exec 3<&-; '
+    '(while [ -e "/proc/$$" ]; do [ -e "/proc/$p" ] || exec kill -TERM "$c"; sleep 1; done) '
+    '</dev/null >/dev/null 2>&1 & w=$!; wait "$c"; s=$?; kill "$w" 2>/dev/null; exit "$s"'
+)
 _KILL_TIMEOUT = 10.0
 _SFTP_TIMEOUT = 60.0  # per SFTP request, so a dead host cannot hang an upload
 
@@ -113,7 +124,8 @@ class SSHSession:
         remote = tools.argv(
             "timeout", f"--kill-after={_REMOTE_KILL_AFTER}", f"{timeout + _REMOTE_GRACE:g}"
         )
-        command = shlex.join(self._sudo(sudo) + remote + argv)
+        watched = tools.argv("sh", "-c", _WATCHED, "hil-run")
+        command = shlex.join(watched + self._sudo(sudo) + remote + argv)
         data = input.encode() if isinstance(input, str) else (input or b"")
         started = time.monotonic()
         finished = self._execute(argv, command, data, started + timeout)
