@@ -232,22 +232,50 @@ class Journal:
 
     ``change`` records an undo entry; ``undo`` undoes some of this run's
     entries (a link restore); ``close`` undoes all that remain (teardown).
+
+    With the lease's fencing ``token`` the journal is fenced: ``change``
+    records an entry only while the run still holds its lease, checked in
+    the same store transaction, and ``undo`` checks it first, so a run that
+    lost its lease (paused past its TTL, the pair taken over) changes and
+    restores nothing on the new holder's hosts: it gets ``LeaseLost`` naming
+    the new holder, and the new holder's replay undoes what it left.
+    Without a token (``hil host restore``, tests) nothing is fenced.
     """
 
     def __init__(
-        self, hosts: Hosts, store: Store, lease_id: str, timeout: float = UNDO_TIMEOUT
+        self,
+        hosts: Hosts,
+        store: Store,
+        lease_id: str,
+        timeout: float = UNDO_TIMEOUT,
+        *,
+        token: int | None = None,
     ) -> None:
         self.hosts = hosts
         self.store = store
         self.lease_id = lease_id
         self.timeout = timeout
+        self.token = token
         self._ids: dict[int, str] = {}  # entry id -> host, for this run's entries
 
+    def fence(self) -> None:
+        """Raise ``LeaseLost`` unless the run still holds its lease (a fenced journal only);
+        call it immediately before a disruptive action that is not journaled (a power cycle)."""
+        if self.token is not None:
+            self.store.fence(self.lease_id, self.token)
+
     def change(self, host: str, undo: dict[str, Any]) -> int:
-        """Record ``undo`` for a change about to be made on ``host``; returns the entry id."""
+        """Record ``undo`` for a change about to be made on ``host``; returns the entry id.
+
+        A fenced journal records it in the transaction that checks the lease
+        (``LeaseLost``, nothing recorded, when the run no longer holds it).
+        """
         _check_entry(undo)
         self.hosts.host(host)
-        entry_id = self.store.journal_add(host, self.lease_id, undo)
+        if self.token is None:
+            entry_id = self.store.journal_add(host, self.lease_id, undo)
+        else:
+            entry_id = self.store.journal_add(host, self.lease_id, undo, token=self.token)
         self._ids[entry_id] = host
         log.debug("%s: journaled (%d): %s", host, entry_id, undo["what"])
         return entry_id
@@ -268,8 +296,14 @@ class Journal:
         return sorted(found, key=lambda e: e.id)
 
     def undo(self, entries: Iterable[JournalEntry]) -> UndoReport:
-        """Undo ``entries`` newest first; each one undone leaves the journal."""
+        """Undo ``entries`` newest first; each one undone leaves the journal.
+
+        A fenced journal checks the lease first: ``LeaseLost`` undoes nothing.
+        """
         entries = list(entries)
+        if not entries:
+            return UndoReport()
+        self.fence()
         report = _undo_entries(self.hosts, self.store, entries, self.timeout)
         failed = {f.entry_id for f in report.failed}
         for e in entries:

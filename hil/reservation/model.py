@@ -95,7 +95,12 @@ def _iso(t: datetime) -> str:
 
 @dataclass(frozen=True)
 class Lease:
-    """A pair held by a holder until ``expires``, unless renewed."""
+    """A pair held by a holder until ``expires``, unless renewed.
+
+    ``token`` is the lease's fencing token: larger for every lease the store
+    grants later (a takeover included), 0 for a lease of a store made before
+    fencing tokens.
+    """
 
     id: str
     pair: str
@@ -104,6 +109,7 @@ class Lease:
     acquired: datetime
     expires: datetime
     ttl: float
+    token: int = 0
 
     def __str__(self) -> str:
         return (
@@ -122,6 +128,7 @@ class Lease:
             "acquired": self.acquired.isoformat(),
             "expires": self.expires.isoformat(),
             "ttl": self.ttl,
+            "token": self.token,
         }
 
 

@@ -12,6 +12,7 @@ import psycopg
 
 from hil.errors import StoreError
 from hil.reservation.sqlstore import SqlStore
+from hil.reservation.sqltx import Tx
 from hil.reservation.store import redact
 
 # The advisory lock that serializes every writer of the reservation tables
@@ -94,6 +95,14 @@ class PostgresStore(SqlStore):
                 yield _PgTx(conn)
         except psycopg.Error as e:
             raise self._error("query failed", e) from e
+
+    def _columns(self, tx: Tx, table: str) -> set[str]:
+        rows = tx.q(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?",
+            (table,),
+        )
+        return {str(r[0]) for r in rows}
 
     def close(self) -> None:
         if self._conn is not None:

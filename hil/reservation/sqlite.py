@@ -11,6 +11,7 @@ from typing import Any
 
 from hil.errors import StoreError
 from hil.reservation.sqlstore import SqlStore
+from hil.reservation.sqltx import Tx
 
 
 class _SqliteTx:
@@ -84,6 +85,9 @@ class SqliteStore(SqlStore):
         # SQLite may have rolled back by itself (e.g. after an I/O error).
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+
+    def _columns(self, tx: Tx, table: str) -> set[str]:
+        return {str(r[1]) for r in tx.q(f"PRAGMA table_info({table})")}
 
     def close(self) -> None:
         self._conn.close()

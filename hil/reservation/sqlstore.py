@@ -20,11 +20,11 @@ import secrets
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hil.errors import InputError, LeaseLost, StoreError
-from hil.reservation import attemptsql, healthsql
+from hil.reservation import attemptsql, fencesql, healthsql, sqlschema
 from hil.reservation.attempt import Attempt
 from hil.reservation.health import HealthRecord, HostHealth
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket, utc
@@ -39,34 +39,8 @@ EXPIRED_LEASE_KEEP = 3600.0
 LOST_KEEP = 86400.0
 TICKET_KEEP = 60.0
 
-LEASE_COLUMNS = "id, pair, host_a, host_b, holder, acquired, expires, ttl"
+LEASE_COLUMNS = "id, pair, host_a, host_b, holder, acquired, expires, ttl, token"
 TICKET_COLUMNS = "id, seq, claims, holder, created, expires"
-
-
-def schema(id_column: str) -> list[str]:
-    """The DDL both stores run on every open; ``id_column`` is the auto-increment key type.
-
-    Only ``CREATE ... IF NOT EXISTS``: a store made by an earlier version
-    gains the tables it lacks (the health tables) and keeps its rows.
-    """
-    return [
-        "CREATE TABLE IF NOT EXISTS hil_leases (id TEXT PRIMARY KEY, pair TEXT NOT NULL,"
-        " host_a TEXT NOT NULL, host_b TEXT NOT NULL, holder TEXT NOT NULL,"
-        " acquired DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL,"
-        " ttl DOUBLE PRECISION NOT NULL)",
-        # Leases that were taken over, so that their holder learns by whom.
-        "CREATE TABLE IF NOT EXISTS hil_lost (lease_id TEXT PRIMARY KEY, pair TEXT NOT NULL,"
-        " expired DOUBLE PRECISION NOT NULL, taken_by TEXT NOT NULL, taker TEXT NOT NULL,"
-        " taken_at DOUBLE PRECISION NOT NULL)",
-        "CREATE TABLE IF NOT EXISTS hil_tickets (id TEXT PRIMARY KEY, seq BIGINT NOT NULL,"
-        " claims TEXT NOT NULL, holder TEXT NOT NULL, created DOUBLE PRECISION NOT NULL,"
-        " expires DOUBLE PRECISION NOT NULL)",
-        f"CREATE TABLE IF NOT EXISTS hil_journal (id {id_column}, host TEXT NOT NULL,"
-        " lease_id TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, entry TEXT NOT NULL)",
-        "CREATE INDEX IF NOT EXISTS hil_journal_host ON hil_journal (host, id)",
-        *healthsql.schema(id_column),
-        *attemptsql.schema(id_column),
-    ]
 
 
 @dataclass(frozen=True)
@@ -76,7 +50,7 @@ class _LeaseRow:
 
 
 def _lease(row: tuple[Any, ...]) -> _LeaseRow:
-    id_, pair, a, b, holder, acquired, expires, ttl = row
+    id_, pair, a, b, holder, acquired, expires, ttl, token = row
     lease = Lease(
         str(id_),
         str(pair),
@@ -85,6 +59,7 @@ def _lease(row: tuple[Any, ...]) -> _LeaseRow:
         utc(acquired),
         utc(expires),
         float(ttl),
+        int(token),
     )
     return _LeaseRow(lease, float(expires))
 
@@ -117,12 +92,16 @@ class SqlStore(Store):
     def _transaction(self, write: bool) -> AbstractContextManager[Tx]:
         """A transaction; ``write`` ones hold the store-wide write lock."""
 
+    @abc.abstractmethod
+    def _columns(self, tx: Tx, table: str) -> set[str]:
+        """The names of ``table``'s columns, from the database's catalogue."""
+
     def _create_tables(self, id_column: str) -> None:
-        """Run the :func:`schema` DDL; on a StoreError the store is closed and it is raised."""
+        """Create and migrate the tables (:func:`sqlschema.create`); on a StoreError the
+        store is closed and it is raised."""
         try:
             with self._lock, self._transaction(write=True) as tx:
-                for ddl in schema(id_column):
-                    tx.q(ddl)
+                sqlschema.create(tx, id_column, self._columns)
         except StoreError:
             self.close()
             raise
@@ -157,14 +136,15 @@ class SqlStore(Store):
         self, tx: Tx, claim: Claim, holder: Holder, ttl: float, leases: list[Lease]
     ) -> Lease:
         """Insert a lease on ``claim``, taking over the expired ones on its hosts."""
+        token = fencesql.next_token(tx)
         lease = Lease(
-            _new_id(), claim.pair, claim.hosts, holder, utc(tx.now), utc(tx.now + ttl), ttl
+            _new_id(), claim.pair, claim.hosts, holder, utc(tx.now), utc(tx.now + ttl), ttl, token
         )
         for old in leases:
             if set(old.hosts) & set(claim.hosts):
                 self._take_over(tx, old, lease.id, holder)
         tx.q(
-            f"INSERT INTO hil_leases ({LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO hil_leases ({LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 lease.id,
                 claim.pair,
@@ -173,6 +153,7 @@ class SqlStore(Store):
                 tx.now,
                 tx.now + ttl,
                 ttl,
+                token,
             ),
         )
         return lease
@@ -198,27 +179,37 @@ class SqlStore(Store):
         if ttl is not None:
             _check_ttl(ttl)
         with self._lock, self._transaction(write=True) as tx:
-            found = tx.q(f"SELECT {LEASE_COLUMNS} FROM hil_leases WHERE id = ?", (lease_id,))
-            if not found:
-                raise LeaseLost(self._lost_message(tx, lease_id))
-            old = _lease(found[0])
-            if old.expires_ts <= tx.now:
-                # Nobody took the hosts since it expired: nothing was lost.
-                log.warning("renewing %s after it expired (nobody took it over)", old.lease)
-            ttl = old.lease.ttl if ttl is None else ttl
-            tx.q(
-                "UPDATE hil_leases SET expires = ?, ttl = ? WHERE id = ?",
-                (tx.now + ttl, ttl, lease_id),
-            )
-            return Lease(
-                old.lease.id,
-                old.lease.pair,
-                old.lease.hosts,
-                old.lease.holder,
-                old.lease.acquired,
-                utc(tx.now + ttl),
-                ttl,
-            )
+            return self._renew(tx, self._held(tx, lease_id), ttl)
+
+    def fence(self, lease_id: str, token: int) -> Lease:
+        with self._lock, self._transaction(write=True) as tx:
+            return self._fence(tx, lease_id, token)
+
+    def _held(self, tx: Tx, lease_id: str) -> _LeaseRow:
+        """The lease's row; ``LeaseLost`` naming the new holder when it is gone."""
+        found = tx.q(f"SELECT {LEASE_COLUMNS} FROM hil_leases WHERE id = ?", (lease_id,))
+        if not found:
+            raise LeaseLost(self._lost_message(tx, lease_id))
+        return _lease(found[0])
+
+    def _fence(self, tx: Tx, lease_id: str, token: int) -> Lease:
+        """Check inside ``tx`` that ``lease_id`` is held with ``token``, renewing it if it
+        expired with nobody taking it over; ``LeaseLost`` otherwise."""
+        row = self._held(tx, lease_id)
+        if row.lease.token != token:
+            raise LeaseLost(fencesql.stale(lease_id, row.lease.pair, token, row.lease.token))
+        return self._renew(tx, row, None) if row.expires_ts <= tx.now else row.lease
+
+    def _renew(self, tx: Tx, old: _LeaseRow, ttl: float | None) -> Lease:
+        if old.expires_ts <= tx.now:
+            # Nobody took the hosts since it expired: nothing was lost.
+            log.warning("renewing %s after it expired (nobody took it over)", old.lease)
+        ttl = old.lease.ttl if ttl is None else ttl
+        tx.q(
+            "UPDATE hil_leases SET expires = ?, ttl = ? WHERE id = ?",
+            (tx.now + ttl, ttl, old.lease.id),
+        )
+        return replace(old.lease, expires=utc(tx.now + ttl), ttl=ttl)
 
     def _lost_message(self, tx: Tx, lease_id: str) -> str:
         rows = tx.q(
@@ -319,9 +310,13 @@ class SqlStore(Store):
 
     # -- restore journal --------------------------------------------------
 
-    def journal_add(self, host: str, lease_id: str, entry: dict[str, Any]) -> int:
+    def journal_add(
+        self, host: str, lease_id: str, entry: dict[str, Any], token: int | None = None
+    ) -> int:
         text = json.dumps(entry)
         with self._lock, self._transaction(write=True) as tx:
+            if token is not None:
+                self._fence(tx, lease_id, token)
             rows = tx.q(
                 "INSERT INTO hil_journal (host, lease_id, created, entry)"
                 " VALUES (?, ?, ?, ?) RETURNING id",

@@ -48,6 +48,16 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
+    def fence(self, lease_id: str, token: int) -> Lease:
+        """Check, right before a disruptive action, that this run still holds the lease.
+
+        Returns the lease when ``lease_id`` is held with fencing ``token``; an
+        expired lease that nobody took over is renewed (as ``renew``).  Raises
+        ``LeaseLost`` naming the new holder when it was taken over, or when the
+        token is not the lease's.
+        """
+
+    @abc.abstractmethod
     def release(self, lease_id: str) -> None:
         """Give the lease's hosts back; releasing twice is fine."""
 
@@ -72,8 +82,14 @@ class Store(abc.ABC):
         """Every live ticket, in queue order."""
 
     @abc.abstractmethod
-    def journal_add(self, host: str, lease_id: str, entry: dict[str, Any]) -> int:
-        """Record a restore-journal entry for ``host``; returns its id."""
+    def journal_add(
+        self, host: str, lease_id: str, entry: dict[str, Any], token: int | None = None
+    ) -> int:
+        """Record a restore-journal entry for ``host``; returns its id.
+
+        With ``token``, the entry is recorded only if ``fence(lease_id, token)``
+        passes, in the same transaction (``LeaseLost`` otherwise, nothing recorded).
+        """
 
     @abc.abstractmethod
     def journal_entries(self, host: str) -> list[JournalEntry]:

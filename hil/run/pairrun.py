@@ -178,7 +178,8 @@ class PairRun:
             replayed = replay(hosts, self.pair)
             note_undo_failures(self.store, replayed)  # host health: restore failed
             replayed.check(f"replaying the journal of pair {self.pair.name}")
-        self._journal = Journal(hosts, self.store, self.lease.id)
+        # Fenced: every journaled change checks the lease's token (docs/reliability.md#fencing).
+        self._journal = Journal(hosts, self.store, self.lease.id, token=self.lease.token)
         return hosts
 
     def set_up(self) -> PairState:
@@ -211,6 +212,12 @@ class PairRun:
         # A host that does not run what the inventory says is worth a warning in the log.
         differs = any(h.note() for h in provider.hosts)
         log.log(logging.WARNING if differs else logging.INFO, "%s", line)
+
+    def fence(self) -> None:
+        """Raise ``LeaseLost`` naming the new holder unless this run still holds its lease
+        (its id and fencing token); for a disruptive action the journal does not fence,
+        such as a power cycle, immediately before it."""
+        self.store.fence(self.lease.id, self.lease.token)
 
     def keep(self) -> None:
         """Leave the pair set up and the lease held when the run closes (``hil host setup``)."""

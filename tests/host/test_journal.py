@@ -6,11 +6,13 @@ tests/test_pairsetup.py on the netns lab.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from hil.errors import RemoteError
+from hil.errors import LeaseLost, RemoteError
 from hil.host.journal import Journal, agent_undo, replay, restore_host
-from hil.reservation import Store
+from hil.reservation import Claim, Holder, Store
 from tests.fake_hosts import FakeHosts, two_host_inventory
 
 
@@ -167,3 +169,26 @@ def test_entries_keep_their_json_and_old_ones_still_replay(hosts: FakeHosts, sto
     hosts.agents["a"].links["eth1"].mtu = 2000
     assert restore_host(hosts, "a").undone == ("a: old mtu 1500",)  # type: ignore[arg-type]
     assert hosts.agents["a"].links["eth1"].mtu == 1500
+
+
+def test_a_fenced_journal_of_a_lost_lease_changes_and_undoes_nothing(
+    hosts: FakeHosts, store: Store
+) -> None:
+    pair = Claim("ab", ("a", "b"))
+    old = store.try_acquire([pair], Holder("old", "ci-1", 1), 0.2)
+    assert old is not None
+    journal = Journal(hosts, store, old.id, token=old.token)  # type: ignore[arg-type]
+    _mtu(hosts, "a", journal, 2000)
+    time.sleep(0.3)
+    new = store.try_acquire([pair], Holder("new", "ci-2", 2), 30)
+    assert new is not None
+    with pytest.raises(LeaseLost, match=f"taken over .* by new@ci-2 pid 2 .*{new.id}"):
+        _mtu(hosts, "b", journal, 4000)
+    assert store.journal_entries("b") == [] and hosts.agents["b"].links["eth1"].mtu == 1500
+    with pytest.raises(LeaseLost):
+        journal.close()
+    with pytest.raises(LeaseLost):
+        journal.fence()
+    # The old run's entry stays for the new holder's replay; its own is not touched.
+    assert hosts.agents["a"].links["eth1"].mtu == 2000
+    assert [e.lease_id for e in store.journal_entries("a")] == [old.id]

@@ -201,7 +201,8 @@ def _v1(run: Any, id_column: str, now: float) -> None:
         run(sql.format(id=id_column, now=now))
 
 
-def test_a_store_made_before_host_health_keeps_working(store_url: str) -> None:
+def make_v1_store(store_url: str) -> None:
+    """Make the store at ``store_url`` as the first version did, with lease old1 on ab."""
     if store_url.startswith("postgresql"):
         with psycopg.connect(store_url, autocommit=True) as pg:
             _v1(pg.execute, "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", time.time())
@@ -209,6 +210,10 @@ def test_a_store_made_before_host_health_keeps_working(store_url: str) -> None:
         db = sqlite3.connect(store_url, isolation_level=None)
         _v1(db.execute, "INTEGER PRIMARY KEY AUTOINCREMENT", time.time())
         db.close()
+
+
+def test_a_store_made_before_host_health_keeps_working(store_url: str) -> None:
+    make_v1_store(store_url)
     with open_store(store_url) as s:
         [lease] = s.leases()
         assert (lease.id, lease.holder.user) == ("old1", "bob")

@@ -1,0 +1,36 @@
+"""Fencing tokens in the SQL stores.
+
+Every lease granted (a new one or a takeover) gets the next number of one
+counter per store, kept in ``hil_settings``: a lease granted later always has
+a larger token, so a holder whose lease was taken over holds a token smaller
+than the pair's current one.  ``Store.fence`` checks the id and the token in
+the same transaction as the action it guards (see docs/reliability.md,
+"Fencing").
+"""
+
+from __future__ import annotations
+
+from hil.reservation.sqltx import Tx
+
+_SETTING = "fence_token"
+
+
+def next_token(tx: Tx) -> int:
+    """The next fencing token; call inside the write transaction that grants the lease."""
+    rows = tx.q("SELECT value FROM hil_settings WHERE name = ?", (_SETTING,))
+    last = int(rows[0][0]) if rows else 0
+    # A store whose counter row was lost must still never hand out a token twice.
+    highest = tx.q("SELECT COALESCE(MAX(token), 0) FROM hil_leases")[0][0]
+    token = max(last, int(highest)) + 1
+    tx.q("DELETE FROM hil_settings WHERE name = ?", (_SETTING,))
+    tx.q("INSERT INTO hil_settings (name, value) VALUES (?, ?)", (_SETTING, str(token)))
+    return token
+
+
+def stale(lease_id: str, pair: str, held: int, current: int) -> str:
+    """The message for a token that is not the lease's own."""
+    return (
+        f"lease {lease_id} on pair {pair} has fencing token {current}, this run holds "
+        f"{held}: it acted on a lease it no longer holds as it was; stop using its hosts "
+        "and reserve again"
+    )
