@@ -28,9 +28,8 @@ def next_token(tx: Tx) -> int:
 
 
 def stale(lease_id: str, pair: str, held: int, current: int) -> str:
-    """The message for a token that is not the lease's own."""
+    """The message for a fencing token that is not the lease's own."""
     return (
-        f"lease {lease_id} on pair {pair} has fencing token {current}, this run holds "
-        f"{held}: it acted on a lease it no longer holds as it was; stop using its hosts "
-        "and reserve again"
+        f"fencing token {held} is not lease {lease_id}'s (pair {pair}, token {current}): "
+        "the caller holds a token of another grant; stop using the hosts and reserve again"
     )

@@ -53,7 +53,10 @@ def test_a_takeover_gets_a_larger_token_and_fences_the_old_holder_out(store: Sto
 
 def test_a_token_that_is_not_the_leases_is_refused(store: Store) -> None:
     lease = _take(store)
-    with pytest.raises(LeaseLost, match=f"fencing token {lease.token}, this run holds 0"):
+    with pytest.raises(
+        LeaseLost,
+        match=f"fencing token 0 is not lease {lease.id}'s \\(pair ab, token {lease.token}\\)",
+    ):
         store.fence(lease.id, 0)
     with pytest.raises(LeaseLost, match="lease nope is unknown"):
         store.fence("nope", lease.token)
