@@ -17,13 +17,19 @@ _SETTING = "fence_token"
 
 def next_token(tx: Tx) -> int:
     """The next fencing token; call inside the write transaction that grants the lease."""
-    rows = tx.q("SELECT value FROM hil_settings WHERE name = ?", (_SETTING,))
-    last = int(rows[0][0]) if rows else 0
-    # A store whose counter row was lost must still never hand out a token twice.
-    highest = tx.q("SELECT COALESCE(MAX(token), 0) FROM hil_leases")[0][0]
-    token = max(last, int(highest)) + 1
-    tx.q("DELETE FROM hil_settings WHERE name = ?", (_SETTING,))
-    tx.q("INSERT INTO hil_settings (name, value) VALUES (?, ?)", (_SETTING, str(token)))
+    # The larger of the counter and the largest token held: a store whose
+    # counter row was lost must still never hand out a token twice.
+    [(last, highest)] = tx.q(
+        "SELECT (SELECT value FROM hil_settings WHERE name = ?),"
+        " (SELECT COALESCE(MAX(token), 0) FROM hil_leases)",
+        (_SETTING,),
+    )
+    token = max(int(last or 0), int(highest)) + 1
+    tx.q(
+        "INSERT INTO hil_settings (name, value) VALUES (?, ?)"
+        " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        (_SETTING, str(token)),
+    )
     return token
 
 

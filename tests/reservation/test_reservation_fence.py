@@ -4,8 +4,10 @@ over, and stores made before tokens gain them."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
+import psycopg
 import pytest
 
 from hil.errors import LeaseLost
@@ -39,6 +41,20 @@ def test_every_grant_gets_a_larger_token_also_after_release(store: Store) -> Non
     assert store.get(second.id).token == second.token
     assert store.renew(second.id).token == second.token
     assert second.to_json()["token"] == second.token
+
+
+def test_tokens_stay_larger_than_any_held_when_the_counter_is_lost(
+    store_url: str, store: Store
+) -> None:
+    held = _take(store)
+    sql = "DELETE FROM hil_settings WHERE name = 'fence_token'"
+    if store_url.startswith("postgresql"):
+        with psycopg.connect(store_url, autocommit=True) as pg:
+            pg.execute(sql)
+    else:
+        with sqlite3.connect(store_url, isolation_level=None) as db:
+            db.execute(sql)
+    assert _take(store, Claim("cd", ("c", "d"))).token == held.token + 1
 
 
 def test_a_takeover_gets_a_larger_token_and_fences_the_old_holder_out(store: Store) -> None:
