@@ -42,6 +42,7 @@ pytest_plugins = [
     "hil.plugin.timeouts",  # the agent call, step, test and session timeout layers
     "hil.plugin.wire",  # each test's capture, judged by the wire rules
     "hil.plugin.hwevidence",  # ethtool -S and the driver's debugfs around each test
+    "hil.plugin.crash",  # a host that crashes under a test: noticed, recovered or quarantined
     "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)
 ]
 

@@ -35,6 +35,7 @@ from hil.judge.contract import Verdict, check
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.judge.timeline import explain
 from hil.plugin import option_group
+from hil.report.crash import crashed
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
@@ -142,6 +143,8 @@ def after_test_checks(request: pytest.FixtureRequest) -> Iterator[None]:
     allow: tuple[str, ...] = request.config.stash[ALLOW_KEY]
     baseline = evidence.begin(probes, extra)
     yield
+    if crashed(request.node) is not None:
+        return  # the host is gone: the test failed saying so (hil.plugin.crash)
     result = evidence.finish(probes, baseline, prof, allow, request.config.getoption("hil_settle"))
     if not result.ok:
         pytest.fail(result.to_text(), pytrace=False)

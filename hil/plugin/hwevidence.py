@@ -35,6 +35,7 @@ from hil.errors import HilError
 from hil.host import hwevidence
 from hil.host.evidence import Counter
 from hil.plugin import option_group
+from hil.report.crash import crashed
 
 if TYPE_CHECKING:
     from hil.agent.agent import Runner
@@ -80,6 +81,8 @@ def hil_hw_evidence(request: pytest.FixtureRequest) -> Iterator[Mapping[str, Cou
         return
     before = _snapshots(agents, targets, "before")
     yield counters
+    if crashed(request.node) is not None:
+        return  # a host of the pair crashed: no "after" to take (hil.plugin.crash)
     after = _snapshots(agents, targets, "after")
     if before is not None and after is not None:
         request.node.stash[EVIDENCE_KEY] = hwevidence.HwEvidence(before, after)

@@ -34,6 +34,7 @@ import pytest
 from hil.cm.observer import Observer
 from hil.errors import HilError
 from hil.plugin import option_group
+from hil.report.crash import crashed
 from hil.wire.capture import COUNT
 
 if TYPE_CHECKING:
@@ -110,11 +111,17 @@ def hil_wire(request: pytest.FixtureRequest) -> Iterator[None]:
     try:
         yield
     finally:
-        try:
-            report = _finish(request.node, capture, unusable, keeper.take(), profile)
-        except HilError as e:  # tshark missing or failing: the judge could not run
-            pytest.fail(f"hil wire: {type(e).__name__}: {e}", pytrace=False)
-    if not report.verdict.ok:
+        if crashed(request.node) is not None:
+            # A host of the pair crashed (hil.plugin.crash): nothing to judge; stop what runs.
+            if capture is not None:
+                capture.discard()
+            report = None
+        else:
+            try:
+                report = _finish(request.node, capture, unusable, keeper.take(), profile)
+            except HilError as e:  # tshark missing or failing: the judge could not run
+                pytest.fail(f"hil wire: {type(e).__name__}: {e}", pytrace=False)
+    if report is not None and not report.verdict.ok:
         pytest.fail(report.verdict.to_text(), pytrace=False)
 
 

@@ -8,6 +8,10 @@ The agreement with suites and the CM engine (see the package docstring):
 - a **wire rule broken** is a failure whose message contains ``wire FAILED``
   (what ``WireVerdict.to_text()`` starts with; the wire fixture fails a
   test with it);
+- a **host crashed** failure is a test whose host panicked, oopsed or
+  stopped answering under it (the crash plugin fails it with
+  ``hil: HostCrashed: ...``, :mod:`hil.report.crash`); it is in no other
+  category;
 - a **lab / infrastructure error** is an exception of the ``hil.errors.HilError``
   tree (SSH, agent, reservation, lab), the hil plugin's ``hil: <Class>: ...``
   fixture failures, or a pytest-timeout: the test could
@@ -37,6 +41,9 @@ TIMEOUT_MESSAGE = "Failed: Timeout"
 # The hil plugin's fixtures turn a HilError into pytest.fail("hil: <Class>: ...").
 FIXTURE_FAILURE = r"Failed: hil: \w+: "
 INFRASTRUCTURE = "Lab / infrastructure errors"
+HOST_CRASHED = "Host crashed"
+# The crash plugin's failure (hil.report.crash.MESSAGE_PREFIX), as pytest.fail words it.
+CRASH_FAILURE = r"Failed: hil: HostCrashed: "
 KNOWN_FLAKY = "Known flaky"
 KNOWN_FLAKY_PREFIX = "known flaky: "
 
@@ -67,6 +74,7 @@ def categories() -> list[dict[str, Any]]:
     infra = _infra_regex()
     known = re.escape(KNOWN_FLAKY_PREFIX)
     apart = f"(?!{known})"  # a known-flaky failure is in its own category only
+    crash = CRASH_FAILURE
     return [
         {
             "name": KNOWN_FLAKY,
@@ -76,23 +84,30 @@ def categories() -> list[dict[str, Any]]:
             "messageRegex": rf"(?s){known}.*",
         },
         {
+            "name": HOST_CRASHED,
+            "description": "A host panicked, oopsed or stopped answering during the test: "
+            "the test was ended; see the host's last kernel log lines attached.",
+            "matchedStatuses": ["failed", "broken"],
+            "messageRegex": rf"(?s){apart}{crash}.*",
+        },
+        {
             "name": "Contract violations",
             "description": "The RNIC broke the iWARP CM contract (see the verdict attachment).",
             "matchedStatuses": ["failed", "broken"],
-            "messageRegex": rf"(?s){apart}.*(?:{contract}).*",
+            "messageRegex": rf"(?s){apart}(?!{crash}).*(?:{contract}).*",
         },
         {
             "name": "Wire rules broken",
             "description": "The packets on the wire broke a wire rule (see the wire verdict "
             "and the exchange attachments).",
             "matchedStatuses": ["failed", "broken"],
-            "messageRegex": rf"(?s){apart}.*(?:{wire}).*",
+            "messageRegex": rf"(?s){apart}(?!{crash}).*(?:{wire}).*",
         },
         {
             "name": INFRASTRUCTURE,
             "description": "SSH, agent, reservation or lab failure: the product was not judged.",
             "matchedStatuses": ["failed", "broken"],
-            "messageRegex": rf"(?s){apart}{infra}",
+            "messageRegex": rf"(?s){apart}(?!{crash}){infra}",
         },
         {
             "name": "Product failures",

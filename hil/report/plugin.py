@@ -52,6 +52,7 @@ import pytest
 
 from hil.report import attach, quarantine
 from hil.report.categories import write_categories
+from hil.report.crash import crashed
 from hil.report.environment import write_properties
 from hil.report.executor import write_executor
 from hil.report.observer import AllureObserver
@@ -188,8 +189,11 @@ def _label_module_params(request: pytest.FixtureRequest) -> None:
 def _begin_evidence(request: pytest.FixtureRequest) -> Evidence | None:
     from hil.report.evidence import Evidence
 
-    pair = request.getfixturevalue("hil_pair").pair
-    return Evidence.begin(request.getfixturevalue("hil_hosts"), pair)
+    # Opened through hil_hosts (its failures are sentences), then the run's hosts of the
+    # moment: after a host crashed and was recovered, the pair run opened new ones.
+    request.getfixturevalue("hil_hosts")
+    run = request.getfixturevalue("hil_run")
+    return Evidence.begin(run.hosts, run.pair)
 
 
 def _gather_environment(request: pytest.FixtureRequest) -> None:
@@ -198,8 +202,9 @@ def _gather_environment(request: pytest.FixtureRequest) -> None:
         return
     from hil.report.environment import gather
 
-    hosts = request.getfixturevalue("hil_hosts")
-    props = gather(hosts, request.getfixturevalue("hil_pair").pair)
+    request.getfixturevalue("hil_hosts")
+    run = request.getfixturevalue("hil_run")
+    props = gather(run.hosts, run.pair)
     observer = config.stash.get(OBSERVER_KEY, None)
     if observer is not None and observer.run is not None:  # set up: its provider is known
         props.update(provider_properties(request.getfixturevalue("hil_run"), observer.run.profile))
@@ -239,6 +244,11 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
         _label_module_params(request)
         evidence = _begin_evidence(request)
     yield
+    if crashed(item) is not None:
+        # A host of the pair crashed (hil.plugin.crash): its kernel log is attached; asking
+        # the hosts for more would only wait for the crashed one.
+        attach.attach_metrics(item.nodeid)
+        return
     if evidence is not None:
         evidence.attach()
     if on_pair:

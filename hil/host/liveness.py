@@ -1,0 +1,248 @@
+"""Is a host still alive while a test runs: its kernel log and a bounded liveness probe.
+
+A :class:`Watch` follows the hosts of a pair during one test, each from a
+thread of its own:
+
+- every ``interval`` it reads the host's kernel log from a cursor (the
+  agent's ``kmsg_read``, bounded by ``probe_timeout``), keeps the last
+  :data:`KEEP` lines, and declares a **kernel crash** at the first line that
+  says the kernel panicked or oopsed (:data:`CRASH_LINE`);
+- a read that answers also proves the host alive; one that fails is
+  followed by ``true`` over SSH (same bound), which proves it too;
+- a host that proved itself alive by neither for ``bound`` seconds is
+  **unreachable**: the kernel stopped (a panic that halted it, a frozen
+  machine), or the machine is off.
+
+A separate monitor thread judges the time since each host's last answer, so
+a probe that blocks (a frozen host's half-open connection) cannot keep the
+watch from firing: a host that stops answering is declared within
+``bound + interval`` of its last answer.  The first crash is handed to
+``on_crash`` once, from the monitor's or a probe's thread, and the watch
+stops looking.
+
+A panic that halts the kernel at once (``echo c > /proc/sysrq-trigger``)
+never reaches the agent: the host goes unreachable, and its console (a
+virtual lab guest's log, :mod:`hil.plugin.crash`) tells the panic apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from hil import tools
+from hil.agent.client import request
+from hil.agent.remote import protocol as wire
+from hil.agent.types import KernelLog
+from hil.errors import HilError
+
+if TYPE_CHECKING:
+    from hil.host.hosts import Hosts
+
+log = logging.getLogger(__name__)
+
+CrashKind = Literal["kernel_crash", "unreachable"]
+# A kernel log line that means the kernel is gone or no longer to be trusted.
+CRASH_LINE = re.compile(
+    r"Kernel panic - not syncing|\bOops\b|\bBUG: |kernel BUG at|general protection fault"
+    r"|Internal error: |sysrq: Trigger a crash|watchdog: BUG: soft lockup"
+)
+KEEP = 40  # kernel log lines kept per host, for the report
+R = TypeVar("R")
+DEFAULT_BOUND = 60.0  # seconds without an answer before a host is declared unreachable
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A host that crashed under a test: how it was noticed, and its last kernel lines."""
+
+    host: str
+    kind: CrashKind
+    detail: str  # the crash line, or how long the host has not answered
+    lines: tuple[str, ...] = ()  # the last kernel log lines seen (streamed or its console)
+    source: str = "streamed by its agent"  # where ``lines`` come from
+
+    def __str__(self) -> str:
+        what = "kernel crash" if self.kind == "kernel_crash" else "unreachable"
+        return f"{self.host}: {what}: {self.detail}"
+
+    def with_console(self, lines: Sequence[str], source: str) -> Crash:
+        """This crash with ``lines`` from the host's console; a panic there makes it a
+        kernel crash (the host stopped before its agent could read it)."""
+        found = crash_line(lines)
+        crash = replace(self, lines=tuple(lines), source=source)
+        if found is None or self.kind == "kernel_crash":
+            return crash
+        return replace(crash, kind="kernel_crash", detail=f"{found.strip()} ({self.detail})")
+
+
+def crash_line(lines: Sequence[str]) -> str | None:
+    """The first of ``lines`` that says the kernel crashed, or None."""
+    return next((line for line in lines if CRASH_LINE.search(line)), None)
+
+
+class Watch:
+    """Watch ``names`` of ``hosts`` until :meth:`stop`; see the module doc."""
+
+    def __init__(
+        self,
+        hosts: Hosts,
+        names: Sequence[str],
+        on_crash: Callable[[Crash], None],
+        *,
+        bound: float = DEFAULT_BOUND,
+        interval: float | None = None,
+        probe_timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.hosts = hosts
+        self.names = tuple(names)
+        self.bound = bound
+        self.interval = interval if interval is not None else min(5.0, max(0.5, bound / 6))
+        self.probe_timeout = probe_timeout if probe_timeout is not None else max(1.0, bound / 2)
+        self._on_crash = on_crash
+        self._clock = clock
+        self._stop = threading.Event()
+        self._wake = {n: threading.Event() for n in self.names}  # probe now (confirm)
+        self._changed = threading.Condition()  # an answer came, or a crash was declared
+        self._lock = threading.RLock()
+        self._last_ok = {n: clock() for n in self.names}
+        self._lines: dict[str, deque[str]] = {n: deque(maxlen=KEEP) for n in self.names}
+        self._cursors: dict[str, int] = {}
+        self.crash: Crash | None = None
+
+    def start(self) -> Watch:
+        """Open a kernel-log cursor on each host (bounded) and start the threads."""
+        for name in self.names:
+            self._cursors[name] = request(
+                self.hosts.agent(name), wire.KMSG_CURSOR, wire.NoParams(), self.probe_timeout
+            )
+        for name in self.names:
+            self._thread(self._probe_loop, name)
+        self._thread(self._monitor, "monitor")
+        return self
+
+    def _thread(self, target: Callable[[str], None], name: str) -> None:
+        # Daemon threads: a probe blocked on a frozen host must not keep the process alive.
+        threading.Thread(target=target, args=(name,), name=f"liveness {name}", daemon=True).start()
+
+    def lines(self, name: str) -> tuple[str, ...]:
+        """The last kernel log lines read from host ``name``."""
+        with self._lock:
+            return tuple(self._lines[name])
+
+    def confirm(self) -> Crash | None:
+        """After a test failed, whether a host crashed: probe every host now and wait
+        until each has answered since, or a crash is declared (at most ``bound`` plus a
+        probe).  A test that failed because its host died is then told apart from one
+        that failed on a live pair."""
+        asked = self._clock()
+        for wake in self._wake.values():
+            wake.set()
+        deadline = time.monotonic() + self.bound + self.interval + self.probe_timeout
+        with self._changed:
+            while self.crash is None and not self._all_answered_since(asked):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(min(left, 0.5))
+        return self.crash
+
+    def _all_answered_since(self, asked: float) -> bool:
+        with self._lock:
+            return all(t >= asked for t in self._last_ok.values())
+
+    def stop(self) -> Crash | None:
+        """Stop watching; close the cursors of hosts that did not crash (once).  The
+        crash, if any."""
+        self._stop.set()
+        for wake in self._wake.values():
+            wake.set()
+        crashed = None if self.crash is None else self.crash.host
+        cursors, self._cursors = self._cursors, {}
+        for name, cursor in cursors.items():
+            if name == crashed:
+                continue
+            try:
+                self._kmsg(name, wire.KMSG_CLOSE, cursor)
+            except HilError as e:
+                log.debug("%s: closing the liveness cursor failed: %s", name, e)
+        return self.crash
+
+    def _kmsg(self, name: str, method: wire.Method[wire.CursorParams, R], cursor: int) -> R:
+        """One kernel-log call on ``cursor`` of host ``name``, within the probe's bound."""
+        params = wire.CursorParams(cursor=cursor)
+        return request(self.hosts.agent(name), method, params, self.probe_timeout)
+
+    # -- the threads ------------------------------------------------------------
+
+    def _probe_loop(self, name: str) -> None:
+        wake = self._wake[name]
+        while not self._stop.is_set():
+            wake.clear()
+            started = self._clock()
+            if self._probe(name):
+                with self._lock:
+                    self._last_ok[name] = started
+                self._notify()
+            wake.wait(self.interval)
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def _probe(self, name: str) -> bool:
+        """One probe of ``name``: True when it answered (kernel log read, or SSH ran)."""
+        cursor = self._cursors.get(name)
+        if cursor is None:
+            return False  # stopped meanwhile
+        try:
+            raw = self._kmsg(name, wire.KMSG_READ, cursor)
+        except HilError as e:
+            log.debug("%s: liveness: kernel log read failed: %s", name, e)
+            return self._ssh_alive(name)
+        messages = KernelLog.from_wire(raw).messages()
+        with self._lock:
+            self._lines[name].extend(messages)
+        found = crash_line(messages)
+        if found is not None:
+            self._declare(Crash(name, "kernel_crash", found.strip(), self.lines(name)))
+        return True
+
+    def _ssh_alive(self, name: str) -> bool:
+        try:
+            self.hosts.session(name).run(tools.argv("true"), timeout=self.probe_timeout)
+        except HilError as e:
+            log.debug("%s: liveness: SSH probe failed: %s", name, e)
+            return False
+        return True
+
+    def _monitor(self, _: str) -> None:
+        while not self._stop.wait(min(self.interval, 1.0)):
+            now = self._clock()
+            with self._lock:
+                silent = [(n, now - t) for n, t in self._last_ok.items() if now - t > self.bound]
+            for name, quiet in silent:
+                detail = (
+                    f"no answer from its agent or SSH for {quiet:.0f} s "
+                    f"(liveness bound {self.bound:g} s)"
+                )
+                self._declare(Crash(name, "unreachable", detail, self.lines(name)))
+
+    def _declare(self, crash: Crash) -> None:
+        with self._lock:
+            if self.crash is not None or self._stop.is_set():
+                return
+            self.crash = crash
+        self._stop.set()
+        for wake in self._wake.values():
+            wake.set()
+        self._notify()
+        log.warning("liveness: %s", crash)
+        self._on_crash(crash)

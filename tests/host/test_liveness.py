@@ -1,0 +1,178 @@
+"""The liveness watch (hil.host.liveness) against stand-in hosts at the agent and SSH boundary.
+
+The real agent, kernel log and guests are in test_liveness_lab.py (a line in
+a guest's real kernel log; a guest frozen through QMP) and in
+tests/plugin/test_crash_lab.py (a guest killed, frozen and panicked under a
+pytest session).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from hil.errors import AgentError, SSHError
+from hil.host.liveness import Crash, Watch, crash_line
+
+BOUND = 1.0
+
+
+class StandIn:
+    """One host: its agent's kernel-log calls and its SSH ``true``; each can be made to
+    fail at once or to hang (a frozen host)."""
+
+    def __init__(self, name: str) -> None:
+        self.host = name
+        self.log: list[str] = []
+        self.agent_down = False
+        self.ssh_down = False
+        self.frozen = threading.Event()  # set: every call blocks (until the test ends)
+        self.closed: list[int] = []
+
+    def call(self, method: str, timeout: float = 30, **params: Any) -> Any:
+        if self.frozen.is_set():
+            time.sleep(timeout)
+            raise AgentError(self.host, f"no answer to {method} within {timeout:g} s")
+        if self.agent_down:
+            raise AgentError(self.host, "the agent died")
+        if method == "kmsg_cursor":
+            return 7
+        if method == "kmsg_close":
+            self.closed.append(params["cursor"])
+            return None
+        lines, self.log = self.log, []
+        records = [
+            {"seq": i, "usec": i, "priority": 4, "facility": 0, "message": m}
+            for i, m in enumerate(lines)
+        ]
+        return {"records": records, "lost": 0}
+
+    def run(self, argv: list[str], timeout: float = 60) -> None:
+        if self.frozen.is_set():
+            time.sleep(timeout)
+        if self.ssh_down or self.frozen.is_set():
+            raise SSHError(self.host, "connection refused")
+
+
+class StandInHosts:
+    """Where hil.host.hosts.Hosts stands: ``agent(name)`` and ``session(name)``."""
+
+    def __init__(self, *names: str) -> None:
+        self.by_name = {n: StandIn(n) for n in names}
+
+    def agent(self, name: str) -> StandIn:
+        return self.by_name[name]
+
+    def session(self, name: str) -> StandIn:
+        return self.by_name[name]
+
+
+@pytest.fixture
+def pair() -> StandInHosts:
+    return StandInHosts("a", "b")
+
+
+def watch(hosts: StandInHosts, crashes: list[Crash]) -> Watch:
+    return Watch(hosts, ["a", "b"], crashes.append, bound=BOUND, interval=0.1).start()  # type: ignore[arg-type]
+
+
+def wait_for(crashes: list[Crash], within: float) -> float:
+    start = time.monotonic()
+    while not crashes and time.monotonic() - start < within:
+        time.sleep(0.02)
+    return time.monotonic() - start
+
+
+def test_hosts_that_answer_are_not_taken_for_crashed(pair: StandInHosts) -> None:
+    crashes: list[Crash] = []
+    w = watch(pair, crashes)
+    pair.by_name["a"].log.append("siw: device registered")
+    time.sleep(BOUND * 2)
+    assert w.stop() is None and crashes == []
+    assert pair.by_name["a"].closed == [7] and pair.by_name["b"].closed == [7]
+    assert w.lines("a") == ("siw: device registered",)
+
+
+def test_a_panic_line_is_a_kernel_crash_with_the_lines_before_it(pair: StandInHosts) -> None:
+    crashes: list[Crash] = []
+    w = watch(pair, crashes)
+    pair.by_name["b"].log += ["siw0: connect", "Kernel panic - not syncing: Fatal exception"]
+    took = wait_for(crashes, 2)
+    assert took < 1.0
+    assert crashes == [w.crash]
+    crash = crashes[0]
+    assert (crash.host, crash.kind) == ("b", "kernel_crash")
+    assert crash.detail == "Kernel panic - not syncing: Fatal exception"
+    assert crash.lines == ("siw0: connect", "Kernel panic - not syncing: Fatal exception")
+    w.stop()
+    assert pair.by_name["b"].closed == []  # the crashed host is left alone
+
+
+def test_a_frozen_host_is_unreachable_within_the_bound(pair: StandInHosts) -> None:
+    crashes: list[Crash] = []
+    w = watch(pair, crashes)
+    time.sleep(0.3)
+    pair.by_name["a"].frozen.set()  # its probes block: only the monitor can tell
+    took = wait_for(crashes, BOUND * 4)
+    w.stop()
+    assert len(crashes) == 1, "the frozen host was not declared"
+    assert (crashes[0].host, crashes[0].kind) == ("a", "unreachable")
+    assert "liveness bound 1 s" in crashes[0].detail
+    assert BOUND - 0.3 <= took <= BOUND + 0.6
+
+
+def test_a_dead_agent_on_a_host_that_answers_ssh_is_no_crash(pair: StandInHosts) -> None:
+    crashes: list[Crash] = []
+    w = watch(pair, crashes)
+    pair.by_name["b"].agent_down = True
+    time.sleep(BOUND * 2)
+    assert w.stop() is None and crashes == []
+
+
+def test_confirm_tells_a_dead_host_from_a_live_one(pair: StandInHosts) -> None:
+    crashes: list[Crash] = []
+    w = watch(pair, crashes)
+    started = time.monotonic()
+    assert w.confirm() is None
+    assert time.monotonic() - started < 0.5  # both answered a fresh probe
+    pair.by_name["b"].agent_down = pair.by_name["b"].ssh_down = True
+    crash = w.confirm()
+    w.stop()
+    assert crash is not None and (crash.host, crash.kind) == ("b", "unreachable")
+
+
+def test_a_panic_on_the_console_makes_an_unreachable_host_a_kernel_crash() -> None:
+    silent = Crash("b", "unreachable", "no answer for 61 s (liveness bound 60 s)")
+    console = ["[  33.75] sysrq: Trigger a crash", "[  33.76] Kernel panic - not syncing: x"]
+    crash = silent.with_console(console, "console /lab/b.log")
+    assert crash.kind == "kernel_crash"
+    assert (
+        crash.detail
+        == "[  33.75] sysrq: Trigger a crash (no answer for 61 s (liveness bound 60 s))"
+    )
+    assert crash.lines == tuple(console) and crash.source == "console /lab/b.log"
+    quiet = silent.with_console(["[  1.0] virtme-ng-init: udev is done"], "console")
+    assert quiet.kind == "unreachable" and quiet.detail == silent.detail
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Kernel panic - not syncing: sysrq triggered crash",
+        "Oops: 0002 [#1] PREEMPT SMP NOPTI",
+        "BUG: kernel NULL pointer dereference, address: 0000000000000008",
+        "kernel BUG at drivers/infiniband/sw/siw/siw_qp.c:123!",
+        "general protection fault, probably for non-canonical address 0xdead",
+        "watchdog: BUG: soft lockup - CPU#0 stuck for 22s!",
+    ],
+)
+def test_crash_lines(line: str) -> None:
+    assert crash_line(["siw: ok", line]) == line
+
+
+def test_ordinary_lines_are_no_crash() -> None:
+    lines = ["WARNING: CPU: 0 PID: 1 at net/core/dev.c:1", "Oopsie-free siw", "debug: BUGS=0"]
+    assert crash_line(lines) is None
