@@ -1,4 +1,4 @@
-"""``hil host info|exec|setup|restore|doctor|health|quarantine``: one lab host, or a pair.
+"""``hil host info|exec|setup|restore|doctor|health|quarantine|power|recover``: a host, a pair.
 
 ``hil host setup PAIR`` reserves the pair (unless ``--lease`` names one
 already held), replays what dead runs left in its restore journal, sets it
@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from hil.cli import host_doctor, host_health
+from hil.cli import host_doctor, host_health, host_power
 from hil.cli.options import (
     command_group,
     json_option,
@@ -101,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     host_doctor.register(cmds)
     host_health.register(cmds)
+    host_power.register(cmds)
 
 
 # -- leases ---------------------------------------------------------------------

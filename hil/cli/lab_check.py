@@ -4,8 +4,12 @@ For a cron job or the start of a nightly.  Checks each host (or the pair's
 two): SSH, the agent's handshake, each port's RDMA device, an empty restore
 journal; records the outcome in the store (a pass makes a host healthy again,
 a failure counts towards quarantine) and prints a table, then each host's
-state.  Changes nothing on the hosts.  Exits 0 when every host passed and is
-healthy, 5 when a host failed or is quarantined, 1 for an unknown pair.
+state.  Changes nothing on the hosts, unless ``--recover``: then each host
+that failed and whose inventory ``power:`` lets recovery cycle it is
+recovered (``hil host recover``: power cycle, SSH, journal, health check,
+fenced by a lease of a pair holding it) and its new result shown.  Exits 0
+when every host passed (or was recovered) and is healthy, 5 when a host
+failed or is quarantined, 1 for an unknown pair.
 """
 
 from __future__ import annotations
@@ -14,12 +18,15 @@ import argparse
 import json
 
 from hil.cli.host_health import columns, health_table
+from hil.cli.host_power import recover_host, say
 from hil.cli.options import Subparsers, json_option
-from hil.errors import EXIT_NOT_READY, EXIT_OK, InputError
+from hil.errors import EXIT_NOT_READY, EXIT_OK, HilError, InputError
 from hil.host.healthcheck import HealthCheck, health_round
+from hil.host.power import may_cycle
+from hil.host.recovery import RECOVERY_TIMEOUT
 from hil.inventory import load_from_args
 from hil.inventory.model import Inventory
-from hil.reservation import HostHealth, open_store
+from hil.reservation import HostHealth, Store, open_store
 
 
 def register(subparsers: Subparsers) -> None:
@@ -36,6 +43,11 @@ def register(subparsers: Subparsers) -> None:
         action="store_true",
         help="hosts without RDMA (e.g. network namespaces): skip the RDMA device check",
     )
+    p.add_argument(
+        "--recover",
+        action="store_true",
+        help="recover each failing host that has a power: entry (cycle, SSH, journal, check)",
+    )
     json_option(p, help='print {"ok", "hosts": [{"host", "ok", "checks", "health"}]}')
     p.set_defaults(func=_lab_check)
 
@@ -48,6 +60,19 @@ def _names(inv: Inventory, pair: str | None) -> list[str]:
     except KeyError as e:
         raise InputError(str(e.args[0])) from None
     return [p.host_a.name, p.host_b.name]
+
+
+def _recovered(store: Store, inv: Inventory, result: HealthCheck, rdma: bool) -> HealthCheck:
+    """``result``, or the check that ends a recovery of its host when it failed and may be
+    power-cycled (a failed recovery keeps ``result``; the store has it recorded)."""
+    if result.ok or not may_cycle(inv.host(result.host)):
+        return result
+    say(f"{result.host} failed the check ({result.failure}): recovering it")
+    try:
+        return recover_host(store, inv, result.host, None, 0.0, RECOVERY_TIMEOUT, rdma)
+    except HilError as e:
+        say(f"{result.host}: not recovered: {e}")
+        return result
 
 
 def check_table(results: list[HealthCheck]) -> str:
@@ -66,6 +91,8 @@ def _lab_check(args: argparse.Namespace) -> int:
     names = _names(inv, args.pair)
     with open_store(args.store) as store:
         results = health_round(inv, store, names, rdma=not args.no_rdma)
+        if args.recover:
+            results = [_recovered(store, inv, r, not args.no_rdma) for r in results]
         healths = store.host_health(names)
     ok = all(r.ok for r in results) and all(h.state == "healthy" for h in healths)
     if args.json:

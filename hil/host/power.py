@@ -51,6 +51,16 @@ def power_mode(mode: str) -> PowerFn:
     return _power_modes.lookup(mode)
 
 
+def power_of(host: Host) -> Power:
+    """``host``'s power entry; InputError when the inventory gives it none."""
+    if host.power is None:
+        raise InputError(
+            f"{host.name}: the inventory gives it no power entry, so hil cannot switch it; "
+            "add `power:` to the host (docs/inventory.md, Power)"
+        )
+    return host.power
+
+
 def may_cycle(host: Host) -> bool:
     """Whether hil's recovery may power-cycle ``host`` by itself."""
     return host.power is not None and host.power.recover
@@ -70,18 +80,14 @@ def power(
     when the action fails; whatever ``fence`` raises (LeaseLost) before anything.
     """
     host = hosts.host(name)
-    if host.power is None:
-        raise InputError(
-            f"{name}: the inventory gives it no power entry, so hil cannot switch it; "
-            "add `power:` to the host (docs/inventory.md, Power)"
-        )
-    switch = power_mode(host.power.mode)
+    spec = power_of(host)
+    switch = power_mode(spec.mode)
     if fence is not None:
         fence()
-    log.info("%s: power %s (%s)", name, action, host.power.mode)
+    log.info("%s: power %s (%s)", name, action, spec.mode)
     started = time.monotonic()
     try:
-        switch(hosts, host, host.power, action, timeout)
+        switch(hosts, host, spec, action, timeout)
     finally:
         hosts.forget(name)
     log.info("%s: power %s done in %.1f s", name, action, time.monotonic() - started)

@@ -79,8 +79,12 @@ def recover(
     fence: Callable[[], None] | None,
     say: Callable[[str], None],
     timeout: float = RECOVERY_TIMEOUT,
+    rdma: bool = True,
 ) -> HealthCheck:
     """Recover ``host`` (see the module doc); its passing health check.
+
+    ``rdma`` False skips the health check's RDMA device check (hosts without
+    RDMA, like ``--no-rdma``).
 
     ``fence`` raises (LeaseLost) when the caller no longer holds the host's
     lease: that error goes through unchanged and nothing was switched.
@@ -94,7 +98,7 @@ def recover(
         say(f"{host}: no power entry that recovery may use: not cycled; waiting for SSH")
     _wait_ssh(hosts, store, host, say, deadline, started)
     _replay(hosts, store, host, say)
-    result = check_host(hosts, store, host)
+    result = check_host(hosts, store, host, rdma)
     record_check(store, result)
     failure = result.failure
     if failure is not None:

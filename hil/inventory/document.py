@@ -81,9 +81,8 @@ def _power(power: Power) -> dict[str, Any]:
         doc.update(qmp=power.qmp, lab=power.lab)
     else:
         doc.update(controller=power.controller, vars=dict(power.vars))
-        doc.update(
-            {a: list(getattr(power, a)) for a in ("cycle", "on", "off") if getattr(power, a)}
-        )
+        # null for an action the entry does not give (an empty list would not load back).
+        doc.update({a: list(getattr(power, a)) or None for a in ("cycle", "on", "off")})
     return doc
 
 

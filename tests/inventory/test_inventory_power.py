@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +51,13 @@ def test_command_power_loads_with_its_fields(tmp_path: Path) -> None:
         "controller": "pdu-ctl",
         "vars": {"outlet": "7"},
         "cycle": ["pductl", "cycle", "{outlet}", "--name", "{host}"],
+        "on": None,
+        "off": None,
     }
+    # Since JSON is YAML, the document loads back as the same inventory.
+    again = tmp_path / "again.yaml"
+    again.write_text(json.dumps({"hosts": inventory_document(inv)["hosts"]}))
+    assert load(again).hosts == inv.hosts
 
 
 def test_qmp_power_paths_are_taken_from_the_inventory_folder(tmp_path: Path) -> None:
