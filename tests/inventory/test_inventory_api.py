@@ -11,8 +11,9 @@ def test_exported_names() -> None:
             "CAPTURE_MODES", "FIRMWARE_POLICIES", "MODULE_PARAMS", "PULL_MODES",
             "REQUIREMENT_KEYS", "CaptureMode", "CaptureSpec", "FirmwarePolicy",
             "Host", "HostKeyPolicy", "IPInterface",
-            "Inventory", "Link", "LinkEnd", "ModuleParam", "Pair", "PinnedParam", "Pull",
-            "PullMode", "Requirement", "Rnic", "Secret", "SshConfig", "check_value",
+            "Inventory", "Link", "LinkEnd", "ModuleParam", "Pair", "PinnedParam", "Power",
+            "PowerAction", "Pull", "PullMode", "Requirement", "Rnic", "Secret", "SshConfig",
+            "check_value",
             "inventory_document", "inventory_path", "load", "load_from_args", "module_param",
             "pair_document", "parse_requirement", "parse_requirements", "select",
         ]
