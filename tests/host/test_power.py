@@ -8,7 +8,7 @@ sees what the controller ran, where, and whether it ran at all.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,13 +96,8 @@ def test_an_action_the_entry_lacks_is_bad_input_and_runs_nothing(
 def test_a_lease_taken_over_refuses_the_power_and_nothing_runs(
     hosts: Hosts, store: Store, tmp_path: Path
 ) -> None:
-    old = store.try_acquire([PAIR], Holder.current("paused run"), 0.5)
-    assert old is not None
-    time.sleep(0.7)
-    new = store.try_acquire([PAIR], Holder.current("next run"), 60)
-    assert new is not None and new.token > old.token
     with pytest.raises(LeaseLost, match="next run"):
-        power(hosts, "ns1", "cycle", fence=lambda: _fence(store, old.id, old.token))
+        power(hosts, "ns1", "cycle", fence=stale_fence(store))
     assert pdu_log(tmp_path) == []
 
 
@@ -124,5 +119,15 @@ def test_a_host_without_power_is_bad_input(hosts: Hosts) -> None:
         power(hosts, "ns0", "off", fence=None)
 
 
-def _fence(store: Store, lease_id: str, token: int) -> None:
-    store.fence(lease_id, token)
+def stale_fence(store: Store) -> Callable[[], None]:
+    """The fence of a run paused past its lease's TTL while the next run took the pair."""
+    old = store.try_acquire([PAIR], Holder.current("paused run"), 0.5)
+    assert old is not None
+    time.sleep(0.7)
+    new = store.try_acquire([PAIR], Holder.current("next run"), 60)
+    assert new is not None and new.token > old.token
+
+    def fence() -> None:
+        store.fence(old.id, old.token)
+
+    return fence

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 from netnslab import NetnsLab
-from test_power import CYCLE, PAIR, pdu_log, powered_inventory
+from test_power import CYCLE, pdu_log, powered_inventory, stale_fence
 
 from hil.errors import LeaseLost
 from hil.host.hosts import Hosts
 from hil.host.journal import ssh_undo
 from hil.host.recovery import RecoveryFailed, recover
 from hil.inventory.model import Inventory
-from hil.reservation import Holder, Store
+from hil.reservation import Store
 
 pytestmark = pytest.mark.netns
 
@@ -64,14 +64,7 @@ def test_a_host_without_power_is_not_cycled_but_still_restored_and_checked(
 def test_a_lost_lease_stops_the_recovery_before_the_cycle(
     netns_lab: NetnsLab, tmp_path: Path, store: Store
 ) -> None:
-    old = store.try_acquire([PAIR], Holder.current("paused run"), 0.5)
-    assert old is not None
-    time.sleep(0.7)
-    assert store.try_acquire([PAIR], Holder.current("next run"), 60) is not None
-
-    def fence() -> None:
-        store.fence(old.id, old.token)
-
+    fence = stale_fence(store)
     with Hosts(powered_inventory(netns_lab, tmp_path, CYCLE), store) as hosts:
         with pytest.raises(LeaseLost):
             recover(hosts, store, "ns1", fence=fence, say=print, timeout=30, rdma=False)
