@@ -16,7 +16,9 @@ So ``t_us = wall_us + shift_us`` with ``shift_us = offset_us + mean(mono -
 wall)``, good to ``uncertainty_us = offset uncertainty + the larger spread
 + |the change of (mono - wall) between the samples|``: the last term is what
 the wall clock moved against the monotonic one during the capture (NTP
-slewing or stepping it), which a packet anywhere in the capture may carry.
+slewing or stepping it), which a packet anywhere in the capture may carry.  A step (a
+second or more) is also said in the placement's notes, since it makes the uncertainty
+that large.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from dataclasses import dataclass, replace
 from hil.errors import InputError
 from hil.judge.timeline import ClockOffset, WallSample
 from hil.wire.model import Exchange
+
+# A wall clock that moved this far against the monotonic one during a capture was stepped
+# (``date -s``, an NTP step), not slewed (at most 500 ppm: 0.5 ms a second): said in a note.
+STEP_US = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -79,4 +85,17 @@ def place(
             )
             continue
         shift[point], uncertainty[point] = point_shift(before, after, offset)
+        step = stepped_us(before, after)
+        if step is not None:
+            notes.append(
+                f"{point}: {before.host}'s wall clock was stepped by {step / 1e6:+.1f} s during "
+                f"the capture; its packets are placed to within {uncertainty[point] / 1e6:.1f} s"
+            )
     return Placement(shift, uncertainty, tuple(notes))
+
+
+def stepped_us(before: WallSample, after: WallSample) -> int | None:
+    """How far the host's wall clock moved against its monotonic clock between the two
+    samples (µs, + when set forward), when that is a step (``STEP_US`` or more); else None."""
+    moved = (after.wall_us - after.mono_us) - (before.wall_us - before.mono_us)
+    return moved if abs(moved) >= STEP_US else None
