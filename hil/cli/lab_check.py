@@ -67,7 +67,9 @@ def _recovered(store: Store, inv: Inventory, result: HealthCheck, rdma: bool) ->
     power-cycled (a failed recovery keeps ``result``; the store has it recorded)."""
     if result.ok or not may_cycle(inv.host(result.host)):
         return result
-    say(f"{result.host} failed the check ({result.failure}): recovering it")
+    failure = result.failure
+    assert failure is not None
+    say(f"{result.host} failed the check ({failure.name}: {failure.seen}): recovering it")
     try:
         return recover_host(store, inv, result.host, None, 0.0, RECOVERY_TIMEOUT, rdma)
     except HilError as e:

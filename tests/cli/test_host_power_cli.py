@@ -13,6 +13,7 @@ import yaml
 from netnslab.lab import NetnsLab
 from test_host_cli import hil, one_line_error
 
+from hil.host.journal import ssh_undo
 from hil.reservation import open_store
 
 pytestmark = pytest.mark.netns
@@ -100,3 +101,19 @@ def test_a_failed_recovery_exits_5_and_quarantines_again(
         "quarantined",
         "hil host recover failed at step ssh",
     )
+
+
+def test_lab_check_recover_brings_back_a_host_that_failed_its_check(
+    env: tuple[Path, Path], tmp_path: Path
+) -> None:
+    marker = tmp_path / "undone"
+    with open_store(str(env[1])) as store:
+        store.journal_add("ns1", "dead-lease", ssh_undo("ns1", ["touch", str(marker)], "undo Z"))
+    plain = hil(*env, "lab-check", "--no-rdma")
+    assert plain.returncode == 5 and "entries left by a dead run" in plain.stdout
+    assert pdu_log(env) == [] and not marker.exists()
+    done = hil(*env, "lab-check", "--no-rdma", "--recover")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "hil: ns1 failed the check (journal: 1 entries left by a dead run" in done.stderr
+    assert pdu_log(env) == ["cycle ns1"] and marker.exists()
+    assert done.stdout.strip().endswith("lab-check: 2 hosts healthy")
