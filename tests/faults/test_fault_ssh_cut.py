@@ -113,9 +113,9 @@ def test_a_silent_cut_times_the_call_out_and_the_next_run_replays_what_was_left(
     veth = lab.hosts[0].root_veth
     inventory = lab.inventory()
     with Hosts(inventory, store) as hosts:
-        journal = Journal(hosts, store, "silent-run", timeout=2)
+        journal = Journal(hosts, store, "silent-run", timeout=1)
         _change_mtu(hosts, journal, old)
-        call = _Call(hosts, argv, timeout=2)
+        call = _Call(hosts, argv, timeout=1)
         call.start()
         assert wait_for(lambda: running(lab, 0, argv) != []), "the call did not start"
         try:
@@ -125,14 +125,14 @@ def test_a_silent_cut_times_the_call_out_and_the_next_run_replays_what_was_left(
             # What the run reports: the agent call layer's bound, naming host and call.
             assert isinstance(call.error, CommandTimeout), repr(call.error)
             assert str(call.error).startswith(
-                f"{HOST}: timeout (agent call layer, 2 s) waiting for {HOST}'s agent to "
+                f"{HOST}: timeout (agent call layer, 1 s) waiting for {HOST}'s agent to "
                 "answer run (no answer at all"
             ), str(call.error)
             # Its restore cannot reach the host either: bounded, reported, entry kept.
             started = time.monotonic()
             with pytest.raises(RemoteError) as e:
                 journal.close().check("teardown")
-            assert time.monotonic() - started < 2 + 5, "the restore outlived its bound"
+            assert time.monotonic() - started < 1 + 5, "the restore outlived its bound"
             assert f"stay in the journal (fix the host, then run `hil host restore {HOST}`)" in (
                 str(e.value)
             )
