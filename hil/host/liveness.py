@@ -51,7 +51,7 @@ CrashKind = Literal["kernel_crash", "unreachable"]
 # A kernel log line that means the kernel is gone or no longer to be trusted.
 CRASH_LINE = re.compile(
     r"Kernel panic - not syncing|\bOops\b|\bBUG: |kernel BUG at|general protection fault"
-    r"|Internal error: |sysrq: Trigger a crash|watchdog: BUG: soft lockup"
+    r"|Internal error: |watchdog: BUG: soft lockup"
 )
 KEEP = 40  # kernel log lines kept per host, for the report
 R = TypeVar("R")
@@ -123,6 +123,10 @@ class Watch:
             self._cursors[name] = request(
                 self.hosts.agent(name), wire.KMSG_CURSOR, wire.NoParams(), self.probe_timeout
             )
+        # Each host answered just now (its cursor): the bound counts from here.
+        now = self._clock()
+        with self._lock:
+            self._last_ok = dict.fromkeys(self.names, now)
         for name in self.names:
             self._thread(self._probe_loop, name)
         self._thread(self._monitor, "monitor")

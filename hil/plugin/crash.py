@@ -368,19 +368,13 @@ def _recover(item: pytest.Item, hs: HilSession, run: PairRun, crash: Crash) -> s
     from hil.host.recovery import recover
 
     assert hs.store is not None
-    lease = run.lease
-
-    def fence() -> None:
-        assert hs.store is not None
-        hs.store.fence(lease.id, lease.token)
-
     hs.progress(f"host {crash}: recovering it")
     try:
         recover(
             run.hosts,
             hs.store,
             crash.host,
-            fence=fence,
+            fence=run.fence,  # a run that lost its pair cycles nothing
             say=hs.progress,
             timeout=item.config.getoption("hil_recover_timeout"),
         )

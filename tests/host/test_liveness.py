@@ -151,7 +151,7 @@ def test_a_panic_on_the_console_makes_an_unreachable_host_a_kernel_crash() -> No
     assert crash.kind == "kernel_crash"
     assert (
         crash.detail
-        == "[  33.75] sysrq: Trigger a crash (no answer for 61 s (liveness bound 60 s))"
+        == "[  33.76] Kernel panic - not syncing: x (no answer for 61 s (liveness bound 60 s))"
     )
     assert crash.lines == tuple(console) and crash.source == "console /lab/b.log"
     quiet = silent.with_console(["[  1.0] virtme-ng-init: udev is done"], "console")
