@@ -297,10 +297,14 @@ def _start_watch(item: pytest.Item) -> Watch | None:
                 return
             item.stash[CRASH_KEY] = crash
             signal.pthread_kill(main, CRASH_SIGNAL)
+        # The test's own cleanup (closing its CM endpoints) must not wait out a call bound
+        # on the dead host: with its agent and session dropped, those calls fail at once.
+        hosts.forget(crash.host)
 
     names = [h.name for h in run.pair.hosts]
+    hosts = run.hosts
     try:
-        watch = Watch(run.hosts, names, on_crash, bound=bound).start()
+        watch = Watch(hosts, names, on_crash, bound=bound).start()
     except HilError as e:
         log.warning("no crash watch for %s: %s", item.nodeid, e)
         return None
