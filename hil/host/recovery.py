@@ -7,10 +7,13 @@
    a host without power is not cycled: recovery waits for it to come back
    by itself (a reboot on panic, a hand on the switch);
 2. **ssh**: wait until SSH runs ``true`` on it, within the bound;
-3. **journal**: undo what the host's restore journal holds (a link pulled
+3. **agent**: start the agent and make its first netlink call (a freshly
+   booted host is slow to import and answer: a replayed undo's own bound,
+   such as a 10 s wait for carrier, must not pay for that);
+4. **journal**: undo what the host's restore journal holds (a link pulled
    through QEMU or a switch outlives a reboot; the rest is undone or found
    gone already);
-4. **health**: the health check (:mod:`hil.host.healthcheck`), recorded in
+5. **health**: the health check (:mod:`hil.host.healthcheck`), recorded in
    the store: a pass makes the host healthy again (a quarantine by failures
    ends; one set by hand stays), a failure counts.
 
@@ -40,10 +43,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RecoveryStep = Literal["power", "ssh", "journal", "health"]
+RecoveryStep = Literal["power", "ssh", "agent", "journal", "health"]
 RECOVERY_TIMEOUT = 600.0  # a TCG guest on a busy machine boots in 1-2 min; real hosts in 5
 POLL = 2.0  # between SSH attempts
 SSH_ATTEMPT = 15.0  # one attempt's command bound
+WARMUP = 180.0  # the agent's start and first netlink call on a freshly booted host (TCG: slow)
 
 # What to do when a step fails.
 _ADVICE: dict[RecoveryStep, str] = {
@@ -51,6 +55,7 @@ _ADVICE: dict[RecoveryStep, str] = {
     "`hil host recover HOST` again",
     "ssh": "look at the host's console (the lab guest's log); power it by hand "
     "(`hil host power HOST cycle`) and `hil host recover HOST` again",
+    "agent": "see the agent's error; `hil host doctor HOST` checks what it needs",
     "journal": "fix what the undo needs, then `hil host restore HOST` and `hil lab-check`",
     "health": "see the failing check; fix the host, then `hil lab-check`",
 }
@@ -58,12 +63,13 @@ _ADVICE: dict[RecoveryStep, str] = {
 _FAILURE: dict[RecoveryStep, FailureKind] = {
     "power": "unreachable",
     "ssh": "unreachable",
+    "agent": "agent_handshake",
     "journal": "restore_failed",
 }
 
 
 class RecoveryFailed(RemoteError):
-    """A recovery step failed; ``step`` is power, ssh, journal or health."""
+    """A recovery step failed; ``step`` is power, ssh, agent, journal or health."""
 
     def __init__(self, host: str, step: RecoveryStep, seen: str) -> None:
         self.step = step
@@ -97,6 +103,7 @@ def recover(
     else:
         say(f"{host}: no power entry that recovery may use: not cycled; waiting for SSH")
     _wait_ssh(hosts, store, host, say, deadline, started)
+    _warm_agent(hosts, store, host, deadline)
     _replay(hosts, store, host, say)
     result = check_host(hosts, store, host, rdma)
     record_check(store, result)
@@ -153,6 +160,13 @@ def _wait_ssh(
             continue
         say(f"{host}: SSH answers (+{time.monotonic() - started:.0f} s)")
         return
+
+
+def _warm_agent(hosts: Hosts, store: Store, host: str, deadline: float) -> None:
+    try:
+        hosts.call(host, "links", timeout=min(WARMUP, max(1.0, deadline - time.monotonic())))
+    except HilError as e:
+        raise _fail(store, host, "agent", str(e)) from e
 
 
 def _replay(hosts: Hosts, store: Store, host: str, say: Callable[[str], None]) -> None:
