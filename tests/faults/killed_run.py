@@ -7,8 +7,9 @@ ENTRY_ID WHAT`` and sleeps until killed.  With ``--after`` it stops after the ac
 instead (``done LEASE``).  Actions:
 
 - ``pull LINK MODE``: ``LinkControl.pull`` (netns lab);
-- ``setup PAIR``: ``PairRun.set_up`` with RDMA, stopping at the siw device creation's
-  entry (the virtual lab: its ports fall back to siw).
+- ``setup PAIR N``: ``PairRun.set_up`` with RDMA, stopping at the N-th siw device
+  creation's entry (the virtual lab: its ports fall back to siw; with N=2 the first
+  host's device was made, the second's is journaled and not made).
 """
 
 from __future__ import annotations
@@ -26,16 +27,20 @@ from hil.run import PairRequest, PairRun
 
 
 class StoppingJournal(Journal):
-    """A journal that stops the run for good once an entry whose ``what`` contains
-    ``stop_at`` is recorded (the change it guards is not made)."""
+    """A journal that stops the run for good once the ``stop_nth`` entry whose ``what``
+    contains ``stop_at`` is recorded (the change it guards is not made)."""
 
     stop_at = ""
+    stop_nth = 1
+    _seen = 0
 
     def change(self, host: str, undo: dict[str, Any]) -> int:
         entry_id = super().change(host, undo)
         if self.stop_at and self.stop_at in undo["what"]:
-            print("journaled", self.lease_id, entry_id, undo["what"], flush=True)
-            time.sleep(3600)
+            StoppingJournal._seen += 1
+            if StoppingJournal._seen == self.stop_nth:
+                print("journaled", self.lease_id, entry_id, undo["what"], flush=True)
+                time.sleep(3600)
         return entry_id
 
 
@@ -52,10 +57,11 @@ def pull(inventory: str, store_url: str, ttl: float, after: bool, link: str, mod
     print("done", lease.id, flush=True)
 
 
-def setup(inventory: str, store_url: str, ttl: float, after: bool, pair: str) -> None:
+def setup(inventory: str, store_url: str, ttl: float, after: bool, pair: str, nth: str) -> None:
     import hil.host.journal
 
     StoppingJournal.stop_at = "" if after else "delete siw device"
+    StoppingJournal.stop_nth = int(nth)
     # PairRun imports Journal from hil.host.journal when it opens the hosts: this run's
     # journal is then the stopping one (a hook of this helper, not of hil).
     hil.host.journal.Journal = StoppingJournal  # type: ignore[misc]

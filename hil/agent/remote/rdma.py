@@ -18,6 +18,8 @@ from .tools import COMMANDS, RDMA
 
 # What rdma prints when the kernel has no RDMA netlink (no ib_core loaded).
 _NO_NETLINK = "Failed to open NETLINK_RDMA socket"
+# What rdma prints for a device the kernel does not have (iproute2's rdma/utils.c).
+_NO_DEVICE = "Wrong device name"
 
 
 def _rdma(args: list[str], timeout: float) -> str:
@@ -94,8 +96,14 @@ def add_siw(name: str, netdev: str, timeout: float) -> None:
 
 
 def delete_link(name: str, timeout: float) -> None:
-    """Delete the RDMA link (e.g. a siw device) ``name``."""
-    _rdma(["link", "delete", name], timeout)
+    """Delete the RDMA link (e.g. a siw device) ``name``; ``not_found`` when there is none
+    (a journaled creation that never happened is undone by this)."""
+    try:
+        _rdma(["link", "delete", name], timeout)
+    except OpError as e:
+        if e.kind == "command_failed" and _NO_DEVICE in str(e.details.get("stderr", "")):
+            raise OpError("not_found", f"no RDMA device {name}: {e.message}", **e.details) from None
+        raise
 
 
 def resources(timeout: float, types: list[str] | None = None) -> dict[str, int]:
