@@ -29,8 +29,15 @@ class VirtualLab:
     """
 
     dir: Path
-    state: LabState
+    booted: LabState  # as ``up`` left it
     inventory: Inventory
+
+    @property
+    def state(self) -> LabState:
+        """The lab as recorded now: a guest started again (recovery) has a new QEMU pid."""
+        from hil.lab.state import load
+
+        return load(self.dir) or self.booted
 
     @property
     def pair(self) -> Pair:

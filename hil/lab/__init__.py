@@ -3,7 +3,8 @@
 Public entry points (see docs/virtual-lab.md):
 
 - ``hil.lab.control``: ``up(dir, hosts, memory, accel_mode)``, ``down(dir)``,
-  ``status(dir)``, ``inventory_path(dir)``;
+  ``status(dir)``, ``inventory_path(dir)``, ``restart_guest(dir, name)``,
+  ``stop_guest(dir, name)``;
 - ``hil.lab.kernel``: ``ensure_kernel(rebuild)``, ``cached_kernel()``;
 - ``hil.lab.qmp``: ``set_link(qmp_path, netdev_id, up, timeout)`` (the
   ``carrier`` link pull), ``quit_qemu``, ``QMPClient``;
@@ -13,5 +14,7 @@ Modules: ``kernel`` (build and cache), ``network`` (wiring, MACs, ports),
 ``bootfiles`` and ``guest_boot.sh`` (what a guest boots with), ``guests``
 (start/stop vng and QEMU), ``accel`` (KVM probe), ``readiness`` (SSH-ready),
 ``inventory`` (the lab's inventory file), ``state`` (the lab dir's state
-file and stale detection), ``control`` (up/down/status).
+file and stale detection), ``control`` (up/down/status, a guest started
+again or stopped), ``carrier`` and ``power`` (the carrier pull and the
+``qmp`` power mode host control uses).
 """

@@ -3,7 +3,8 @@
 Registered with host control (:mod:`hil.host.extensions`) through the
 ``hil.host`` entry point in pyproject.toml, so that host control pulls and
 restores a lab cable without importing the lab: the pull mode ``carrier``
-and the journal's undo kind ``qmp``.
+and the journal's undo kind ``qmp``; ``register`` also registers the lab's
+power mode ``qmp`` (:mod:`hil.lab.power`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ def pull_carrier(control: LinkControl, link: Link, pull: Pull, change: Change) -
 
 
 def register() -> None:
-    """Register the carrier pull and the qmp undo with host control (the entry point)."""
+    """Register the carrier pull, the qmp undo and the qmp power with host control (the
+    entry point)."""
+    from hil.lab import power  # it imports control, which most carrier pulls never need
+
     register_undo_kind("qmp", undo_qmp)
     register_pull_mode("carrier", pull_carrier)
+    power.register()

@@ -232,17 +232,16 @@ def _start_all(
         bootfiles.write_guest(lab_dir, i, n, cables, client_pub) for i, n in enumerate(names)
     ]
     bootfiles.write_known_hosts(lab_dir, list(zip(ports.ssh, host_keys, strict=True)))
-    state = LabState(str(lab_dir), boot_id(), time.time(), chosen, str(image), ports.cables, ())
-    # Guest i listens on its cable to guest i+1, which connects: start in order.
+    state = LabState(
+        str(lab_dir), boot_id(), time.time(), chosen, str(image), ports.cables, (), memory=memory
+    )
     for i, name in enumerate(names):
         spec = guests.GuestSpec(name, i, ports.ssh[i], memory, chosen)
         g = guests.start(image, lab_dir, spec, cables)
         state = replace(state, guests=(*state.guests, g))
         save(state)
         say(f"lab: started {name} (QEMU pid {g.pid}, ssh 127.0.0.1:{g.ssh_port})")
-        for cable in cables:
-            if cable.a.guest == i:
-                guests.wait_listening(cable.port, g)
+        guests.wait_bound(g, network.cable_ports(i, cables))
     return state
 
 
@@ -312,6 +311,54 @@ def status(lab_dir: Path, say: Say = kernel.to_stderr) -> tuple[LabState, list[G
         return None
     health = [GuestHealth(g, qemu_alive(g), guests.ssh_banner(g.ssh_port)) for g in state.guests]
     return state, health
+
+
+def restart_guest(lab_dir: Path, name: str, say: Say = kernel.to_stderr) -> GuestState:
+    """Start guest ``name`` of the lab in ``lab_dir`` again, as it was started at ``up``
+    (its ports, files, kernel and memory), stopping what is left of it first.
+
+    For a guest whose QEMU died (a panic ends QEMU: vng runs it with
+    ``-no-reboot``) or was switched off.  Returns its new state, recorded in
+    ``lab.json``, once QEMU runs; the caller waits for SSH.
+    """
+    lab_dir = check_dir(lab_dir)
+    with _locked(lab_dir):
+        state, g = _running_guest(lab_dir, name)
+        guests.stop(g)
+        lab_cables = network.cables(network.lab_id(lab_dir), len(state.guests), state.cable_ports)
+        spec = guests.GuestSpec(g.name, g.index, g.ssh_port, state.memory, state.accel)
+        new = guests.start(Path(state.kernel), lab_dir, spec, lab_cables)
+        _save_guest(state, new)
+        guests.wait_bound(new, network.cable_ports(g.index, lab_cables))
+    say(f"lab: started {name} again (QEMU pid {new.pid})")
+    return new
+
+
+def stop_guest(lab_dir: Path, name: str, say: Say = kernel.to_stderr) -> None:
+    """Stop guest ``name`` (QMP quit, then signals) and record it as switched off, so
+    that ``up`` and ``status`` do not take the lab for stale; ``restart_guest`` starts it."""
+    lab_dir = check_dir(lab_dir)
+    with _locked(lab_dir):
+        state, g = _running_guest(lab_dir, name)
+        guests.stop(g)
+        _save_guest(state, replace(g, off=True))
+    say(f"lab: switched {name} off")
+
+
+def _running_guest(lab_dir: Path, name: str) -> tuple[LabState, GuestState]:
+    """The lab running in ``lab_dir`` (this boot's) and its guest ``name``; LabError if none."""
+    state = load(lab_dir)
+    if state is None or state.boot_id != boot_id():
+        raise LabError(f"no lab of this boot runs in {lab_dir}: start one with `hil lab up`")
+    for g in state.guests:
+        if g.name == name:
+            return state, g
+    known = ", ".join(g.name for g in state.guests)
+    raise LabError(f"the lab in {lab_dir} has no guest {name!r} (guests: {known})")
+
+
+def _save_guest(state: LabState, guest: GuestState) -> None:
+    save(replace(state, guests=tuple(guest if g.name == guest.name else g for g in state.guests)))
 
 
 def inventory_path(lab_dir: Path) -> Path:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,10 +70,10 @@ def qemu_options(lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> lis
         f"virtio-net-pci,netdev={mgmt.netdev},mac={mgmt.mac}",
     ]
     for cable, nic in data_nics(spec.index, lab_cables):
-        role = "listen" if cable.a.guest == spec.index else "connect"
+        mine, peer = (cable.a, cable.b) if cable.a.guest == spec.index else (cable.b, cable.a)
         opts += [
             "-netdev",
-            f"socket,id={nic.netdev},{role}=127.0.0.1:{cable.port}",
+            f"socket,id={nic.netdev},udp=127.0.0.1:{peer.port},localaddr=127.0.0.1:{mine.port}",
             "-device",
             f"virtio-net-pci,netdev={nic.netdev},mac={nic.mac}",
         ]
@@ -116,11 +117,19 @@ def vng_env() -> dict[str, str]:
 
 
 def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable]) -> GuestState:
-    """Launch a guest and wait until its QEMU runs; returns its recorded state."""
+    """Launch a guest and wait until its QEMU runs; returns its recorded state.
+
+    Its console goes to ``DIR/NAME.log``, appended to what an earlier boot of
+    the guest left there.
+    """
     log = lab_dir / f"{spec.name}.log"
     pidfile = lab_dir / f"{spec.name}.pid"
     pidfile.unlink(missing_ok=True)
-    with open(log, "wb") as out:
+    # Appended: a guest started again keeps what its last boot logged (a panic).
+    with open(log, "ab") as out:
+        if out.tell():
+            out.write(f"\n--- hil: {spec.name} started again at {time.ctime()} ---\n".encode())
+            out.flush()
         proc = subprocess.Popen(
             vng_argv(kernel, lab_dir, spec, lab_cables),
             stdin=subprocess.DEVNULL,
@@ -139,6 +148,7 @@ def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable])
             raise LabError(f"{spec.name}: vng exited {proc.returncode} at start:\n{log_tail(log)}")
         pid = _read_pid(pidfile)
         if pid is not None and Path(qmp_path).exists():
+            qmp.reboot_resets(qmp_path)
             return GuestState(
                 spec.name, spec.index, pid, proc.pid, spec.ssh_port, qmp_path, str(log)
             )
@@ -165,33 +175,46 @@ def log_tail(log: Path, lines: int = 15) -> str:
         return f"(no log at {log})"
 
 
-def wait_listening(port: int, guest: GuestState, timeout: float = START_TIMEOUT) -> None:
-    """Wait until ``guest``'s QEMU listens on 127.0.0.1:``port`` (a cable's socket).
+def wait_bound(guest: GuestState, ports: Collection[int], timeout: float = START_TIMEOUT) -> None:
+    """Wait until ``guest``'s QEMU has bound its cables' UDP ``ports`` on 127.0.0.1.
 
-    It reads /proc/net/tcp instead of connecting: QEMU takes the first
-    connection on a cable's socket as the peer guest.
+    A port another process took makes QEMU exit: the LabError then carries
+    its log ("Address already in use"), and ``up`` retries with new ports.
     """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if port in listening_ports():
+        if set(ports) <= bound_udp_ports():
             return
         if not qemu_alive(guest):
             raise LabError(f"{guest.name}: QEMU exited:\n{log_tail(Path(guest.log))}")
         time.sleep(0.2)
-    raise LabError(f"{guest.name}: QEMU did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
+    missing = ", ".join(str(p) for p in sorted(set(ports) - bound_udp_ports()))
+    raise LabError(
+        f"{guest.name}: QEMU did not bind UDP 127.0.0.1:{missing} within {timeout:.0f} s"
+    )
 
 
 def listening_ports() -> set[int]:
     """TCP ports in LISTEN state on this machine (IPv4 and IPv6)."""
+    return _ports(("/proc/net/tcp", "/proc/net/tcp6"), "0A")
+
+
+def bound_udp_ports() -> set[int]:
+    """UDP ports bound on this machine (IPv4 and IPv6)."""
+    return _ports(("/proc/net/udp", "/proc/net/udp6"), "07")
+
+
+def _ports(tables: tuple[str, ...], state: str) -> set[int]:
+    """Local ports of the rows of ``tables`` (/proc/net/...) in ``state`` (hex)."""
     ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for table in tables:
         try:
             rows = Path(table).read_text().splitlines()[1:]
         except OSError:
             continue
         for row in rows:
             fields = row.split()
-            if len(fields) > 3 and fields[3] == "0A":
+            if len(fields) > 3 and fields[3] == state:
                 ports.add(int(fields[1].rsplit(":", 1)[1], 16))
     return ports
 

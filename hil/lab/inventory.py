@@ -2,7 +2,8 @@
 
 Hosts are reached on 127.0.0.1 with the lab's key and strictly checked host
 keys; hosts are named as the guests (``ID-I``, with the lab's id, see
-``network``); each data NIC is an RNIC port ``pK`` (``driver: siw``, the siw
+``network``) and powered through QMP (``power: {mode: qmp}``, see
+``hil.lab.power``); each data NIC is an RNIC port ``pK`` (``driver: siw``, the siw
 device the lab created, ``fallback: siw``); each cable is a link ``ID-I-J``
 with ``carrier`` (QMP), ``admin`` and ``blackhole`` pulls.
 """
@@ -47,6 +48,8 @@ def document(state: LabState, lab_cables: list[Cable]) -> dict[str, Any]:
             "tags": ["virtual", "siw"],
             "sysctls": dict(GUEST_SYSCTLS),
             "rnics": [_rnic(nic.netdev, nic.address) for _, nic in data_nics(g.index, lab_cables)],
+            # Cycled through QEMU's monitor, started again from the lab when QEMU is gone.
+            "power": {"mode": "qmp", "qmp": g.qmp, "lab": state.dir},
         }
     links = {c.name: _link(state, c) for c in lab_cables}
     return {"version": 1, "hosts": hosts, "links": links}

@@ -4,11 +4,14 @@ Every name carries the lab's id (``lab_id``: ``lab`` and 4 hex digits of
 the lab directory's path), so two labs on one machine never share a host or
 link name, and so never a lease in a shared reservation store.  Guests are
 ``ID-0``, ``ID-1``, ... and are cabled as a chain: ``ID-0 - ID-1 - ... -
-ID-(N-1)``.  Cable ``c`` (link ``ID-c-(c+1)``) joins guest ``c`` (which
-listens on the cable's TCP port) and guest ``c+1`` (which connects to it),
-carries the subnet ``198.18.c.0/24`` (``.1`` on the lower guest, ``.2`` on
-the upper one), and ends on each guest in a data NIC whose QEMU netdev id
-and guest interface name are both ``dataK`` (K counts that guest's cables).
+ID-(N-1)``.  Cable ``c`` (link ``ID-c-(c+1)``) joins guest ``c`` and guest
+``c+1``: each end's QEMU binds a UDP port of its own on 127.0.0.1 and sends
+its frames to the other end's (connectionless, so either guest's QEMU can
+be restarted alone and the cable works again, which a TCP socket netdev's
+``connect`` side never does); it carries the subnet ``198.18.c.0/24``
+(``.1`` on the lower guest, ``.2`` on the upper one), and ends on each
+guest in a data NIC whose QEMU netdev id and guest interface name are both
+``dataK`` (K counts that guest's cables).
 For two guests this is one cable, ``ID-0-1``: ID-0:data0 to ID-1:data0.  The
 management NIC ``mgmt0`` is QEMU user networking (``restrict=on``: no way
 out) with SSH forwarded from 127.0.0.1.
@@ -52,17 +55,17 @@ class CableEnd:
 
     guest: int
     nic: Nic
+    port: int  # the UDP port this end's QEMU binds on 127.0.0.1
 
 
 @dataclass(frozen=True)
 class Cable:
-    """A point-to-point cable: a QEMU socket netdev from ``a`` (listens) to ``b``."""
+    """A point-to-point cable: a QEMU UDP socket netdev at each end, sending to the other."""
 
     lab: str  # the lab's id, ``lab_id``
     index: int
     a: CableEnd
     b: CableEnd
-    port: int
 
     @property
     def name(self) -> str:
@@ -72,7 +75,8 @@ class Cable:
 
 @dataclass(frozen=True)
 class Ports:
-    """The TCP ports of a lab on 127.0.0.1: SSH per guest, one per cable."""
+    """The ports of a lab on 127.0.0.1: SSH (TCP) per guest, two UDP ports per cable
+    (``cables[2c]`` at cable ``c``'s end ``a``, ``cables[2c + 1]`` at ``b``)."""
 
     ssh: tuple[int, ...]
     cables: tuple[int, ...]
@@ -106,10 +110,11 @@ def check_hosts(n: int) -> None:
 
 
 def cables(lab: str, n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
-    """The chain of cables of lab ``lab``'s ``n`` guests, on the given TCP ports."""
+    """The chain of cables of lab ``lab``'s ``n`` guests, on the given UDP ports (two per
+    cable, see ``Ports``)."""
     check_hosts(n)
-    if len(cable_ports) != n - 1:
-        raise LabError(f"{n} guests need {n - 1} cable ports, got {len(cable_ports)}")
+    if len(cable_ports) != 2 * (n - 1):
+        raise LabError(f"{n} guests need {2 * (n - 1)} cable ports, got {len(cable_ports)}")
     nic_count = [0] * n
     result = []
     for c in range(n - 1):
@@ -119,10 +124,9 @@ def cables(lab: str, n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
             k = nic_count[guest]
             nic_count[guest] += 1
             mac = f"52:54:00:01:{guest:02x}:{k:02x}"
-            ends.append(
-                CableEnd(guest, Nic(f"data{k}", mac, f"{subnet[side + 1]}/{subnet.prefixlen}"))
-            )
-        result.append(Cable(lab, c, ends[0], ends[1], cable_ports[c]))
+            nic = Nic(f"data{k}", mac, f"{subnet[side + 1]}/{subnet.prefixlen}")
+            ends.append(CableEnd(guest, nic, cable_ports[2 * c + side]))
+        result.append(Cable(lab, c, ends[0], ends[1]))
     return result
 
 
@@ -136,8 +140,16 @@ def data_nics(guest: int, lab_cables: list[Cable]) -> list[tuple[Cable, Nic]]:
     return sorted(nics, key=lambda cn: cn[1].netdev)
 
 
-def free_ports(count: int, avoid: Collection[int] = ()) -> tuple[int, ...]:
-    """``count`` distinct TCP ports free on 127.0.0.1 now, none of them in ``avoid``.
+def cable_ports(guest: int, lab_cables: list[Cable]) -> list[int]:
+    """The UDP ports ``guest``'s QEMU binds, one per cable end on it."""
+    return [end.port for c in lab_cables for end in (c.a, c.b) if end.guest == guest]
+
+
+def free_ports(
+    count: int, avoid: Collection[int] = (), kind: socket.SocketKind = socket.SOCK_STREAM
+) -> tuple[int, ...]:
+    """``count`` distinct ports (TCP, or UDP for ``SOCK_DGRAM``) free on 127.0.0.1 now,
+    none of them in ``avoid``.
 
     The kernel picks each (bind to port 0) while all are held, so they are
     distinct; QEMU binds them a moment later.  Another process may take one
@@ -148,14 +160,14 @@ def free_ports(count: int, avoid: Collection[int] = ()) -> tuple[int, ...]:
     ports: list[int] = []
     try:
         while len(ports) < count:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s = socket.socket(socket.AF_INET, kind)
             held.append(s)
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
             if port not in avoid:
                 ports.append(port)
             if len(held) > count + 100:
-                raise LabError("cannot find free TCP ports on 127.0.0.1")
+                raise LabError("cannot find free ports on 127.0.0.1")
     finally:
         for s in held:
             s.close()
@@ -165,5 +177,5 @@ def free_ports(count: int, avoid: Collection[int] = ()) -> tuple[int, ...]:
 def allocate_ports(n: int, avoid: Collection[int] = ()) -> Ports:
     """SSH and cable ports for an ``n``-guest lab."""
     check_hosts(n)
-    ports = free_ports(2 * n - 1, avoid)
-    return Ports(ssh=ports[:n], cables=ports[n:])
+    ssh = free_ports(n, avoid)
+    return Ports(ssh=ssh, cables=free_ports(2 * (n - 1), {*avoid, *ssh}, socket.SOCK_DGRAM))

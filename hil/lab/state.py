@@ -17,6 +17,7 @@ from hil.errors import InputError, LabError
 
 STATE_FILE = "lab.json"
 FORMAT = 1
+DEFAULT_MEMORY = "1G"
 # vng hands QEMU options to a shell and QEMU splits them at commas: allow
 # only characters that mean nothing to either.
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._/+-]+")
@@ -33,6 +34,8 @@ class GuestState:
     ssh_port: int
     qmp: str
     log: str
+    # Switched off on purpose (``hil host power HOST off``): not a sign of a stale lab.
+    off: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class LabState:
     cable_ports: tuple[int, ...]
     guests: tuple[GuestState, ...]
     format: int = FORMAT
+    memory: str = DEFAULT_MEMORY  # each guest's, for starting one again
 
 
 def default_dir() -> Path:
@@ -122,7 +126,7 @@ def stale_reason(state: LabState) -> str | None:
     """Why the recorded lab no longer runs as recorded, or None if it does."""
     if state.boot_id != boot_id():
         return "the machine rebooted since the lab started"
-    dead = [g.name for g in state.guests if not qemu_alive(g)]
+    dead = [g.name for g in state.guests if not g.off and not qemu_alive(g)]
     if dead:
         return f"guest(s) {', '.join(dead)} no longer run"
     return None

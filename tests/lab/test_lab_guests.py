@@ -13,15 +13,16 @@ FIRST = network.guest_name(ID, 0)
 
 
 def options(index: int, n: int = 3) -> list[str]:
-    cables = network.cables(ID, n, tuple(41000 + c for c in range(n - 1)))
+    cables = network.cables(ID, n, tuple(41000 + c for c in range(2 * (n - 1))))
     spec = guests.GuestSpec(network.guest_name(ID, index), index, 40000 + index, "768M", "tcg")
     return guests.qemu_options(LAB, spec, cables)
 
 
-def test_the_middle_guest_connects_to_its_left_cable_and_listens_on_its_right() -> None:
+def test_the_middle_guest_binds_its_end_of_each_cable_and_sends_to_the_other() -> None:
+    # Cable c's ends bind 41000 + 2c (guest c) and 41000 + 2c + 1 (guest c + 1).
     opts = options(1)
-    assert "socket,id=data0,connect=127.0.0.1:41000" in opts
-    assert "socket,id=data1,listen=127.0.0.1:41001" in opts
+    assert "socket,id=data0,udp=127.0.0.1:41000,localaddr=127.0.0.1:41001" in opts
+    assert "socket,id=data1,udp=127.0.0.1:41003,localaddr=127.0.0.1:41002" in opts
     assert "virtio-net-pci,netdev=data1,mac=52:54:00:01:01:01" in opts
 
 
@@ -34,7 +35,7 @@ def test_management_nic_forwards_ssh_from_loopback_only_and_cannot_reach_out() -
 
 def test_vng_gets_no_shell_syntax_and_tcg_when_asked() -> None:
     spec = guests.GuestSpec(FIRST, 0, 40000, "768M", "tcg")
-    argv = guests.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(ID, 2, (41000,)))
+    argv = guests.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(ID, 2, (41000, 41001)))
     assert "--disable-kvm" in argv
     assert argv[argv.index("--name") + 1] == FIRST  # vng makes it the guest's hostname
     assert argv[argv.index("--exec") + 1] == f"sh {guests.BOOT_SCRIPT} {LAB}/{FIRST}.d"
@@ -45,6 +46,6 @@ def test_vng_gets_no_shell_syntax_and_tcg_when_asked() -> None:
         Path("/k/bzImage"),
         LAB,
         guests.GuestSpec(FIRST, 0, 1, "1G", "kvm"),
-        network.cables(ID, 2, (41000,)),
+        network.cables(ID, 2, (41000, 41001)),
     )
     assert "--disable-kvm" not in kvm

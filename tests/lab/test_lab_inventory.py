@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from hil.inventory import loader
+from hil.inventory.model import Power
 from hil.lab import bootfiles, inventory, network
 from hil.lab.state import GuestState, LabState
 
@@ -15,7 +16,7 @@ def lab_state(lab_dir: Path, n: int) -> tuple[LabState, list[network.Cable]]:
     """The state ``up`` records for an ``n``-guest lab in ``lab_dir`` (the processes made up)."""
     lab = network.lab_id(lab_dir)
     ports = network.Ports(
-        ssh=tuple(2200 + i for i in range(n)), cables=tuple(3300 + i for i in range(n - 1))
+        ssh=tuple(2200 + i for i in range(n)), cables=tuple(3300 + i for i in range(2 * (n - 1)))
     )
     names = [network.guest_name(lab, i) for i in range(n)]
     guests = tuple(
@@ -51,6 +52,7 @@ def test_two_guest_inventory_loads_with_strict_host_keys_and_siw(tmp_path: Path)
     assert h.python == "/usr/bin/python3"
     assert set(h.tags) == {"virtual", "siw"}
     assert dict(h.sysctls)["net.ipv4.tcp_retries2"] == "5"
+    assert h.power == Power(mode="qmp", qmp=str(tmp_path / f"{lab}-1.qmp"), lab=str(tmp_path))
     (p0,) = h.rnics
     assert (p0.name, p0.netdev, p0.driver, p0.rdma_device, p0.fallback, p0.mtu) == (
         "p0",

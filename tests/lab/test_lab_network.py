@@ -15,15 +15,16 @@ LAB = "lab1a2b"
 
 
 def test_two_guests_have_one_cable_data0_to_data0() -> None:
-    (cable,) = network.cables(LAB, 2, (40001,))
+    (cable,) = network.cables(LAB, 2, (40001, 40002))
     assert cable.name == "lab1a2b-0-1"
     assert (cable.a.guest, cable.a.nic.netdev, cable.a.nic.address) == (0, "data0", "198.18.0.1/24")
     assert (cable.b.guest, cable.b.nic.netdev, cable.b.nic.address) == (1, "data0", "198.18.0.2/24")
-    assert cable.port == 40001
+    assert (cable.a.port, cable.b.port) == (40001, 40002)
+    assert network.cable_ports(1, [cable]) == [40002]
 
 
 def test_three_guests_chain_and_the_middle_one_has_two_data_nics() -> None:
-    cables = network.cables(LAB, 3, (1, 2))
+    cables = network.cables(LAB, 3, (1, 2, 3, 4))
     assert [c.name for c in cables] == ["lab1a2b-0-1", "lab1a2b-1-2"]
     middle = network.data_nics(1, cables)
     assert [(c.name, n.netdev, n.address) for c, n in middle] == [
@@ -57,7 +58,7 @@ def test_every_spelling_of_a_directory_gives_one_lab_id(tmp_path: Path) -> None:
 
 def test_every_mac_of_a_lab_is_distinct() -> None:
     n = network.MAX_GUESTS
-    cables = network.cables(LAB, n, tuple(range(n - 1)))
+    cables = network.cables(LAB, n, tuple(range(2 * (n - 1))))
     macs = [network.mgmt_nic(g).mac for g in range(n)]
     macs += [nic.mac for g in range(n) for _, nic in network.data_nics(g, cables)]
     assert len(macs) == len(set(macs)) == n + 2 * (n - 1)
@@ -72,11 +73,15 @@ def test_guest_count_out_of_range_is_bad_input(n: int) -> None:
 def test_ports_are_distinct_free_and_not_in_avoid() -> None:
     first = network.allocate_ports(3)
     ports = [*first.ssh, *first.cables]
-    assert len(ports) == len(set(ports)) == 5
+    assert len(first.ssh) == 3 and len(first.cables) == 4  # two UDP ports per cable
+    assert len(ports) == len(set(ports)) == 7
     again = network.free_ports(5, avoid=ports)
     assert not set(again) & set(ports)
-    for p in ports:  # each is bindable right now
+    for p in first.ssh:  # each is bindable right now: TCP for SSH, UDP for the cables
         with socket.socket() as s:
+            s.bind(("127.0.0.1", p))
+    for p in first.cables:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.bind(("127.0.0.1", p))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import subprocess
@@ -101,6 +102,22 @@ def test_a_killed_guest_makes_the_lab_stale(
     proc.kill()
     proc.wait(10)
     assert state.stale_reason(lab) == f"guest(s) {first_guest(tmp_path / 'lab')} no longer run"
+    # Unless it was switched off on purpose (`hil host power HOST off`).
+    off = dataclasses.replace(lab, guests=(dataclasses.replace(lab.guests[0], off=True),))
+    state.save(off)
+    assert state.load(tmp_path / "lab") == off
+    assert state.stale_reason(off) is None
+
+
+def test_a_state_file_from_before_power_loads_with_defaults(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]
+) -> None:
+    lab = recorded(tmp_path / "lab", *stand_in)
+    raw = json.loads((tmp_path / "lab" / state.STATE_FILE).read_text())
+    del raw["memory"], raw["guests"][0]["off"]
+    (tmp_path / "lab" / state.STATE_FILE).write_text(json.dumps(raw))
+    assert state.load(tmp_path / "lab") == lab
+    assert (lab.memory, lab.guests[0].off) == (state.DEFAULT_MEMORY, False)
 
 
 def test_a_recycled_pid_is_not_our_guest(

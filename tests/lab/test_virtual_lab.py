@@ -169,14 +169,18 @@ def test_status_reports_a_healthy_lab_and_up_reuses_it(virtual_lab: VirtualLab) 
 @pytest.mark.takes_lab_down
 def test_zz_down_leaves_no_process_and_no_listening_port(virtual_lab: VirtualLab) -> None:
     # Runs after every other test (takes_lab_down): it stops the session's lab.
-    ports = {*(g.ssh_port for g in virtual_lab.state.guests), *virtual_lab.state.cable_ports}
+    running = virtual_lab.state  # a guest started again by a recovery has a new QEMU
+    ports = {g.ssh_port for g in running.guests}
+    cables = set(running.cable_ports)
     assert ports <= guests.listening_ports()
+    assert cables <= guests.bound_udp_ports()
     out = hil_lab("down", "--dir", str(virtual_lab.dir))
     assert out.returncode == 0, out.stderr
-    for g in virtual_lab.state.guests:
+    for g in running.guests:
         assert not Path(f"/proc/{g.pid}").exists() or _zombie(g.pid), f"{g.name} QEMU still runs"
         assert not _live_members(g.pgid), f"{g.name}: processes left in group {g.pgid}"
     assert not ports & guests.listening_ports()
+    assert not cables & guests.bound_udp_ports()
     assert not virtual_lab.dir.exists()
 
 
