@@ -138,9 +138,10 @@ def reboot_resets(socket_path: str, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Make a reboot reset the guest instead of ending QEMU, which vng's ``-no-reboot``
     asks for: a QMP ``system_reset`` (a power cycle) and a reboot in the guest then work.
 
-    It stays set for the guest's life: the firmware resets the machine once
-    more while it boots again after a ``system_reset`` (QEMU 7.2, SeaBIOS),
-    which would end QEMU under ``-no-reboot``.  So a panic (vng boots with
+    It stays set for the guest's life: with it set only around a
+    ``system_reset`` and put back right after, QEMU 7.2 still ended within
+    20 s (a second reset while the guest boots again, most likely the
+    firmware's, counts as a reboot).  So a panic (vng boots with
     ``panic=-1``) reboots the guest: its console log keeps the panic, and the
     guest comes back by itself, fresh.
     """
