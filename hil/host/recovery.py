@@ -25,7 +25,6 @@ bounded by ``timeout`` (one SSH connect attempt may overrun it by the host's
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
@@ -40,8 +39,6 @@ if TYPE_CHECKING:
     from hil.host.hosts import Hosts
     from hil.reservation.health import FailureKind
     from hil.reservation.store import Store
-
-log = logging.getLogger(__name__)
 
 RecoveryStep = Literal["power", "ssh", "agent", "journal", "health"]
 RECOVERY_TIMEOUT = 600.0  # a TCG guest on a busy machine boots in 1-2 min; real hosts in 5
