@@ -235,8 +235,8 @@ class AgentClient:
         status = self._channel.exit_status(wait=1.0)
         if status is None:
             dead = (
-                "the agent's channel closed with no exit status (the SSH connection was "
-                f"cut, or the host or its sshd went down){self._stderr_suffix()}"
+                "the agent ended without an exit status (killed by a signal, or its SSH "
+                f"connection was cut, or the host or its sshd went down){self._stderr_suffix()}"
             )
         else:
             dead = f"agent exited (status {status}){self._stderr_suffix()}"

@@ -58,16 +58,12 @@ class Hosts:
         return pool.get(name)
 
     def agent(self, name: str) -> Agent:
-        """The agent on host ``name``, started over its session on first use, and again
-        when the one before died (its connection cut, the host rebooted): the run's restore
-        must reach a host that is back."""
+        """The agent on host ``name``, started over its session on first use.  Once it has
+        died it stays dead here: a caller holding state in it (a CM endpoint, a kernel-log
+        cursor) must see that; :meth:`call` starts a new one."""
         host = self.host(name)
         with self._lock:
             agent = self._agents.get(name)
-            if agent is not None and not agent.alive:
-                log.warning("%s: the agent is gone (%s); starting a new one", name, agent.death)
-                del self._agents[name]
-                agent = None
         if agent is not None:
             return agent
         from hil.agent import Agent
@@ -82,8 +78,17 @@ class Hosts:
 
     def call(self, name: str, method: str, /, timeout: float | None = None, **params: Any) -> Any:
         """One agent call on host ``name``, bounded by ``timeout`` (default ``call_timeout``,
-        else the agent call layer's bound, :mod:`hil.timeouts`)."""
-        return self.agent(name).call(method, timeout=timeout or self.call_timeout, **params)
+        else the agent call layer's bound, :mod:`hil.timeouts`), on a new agent when the one
+        before died (its connection cut, the host rebooted): a run's restore, made of such
+        calls, must reach a host that is back."""
+        agent = self.agent(name)
+        if not agent.alive:
+            with self._lock:
+                if self._agents.get(name) is agent:
+                    log.warning("%s: the agent is gone (%s); starting a new one", name, agent.death)
+                    del self._agents[name]
+            agent = self.agent(name)
+        return agent.call(method, timeout=timeout or self.call_timeout, **params)
 
     def forget(self, name: str) -> None:
         """Drop host ``name``'s agent and SSH session (it was powered off or crashed):
