@@ -72,10 +72,11 @@ class Crash:
         what = "kernel crash" if self.kind == "kernel_crash" else "unreachable"
         return f"{self.host}: {what}: {self.detail}"
 
-    def with_console(self, lines: Sequence[str], source: str) -> Crash:
-        """This crash with ``lines`` from the host's console; a panic there makes it a
-        kernel crash (the host stopped before its agent could read it)."""
-        found = crash_line(lines)
+    def with_console(self, lines: Sequence[str], source: str, fresh: Sequence[str]) -> Crash:
+        """This crash with ``lines`` (the tail of the host's console) attached; a panic in
+        ``fresh`` (what the console took during the test) makes it a kernel crash (the
+        host stopped before its agent could read it)."""
+        found = crash_line(fresh)
         crash = replace(self, lines=tuple(lines), source=source)
         if found is None or self.kind == "kernel_crash":
             return crash

@@ -58,8 +58,8 @@ RUN_DIED = "run died"
 CONSOLE_LINES = 40
 RECOVER_TIMEOUT = 600.0
 _STATE = pytest.StashKey["CrashState"]()
-_ATTEMPT = pytest.StashKey[int]()
 _OUTCOMES = pytest.StashKey[dict[str, str]]()
+_CONSOLE_AT = pytest.StashKey[dict[str, int]]()  # each lab guest's console size at the call
 # Ends of a call that are no failure of the test: skip, exit, Ctrl-C or SIGTERM.
 _NOT_FAILURES = (pytest.skip.Exception, pytest.exit.Exception, KeyboardInterrupt)
 
@@ -156,7 +156,7 @@ def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
         live = {le.id for le in hs.store.leases()}
         for attempt in hs.store.attempts(hosts=hosts, unfinished=True):
             if attempt.lease_id in live:
-                continue  # a live run's test under way (this is not our lease's pair then)
+                continue  # a live run's, not a dead one's
             hs.progress(
                 f"{attempt}: its run died during it; if a host went down then, this test is "
                 "the likely cause"
@@ -200,7 +200,6 @@ def _begin_attempt(hs: HilSession, run: PairRun, item: pytest.Item) -> int | Non
     except HilError as e:
         log.warning("could not record the attempt of %s: %s", item.nodeid, e)
         return None
-    item.stash[_ATTEMPT] = attempt
     return attempt
 
 
@@ -308,30 +307,50 @@ def _start_watch(item: pytest.Item) -> Watch | None:
     except HilError as e:
         log.warning("no crash watch for %s: %s", item.nodeid, e)
         return None
+    item.stash[_CONSOLE_AT] = _console_sizes(item)
     with state.lock:
         state.armed = item
     return watch
 
 
-def _with_console(item: pytest.Item, crash: Crash) -> Crash:
-    """The crash with a virtual lab guest's console tail, when the lab keeps one."""
+def _consoles(item: pytest.Item) -> dict[str, Path]:
+    """Each virtual lab guest's console log, when the inventory is a lab's (none else)."""
     path = item.config.getoption("hil_inventory")
     if not path:
-        return crash
+        return {}
     from hil.lab.state import load
 
     try:
         lab = load(Path(path).parent)
     except HilError:
-        return crash
-    guest = None if lab is None else next((g for g in lab.guests if g.name == crash.host), None)
-    if guest is None:
+        return {}
+    return {} if lab is None else {g.name: Path(g.log) for g in lab.guests}
+
+
+def _console_sizes(item: pytest.Item) -> dict[str, int]:
+    """Where each guest's console ends now: what it takes after is the test's."""
+    sizes = {}
+    for host, log_path in _consoles(item).items():
+        try:
+            sizes[host] = log_path.stat().st_size
+        except OSError:
+            continue
+    return sizes
+
+
+def _with_console(item: pytest.Item, crash: Crash) -> Crash:
+    """The crash with a virtual lab guest's console tail, when the lab keeps one."""
+    log_path = _consoles(item).get(crash.host)
+    if log_path is None:
         return crash
     try:
-        text = Path(guest.log).read_text(errors="replace")
+        data = log_path.read_bytes()
     except OSError:
         return crash
-    return crash.with_console(text.splitlines()[-CONSOLE_LINES:], f"console {guest.log}")
+    since = item.stash.get(_CONSOLE_AT, {}).get(crash.host, len(data))
+    tail = data.decode(errors="replace").splitlines()[-CONSOLE_LINES:]
+    fresh = data[since:].decode(errors="replace").splitlines()
+    return crash.with_console(tail, f"console {log_path}", fresh)
 
 
 # -- after the crashed test ---------------------------------------------------------
