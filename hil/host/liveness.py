@@ -8,7 +8,9 @@ thread of its own:
   :data:`KEEP` lines, and declares a **kernel crash** at the first line that
   says the kernel panicked or oopsed (:data:`CRASH_LINE`);
 - a read that answers also proves the host alive; one that fails is
-  followed by ``true`` over SSH (same bound), which proves it too;
+  followed by reading its uptime over SSH (same bound), which proves it
+  too, unless the host has been up for less time than it was watched: it
+  **rebooted** under the test (a kernel crash; its agent died with it);
 - a host that proved itself alive by neither for ``bound`` seconds is
   **unreachable**: the kernel stopped (a panic that halted it, a frozen
   machine), or the machine is off.
@@ -117,6 +119,7 @@ class Watch:
         self._lines: dict[str, deque[str]] = {n: deque(maxlen=KEEP) for n in self.names}
         self._cursors: dict[str, int] = {}
         self.crash: Crash | None = None
+        self._started = clock()
 
     def start(self) -> Watch:
         """Open a kernel-log cursor on each host (bounded) and start the threads."""
@@ -125,7 +128,7 @@ class Watch:
                 self.hosts.agent(name), wire.KMSG_CURSOR, wire.NoParams(), self.probe_timeout
             )
         # Each host answered just now (its cursor): the bound counts from here.
-        now = self._clock()
+        now = self._started = self._clock()
         with self._lock:
             self._last_ok = dict.fromkeys(self.names, now)
         for name in self.names:
@@ -221,11 +224,23 @@ class Watch:
         return True
 
     def _ssh_alive(self, name: str) -> bool:
+        """The host's uptime over SSH: it answers; up for less than it has been watched,
+        it rebooted under the test (a panic with ``panic=N``, a watchdog, a reset)."""
         try:
-            self.hosts.session(name).run(tools.argv("true"), timeout=self.probe_timeout)
+            result = self.hosts.session(name).run(
+                tools.argv("cat", "/proc/uptime"), timeout=self.probe_timeout
+            )
         except HilError as e:
             log.debug("%s: liveness: SSH probe failed: %s", name, e)
             return False
+        watched = self._clock() - self._started
+        try:
+            up = float(result.stdout.split()[0])
+        except (IndexError, ValueError):
+            return True  # it answered; what it said of its uptime is no proof of a reboot
+        if up < watched:
+            detail = f"it rebooted during the test (up {up:.0f} s, watched for {watched:.0f} s)"
+            self._declare(Crash(name, "kernel_crash", detail, self.lines(name)))
         return True
 
     def _monitor(self, _: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ class StandIn:
         self.ssh_down = False
         self.frozen = threading.Event()  # set: every call blocks (until the test ends)
         self.closed: list[int] = []
+        self.uptime = 1000.0
 
     def call(self, method: str, timeout: float = 30, **params: Any) -> Any:
         if self.frozen.is_set():
@@ -50,11 +52,13 @@ class StandIn:
         ]
         return {"records": records, "lost": 0}
 
-    def run(self, argv: list[str], timeout: float = 60) -> None:
+    def run(self, argv: list[str], timeout: float = 60) -> SimpleNamespace:
         if self.frozen.is_set():
             time.sleep(timeout)
         if self.ssh_down or self.frozen.is_set():
             raise SSHError(self.host, "connection refused")
+        assert argv == ["cat", "/proc/uptime"]
+        return SimpleNamespace(stdout=f"{self.uptime:.2f} 12.00\n")
 
 
 class StandInHosts:
@@ -130,6 +134,18 @@ def test_a_dead_agent_on_a_host_that_answers_ssh_is_no_crash(pair: StandInHosts)
     pair.by_name["b"].agent_down = True
     time.sleep(BOUND * 2)
     assert w.stop() is None and crashes == []
+
+
+def test_a_host_that_rebooted_under_the_test_is_a_kernel_crash(pair: StandInHosts) -> None:
+    crashes: list[Crash] = []
+    w = watch(pair, crashes)
+    time.sleep(0.3)
+    b = pair.by_name["b"]
+    b.agent_down, b.uptime = True, 0.1  # its agent died with its kernel; SSH is back
+    wait_for(crashes, 2)
+    w.stop()
+    assert [(c.host, c.kind) for c in crashes] == [("b", "kernel_crash")]
+    assert crashes[0].detail.startswith("it rebooted during the test (up 0 s, watched for ")
 
 
 def test_confirm_tells_a_dead_host_from_a_live_one(pair: StandInHosts) -> None:

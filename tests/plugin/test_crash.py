@@ -76,7 +76,7 @@ def session(pytester: pytest.Pytester, lab: NetnsLab, store: Path, *extra: str) 
         "--hil-store",
         str(store),
         "--hil-liveness",
-        "3",
+        "6",
         "-rA",
         "--rootdir",
         str(pytester.path),  # node ids as the markers below name them
@@ -107,7 +107,7 @@ def test_a_host_that_stops_answering_ends_the_test_as_host_crashed_quarantined_a
     result.stdout.fnmatch_lines(
         [
             f"hil: HostCrashed: {b}: host crashed (stopped answering) during "
-            "*::test_change: no answer from its agent or SSH for * s (liveness bound 3 s)*",
+            "*::test_change: no answer from its agent or SSH for * s (liveness bound 6 s)*",
             f"hil: host {b}: unreachable: *, during *::test_change: quarantined (its inventory "
             "entry has no power: that hil may cycle); the session stopped after it, 1 not run",
         ]
