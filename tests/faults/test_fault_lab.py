@@ -44,27 +44,26 @@ def _siw_devices(hosts: Hosts, host: str) -> set[str]:
 
 
 @pytest.fixture
-def without_lab_siw(virtual_lab: VirtualLab) -> Iterator[VirtualLab]:
-    """The lab with the siw devices its guests make at boot deleted, so that pair setup
-    creates them (its siw fallback); made again at the end, whatever the test did."""
+def without_lab_siw(virtual_lab: VirtualLab) -> Iterator[Hosts]:
+    """The lab's guests (their agents, to look at them) with the siw devices they make at
+    boot deleted, so that pair setup creates them (its siw fallback); made again at the
+    end, whatever the test did."""
     ports = [(h.name, r.netdev, r.rdma_device) for h in virtual_lab.pair.hosts for r in h.rnics]
     with Hosts(virtual_lab.inventory) as hosts:
         for host, _, device in ports:
             if device in _siw_devices(hosts, host):
                 hosts.agent(host).delete_rdma_link(str(device))
-    try:
-        yield virtual_lab
-    finally:
-        with Hosts(virtual_lab.inventory) as hosts:
+        try:
+            yield hosts
+        finally:
             for host, netdev, device in ports:
                 if device not in _siw_devices(hosts, host):
                     hosts.agent(host).add_siw(str(device), netdev)
 
 
 def test_a_run_killed_during_siw_device_creation_is_undone_by_the_next(
-    without_lab_siw: VirtualLab, tmp_path: Path
+    virtual_lab: VirtualLab, without_lab_siw: Hosts, tmp_path: Path
 ) -> None:
-    virtual_lab = without_lab_siw
     store_url = str(tmp_path / "store.db")
     pair = virtual_lab.pair
     inventory = control.inventory_path(virtual_lab.dir)
@@ -92,8 +91,8 @@ def test_a_run_killed_during_siw_device_creation_is_undone_by_the_next(
         siw = sorted(e.host for e in entries if "delete siw device" in e.entry["what"])
         assert siw == sorted((a, b)), [e.entry for e in entries]
         # On the guests: the first host's device was made, the second's was not.
-        with Hosts(virtual_lab.inventory) as hosts:
-            assert len(_siw_devices(hosts, a)) == 1 and _siw_devices(hosts, b) == set()
+        guests = without_lab_siw
+        assert len(_siw_devices(guests, a)) == 1 and _siw_devices(guests, b) == set()
         # The next run: its reservation takes the dead lease over, its replay undoes both.
         request = PairRequest(pair=pair.name, holder="next run", ttl=60, wait=30)
         nxt = PairRun(virtual_lab.inventory, store, request)
