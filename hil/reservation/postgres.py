@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import psycopg
@@ -84,17 +84,34 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[_PgTx]:
+        try:
+            with ExitStack() as stack:
+                yield self._begin(stack, write)
+        except psycopg.Error as e:
+            raise self._error("query failed", e) from e
+
+    def _begin(self, stack: ExitStack, write: bool) -> _PgTx:
+        """Start a transaction on ``stack``.  A connection that broke while idle (the
+        server restarted) is replaced once: nothing of the caller's has run on it yet."""
+        try:
+            return self._try_begin(stack, write)
+        except psycopg.OperationalError:
+            if self._conn is None or not self._conn.broken:
+                raise
+            return self._try_begin(stack, write)
+
+    def _try_begin(self, stack: ExitStack, write: bool) -> _PgTx:
         if self._conn is None or self._conn.closed or self._conn.broken:
             # (Re)connect lazily, so a heartbeat survives a server restart.
             self._conn = self._connect()
         conn = self._conn
-        try:
-            with conn.transaction():
-                if write:
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-                yield _PgTx(conn)
-        except psycopg.Error as e:
-            raise self._error("query failed", e) from e
+        with ExitStack() as attempt:
+            attempt.enter_context(conn.transaction())
+            if write:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+            tx = _PgTx(conn)
+            stack.enter_context(attempt.pop_all())
+        return tx
 
     def _columns(self, tx: Tx, table: str) -> set[str]:
         rows = tx.q(

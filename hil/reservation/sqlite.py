@@ -58,7 +58,12 @@ class SqliteStore(SqlStore):
 
     def _error(self, doing: str, e: Exception) -> StoreError:
         hint = "check the path is a writable file in a writable directory (--store or HIL_STORE)"
-        if "locked" in str(e) or "busy" in str(e):
+        if isinstance(e, sqlite3.Error) and e.sqlite_errorcode == sqlite3.SQLITE_FULL:
+            hint = (
+                f"the file system of {self.path} is full; free space there (what could not "
+                "be written was not done, and the journal keeps every change already made)"
+            )
+        elif "locked" in str(e) or "busy" in str(e):
             hint = (
                 f"another process held it locked for more than {self.timeout:g} s; "
                 "retry, or look for a stuck hil process"

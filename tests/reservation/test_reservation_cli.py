@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hil.reservation import Claim, Holder, open_store, reserve
+from tests.reservation.pausing import pause_outside_the_store
 
 HIL = Path(sys.executable).parent / "hil"
 INVENTORY = """\
@@ -167,7 +168,7 @@ def test_hold_exits_3_when_the_lease_is_taken_over(
     holder = background("reserve", "--pair", "ab", "--ttl", "1", "--hold", "--json")
     assert holder.stdout is not None
     lease = json.loads(holder.stdout.readline())
-    holder.send_signal(signal.SIGSTOP)  # a frozen runner misses its heartbeats
+    pause_outside_the_store(holder, store_url)  # a frozen runner misses its heartbeats
     try:
         time.sleep(1.3)
         with open_store(store_url) as store:

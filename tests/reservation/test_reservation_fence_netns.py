@@ -7,22 +7,19 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from netnslab import NetnsLab
 
 from hil.host.hosts import Hosts
 from hil.host.journal import agent_undo, replay
 from hil.reservation import Store, open_store
-from hil.reservation.postgres import LOCK_KEY
 from hil.run import PairRequest, PairRun
+from tests.reservation.pausing import pause_outside_the_store
 
 HERE = Path(__file__).parent
 PAIR = "ns0-ns1"
@@ -54,41 +51,6 @@ def holder(netns_lab: NetnsLab, store_url: str) -> Iterator[subprocess.Popen[str
     proc.communicate(timeout=10)
 
 
-def _store_is_free(store_url: str) -> bool:
-    """Whether nobody holds the store's write lock (SQLite's, or the advisory lock)."""
-    if store_url.startswith("postgresql"):
-        with psycopg.connect(store_url, autocommit=True) as pg:
-            row = pg.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
-            assert row is not None
-            if row[0]:
-                pg.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
-            return bool(row[0])
-    db = sqlite3.connect(store_url, timeout=0.2, isolation_level=None)
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        db.close()
-
-
-def _pause_outside_the_store(proc: subprocess.Popen[str], store_url: str) -> None:
-    """SIGSTOP ``proc``, again until it is not stopped inside a store transaction.
-
-    A holder stopped inside its heartbeat's transaction would keep the store's
-    write lock (a SQLite store's for good): that is another test's case.
-    """
-    for _ in range(20):
-        proc.send_signal(signal.SIGSTOP)
-        if _store_is_free(store_url):
-            return
-        proc.send_signal(signal.SIGCONT)
-        time.sleep(0.05)
-    pytest.fail(f"the holder was inside a store transaction at each of 20 pauses ({store_url})")
-
-
 def _say(proc: subprocess.Popen[str], line: str) -> str:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(line + "\n")
@@ -103,7 +65,7 @@ def test_a_holder_paused_past_its_ttl_cannot_pull_the_link_under_the_next_holder
     ready = holder.stdout.readline().split()
     assert ready[:1] == ["ready"], f"the holder did not reserve the pair: {ready}"
     old_id, old_token = ready[1], int(ready[2])
-    _pause_outside_the_store(holder, store_url)
+    pause_outside_the_store(holder, store_url)
     up, mtu = _link(netns_lab)
     assert up, "ns0's data0 is down before the test"
     request = PairRequest(pair=PAIR, holder="next holder", rdma=False, wait=TTL + 15)
