@@ -33,6 +33,8 @@ TERM_TIMEOUT = 5.0
 # vng processes started by this process, reaped by stop() so that none is
 # left as a zombie (the CLI exits and leaves reaping to init instead).
 _children: dict[int, subprocess.Popen[bytes]] = {}
+# The cat that copies each of them (by its pid) to the guest's log.
+_loggers: dict[int, subprocess.Popen[bytes]] = {}
 
 
 @dataclass(frozen=True)
@@ -125,26 +127,43 @@ def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable])
     log = lab_dir / f"{spec.name}.log"
     pidfile = lab_dir / f"{spec.name}.pid"
     pidfile.unlink(missing_ok=True)
+    argv = vng_argv(kernel, lab_dir, spec, lab_cables)
     # Appended: a guest started again keeps what its last boot logged (a panic).
     with open(log, "ab") as out:
         if out.tell():
             out.write(f"\n--- hil: {spec.name} started again at {time.ctime()} ---\n".encode())
             out.flush()
-        proc = subprocess.Popen(
-            vng_argv(kernel, lab_dir, spec, lab_cables),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=vng_env(),
-            cwd="/",
+        # vng has QEMU reopen its stdout and stderr by path (file chardevs on
+        # /proc/self/fd/N), each with O_TRUNC and an offset of its own: on a log
+        # file they truncate it and overwrite each other's lines.  Through a pipe
+        # to cat, which appends, every line stays, after those of earlier boots.
+        # cat has a session of its own (no terminal's Ctrl-C) and ends at EOF,
+        # when vng and QEMU are gone.
+        cat = subprocess.Popen(
+            tools.argv("cat"), stdin=subprocess.PIPE, stdout=out, start_new_session=True
         )
+    assert cat.stdin is not None
+    try:
+        with cat.stdin:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=cat.stdin,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=vng_env(),
+                cwd="/",
+            )
+    except OSError as e:
+        cat.wait(TERM_TIMEOUT)  # it saw EOF
+        raise LabError(f"{spec.name}: cannot start vng: {e}") from None
+    _loggers[proc.pid] = cat
     _children[proc.pid] = proc
     qmp_path = str(lab_dir / f"{spec.name}.qmp")
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            _children.pop(proc.pid, None)
+            _reap(proc.pid)  # cat too, so the log is complete
             raise LabError(f"{spec.name}: vng exited {proc.returncode} at start:\n{log_tail(log)}")
         pid = _read_pid(pidfile)
         if pid is not None and Path(qmp_path).exists():
@@ -307,11 +326,12 @@ def _kill_group(pgid: int) -> None:
 
 
 def _reap(pid: int, block: bool = True) -> None:
-    proc = _children.get(pid)
-    if proc is None:
-        return
-    try:
-        proc.wait(timeout=TERM_TIMEOUT if block else 0)
-    except subprocess.TimeoutExpired:
-        return
-    _children.pop(pid, None)
+    for table in (_children, _loggers):
+        proc = table.get(pid)
+        if proc is None:
+            continue
+        try:
+            proc.wait(timeout=TERM_TIMEOUT if block else 0)
+        except subprocess.TimeoutExpired:
+            return
+        table.pop(pid, None)
