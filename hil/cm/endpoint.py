@@ -323,9 +323,21 @@ class Endpoint:
             id=self.handle(cm_id) if cm_id else None,
         )
         got = self._call(wire.OP_EVENTS, params, timeout + 10)
+        return self.ingest(got["log"])
+
+    @property
+    def cursor(self) -> int:
+        """The seq of the last log entry fetched: a script's log starts after it."""
+        return self._cursor
+
+    def ingest(self, log: list[wire.CMLogEntry]) -> list[Event]:
+        """Record the worker's log entries after :attr:`cursor` (from ``events`` or a
+        script's reply): events, and the worker's own actions; returns the new events."""
         fresh: list[Event] = []
-        for entry in got["log"]:
-            self._cursor = max(self._cursor, entry["seq"])
+        for entry in log:
+            if entry["seq"] <= self._cursor:
+                continue
+            self._cursor = entry["seq"]
             if entry["kind"] == "event":
                 fresh.append(self._event(entry))
             elif entry["kind"] == "action":

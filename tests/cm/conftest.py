@@ -9,12 +9,17 @@ restoring it at the end.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cmlab import CMPair
+from fake_rdma import FakeLib
 from vlab import VirtualLab, lab_pair_run
+
+from hil.agent.remote.cmworker import Worker
+from hil.agent.remote.librdmacm import CMChannel
 
 
 # Module scope: the pair is restored before tests/lab takes the shared lab down.
@@ -34,3 +39,16 @@ def cm_pair(
 def _own_lab(lab: VirtualLab, scratch: Path) -> Iterator[CMPair]:
     with lab_pair_run(lab, scratch, "tests/cm") as run:
         yield CMPair(run, str(lab.inventory.path), str(scratch / "store.db"))
+
+
+@pytest.fixture
+def worker() -> Iterator[tuple[Worker, FakeLib]]:
+    """A CM worker over the fake librdmacm (fake_rdma.py), its poller running."""
+    lib = FakeLib()
+    w = Worker(CMChannel(lib))  # type: ignore[arg-type]
+    poller = threading.Thread(target=w.poll_loop, daemon=True)
+    poller.start()
+    yield w, lib
+    w.closing.set()
+    poller.join(2)
+    w.close()

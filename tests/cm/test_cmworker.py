@@ -11,28 +11,15 @@ import io
 import json
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from fake_rdma import FakeLib
 
 from hil.agent.remote import protocol
 from hil.agent.remote.cmworker import Server, Worker
-from hil.agent.remote.librdmacm import CMChannel, RdmaError
+from hil.agent.remote.librdmacm import RdmaError
 
 ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST, ESTABLISHED = 0, 2, 4, 9
-
-
-@pytest.fixture
-def worker() -> Iterator[tuple[Worker, FakeLib]]:
-    lib = FakeLib()
-    w = Worker(CMChannel(lib))  # type: ignore[arg-type]
-    poller = threading.Thread(target=w.poll_loop, daemon=True)
-    poller.start()
-    yield w, lib
-    w.closing.set()
-    poller.join(2)
-    w.close()
 
 
 def test_auto_accepting_listener_answers_in_the_worker(worker: tuple[Worker, FakeLib]) -> None:
@@ -188,6 +175,8 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     resolver.join(2)
     log = op("events", after=0)["log"]
     assert {e["kind"] for e in log} == {"event", "action"}
+    ran = op("scenario", steps=[{"op": "disconnect", "id": mine[1]}], after=len(w.log.entries))
+    assert [s["op"] for s in ran["steps"]] == ["disconnect"] and ran["log"] == []
     op("destroy", id=mine[0])
     op("handles")
     assert set(answered) == set(protocol.CM_OPS)

@@ -3,7 +3,8 @@
 ``cm_open`` starts a worker (``cmworker.py``, from this same zipapp) that
 owns one RDMA CM event channel; ``cm_call(endpoint, op, params)`` runs one of
 its operations (listen, connect, accept, reject, disconnect, qp_err, destroy,
-stream_start/stop/stats, events, pause, handles); ``cm_kill`` SIGKILLs it, the
+stream_start/stop/stats, events, pause, handles, and ``scenario``: a script of
+those run in the worker at its triggers); ``cm_kill`` SIGKILLs it, the
 way a crashing application would drop its connections; ``cm_close`` ends it
 in order.  ``cm_now`` is this host's CLOCK_MONOTONIC in µs, the time base of
 every event and action the workers report (for the controller's clock offset);

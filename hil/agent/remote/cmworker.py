@@ -31,6 +31,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from . import cmscript
 from .cmstream import Stream
 from .ibverbs import wc_status_name
 from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
@@ -48,6 +49,8 @@ from .protocol import (
     HandlesReply,
     IdTimedReply,
     RemoteBuffer,
+    ScenarioReply,
+    ScenarioStep,
     StreamMode,
     StreamStats,
     StreamStopReply,
@@ -354,6 +357,18 @@ class Worker:
         (self.paused.set if on else self.paused.clear)()
         return {"t_us": now_us(), "us": 0}
 
+    def scenario(
+        self,
+        steps: list[ScenarioStep],
+        after: int = 0,
+        linger_s: float = 0.0,
+        deadline_s: float = cmscript.DEFAULT_DEADLINE_S,
+    ) -> ScenarioReply:
+        """Run a script of steps here, each at its trigger (cmscript.py); the whole log."""
+        return cmscript.run(
+            self, {"steps": steps, "after": after, "linger_s": linger_s, "deadline_s": deadline_s}
+        )
+
     def handles(self) -> HandlesReply:
         """The live cm_id handles."""
         return {"ids": self.ch.handles()}
@@ -425,7 +440,7 @@ class Server:
                     },
                 }
             )
-        except TypeError as e:
+        except (TypeError, cmscript.ScenarioError) as e:
             self.send({"id": rid, "error": {"type": "bad_params", "message": f"{op}: {e}"}})
         except Exception as e:  # noqa: BLE001 -- a worker bug: report it, keep serving
             tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])

@@ -1,0 +1,170 @@
+"""Scenario scripts inside the CM worker (hil/agent/remote/cmscript.py) over fake librdmacm.
+
+The triggers, the id references, the stamps and the malformed-script checks
+are tested in-process here, with real threads and a real pollable channel fd
+(tests/cm/fake_rdma.py); the same scripts run on real siw in
+test_scenario_lab.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+
+import pytest
+from fake_rdma import FakeLib
+
+from hil.agent.remote import protocol
+from hil.agent.remote.cmscript import ScenarioError, now_us
+from hil.agent.remote.cmworker import Server, Worker
+
+CONNECT_REQUEST, ESTABLISHED, DISCONNECTED = 4, 9, 10
+
+
+def later(seconds: float, fn: object, *args: object) -> threading.Thread:
+    t = threading.Timer(seconds, fn, args)  # type: ignore[arg-type]
+    t.start()
+    return t
+
+
+def test_an_event_triggers_a_step_on_its_own_id(worker: tuple[Worker, FakeLib]) -> None:
+    """A passive script: accept the CONNECT_REQUEST's id as soon as it arrives."""
+    w, lib = worker
+    listener = w.listen("198.18.0.2", 7471)["id"]
+    child = lib.cm.new_id()
+    later(0.2, lib.cm.push, CONNECT_REQUEST, child, w.ch._id(listener).ptr, 0, b"hi")
+    got = w.scenario(
+        steps=[
+            {"op": "accept", "on": "CONNECT_REQUEST", "id_of": "event", "name": "c", "wait_s": 5},
+            {"op": "disconnect", "id_of": "c", "after_us": 20_000},
+        ],
+    )
+    protocol.OP_SCENARIO.decode(got, strict=True)
+    accept, disconnect = got["steps"]
+    event = next(e for e in got["log"] if e["kind"] == "event")
+    assert (accept["result"], accept["event_seq"], accept["id"]) == (
+        "ok",
+        event["seq"],
+        event["id"],
+    )
+    # The accept ran after the event was stamped, and says how long after.
+    assert accept["target_us"] == event["host_t_us"] <= accept["t_us"]
+    assert accept["late_us"] == accept["t_us"] - accept["target_us"] < 200_000
+    # The disconnect: 20 ms after the accept returned, on the same id.
+    assert disconnect["target_us"] == accept["t_us"] + accept["us"] + 20_000
+    assert disconnect["t_us"] >= disconnect["target_us"] and disconnect["id"] == accept["id"]
+    assert got["t_us"] <= event["host_t_us"] and got["end_us"] >= disconnect["t_us"]
+    assert [n for n, _ in lib.cm.calls if n in ("rdma_accept", "rdma_disconnect")] == [
+        "rdma_accept",
+        "rdma_disconnect",
+    ]
+
+
+def test_a_step_at_a_host_time_runs_then_not_before(worker: tuple[Worker, FakeLib]) -> None:
+    w, _ = worker
+    at = now_us() + 150_000
+    got = w.scenario(steps=[{"op": "pause", "params": {"on": False}, "at_us": at}])
+    (step,) = got["steps"]
+    assert step["result"] == "ok" and step["target_us"] == at <= step["t_us"]
+    assert step["late_us"] < 50_000  # measured: a loaded CI machine is slower than this
+
+
+def test_an_event_that_never_comes_skips_the_rest_within_its_bound(
+    worker: tuple[Worker, FakeLib],
+) -> None:
+    w, _ = worker
+    h = w.ch.create_id()
+    start = time.monotonic()
+    got = w.scenario(
+        steps=[
+            {"op": "disconnect", "id": h, "on": "ESTABLISHED", "wait_s": 0.2},
+            {"op": "destroy", "id": h},
+        ]
+    )
+    assert [s["result"] for s in got["steps"]] == ["timeout", "skipped"]
+    assert time.monotonic() - start < 2 and w.handles() == {"ids": [h]}
+
+
+def test_a_failing_step_is_a_result_and_the_script_goes_on(worker: tuple[Worker, FakeLib]) -> None:
+    w, lib = worker
+    h = w.ch.create_id()
+    got = w.scenario(
+        steps=[
+            {"op": "disconnect", "id": 42},
+            {"op": "destroy", "id": h, "name": "gone"},
+            {"op": "destroy", "id_of": "gone"},
+        ],
+    )
+    results = [s["result"] for s in got["steps"]]
+    assert results == ["EBADF", "ok", "EBADF"]  # the second destroy: the id is gone
+    assert all("t_us" in s and "late_us" in s for s in got["steps"])
+
+
+def test_events_trigger_once_each_in_arrival_order(worker: tuple[Worker, FakeLib]) -> None:
+    w, lib = worker
+    listener = w.listen("198.18.0.2", 7471)["id"]
+    kids = [lib.cm.new_id(), lib.cm.new_id()]
+    for kid in kids:
+        lib.cm.push(CONNECT_REQUEST, kid, w.ch._id(listener).ptr)
+    got = w.scenario(
+        steps=[
+            {"op": "reject", "on": "CONNECT_REQUEST", "id_of": "event"},
+            {"op": "reject", "on": "CONNECT_REQUEST", "id_of": "event"},
+        ],
+    )
+    first, second = got["steps"]
+    assert first["result"] == second["result"] == "ok"
+    assert first["event_seq"] < second["event_seq"] and first["id"] != second["id"]
+
+
+def test_the_log_starts_after_the_callers_cursor_and_lingers(
+    worker: tuple[Worker, FakeLib],
+) -> None:
+    w, lib = worker
+    h = w.ch.create_id()
+    lib.cm.push(ESTABLISHED, w.ch._id(h).ptr)
+    w.events(after=0, wait=2.0, types=["ESTABLISHED"])
+    later(0.1, lib.cm.push, DISCONNECTED, w.ch._id(h).ptr)
+    got = w.scenario(steps=[{"op": "disconnect", "id": h}], after=1, linger_s=0.4)
+    assert [(e["seq"], e["type"]) for e in got["log"] if e["kind"] == "event"] == [
+        (2, "DISCONNECTED")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("steps", "says"),
+    [
+        ([], None),
+        ([{"op": "bind"}], "scenario.steps[0].op"),
+        ([{"op": "destroy"}], "the id goes in id or id_of"),
+        ([{"op": "destroy", "id": 1, "id_of": "x"}], "id and id_of both given"),
+        ([{"op": "destroy", "id_of": "x"}], "id_of 'x' names no earlier step"),
+        ([{"op": "destroy", "id_of": "event"}], "id_of 'event' needs an 'on' trigger"),
+        ([{"op": "pause", "at_us": 1, "on": "ESTABLISHED"}], "two triggers"),
+        ([{"op": "pause", "wait_s": 1.0}], "wait_s bounds an 'on' trigger"),
+        ([{"op": "connect", "id": 3, "params": {"dst": "x", "port": 1}}], "acts on no id"),
+        ([{"op": "connect", "params": {"dst": "x"}}], "ConnectParams lacks port"),
+        ([{"op": "destroy", "id": 1, "params": {"wait": 1}}], "IdParams has no wait"),
+        ([{"op": "pause", "on": "ESTABLISHED", "on_id_of": "nope"}], "on_id_of 'nope'"),
+        ([{"op": "pause", "when": 3}], "ScenarioStep has no when"),
+    ],
+)
+def test_malformed_scripts_are_refused_before_any_step_runs(
+    worker: tuple[Worker, FakeLib], steps: list, says: str | None
+) -> None:
+    """The same check (protocol.scenario_problems) runs on the controller before sending."""
+    w, lib = worker
+    problems = protocol.scenario_problems({"steps": steps})
+    if says is None:
+        assert problems == []
+        return
+    assert any(says in p for p in problems), problems
+    out = io.BytesIO()
+    Server(w, out)._run(1, "scenario", {"steps": steps})
+    answer = json.loads(out.getvalue())["error"]
+    assert answer["type"] == "bad_params" and says in answer["message"]
+    assert lib.cm.calls == [] or all(n == "rdma_create_event_channel" for n, _ in lib.cm.calls)
+    with pytest.raises(ScenarioError):
+        w.scenario(steps=steps)
