@@ -83,18 +83,18 @@ class Step:
 
 @dataclass(frozen=True)
 class Script:
-    """Steps run in order; ``linger_s`` more collecting after the last; ``deadline_s`` bounds
-    the whole script (a trigger not come by then skips the rest)."""
+    """Steps run in order from ``start_us`` (controller time; None: on arrival);
+    ``linger_s`` more collecting after the last; ``deadline_s`` bounds the whole
+    script (a trigger not come by then skips the rest)."""
 
     steps: tuple[Step, ...]
     linger_s: float = 0.0
     deadline_s: float = 30.0
+    start_us: int | None = None
 
-    def starting_at(self, at_us: int) -> Script:
-        """This script with its first step triggered at controller time ``at_us``."""
-        if not self.steps or self.steps[0].at_us is not None or self.steps[0].on is not None:
-            raise InputError("a script started at a time needs a first step without a trigger")
-        return replace(self, steps=(replace(self.steps[0], at_us=at_us), *self.steps[1:]))
+    def starting_at(self, start_us: int) -> Script:
+        """This script started at controller time ``start_us``."""
+        return replace(self, start_us=start_us)
 
     def to_wire(self, ep: Endpoint) -> wire.ScenarioParams:
         """The script as ``ep``'s worker takes it, after what ``ep`` has fetched already;
@@ -105,6 +105,8 @@ class Script:
             linger_s=self.linger_s,
             deadline_s=self.deadline_s,
         )
+        if self.start_us is not None:
+            params["start_us"] = self.start_us - ep.offset.offset_us
         problems = wire.scenario_problems(params)
         if problems:
             raise InputError(f"scenario for {ep.host}: " + "; ".join(problems))
@@ -188,7 +190,8 @@ def together(
     runs: Sequence[tuple[Endpoint, Script, int]], lead_s: float = LEAD_S
 ) -> list[ScenarioRun]:
     """Start each script ``lead_s`` from now plus its shift (µs; controller time, so
-    each host's start is computed from its measured offset) and run them at once."""
+    each host's start is computed from its measured offset) and run them at once.
+    The first steps' ``late_us`` say how late each really began."""
     if not runs:
         return []
     start = controller_us() + int(lead_s * 1e6)

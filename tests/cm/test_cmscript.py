@@ -168,3 +168,14 @@ def test_malformed_scripts_are_refused_before_any_step_runs(
     assert lib.cm.calls == [] or all(n == "rdma_create_event_channel" for n, _ in lib.cm.calls)
     with pytest.raises(ScenarioError):
         w.scenario(steps=steps)
+
+
+def test_a_script_starts_at_its_start_time_and_its_first_step_says_how_late(
+    worker: tuple[Worker, FakeLib],
+) -> None:
+    w, _ = worker
+    start = now_us() + 120_000
+    got = w.scenario(steps=[{"op": "pause", "params": {"on": False}}], start_us=start)
+    (step,) = got["steps"]
+    assert got["t_us"] == step["target_us"] == start <= step["t_us"]
+    assert step["late_us"] == step["t_us"] - start < 50_000

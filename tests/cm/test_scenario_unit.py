@@ -96,8 +96,7 @@ def test_steps_go_out_as_the_hosts_handles_and_clock(workers: list) -> None:
         Script((Step("destroy", id_of="c"),)).to_wire(ep)
     with pytest.raises(RemoteError, match="cm_id a:1.7 is not on endpoint b:1"):
         Step("destroy", cm_id="a:1.7").to_wire(ep)
-    with pytest.raises(InputError, match="needs a first step without a trigger"):
-        Script((Step("pause", on="ESTABLISHED"),)).starting_at(1)
+    assert Script((Step("pause"),)).starting_at(6_000_000).to_wire(ep)["start_us"] == 1_000_000
 
 
 def test_a_run_is_recorded_like_calls_and_events_come_once(workers: list) -> None:

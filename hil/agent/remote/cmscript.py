@@ -73,7 +73,7 @@ class Script:
         self.deadline_us = now_us() + int(params.get("deadline_s", DEFAULT_DEADLINE_S) * 1e6)
         self.names: dict[str, int] = {}
         self.consumed: set[int] = set()  # log seqs of events that triggered a step
-        self.start_us = now_us()
+        self.start_us = params.get("start_us", 0) or now_us()
         self.mark = len(worker.log.entries)  # triggers look at events after this
 
     def run(self) -> ScenarioReply:
@@ -81,8 +81,10 @@ class Script:
         old = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         try:
+            if self.start_us <= self.deadline_us:
+                sleep_until(self.start_us)
             results: list[ScenarioStepResult] = []
-            prev_end = self.start_us
+            prev_end = self.start_us  # the first step's target: how late it ran shows the start's
             for i, step in enumerate(self.steps):
                 if results and results[-1]["result"] in ("timeout", "skipped"):
                     results.append({"index": i, "op": step["op"], "result": "skipped"})

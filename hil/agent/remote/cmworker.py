@@ -49,6 +49,7 @@ from .protocol import (
     HandlesReply,
     IdTimedReply,
     RemoteBuffer,
+    ScenarioParams,
     ScenarioReply,
     ScenarioStep,
     StreamMode,
@@ -361,13 +362,20 @@ class Worker:
         self,
         steps: list[ScenarioStep],
         after: int = 0,
+        start_us: int = 0,
         linger_s: float = 0.0,
         deadline_s: float = cmscript.DEFAULT_DEADLINE_S,
     ) -> ScenarioReply:
         """Run a script of steps here, each at its trigger (cmscript.py); the whole log."""
-        return cmscript.run(
-            self, {"steps": steps, "after": after, "linger_s": linger_s, "deadline_s": deadline_s}
-        )
+        params: ScenarioParams = {
+            "steps": steps,
+            "after": after,
+            "linger_s": linger_s,
+            "deadline_s": deadline_s,
+        }
+        if start_us:
+            params["start_us"] = start_us
+        return cmscript.run(self, params)
 
     def handles(self) -> HandlesReply:
         """The live cm_id handles."""

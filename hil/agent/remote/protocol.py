@@ -595,7 +595,8 @@ class ScenarioStep(_ScenarioStepRequired, total=False):
     Trigger: ``at_us`` (a time on the host's CLOCK_MONOTONIC), else ``on`` (the
     first event of that type, for the id bound to ``on_id_of`` if given, that
     arrived since the script began and triggered no step before), else the
-    end of the previous step (the script's start for the first); then
+    end of the previous step (for the first: the script's ``start_us``, else
+    its arrival); then
     ``after_us`` more.  ``wait_s`` bounds the wait for an ``on`` event.
     The id: ``id`` (a handle made before the script), or ``id_of``: the id
     bound to an earlier step's ``name``, or ``"event"``, the triggering
@@ -620,6 +621,7 @@ class _ScenarioRequired(TypedDict):
 
 class ScenarioParams(_ScenarioRequired, total=False):
     after: int  # the log seq the caller already has: the reply's log starts after it
+    start_us: int  # host CLOCK_MONOTONIC: the first step's time (not before); 0: on arrival
     linger_s: float  # after the last step, keep collecting events this long
     deadline_s: float  # the whole script's bound (triggers included); the rest is skipped
 
@@ -646,7 +648,7 @@ class ScenarioStepResult(_ScenarioStepResultRequired, total=False):
 class ScenarioReply(TypedDict):
     """The whole run in one answer: each step, and the log since ``after``."""
 
-    t_us: int  # when the script began (host clock)
+    t_us: int  # when the script began: start_us if given, else when it arrived (host clock)
     end_us: int  # when it ended, linger included
     steps: list[ScenarioStepResult]
     log: list[CMLogEntry]
