@@ -72,8 +72,8 @@ class PairView(Protocol):
     def offset(self, side: str) -> ClockOffset:
         """The clock offset of the host on ``side``."""
 
-    def refresh_offsets(self) -> None:
-        """Measure both hosts' clock offsets again."""
+    def refresh_offsets(self, rounds: int = ...) -> None:
+        """Measure both hosts' clock offsets again (from ``rounds`` round trips each)."""
 
     def port(self) -> int:
         """A CM port not used before."""

@@ -48,7 +48,8 @@ class Step:
     the ``name`` of an earlier step whose id it acts on, or ``"event"`` (the
     id of the event that triggered it).  Trigger: ``at_us`` (CONTROLLER time,
     turned into the host's by its offset), else ``on`` (an event type, for the
-    id of step ``on_id_of`` if given), else the previous step's end; then
+    id of step ``on_id_of`` if given, not fetched before the script), else the
+    previous step's end; then
     ``after_us`` more.
     """
 

@@ -106,20 +106,22 @@ class PairSides:
 
     # -- clocks --------------------------------------------------------------
 
-    def offset(self, side: str) -> ClockOffset:
-        """The clock offset of the host on ``side`` (measured on first use)."""
+    def offset(self, side: str, rounds: int = clock.DEFAULT_ROUNDS) -> ClockOffset:
+        """The clock offset of the host on ``side`` (measured on first use, from ``rounds``
+        round trips: more give a tighter bound)."""
         side = _side(side)
         if side not in self._offsets:
             agent = self.agent(side)
-            self._offsets[side] = clock.estimate(self.host(side), clock.agent_now(agent))
+            self._offsets[side] = clock.estimate(self.host(side), clock.agent_now(agent), rounds)
             log.info("clock offset %s", self._offsets[side])
         return self._offsets[side]
 
-    def refresh_offsets(self) -> None:
-        """Measure both hosts' clock offsets again (guest clocks drift under TCG)."""
+    def refresh_offsets(self, rounds: int = clock.DEFAULT_ROUNDS) -> None:
+        """Measure both hosts' clock offsets again (guest clocks drift under TCG), each
+        from ``rounds`` round trips (a race sweep asks for more: a tighter bound)."""
         self._offsets.clear()
         for side in SIDES:
-            self.offset(side)
+            self.offset(side, rounds)
 
     # -- link pulls ----------------------------------------------------------
 

@@ -36,6 +36,7 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "link_pull",
             "listener_destroy",
             "no_listener",
+            "race_destroy_reply",
             "reject",
             "remote_access_error",
             "storm",

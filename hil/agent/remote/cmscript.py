@@ -74,7 +74,8 @@ class Script:
         self.names: dict[str, int] = {}
         self.consumed: set[int] = set()  # log seqs of events that triggered a step
         self.start_us = params.get("start_us", 0) or now_us()
-        self.mark = len(worker.log.entries)  # triggers look at events after this
+        # Triggers look at the events the caller has not fetched: those after its cursor.
+        self.mark = self.after
 
     def run(self) -> ScenarioReply:
         """Every step in order; a trigger that never comes skips the rest."""

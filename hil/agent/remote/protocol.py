@@ -594,7 +594,8 @@ class ScenarioStep(_ScenarioStepRequired, total=False):
 
     Trigger: ``at_us`` (a time on the host's CLOCK_MONOTONIC), else ``on`` (the
     first event of that type, for the id bound to ``on_id_of`` if given, that
-    arrived since the script began and triggered no step before), else the
+    the caller had not fetched (after ``after``) and that triggered no step
+    before), else the
     end of the previous step (for the first: the script's ``start_us``, else
     its arrival); then
     ``after_us`` more.  ``wait_s`` bounds the wait for an ``on`` event.
