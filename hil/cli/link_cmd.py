@@ -57,7 +57,10 @@ def _acting_on_link(args: argparse.Namespace) -> Iterator[tuple[LinkControl, Lin
     with open_store(args.store) as store, Hosts(inv, store) as hosts:
         link = find_link(inv, args.link)
         lease = acting_lease(store, [link.a.host, link.b.host], args.lease)
-        yield LinkControl(hosts, Journal(hosts, store, lease)), link
+        # Under a given lease each record is fenced, like a run's own journal: a lease
+        # taken over since the check above changes nothing.
+        token = store.get(lease).token if args.lease else None
+        yield LinkControl(hosts, Journal(hosts, store, lease, token=token)), link
 
 
 def _pull(args: argparse.Namespace) -> int:
