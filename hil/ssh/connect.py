@@ -37,6 +37,27 @@ _SOCKET_ERRORS = {
 }
 
 
+class _DemoteErrors(logging.Filter):
+    """paramiko logs a failed handshake (a host still booting, sshd gone) at ERROR, with
+    its traceback line by line; hil raises its own error naming the host, so a waiter
+    retrying every few seconds would print a wall of tracebacks.  They become DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def _paramiko_channel(log: logging.Logger) -> str:
+    """The logger name paramiko logs under for this host, with its errors demoted."""
+    name = f"{log.name}.paramiko"
+    channel = logging.getLogger(name)
+    if not any(isinstance(f, _DemoteErrors) for f in channel.filters):
+        channel.addFilter(_DemoteErrors())
+    return name
+
+
 def open_transport(
     ep: Endpoint,
     timeout: float,
@@ -48,7 +69,7 @@ def open_transport(
     sock = _open_socket(ep, via, timeout)
     transport = paramiko.Transport(sock)
     # paramiko's own messages go under the host's logger too.
-    transport.set_log_channel(f"{log.name}.paramiko")
+    transport.set_log_channel(_paramiko_channel(log))
     try:
         _handshake(ep, transport, deadline, timeout, log)
         _authenticate(ep, transport, deadline)

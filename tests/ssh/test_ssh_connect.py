@@ -133,3 +133,38 @@ def test_a_session_dies_with_its_connection(ns0: Host) -> None:
     assert not session.is_alive()
     with pytest.raises(SSHError, match="ns0: cannot open a channel"):
         session.run(["true"])
+
+
+@pytest.fixture
+def banner_less_port() -> Iterator[int]:
+    """A loopback port whose server accepts and closes at once, as a booting host's may."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        stop = threading.Event()
+
+        def serve() -> None:
+            server.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    continue
+                conn.close()
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        yield int(server.getsockname()[1])
+        stop.set()
+        thread.join(timeout=5)
+
+
+def test_a_failed_handshake_logs_no_paramiko_error(
+    ns0: Host, banner_less_port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO"), pytest.raises(Unreachable, match="SSH handshake failed"):
+        connect(with_ssh(ns0, host="127.0.0.1", port=banner_less_port), timeout=5)
+    assert not [r for r in caplog.records if r.levelno >= 30], caplog.text
+    with caplog.at_level("DEBUG"), pytest.raises(Unreachable):
+        connect(with_ssh(ns0, host="127.0.0.1", port=banner_less_port), timeout=5)
+    assert "Error reading SSH protocol banner" in caplog.text
