@@ -125,11 +125,12 @@ def _status(args: argparse.Namespace) -> int:
             "qmp": h.guest.qmp,
             "log": h.guest.log,
             "qemu_alive": h.qemu_alive,
+            "switched_off": h.guest.off,
             "ssh_answering": h.ssh_answering,
         }
         for h in health
     ]
-    healthy = all(h.qemu_alive and h.ssh_answering for h in health)
+    healthy = all(h.qemu_alive and h.ssh_answering for h in health if not h.guest.off)
     default = control.default_kernel()
     is_default = default is not None and default.resolve() == Path(state.kernel).resolve()
     if args.json:
@@ -159,8 +160,22 @@ def _status(args: argparse.Namespace) -> int:
         width = max(len("NAME"), *(len(h.guest.name) for h in health))
         print(f"  {'NAME':<{width}} {'PID':>8} {'SSH':>6}  QEMU  SSH")
         for r in rows:
+            qemu = "off" if r["switched_off"] else "up" if r["qemu_alive"] else "DEAD"
             print(
                 f"  {r['name']:<{width}} {r['pid']:>8} {r['ssh_port']:>6}  "
-                f"{'up' if r['qemu_alive'] else 'DEAD':<4}  {'ok' if r['ssh_answering'] else 'no'}"
+                f"{qemu:<4}  {'ok' if r['ssh_answering'] else 'no'}"
             )
+        _print_dead(health, state.dir)
     return EXIT_OK if healthy else EXIT_INFRA
+
+
+def _print_dead(health: list[control.GuestHealth], lab_dir: str) -> None:
+    """A line for each dead guest: its console log, and how to start it again."""
+    inventory = f'"$(hil lab inventory --dir {lab_dir})"'
+    for h in health:
+        if not (h.qemu_alive or h.guest.off):
+            print(
+                f"  {h.guest.name} is dead (its console: {h.guest.log}): "
+                f"`hil --inventory {inventory} host recover {h.guest.name}` starts it again, "
+                f"`hil lab down --dir {lab_dir}` stops the lab"
+            )

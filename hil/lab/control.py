@@ -22,6 +22,7 @@ from hil.lab.state import (
     LabState,
     boot_id,
     check_dir,
+    gone_reason,
     load,
     qemu_alive,
     save,
@@ -297,12 +298,16 @@ def _remove_dir(lab_dir: Path) -> None:
 
 
 def status(lab_dir: Path, say: Say = kernel.to_stderr) -> tuple[LabState, list[GuestHealth]] | None:
-    """The running lab in ``lab_dir`` with each guest's health; a stale one is cleaned, None."""
+    """The lab in ``lab_dir`` with each guest's health; None when there is none.
+
+    A lab none of whose guests runs is cleaned away; one with a dead guest is
+    reported as it is (``gone_reason``).
+    """
     lab_dir = check_dir(lab_dir)
     state = load(lab_dir) if lab_dir.exists() else None
     if state is None:
         return None
-    reason = stale_reason(state)
+    reason = gone_reason(state)
     if reason is not None:
         say(f"lab: the lab in {lab_dir} is stale ({reason}); cleaning it up")
         with _locked(lab_dir):

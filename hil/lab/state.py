@@ -126,7 +126,27 @@ def stale_reason(state: LabState) -> str | None:
     """Why the recorded lab no longer runs as recorded, or None if it does."""
     if state.boot_id != boot_id():
         return "the machine rebooted since the lab started"
-    dead = [g.name for g in state.guests if not g.off and not qemu_alive(g)]
+    dead = _dead(state)
     if dead:
         return f"guest(s) {', '.join(dead)} no longer run"
     return None
+
+
+def gone_reason(state: LabState) -> str | None:
+    """Why nothing of the recorded lab runs any more, or None while a guest of it does.
+
+    A lab with one guest dead (crashed, killed) is still a lab: its other guests,
+    their console logs and the dead one's are evidence, and recovery starts the
+    dead guest again (``hil host recover``).
+    """
+    if state.boot_id != boot_id():
+        return "the machine rebooted since the lab started"
+    dead = _dead(state)
+    if dead and len(dead) == len([g for g in state.guests if not g.off]):
+        return f"guest(s) {', '.join(dead)} no longer run"
+    return None
+
+
+def _dead(state: LabState) -> list[str]:
+    """The guests that should run (not switched off) and do not."""
+    return [g.name for g in state.guests if not g.off and not qemu_alive(g)]

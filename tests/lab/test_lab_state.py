@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import InputError, LabError
+from hil.cli import main
+from hil.errors import EXIT_INFRA, InputError, LabError
 from hil.lab import control, network, state
 from hil.lab.state import GuestState, LabState
 
@@ -149,6 +150,43 @@ def test_status_cleans_a_stale_lab_and_leaves_foreign_files(
     proc.wait(10)
     assert control.status(lab_dir, say=lambda _: None) is None
     assert sorted(p.name for p in lab_dir.iterdir()) == ["notes.txt"]
+
+
+def test_status_reports_a_dead_guest_of_a_lab_that_still_runs_and_cleans_nothing(
+    tmp_path: Path,
+    stand_in: tuple[subprocess.Popen[bytes], str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lab_dir = tmp_path / "lab"
+    proc, qmp = stand_in
+    lab = recorded(lab_dir, proc, qmp)
+    name = network.guest_name(network.lab_id(lab_dir), 1)
+    other_qmp = str(lab_dir / f"{name}.qmp")
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)", other_qmp],
+        start_new_session=True,
+    )
+    try:
+        guest = GuestState(name, 1, other.pid, other.pid, 1, other_qmp, str(lab_dir / "x.log"))
+        state.save(dataclasses.replace(lab, guests=(*lab.guests, guest)))
+        proc.kill()
+        proc.wait(10)
+        found = control.status(lab_dir, say=lambda _: None)
+        assert found is not None, "a lab with a guest still running was cleaned away"
+        assert [(h.guest.name, h.qemu_alive) for h in found[1]] == [
+            (first_guest(lab_dir), False),
+            (name, True),
+        ]
+        assert (lab_dir / state.STATE_FILE).exists()
+        assert state.stale_reason(found[0]) is not None  # `up` replaces it
+        assert main(["lab", "status", "--dir", str(lab_dir)]) == EXIT_INFRA
+        out = capsys.readouterr().out
+        assert "UNHEALTHY" in out
+        assert f"{first_guest(lab_dir)} is dead (its console: " in out
+        assert f"host recover {first_guest(lab_dir)}` starts it again" in out
+    finally:
+        other.kill()
+        other.wait(10)
 
 
 def test_up_replaces_a_running_lab_whose_names_lack_the_lab_id(
