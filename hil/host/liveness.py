@@ -56,6 +56,7 @@ CRASH_LINE = re.compile(
     r"|Internal error: |watchdog: BUG: soft lockup"
 )
 KEEP = 40  # kernel log lines kept per host, for the report
+CONSOLE_BEFORE = 10  # console lines kept before its first crash line
 R = TypeVar("R")
 DEFAULT_BOUND = 60.0  # seconds without an answer before a host is declared unreachable
 
@@ -75,14 +76,19 @@ class Crash:
         return f"{self.host}: {what}: {self.detail}"
 
     def with_console(self, lines: Sequence[str], source: str, fresh: Sequence[str]) -> Crash:
-        """This crash with ``lines`` (the tail of the host's console) attached; a panic in
-        ``fresh`` (what the console took during the test) makes it a kernel crash (the
-        host stopped before its agent could read it)."""
-        found = crash_line(fresh)
-        crash = replace(self, lines=tuple(lines), source=source)
-        if found is None or self.kind == "kernel_crash":
+        """This crash with the host's console attached: around the first crash line of
+        ``fresh`` (what the console took during the test; a host that rebooted since has
+        logged its new boot after it), else ``lines`` (the console's tail).  A crash line
+        there makes the crash a kernel crash (the host stopped before its agent read it)."""
+        at = next((i for i, line in enumerate(fresh) if CRASH_LINE.search(line)), None)
+        if at is None:
+            return replace(self, lines=tuple(lines), source=source)
+        around = tuple(fresh[max(0, at - CONSOLE_BEFORE) : at + KEEP - CONSOLE_BEFORE])
+        crash = replace(self, lines=around, source=source)
+        if self.kind == "kernel_crash":
             return crash
-        return replace(crash, kind="kernel_crash", detail=f"{found.strip()} ({self.detail})")
+        found = fresh[at].strip()
+        return replace(crash, kind="kernel_crash", detail=f"{found} ({self.detail})")
 
 
 def crash_line(lines: Sequence[str]) -> str | None:

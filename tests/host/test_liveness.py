@@ -176,6 +176,17 @@ def test_a_panic_on_the_console_makes_an_unreachable_host_a_kernel_crash() -> No
     assert earlier.lines == tuple(console)
 
 
+def test_a_guest_that_rebooted_after_its_panic_has_the_panic_attached_not_its_new_boot() -> None:
+    silent = Crash("b", "unreachable", "no answer for 11 s (liveness bound 10 s)")
+    before = [f"[  20.{i:02}] siw: line {i}" for i in range(15)]
+    boot = [f"[   0.{i:02}] boot line {i}" for i in range(100)]
+    fresh = [*before, "[  33.76] Kernel panic - not syncing: x", *boot]
+    crash = silent.with_console(fresh[-40:], "console", fresh)
+    assert crash.kind == "kernel_crash"
+    assert crash.lines[10] == "[  33.76] Kernel panic - not syncing: x"
+    assert crash.lines[:10] == tuple(before[-10:]) and len(crash.lines) == 40
+
+
 @pytest.mark.parametrize(
     "line",
     [
