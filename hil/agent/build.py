@@ -2,10 +2,12 @@
 
 The archive holds ``hil_agent/`` (this package's ``remote/``), every bundled
 pure-Python package (pyroute2, copied from the controller's own environment)
-and a ``__main__.py``, so ``python3 agent.pyz`` runs it on any host with a
-python3 and nothing installed.  Its bytes depend only on the sources: entries
-are sorted and carry a fixed timestamp and mode, so its sha256 names it, on
-the controller (``~/.cache/hil/agent/<sha256>.pyz``) and on the hosts.
+and a ``__main__.py`` (``zipmain.py``), so ``python3 agent.pyz`` runs it on any
+host with a python3 and nothing installed; it unpacks itself beside the
+archive once, so that the host's Python caches its bytecode.  Its bytes
+depend only on the sources: entries are sorted and carry a fixed timestamp
+and mode, so its sha256 names it, on the controller
+(``~/.cache/hil/agent/<sha256>.pyz``) and on the hosts.
 """
 
 from __future__ import annotations
@@ -24,14 +26,8 @@ from hil.errors import AgentError
 # Pure-Python packages the agent imports besides the stdlib.
 BUNDLED = ("pyroute2",)
 AGENT_PACKAGE = "hil_agent"
-MAIN = b"""import sys
-
-if sys.version_info < (3, 9):
-    sys.exit("the hil agent needs python >= 3.9 (pyroute2); this is " + sys.version.split()[0])
-from hil_agent.main import main
-
-main()
-"""
+# The zipapp's __main__.py: version check, then run from an unpacked, compiled copy.
+MAIN = (Path(__file__).parent / "zipmain.py").read_bytes()
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 
 

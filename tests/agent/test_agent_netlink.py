@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import subprocess
+import sys
 
 import pytest
 
@@ -97,3 +99,17 @@ def test_missing_interface_and_bad_address_are_clear(agent: Agent) -> None:
     with pytest.raises(AgentCallError, match=r"not an address with prefix: '198.18.0.300/24'") as e:
         agent.add_address("lo", "198.18.0.300/24")
     assert e.value.kind == "bad_params"
+
+
+def test_netlink_imports_pyroute2s_iproute_without_the_rest_of_pyroute2() -> None:
+    # In a process of its own: the bare pyroute2 package must not meet this one's.
+    probe = (
+        "import sys; from hil.agent.remote import netlink; ipr, err = netlink._pyroute2(); "
+        "print(ipr.__module__, err.__name__, 'pyroute2.conntrack' in sys.modules, "
+        "'pyroute2.ndb.main' in sys.modules); "
+        "import pyroute2.iproute as i; print(i.IPRoute is ipr)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
+    assert out == ["pyroute2.iproute.linux", "NetlinkError", "False", "False", "True"]

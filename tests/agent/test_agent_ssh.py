@@ -50,7 +50,29 @@ def test_push_handshake_and_cache_hit_on_the_second_push(lab_host, remote_dir: s
         assert agent.ping() == agent.hello.pid
     second = uploaded.stat()
     assert (second.st_ino, second.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
-    assert sorted(os.listdir(remote_dir)) == [uploaded.name]  # no temp files left
+    # The archive and the copy it unpacked itself into; no temp files left.
+    assert sorted(os.listdir(remote_dir)) == [bundle.sha256, uploaded.name]
+
+
+def test_a_second_agent_of_a_build_runs_on_the_bytecode_the_first_cached(
+    lab_host, remote_dir: str
+) -> None:
+    session, host, _ = lab_host
+    bundle = build()
+    with Agent.start(session, host, remote_dir=remote_dir) as agent:
+        agent.links()
+    unpacked = Path(remote_dir) / bundle.sha256
+    cached = {
+        p: p.stat().st_mtime_ns
+        for p in unpacked.rglob("*.pyc")
+        if p.parent.parent.name in ("hil_agent", "iproute")
+    }
+    names = {p.name.split(".")[0] for p in cached}
+    assert {"main", "netlink", "linux"} <= names, names  # the agent's and pyroute2's
+    with Agent.start(session, host, remote_dir=remote_dir) as agent:
+        agent.links()
+    # Read, not written again: the second agent compiled nothing of these.
+    assert {p: p.stat().st_mtime_ns for p in cached} == cached
 
 
 def test_set_and_restore_an_address_in_the_host_namespace(lab_host, remote_dir: str) -> None:
