@@ -177,6 +177,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("cpio", "cpio", _C, "lab kernel build (run by make)"),
     Tool("xz", "xz-utils", _C, "lab kernel build: unpacks linux-source's .tar.xz (run by tar)"),
     Tool("pahole", "dwarves", _C, "lab kernel build: BTF (run by make)"),
+    Tool("ccache", "ccache", _C, "lab kernel build: keeps compiles between rebuilds"),
     Tool(
         "allure",
         "allure-commandline",
@@ -204,7 +205,7 @@ TOOLS: tuple[Tool, ...] = (
 
 _BY_COMMAND = {t.command: t for t in TOOLS}
 # The kernel build's prerequisites that hil checks before starting it.
-KERNEL_BUILD = ("make", "gcc", "bc", "flex", "bison", "cpio", "xz", "pahole")
+KERNEL_BUILD = ("make", "gcc", "ccache", "bc", "flex", "bison", "cpio", "xz", "pahole")
 
 
 def tool(command: str) -> Tool:

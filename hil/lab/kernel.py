@@ -1,10 +1,13 @@
 """The lab's guest kernel: Debian's linux-source built with siw, cached.
 
 The kernel is built once per machine from ``/usr/src/linux-source-X.Y.tar.xz``
-with virtme-ng's defconfig plus ``siw.config``, and cached under
-``$XDG_CACHE_HOME/hil/kernel/<source-version>-<config-hash>/bzImage``.  The
-extracted tree stays in ``.../kernel/build/<source-version>/`` so that a
-changed fragment rebuilds incrementally instead of from scratch.
+from one of two bases plus ``siw.config``: ``defconfig`` (virtme-ng's
+defconfig, the kernel of old) or ``minimal`` (``make allnoconfig`` with
+``minimal.config``: only what the lab needs, a third of the compiles).  It is
+cached under ``$XDG_CACHE_HOME/hil/kernel/<source-version>-<config-hash>/bzImage``.
+Each base's extracted tree stays in ``.../kernel/build/<source-version>[-minimal]/``
+so that a changed fragment rebuilds incrementally instead of from scratch, and
+ccache (``.../kernel/ccache``) keeps compiles across trees and rebuilds.
 """
 
 from __future__ import annotations
@@ -22,11 +25,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from hil import tools
 from hil.errors import LabError
 
 FRAGMENT = Path(__file__).with_name("siw.config")
+MINIMAL = Path(__file__).with_name("minimal.config")
+# What a kernel is configured from: virtme-ng's defconfig, or allnoconfig + MINIMAL.
+Base = Literal["defconfig", "minimal"]
+DEFAULT_BASE: Base = "defconfig"
+CCACHE_MAX_SIZE = "3G"
+CCACHE_MARK = ".hil-ccache"  # in a tree: it is configured and built with CC="ccache gcc"
 MAKE_TARGETS = ("bzImage",)
 EXTRACT_TIMEOUT = 900.0
 CONFIG_TIMEOUT = 600.0
@@ -105,12 +115,20 @@ def _mtime_tag(path: Path) -> str:
     return f"local{st.st_size:x}{int(st.st_mtime):x}"
 
 
-def config_hash(fragment: Path = FRAGMENT) -> str:
-    """Hash of what decides the kernel besides its source: fragment, targets, virtme."""
+def config_hash(fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE) -> str:
+    """Hash of what decides the kernel besides its source: base, fragment, targets.
+
+    The defconfig base depends on virtme-ng's version (its defconfig), the
+    minimal one on ``minimal.config`` instead; the defconfig key is the one
+    hil always used, so its cached kernels stay valid.
+    """
     h = hashlib.sha256()
     h.update(fragment.read_bytes())
     h.update(" ".join(MAKE_TARGETS).encode())
-    h.update(_virtme_version().encode())
+    if base == "minimal":
+        h.update(b"\0allnoconfig\0" + MINIMAL.read_bytes())
+    else:
+        h.update(_virtme_version().encode())
     return h.hexdigest()[:12]
 
 
@@ -123,21 +141,26 @@ def _virtme_version() -> str:
         return "none"
 
 
-def kernel_dir(source: KernelSource, fragment: Path = FRAGMENT) -> Path:
-    """Where the bzImage of this source and fragment is (or will be) cached."""
+def kernel_dir(source: KernelSource, fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE) -> Path:
+    """Where the bzImage of this source, fragment and base is (or will be) cached."""
     safe = re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
-    return cache_root() / "kernel" / f"{safe}-{config_hash(fragment)}"
+    return cache_root() / "kernel" / f"{safe}-{config_hash(fragment, base)}"
 
 
-def tree_dir(source: KernelSource) -> Path:
-    """The extracted source tree of ``source``, where the kernel is built in place."""
-    work = cache_root() / "kernel" / "build" / re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
-    return work / source.tree_name
+def tree_dir(source: KernelSource, base: Base = DEFAULT_BASE) -> Path:
+    """The extracted source tree of ``source`` for ``base``, where it is built in place.
+
+    One tree per base, so building one never makes the other's a full rebuild.
+    """
+    name = re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
+    if base != "defconfig":
+        name += f"-{base}"
+    return cache_root() / "kernel" / "build" / name / source.tree_name
 
 
-def cached_kernel(fragment: Path = FRAGMENT) -> Path | None:
+def cached_kernel(fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE) -> Path | None:
     """The cached bzImage for the installed source, or None if not built yet."""
-    image = kernel_dir(find_source(), fragment) / "bzImage"
+    image = kernel_dir(find_source(), fragment, base) / "bzImage"
     return image if image.is_file() else None
 
 
@@ -162,10 +185,11 @@ def ensure_kernel(
     fragment: Path = FRAGMENT,
     progress: Progress = to_stderr,
     jobs: int | None = None,
+    base: Base = DEFAULT_BASE,
 ) -> Path:
     """The path of a bzImage with siw, building it first when not cached."""
     source = find_source()
-    dest = kernel_dir(source, fragment)
+    dest = kernel_dir(source, fragment, base)
     image = dest / "bzImage"
     if image.is_file() and not rebuild:
         return image
@@ -179,8 +203,8 @@ def ensure_kernel(
     with build_lock(progress):
         if image.is_file() and not rebuild:
             return image  # another process built it while we waited
-        tree = _extract(source, progress)
-        _configure(tree, fragment, progress)
+        tree = _extract(source, tree_dir(source, base), progress)
+        _configure(tree, fragment, base, progress)
         started = time.monotonic()
         make(tree, jobs or os.cpu_count() or 1, progress)
         dest.mkdir(parents=True, exist_ok=True)
@@ -215,8 +239,7 @@ def build_lock(progress: Progress) -> Iterator[None]:
         yield
 
 
-def _extract(source: KernelSource, progress: Progress) -> Path:
-    tree = tree_dir(source)
+def _extract(source: KernelSource, tree: Path, progress: Progress) -> Path:
     work = tree.parent
     marker = work / ".extracted"
     if marker.exists() and tree.is_dir():
@@ -234,17 +257,60 @@ def _extract(source: KernelSource, progress: Progress) -> Path:
     return tree
 
 
-def _configure(tree: Path, fragment: Path, progress: Progress) -> None:
-    progress(f"lab kernel: configuring with virtme-configkernel --defconfig + {fragment.name}")
-    tool = _configkernel()
-    assert tool is not None  # missing_tools() checked it
-    _run([tool, "--defconfig", "--custom", str(fragment)], CONFIG_TIMEOUT, "configuring", cwd=tree)
-    dropped = unmet_options(fragment.read_text(), (tree / ".config").read_text())
+def _configure(tree: Path, fragment: Path, base: Base, progress: Progress) -> None:
+    if base == "minimal":
+        wanted = MINIMAL.read_text() + "\n" + fragment.read_text()
+        allconfig = tree.parent / "allconfig"
+        allconfig.write_text(wanted)
+        (tree / CCACHE_MARK).touch()
+        progress(f"lab kernel: configuring with allnoconfig + {MINIMAL.name} + {fragment.name}")
+        argv = tools.argv("make", *make_vars(tree), f"KCONFIG_ALLCONFIG={allconfig}", "allnoconfig")
+        _run(argv, CONFIG_TIMEOUT, "configuring", cwd=tree, env=ccache_env(tree))
+    else:
+        wanted = fragment.read_text()
+        progress(f"lab kernel: configuring with virtme-configkernel --defconfig + {fragment.name}")
+        tool = _configkernel()
+        assert tool is not None  # missing_tools() checked it
+        _run(
+            [tool, "--defconfig", "--custom", str(fragment)],
+            CONFIG_TIMEOUT,
+            "configuring",
+            cwd=tree,
+        )
+    dropped = unmet_options(wanted, (tree / ".config").read_text())
     if dropped:
         raise LabError(
-            f"kernel config in {tree} lacks {', '.join(dropped)} from {fragment}: "
+            f"kernel config in {tree} lacks {', '.join(dropped)} from {fragment.name}"
+            f"{' or ' + MINIMAL.name if base == 'minimal' else ''}: "
             "a dependency is missing; add it to the fragment"
         )
+
+
+def make_vars(tree: Path) -> list[str]:
+    """make's variables for a configure or build in ``tree``: ccache when it was set up so.
+
+    Every object's recorded command line names ``CC``: building a tree with
+    another ``CC`` than it was built with recompiles everything.  So ccache is
+    used in trees marked for it (the minimal base's, and copies of it), and
+    the defconfig trees keep the plain ``gcc`` they were built with.
+    """
+    if not (tree / CCACHE_MARK).exists():
+        return []
+    return [f"CC={tools.executable('ccache')} {tools.executable('gcc')}"]
+
+
+def ccache_env(tree: Path) -> dict[str, str]:
+    """The environment of a kernel build: ccache's directory, size, and base dir.
+
+    ``CCACHE_BASEDIR`` makes paths inside ``tree`` relative in ccache's hash,
+    so a copy of the tree (a fault kernel's) hits the same cache entries.
+    """
+    env = dict(os.environ)
+    env["CCACHE_DIR"] = str(cache_root() / "kernel" / "ccache")
+    env["CCACHE_MAXSIZE"] = CCACHE_MAX_SIZE
+    env["CCACHE_BASEDIR"] = str(tree)
+    env["CCACHE_NOHASHDIR"] = "1"
+    return env
 
 
 def unmet_options(fragment: str, config: str) -> list[str]:
@@ -256,10 +322,16 @@ def unmet_options(fragment: str, config: str) -> list[str]:
     return [w for w in wanted if w not in have]
 
 
-def _run(argv: list[str], timeout: float, what: str, cwd: Path | None = None) -> None:
+def _run(
+    argv: list[str],
+    timeout: float,
+    what: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
     try:
         out = subprocess.run(
-            argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+            argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
         )
     except subprocess.TimeoutExpired as e:
         raise LabError(f"lab kernel: {what} took over {timeout:.0f} s ({argv[0]}); retry") from e
@@ -270,14 +342,19 @@ def _run(argv: list[str], timeout: float, what: str, cwd: Path | None = None) ->
 
 def make(tree: Path, jobs: int, progress: Progress) -> None:
     """``make -jJOBS bzImage`` in ``tree``, a progress line every few seconds, log beside it."""
-    argv = tools.argv("make", f"-j{jobs}", *MAKE_TARGETS)
+    argv = tools.argv("make", f"-j{jobs}", *make_vars(tree), *MAKE_TARGETS)
     log_path = tree.parent / "build.log"
     progress(
         f"lab kernel: {' '.join(argv)} in {tree} (log {log_path}); from scratch ~10 min on 2 cores"
     )
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            argv, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            argv,
+            cwd=tree,
+            env=ccache_env(tree),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         watcher = _MakeWatcher(proc, log)
         watcher.start()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import time
 from pathlib import Path
 
@@ -94,3 +95,58 @@ def test_a_build_held_by_another_process_is_waited_for_with_a_limit(
         with pytest.raises(LabError, match="another build held .* for over"):
             kernel.ensure_kernel(progress=said.append)
     assert said == ["lab kernel: another build is running; waiting for it to finish"]
+
+
+def test_the_defconfig_key_is_the_one_hil_always_used() -> None:
+    # Cached defconfig kernels stay valid: fragment, targets and virtme's version only.
+    h = hashlib.sha256(kernel.FRAGMENT.read_bytes())
+    h.update(b"bzImage")
+    h.update(kernel._virtme_version().encode())
+    assert kernel.config_hash(base="defconfig") == h.hexdigest()[:12]
+
+
+def test_each_base_has_its_own_cache_key_and_tree(cache: Path) -> None:
+    source = kernel.find_source()
+    assert kernel.config_hash(base="minimal") != kernel.config_hash(base="defconfig")
+    assert kernel.kernel_dir(source, base="minimal") != kernel.kernel_dir(source, base="defconfig")
+    default_tree = kernel.tree_dir(source, base="defconfig")
+    minimal_tree = kernel.tree_dir(source, base="minimal")
+    assert default_tree.parent.name == source.version.replace(":", "_")
+    assert minimal_tree.parent.name == default_tree.parent.name + "-minimal"
+    assert kernel.tree_dir(source) == kernel.tree_dir(source, base=kernel.DEFAULT_BASE)
+
+
+def test_the_minimal_key_follows_minimal_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = kernel.config_hash(base="minimal")
+    edited = tmp_path / "minimal.config"
+    edited.write_text(kernel.MINIMAL.read_text() + "CONFIG_DUMMY=y\n")
+    monkeypatch.setattr(kernel, "MINIMAL", edited)
+    assert kernel.config_hash(base="minimal") != before
+
+
+def test_minimal_base_names_what_the_lab_needs() -> None:
+    wanted = set(kernel.MINIMAL.read_text().splitlines())
+    for option in (
+        "CONFIG_64BIT=y",
+        "CONFIG_9P_FS=y",
+        "CONFIG_OVERLAY_FS=y",
+        "CONFIG_VIRTIO_PCI=y",
+        "CONFIG_SERIAL_8250_CONSOLE=y",
+        "CONFIG_MAGIC_SYSRQ=y",
+        "CONFIG_DEBUG_FS=y",
+        "CONFIG_SECCOMP_FILTER=y",
+    ):
+        assert option in wanted
+    assert not [ln for ln in wanted if ln.startswith("CONFIG_DEBUG_INFO")]  # the slow part
+
+
+def test_ccache_only_in_trees_configured_for_it(tmp_path: Path) -> None:
+    # A defconfig tree built with plain gcc would recompile everything under another CC.
+    assert kernel.make_vars(tmp_path) == []
+    (tmp_path / kernel.CCACHE_MARK).touch()
+    assert kernel.make_vars(tmp_path) == ["CC=ccache gcc"]
+    env = kernel.ccache_env(tmp_path)
+    assert env["CCACHE_DIR"] == str(kernel.cache_root() / "kernel" / "ccache")
+    assert env["CCACHE_BASEDIR"] == str(tmp_path)
