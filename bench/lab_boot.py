@@ -1,13 +1,16 @@
 """Time from nothing to a virtual lab whose guests all answer over SSH.
 
-    .venv/bin/python bench/lab_boot.py [--rounds 1] [--hosts 2] [--cold]
+    .venv/bin/python bench/lab_boot.py [--rounds 1] [--hosts 2] [--cold] [--base B]
+                                        [--kernel BZIMAGE]
 
 - warm: the kernel is cached; each round is ``hil lab up`` in a fresh
   directory (KVM probe answer cached, as on any second run) until every
   guest runs a command over hil's SSH layer, then ``down``;
 - ``--cold`` first builds the kernel from scratch into a temporary cache
   directory (extract, configure, make; ~10-20 min on 2 cores) and boots
-  from it, probing KVM again: what a fresh machine sees.
+  from it, probing KVM again: what a fresh machine sees;
+- ``--base``: the kernel base to build and boot (default: hil's default);
+  ``--kernel`` boots that bzImage instead (warm rounds only).
 
 Prints one line per measurement, in seconds.
 """
@@ -20,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import get_args
 
 from hil.lab import control, kernel
 
@@ -28,12 +32,12 @@ def _quiet(_: str) -> None:
     pass
 
 
-def boot_round(hosts: int, say: control.Say) -> tuple[float, float]:
-    """Seconds to SSH-ready, and to down, for one lab in a fresh directory."""
+def boot_round(hosts: int, image: Path, say: control.Say) -> tuple[float, float]:
+    """Seconds to SSH-ready, and to down, for one lab of ``image`` in a fresh directory."""
     with tempfile.TemporaryDirectory(prefix="hil-bench-lab-") as tmp:
         lab_dir = Path(tmp) / "lab"
         started = time.monotonic()
-        control.up(lab_dir, hosts=hosts, memory="768M", say=say)
+        control.up(lab_dir, hosts=hosts, memory="768M", say=say, image=image)
         ready = time.monotonic() - started
         started = time.monotonic()
         control.down(lab_dir, say=say)
@@ -49,6 +53,8 @@ def main() -> int:
         action="store_true",
         help="also build the kernel from scratch in a temporary cache first",
     )
+    parser.add_argument("--base", choices=get_args(kernel.Base), default=kernel.DEFAULT_BASE)
+    parser.add_argument("--kernel", type=Path, help="boot this bzImage (warm rounds)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the lab's progress")
     args = parser.parse_args()
     say = (lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if args.verbose else _quiet
@@ -57,9 +63,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="hil-bench-cache-") as cache:
             os.environ["XDG_CACHE_HOME"] = cache
             started = time.monotonic()
-            kernel.ensure_kernel(progress=say)
+            image = kernel.ensure_kernel(progress=say, base=args.base)
             built = time.monotonic() - started
-            ready, _ = boot_round(args.hosts, say)
+            ready, _ = boot_round(args.hosts, image, say)
             print(
                 f"cold: kernel build {built:.1f} s, then {args.hosts} guests SSH-ready in "
                 f"{ready:.1f} s: {built + ready:.1f} s total"
@@ -68,11 +74,13 @@ def main() -> int:
             del os.environ["XDG_CACHE_HOME"]
         else:
             os.environ["XDG_CACHE_HOME"] = saved
-    if kernel.cached_kernel() is None:
-        print("warm: building the kernel first (not counted)", file=sys.stderr)
-        kernel.ensure_kernel(progress=say)
+    image = args.kernel
+    if image is None:
+        if kernel.cached_kernel(base=args.base) is None:
+            print("warm: building the kernel first (not counted)", file=sys.stderr)
+        image = kernel.ensure_kernel(progress=say, base=args.base)
     for i in range(1, args.rounds + 1):
-        ready, down = boot_round(args.hosts, say)
+        ready, down = boot_round(args.hosts, image, say)
         print(f"warm {i}: {args.hosts} guests SSH-ready in {ready:.1f} s, down in {down:.1f} s")
     return 0
 
