@@ -34,7 +34,7 @@ FRAGMENT = Path(__file__).with_name("siw.config")
 MINIMAL = Path(__file__).with_name("minimal.config")
 # What a kernel is configured from: virtme-ng's defconfig, or allnoconfig + MINIMAL.
 Base = Literal["defconfig", "minimal"]
-DEFAULT_BASE: Base = "defconfig"
+DEFAULT_BASE: Base = "minimal"
 CCACHE_MAX_SIZE = "3G"
 CCACHE_MARK = ".hil-ccache"  # in a tree: it is configured and built with CC="ccache gcc"
 MAKE_TARGETS = ("bzImage",)

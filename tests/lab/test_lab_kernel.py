@@ -105,6 +105,11 @@ def test_the_defconfig_key_is_the_one_hil_always_used() -> None:
     assert kernel.config_hash(base="defconfig") == h.hexdigest()[:12]
 
 
+def test_the_default_is_the_minimal_base() -> None:
+    assert kernel.DEFAULT_BASE == "minimal"
+    assert kernel.config_hash() == kernel.config_hash(base="minimal")
+
+
 def test_each_base_has_its_own_cache_key_and_tree(cache: Path) -> None:
     source = kernel.find_source()
     assert kernel.config_hash(base="minimal") != kernel.config_hash(base="defconfig")
@@ -137,6 +142,9 @@ def test_minimal_base_names_what_the_lab_needs() -> None:
         "CONFIG_MAGIC_SYSRQ=y",
         "CONFIG_DEBUG_FS=y",
         "CONFIG_SECCOMP_FILTER=y",
+        "CONFIG_NETFILTER_INGRESS=y",  # blackhole pulls: nft netdev ingress/egress hooks
+        "CONFIG_NETFILTER_EGRESS=y",
+        'CONFIG_CMDLINE="no_timer_check"',  # no IO-APIC timer panic on a loaded TCG host
     ):
         assert option in wanted
     assert not [ln for ln in wanted if ln.startswith("CONFIG_DEBUG_INFO")]  # the slow part
