@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import io
 import os
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +100,10 @@ def build() -> Bundle:
     path = cache_dir() / f"{digest}.pyz"
     if not path.is_file() or path.stat().st_size != len(data):
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)  # atomic: a concurrent builder never sees half a file
+        # A name of its own per writer (threads of one process build at once too);
+        # the rename is atomic, so a concurrent builder never sees half a file.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{digest}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
     return Bundle(path=path, sha256=digest, size=len(data))

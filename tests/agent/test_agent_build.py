@@ -6,7 +6,10 @@ import hashlib
 import io
 import re
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import pytest
 
 from hil.agent import build
 from hil.agent.build import archive_bytes, cache_dir
@@ -40,3 +43,18 @@ def test_agent_code_imports_nothing_from_the_rest_of_hil() -> None:
     for path in REMOTE.rglob("*.py"):
         text = path.read_text()
         assert not re.search(r"^\s*(from|import)\s+hil\b", text, re.M), path
+
+
+def test_threads_building_at_once_into_an_empty_cache_all_succeed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both hosts' agents start in threads of one process (the crash watch, warm-up)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    build.cache_clear()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            bundles = list(pool.map(lambda _: build.__wrapped__(), range(8)))
+    finally:
+        build.cache_clear()
+    assert {b.path for b in bundles} == {tmp_path / "hil" / "agent" / f"{bundles[0].sha256}.pyz"}
+    assert sorted(p.name for p in (tmp_path / "hil" / "agent").iterdir()) == [bundles[0].path.name]
