@@ -81,7 +81,8 @@ TOOLS: tuple[Tool, ...] = (
         "cat",
         "coreutils",
         _HG,
-        "reads sysfs: an RDMA device's node_desc, link speed, module parameters; guest boot",
+        "reads sysfs: an RDMA device's node_desc, link speed, module parameters; /proc/uptime "
+        "for the crash watch's liveness probe; guest boot",
     ),
     Tool(
         "readlink", "coreutils", _H, "an RDMA device's parent driver in sysfs (hil/host/rdmadev.py)"
