@@ -5,7 +5,8 @@
   inventory.  Tests that use it are marked ``netns`` automatically.
 - ``virtual_lab``: the session's virtual lab of two QEMU siw guests (hil.lab),
   booted once for every test that needs real iWARP (tests/lab, tests/cm).
-  Tests marked ``takes_lab_down`` run after every other test.
+  Tests marked ``restarts_guests`` (they crash and recover guests) run after
+  the others, and those marked ``takes_lab_down`` after every other test.
 - ``store``: a fresh SQLite reservation store (tests/reservation has its own,
   which also runs on PostgreSQL).
 """
@@ -45,15 +46,29 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "takes_lab_down: stops the session's virtual lab; runs after every other test"
     )
+    config.addinivalue_line(
+        "markers",
+        "restarts_guests: crashes and recovers the session lab's guests; runs after the "
+        "other tests, before those that take the lab down",
+    )
+
+
+# The order tests run in: the lab's guests are restarted only once every test that
+# needs them as booted has run, and stopped last.
+_LAST = ("restarts_guests", "takes_lab_down")
+
+
+def _rank(item: pytest.Item) -> int:
+    return max((i + 1 for i, m in enumerate(_LAST) if item.get_closest_marker(m)), default=0)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that uses the netns lab, so ``-m 'not netns'`` leaves it out;
-    move the tests that take the session's virtual lab down to the end."""
+    move the tests that restart the lab's guests, then those that take it down, to the end."""
     for item in items:
         if "netns_lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.netns)
-    items.sort(key=lambda item: item.get_closest_marker("takes_lab_down") is not None)
+    items.sort(key=_rank)
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ from hil.reservation import open_store
 
 pytestmark = [
     pytest.mark.lab,
-    pytest.mark.takes_lab_down,
+    pytest.mark.restarts_guests,
     pytest.mark.skipif(
         not pipeline.DEFAULT_ALLURE.exists(),
         reason="needs the Allure generator in .tools (ci/install installs it)",

@@ -22,7 +22,7 @@ from hil.report.categories import HOST_CRASHED, categories, category_in
 from hil.reservation import open_store
 
 pytest_plugins = ["pytester"]
-pytestmark = [pytest.mark.lab, pytest.mark.takes_lab_down]
+pytestmark = [pytest.mark.lab, pytest.mark.restarts_guests]
 
 BOUND = 10
 # host_b's QEMU is killed in the middle of test_killed; host_a is frozen in test_frozen.
