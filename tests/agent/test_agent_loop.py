@@ -75,3 +75,33 @@ def test_an_agent_bug_is_reported_with_its_traceback(server) -> None:
     error = out.next()["error"]
     assert error["type"] == "internal" and error["message"] == "ValueError: agent bug"
     assert "raise ValueError" in error["details"]["traceback"]
+
+
+def test_a_signal_during_shutdown_neither_deadlocks_nor_exits_twice(monkeypatch) -> None:
+    """A cut connection closes stdin and has the SSH watcher send SIGTERM at once: the
+    handler may run while the main thread holds the children's lock in shutdown."""
+    from hil.agent.remote import system
+
+    exits: list[int] = []
+    killed: list[object] = []
+
+    def exit_(status: int) -> None:
+        exits.append(status)
+        raise SystemExit(status)
+
+    def kill_group(proc: object) -> None:  # the SIGTERM handler runs here
+        killed.append(proc)
+        main.shutdown(1)
+
+    monkeypatch.setattr(main, "_exiting", threading.Lock())
+    monkeypatch.setattr(main.os, "_exit", exit_)
+    monkeypatch.setattr(system, "_children", {"child"})
+    monkeypatch.setattr(system, "_closed", False)
+    monkeypatch.setattr(system, "_kill_group", kill_group)
+    done = threading.Thread(target=lambda: pytest.raises(SystemExit, main.shutdown, 0))
+    done.start()
+    done.join(5)
+    assert not done.is_alive(), "shutdown deadlocked on a signal arriving inside it"
+    assert (exits, killed) == ([0], ["child"])
+    with pytest.raises(system.OpError, match="the agent is exiting and does not start sleep"):
+        system.run(["sleep", "1"], timeout=1)

@@ -33,6 +33,7 @@ from . import AGENT_GRACE, PROTOCOL_VERSION, cm, ethtool, kmsg, netlink, rdma, s
 from .errors import OpError
 from .protocol import ErrorBody, ErrorReply, Handshake, ResultReply
 
+_exiting = threading.Lock()  # held by the one caller of shutdown
 # A Union, not ``|``: evaluated when the module loads (python 3.9).
 Message = Union[Handshake, ResultReply, ErrorReply]  # noqa: UP007
 
@@ -176,7 +177,16 @@ def _call(method: str, params: dict[str, Any], timeout: float) -> object:
 
 
 def shutdown(status: int) -> None:
-    """Kill our children, close our cursors, and exit without waiting for workers."""
+    """Kill our children, close our cursors, and exit without waiting for workers.
+
+    Only the first caller shuts down; any later one returns at once.  A cut connection
+    both closes stdin and has the SSH watcher send SIGTERM: the signal's handler runs in
+    the main thread, possibly while that thread already holds the children's lock in
+    ``kill_children``, and re-entering it there deadlocked the agent with its children
+    still running.
+    """
+    if not _exiting.acquire(blocking=False):
+        return
     system.kill_children()
     cm.close_all()
     kmsg.close_all()

@@ -19,6 +19,7 @@ from .protocol import MethodName, PingReply, RunReply
 
 _children: set[subprocess.Popen[bytes]] = set()
 _children_lock = threading.Lock()
+_closed = False  # set by kill_children: the agent is exiting and starts nothing more
 # A sysctl name: dotted (net.ipv4.ip_forward) or slashed (net/ipv4/conf/eth0.100/rp_filter).
 _SYSCTL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@/-]*$")
 _OUTPUT_LIMIT = 4 * 1024 * 1024
@@ -32,8 +33,10 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def kill_children() -> None:
-    """Kill every process group the agent started and still runs."""
+    """Kill every process group the agent started and still runs, and start no more."""
+    global _closed
     with _children_lock:
+        _closed = True
         procs = list(_children)
     for proc in procs:
         _kill_group(proc)
@@ -43,24 +46,33 @@ def _text(data: bytes) -> str:
     return data[-_OUTPUT_LIMIT:].decode("utf-8", errors="replace")
 
 
+def _start(argv: list[str], with_input: bool) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in its own process group, registered as a child before anyone can
+    look: started under the children's lock, so an exiting agent kills it or refuses it."""
+    with _children_lock:
+        if _closed:
+            raise OpError("os", f"the agent is exiting and does not start {argv[0]}", argv=argv)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE if with_input else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise OpError(
+                "os", f"cannot start {argv[0]}: {e.strerror}", errno=e.errno, argv=argv
+            ) from None
+        _children.add(proc)
+    return proc
+
+
 def run(argv: list[str], timeout: float, input: str | None = None) -> RunReply:
     """Run ``argv`` (no shell) and return its status, stdout and stderr."""
     if not argv or not all(isinstance(a, str) for a in argv):
         raise OpError("bad_params", "argv must be a non-empty list of strings", argv=argv)
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as e:
-        raise OpError(
-            "os", f"cannot start {argv[0]}: {e.strerror}", errno=e.errno, argv=argv
-        ) from None
-    with _children_lock:
-        _children.add(proc)
+    proc = _start(argv, input is not None)
     try:
         out, err = proc.communicate(input.encode() if input is not None else None, timeout)
     except subprocess.TimeoutExpired as e:
