@@ -42,8 +42,10 @@ pytest_plugins = [
     "hil.plugin.timeouts",  # the agent call, step, test and session timeout layers
     "hil.plugin.wire",  # each test's capture, judged by the wire rules
     "hil.plugin.hwevidence",  # ethtool -S and the driver's debugfs around each test
+    "hil.plugin.attempts",  # each test's attempt marker: what ran when a run or host died
     "hil.plugin.crash",  # a host that crashes under a test: noticed, recovered or quarantined
     "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)
+    "hil.plugin.metrics",  # hil_metrics: a test records a metric for the trends
 ]
 
 
