@@ -133,10 +133,17 @@ def _no_event_before_accept(tl: Timeline, profile: Profiles) -> Iterator[Finding
 @rule(
     "no-event-after-destroy",
     5,
-    "No event for an id (or through a listener) after rdma_destroy_id returns",
+    "No event for an id (or through a listener) after rdma_destroy_id returns, and no "
+    "event for an id its channel no longer knows",
     "[src] iwcm.c IWCM_F_DROP_EVENTS and workqueue flush; ucma drops unreported events",
 )
 def _no_event_after_destroy(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
+    # The agent names a destroyed id's event by the handle it had; an event with no
+    # id at all is for a cm_id pointer its channel never created or mapped: a freed
+    # or foreign context the kernel should not have reported.
+    unknown = [e for e in tl.events if not e.id]
+    if unknown:
+        yield Finding("events for an id the channel does not know (destroyed?)", tuple(unknown))
     for act in (a for a in tl.actions if a.name == "destroy" and a.ok and a.id):
         late = [
             e

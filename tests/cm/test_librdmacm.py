@@ -299,3 +299,25 @@ def test_connect_passes_private_data() -> None:
         p = param._obj
         assert name == "rdma_connect" and ctypes.string_at(p.private_data, 5) == b"hello"
         assert (p.private_data_len, p.initiator_depth, p.responder_resources) == (5, 2, 2)
+
+
+def test_an_event_for_a_destroyed_id_names_the_id_it_was() -> None:
+    """Rule 5 needs whose a late event was: a destroyed id keeps its handle for events."""
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        listener = ch.create_id()
+        gone = ch.create_id()
+        gone_ptr, listen_ptr = ch._id(gone).ptr, ch._id(listener).ptr
+        ch.destroy_id(gone)
+        ch.destroy_id(listener)
+        lib.cm.push(6, gone_ptr, status=-errno.EINVAL)  # CONNECT_ERROR after the destroy
+        ev = ch.poll_event(1.0)
+        assert ev is not None and (ev["type"], ev["id"]) == ("CONNECT_ERROR", gone)
+        assert (ev["local"], ev["remote"]) == ("", "")  # freed memory is not read
+        child = lib.cm.new_id()
+        lib.cm.push(4, child, listen_ptr)  # a request through the destroyed listener
+        ev = ch.poll_event(1.0)
+        assert ev is not None and ev["listen_id"] == listener and ev["id"] in ch.handles()
+        lib.cm.push(6, lib.cm.new_id())  # a pointer this channel never knew
+        ev = ch.poll_event(1.0)
+        assert ev is not None and ev["id"] is None

@@ -115,6 +115,15 @@ def test_no_event_after_destroy() -> None:
     breaks(b.build(), SIW, "no-event-after-destroy", "after its destroy returned")
 
 
+def test_an_event_on_an_unmapped_id_breaks_no_event_after_destroy() -> None:
+    """The agent names a destroyed id's late event by its old handle, or gives no id at all."""
+    b = Builder("x").act("a", "connect", "a:1", 0).act("a", "destroy", "a:1", 5, duration_ms=1)
+    b.ev("a", "CONNECT_ERROR", "a:1", 7, status=-22)  # named by the handle it had
+    breaks(b.build(), SIW, "no-event-after-destroy", "events for a:1 after its destroy")
+    b = Builder("x").act("a", "connect", "a:1", 0).ev("a", "CONNECT_ERROR", "", 7, status=-22)
+    breaks(b.build(), SIW, "no-event-after-destroy", "an id the channel does not know")
+
+
 def test_no_connect_request_through_a_destroyed_listener() -> None:
     b = Builder("x").act("b", "listen", "b:1", 0).act("b", "destroy", "b:1", 5, duration_ms=1)
     b.ev("b", "CONNECT_REQUEST", "b:7", 9, listen_id="b:1")

@@ -39,6 +39,7 @@ import socket
 import struct
 import threading
 import time
+from collections import OrderedDict
 from ctypes import POINTER, Structure, byref, c_int, c_uint8, c_uint32, c_void_p
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,7 @@ __all__ = [
 EVENT_NAMES = CM_EVENT_TYPES
 RDMA_PS_TCP = 0x0106
 MAX_PRIVATE_DATA = 255  # rdma_conn_param.private_data_len is a uint8_t
+RETIRED_KEPT = 4096  # destroyed ids remembered per channel (their pointers, for late events)
 # errnos that mean "no RDMA here" rather than "this call went wrong".
 _UNAVAILABLE = (errno.ENODEV, errno.ENOENT, errno.ENOSYS, errno.ENXIO)
 
@@ -211,6 +213,11 @@ class CMChannel:
         self._poller.register(self.fd, select.POLLIN)
         self._ids: dict[int, _Id] = {}
         self._by_ptr: dict[int, int] = {}
+        # Destroyed ids' pointers -> their former handles, so an event the kernel
+        # delivers for an id after its destroy still names it (no-event-after-destroy
+        # judges it) instead of arriving with no id; dropped when malloc hands the
+        # pointer to a new id, and bounded (oldest first) for a long-lived worker.
+        self._retired: OrderedDict[int, int] = OrderedDict()
         self._next = 1
         self._lock = threading.Lock()
 
@@ -226,6 +233,7 @@ class CMChannel:
             self._next += 1
             self._ids[handle] = _Id(ptr)
             self._by_ptr[ptr] = handle
+            self._retired.pop(ptr, None)
         return handle
 
     def _id(self, handle: int) -> _Id:
@@ -378,9 +386,13 @@ class CMChannel:
 
         The event is copied and acked at once; ``host_t_us`` is this host's
         CLOCK_MONOTONIC in µs when it was read.  A CONNECT_REQUEST's ``id``
-        is a new handle; ``listen_id`` is its listener's.  ``local`` and
-        ``remote`` are the id's addresses as librdmacm holds them then
-        (``ip:port``, "" while unknown).
+        is a new handle; ``listen_id`` is its listener's.  An event for an id
+        destroyed on this channel names it by the handle it had (a kernel
+        that delivers one after ``rdma_destroy_id`` returned breaks the
+        contract's rule 5, which needs to see whose it was); ``id`` is None
+        only for a pointer this channel never knew.  ``local`` and ``remote``
+        are a live id's addresses as librdmacm holds them then (``ip:port``,
+        "" while unknown, or for a destroyed id, whose memory is freed).
         """
         if self._ch is None:
             raise RdmaError("rdma_get_cm_event", errno.EBADF, "the channel is closed")
@@ -403,16 +415,17 @@ class CMChannel:
                 else b""
             )
             id_ptr, listen_ptr, status = int(e.id or 0), int(e.listen_id or 0), e.status
-            # The id's 4-tuple, read while the event pins the id (as for the handles below).
-            route = _CMIdHead.from_address(id_ptr) if id_ptr else None
-            local = sockaddr_text(bytes(route.src)) if route else ""
-            remote = sockaddr_text(bytes(route.dst)) if route else ""
             # Name the ids before the ack: until then rdma_destroy_id of this
             # id blocks, so a destroy racing this event cannot unmap it first.
             if kind == "CONNECT_REQUEST" and id_ptr not in self._by_ptr:
                 self._register(id_ptr)
-            handle = self._by_ptr.get(id_ptr)
-            listen_handle = self._by_ptr.get(listen_ptr) if listen_ptr else None
+            handle = self._known(id_ptr)
+            listen_handle = self._known(listen_ptr) if listen_ptr else None
+            # The id's 4-tuple, read while the event pins the id; only from a live id:
+            # a destroyed one's memory is freed.
+            route = _CMIdHead.from_address(id_ptr) if id_ptr in self._by_ptr else None
+            local = sockaddr_text(bytes(route.src)) if route else ""
+            remote = sockaddr_text(bytes(route.dst)) if route else ""
         finally:
             self._lib.cm.rdma_ack_cm_event(ev)
         if kind is None:  # a newer librdmacm's event: no CM operation here asks for one
@@ -448,9 +461,17 @@ class CMChannel:
         with self._lock:
             del self._ids[handle]
             self._by_ptr.pop(cm.ptr, None)
+            self._retired[cm.ptr] = handle
+            while len(self._retired) > RETIRED_KEPT:
+                self._retired.popitem(last=False)
         if cm.res is not None:
             cm.res.release()
         return took_us
+
+    def _known(self, ptr: int) -> int | None:
+        """The handle of a live id, else the one a destroyed id had, else None."""
+        with self._lock:
+            return self._by_ptr.get(ptr, self._retired.get(ptr))
 
     def handles(self) -> list[int]:
         """The handles of the cm_ids alive on this channel."""

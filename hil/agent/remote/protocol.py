@@ -518,8 +518,8 @@ class CMEvent(TypedDict):
 
     type: CMEventType
     status: int
-    id: int | None  # the cm_id's handle (a CONNECT_REQUEST's is new)
-    listen_id: int | None  # its listener's handle
+    id: int | None  # the cm_id's handle (a CONNECT_REQUEST's is new; a destroyed id's former)
+    listen_id: int | None  # its listener's handle (likewise)
     private_data: str  # hex
     host_t_us: int  # the host's CLOCK_MONOTONIC, µs
     local: str  # the id's own address, "ip:port" ("[v6]:port"); "" while unknown
