@@ -22,16 +22,15 @@ returns.  Metrics are kept in any case so that the plugin can write them out.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from hil.host.hwevidence import HwEvidence
 from hil.judge.contract import Verdict
 from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
+from hil.report.metrics import RECORDER, Metric
 from hil.report.svg import render_timeline
 from hil.wire.judge import WireVerdict
 from hil.wire.model import Exchange
@@ -42,42 +41,6 @@ try:
     from allure_commons.utils import represent
 except ImportError:  # the helpers stay callable (as no-ops) without allure-pytest
     allure = None  # type: ignore[assignment]
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One number a test measured (connect latency, detection time, storm rate)."""
-
-    test: str
-    name: str
-    value: float
-    unit: str
-
-
-class _Metrics:
-    """The metrics of this process's session, by test; the plugin names the current test."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.current_test = ""
-        self._items: list[Metric] = []
-
-    def add(self, name: str, value: float, unit: str) -> Metric:
-        m = Metric(self.current_test, name, float(value), unit)
-        with self._lock:
-            self._items.append(m)
-        return m
-
-    def of_test(self, test: str) -> list[Metric]:
-        with self._lock:
-            return [m for m in self._items if m.test == test]
-
-    def all(self) -> list[Metric]:
-        with self._lock:
-            return list(self._items)
-
-
-METRICS = _Metrics()
 
 
 @contextmanager
@@ -92,11 +55,12 @@ def step(name: str, **params: Any) -> Iterator[None]:
         yield
 
 
-def metric(name: str, value: float, unit: str) -> Metric:
-    """Record a measurement of the current test; shown as a step and kept for the trends."""
-    m = METRICS.add(name, value, unit)
+def metric(name: str, value: float, unit: str, **labels: str) -> Metric:
+    """Record a measurement of the current test (:mod:`hil.report.metrics`); shown as a
+    step and kept for the trends."""
+    m = RECORDER.record(name, value, unit, **labels)
     if allure is not None:
-        with step(f"metric {name} = {value:g} {unit}", value=value, unit=unit):
+        with step(f"metric {m.series} = {value:g} {unit}", value=value, unit=unit, **labels):
             pass
     return m
 
@@ -110,9 +74,10 @@ def unit_of(name: str) -> str:
 
 
 def attach_timeline(timeline: Timeline, verdict: Verdict | None = None) -> None:
-    """The timeline as a picture (SVG) and as raw JSON; records its metrics."""
+    """The timeline as a picture (SVG) and as raw JSON; records its metrics (labelled
+    with the scenario: ``detection_us`` of a link pull is not that of an abort)."""
     for name, value in timeline.metrics.items():
-        metric(name, value, unit_of(name))
+        metric(name, value, unit_of(name), scenario=timeline.scenario)
     if allure is None:
         return
     allure.attach(
@@ -283,11 +248,11 @@ def note(title: str, text: str) -> None:
 
 def attach_metrics(test: str) -> None:
     """The metrics recorded by ``test`` as one JSON attachment (the plugin calls this)."""
-    found = METRICS.of_test(test)
+    found = RECORDER.of_test(test)
     if allure is None or not found:
         return
     allure.attach(
-        json.dumps([asdict(m) for m in found], indent=1),
+        json.dumps([m.to_json() for m in found], indent=1),
         name="metrics",
         attachment_type=allure.attachment_type.JSON,
     )

@@ -44,7 +44,6 @@ import os
 import platform
 import re
 from collections.abc import Generator, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +54,7 @@ from hil.report.categories import write_categories
 from hil.report.crash import crashed
 from hil.report.environment import write_properties
 from hil.report.executor import write_executor
+from hil.report.metrics import RECORDER
 from hil.report.observer import AllureObserver
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ def provider_properties(run: PairRun, profile: str) -> dict[str, str]:
 def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
     """Per test: name the test for its metrics, take the evidence, attach what was kept."""
     item = request.node
-    attach.METRICS.current_test = item.nodeid
+    RECORDER.current_test = item.nodeid
     observer = request.config.stash.get(OBSERVER_KEY, None)
     if observer is not None:
         observer.verdicts.clear()  # only this test's timelines get their contract verdict
@@ -286,10 +286,10 @@ def base_properties() -> dict[str, str]:
 
 
 def write_metrics(directory: Path) -> Path:
-    """Every metric of this process as JSON (``[{test, name, value, unit}, ...]``)."""
+    """Every metric of this process as JSON (``[{test, name, value, unit, labels}, ...]``)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     path = directory / (f"hil-metrics-{worker}.json" if worker else "hil-metrics.json")
-    path.write_text(json.dumps([asdict(m) for m in attach.METRICS.all()], indent=1))
+    path.write_text(json.dumps([m.to_json() for m in RECORDER.all()], indent=1))
     return path
 
 
