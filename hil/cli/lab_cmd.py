@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from hil.cli.options import command_group, json_option
-from hil.errors import EXIT_INFRA, EXIT_OK
-from hil.lab import control, kernel, network
+from hil.errors import EXIT_INFRA, EXIT_OK, InputError
+from hil.lab import control, kernel, kernel_source, network
 from hil.lab.accel import ACCELS
 from hil.lab.state import default_dir
 
@@ -20,6 +20,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = cmds.add_parser("kernel", help="build (or find cached) the guest kernel with siw")
     p.add_argument("--rebuild", action="store_true", help="build even when a cached kernel exists")
+    p.add_argument(
+        "--source",
+        metavar="SOURCE",
+        help=f"the Debian kernel source: a package (linux-source-6.12), its version (6.12) or "
+        f"a linux-source-X.Y.tar.xz (default {kernel_source.DEFAULT_SOURCE}); each is cached "
+        "side by side",
+    )
+    _debug_option(p, "build the debug flavour")
     p.set_defaults(func=_kernel)
 
     p = cmds.add_parser("up", help="boot the lab's guests (reuses a running lab)")
@@ -42,11 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--kernel",
-        type=Path,
-        metavar="BZIMAGE",
-        help="boot this kernel instead of the default lab kernel (e.g. a fault kernel "
-        "from tests/siw_faults.py)",
+        metavar="SERIES|BZIMAGE",
+        help="boot the lab kernel of another source (6.12, built first if not cached), or "
+        "this bzImage (e.g. a fault kernel from tests/siw_faults.py) instead of the default",
     )
+    _debug_option(p, "boot the debug flavour of the lab kernel (built first if not cached)")
     p.set_defaults(func=_up)
 
     p = cmds.add_parser(
@@ -76,8 +84,17 @@ def _dir_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _debug_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help=f"{what}: KASAN, kmemleak, lockdep, debug objects (hil/lab/debug.config)",
+    )
+
+
 def _kernel(args: argparse.Namespace) -> int:
-    print(kernel.ensure_kernel(rebuild=args.rebuild))
+    source = kernel_source.find_source(spec=args.source)
+    print(kernel.ensure_kernel(rebuild=args.rebuild, source=source, debug=args.debug))
     return 0
 
 
@@ -88,10 +105,22 @@ def _up(args: argparse.Namespace) -> int:
         memory=args.memory,
         accel_mode=args.accel,
         boot_timeout=args.boot_timeout,
-        image=args.kernel,
+        image=_image(args.kernel, args.debug),
     )
     print(control.inventory_path(args.dir))
     return 0
+
+
+def _image(chosen: str | None, debug: bool) -> Path | None:
+    """The bzImage ``up`` boots: a path as given, or the lab kernel of a series or flavour
+    (built first when not cached); None for the default kernel."""
+    if chosen is not None and not kernel_source.is_series(chosen):
+        if debug:
+            raise InputError("--debug picks a lab kernel: give it with --kernel SERIES, not a path")
+        return Path(chosen)
+    if chosen is None and not debug:
+        return None
+    return kernel.ensure_kernel(source=kernel_source.find_source(spec=chosen), debug=debug)
 
 
 def _down(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """The lab's guest kernel: Debian's linux-source built with siw, cached.
 
 The kernel is built once per machine from ``/usr/src/linux-source-X.Y.tar.xz``
+(6.1 unless another source is named: :mod:`hil.lab.kernel_source`)
 from one of two bases plus ``siw.config``: ``defconfig`` (virtme-ng's
 defconfig, the kernel of old) or ``minimal`` (``make allnoconfig`` with
 ``minimal.config``: only what the lab needs, a third of the compiles).  It is
@@ -8,6 +9,8 @@ cached under ``$XDG_CACHE_HOME/hil/kernel/<source-version>-<config-hash>/bzImage
 Each base's extracted tree stays in ``.../kernel/build/<source-version>[-minimal]/``
 so that a changed fragment rebuilds incrementally instead of from scratch, and
 ccache (``.../kernel/ccache``) keeps compiles across trees and rebuilds.
+The debug flavour (``debug.config`` on top of the minimal base: KASAN,
+kmemleak, lockdep, debug objects) has its own key and tree (``...-minimal-debug``).
 """
 
 from __future__ import annotations
@@ -23,15 +26,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from hil import tools
-from hil.errors import LabError
+from hil.errors import InputError, LabError
+from hil.lab.kernel_source import KernelSource as KernelSource
+from hil.lab.kernel_source import find_source as find_source
 
 FRAGMENT = Path(__file__).with_name("siw.config")
 MINIMAL = Path(__file__).with_name("minimal.config")
+DEBUG = Path(__file__).with_name("debug.config")
 # What a kernel is configured from: virtme-ng's defconfig, or allnoconfig + MINIMAL.
 Base = Literal["defconfig", "minimal"]
 DEFAULT_BASE: Base = "minimal"
@@ -59,68 +64,19 @@ def to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-@dataclass(frozen=True)
-class KernelSource:
-    """A Debian linux-source package: its tarball and package version."""
-
-    package: str
-    version: str
-    tarball: Path
-
-    @property
-    def tree_name(self) -> str:
-        """The top directory inside the tarball (``linux-source-6.1``)."""
-        return self.tarball.name.removesuffix(".tar.xz")
-
-
 def cache_root() -> Path:
     """``$XDG_CACHE_HOME/hil`` (default ``~/.cache/hil``)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "hil"
 
 
-def find_source(src_dir: Path = Path("/usr/src")) -> KernelSource:
-    """The newest installed linux-source tarball, with its package version."""
-    tarballs = sorted(
-        src_dir.glob("linux-source-*.tar.xz"),
-        key=lambda p: [int(x) for x in re.findall(r"\d+", p.name)],
-    )
-    if not tarballs:
-        raise LabError(
-            f"no linux-source tarball in {src_dir}: install it with "
-            "`apt-get install linux-source-6.1` (or run ci/install)"
-        )
-    tarball = tarballs[-1]
-    package = tarball.name.removesuffix(".tar.xz")
-    return KernelSource(package, _package_version(package) or _mtime_tag(tarball), tarball)
-
-
-def _package_version(package: str) -> str | None:
-    try:
-        out = subprocess.run(
-            tools.argv("dpkg-query", "-W", "-f=${Version}", package),
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def _mtime_tag(path: Path) -> str:
-    # A tarball not installed by dpkg: its size and mtime stand in for a version.
-    st = path.stat()
-    return f"local{st.st_size:x}{int(st.st_mtime):x}"
-
-
-def config_hash(fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE) -> str:
+def config_hash(fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE, debug: bool = False) -> str:
     """Hash of what decides the kernel besides its source: base, fragment, targets.
 
     The defconfig base depends on virtme-ng's version (its defconfig), the
     minimal one on ``minimal.config`` instead; the defconfig key is the one
-    hil always used, so its cached kernels stay valid.
+    hil always used, so its cached kernels stay valid.  The debug flavour adds
+    ``debug.config`` (the plain keys stay what they were).
     """
     h = hashlib.sha256()
     h.update(fragment.read_bytes())
@@ -129,6 +85,8 @@ def config_hash(fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE) -> str:
         h.update(b"\0allnoconfig\0" + MINIMAL.read_bytes())
     else:
         h.update(_virtme_version().encode())
+    if debug:
+        h.update(b"\0debug\0" + DEBUG.read_bytes())
     return h.hexdigest()[:12]
 
 
@@ -141,26 +99,36 @@ def _virtme_version() -> str:
         return "none"
 
 
-def kernel_dir(source: KernelSource, fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE) -> Path:
-    """Where the bzImage of this source, fragment and base is (or will be) cached."""
+def kernel_dir(
+    source: KernelSource, fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE, debug: bool = False
+) -> Path:
+    """Where the bzImage of this source, fragment, base and flavour is (or will be) cached."""
     safe = re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
-    return cache_root() / "kernel" / f"{safe}-{config_hash(fragment, base)}"
+    return cache_root() / "kernel" / f"{safe}-{config_hash(fragment, base, debug)}"
 
 
-def tree_dir(source: KernelSource, base: Base = DEFAULT_BASE) -> Path:
+def tree_dir(source: KernelSource, base: Base = DEFAULT_BASE, debug: bool = False) -> Path:
     """The extracted source tree of ``source`` for ``base``, where it is built in place.
 
-    One tree per base, so building one never makes the other's a full rebuild.
+    One tree per base and flavour, so building one never makes another's a
+    full rebuild (the debug options change the flags of every compile).
     """
     name = re.sub(r"[^A-Za-z0-9.+_-]", "_", source.version)
     if base != "defconfig":
         name += f"-{base}"
+    if debug:
+        name += "-debug"
     return cache_root() / "kernel" / "build" / name / source.tree_name
 
 
-def cached_kernel(fragment: Path = FRAGMENT, base: Base = DEFAULT_BASE) -> Path | None:
-    """The cached bzImage for the installed source, or None if not built yet."""
-    image = kernel_dir(find_source(), fragment, base) / "bzImage"
+def cached_kernel(
+    fragment: Path = FRAGMENT,
+    base: Base = DEFAULT_BASE,
+    source: KernelSource | None = None,
+    debug: bool = False,
+) -> Path | None:
+    """The cached bzImage of ``source`` (default 6.1), or None if not built yet."""
+    image = kernel_dir(source or find_source(), fragment, base, debug) / "bzImage"
     return image if image.is_file() else None
 
 
@@ -186,10 +154,14 @@ def ensure_kernel(
     progress: Progress = to_stderr,
     jobs: int | None = None,
     base: Base = DEFAULT_BASE,
+    source: KernelSource | None = None,
+    debug: bool = False,
 ) -> Path:
-    """The path of a bzImage with siw, building it first when not cached."""
-    source = find_source()
-    dest = kernel_dir(source, fragment, base)
+    """The path of a bzImage with siw of ``source`` (default 6.1), built first when not cached."""
+    if debug and base != "minimal":
+        raise InputError("the debug kernel is built on the minimal base only")
+    source = source or find_source()
+    dest = kernel_dir(source, fragment, base, debug)
     image = dest / "bzImage"
     if image.is_file() and not rebuild:
         return image
@@ -203,8 +175,8 @@ def ensure_kernel(
     with build_lock(progress):
         if image.is_file() and not rebuild:
             return image  # another process built it while we waited
-        tree = _extract(source, tree_dir(source, base), progress)
-        _configure(tree, fragment, base, progress)
+        tree = _extract(source, tree_dir(source, base, debug), progress)
+        _configure(tree, fragment, base, debug, progress)
         started = time.monotonic()
         make(tree, jobs or os.cpu_count() or 1, progress)
         dest.mkdir(parents=True, exist_ok=True)
@@ -257,13 +229,14 @@ def _extract(source: KernelSource, tree: Path, progress: Progress) -> Path:
     return tree
 
 
-def _configure(tree: Path, fragment: Path, base: Base, progress: Progress) -> None:
+def _configure(tree: Path, fragment: Path, base: Base, debug: bool, progress: Progress) -> None:
     if base == "minimal":
-        wanted = MINIMAL.read_text() + "\n" + fragment.read_text()
+        parts = [MINIMAL, fragment, *([DEBUG] if debug else [])]
+        wanted = "\n".join(p.read_text() for p in parts)
         allconfig = tree.parent / "allconfig"
         allconfig.write_text(wanted)
         (tree / CCACHE_MARK).touch()
-        progress(f"lab kernel: configuring with allnoconfig + {MINIMAL.name} + {fragment.name}")
+        progress(f"lab kernel: configuring with allnoconfig + {' + '.join(p.name for p in parts)}")
         argv = tools.argv("make", *make_vars(tree), f"KCONFIG_ALLCONFIG={allconfig}", "allnoconfig")
         _run(argv, CONFIG_TIMEOUT, "configuring", cwd=tree, env=ccache_env(tree))
     else:
@@ -281,7 +254,8 @@ def _configure(tree: Path, fragment: Path, base: Base, progress: Progress) -> No
     if dropped:
         raise LabError(
             f"kernel config in {tree} lacks {', '.join(dropped)} from {fragment.name}"
-            f"{' or ' + MINIMAL.name if base == 'minimal' else ''}: "
+            f"{' or ' + MINIMAL.name if base == 'minimal' else ''}"
+            f"{' or ' + DEBUG.name if debug else ''}: "
             "a dependency is missing; add it to the fragment"
         )
 

@@ -25,6 +25,9 @@ def hil(*args: str) -> subprocess.CompletedProcess[str]:
         (["up", "--hosts", "1"], "--hosts must be between 2 and"),
         (["up", "--dir", "/tmp/a b"], "use only letters"),
         (["up", "--accel", "xen"], "invalid choice: 'xen'"),
+        (["up", "--kernel", "/no/bzImage", "--debug"], "give it with --kernel SERIES, not a path"),
+        (["kernel", "--source", "linux-6"], "kernel source 'linux-6': give a Debian package"),
+        (["kernel", "--source", "/no/linux-source-6.12.tar.xz"], "no such file"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(args: list[str], message: str) -> None:

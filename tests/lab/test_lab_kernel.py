@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import LabError
+from hil.errors import InputError, LabError
 from hil.lab import kernel
 
 
@@ -158,3 +158,56 @@ def test_ccache_only_in_trees_configured_for_it(tmp_path: Path) -> None:
     env = kernel.ccache_env(tmp_path)
     assert env["CCACHE_DIR"] == str(kernel.cache_root() / "kernel" / "ccache")
     assert env["CCACHE_BASEDIR"] == str(tmp_path)
+
+
+def test_the_debug_flavour_has_its_own_key_and_tree_and_leaves_the_plain_ones(
+    cache: Path,
+) -> None:
+    source = kernel.find_source()
+    assert kernel.config_hash(debug=True) != kernel.config_hash()
+    assert kernel.kernel_dir(source, debug=True) != kernel.kernel_dir(source)
+    assert kernel.tree_dir(source, debug=True).parent.name == (
+        kernel.tree_dir(source).parent.name + "-debug"
+    )
+    assert kernel.cached_kernel(debug=True) is None
+
+
+def test_the_debug_flavour_is_built_on_the_minimal_base_only() -> None:
+    with pytest.raises(InputError, match="minimal base only"):
+        kernel.ensure_kernel(base="defconfig", debug=True)
+
+
+def test_the_debug_fragment_names_the_checkers() -> None:
+    wanted = set(kernel.DEBUG.read_text().splitlines())
+    for option in (
+        "CONFIG_KASAN=y",
+        "CONFIG_DEBUG_KMEMLEAK=y",
+        "# CONFIG_DEBUG_KMEMLEAK_AUTO_SCAN is not set",  # scanned after each test instead
+        "CONFIG_PROVE_LOCKING=y",
+        "CONFIG_DEBUG_OBJECTS=y",
+        "CONFIG_NET_DEV_REFCNT_TRACKER=y",
+    ):
+        assert option in wanted
+
+
+def test_a_debug_build_configures_with_all_three_fragments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = tmp_path / "linux-source-6.1"
+    tree.mkdir()
+    ran: list[list[str]] = []
+
+    def configure(argv: list[str], *args: object, **kwargs: object) -> None:
+        ran.append(argv)
+        # What Kconfig would leave: everything asked for but KASAN (as if a dependency lacked).
+        allconfig = (tmp_path / "allconfig").read_text()
+        (tree / ".config").write_text(allconfig.replace("CONFIG_KASAN=y", ""))
+
+    monkeypatch.setattr(kernel, "_run", configure)
+    with pytest.raises(LabError, match=r"lacks CONFIG_KASAN=y .* or debug.config"):
+        kernel._configure(tree, kernel.FRAGMENT, "minimal", True, lambda _: None)
+    allconfig = (tmp_path / "allconfig").read_text()
+    assert kernel.MINIMAL.read_text() in allconfig
+    assert kernel.FRAGMENT.read_text() in allconfig
+    assert kernel.DEBUG.read_text() in allconfig
+    assert ran[0][-1] == "allnoconfig"
