@@ -27,8 +27,13 @@ from hil.judge.rule import (
 )
 from hil.judge.timeline import Action, Event, Timeline
 
-# Kernel log lines that fail a run (invariant 11).
-BAD_KERNEL_LINE = re.compile(r"WARNING|BUG|Oops|KASAN|lockdep|unreferenced object")
+# Kernel log lines that fail a run (invariant 11).  A debug kernel's checkers
+# (hil/lab/debug.config) report through WARNING/BUG lines too, but kmemleak's scan
+# line, refcount_t's and debug objects' first lines name the checker.
+BAD_KERNEL_LINE = re.compile(
+    r"WARNING|BUG|Oops|KASAN|lockdep|unreferenced object|suspected memory leak"
+    r"|refcount_t: |ODEBUG: "
+)
 # Known harmless lines, as regular expressions searched in a line the rule
 # would fail; none by default.  iwpm_register_pid's "Unable to send a nlmsg"
 # (iwpmd not running; drivers/infiniband/core/iwpm_msg.c) is logged with
@@ -302,8 +307,8 @@ def kernel_log_clean(allow: Sequence[str] = DEFAULT_KERNEL_ALLOW) -> Rule:
     @rule(
         "kernel-log-clean",
         11,
-        "The kernel log since the test began has no WARNING, BUG, Oops, KASAN, lockdep or "
-        "'unreferenced object' line (known harmless lines allowed)",
+        "The kernel log since the test began has no WARNING, BUG, Oops, KASAN, lockdep, "
+        "kmemleak, refcount_t or ODEBUG report line (known harmless lines allowed)",
         "[src] issue 5; kmemleak, KASAN, lockdep report formats",
     )
     def _kernel_log(tl: Timeline, profile: Profiles) -> Iterator[Finding]:

@@ -186,6 +186,7 @@ def test_the_debug_fragment_names_the_checkers() -> None:
         "CONFIG_PROVE_LOCKING=y",
         "CONFIG_DEBUG_OBJECTS=y",
         "CONFIG_NET_DEV_REFCNT_TRACKER=y",
+        "CONFIG_LKDTM=y",  # provokes each report on the real kernel in a test
     ):
         assert option in wanted
 
