@@ -51,11 +51,12 @@ from hil.inventory.nodes import (
 )
 from hil.inventory.power import check_controller, parse_power
 from hil.inventory.secret import ENV_NAME, Secret
+from hil.inventory.thresholds import parse_section
 
 SUPPORTED_VERSION = 1
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
-TOP_KEYS = ("version", "hosts", "links")
+TOP_KEYS = ("version", "hosts", "links", "thresholds")
 HOST_KEYS = ("ssh", "python", "tags", "sysctls", "firmware_policy", "rnics", "power")
 SSH_KEYS = (
     "host", "port", "user", "identity_file", "jump",
@@ -164,7 +165,8 @@ class _Loader:
         links: dict[str, Link] = {}
         if given(top, "links"):
             links = parse_links(top["links"], self.hosts, self.base)
-        return Inventory(path=Path(self.file), hosts=self.hosts, links=links)
+        thresholds = parse_section(top["thresholds"]) if given(top, "thresholds") else ()
+        return Inventory(path=Path(self.file), hosts=self.hosts, links=links, thresholds=thresholds)
 
     # -- hosts -------------------------------------------------------------
 

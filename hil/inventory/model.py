@@ -16,6 +16,7 @@ from typing import Literal, TypeVar
 from hil import tools
 from hil.errors import InputError
 from hil.inventory.secret import Secret
+from hil.inventory.thresholds import Threshold
 
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
@@ -271,6 +272,8 @@ class Inventory:
     path: Path
     hosts: dict[str, Host] = field(default_factory=dict)
     links: dict[str, Link] = field(default_factory=dict)
+    # When the nightly flags a metric (hil/inventory/thresholds.py).
+    thresholds: tuple[Threshold, ...] = ()
 
     def host(self, name: str) -> Host:
         """The host ``name``; InputError naming the known hosts."""

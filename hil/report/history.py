@@ -4,7 +4,7 @@
       runs/0007/results/   allure-pytest output of run 7 (+ history/ of run 6's report)
       runs/0007/report/    the generated report (index.html, history/ for run 8)
       latest -> runs/0007
-      metrics.jsonl        one line per run: its metrics, for the trend on the overview
+      metrics.jsonl        one line per run: its metrics (hil.report.metrics_history)
 
 Allure draws its trend graphs and flags flaky tests from ``history/`` of the
 previous report copied into the new results before generating; keeping the
@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hil.errors import InputError
 
 RUNS = "runs"
 LATEST = "latest"
-METRICS_HISTORY = "metrics.jsonl"
 
 
 @dataclass(frozen=True)
@@ -113,74 +109,3 @@ def summary(report: Path) -> Summary:
     return Summary(
         *(int(stat.get(k, 0)) for k in ("passed", "failed", "broken", "skipped", "unknown"))
     )
-
-
-def run_metrics(metrics: Iterable[dict[str, Any]]) -> dict[str, dict[str, float | str]]:
-    """A run's metrics by name: the mean over its tests, the count and the unit."""
-    by_name: dict[str, list[dict[str, Any]]] = {}
-    for m in metrics:
-        by_name.setdefault(m["name"], []).append(m)
-    return {
-        name: {
-            "mean": statistics.fmean(float(x["value"]) for x in items),
-            "count": len(items),
-            "unit": items[0]["unit"],
-        }
-        for name, items in sorted(by_name.items())
-    }
-
-
-def record_metrics(
-    reports: Path, run: Run, metrics_files: Iterable[Path], keep: int
-) -> list[dict[str, Any]]:
-    """Append this run's metrics to the history (last ``keep`` runs); return the history."""
-    metrics: list[dict[str, Any]] = []
-    for path in metrics_files:
-        try:
-            metrics += json.loads(path.read_text())
-        except ValueError as e:
-            raise InputError(f"{path}: not JSON: {e}") from None
-    path = reports / METRICS_HISTORY
-    lines = path.read_text().splitlines() if path.is_file() else []
-    history = [json.loads(line) for line in lines if line.strip()]
-    history.append({"run": run.order, "metrics": run_metrics(metrics)})
-    history = history[-keep:] if keep > 0 else history
-    path.write_text("".join(json.dumps(h, sort_keys=True) + "\n" for h in history))
-    return history
-
-
-def metric_properties(history: list[dict[str, Any]]) -> dict[str, str]:
-    """``environment.properties`` lines that show each metric's trend on the overview.
-
-    ``metric.connect_latency = 3.1 ms (runs 5..7: 2.9, 3.0, 3.1)``.
-    """
-    names = sorted({n for h in history for n in h["metrics"]})
-    props = {}
-    for name in names:
-        points = [(h["run"], h["metrics"][name]) for h in history if name in h["metrics"]]
-        last = points[-1][1]
-        scale, unit = _display_unit(float(last["mean"]), str(last["unit"]))
-        trend = ", ".join(_number(p["mean"] / scale) for _, p in points)
-        props[f"metric.{name}"] = (
-            f"{_number(last['mean'] / scale)} {unit} over "
-            f"{last['count']} tests (runs {points[0][0]}..{points[-1][0]}: "
-            f"{trend})".replace("  ", " ")
-        )
-    return props
-
-
-def _display_unit(value: float, unit: str) -> tuple[float, str]:
-    """A divisor and unit that keep a time readable: 2975236 us is 2975.2 ms, or 2.98 s."""
-    if unit == "us" and value >= 1e6:
-        return 1e6, "s"
-    if unit == "us" and value >= 1e3:
-        return 1e3, "ms"
-    if unit == "ms" and value >= 1e3:
-        return 1e3, "s"
-    return 1.0, unit
-
-
-def _number(value: float) -> str:
-    """Three significant decimals without exponent or trailing zeros: 190.874, 348, 2.98."""
-    text = f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text

@@ -9,7 +9,9 @@
 It prints a summary (``hil report: 12 passed, 1 failed, 0 broken, 2 skipped;
 report artifacts/.../report/index.html; exit 1``, a line on known-flaky
 failures, and the tests that flipped between pass and fail in the last
-``--flaky-nights`` runs, :mod:`hil.report.flaky`), writes it to
+``--flaky-nights`` runs, :mod:`hil.report.flaky`), the metrics line (how many
+series the run recorded, where their trend page is: :mod:`hil.report.trend`)
+and the metrics past a threshold (:mod:`hil.report.metrics_flags`), writes it to
 ``summary.txt`` in the report directory, and exits 0 when every test passed
 (or was skipped, or failed but is in the quarantine list), 1 when tests
 failed, 3 when the run could not judge the product (lab or infrastructure
@@ -27,7 +29,9 @@ from pathlib import Path
 
 from hil import tools
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError, LabError
-from hil.report import flaky, history, results
+from hil.inventory import loader
+from hil.inventory.thresholds import Threshold, parse_cli
+from hil.report import flaky, history, metrics_flags, metrics_history, results, trend
 from hil.report.bounded import Finished, run_bounded
 from hil.report.categories import INFRASTRUCTURE, KNOWN_FLAKY
 from hil.report.environment import write_properties
@@ -114,19 +118,21 @@ def pipeline(args: argparse.Namespace) -> int:
     finished = run_pytest(run, args)
     if finished.expired:
         print(f"hil report: {finished.expired}", file=sys.stderr, flush=True)
-    metrics = history.record_metrics(
-        reports, run, sorted(run.results.glob(METRICS_GLOB)), args.keep
-    )
+    recorded = metrics_history.read_metric_files(sorted(run.results.glob(METRICS_GLOB)))
+    nights = metrics_history.record(reports, run.order, recorded, args.metric_nights, None)
+    flags, unmatched = metrics_flags.check(nights, args.thresholds)
     tests = results.read(run.results)
     # Enough nights for the flaky window even when fewer runs are kept.
     outcomes = flaky.record(
         reports, flaky.outcomes_of(run.order, tests), max(args.keep, args.flaky_nights)
     )
     ranked = flaky.rank(outcomes, args.flaky_nights)
-    nights = len(flaky.window(outcomes, args.flaky_nights))
-    write_properties(run.results, history.metric_properties(metrics), where="end")
-    write_properties(run.results, flaky.properties(ranked, nights), where="top")
+    flaky_nights = len(flaky.window(outcomes, args.flaky_nights))
+    write_properties(run.results, metrics_history.properties(nights), where="end")
+    write_properties(run.results, flaky.properties(ranked, flaky_nights), where="top")
     generate(run.results, run.report, Path(args.allure))
+    # After generate: its --clean empties the report directory.
+    page = trend.write_page(run.report, nights, flags, args.thresholds)
     history.finish(reports, run, args.keep)
     # A run cut short by its bound did not judge everything: a lab/infrastructure outcome.
     status = EXIT_INFRA if finished.expired else exit_status(run.results, finished.returncode)
@@ -134,11 +140,19 @@ def pipeline(args: argparse.Namespace) -> int:
     lines = [
         f"{summary.line()}; report {run.report / 'index.html'}; exit {status}",
         *filter(None, [flaky.known_flaky_line(tests)]),
-        *flaky.summary_lines(ranked, nights),
+        *flaky.summary_lines(ranked, flaky_nights),
+        f"metrics: {len(nights[-1].series)} series recorded; trends {page}",
+        *metrics_flags.summary_lines(flags, unmatched, len(args.thresholds)),
     ]
     (run.report / flaky.SUMMARY_FILE).write_text("".join(f"{line}\n" for line in lines))
     print("".join(f"hil report: {line}\n" for line in lines), end="")
     return status
+
+
+def thresholds_of(inventory: str | None, specs: list[str]) -> list[Threshold]:
+    """The inventory's ``thresholds:`` and those of ``--threshold``."""
+    found = list(loader.load(inventory).thresholds) if inventory else []
+    return found + [parse_cli(spec) for spec in specs]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,6 +205,22 @@ def build_parser() -> argparse.ArgumentParser:
         f"restores the pair), SIGKILL {TERM_GRACE_S:g} s later; the session layer stops the "
         f"tests earlier (default {DEFAULTS.nightly_s:g}; 0: no bound)",
     )
+    p.add_argument(
+        "--metric-nights",
+        type=int,
+        default=30,
+        metavar="N",
+        help="nights kept in metrics.jsonl and drawn in the trend charts (default 30)",
+    )
+    p.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="flag a metric in the summary (repeatable; with the inventory's thresholds:): "
+        "NAME[:STAT]>VALUE, NAME[:STAT]<VALUE, NAME[:STAT]>+PCT%%, NAME[:STAT]<-PCT%% "
+        "(STAT mean, min, p50, p99, max), e.g. connect_us:p99>50000",
+    )
     p.add_argument("--allure", default=str(DEFAULT_ALLURE), help="the allure executable")
     return p
 
@@ -214,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"--flaky-nights must be at least 2, not {args.flaky_nights}")
         if not args.timeout >= 0:
             raise InputError(f"--timeout must be 0 (no bound) or more seconds, not {args.timeout}")
+        if args.metric_nights < 1:
+            raise InputError(f"--metric-nights must be at least 1, not {args.metric_nights}")
+        # Checked before the run: a bad threshold is bad input, not a failed night.
+        args.thresholds = thresholds_of(args.inventory, args.threshold)
         return pipeline(args)
     except HilError as e:
         print(f"hil report: error: {e}", file=sys.stderr)

@@ -104,7 +104,7 @@ CASES = [
         "link:",
         (
             "lab.yaml:29: link: unknown key 'link' (did you mean 'links'? "
-            "allowed: hosts, links, version)"
+            "allowed: hosts, links, thresholds, version)"
         ),
     ),
     (

@@ -8,6 +8,10 @@ The stand-in suite's outcomes depend on the night (a file beside it):
     test_known   FPFF   2 flips, in the quarantine list: its failures do not fail the night
     test_lab     PLPL   lab errors: no flips
     test_late    ..PF   1 flip (collected from night 3 on)
+
+test_steady records a metric (connect_us 1000, 1100, 1000, 2000 us) through
+``hil_metrics``: the metrics history, the trend page and the threshold flags of
+night 4 are checked too.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ from __future__ import annotations
 import html
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
 
-from hil.report import flaky, history, pipeline
+from hil.report import flaky, history, metrics_history, pipeline
+from hil.report.svg import BAD_COLOR
 from tests.report.browser import chromium_missing, dump_dom, serve
 from tests.report.test_report_e2e import _section
 
@@ -33,8 +39,8 @@ from hil.errors import Unreachable
 NIGHT = int(pathlib.Path(__file__).with_name("night").read_text())
 
 
-def test_steady():
-    pass
+def test_steady(hil_metrics):
+    hil_metrics.record("connect_us", {1: 1000, 2: 1100, 3: 1000, 4: 2000}[NIGHT], "us")
 
 
 def test_flips():
@@ -63,7 +69,10 @@ KNOWN_FLAKY = """
 """
 
 NIGHTS = 4
+THRESHOLDS = ["--threshold", "connect_us>+50%", "--threshold", "connect_us:p99>5000"]
+THRESHOLDS += ["--threshold", "nothing_us>1"]
 TEST = "suites/test_night.py::"
+SVG = "{http://www.w3.org/2000/svg}"
 
 pytestmark = pytest.mark.skipif(
     not pipeline.DEFAULT_ALLURE.exists(),
@@ -83,7 +92,7 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]:
     codes = []
     for night in range(1, NIGHTS + 1):
         (suites / "night").write_text(str(night))
-        argv = [str(suites), "--reports", str(reports), "--keep", "2"]
+        argv = [str(suites), "--reports", str(reports), "--keep", "2", *THRESHOLDS]
         codes.append(pipeline.main([*argv, "--", "-q", f"--rootdir={work}"]))
     return reports, codes
 
@@ -129,11 +138,35 @@ def test_the_summary_ranks_the_flips_and_lists_known_flaky_failures(
         "flaky: 3 tests flipped between pass and fail in the last 4 nights"
     )
     where = "(no pair, provider unknown)"
-    assert summary[3:] == [
+    assert summary[3:6] == [
         f"  3 flips  PFPF  {TEST}test_flips  {where}",
         f"  2 flips  FPFF  {TEST}test_known  {where} [known flaky]",
         f"  1 flip  ..PF  {TEST}test_late  {where}",
     ]
+    page = reports / "runs" / "0004" / "report" / "metrics" / "index.html"
+    assert summary[6:] == [
+        f"metrics: 1 series recorded; trends {page}",
+        "metrics: 1 past a threshold (3 thresholds):",
+        "  connect_us mean 2 ms +100% against the median 1 ms of the nights before (+50%) "
+        "(--threshold)",
+        "  threshold matched no metric of this run: nothing_us (--threshold)",
+    ]
+
+
+def test_the_metrics_history_and_the_trend_page(nights: tuple[Path, list[int]]) -> None:
+    reports, _ = nights
+    kept = metrics_history.load(reports / metrics_history.HISTORY)
+    assert [n.run for n in kept] == [1, 2, 3, 4]  # --metric-nights (30), not --keep (2)
+    assert [n.series["connect_us"].mean for n in kept] == [1000, 1100, 1000, 2000]
+    page = reports / "latest" / "report" / "metrics"
+    svg = ET.fromstring((page / "connect_us.svg").read_text())
+    dots = svg.findall(f"{SVG}circle")
+    assert [d.findtext(f"{SVG}title", "").split(":")[0] for d in dots] == [
+        "run 1", "run 2", "run 3", "run 4",
+    ]  # fmt: skip
+    assert dots[-1].get("stroke") == BAD_COLOR  # the flagged night is ringed
+    assert "FLAGGED" in "".join(svg.itertext())
+    assert "<svg" in (page / "index.html").read_text()
 
 
 def test_the_report_shows_the_known_flaky_category_and_the_ranking(

@@ -1,4 +1,4 @@
-"""Kept runs, history carried into the next results, metric trends, the pipeline's exit status."""
+"""Kept runs, history carried into the next results, the pipeline's exit status."""
 
 from __future__ import annotations
 
@@ -48,33 +48,6 @@ def test_summary_line_and_a_missing_report(tmp_path: Path) -> None:
     assert history.summary(run.report).line() == "3 passed, 1 failed, 0 broken, 0 skipped"
     with pytest.raises(InputError, match="not an Allure report summary"):
         history.summary(tmp_path / "nothing")
-
-
-def test_metric_trend_over_the_kept_runs(tmp_path: Path) -> None:
-    values = [[1000, 3000], [2500], [4000]]
-    for got in values:
-        run = history.new_run(tmp_path)
-        metrics = [{"test": "t", "name": "connect_us", "value": v, "unit": "us"} for v in got]
-        (run.results / "hil-metrics.json").write_text(json.dumps(metrics))
-        kept = history.record_metrics(tmp_path, run, [run.results / "hil-metrics.json"], keep=2)
-    assert [h["run"] for h in kept] == [2, 3]
-    props = history.metric_properties(kept)
-    assert props == {"metric.connect_us": "4 ms over 1 tests (runs 2..3: 2.5, 4)"}
-    seconds = history.metric_properties(
-        [
-            {
-                "run": 9,
-                "metrics": {
-                    "detection_us": {"mean": 2975236.3, "count": 20, "unit": "us"},
-                    "traffic_ops": {"mean": 348.0, "count": 6, "unit": ""},
-                },
-            }
-        ]
-    )
-    assert seconds == {
-        "metric.detection_us": "2.975 s over 20 tests (runs 9..9: 2.975)",
-        "metric.traffic_ops": "348 over 6 tests (runs 9..9: 348)",
-    }
 
 
 def results_with(tmp_path: Path, *outcomes: tuple[str, str]) -> Path:
