@@ -32,6 +32,8 @@ attach (helpers), observer (pair-run observer), plugin (pytest: labels,
 the ``pytest_hil_wire`` attachments and ``--hil-pcap``, run files),
 environment, categories, executor (run files), history (kept runs, trend),
 results (result files read back), flaky (each test's outcome per night, the
-flip ranking), quarantine (the known-flaky list), pipeline (what ci/nightly
-and ci/run-suite run).
+flip ranking), quarantine (the known-flaky list), metrics (what tests record,
+with labels), metrics_history (``metrics.jsonl``), metrics_flags (thresholds
+checked), trend (the charts' page), pipeline (what ci/nightly and
+ci/run-suite run).
 """
