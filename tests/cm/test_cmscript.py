@@ -179,3 +179,26 @@ def test_a_script_starts_at_its_start_time_and_its_first_step_says_how_late(
     (step,) = got["steps"]
     assert got["t_us"] == step["target_us"] == start <= step["t_us"]
     assert step["late_us"] == step["t_us"] - start < 50_000
+
+
+def test_a_scripted_write_keeps_its_completion_and_the_destroy_follows_it(
+    worker: tuple[Worker, FakeLib],
+) -> None:
+    """A write step (the destroy-vs-TERMINATE race's first action) answers its completion;
+    the destroy after it is timed from the write's end, on the host's clock."""
+    w, lib = worker
+    h = w.ch.create_id()
+    w.ch.create_qp(h)
+    lib.verbs.wc_status = 10
+    remote = {"addr": 0xBEEF000, "rkey": 0x1DD}
+    got = w.scenario(
+        steps=[
+            {"op": "write", "id": h, "params": {"remote": remote, "length": 16, "wait": 2.0}},
+            {"op": "destroy", "id": h, "after_us": 3_000},
+        ]
+    )
+    protocol.OP_SCENARIO.decode(got, strict=True)
+    write, destroy = got["steps"]
+    assert write["result"] == "ok" and write["reply"]["wc_status_name"] == "IBV_WC_REM_ACCESS_ERR"
+    assert destroy["result"] == "ok"
+    assert destroy["target_us"] == write["t_us"] + write["us"] + 3_000 <= destroy["t_us"]

@@ -1,11 +1,14 @@
-"""How a race round is classified, and when a sweep fails as "race window not reached"
-(hil/cm/races.py).  The sweep itself runs on real siw in test_races_lab.py."""
+"""How race rounds are classified, how a bounded sweep stops, and when a sweep fails as
+"race window not reached" (hil/cm/races/).  The sweeps run on real siw in
+test_races_lab.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from hil.cm.races import ORDERS, RaceSweep, Round, classify
+from hil.cm.races import RACES, Budget, RaceSweep, Round
+from hil.cm.races.core import drive, spread
+from hil.cm.races.destroy_reply import ORDERS, classify
 from hil.cm.scenario import StepRun
 from hil.errors import InputError
 from hil.judge.timeline import Action, Event, Timeline
@@ -54,11 +57,12 @@ def test_a_destroy_that_never_ran_cannot_be_classified() -> None:
 
 def sweep(orders: list[str]) -> RaceSweep:
     rounds = tuple(
-        Round(f"r{i}", -1000 + 500 * i, 500 * i, o, "", f"a:1.{i}", None, 10)  # type: ignore[arg-type]
+        Round(f"r{i}", -1000 + 500 * i, 500 * i, o, "", (f"a:1.{i}", None), 10)
         for i, o in enumerate(orders)
     )
     tl = Timeline("race", "siw", ("ha", "hb"), (), ())
-    return RaceSweep("destroy vs CONNECT_REPLY", rounds, ORDERS, 12_000, 4_000, tl)
+    race = RACES["destroy_reply"]
+    return RaceSweep(race, rounds, ORDERS, 4_000, tl, "the reply's 12.0 ms")
 
 
 def test_a_sweep_that_missed_an_order_says_race_window_not_reached() -> None:
@@ -69,3 +73,54 @@ def test_a_sweep_that_missed_an_order_says_race_window_not_reached() -> None:
     assert "4 rounds, offsets -1.0..+0.5 ms around the reply's 12.0 ms" in said
     assert sweep(["destroy_first", "in_flight", "reply_first"]).not_reached() is None
     assert "r1 offset -500 µs delay 500 µs: unclear" in missed.table()
+    assert missed.metrics()["rounds_in_flight"] == 0 and missed.metrics()["rounds"] == 4
+
+
+def test_offsets_are_spread_so_a_bounded_sweep_tries_the_whole_window_first() -> None:
+    assert Budget(2_000, 1_000).offsets() == [-2_000, 2_000, 0, -1_000, 1_000]
+    got = spread(list(range(9)))
+    assert got[:3] == [0, 8, 4] and sorted(got) == list(range(9))
+    with pytest.raises(InputError, match="step_us > 0"):
+        Budget(1_000, 0)
+    with pytest.raises(InputError, match="enough must be at least 1"):
+        Budget(1_000, 100, enough=0)
+
+
+def run_drive(budget: Budget, outcome: dict[int, str]) -> tuple[bool, list[tuple[int, int]]]:
+    """drive() over a fake race whose order depends on the offset only."""
+    batches: list[tuple[int, int]] = []
+
+    def classified() -> list[Round]:
+        return [Round("r", o, o, outcome[o], "") for o, n in batches for _ in range(n)]
+
+    early = drive(budget, ("early", "late"), lambda o, n: batches.append((o, n)), classified)
+    return early, batches
+
+
+def test_a_bounded_sweep_stops_once_every_wanted_order_was_reached_enough_times() -> None:
+    outcome = {o: "early" if o < 0 else "late" for o in range(-4, 5)}
+    early, batches = run_drive(Budget(4, 1, rounds=2, enough=2), outcome)
+    assert early and batches == [(-4, 2), (4, 2)]  # both ends reached each order twice
+    early, batches = run_drive(Budget(4, 1, rounds=2, enough=3), outcome)
+    assert early and [o for o, _ in batches] == [-4, 4, 0, -2]
+
+
+def test_a_sweep_never_runs_more_rounds_than_its_cap_nor_stops_without_every_order() -> None:
+    only_early = dict.fromkeys(range(-4, 5), "early")
+    early, batches = run_drive(Budget(4, 1, rounds=2, enough=1, max_rounds=5), only_early)
+    assert not early and batches == [(-4, 2), (4, 2), (0, 1)]
+    early, batches = run_drive(Budget(4, 1, rounds=1, enough=1), only_early)
+    assert not early and len(batches) == 9  # the whole window, then not reached
+
+
+def test_every_race_names_its_actions_event_and_orders() -> None:
+    assert set(RACES) == {
+        "destroy_reply",
+        "disconnects",
+        "destroy_listen",
+        "reject_request",
+        "destroy_terminate",
+    }
+    for race in RACES.values():
+        assert len(race.actions) == 2 and race.event and race.title
+        assert set(race.certain) <= set(race.orders) and "unclear" not in race.orders

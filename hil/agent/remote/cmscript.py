@@ -38,6 +38,8 @@ SPIN_US = 2000  # the last stretch before a step's time is spun (with GIL yields
 SWITCH_INTERVAL_S = 0.0002  # the poller and the script hand the GIL over this often
 DEFAULT_WAIT_S = 10.0  # an 'on' trigger's bound when the step gives none
 DEFAULT_DEADLINE_S = 60.0
+# What a step's result keeps of its op's reply: a connect's or accept's QP, a write's completion.
+REPLY_KEPT = ("qp", "wc_status", "wc_status_name", "vendor_err")
 
 
 class ScenarioError(ValueError):
@@ -143,8 +145,9 @@ class Script:
             res["t_us"], res["us"] = reply["t_us"], reply["us"]
             if isinstance(reply.get("id"), int):
                 res["id"] = reply["id"]
-            if "qp" in reply:
-                res["reply"] = {"qp": reply["qp"]}
+            kept = {k: reply[k] for k in REPLY_KEPT if k in reply}
+            if kept:
+                res["reply"] = kept
         res["late_us"] = res["t_us"] - target
         if "name" in step and "id" in res:
             self.names[step["name"]] = res["id"]

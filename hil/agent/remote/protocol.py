@@ -149,7 +149,7 @@ CMOpName = Literal[
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[
-    "listen", "connect", "accept", "reject", "disconnect", "qp_err", "destroy", "pause"
+    "listen", "connect", "accept", "reject", "disconnect", "qp_err", "destroy", "pause", "write"
 ]
 AutoAnswer = Literal["accept", "reject"]  # a listener answering its requests itself
 StreamMode = Literal["write", "send", "sink"]
@@ -643,7 +643,7 @@ class ScenarioStepResult(_ScenarioStepResultRequired, total=False):
     us: int  # how long the op took
     late_us: int  # t_us - target_us: how late the worker was
     event_seq: int  # the log seq of the event that triggered it
-    reply: dict[str, Any]  # the op's reply (its qp, for connect/accept)
+    reply: dict[str, Any]  # of the op's reply: its qp (connect, accept), its wc_status (write)
 
 
 class ScenarioReply(TypedDict):

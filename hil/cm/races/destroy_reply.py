@@ -1,12 +1,9 @@
-"""Race sweeps: two actions swept against each other, each round classified by what happened.
+"""Race: the active side's ``rdma_destroy_id`` against the CONNECT_REPLY of its connect.
 
-A race test names two actions and the event between them.  Here: the active
-side's ``rdma_destroy_id`` against the CONNECT_REPLY of its connect (the
-passive listener accepts in its worker).  The active side runs each round as
-a host-side script (:mod:`hil.cm.scenario`): connect, then destroy a set
-delay after ``rdma_connect`` returned, with no controller round trip between.
-The delays sweep a window around the reply's measured latency in steps,
-``rounds`` per step.
+The passive listener accepts in its worker.  The active side runs each batch
+of rounds as a host-side script (:mod:`hil.cm.scenario`): connect, then
+destroy a set delay after ``rdma_connect`` returned, with no controller round
+trip between.  The delays sweep a window around the reply's measured latency.
 
 Each round is classified by the order that actually happened, read from the
 stamps, never from the delay it asked for (:func:`classify`):
@@ -21,20 +18,28 @@ stamps, never from the delay it asked for (:func:`classify`):
 - ``unclear``: the two hosts' stamps are closer than the clocks' uncertainty.
 
 The last three compare two hosts' clocks, so they are certain only beyond
-the summed offset uncertainty.  A sweep that never reached an order it exists
-for is a failure, "race window not reached" (:meth:`RaceSweep.not_reached`),
-not a pass.  Every round is in one timeline the contract judges.
+the summed offset uncertainty.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import Counter
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hil.cm import steps
-from hil.cm.registry import sequence
+from hil.cm.races.conns import dial
+from hil.cm.races.core import (
+    UNCLEAR,
+    Budget,
+    Race,
+    RaceSweep,
+    Round,
+    cross_host_uncertainty,
+    drive,
+    measure_clocks,
+    register,
+)
 from hil.cm.scenario import ScenarioRun, Script, Step, StepRun, run
 from hil.cm.steps import StepFailed
 from hil.errors import InputError
@@ -46,30 +51,15 @@ if TYPE_CHECKING:
     from hil.cm.sides import PairSides
     from hil.cm.steps import Listener
 
-Order = Literal["destroy_first", "in_flight", "reply_first", "unclear"]
-ORDERS: tuple[Order, ...] = ("destroy_first", "in_flight", "reply_first")
+ORDERS = ("destroy_first", "in_flight", "reply_first")
 # The orders a sweep reaches on the TCG lab in every run.  in_flight is certain only
 # when the reply's delivery lags its sending by more than the clocks' uncertainty
 # (+/- 5-7 ms there): some runs, one direction, not all (docs/cm-engine.md).
-CERTAIN_ORDERS: tuple[Order, ...] = ("destroy_first", "reply_first")
+CERTAIN = ("destroy_first", "reply_first")
 CALIBRATION_ROUNDS = 3
-CLOCK_ROUNDS = 40  # round trips per host offset: the tightest bounds the cross-host orders
 LINGER_S = 0.2  # after each script: a late event for a destroyed id would come by then
 SETTLE_FETCHES = 10  # at most this many half-second fetches of the passive side's last events
-
-
-@dataclass(frozen=True)
-class Round:
-    """One round: what it asked for, and the order that happened (``why``: the stamps)."""
-
-    label: str
-    offset_us: int  # from the reply's calibrated latency
-    delay_us: int  # destroy this long after rdma_connect returned (asked)
-    order: Order
-    why: str
-    active_id: str | None
-    passive_id: str | None
-    destroy_blocked_us: int | None
+FULL = Budget(40_000, 10_000, rounds=2)
 
 
 @dataclass(frozen=True)
@@ -83,51 +73,9 @@ class _Asked:
     run: ScenarioRun
 
 
-@dataclass(frozen=True)
-class RaceSweep:
-    """A sweep's rounds, the orders it exists for, and the judged timeline of them all."""
-
-    race: str
-    rounds: tuple[Round, ...]
-    wanted: tuple[Order, ...]
-    reply_latency_us: int
-    uncertainty_us: int
-    timeline: Timeline
-
-    def counts(self) -> dict[Order, int]:
-        """How many rounds hit each order (every order, 0 included)."""
-        seen = Counter(r.order for r in self.rounds)
-        return {o: seen.get(o, 0) for o in (*ORDERS, "unclear")}
-
-    def summary(self) -> str:
-        """One line: the race, the rounds, the window and the count of each order."""
-        offsets = [r.offset_us for r in self.rounds]
-        window = f"{min(offsets) / 1e3:+.1f}..{max(offsets) / 1e3:+.1f} ms" if offsets else "-"
-        counts = ", ".join(f"{o} {n}" for o, n in self.counts().items())
-        return (
-            f"{self.race}: {len(self.rounds)} rounds, offsets {window} around the reply's "
-            f"{self.reply_latency_us / 1e3:.1f} ms, clocks +/- {self.uncertainty_us / 1e3:.1f} ms"
-            f": {counts}"
-        )
-
-    def not_reached(self) -> str | None:
-        """ "race window not reached: ..." when an order it exists for was never hit."""
-        missing = [o for o in self.wanted if not self.counts()[o]]
-        if not missing:
-            return None
-        return f"race window not reached: no round {' or '.join(missing)} ({self.summary()})"
-
-    def table(self) -> str:
-        """Every round, one a line: label, offset, delay, order and why."""
-        return "\n".join(
-            f"{r.label} offset {r.offset_us:+d} µs delay {r.delay_us} µs: {r.order} ({r.why})"
-            for r in self.rounds
-        )
-
-
 def classify(
     destroy: StepRun, reply: Event | None, accept: Action | None, uncertainty_us: int
-) -> tuple[Order, str]:
+) -> tuple[str, str]:
     """The order of a destroy and its connect's reply, from the stamps (see the module)."""
     if destroy.t_us is None or destroy.host_t_us is None:
         raise InputError(f"round's destroy never ran ({destroy.result})")
@@ -143,33 +91,30 @@ def classify(
         return "destroy_first", f"destroy {before} µs before the peer's accept began ({clocks})"
     if after > uncertainty_us:
         return "in_flight", f"destroy {after} µs after the peer's accept returned ({clocks})"
-    return "unclear", f"destroy {-before} µs after the accept began, {clocks}"
+    return UNCLEAR, f"destroy {-before} µs after the accept began, {clocks}"
 
 
 def sweep_destroy_vs_reply(
-    s: PairSides,
-    window_us: int = 40_000,
-    step_us: int = 10_000,
-    rounds: int = 2,
-    wanted: tuple[Order, ...] = ORDERS,
+    s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
 ) -> RaceSweep:
-    """Sweep the destroy over ``[-window_us, +window_us]`` around the reply's latency
-    (delays below 0 run at 0: right after rdma_connect), ``rounds`` per step."""
-    if window_us < 0 or step_us <= 0 or not 1 <= rounds <= 100:
-        raise InputError("window_us >= 0, step_us > 0 and rounds 1..100, please")
+    """Sweep the destroy over the budget's window around the reply's latency (delays
+    below 0 run at 0: right after rdma_connect)."""
     with s.recording("race-destroy-vs-reply") as rec:
-        # Before any endpoint takes its host's offset: the orders across hosts are
-        # certain only beyond the offsets' uncertainty, so measure them tightly.
-        s.refresh_offsets(CLOCK_ROUNDS)
+        measure_clocks(s)
         listener = steps.listen(rec, s.passive, auto="accept", backlog=16)
         active = rec.endpoint(s.active)
         latency = _calibrate(rec, active, listener)
         asked: list[_Asked] = []
-        for offset in range(-window_us, window_us + 1, step_us):
+
+        def batch(offset: int, n: int) -> None:
             delay = max(0, latency + offset)
-            tags = [f"hil-race-{len(asked) + i:04d}" for i in range(rounds)]
+            tags = [f"hil-race-{len(asked) + i:04d}" for i in range(n)]
             got = _rounds(rec, active, listener, tags, delay)
-            asked += [_Asked(tag, i, offset, delay, got) for i, tag in enumerate(tags)]
+            asked.extend(_Asked(tag, i, offset, delay, got) for i, tag in enumerate(tags))
+            listener.ep.collect(0.3)  # the passive side's requests and accepts so far
+            _label(rec, asked)
+
+        early = drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked))
         # The passive side's requests, accepts and closes of the last rounds.
         for _ in range(SETTLE_FETCHES):
             if not listener.ep.collect(0.5):
@@ -177,31 +122,9 @@ def sweep_destroy_vs_reply(
         _label(rec, asked)
         steps.destroy(listener.ep, *listener.ep.handles())
     tl = rec.timeline()
-    clocks = tl.uncertainty_us(*tl.pair)
-    done = tuple(_round(tl, a, clocks) for a in asked)
-    return RaceSweep("destroy vs CONNECT_REPLY", done, wanted, latency, clocks, tl)
-
-
-@sequence
-def race_destroy_reply(
-    s: PairSides, window_us: int = 40_000, step_us: int = 10_000, rounds: int = 2
-) -> Timeline:
-    """Sweep rdma_destroy_id against its connect's reply; rounds counted per order."""
-    sweep = sweep_destroy_vs_reply(s, window_us, step_us, rounds)
-    metrics = {f"rounds_{o}": float(n) for o, n in sweep.counts().items()}
-    metrics["reply_latency_us"] = float(sweep.reply_latency_us)
-    metrics["clock_uncertainty_us"] = float(sweep.uncertainty_us)
-    return replace(sweep.timeline, metrics={**sweep.timeline.metrics, **metrics})
-
-
-def _dial(rec: Recording, listener: Listener, tag: str) -> dict[str, object]:
-    s = rec.session
-    return {
-        "dst": s.address(listener.ep.side),
-        "port": listener.port,
-        "src": s.address(s.active),
-        "private_data": tag.encode().hex(),
-    }
+    done = _classified(tl, asked)
+    reply = f"the reply's {latency / 1e3:.1f} ms"
+    return RaceSweep(RACE, done, wanted, cross_host_uncertainty(tl), tl, reply, early)
 
 
 def _calibrate(rec: Recording, active: Endpoint, listener: Listener) -> int:
@@ -213,7 +136,7 @@ def _calibrate(rec: Recording, active: Endpoint, listener: Listener) -> int:
             active,
             Script(
                 (
-                    Step("connect", name="c", params=_dial(rec, listener, tag)),
+                    Step("connect", name="c", params=dial(rec, listener, tag)),
                     Step("destroy", id_of="c", on="ESTABLISHED", on_id_of="c", wait_s=10.0),
                 ),
             ),
@@ -235,7 +158,7 @@ def _rounds(
 ) -> ScenarioRun:
     script: list[Step] = []
     for i, tag in enumerate(tags):
-        script.append(Step("connect", name=f"c{i}", params=_dial(rec, listener, tag)))
+        script.append(Step("connect", name=f"c{i}", params=dial(rec, listener, tag)))
         script.append(Step("destroy", id_of=f"c{i}", after_us=delay_us))
     bound = steps.waits(rec.session).destroy_s * len(tags)
     return run(active, Script(tuple(script), linger_s=LINGER_S, deadline_s=bound))
@@ -250,6 +173,11 @@ def _label(rec: Recording, asked: list[_Asked]) -> None:
         rec.label(a.tag, connect.id, request.id if request else None)
 
 
+def _classified(tl: Timeline, asked: list[_Asked]) -> tuple[Round, ...]:
+    clocks = cross_host_uncertainty(tl)
+    return tuple(_round(tl, a, clocks) for a in asked)
+
+
 def _round(tl: Timeline, a: _Asked, clocks: int) -> Round:
     connect, destroy = a.run.steps[2 * a.index], a.run.steps[2 * a.index + 1]
     mine = tl.events_of_conn(a.tag)
@@ -259,17 +187,23 @@ def _round(tl: Timeline, a: _Asked, clocks: int) -> Round:
         (x for x in tl.actions if request and x.id == request.id and x.name == "accept"), None
     )
     if not destroy.ran:
-        order: Order = "unclear"
+        order = UNCLEAR
         why = f"connect {connect.result}, destroy {destroy.result}: the round did not race"
     else:
         order, why = classify(destroy, reply, accept, clocks)
-    return Round(
-        a.tag,
-        a.offset_us,
-        a.delay_us,
-        order,
-        why,
-        connect.id,
-        request.id if request else None,
-        destroy.us,
+    ids = (connect.id, request.id if request else None)
+    return Round(a.tag, a.offset_us, a.delay_us, order, why, ids, destroy.us)
+
+
+RACE = register(
+    Race(
+        "destroy_reply",
+        "destroy vs CONNECT_REPLY",
+        ("rdma_destroy_id (active)", "rdma_accept (passive, auto)"),
+        "CONNECT_REPLY",
+        ORDERS,
+        CERTAIN,
+        sweep_destroy_vs_reply,
+        FULL,
     )
+)

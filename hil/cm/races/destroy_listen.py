@@ -1,0 +1,201 @@
+"""Race: the passive side's ``rdma_destroy_id`` of a listener against a request to it.
+
+Each round has its own listener: the passive host's script listens on a
+fresh port, and destroys that listener ``delay`` after the time the active
+host's script connects to it (both scripts started together, each host's
+times computed from its measured offset).  The delays sweep ``0 .. 2 * window``
+from the connect step's time (``delay = window + offset``): the connect op
+resolves address and route before it calls rdma_connect, which takes
+milliseconds and varies, so the stamps, not the delay, place each round.
+
+A round is classified from what each host saw (:func:`classify`; exact,
+each on one host's clock):
+
+- ``request_first``: the CONNECT_REQUEST was delivered to the passive
+  application before the listener's destroy began: the child id survives
+  the listener (the controller then destroys it: the active side gets
+  REJECTED);
+- ``pending``: rdma_connect succeeded (the listener took the TCP
+  connection), and its CONNECT_REQUEST was not delivered before the destroy
+  began: the request was in the kernel when the listener went, and the
+  active side's reply says what became of it;
+- ``destroy_first``: rdma_connect failed: the listener was gone;
+- ``unclear``: the destroy did not run.
+
+The contract judges every round (the active side's one reply, no event
+after a destroy, resources back, kernel log clean).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hil.cm import steps
+from hil.cm.clock import controller_us
+from hil.cm.races.conns import dial_port, request_of
+from hil.cm.races.core import (
+    UNCLEAR,
+    Budget,
+    Race,
+    RaceSweep,
+    Round,
+    cross_host_uncertainty,
+    drive,
+    measure_clocks,
+    register,
+)
+from hil.cm.scenario import LEAD_S, Script, Step, StepRun, together
+from hil.judge.timeline import Event
+
+if TYPE_CHECKING:
+    from hil.cm.endpoint import Endpoint
+    from hil.cm.recording import Recording
+    from hil.cm.sides import PairSides
+
+ORDERS = ("destroy_first", "pending", "request_first")
+CERTAIN = ORDERS  # each order is read on one host's clock (or from rdma_connect's result)
+LISTEN_AHEAD_US = 50_000  # a round's listener is up this long before its connect
+GAP_US = 50_000  # between one round's destroy and the next round's listen
+START_MARGIN_US = 100_000  # past together()'s common start
+FULL = Budget(15_000, 500, rounds=2)  # destroys 0 .. 30 ms after the connect step's time
+
+
+@dataclass(frozen=True)
+class _Asked:
+    tag: str
+    offset_us: int
+    delay_us: int
+    connect: StepRun
+    destroy: StepRun
+
+
+def classify(connect: StepRun, destroy: StepRun, request: Event | None) -> tuple[str, str]:
+    """The order of a listener's destroy and a request to it (see the module)."""
+    if destroy.host_t_us is None:
+        return UNCLEAR, f"the listener's destroy did not run ({destroy.result})"
+    if not connect.ok:
+        return "destroy_first", f"rdma_connect {connect.result}: the listener was gone"
+    if request is not None and request.host_t_us < destroy.host_t_us:
+        ahead = destroy.host_t_us - request.host_t_us
+        return "request_first", f"CONNECT_REQUEST delivered {ahead} µs before the destroy"
+    after = "never delivered" if request is None else "delivered after the destroy began"
+    return "pending", f"rdma_connect ok, its CONNECT_REQUEST {after}"
+
+
+def sweep_destroy_listen(
+    s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
+) -> RaceSweep:
+    """Sweep a listener's destroy over the budget's window around its request's arrival."""
+    with s.recording("race-destroy-listen-vs-request") as rec:
+        measure_clocks(s)
+        passive = rec.endpoint(s.passive)
+        active = rec.endpoint(s.active)
+        asked: list[_Asked] = []
+
+        def rounds(offset: int, delay: int, n: int) -> None:
+            tags = [f"hil-race-{len(asked) + i:04d}" for i in range(n)]
+            asked.extend(_rounds(rec, active, passive, tags, offset, delay))
+            _settle(rec, passive, asked[-n:])
+
+        early = drive(
+            budget,
+            wanted,
+            lambda offset, n: rounds(offset, budget.window_us + offset, n),
+            lambda: _classified(rec, asked),
+        )
+        _replies(rec, active, asked)
+        passive.collect(0.2)  # a late request for a destroyed listener would show by now
+        steps.destroy(passive, *passive.handles())
+    tl = rec.timeline()
+    return RaceSweep(
+        RACE, _classified(rec, asked), wanted, cross_host_uncertainty(tl), tl,
+        f"the connect step's time + {budget.window_us / 1e3:.1f} ms", early,
+    )  # fmt: skip
+
+
+def _rounds(
+    rec: Recording,
+    active: Endpoint,
+    passive: Endpoint,
+    tags: list[str],
+    offset: int,
+    delay: int,
+) -> list[_Asked]:
+    """One listener per tag: listen, the connect at ``T_i``, the destroy ``delay`` after."""
+    s = rec.session
+    spacing = LISTEN_AHEAD_US + delay + GAP_US
+    start = controller_us() + int(LEAD_S * 1e6) + START_MARGIN_US + LISTEN_AHEAD_US
+    ports = [s.port() for _ in tags]
+    a: list[Step] = []
+    b: list[Step] = []
+    for i, (tag, port) in enumerate(zip(tags, ports, strict=True)):
+        t = start + i * spacing
+        listen = {"address": s.address(s.passive), "port": port, "backlog": 4}
+        b.append(Step("listen", name=f"l{i}", params=listen, at_us=t - LISTEN_AHEAD_US))
+        b.append(Step("destroy", id_of=f"l{i}", at_us=t + delay))
+        a.append(
+            Step("connect", name=f"c{i}", params=dial_port(rec, s.passive, port, tag), at_us=t)
+        )
+    deadline = (len(tags) * spacing + 2 * START_MARGIN_US) / 1e6 + 10
+    ra, rb = together(
+        [(active, Script(tuple(a), deadline_s=deadline), 0),
+         (passive, Script(tuple(b), deadline_s=deadline), 0)]
+    )  # fmt: skip
+    return [
+        _Asked(tag, offset, delay, ra.steps[i], rb.steps[2 * i + 1]) for i, tag in enumerate(tags)
+    ]
+
+
+def _settle(rec: Recording, passive: Endpoint, asked: list[_Asked]) -> None:
+    """A batch's end: the delivered requests destroyed unanswered (the active side gets
+    REJECTED for each)."""
+    passive.collect(0.3)
+    for a in asked:
+        child = request_of(rec, a.tag)
+        rec.label(a.tag, a.connect.id, child)
+        steps.destroy(passive, child)
+
+
+def _replies(rec: Recording, active: Endpoint, asked: list[_Asked]) -> None:
+    """The sweep's end: each active id's reply awaited, then the id destroyed.  Once for
+    all rounds: a pending request's reply may take the provider's connect timeout, and
+    the rounds' timeouts run at once."""
+    w = steps.waits(rec.session)
+    for a in asked:
+        if a.connect.id is not None:
+            active.wait(steps.REPLY_TYPES, a.connect.id, w.reply_s)
+            steps.destroy(active, a.connect.id)
+
+
+def _classified(rec: Recording, asked: list[_Asked]) -> tuple[Round, ...]:
+    requests = {e.id: e for e in rec.events() if e.type == "CONNECT_REQUEST"}
+    replies = {e.id: e for e in rec.events() if e.type in steps.REPLY_TYPES}
+    clocks = cross_host_uncertainty(rec.timeline())
+    done = []
+    for a in asked:
+        child = request_of(rec, a.tag)
+        order, why = classify(a.connect, a.destroy, requests.get(child) if child else None)
+        if a.connect.t_us is not None and a.destroy.t_us is not None:
+            gap = a.destroy.t_us - a.connect.t_us
+            why += f"; destroy {gap:+d} µs from rdma_connect's call +/- {clocks} µs"
+            reply = replies.get(a.connect.id) if a.connect.id else None
+            if reply is not None:
+                why += f"; {reply.type}({reply.status}) {reply.t_us - a.connect.t_us} µs after it"
+        ids = (a.connect.id, child)
+        done.append(Round(a.tag, a.offset_us, a.delay_us, order, why, ids, a.destroy.us))
+    return tuple(done)
+
+
+RACE = register(
+    Race(
+        "destroy_listen",
+        "destroy_listen vs a pending request",
+        ("rdma_destroy_id of the listener (passive)", "rdma_connect (active)"),
+        "CONNECT_REQUEST",
+        ORDERS,
+        CERTAIN,
+        sweep_destroy_listen,
+        FULL,
+    )
+)

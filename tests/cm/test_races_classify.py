@@ -1,0 +1,87 @@
+"""How the disconnect, listener-destroy, reject and TERMINATE races classify a round
+(hil/cm/races/), from the stamps the scripts returned: on one host's clock where the
+race allows, else certain only beyond the clocks' uncertainty."""
+
+from __future__ import annotations
+
+from hil.cm.races.destroy_listen import classify as listen_order
+from hil.cm.races.destroy_terminate import classify as terminate_order
+from hil.cm.races.disconnects import classify as disconnect_order
+from hil.cm.races.reject_request import classify as reject_order
+from hil.cm.scenario import StepRun
+from hil.judge.timeline import Event
+
+
+def step(op: str, side: str, host_t_us: int | None, result: str = "ok", us: int = 0) -> StepRun:
+    t = None if host_t_us is None else host_t_us + 7_000_000
+    return StepRun(
+        0, op, result, side, f"h{side}", id=f"{side}:1.1", t_us=t, host_t_us=host_t_us, us=us
+    )
+
+
+def event(kind: str, side: str, host_t_us: int) -> Event:
+    return Event(f"h{side}", side, host_t_us + 7_000_000, host_t_us, kind, 0, f"{side}:1.1")
+
+
+def test_a_side_that_saw_the_peers_close_before_its_own_call_was_second() -> None:
+    a, p = step("disconnect", "a", 1_000), step("disconnect", "b", 50_000)
+    order, why = disconnect_order(
+        a, p, event("DISCONNECTED", "a", 3_000), event("DISCONNECTED", "b", 45_000)
+    )
+    assert order == "active_first" and "5000 µs before its rdma_disconnect" in why
+    a, p = step("disconnect", "a", 9_000), step("disconnect", "b", 2_000)
+    order, _ = disconnect_order(
+        a, p, event("DISCONNECTED", "a", 8_000), event("DISCONNECTED", "b", 4_000)
+    )
+    assert order == "passive_first"
+
+
+def test_closes_that_each_side_called_before_seeing_a_disconnected_crossed() -> None:
+    a, p = step("disconnect", "a", 1_000), step("disconnect", "b", 1_500)
+    order, _ = disconnect_order(
+        a, p, event("DISCONNECTED", "a", 3_000), event("DISCONNECTED", "b", 3_100)
+    )
+    assert order == "crossed"
+    order, why = disconnect_order(a, step("disconnect", "b", None, "skipped"), None, None)
+    assert order == "unclear" and "passive skipped" in why
+
+
+def test_a_listener_destroy_is_ordered_by_the_request_delivery_and_the_connects_result() -> None:
+    destroy = step("destroy", "b", 10_000)
+    ok, refused = step("connect", "a", 5_000), step("connect", "a", 5_000, "ECONNREFUSED")
+    order, why = listen_order(ok, destroy, event("CONNECT_REQUEST", "b", 9_000))
+    assert order == "request_first" and "1000 µs before the destroy" in why
+    assert listen_order(ok, destroy, event("CONNECT_REQUEST", "b", 10_001))[0] == "pending"
+    assert listen_order(ok, destroy, None) == (
+        "pending",
+        "rdma_connect ok, its CONNECT_REQUEST never delivered",
+    )
+    order, why = listen_order(refused, destroy, None)
+    assert order == "destroy_first" and "ECONNREFUSED" in why
+    assert listen_order(ok, step("destroy", "b", None, "timeout"), None)[0] == "unclear"
+
+
+def test_the_second_request_is_placed_against_the_first_ones_reject_on_the_passive_clock() -> None:
+    reject = step("reject", "b", 10_000, us=400)
+    order, why = reject_order(reject, event("CONNECT_REQUEST", "b", 9_000))
+    assert order == "upcall_first" and "1000 µs before" in why
+    order, why = reject_order(reject, event("CONNECT_REQUEST", "b", 10_150))
+    assert order == "during_reject" and "150 µs into the 400 µs reject" in why
+    assert reject_order(reject, event("CONNECT_REQUEST", "b", 10_401))[0] == "reject_first"
+    assert reject_order(reject, None)[0] == "unclear"
+    assert reject_order(step("reject", "b", 10_000, "EINVAL"), None)[0] == "unclear"
+
+
+def test_a_destroy_against_a_terminate_is_exact_on_its_host_and_bounded_across() -> None:
+    destroy = step("destroy", "a", 50_000)  # controller 7_050_000
+    mine, peer_early = event("DISCONNECTED", "a", 49_000), event("DISCONNECTED", "b", 30_000)
+    order, why = terminate_order(destroy, mine, peer_early, 5_000)
+    assert order == "terminate_first" and "1000 µs before" in why
+    assert terminate_order(destroy, None, peer_early, 5_000)[0] == "in_flight"
+    assert terminate_order(destroy, None, event("DISCONNECTED", "b", 56_000), 5_000)[0] == (
+        "destroy_first"
+    )
+    assert terminate_order(destroy, None, event("DISCONNECTED", "b", 54_000), 5_000)[0] == (
+        "unclear"
+    )
+    assert terminate_order(destroy, None, None, 5_000)[0] == "destroy_first"
