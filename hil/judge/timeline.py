@@ -28,6 +28,9 @@ from hil.errors import InputError
 SIDES = ("a", "b")
 # Events that end an active connect (invariant 1).
 CONNECT_REPLIES = frozenset({"ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR"})
+# An action: a TCP connection a test made outside the CM (params local, remote: its ends),
+# malformed on purpose; the wire rules leave it alone (hil.wire.judge).
+RAW_TCP = "raw_tcp"
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hil.judge.profiles import Profiles
-from hil.judge.timeline import Timeline
+from hil.judge.timeline import RAW_TCP, Timeline
 from hil.wire.link import link
-from hil.wire.model import Exchange
+from hil.wire.model import Exchange, endpoint_text
 from hil.wire.rule import Outcome, WireCase, WireRule
 from hil.wire.rules import WIRE_RULES
 
@@ -102,9 +102,33 @@ def judge(
         return WireVerdict(
             profile.name, tuple(RuleResult(r.name, Outcome("skip", why)) for r in chosen)
         )
+    exchange = _without_raw(exchange, timelines)
     case = WireCase(exchange, tuple(timelines), tuple(link(timelines, exchange)), profile)
     results = tuple(RuleResult(r.name, _run(r, case, timeline_known)) for r in chosen)
     return WireVerdict(profile.name, results, exchange.notes)
+
+
+def _without_raw(exchange: Exchange, timelines: Sequence[Timeline]) -> Exchange:
+    """The exchange less the connections a test made by hand outside the CM (actions
+    ``RAW_TCP``: bytes no iWARP stack sends, on purpose), with a note saying so."""
+    raw = {
+        (a.params.get("local"), a.params.get("remote"))
+        for tl in timelines
+        for a in tl.actions
+        if a.name == RAW_TCP
+    }
+    mine = [
+        c
+        for c in exchange.connections
+        if (endpoint_text(c.active), endpoint_text(c.passive)) in raw
+    ]
+    if not mine:
+        return exchange
+    note = f"not judged, made by hand outside the CM ({RAW_TCP}): " + ", ".join(
+        c.name for c in mine
+    )
+    kept = tuple(c for c in exchange.connections if c not in mine)
+    return replace(exchange, connections=kept, notes=(*exchange.notes, note))
 
 
 def _run(rule: WireRule, case: WireCase, timeline_known: bool) -> Outcome:

@@ -12,7 +12,7 @@ import pytest
 
 from hil.errors import InputError
 from hil.judge.profiles import IW_CXGB4, SIW, Profile
-from hil.judge.timeline import Action, ClockOffset, Event, Timeline
+from hil.judge.timeline import RAW_TCP, Action, ClockOffset, Event, Timeline
 from hil.wire.judge import judge
 from hil.wire.model import Connection, Exchange, Mpa, Packet, Terminate
 from hil.wire.rule import Outcome, WireRule
@@ -267,3 +267,18 @@ def test_a_pulled_writer_sends_nothing_that_arrives_until_the_link_is_back() -> 
     leaked = run(handshake() + traffic + arrived, *_pull("carrier", side="a"))
     outcome = leaked["link-pull-on-the-wire"]
     assert outcome.status == "fail" and "reached its peer" in outcome.findings[0].message
+
+
+def test_a_connection_made_by_hand_outside_the_cm_is_not_judged_but_noted() -> None:
+    bad = [pkt(1, A, "SYN", 1), pkt(2, P, "SYN,ACK", 1.1), pkt(3, A, "ACK,PSH", 1.3)]
+    bad.append(replace(bad[-1], frame=4, mpa=replace(mpa("request"), revision=1, marker=True)))
+    assert not judge(exchange(bad), [timeline()], SIW).ok  # a CM connection: judged, broken
+    raw = Action(
+        1000, "a", RAW_TCP, None, {"local": "198.18.0.1:40000", "remote": "198.18.0.2:7174"}
+    )
+    verdict = judge(exchange(bad), [timeline(raw)], SIW)
+    assert verdict.ok, verdict.to_text()
+    assert any(
+        "made by hand outside the CM (raw_tcp): 198.18.0.1:40000 > 198.18.0.2:7174" in n
+        for n in verdict.notes
+    )

@@ -29,7 +29,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO, Union
 
-from . import AGENT_GRACE, PROTOCOL_VERSION, cm, ethtool, kmsg, netlink, rdma, system
+from . import AGENT_GRACE, PROTOCOL_VERSION, cm, ethtool, kmsg, netlink, probe, rdma, system
 from .errors import OpError
 from .protocol import ErrorBody, ErrorReply, Handshake, ResultReply
 
@@ -48,6 +48,7 @@ METHODS: dict[str, Callable[..., object]] = {
         rdma.METHODS,
         kmsg.METHODS,
         cm.METHODS,
+        probe.METHODS,
     )
     for name, fn in table.items()
 }

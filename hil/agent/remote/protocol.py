@@ -91,6 +91,8 @@ MethodName = Literal[
     "cm_kill",
     "cm_close",
     "cm_endpoints",
+    # probe.py
+    "tcp_exchange",
 ]
 
 # The ``type`` of an error answer (raised on the agent as ``OpError(kind, ...)``).
@@ -397,6 +399,35 @@ class KillReply(TypedDict):
 class CloseReply(TypedDict):
     status: int | None  # the worker's exit status; None when it was killed
     killed: bool
+
+
+# -- raw TCP exchanges (probe.py: the regression corpus's malformed MPA) -------------
+
+
+class _TcpExchangeRequired(TypedDict):
+    address: str
+    port: int
+    data: str  # hex: the bytes sent
+
+
+class TcpExchangeParams(_TcpExchangeRequired, total=False):
+    src: str | None
+    delay_s: float  # between the connect and the send
+    wait_s: float  # how long to read the answer
+    reset: bool  # close with a RST
+
+
+TcpEnd = Literal["eof", "reset", "open"]  # the peer closed, aborted, or neither in time
+
+
+class TcpExchangeReply(TypedDict):
+    t_us: int  # host CLOCK_MONOTONIC: the call began
+    local: str  # the connection's own end, "198.18.0.1:40001"
+    connected_us: int
+    sent_us: int
+    ended_us: int
+    reply: str  # hex: what the peer sent
+    ended: TcpEnd  # how the read ended
 
 
 # -- CM endpoint operations (cm_call) -------------------------------------------------
@@ -780,6 +811,7 @@ CM_CALL = Method("cm_call", CMCallParams, dict[str, Any])  # the op's reply: CM_
 CM_KILL = Method("cm_kill", EndpointParams, KillReply)
 CM_CLOSE = Method("cm_close", EndpointParams, CloseReply)
 CM_ENDPOINTS = Method("cm_endpoints", NoParams, list[EndpointReply])
+TCP_EXCHANGE = Method("tcp_exchange", TcpExchangeParams, TcpExchangeReply)
 
 METHODS: dict[MethodName, Method[Any, Any]] = {
     m.name: m
@@ -791,6 +823,7 @@ METHODS: dict[MethodName, Method[Any, Any]] = {
         RDMA_DEVICES, RDMA_LINKS, RDMA_ADD_SIW, RDMA_DELETE_LINK, RDMA_RESOURCES,
         KMSG_CURSOR, KMSG_READ, KMSG_CLOSE,
         CM_NOW, CLOCK_PAIR, CM_OPEN, CM_CALL, CM_KILL, CM_CLOSE, CM_ENDPOINTS,
+        TCP_EXCHANGE,
     )
 }  # fmt: skip
 

@@ -1,0 +1,138 @@
+"""iw_cm regressions: cm_ids destroyed while the CM still has work queued for them.
+
+- ``regress_iwcm_refused_child`` guards aee2424246f9 "RDMA/iwcm: Fix a
+  use-after-free related to destroying CM IDs" (CVE-2024-42285; Debian
+  6.1.106-1): iw_cm destroys the child cm_id of an incoming connect itself
+  when the listener's handler refuses the request, and an application
+  destroys a listener with a request still unretrieved (rdma_ucm destroys
+  its child, which iw_cm then rejects).
+- ``regress_iwcm_peer_vanishes`` guards "RDMA/iwcm: Fix use-after-free of
+  work objects after cm_id destruction" (2025, found by blktests nvme/061
+  on siw; Debian 6.1.147-1): the last reference of a cm_id dropped by an
+  event's work, because the application destroyed the id while the peer's
+  abort of every connection at once was still being handled.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from hil.cm import steps
+from hil.cm.registry import sequence
+from hil.cm.regressions.evidence import dial, note
+from hil.cm.scenario import ScenarioRun, Script, Step, run
+from hil.errors import InputError
+from hil.judge.timeline import Event, Timeline
+
+if TYPE_CHECKING:
+    from hil.cm.endpoint import Endpoint
+    from hil.cm.recording import Recording
+    from hil.cm.sides import PairSides
+
+REFUSAL_WAIT_S = 5.0  # refusals come in milliseconds; the held request gets no answer at all
+QUEUE_S = 0.2  # after the listener's destroy: what the resumed worker still reads
+KILL_AFTER_S = 0.3  # the passive script is waiting for DISCONNECTED before the peer is killed
+
+
+@sequence
+def regress_iwcm_refused_child(s: PairSides, connects: int = 4) -> Timeline:
+    """aee2424246f9: children the CM destroys (backlog full), one with its listener."""
+    if not 2 <= connects <= 16:
+        raise InputError("connects 2..16, please: one is held, the others are refused")
+    with s.recording("regress-iwcm-refused-child") as rec:
+        # rdma_ucm takes one unretrieved request (backlog 1); the worker reads none while
+        # paused, so every later request makes its handler fail and iw_cm destroy the child.
+        listener = steps.listen(rec, s.passive, backlog=1)
+        listener.ep.pause(True)
+        active = rec.endpoint(s.active)
+        tags = [f"hil-reg-{i}" for i in range(connects)]
+        script = tuple(Step("connect", name=t, params=dial(rec, listener, t)) for t in tags)
+        got = run(active, Script(script, deadline_s=steps.waits(s).reply_s))
+        ids = [st.id for st in got.steps if st.ok and st.id]
+        for st in got.steps:
+            rec.label(st.name or "", st.id)
+        replies = _replies(active, ids, len(ids) - 1)
+        held = [i for i in ids if i not in replies]
+        refused = [e for e in replies.values() if e.type != "ESTABLISHED"]
+        rec.metric("refused", float(len(refused)))
+        note(rec, "requests_refused_by_the_cm", bool(refused))
+        note(rec, "one_request_held_unretrieved", len(held) == 1)
+        # The held child goes with its listener, its request never retrieved: rdma_ucm
+        # destroys it and iw_cm rejects it (destroying the active id instead would block
+        # until siw's MPA timeout: it is in CONN_SENT).
+        gone = steps.destroy(listener.ep, listener.id)
+        listener.ep.pause(False)
+        listener.ep.collect(QUEUE_S)
+        late = _replies(active, held, len(held))
+        after = bool(gone) and all(e.t_us >= gone[0].action.t_us for e in late.values())
+        note(rec, "held_request_answered_by_the_listener_destroy", bool(late) and after)
+        steps.destroy(active, *ids)
+    return rec.timeline()
+
+
+@sequence
+def regress_iwcm_peer_vanishes(s: PairSides, connections: int = 3, rounds: int = 3) -> Timeline:
+    """iwcm work objects after destroy: ids destroyed while their peer's mass abort is handled."""
+    if not 1 <= connections <= 8 or not 1 <= rounds <= 20:
+        raise InputError("connections 1..8 and rounds 1..20, please")
+    with s.recording("regress-iwcm-peer-vanishes") as rec:
+        early = 0
+        for r in range(rounds):
+            early += _vanish_round(rec, s, r, connections)
+            if early:
+                break  # the scenario happened: enough for a regression run
+        rec.metric("destroyed_before_their_disconnect", float(early))
+        note(rec, "id_destroyed_while_its_close_was_handled", early > 0)
+    return rec.timeline()
+
+
+def _vanish_round(rec: Recording, s: PairSides, r: int, connections: int) -> int:
+    """One round: connections under RDMA WRITE load, the active worker killed, the passive
+    side destroying every id at the first DISCONNECTED; how many ids it destroyed before
+    their own DISCONNECTED was delivered (one host's clock: exact)."""
+    listener = steps.listen(rec, s.passive)
+    active = rec.endpoint(s.active)
+    conns = [steps.establish(rec, active, listener, f"r{r}c{i}") for i in range(connections)]
+    for c in conns:
+        remote = {k: c.passive_qp[k] for k in ("addr", "rkey")}
+        out = c.active.stream_start(c.active_id, "write", remote=remote)
+        if not out.ok:
+            raise steps.StepFailed(c.active.host, f"traffic on {c.label}: {out.action.result}")
+    close_s = steps.waits(s).close_s
+    first = Step("destroy", cm_id=conns[0].passive_id, on="DISCONNECTED", wait_s=close_s)
+    rest = tuple(Step("destroy", cm_id=c.passive_id) for c in conns[1:])
+    script = Script((first, *rest), linger_s=0.2, deadline_s=close_s + 5)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        done = pool.submit(run, listener.ep, script)
+        time.sleep(KILL_AFTER_S)
+        active.kill(tuple(c.active_id for c in conns))
+        got = done.result()
+    steps.destroy(listener.ep, listener.id)
+    listener.ep.close()
+    return _early(got, rec.events())
+
+
+def _early(got: ScenarioRun, events: list[Event]) -> int:
+    """How many of the script's destroys began before their id's DISCONNECTED came."""
+    count = 0
+    for st in got.steps:
+        if not st.ran or st.id is None or st.host_t_us is None:
+            continue
+        closes = [e for e in events if e.id == st.id and e.type == "DISCONNECTED"]
+        if not any(e.host_t_us <= st.host_t_us for e in closes):
+            count += 1
+    return count
+
+
+def _replies(active: Endpoint, ids: list[str], want: int) -> dict[str, Event]:
+    """The first reply of each of ``ids``, waiting until ``want`` came or the bound."""
+    deadline = time.monotonic() + REFUSAL_WAIT_S
+    found: dict[str, Event] = {}
+    while len(found) < want and time.monotonic() < deadline:
+        active.collect(0.2, steps.REPLY_TYPES)
+        for e in active.rec.events():
+            if e.id in ids and e.type in steps.REPLY_TYPES:
+                found.setdefault(e.id, e)
+    return found

@@ -1,0 +1,180 @@
+"""siw regressions: the MPA request's processing racing what the application does with it.
+
+- ``regress_siw_reject_racing_mpareq`` guards ef91271c65c1 "RDMA/siw: Fix a
+  condition race issue in MPA request processing" (2022, in 6.1 from its
+  start): siw made the CONNECT_REQUEST upcall before detaching the new
+  endpoint from its listener, so an rdma_reject coming at once could run on
+  an endpoint still half attached.  The listener rejects in its worker as
+  soon as each request is read, while further MPA requests keep arriving.
+- ``regress_siw_mpareq_failure`` guards 53a3f7770497 "RDMA/siw: Fix
+  connection failure handling" (CVE-2023-52513; Debian 6.1.64-1): when
+  processing an MPA request failed, the endpoint already detached from its
+  listener was dropped twice by the later TCP close.  A plain TCP client on
+  the active host sends the listener malformed MPA requests, at once after
+  the connect (siw finds the request queued when it accepts: the
+  "immediate" path) and after a pause, then closes or resets.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hil.agent.client import request
+from hil.agent.remote import protocol as wire
+from hil.cm import steps
+from hil.cm.registry import sequence
+from hil.cm.regressions.evidence import dial, note
+from hil.cm.scenario import Script, Step, run
+from hil.errors import InputError
+from hil.judge.timeline import RAW_TCP, Action, Event, Timeline
+
+if TYPE_CHECKING:
+    from hil.cm.sides import PairSides
+
+REJECT_DATA = b"hil-reg-no"
+MPA_REQ_KEY = b"MPA ID Req Frame"
+MPA_REP_KEY = b"MPA ID Rep Frame"
+MPA_MARKERS, MPA_REJECT = 0x8000, 0x2000  # MPA frame header bits (RFC 5044 7.1)
+PROBE_WAIT_S = 3.0  # siw answers or drops a bad request in milliseconds
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One malformed MPA request: its bytes, how long after the connect it goes, the close."""
+
+    name: str
+    data: bytes
+    delay_s: float
+    reset: bool
+    answered: bool  # siw must answer it with a rejecting MPA reply (else: drop it silently)
+
+
+# Markers asked for: siw rejects with a reply.  A wrong key: siw drops the connection.
+MARKERS = MPA_REQ_KEY + struct.pack(">HH", MPA_MARKERS | 1, 0)
+BAD_KEY = b"MPA ID Bad Frame" + struct.pack(">HH", 1, 0)
+PROBES = (
+    Probe("markers-at-once", MARKERS, 0.0, False, True),
+    Probe("markers-later", MARKERS, 0.1, True, True),
+    Probe("bad-key-at-once", BAD_KEY, 0.0, True, False),
+    Probe("bad-key-later", BAD_KEY, 0.1, False, False),
+)
+
+
+@sequence
+def regress_siw_reject_racing_mpareq(s: PairSides, connects: int = 6) -> Timeline:
+    """ef91271c65c1: rdma_reject at the CONNECT_REQUEST's heels while more MPA requests arrive."""
+    if not 2 <= connects <= 32:
+        raise InputError("connects 2..32, please")
+    with s.recording("regress-siw-reject-racing-mpareq") as rec:
+        listener = steps.listen(rec, s.passive, auto="reject", private_data=REJECT_DATA)
+        active = rec.endpoint(s.active)
+        tags = [f"hil-reg-{i}" for i in range(connects)]
+        script = tuple(Step("connect", name=t, params=dial(rec, listener, t)) for t in tags)
+        got = run(active, Script(script, deadline_s=steps.waits(s).reply_s))
+        ids = [st.id for st in got.steps if st.ok and st.id]
+        deadline = time.monotonic() + steps.waits(s).reply_s
+        while time.monotonic() < deadline and len(_answered(active.rec.events(), ids)) < len(ids):
+            active.collect(0.2, steps.REPLY_TYPES)
+        listener.ep.collect(0.2)
+        events = rec.events()
+        requests = [e for e in events if e.type == "CONNECT_REQUEST" and e.side == s.passive]
+        for st in got.steps:
+            peer = next((e for e in requests if e.private_bytes == (st.name or "").encode()), None)
+            rec.label(st.name or "", st.id, peer.id if peer else None)
+        rejects = [a for a in rec.timeline().actions if a.name == "reject" and a.side == s.passive]
+        answered = _answered(events, ids)
+        rejected = [e for e in answered.values() if e.type == "REJECTED"]
+        rec.metric("rejected", float(len(rejected)))
+        gap = _fastest(requests, rejects)
+        if gap is not None:
+            rec.metric("fastest_reject_us", float(gap))
+        note(rec, "every_request_rejected_at_once", len(rejects) == len(ids) == len(rejected))
+        note(rec, "reject_while_requests_arrived", _overlap(requests, rejects))
+        steps.destroy(active, *ids)
+        steps.destroy(listener.ep, *listener.ep.handles())
+    return rec.timeline()
+
+
+def _answered(events: list[Event], ids: list[str]) -> dict[str, Event]:
+    found: dict[str, Event] = {}
+    for e in events:
+        if e.id in ids and e.type in steps.REPLY_TYPES:
+            found.setdefault(e.id, e)
+    return found
+
+
+def _fastest(requests: list[Event], rejects: list[Action]) -> int | None:
+    """The shortest time from a request's delivery to its reject's start (µs, one host)."""
+    at = {e.id: e.t_us for e in requests}
+    gaps = [a.t_us - at[a.id] for a in rejects if a.id in at]
+    return min(gaps) if gaps else None
+
+
+def _overlap(requests: list[Event], rejects: list[Action]) -> bool:
+    """True when a reject began before another request's MPA request was delivered: the
+    reject ran while the listener was still processing requests (one host's clock)."""
+    return any(a.t_us < q.t_us for a in rejects for q in requests if q.id != a.id)
+
+
+@sequence
+def regress_siw_mpareq_failure(s: PairSides) -> Timeline:
+    """53a3f7770497: failed MPA requests (at once and later), then the TCP close or reset."""
+    with s.recording("regress-siw-mpareq-failure") as rec:
+        listener = steps.listen(rec, s.passive)
+        agent = s.agent(s.active)
+        answers = []
+        for p in PROBES:
+            params = wire.TcpExchangeParams(
+                address=s.address(s.passive),
+                port=listener.port,
+                data=p.data.hex(),
+                src=s.address(s.active),
+                delay_s=p.delay_s,
+                wait_s=PROBE_WAIT_S,
+                reset=p.reset,
+            )
+            got = request(agent, wire.TCP_EXCHANGE, params, PROBE_WAIT_S + p.delay_s + 5)
+            reply = bytes.fromhex(got["reply"])
+            rec.add_action(
+                Action(
+                    s.offset(s.active).offset_us + got["t_us"],
+                    s.active,
+                    RAW_TCP,
+                    None,
+                    {
+                        "local": got["local"],
+                        "remote": f"{params['address']}:{listener.port}",
+                        "probe": p.name,
+                        "sent": p.data.hex(),
+                        "reply": got["reply"],
+                    },
+                    got["ended"],
+                    got["ended_us"] - got["t_us"],
+                )
+            )
+            answers.append((p, reply, got["ended"]))
+        # The listener still works, and saw none of the malformed requests.
+        conn = steps.establish(rec, rec.endpoint(s.active), listener, "after")
+        steps.close(conn)
+        steps.teardown(conn)
+        steps.destroy(listener.ep, listener.id)
+        requests = [e for e in rec.events() if e.type == "CONNECT_REQUEST"]
+        rejected = [p.name for p, reply, _ in answers if p.answered and _rejecting(reply)]
+        dropped = [p.name for p, reply, end in answers if not p.answered and end != "open"]
+        rec.metric("probes_rejected", float(len(rejected)))
+        rec.metric("probes_dropped", float(len(dropped)))
+        note(rec, "mpa_requests_failed_with_a_reject", len(rejected) == 2)
+        note(rec, "mpa_requests_failed_and_dropped", len(dropped) == 2)
+        note(rec, "no_upcall_for_a_failed_request", len(requests) == 1)
+    return rec.timeline()
+
+
+def _rejecting(reply: bytes) -> bool:
+    """True for an MPA reply frame with the Reject bit (what siw sends a bad request)."""
+    if len(reply) < 20 or reply[:16] != MPA_REP_KEY:
+        return False
+    (bits,) = struct.unpack(">H", reply[16:18])
+    return bool(bits & MPA_REJECT)

@@ -1,0 +1,76 @@
+"""What the regression cases count as their scenario having happened (hil/cm/regressions/).
+
+The cases themselves run on real siw in suites/test_regressions.py; here the
+evidence functions get timelines and stamps made up to be reached or not.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from hil.cm.regressions.evidence import missing
+from hil.cm.regressions.iwcm import _early
+from hil.cm.regressions.siw import MARKERS, _fastest, _overlap, _rejecting
+from hil.cm.scenario import ScenarioRun, StepRun
+from hil.judge.timeline import Action, Event, Timeline
+
+
+def timeline(**metrics: float) -> Timeline:
+    return Timeline("regress-x", "siw", ("ha", "hb"), metrics=dict(metrics))
+
+
+def test_a_run_that_saw_every_condition_is_not_missing_anything() -> None:
+    assert missing(timeline(reached_a_thing=1.0, reached_another=1.0, refused=3.0)) is None
+
+
+def test_every_condition_not_seen_is_named() -> None:
+    gap = missing(timeline(reached_a_thing=0.0, reached_b_thing=1.0, reached_c_thing=0.0))
+    assert gap == "scenario not reached (regress-x): a thing, c thing"
+
+
+def test_a_run_that_says_nothing_of_its_scenario_is_missing_it() -> None:
+    gap = missing(timeline(refused=3.0))
+    assert gap is not None and "recorded no reached_* metric" in gap
+
+
+def test_only_an_mpa_reply_with_the_reject_bit_is_a_rejecting_answer() -> None:
+    reply = b"MPA ID Rep Frame" + struct.pack(">HH", 0x2001, 0)
+    assert _rejecting(reply)
+    assert not _rejecting(b"MPA ID Rep Frame" + struct.pack(">HH", 0x0001, 0))  # accepting
+    assert not _rejecting(MARKERS)  # a request frame echoed is no reply
+    assert not _rejecting(b"")
+
+
+def request(t_us: int, cm_id: str) -> Event:
+    return Event("hb", "b", t_us, t_us - 50, "CONNECT_REQUEST", 0, cm_id)
+
+
+def reject(t_us: int, cm_id: str) -> Action:
+    return Action(t_us, "b", "reject", cm_id, {"auto": True}, "ok", 300)
+
+
+def test_a_reject_before_a_later_request_arrived_overlaps_the_processing() -> None:
+    requests = [request(1_000, "b:1.1"), request(2_000, "b:1.2")]
+    assert _overlap(requests, [reject(1_400, "b:1.1"), reject(2_300, "b:1.2")])
+    # Each reject after every request: the listener had nothing left to process.
+    assert not _overlap(requests, [reject(2_100, "b:1.1"), reject(2_300, "b:1.2")])
+    assert _fastest(requests, [reject(1_400, "b:1.1"), reject(2_300, "b:1.2")]) == 300
+    assert _fastest(requests, []) is None
+
+
+def destroy(host_t_us: int, cm_id: str) -> StepRun:
+    return StepRun(0, "destroy", "ok", "b", "hb", id=cm_id, t_us=host_t_us + 7, host_t_us=host_t_us)
+
+
+def closed(host_t_us: int, cm_id: str) -> Event:
+    return Event("hb", "b", host_t_us + 7, host_t_us, "DISCONNECTED", 0, cm_id)
+
+
+def test_an_id_destroyed_before_its_disconnected_came_counts_as_early() -> None:
+    run = ScenarioRun("b", "hb", 0, 0, 0, (destroy(500, "b:1.1"), destroy(600, "b:1.2")), ())
+    # b:1.1's DISCONNECTED triggered the destroys; b:1.2's came only after its destroy.
+    events = [closed(400, "b:1.1"), closed(900, "b:1.2")]
+    assert _early(run, events) == 1
+    assert _early(run, [closed(400, "b:1.1"), closed(450, "b:1.2")]) == 0
+    skipped = StepRun(1, "destroy", "skipped", "b", "hb", id="b:1.3")
+    assert _early(ScenarioRun("b", "hb", 0, 0, 0, (skipped,), ()), []) == 0
