@@ -1,0 +1,111 @@
+"""``ci/nightly --kernels`` and ``--debug-lab``: one run per kernel, each on its own lab.
+
+ci/nightly runs in a copy of the repository's ci/ whose ``ci/install``,
+``.venv/bin/hil`` and ``.venv/bin/python`` are stand-ins that log their
+argument lists (the lab and the pipeline are not what is tested here: a
+real --debug-lab night ran on the debug lab, docs/virtual-lab.md).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Each stand-in appends "NAME ARGS" to calls.log; `lab up` prints an inventory path,
+# the pipeline exits with the status its kernel's label asks for (6.12: 1).
+STUB = """#!/usr/bin/env bash
+echo "{name} $*" >>"$(dirname "$0")/{up}calls.log"
+{body}
+"""
+HIL_BODY = '[ "$1 $2" != "lab up" ] || echo /tmp/inventory.yaml'
+PYTHON_BODY = """case "$*" in
+    *default_dir*) echo /tmp/labs/lab ;;
+    *nightly_s*) echo 0 ;;
+    *kernel=6.12*) exit 1 ;;
+esac"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "ci").mkdir()
+    shutil.copy(ROOT / "ci" / "nightly", tmp_path / "ci" / "nightly")
+    stubs = {
+        "ci/install": ("install", "../", ""),
+        ".venv/bin/hil": ("hil", "../../", HIL_BODY),
+        ".venv/bin/python": ("python", "../../", PYTHON_BODY),
+    }
+    for rel, (name, up, body) in stubs.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(STUB.format(name=name, up=up, body=body))
+        path.chmod(0o755)
+    return tmp_path
+
+
+def nightly(repo: Path, *args: str) -> tuple[int, list[str]]:
+    out = subprocess.run(
+        [str(repo / "ci" / "nightly"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(repo)},
+    )
+    log = repo / "calls.log"
+    return out.returncode, log.read_text().splitlines() if log.exists() else [out.stderr]
+
+
+def test_each_kernel_runs_on_its_own_lab_into_its_own_reports(repo: Path) -> None:
+    status, calls = nightly(
+        repo, "--kernels", "6.1,6.12", "--reports", "R", "--suite", "s.py", "--", "-k", "x"
+    )
+    assert status == 1  # the worst run's: 6.12's pipeline failed
+    runs = [c for c in calls if c.startswith(("hil ", "python -m"))]
+    assert runs == [
+        "hil lab kernel --source 6.1",
+        "hil lab up --dir /tmp/labs/lab-6.1 --kernel 6.1",
+        "python -m hil.report.pipeline s.py --inventory /tmp/inventory.yaml "
+        "--reports R/6.1 -- -k x --hil-metric-label kernel=6.1",
+        "hil lab down --dir /tmp/labs/lab-6.1",
+        "hil lab kernel --source 6.12",
+        "hil lab up --dir /tmp/labs/lab-6.12 --kernel 6.12",
+        runs[6],
+        "hil lab down --dir /tmp/labs/lab-6.12",
+    ]
+    assert runs[6].endswith("--reports R/6.12 -- -k x --hil-metric-label kernel=6.12")
+    assert "install --kernel-sources 6.1,6.12" in calls
+
+
+def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
+    repo: Path,
+) -> None:
+    status, calls = nightly(repo, "--debug-lab", "--lab-dir", "/tmp/d")
+    assert status == 0
+    assert "hil lab kernel --source 6.1 --debug" in calls
+    assert "hil lab up --dir /tmp/d-6.1-debug --kernel 6.1 --debug" in calls
+    (pipeline,) = [c for c in calls if "hil.report.pipeline" in c]
+    assert pipeline.startswith(
+        "python -m hil.report.pipeline suites/test_races.py suites/test_regressions.py "
+    )
+    assert "--reports artifacts/reports/nightly/6.1-debug" in pipeline
+    assert pipeline.endswith("-- --hil-metric-label kernel=6.1-debug")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--kernels", "6.1,latest"], "--kernels takes kernel series separated by commas"),
+        (["--debug-lab", "--inventory", "lab.yaml"], "boot virtual labs; not with an inventory"),
+    ],
+)
+def test_a_bad_matrix_is_refused_before_anything_runs(
+    repo: Path, args: list[str], message: str
+) -> None:
+    status, calls = nightly(repo, *args)
+    assert status == 1
+    assert len(calls) == 1 and message in calls[0]
