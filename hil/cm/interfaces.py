@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from hil.agent import Agent
     from hil.cm.observer import Observer
     from hil.judge.profiles import Profiles
-    from hil.judge.timeline import Action, ClockOffset, Event
+    from hil.judge.timeline import Action, ClockOffset, Event, RelativeClock
 
 
 class Recorder(Protocol):
@@ -71,6 +71,9 @@ class PairView(Protocol):
 
     def offset(self, side: str) -> ClockOffset:
         """The clock offset of the host on ``side``."""
+
+    def clocks(self) -> tuple[RelativeClock, ...]:
+        """The host-to-host clock the offsets were derived through (if measured)."""
 
     def refresh_offsets(self, rounds: int = ...) -> None:
         """Measure both hosts' clock offsets again (from ``rounds`` round trips each)."""

@@ -105,6 +105,7 @@ class Recording:
             self._resources,
             self._kernel,
             dict(self.metrics),
+            s.clocks(),
         )
         return tl.sorted()
 

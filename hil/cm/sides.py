@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from hil.cm import clock
 from hil.cm.observer import Observers
 from hil.cm.recording import Recording
-from hil.errors import InputError
-from hil.judge.timeline import SIDES, ClockOffset
+from hil.errors import InputError, RemoteError
+from hil.judge.timeline import SIDES, ClockOffset, RelativeClock
 
 if TYPE_CHECKING:
     from hil.agent import Agent
@@ -56,6 +56,7 @@ class PairSides:
         self.evidence = evidence
         self.observers = observers if observers is not None else Observers()
         self._offsets: dict[str, ClockOffset] = {}
+        self._relative: RelativeClock | None = None
         self._ports = itertools.count(random.randint(*PORT_RANGE))
         for side in SIDES:
             if self.rnic(side).address is None:
@@ -107,21 +108,45 @@ class PairSides:
     # -- clocks --------------------------------------------------------------
 
     def offset(self, side: str, rounds: int = clock.DEFAULT_ROUNDS) -> ClockOffset:
-        """The clock offset of the host on ``side`` (measured on first use, from ``rounds``
-        round trips: more give a tighter bound)."""
+        """The clock offset of the host on ``side`` (both measured on first use, see
+        :meth:`refresh_offsets`)."""
         side = _side(side)
         if side not in self._offsets:
-            agent = self.agent(side)
-            self._offsets[side] = clock.estimate(self.host(side), clock.agent_now(agent), rounds)
-            log.info("clock offset %s", self._offsets[side])
+            self.refresh_offsets(rounds)
         return self._offsets[side]
 
+    def clocks(self) -> tuple[RelativeClock, ...]:
+        """The host-to-host clock B's offset was derived through (none when the probes
+        over the data link failed and each host was measured over SSH)."""
+        return (self._relative,) if self._relative is not None else ()
+
     def refresh_offsets(self, rounds: int = clock.DEFAULT_ROUNDS) -> None:
-        """Measure both hosts' clock offsets again (guest clocks drift under TCG), each
-        from ``rounds`` round trips (a race sweep asks for more: a tighter bound)."""
+        """Measure both hosts' clocks again (guest clocks drift under TCG).
+
+        Host A's offset to the controller comes from ``rounds`` round trips
+        over SSH (milliseconds on TCG); host B's clock against A's from
+        probes over the pair's data link (``hil.cm.clock.relative``: tens of
+        µs), and B's offset is A's through it, so an order across the two
+        hosts is as certain as that relative clock.  When the probes fail
+        (the link is down, UDP is filtered) B is measured over SSH too.
+        """
         self._offsets.clear()
-        for side in SIDES:
-            self.offset(side, rounds)
+        self._relative = None
+        a = clock.estimate(self.host("a"), clock.agent_now(self.agent("a")), rounds)
+        self._offsets["a"] = a
+        try:
+            self._relative = self._probe()
+        except (RemoteError, InputError) as e:
+            log.warning("host-to-host clock of pair %s unavailable: %s", self.pair.name, e)
+            agent = self.agent("b")
+            self._offsets["b"] = clock.estimate(self.host("b"), clock.agent_now(agent), rounds)
+        else:
+            self._offsets["b"] = clock.through(a, self._relative)
+        log.info("clocks %s %s %s", a, self._offsets["b"], self._relative)
+
+    def _probe(self) -> RelativeClock:
+        a, b = (clock.Peer(self.host(s), self.agent(s), self.address(s)) for s in SIDES)
+        return clock.relative(a.host, b.host, clock.probe_samples(a, b, self.port()))
 
     # -- link pulls ----------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Times are microseconds.  ``t_us`` is always on the CONTROLLER's time base: a
 host's raw monotonic stamp (``host_t_us``) plus that host's estimated clock
 offset.  Events and actions of the same host share one offset, so comparing
-them is exact; comparing across hosts is good to the sum of both offsets'
+them is exact; comparing across hosts is good to the hosts' measured
+:class:`RelativeClock` when there is one, else to the sum of both offsets'
 ``uncertainty_us`` (see :meth:`Timeline.uncertainty_us`).
 
 Everything here is JSON-safe and round-trips through :meth:`Timeline.to_json`
@@ -20,7 +21,7 @@ the peer must refuse it, and its completion's ``wc_status``).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from hil.errors import InputError
@@ -117,11 +118,40 @@ class Action:
 
 @dataclass(frozen=True)
 class ClockOffset:
-    """``controller_time = host_time + offset_us``, known to +/- ``uncertainty_us``."""
+    """``controller_time = host_time + offset_us``, known to +/- ``uncertainty_us``.
+
+    Measured over the controller's channel to the host (half an SSH round
+    trip: milliseconds on a TCG guest), or derived from the other host's
+    offset and a :class:`RelativeClock` (their uncertainties add up).
+    """
 
     host: str
     offset_us: int
     uncertainty_us: int
+
+
+@dataclass(frozen=True)
+class RelativeClock:
+    """``time_on_host_a = time_on_host_b + offset_us``, known to +/- ``uncertainty_us``.
+
+    Measured between the two hosts themselves (stamped probes over their data
+    link, ``hil.cm.clock.relative``): far tighter than either host's offset to
+    the controller.  Which of two events on the two hosts came first depends
+    only on this: a shift both hosts share against the controller changes no
+    such order.  :meth:`Timeline.uncertainty_us` uses it when the timeline's
+    two offsets agree with it (B's offset derived from A's through it).
+    """
+
+    host_a: str
+    host_b: str
+    offset_us: int
+    uncertainty_us: int
+
+    def agrees(self, a: ClockOffset, b: ClockOffset) -> bool:
+        """True when ``b``'s offset is ``a``'s through this clock (to 1 µs of rounding)."""
+        if (a.host, b.host) != (self.host_a, self.host_b):
+            return False
+        return abs(b.offset_us - (a.offset_us + self.offset_us)) <= 1
 
 
 @dataclass(frozen=True)
@@ -172,6 +202,8 @@ class Timeline:
     kernel_log: tuple[KernelLogLine, ...] = ()
     # What the sequence measured: connect latency, detection time, storm rate...
     metrics: dict[str, float] = field(default_factory=dict)
+    # Host-to-host clocks the offsets were derived through (cross-host orders).
+    clocks: tuple[RelativeClock, ...] = ()
 
     def sorted(self) -> Timeline:
         """The same timeline with events and actions in controller-time order.
@@ -180,16 +212,8 @@ class Timeline:
         """
         events = sorted(self.events, key=lambda e: (e.t_us, e.host, e.seq))
         actions = sorted(self.actions, key=lambda a: a.t_us)
-        return Timeline(
-            self.scenario,
-            self.provider,
-            self.pair,
-            tuple(actions),
-            tuple(events),
-            self.offsets,
-            self.resources,
-            self.kernel_log,
-            dict(self.metrics),
+        return replace(
+            self, actions=tuple(actions), events=tuple(events), metrics=dict(self.metrics)
         )
 
     def merged(self) -> list[Event | Action]:
@@ -221,9 +245,21 @@ class Timeline:
         return next((e.conn for e in self.events_for(cm_id) if e.conn), None)
 
     def uncertainty_us(self, *hosts: str) -> int:
-        """The summed offset uncertainty of these hosts (0 for unknown hosts)."""
-        by_host = {o.host: o.uncertainty_us for o in self.offsets}
-        return sum(by_host.get(h, 0) for h in set(hosts))
+        """How far comparing times of these hosts may be off (0 for unknown hosts).
+
+        One host: its offset's uncertainty against the controller.  Two hosts
+        whose offsets agree with a measured :class:`RelativeClock`: that
+        clock's uncertainty (their order needs nothing else).  Otherwise the
+        sum of the hosts' offset uncertainties.
+        """
+        by_host = {o.host: o for o in self.offsets}
+        distinct = set(hosts)
+        if len(distinct) == 2:
+            for rc in self.clocks:
+                a, b = by_host.get(rc.host_a), by_host.get(rc.host_b)
+                if {rc.host_a, rc.host_b} == distinct and a and b and rc.agrees(a, b):
+                    return rc.uncertainty_us
+        return sum(by_host[h].uncertainty_us for h in distinct if h in by_host)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict."""
@@ -247,6 +283,7 @@ class Timeline:
                 resources=tuple(ResourceCount(**r) for r in data.get("resources", ())),
                 kernel_log=tuple(KernelLogLine(**k) for k in data.get("kernel_log", ())),
                 metrics=dict(data.get("metrics", {})),
+                clocks=tuple(RelativeClock(**c) for c in data.get("clocks", ())),
             )
         except (KeyError, TypeError, IndexError, ValueError) as exc:
             raise InputError(f"not a timeline: {type(exc).__name__}: {exc}") from exc

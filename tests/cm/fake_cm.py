@@ -100,6 +100,19 @@ class FakeAgent:
     def cm_now(self) -> dict:
         return {"t_us": self.now()}
 
+    def clock_echo(self, address: str, port: int) -> dict:
+        return {"answered": 0}  # clock_probe below plays both ends
+
+    def clock_probe(self, src: str, dst: str, port: int, count: int) -> dict:
+        """Probes to the host whose address is ``dst``: 40 µs one way, 10 µs turnaround."""
+        peer = next(a for name, a in self.world.agents.items() if ADDRS[name] == dst)
+        samples = []
+        for _ in range(count):
+            t1 = self.now()
+            t2 = peer.now() + 40
+            samples.append([t1, t2, t2 + 10, t1 + 90])
+        return {"samples": samples, "sent": count}
+
     def cm_open(self) -> dict:
         n = next(self.numbers)
         self.eps[n] = FakeEp(self, n)

@@ -29,7 +29,18 @@ import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO, Union
 
-from . import AGENT_GRACE, PROTOCOL_VERSION, cm, ethtool, kmsg, netlink, probe, rdma, system
+from . import (
+    AGENT_GRACE,
+    PROTOCOL_VERSION,
+    clockpeer,
+    cm,
+    ethtool,
+    kmsg,
+    netlink,
+    probe,
+    rdma,
+    system,
+)
 from .errors import OpError
 from .protocol import ErrorBody, ErrorReply, Handshake, ResultReply
 
@@ -49,6 +60,7 @@ METHODS: dict[str, Callable[..., object]] = {
         kmsg.METHODS,
         cm.METHODS,
         probe.METHODS,
+        clockpeer.METHODS,
     )
     for name, fn in table.items()
 }

@@ -93,6 +93,9 @@ MethodName = Literal[
     "cm_endpoints",
     # probe.py
     "tcp_exchange",
+    # clockpeer.py
+    "clock_echo",
+    "clock_probe",
 ]
 
 # The ``type`` of an error answer (raised on the agent as ``OpError(kind, ...)``).
@@ -428,6 +431,32 @@ class TcpExchangeReply(TypedDict):
     ended_us: int
     reply: str  # hex: what the peer sent
     ended: TcpEnd  # how the read ended
+
+
+# -- clock probes between the hosts of a pair (clockpeer.py) --------------------------
+
+
+class ClockEchoParams(TypedDict):
+    address: str  # the echo's own data address, bound for UDP
+    port: int
+
+
+class ClockEchoReply(TypedDict):
+    answered: int
+
+
+class ClockProbeParams(TypedDict):
+    src: str  # the prober's own data address
+    dst: str  # the echo's
+    port: int
+    count: int  # probes wanted answered (1..2000)
+
+
+class ClockProbeReply(TypedDict):
+    # Each answered probe's [t1, t2, t3, t4], µs: t1 sent and t4 answer received on the
+    # prober's CLOCK_MONOTONIC, t2 received and t3 answered on the echo's.
+    samples: list[list[int]]
+    sent: int  # probes sent, answered or not
 
 
 # -- CM endpoint operations (cm_call) -------------------------------------------------
@@ -826,6 +855,10 @@ METHODS: dict[MethodName, Method[Any, Any]] = {
         TCP_EXCHANGE,
     )
 }  # fmt: skip
+
+CLOCK_ECHO = Method("clock_echo", ClockEchoParams, ClockEchoReply)
+CLOCK_PROBE = Method("clock_probe", ClockProbeParams, ClockProbeReply)
+METHODS.update({m.name: m for m in (CLOCK_ECHO, CLOCK_PROBE)})
 
 OP_LISTEN = CMOp("listen", ListenParams, IdTimedReply)
 OP_CONNECT = CMOp("connect", ConnectParams, ConnectReply)
