@@ -16,7 +16,7 @@ import pytest
 from fake_rdma import FakeLib
 
 from hil.agent.remote import protocol
-from hil.agent.remote.cmworker import Server, Worker
+from hil.agent.remote.cmworker import Server, Worker, now_us
 from hil.agent.remote.librdmacm import RdmaError
 
 ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST, ESTABLISHED = 0, 2, 4, 9
@@ -76,6 +76,28 @@ def test_destroy_times_the_block_and_stops_answering(worker: tuple[Worker, FakeL
     lib.cm.qp_destroy_s = 0.1
     got = w.destroy(id=h)
     assert got["us"] >= 0 and w.handles() == {"ids": []}
+
+
+def test_destroys_reported_end_is_not_before_the_call_returned(
+    worker: tuple[Worker, FakeLib], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's thread held up between its start stamp and the channel's call (a
+    preempted guest): t_us + us still covers the whole call (docs/cm-engine.md's finding)."""
+    w, lib = worker
+    h = w.ch.create_id()
+    w.ch.create_qp(h)
+    returned: list[int] = []
+    real = w.ch.destroy_id
+
+    def held_up(handle: int) -> int:
+        time.sleep(0.05)
+        took = real(handle)
+        returned.append(now_us())
+        return took
+
+    monkeypatch.setattr(w.ch, "destroy_id", held_up)
+    got = w.destroy(id=h)
+    assert got["t_us"] + got["us"] >= returned[0]
 
 
 def test_a_write_answers_its_completion_error_or_not(worker: tuple[Worker, FakeLib]) -> None:
