@@ -2,7 +2,7 @@
 ``rdma_destroy_id`` returned?
 
     .venv/bin/python bench/destroy_reply_race.py --inventory "$(hil lab inventory)" \\
-        --store /tmp/hil-bench-race.db [--rounds 300]
+        --store /tmp/hil-bench-race.db [--rounds 300] [--budget 150]
 
 The passive host runs an auto-accepting listener, the active host ``--rounds``
 rounds of: connect, destroy after a delay drawn from 0 .. twice the reply's
@@ -35,7 +35,8 @@ from hil.inventory import loader
 from hil.reservation import open_store
 from hil.run import PairRequest, PairRun
 
-# Runs on a host: python3 -c HOST_SCRIPT PYZ ROLE ADDRESS PORT [SRC ROUNDS]
+# Runs on a host: python3 -c HOST_SCRIPT PYZ listen ADDRESS PORT HOLD_S
+#                                        PYZ race ADDRESS PORT SRC ROUNDS BUDGET_S
 HOST_SCRIPT = r"""
 import json, os, random, sys, threading, time
 sys.path.insert(0, os.path.expanduser(sys.argv[1]))
@@ -50,8 +51,9 @@ if role == "listen":
     w.closing.set()
     print(json.dumps({"accepted": sum(1 for e in w.log.entries if e.get("name") == "accept")}))
     sys.exit(0)
-src, rounds = sys.argv[5], int(sys.argv[6])
+src, rounds, budget_s = sys.argv[5], int(sys.argv[6]), float(sys.argv[7])
 time.sleep(3)  # the listener's python starts meanwhile
+stop_at = time.monotonic() + budget_s
 sys.setswitchinterval(0.0002)  # as a scenario script runs
 lat = []
 for i in range(5):
@@ -63,6 +65,8 @@ for i in range(5):
 latency = sorted(lat)[2]
 out = []
 for i in range(rounds):
+    if time.monotonic() > stop_at:
+        break
     delay = random.randint(0, 2 * latency)
     try:
         c = w.connect(address, port, src)
@@ -122,6 +126,7 @@ def main() -> int:
     p.add_argument("--store", required=True)
     p.add_argument("--pair", help="pair name (default: the inventory's first)")
     p.add_argument("--rounds", type=int, default=300)
+    p.add_argument("--budget", type=float, default=150.0, help="stop the rounds after S seconds")
     p.add_argument("--wait", type=float, default=0.0, help="queue for the pair up to S seconds")
     args = p.parse_args()
     inv = loader.load(args.inventory)
@@ -132,7 +137,7 @@ def main() -> int:
     pyz = f"~/{REMOTE_DIR}/{build().sha256}.pyz"
     with open_store(args.store) as store, PairRun(inv, store, request) as run:
         s = run.session(evidence=False)
-        port, hold = s.port(), 60 + args.rounds * 0.2
+        port, hold = s.port(), args.budget + 60
         passive_argv = ["python3", "-c", HOST_SCRIPT, pyz, "listen", s.address("b"), str(port)]
         listener = threading.Thread(
             target=lambda: s.agent("b").run([*passive_argv, str(hold)], timeout=hold + 30),
@@ -140,7 +145,8 @@ def main() -> int:
         )
         listener.start()
         argv = ["python3", "-c", HOST_SCRIPT, pyz, "race", s.address("b"), str(port)]
-        got = s.agent("a").run([*argv, s.address("a"), str(args.rounds)], timeout=hold, check=True)
+        argv += [s.address("a"), str(args.rounds), str(args.budget)]
+        got = s.agent("a").run(argv, timeout=hold, check=True)
         _summary(json.loads(got.stdout.strip().splitlines()[-1]))
     return 0
 

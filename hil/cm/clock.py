@@ -37,9 +37,12 @@ from hil.errors import AgentError, InputError, RemoteError
 from hil.judge.timeline import ClockOffset, RelativeClock, WallSample
 
 DEFAULT_ROUNDS = 7
-DEFAULT_PROBES = 64  # host-to-host probes per measurement: ~0.1 s on the TCG lab
+DEFAULT_PROBES = 64  # host-to-host probes per measurement, at most
+# What a measurement of DEFAULT_PROBES may take at most (they usually take less): each
+# recording pays it, about what 7 more SSH round trips cost on the TCG lab.
+PROBE_BUDGET_S = 0.25
 CALL_TIMEOUT = 10.0
-PROBE_TIMEOUT = 3.0  # the whole probe exchange; the echo waits a little longer
+ECHO_SLACK_S = 1.0  # the echo outlives the probes' budget by this (a late stop datagram)
 
 
 def controller_us() -> int:
@@ -141,15 +144,22 @@ class Peer:
     address: str
 
 
+def probe_budget_s(count: int) -> float:
+    """How long ``count`` probes may take: :data:`PROBE_BUDGET_S` per default count."""
+    return PROBE_BUDGET_S * max(1, count) / DEFAULT_PROBES
+
+
 def probe_samples(a: Peer, b: Peer, port: int, count: int = DEFAULT_PROBES) -> list[list[int]]:
-    """``count`` probes from ``a`` to an echo on ``b`` over their data link (UDP ``port``):
-    every answered probe's stamps.  Raises :class:`RemoteError` when none was answered."""
+    """Up to ``count`` probes from ``a`` to an echo on ``b`` over their data link (UDP
+    ``port``) within :func:`probe_budget_s`: every answered probe's stamps.  Raises
+    :class:`RemoteError` when none was answered."""
+    budget = probe_budget_s(count)
     echo: dict[str, object] = {}
 
     def serve() -> None:
         try:
             params = wire.ClockEchoParams(address=b.address, port=port)
-            echo["reply"] = request(b.agent, wire.CLOCK_ECHO, params, PROBE_TIMEOUT + 1)
+            echo["reply"] = request(b.agent, wire.CLOCK_ECHO, params, budget + ECHO_SLACK_S)
         except AgentError as e:
             echo["error"] = e
 
@@ -157,15 +167,15 @@ def probe_samples(a: Peer, b: Peer, port: int, count: int = DEFAULT_PROBES) -> l
     thread.start()
     try:
         params = wire.ClockProbeParams(src=a.address, dst=b.address, port=port, count=count)
-        got = request(a.agent, wire.CLOCK_PROBE, params, PROBE_TIMEOUT)
+        got = request(a.agent, wire.CLOCK_PROBE, params, budget)
     finally:
-        thread.join(PROBE_TIMEOUT + 1 + CALL_TIMEOUT)
+        thread.join(budget + ECHO_SLACK_S + CALL_TIMEOUT)
     if not got["samples"]:
         why = f"; the echo on {b.host} failed: {echo['error']}" if "error" in echo else ""
         raise RemoteError(
             a.host,
             f"clock probes to {b.host} ({b.address} UDP {port}): none of {got['sent']} "
-            f"answered within {PROBE_TIMEOUT:g}s{why}; check that the pair's data link is "
+            f"answered within {budget:g}s{why}; check that the pair's data link is "
             "up and passes UDP",
         )
     return got["samples"]

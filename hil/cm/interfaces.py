@@ -75,8 +75,8 @@ class PairView(Protocol):
     def clocks(self) -> tuple[RelativeClock, ...]:
         """The host-to-host clock the offsets were derived through (if measured)."""
 
-    def refresh_offsets(self, rounds: int = ...) -> None:
-        """Measure both hosts' clock offsets again (from ``rounds`` round trips each)."""
+    def refresh_offsets(self, rounds: int = ..., probes: int = ...) -> None:
+        """Measure both hosts' clocks again (SSH round trips, probes host to host)."""
 
     def port(self) -> int:
         """A CM port not used before."""

@@ -107,12 +107,12 @@ class PairSides:
 
     # -- clocks --------------------------------------------------------------
 
-    def offset(self, side: str, rounds: int = clock.DEFAULT_ROUNDS) -> ClockOffset:
+    def offset(self, side: str) -> ClockOffset:
         """The clock offset of the host on ``side`` (both measured on first use, see
         :meth:`refresh_offsets`)."""
         side = _side(side)
         if side not in self._offsets:
-            self.refresh_offsets(rounds)
+            self.refresh_offsets()
         return self._offsets[side]
 
     def clocks(self) -> tuple[RelativeClock, ...]:
@@ -120,13 +120,16 @@ class PairSides:
         over the data link failed and each host was measured over SSH)."""
         return (self._relative,) if self._relative is not None else ()
 
-    def refresh_offsets(self, rounds: int = clock.DEFAULT_ROUNDS) -> None:
+    def refresh_offsets(
+        self, rounds: int = clock.DEFAULT_ROUNDS, probes: int = clock.DEFAULT_PROBES
+    ) -> None:
         """Measure both hosts' clocks again (guest clocks drift under TCG).
 
         Host A's offset to the controller comes from ``rounds`` round trips
-        over SSH (milliseconds on TCG); host B's clock against A's from
-        probes over the pair's data link (``hil.cm.clock.relative``: tens of
-        µs), and B's offset is A's through it, so an order across the two
+        over SSH (milliseconds on TCG); host B's clock against A's from up to
+        ``probes`` probes over the pair's data link (``hil.cm.clock.relative``:
+        hundreds of µs on TCG, each probe bounds it, more give a tighter
+        bound), and B's offset is A's through it, so an order across the two
         hosts is as certain as that relative clock.  When the probes fail
         (the link is down, UDP is filtered) B is measured over SSH too.
         """
@@ -135,7 +138,7 @@ class PairSides:
         a = clock.estimate(self.host("a"), clock.agent_now(self.agent("a")), rounds)
         self._offsets["a"] = a
         try:
-            self._relative = self._probe()
+            self._relative = self._probe(probes)
         except (RemoteError, InputError) as e:
             log.warning("host-to-host clock of pair %s unavailable: %s", self.pair.name, e)
             agent = self.agent("b")
@@ -144,9 +147,9 @@ class PairSides:
             self._offsets["b"] = clock.through(a, self._relative)
         log.info("clocks %s %s %s", a, self._offsets["b"], self._relative)
 
-    def _probe(self) -> RelativeClock:
+    def _probe(self, count: int) -> RelativeClock:
         a, b = (clock.Peer(self.host(s), self.agent(s), self.address(s)) for s in SIDES)
-        return clock.relative(a.host, b.host, clock.probe_samples(a, b, self.port()))
+        return clock.relative(a.host, b.host, clock.probe_samples(a, b, self.port(), count))
 
     # -- link pulls ----------------------------------------------------------
 

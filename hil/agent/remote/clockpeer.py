@@ -18,9 +18,15 @@ were answered or ``timeout``, and returns every answered probe's four
 stamps.  The two run as two agent calls at once; a probe sent before the
 echo is bound is refused or lost and sent again, within the call's timeout.
 
-Stamps are taken in user space right after ``recvfrom`` and right before
-``sendto``: scheduling delays only widen a sample's window, never shift it
-past the truth, so the bounds above hold whatever the load.
+Send stamps (t1, t3) are read in user space right before ``send``; receive
+stamps (t2, t4) are the kernel's (``SO_TIMESTAMPNS``: when the stack took the
+datagram, before the process woke to read it), moved from CLOCK_REALTIME onto
+CLOCK_MONOTONIC by the two clocks' difference, else the time of reading.
+Either way a delay only widens a sample's window, never shifts it past the
+truth, so the bounds above hold whatever the load; the kernel's stamps leave
+the receiving process's wake-up out (on a loaded TCG guest, most of the
+round trip).  A clock step between two receives (the difference of the two
+clocks moved) falls back to the time of reading for that datagram.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ _ANSWER = struct.Struct("!4sBIqqq")
 _MAGIC = b"hilC"
 _KIND_PROBE, _KIND_STOP, _KIND_ANSWER = 1, 2, 3
 _STOPS = 3  # stop datagrams sent at the end (UDP: one may be lost)
+_SO_TIMESTAMPNS = 35  # asm-generic (x86, arm); Python's socket module does not export it
+_TIMESPEC = struct.Struct("@qq")
+_STEP_NS = 2000  # the clocks' difference moved more than this: a step, not read jitter
 
 
 def now_us() -> int:
@@ -58,6 +67,10 @@ def _socket(address: str, port: int, what: str) -> socket.socket:
     except socket.gaierror as e:
         raise OpError("bad_params", f"{what}: {address!r} is not an IP address: {e}") from None
     sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    except OSError:
+        pass  # no kernel stamps: the time of reading bounds as well, less tightly
     return _bound(sock, sockaddr, what)
 
 
@@ -77,12 +90,12 @@ def clock_echo(address: str, port: int, timeout: float) -> ClockEchoReply:
     deadline = time.monotonic() + timeout
     answered = 0
     with _socket(address, port, "clock_echo") as sock:
+        arrival = _Arrival()
         while True:
-            got = _recv_spin(sock, deadline)
-            t2 = now_us()
+            got = arrival.recv(sock, deadline)
             if got is None:
                 break
-            data, peer = got
+            data, peer, t2 = got
             if len(data) != _PROBE.size:
                 continue
             magic, kind, seq, t1 = _PROBE.unpack(data)
@@ -110,9 +123,11 @@ def clock_probe(src: str, dst: str, port: int, count: int, timeout: float) -> Cl
             sock.connect(target)
         except OSError as e:
             raise OpError("os", f"clock_probe: {dst}:{port}: {e.strerror}", errno=e.errno) from None
+        arrival = _Arrival()
         while len(samples) < count and time.monotonic() < deadline:
             sent += 1
-            got = _exchange(sock, sent, min(PROBE_WAIT_S, max(0.0, deadline - time.monotonic())))
+            wait_s = min(PROBE_WAIT_S, max(0.0, deadline - time.monotonic()))
+            got = _exchange(sock, arrival, sent, wait_s)
             if got is not None:
                 samples.append(got)
         for _ in range(_STOPS):
@@ -120,21 +135,44 @@ def clock_probe(src: str, dst: str, port: int, count: int, timeout: float) -> Cl
     return {"samples": samples, "sent": sent}
 
 
-def _recv_spin(sock: socket.socket, deadline: float) -> tuple[bytes, Any] | None:
-    """The next datagram, or None at ``deadline`` (``time.monotonic``).
+class _Arrival:
+    """Reads datagrams with their arrival time on this host's CLOCK_MONOTONIC (µs)."""
 
-    Spins on a non-blocking socket rather than sleeping in poll: waking a
-    sleeping process (and, on a virtual machine, its idle vCPU) costs more
-    than the link's round trip, and every µs of it widens the windows.  An
-    exchange lasts a fraction of a second.
-    """
-    sock.setblocking(False)
-    while True:
+    def __init__(self) -> None:
+        self.shift_ns = _mono_minus_wall()
+
+    def recv(self, sock: socket.socket, deadline: float) -> tuple[bytes, Any, int] | None:
+        """The next datagram, its sender and arrival, or None at ``deadline`` (monotonic s)."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        sock.settimeout(left)
         try:
-            return sock.recvfrom(64)
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return None
+            data, ancillary, _, peer = sock.recvmsg(64, socket.CMSG_SPACE(_TIMESPEC.size))
+        except socket.timeout:  # noqa: UP041 -- not TimeoutError before python 3.10
+            return None
+        read_us = now_us()
+        shift = _mono_minus_wall()
+        stepped, self.shift_ns = abs(shift - self.shift_ns) > _STEP_NS, shift
+        for level, kind, raw in ancillary:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and not stepped:
+                sec, nsec = _TIMESPEC.unpack(raw[: _TIMESPEC.size])
+                return data, peer, min(read_us, (sec * 10**9 + nsec + shift) // 1000)
+        return data, peer, read_us
+
+
+def _mono_minus_wall() -> int:
+    """CLOCK_MONOTONIC - CLOCK_REALTIME (ns), from the tightest of three paired reads,
+    taken at its late end: a kernel stamp moved by it is never earlier than the truth."""
+    best = None
+    for _ in range(3):
+        before = time.monotonic_ns()
+        wall = time.time_ns()
+        after = time.monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, after - wall)
+    assert best is not None
+    return best[1]
 
 
 def _send(sock: socket.socket, data: bytes) -> bool:
@@ -148,7 +186,7 @@ def _send(sock: socket.socket, data: bytes) -> bool:
     return True
 
 
-def _exchange(sock: socket.socket, seq: int, wait_s: float) -> list[int] | None:
+def _exchange(sock: socket.socket, arrival: _Arrival, seq: int, wait_s: float) -> list[int] | None:
     """One probe and its answer's four stamps, or None (no answer within ``wait_s``)."""
     t1 = now_us()
     if not _send(sock, _PROBE.pack(_MAGIC, _KIND_PROBE, seq, t1)):
@@ -157,15 +195,14 @@ def _exchange(sock: socket.socket, seq: int, wait_s: float) -> list[int] | None:
     end = time.monotonic() + wait_s
     while True:
         try:
-            got = _recv_spin(sock, end)
+            got = arrival.recv(sock, end)
         except OSError as e:
             if e.errno == errno.ECONNREFUSED:
                 return None  # an earlier probe's port unreachable: the echo was not up
             raise OpError("os", f"clock_probe: recv: {e.strerror}", errno=e.errno) from None
-        t4 = now_us()
         if got is None:
             return None
-        data = got[0]
+        data, _, t4 = got
         if len(data) != _ANSWER.size:
             continue
         magic, kind, got_seq, got_t1, t2, t3 = _ANSWER.unpack(data)
