@@ -145,8 +145,9 @@ class Peer:
 
 
 def probe_budget_s(count: int) -> float:
-    """How long ``count`` probes may take: :data:`PROBE_BUDGET_S` per default count."""
-    return PROBE_BUDGET_S * max(1, count) / DEFAULT_PROBES
+    """How long ``count`` probes may take: :data:`PROBE_BUDGET_S` per default count, and
+    never less (the echo's call may reach its host tens of ms after the probe's)."""
+    return PROBE_BUDGET_S * max(1.0, count / DEFAULT_PROBES)
 
 
 def probe_samples(a: Peer, b: Peer, port: int, count: int = DEFAULT_PROBES) -> list[list[int]]:

@@ -138,3 +138,8 @@ def test_a_pair_whose_probes_fail_measures_b_over_ssh_and_says_so(
 @pytest.fixture
 def world() -> FakeCMWorld:
     return FakeCMWorld()
+
+
+def test_more_probes_get_proportionally_more_time_and_few_get_the_default() -> None:
+    assert clock.probe_budget_s(5) == clock.probe_budget_s(clock.DEFAULT_PROBES)
+    assert clock.probe_budget_s(4 * clock.DEFAULT_PROBES) == 4 * clock.PROBE_BUDGET_S
