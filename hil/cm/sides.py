@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from hil.cm import clock
@@ -131,14 +132,17 @@ class PairSides:
         hundreds of µs on TCG, each probe bounds it, more give a tighter
         bound), and B's offset is A's through it, so an order across the two
         hosts is as certain as that relative clock.  When the probes fail
-        (the link is down, UDP is filtered) B is measured over SSH too.
+        (the link is down, UDP is filtered) B is measured over SSH too.  The
+        probes run while A's round trips do: a recording pays the longer.
         """
         self._offsets.clear()
         self._relative = None
-        a = clock.estimate(self.host("a"), clock.agent_now(self.agent("a")), rounds)
+        with ThreadPoolExecutor(1, thread_name_prefix="clock-probe") as pool:
+            probed = pool.submit(self._probe, probes)
+            a = clock.estimate(self.host("a"), clock.agent_now(self.agent("a")), rounds)
         self._offsets["a"] = a
         try:
-            self._relative = self._probe(probes)
+            self._relative = probed.result()
         except (RemoteError, InputError) as e:
             log.warning("host-to-host clock of pair %s unavailable: %s", self.pair.name, e)
             agent = self.agent("b")
