@@ -38,11 +38,12 @@ from hil.judge.timeline import ClockOffset, RelativeClock, WallSample
 
 DEFAULT_ROUNDS = 7
 DEFAULT_PROBES = 64  # host-to-host probes per measurement, at most
-# What a measurement of DEFAULT_PROBES may take at most (they usually take less): each
-# recording pays it, about what 7 more SSH round trips cost on the TCG lab.
+# What a measurement of DEFAULT_PROBES may take at most from its first answer (they
+# usually take less): each recording pays it, about what host A's SSH round trips take.
 PROBE_BUDGET_S = 0.25
+ECHO_WAIT_S = 3.0  # for the first answer: the echo's call may reach its host late
 CALL_TIMEOUT = 10.0
-ECHO_SLACK_S = 1.0  # the echo outlives the probes' budget by this (a late stop datagram)
+ECHO_SLACK_S = 1.0  # the echo outlives the prober by this (a late stop datagram)
 
 
 def controller_us() -> int:
@@ -152,31 +153,35 @@ def probe_budget_s(count: int) -> float:
 
 def probe_samples(a: Peer, b: Peer, port: int, count: int = DEFAULT_PROBES) -> list[list[int]]:
     """Up to ``count`` probes from ``a`` to an echo on ``b`` over their data link (UDP
-    ``port``) within :func:`probe_budget_s`: every answered probe's stamps.  Raises
-    :class:`RemoteError` when none was answered."""
+    ``port``) within :func:`probe_budget_s` of the first answer (which may take up to
+    :data:`ECHO_WAIT_S`): every answered probe's stamps.  Raises :class:`RemoteError`
+    when none was answered."""
     budget = probe_budget_s(count)
+    bound = ECHO_WAIT_S + budget
     echo: dict[str, object] = {}
 
     def serve() -> None:
         try:
             params = wire.ClockEchoParams(address=b.address, port=port)
-            echo["reply"] = request(b.agent, wire.CLOCK_ECHO, params, budget + ECHO_SLACK_S)
+            echo["reply"] = request(b.agent, wire.CLOCK_ECHO, params, bound + ECHO_SLACK_S)
         except AgentError as e:
             echo["error"] = e
 
     thread = threading.Thread(target=serve, name=f"clock-echo-{b.host}", daemon=True)
     thread.start()
     try:
-        params = wire.ClockProbeParams(src=a.address, dst=b.address, port=port, count=count)
-        got = request(a.agent, wire.CLOCK_PROBE, params, budget)
+        params = wire.ClockProbeParams(
+            src=a.address, dst=b.address, port=port, count=count, budget_s=budget
+        )
+        got = request(a.agent, wire.CLOCK_PROBE, params, bound)
     finally:
-        thread.join(budget + ECHO_SLACK_S + CALL_TIMEOUT)
+        thread.join(bound + ECHO_SLACK_S + CALL_TIMEOUT)
     if not got["samples"]:
         why = f"; the echo on {b.host} failed: {echo['error']}" if "error" in echo else ""
         raise RemoteError(
             a.host,
             f"clock probes to {b.host} ({b.address} UDP {port}): none of {got['sent']} "
-            f"answered within {budget:g}s{why}; check that the pair's data link is "
+            f"answered within {bound:g}s{why}; check that the pair's data link is "
             "up and passes UDP",
         )
     return got["samples"]

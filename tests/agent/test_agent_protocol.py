@@ -200,7 +200,9 @@ def test_real_replies_decode_as_declared(agent: StrictAgent) -> None:
     # answers (their reply is a reply too; the exchange: tests/agent/test_clockpeer.py).
     agent.set_link("lo", up=True)
     assert agent.call("clock_echo", 0.3, address="127.0.0.1", port=0) == {"answered": 0}
-    nobody = agent.call("clock_probe", 0.3, src="127.0.0.1", dst="127.0.0.1", port=9, count=1)
+    nobody = agent.call(
+        "clock_probe", 0.3, src="127.0.0.1", dst="127.0.0.1", port=9, count=1, budget_s=0.1
+    )
     assert nobody["samples"] == [] and nobody["sent"] >= 1
     agent.delete_link("rt0")
     needs_rdma = {m for m in protocol.METHOD_NAMES if m.startswith("rdma_")} | {

@@ -47,9 +47,10 @@ def test_probes_between_two_agents_bound_the_true_offset_of_zero(
 
 
 def test_probes_without_an_echo_fail_naming_both_hosts_and_what_to_check(
-    agents: tuple[StrictAgent, StrictAgent],
+    agents: tuple[StrictAgent, StrictAgent], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = agents
+    monkeypatch.setattr(clock, "ECHO_WAIT_S", 0.3)  # no answer is coming: wait less
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
         # The port is ours: the echo cannot bind it, and we answer no probe.
         taken.bind(("127.0.0.1", 0))
@@ -68,7 +69,7 @@ def test_probes_without_an_echo_fail_naming_both_hosts_and_what_to_check(
 def test_bad_params_are_refused_in_one_line(agents: tuple[StrictAgent, StrictAgent]) -> None:
     a, _ = agents
     with pytest.raises(AgentCallError, match="clock_probe: count must be 1..2000, not 0"):
-        a.call("clock_probe", src="127.0.0.1", dst="127.0.0.1", port=9, count=0)
+        a.call("clock_probe", src="127.0.0.1", dst="127.0.0.1", port=9, count=0, budget_s=1)
     with pytest.raises(AgentCallError, match="'not-an-ip' is not an IP address") as info:
         a.call("clock_echo", 1.0, address="not-an-ip", port=9)
     assert info.value.kind == "bad_params"

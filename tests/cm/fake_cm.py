@@ -103,7 +103,7 @@ class FakeAgent:
     def clock_echo(self, address: str, port: int) -> dict:
         return {"answered": 0}  # clock_probe below plays both ends
 
-    def clock_probe(self, src: str, dst: str, port: int, count: int) -> dict:
+    def clock_probe(self, src: str, dst: str, port: int, count: int, budget_s: float) -> dict:
         """Probes to the host whose address is ``dst``: 40 µs one way, 10 µs turnaround."""
         peer = next(a for name, a in self.world.agents.items() if ADDRS[name] == dst)
         samples = []

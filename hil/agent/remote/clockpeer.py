@@ -14,8 +14,8 @@ the round trip minus B's turnaround.  The controller keeps the tightest
 ``clock_echo`` (on B) answers probes on ``address:port`` until the prober
 says stop or ``timeout``; ``clock_probe`` (on A) sends probes one after the
 other, each waiting up to ``PROBE_WAIT_S`` for its answer, until ``count``
-were answered or ``timeout``, and returns every answered probe's four
-stamps.  The two run as two agent calls at once; a probe sent before the
+were answered or ``budget_s`` passed since the first answer, and returns
+every answered probe's four stamps.  The two run as two agent calls at once; a probe sent before the
 echo is bound is refused or lost and sent again, within the call's timeout.
 
 Send stamps (t1, t3) are read in user space right before ``send``; receive
@@ -109,9 +109,13 @@ def clock_echo(address: str, port: int, timeout: float) -> ClockEchoReply:
     return {"answered": answered}
 
 
-def clock_probe(src: str, dst: str, port: int, count: int, timeout: float) -> ClockProbeReply:
-    """Send ``count`` probes from ``src`` to the echo at ``dst:port``; every answered
-    probe's stamps ``[t1, t2, t3, t4]`` (t2, t3 on the echo's clock)."""
+def clock_probe(
+    src: str, dst: str, port: int, count: int, budget_s: float, timeout: float
+) -> ClockProbeReply:
+    """Send probes from ``src`` to the echo at ``dst:port`` until ``count`` were answered
+    or ``budget_s`` passed since the first answer (waiting for that one up to ``timeout``:
+    the echo may start later); every answered probe's stamps ``[t1, t2, t3, t4]`` (t2, t3
+    on the echo's clock)."""
     if not 1 <= count <= MAX_COUNT:
         raise OpError("bad_params", f"clock_probe: count must be 1..{MAX_COUNT}, not {count}")
     deadline = time.monotonic() + timeout
@@ -129,6 +133,8 @@ def clock_probe(src: str, dst: str, port: int, count: int, timeout: float) -> Cl
             wait_s = min(PROBE_WAIT_S, max(0.0, deadline - time.monotonic()))
             got = _exchange(sock, arrival, sent, wait_s)
             if got is not None:
+                if not samples:
+                    deadline = min(deadline, time.monotonic() + budget_s)
                 samples.append(got)
         for _ in range(_STOPS):
             _send(sock, _PROBE.pack(_MAGIC, _KIND_STOP, 0, 0))

@@ -450,6 +450,7 @@ class ClockProbeParams(TypedDict):
     dst: str  # the echo's
     port: int
     count: int  # probes wanted answered (1..2000)
+    budget_s: float  # the measurement's bound from the first answer (which may wait longer)
 
 
 class ClockProbeReply(TypedDict):
