@@ -31,6 +31,7 @@ import threading
 
 from hil.agent import build
 from hil.agent.deploy import REMOTE_DIR
+from hil.errors import AgentError
 from hil.inventory import loader
 from hil.reservation import open_store
 from hil.run import PairRequest, PairRun
@@ -139,10 +140,14 @@ def main() -> int:
         s = run.session(evidence=False)
         port, hold = s.port(), args.budget + 60
         passive_argv = ["python3", "-c", HOST_SCRIPT, pyz, "listen", s.address("b"), str(port)]
-        listener = threading.Thread(
-            target=lambda: s.agent("b").run([*passive_argv, str(hold)], timeout=hold + 30),
-            daemon=True,
-        )
+
+        def listen() -> None:
+            try:
+                s.agent("b").run([*passive_argv, str(hold)], timeout=hold + 30)
+            except AgentError:
+                pass  # cut when the pair run ends: its agents close
+
+        listener = threading.Thread(target=listen, daemon=True)
         listener.start()
         argv = ["python3", "-c", HOST_SCRIPT, pyz, "race", s.address("b"), str(port)]
         argv += [s.address("a"), str(args.rounds), str(args.budget)]
