@@ -4,26 +4,44 @@
   destroy blocks only until the provider gives up (``destroy-in-conn-sent-bounded``);
 - the passive side destroys a connect request it never answered: the active
   side gets REJECTED (``reject-status``);
-- both sides call rdma_disconnect at the same moment: one DISCONNECTED each
-  (``disconnect-once-after-established``, ``disconnect-idempotent``);
 - the active side destroys its id right after rdma_connect, racing the
   auto-accepting peer's reply: no event after the destroy returned
-  (``no-event-after-destroy``), nothing leaked, kernel log clean.
+  (``no-event-after-destroy``), nothing leaked, kernel log clean;
+- race sweeps (hil.cm.races, host-side scripts): a disconnect against the
+  peer's (both at once is its ``crossed`` order: one DISCONNECTED each,
+  ``disconnect-once-after-established``, ``disconnect-idempotent``), a
+  listener's destroy against a request to it, a reject against the next
+  request's upcall, a destroy against an incoming TERMINATE.  Each sweep
+  stops once every order the lab certifies was reached (a bounded budget:
+  the full sweeps are ``hil cm run race_*``, docs/cm-engine.md), fails "race
+  window not reached" when one never was, attaches its rounds and records
+  its coverage; the contract judges every round.
 
-Every test runs in both directions.  The after-test checks matter most here:
-a race that goes wrong shows as a leaked cm_id/QP or a kernel WARNING.
+Every test runs in both directions but the sweeps (a-b: their offsets go
+both ways).  The after-test checks matter most here: a race that goes wrong
+shows as a leaked cm_id/QP or a kernel WARNING.
 """
 
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from cmsuite import Contract, explain, seen
 
 from hil.cm import steps
+from hil.cm.observer import StepInfo
+from hil.cm.races import RACES, Budget
 from hil.cm.session import CMSession
+from hil.judge.contract import check
 from hil.judge.profiles import Profiles
+from hil.plugin.metrics import TestMetrics
+from hil.report.attach import note
+
+# A sweep's suite budget: stop once each order the lab certifies was reached once; capped.
+SWEEPS = {
+    "disconnects": Budget(20_000, 1_000, rounds=2, enough=1, max_rounds=10),
+    "destroy_listen": Budget(15_000, 1_000, rounds=1, enough=1, max_rounds=12),
+    "destroy_terminate": Budget(10_000, 1_000, rounds=2, enough=1, max_rounds=8),
+}
 
 
 def test_destroy_during_connect_blocks_within_the_bound(
@@ -71,29 +89,6 @@ def test_unanswered_request_destroyed_gives_rejected(
     )
 
 
-def test_simultaneous_disconnect_from_both_sides(cm: CMSession, contract: Contract) -> None:
-    """Both ends call rdma_disconnect at once: both calls return 0, one DISCONNECTED each."""
-    with cm.recording("disconnect-both") as rec:
-        listener = steps.listen(rec, cm.passive)
-        conn = steps.establish(rec, rec.endpoint(cm.active), listener, "c1")
-        steps.destroy(listener.ep, listener.id)
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            outs = list(
-                pool.map(
-                    lambda ep_id: ep_id[0].disconnect(ep_id[1]),
-                    [(conn.active, conn.active_id), (conn.passive, conn.passive_id)],
-                )
-            )
-        down = steps.wait_disconnected(conn, steps.waits(cm).close_s)
-        steps.teardown(conn)
-    tl = rec.timeline()
-    contract(tl)
-    assert all(o.ok for o in outs), explain(tl, "a concurrent rdma_disconnect failed")
-    missing = [w for w, e in down.items() if e is None]
-    assert not missing, explain(tl, f"no DISCONNECTED on the {' and '.join(missing)} side")
-    assert len(seen(tl, "DISCONNECTED")) == 2, explain(tl, "expected one DISCONNECTED per side")
-
-
 @pytest.mark.parametrize("rounds", [4])
 def test_destroy_racing_the_connect_reply(cm: CMSession, contract: Contract, rounds: int) -> None:
     """rdma_destroy_id right after rdma_connect, while the peer auto-accepts: no late event."""
@@ -113,3 +108,22 @@ def test_destroy_racing_the_connect_reply(cm: CMSession, contract: Contract, rou
     assert len(destroys) == rounds and all(d.ok for d in destroys), explain(
         tl, "a destroy racing the connect reply failed"
     )
+
+
+# One direction: the offsets sweep both ways round, and the lab's two guests are alike.
+@pytest.mark.parametrize("direction", ["a-b"])
+@pytest.mark.parametrize("race", sorted(SWEEPS))
+def test_race_sweep_reaches_every_order_and_holds_the_contract(
+    cm: CMSession, contract: Contract, hil_metrics: TestMetrics, race: str
+) -> None:
+    """A race swept over its window until every order the lab certifies was reached."""
+    spec = RACES[race]
+    budget = SWEEPS[race]
+    with cm.observers.step(StepInfo(f"race {race}", cm.direction, {"budget": budget.describe()})):
+        sweep = spec.sweep(cm, budget, spec.certain)
+        cm.observers.verdict(sweep.timeline, check(sweep.timeline, cm.profile))
+    note(f"{spec.title}: rounds", sweep.summary() + "\n" + sweep.table())
+    hil_metrics.coverage(race, sweep.counts(), spec.orders, direction=cm.direction)
+    contract(sweep.timeline)
+    reached = sweep.not_reached()
+    assert reached is None, explain(sweep.timeline, reached + "\n" + sweep.table())

@@ -1,6 +1,8 @@
 """Race sweeps on the two siw guests of a real virtual lab (marker ``lab``), each with a
 bounded budget that stops once every order it asks for was reached twice (the full
-sweeps are ``hil cm run race_*`` and the nightly's: docs/cm-engine.md)."""
+sweeps are ``hil cm run race_*`` and bench/races.py: docs/cm-engine.md).  The races the
+lab suite sweeps (suites/test_races.py: disconnects, destroy_listen, destroy_terminate)
+run there only, not twice in CI."""
 
 from __future__ import annotations
 
@@ -16,10 +18,7 @@ pytestmark = pytest.mark.lab
 # Per race: the budget of a ci run (enough=2 stops a sweep once each order was seen twice).
 BUDGETS = {
     "destroy_reply": Budget(40_000, 10_000, rounds=2, enough=2, max_rounds=18),
-    "disconnects": Budget(20_000, 1_000, rounds=2, enough=2, max_rounds=16),
-    "destroy_listen": Budget(15_000, 1_000, rounds=1, enough=2, max_rounds=24),
     "reject_request": Budget(5_000, 500, rounds=2, enough=2, max_rounds=16),
-    "destroy_terminate": Budget(10_000, 1_000, rounds=2, enough=2, max_rounds=12),
 }
 
 

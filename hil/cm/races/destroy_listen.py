@@ -163,9 +163,11 @@ def _replies(rec: Recording, active: Endpoint, asked: list[_Asked]) -> None:
     the rounds' timeouts run at once."""
     w = steps.waits(rec.session)
     for a in asked:
-        if a.connect.id is not None:
+        if a.connect.id is None:
+            continue
+        if a.connect.ok:  # a failed rdma_connect gets no event
             active.wait(steps.REPLY_TYPES, a.connect.id, w.reply_s)
-            steps.destroy(active, a.connect.id)
+        steps.destroy(active, a.connect.id)
 
 
 def _classified(rec: Recording, asked: list[_Asked]) -> tuple[Round, ...]:

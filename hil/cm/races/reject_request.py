@@ -179,9 +179,11 @@ def _settle(
     for a in asked:
         for ep, connect, tag in zip(actives, (a.first, a.second), a.tags, strict=True):
             rec.label(tag, connect.id, request_of(rec, tag))
-            if connect.id is not None:
+            if connect.id is None:
+                continue
+            if connect.ok:  # a failed rdma_connect gets no event
                 ep.wait(steps.REPLY_TYPES, connect.id, w.reply_s)
-                steps.destroy(ep, connect.id)
+            steps.destroy(ep, connect.id)
 
 
 def _classified(rec: Recording, asked: list[_Asked]) -> tuple[Round, ...]:
