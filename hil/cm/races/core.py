@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from hil.cm.sides import PairSides
 
 UNCLEAR = "unclear"  # every race's order for a round the stamps cannot place
-CLOCK_ROUNDS = 40  # round trips per host offset: the tightest bounds the cross-host orders
 
 
 @dataclass(frozen=True)
@@ -229,9 +228,3 @@ def drive(
 def cross_host_uncertainty(tl: Timeline) -> int:
     """How far apart two stamps of the pair's two hosts may be off (µs)."""
     return tl.uncertainty_us(*tl.pair)
-
-
-def measure_clocks(s: PairSides) -> None:
-    """Both offsets from many round trips: the cross-host orders are certain only beyond
-    their uncertainty.  Call it before the sweep's first endpoint takes its host's."""
-    s.refresh_offsets(CLOCK_ROUNDS)

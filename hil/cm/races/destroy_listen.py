@@ -42,7 +42,6 @@ from hil.cm.races.core import (
     Round,
     cross_host_uncertainty,
     drive,
-    measure_clocks,
     register,
 )
 from hil.cm.scenario import LEAD_S, Script, Step, StepRun, together
@@ -88,7 +87,6 @@ def sweep_destroy_listen(
 ) -> RaceSweep:
     """Sweep a listener's destroy over the budget's window around its request's arrival."""
     with s.recording("race-destroy-listen-vs-request") as rec:
-        measure_clocks(s)
         passive = rec.endpoint(s.passive)
         active = rec.endpoint(s.active)
         asked: list[_Asked] = []

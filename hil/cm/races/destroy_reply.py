@@ -37,7 +37,6 @@ from hil.cm.races.core import (
     Round,
     cross_host_uncertainty,
     drive,
-    measure_clocks,
     register,
 )
 from hil.cm.scenario import ScenarioRun, Script, Step, StepRun, run
@@ -100,7 +99,6 @@ def sweep_destroy_vs_reply(
     """Sweep the destroy over the budget's window around the reply's latency (delays
     below 0 run at 0: right after rdma_connect)."""
     with s.recording("race-destroy-vs-reply") as rec:
-        measure_clocks(s)
         listener = steps.listen(rec, s.passive, auto="accept", backlog=16)
         active = rec.endpoint(s.active)
         latency = _calibrate(rec, active, listener)

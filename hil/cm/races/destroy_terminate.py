@@ -39,7 +39,6 @@ from hil.cm.races.core import (
     Round,
     cross_host_uncertainty,
     drive,
-    measure_clocks,
     register,
 )
 from hil.cm.scenario import LEAD_S, ScenarioRun, Script, Step, StepRun, run
@@ -95,7 +94,6 @@ def sweep_destroy_vs_terminate(
 ) -> RaceSweep:
     """Sweep the destroy over the budget's window around the TERMINATE's arrival."""
     with s.recording("race-destroy-vs-terminate") as rec:
-        measure_clocks(s)
         listener = steps.listen(rec, s.passive, backlog=16)
         active = rec.endpoint(s.active)
         calibration = _calibrate(rec, active, listener)

@@ -47,7 +47,6 @@ from hil.cm.races.core import (
     Round,
     cross_host_uncertainty,
     drive,
-    measure_clocks,
     register,
 )
 from hil.cm.scenario import LEAD_S, ScenarioRun, Script, Step, StepRun, together
@@ -103,7 +102,6 @@ def sweep_reject_vs_request(
 ) -> RaceSweep:
     """Sweep the gap between two requests to one listener whose first is rejected at once."""
     with s.recording("race-reject-vs-request") as rec:
-        measure_clocks(s)
         passive = rec.endpoint(s.passive)
         actives = (rec.endpoint(s.active), rec.endpoint(s.active))
         asked: list[_Asked] = []
