@@ -51,12 +51,13 @@ def main() -> int:
             took = time.monotonic() - began
             verdict = check(sweep.timeline, s.profile)
             missed = sweep.not_reached()
-            print(f"{name} ({args.direction}, {race.full.describe()}): {took:.0f} s")
-            print(f"  {sweep.summary()}")
+            lines = [f"{name} ({args.direction}, {race.full.describe()}): {took:.0f} s"]
+            lines.append(f"  {sweep.summary()}")
             if missed:
-                print(f"  {missed}")
+                lines.append(f"  {missed}")
             if not verdict.ok:
-                print("  " + verdict.to_text().replace("\n", "\n  "))
+                lines.append("  " + verdict.to_text().replace("\n", "\n  "))
+            print("\n".join(lines), flush=True)  # each race as it ends: a long run may be cut
             failed += bool(missed) or not verdict.ok
     return 1 if failed else 0
 
