@@ -155,6 +155,8 @@ class ScenarioRun:
     end_us: int
     steps: tuple[StepRun, ...]
     events: tuple[Event, ...]
+    # The pair's host-to-host clock uncertainty when the offsets were derived through it.
+    relative_us: int | None = None
 
     def step(self, name: str) -> StepRun:
         """The step named ``name``."""
@@ -184,6 +186,7 @@ def run(ep: Endpoint, script: Script, timeout: float | None = None) -> ScenarioR
         ep.to_controller(reply["end_us"]),
         steps,
         tuple(fresh),
+        next((c.uncertainty_us for c in ep.rec.session.clocks()), None),
     )
 
 
@@ -204,8 +207,8 @@ def together(
 
 def apart(first: StepRun, second: StepRun, uncertainty_us: int = 0) -> tuple[int, int]:
     """How long after ``first`` ``second`` began (µs, negative when before), and how far
-    that may be off: exact on one host, else the hosts' offset uncertainties (pass
-    their sum as ``uncertainty_us``; :func:`uncertainty` gives it)."""
+    that may be off: exact on one host, else ``uncertainty_us`` (:func:`uncertainty`
+    of the two runs gives it)."""
     if first.t_us is None or second.t_us is None:
         raise InputError(f"step {first.index if first.t_us is None else second.index} never ran")
     same = first.host == second.host
@@ -213,8 +216,13 @@ def apart(first: StepRun, second: StepRun, uncertainty_us: int = 0) -> tuple[int
 
 
 def uncertainty(*runs: ScenarioRun) -> int:
-    """How far apart times of these runs' hosts may be off: their offsets' uncertainties."""
-    return sum({r.host: r.uncertainty_us for r in runs}.values())
+    """How far apart times of these runs' hosts may be off: the pair's host-to-host clock
+    when both hosts' offsets were derived through it, else their offsets' uncertainties."""
+    hosts = {r.host: r.uncertainty_us for r in runs}
+    relative = {r.relative_us for r in runs}
+    if len(hosts) == 2 and len(relative) == 1 and None not in relative:
+        return relative.pop() or 0
+    return sum(hosts.values())
 
 
 def _step(ep: Endpoint, raw: wire.ScenarioStepResult, by_seq: dict[int, Event]) -> StepRun:

@@ -112,7 +112,7 @@ def test_scripts_started_together_disconnect_at_one_time(session: CMSession) -> 
     assert db.late_us is not None and 0 <= db.late_us < START_LATE_US, db
     assert da.target_us == db.target_us  # the same controller time on both hosts
     gap, off = apart(da, db, uncertainty(ra, rb))
-    assert gap == db.late_us - da.late_us and off == sum(o.uncertainty_us for o in tl.offsets)
+    assert gap == db.late_us - da.late_us and off == tl.uncertainty_us(*tl.pair)
     print(f"disconnects {gap} µs apart +/- {off} µs (late: a {da.late_us}, b {db.late_us} µs)")
     assert all(e is not None for e in down.values()), down
     assert_contract(tl, s)

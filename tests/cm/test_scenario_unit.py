@@ -24,7 +24,7 @@ from hil.agent.remote.librdmacm import CMChannel
 from hil.cm.endpoint import Endpoint
 from hil.cm.scenario import Script, Step, apart, run, together, uncertainty
 from hil.errors import InputError, RemoteError
-from hil.judge.timeline import Action, ClockOffset, Event
+from hil.judge.timeline import Action, ClockOffset, Event, RelativeClock
 
 CONNECT_REQUEST = 4
 
@@ -46,10 +46,20 @@ class WorkerAgent:
         return answer["result"]
 
 
+class Pair:
+    """The part of a session (hil.cm.interfaces.PairView) a script's run reads."""
+
+    def __init__(self, *clocks: RelativeClock) -> None:
+        self._clocks = clocks
+
+    def clocks(self) -> tuple[RelativeClock, ...]:
+        return self._clocks
+
+
 class Rec:
     """What an endpoint records into (hil.cm.interfaces.Recorder)."""
 
-    session = None
+    session = Pair()
 
     def __init__(self) -> None:
         self.actions: list[Action] = []
@@ -141,3 +151,19 @@ def test_scripts_start_together_and_the_gap_is_read_back(workers: list) -> None:
     assert off == 600 and abs(gap - 80_000) <= late + 1
     assert rb.steps[0].target_us - ra.steps[0].target_us == 80_000  # type: ignore[operator]
     assert [x.name for x in rec.actions] == ["pause", "pause"]
+
+
+def test_two_hosts_known_to_each_other_are_apart_by_their_relative_clock(workers: list) -> None:
+    """Host B's offset derived from A's through the host-to-host clock: two runs' times
+    compare to that clock's uncertainty, not the sum of both offsets'."""
+    (wa, _), (wb, _) = workers
+    rec = Rec()
+    rec.session = Pair(RelativeClock("h-a", "h-b", 0, 250))
+    a, b = endpoint(rec, "a", wa), endpoint(rec, "b", wb)
+    ra, rb = together(
+        [(a, Script((Step("pause", params={"on": False}),)), 0),
+         (b, Script((Step("pause", params={"on": False}),)), 0)],
+        lead_s=0.2,
+    )  # fmt: skip
+    assert (ra.relative_us, uncertainty(ra, rb)) == (250, 250)
+    assert uncertainty(ra, ra) == 300  # one host: its own offset's
