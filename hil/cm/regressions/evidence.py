@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hil.cm import steps
 from hil.judge.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -42,14 +41,3 @@ def missing(tl: Timeline) -> str | None:
     return f"scenario not reached ({tl.scenario}): " + ", ".join(
         n.replace("_", " ") for n in absent
     )
-
-
-def dial(rec: Recording, listener: steps.Listener, tag: str) -> dict[str, object]:
-    """A scenario ``connect`` step's params: to ``listener``, private data ``tag``."""
-    s = rec.session
-    return {
-        "dst": s.address(listener.ep.side),
-        "port": listener.port,
-        "src": s.address(s.active),
-        "private_data": tag.encode().hex(),
-    }

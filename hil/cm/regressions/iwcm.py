@@ -20,8 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from hil.cm import steps
+from hil.cm.races.conns import dial
 from hil.cm.registry import sequence
-from hil.cm.regressions.evidence import dial, note
+from hil.cm.regressions.evidence import note
 from hil.cm.scenario import ScenarioRun, Script, Step, run
 from hil.errors import InputError
 from hil.judge.timeline import Event, Timeline

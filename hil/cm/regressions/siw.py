@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 from hil.agent.client import request
 from hil.agent.remote import protocol as wire
 from hil.cm import steps
+from hil.cm.races.conns import dial
 from hil.cm.registry import sequence
-from hil.cm.regressions.evidence import dial, note
+from hil.cm.regressions.evidence import note
 from hil.cm.scenario import Script, Step, run
 from hil.errors import InputError
 from hil.judge.timeline import RAW_TCP, Action, Event, Timeline
