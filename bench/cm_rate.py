@@ -1,19 +1,21 @@
 """hil's connect+disconnect rate against rdma-core's cmtime, on one pair in one run.
 
     .venv/bin/python bench/cm_rate.py --inventory /tmp/hil-devlab/inventory.yaml \\
-        --store /tmp/hil-devlab/store.db --wait 900 -c 16 --rounds 3
+        --store /tmp/hil-devlab/store.db --wait 900 -c 16 --rounds 3 [--processes P]
 
 Reserves the pair, sets it up, then alternates, ``--rounds`` times:
 
-- hil: the ``storm`` sequence with ``-c`` connections (concurrent connects to
-  an auto-accepting listener, then concurrent disconnects), driven from this
-  controller through the agents; rate = connections / (first rdma_connect to
-  last DISCONNECTED, host clocks);
+- hil: a storm run by the hosts' workers (:func:`hil.cm.storm.run_storm`:
+  ``-c`` connections from ``--processes`` processes, ``--parallel`` threads
+  each issuing rdma_connect, answered by ``--listeners`` serving processes);
+  rate = connections / (connect span + disconnect span), cmtime's measure,
+  and the full cycle (first create_id to last destroy);
 - cmtime: ``cmtime -b B -p PORT -c N`` on host B, ``cmtime -s B -p PORT -c N``
   on host A; rate = connections / (its connect + disconnect step totals), and
   the full cycle (every step, create id to destroy).
 
-Prints the median of each and the ratio hil / cmtime.  Numbers, no asserts.
+Prints hil's per-step table of the last round, the median of each rate and
+the ratio hil / cmtime.  Numbers, no asserts.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hil import tools
 from hil.cm.session import CMSession
+from hil.cm.storm import run_storm
 from hil.errors import CommandTimeout
 from hil.inventory import loader
 from hil.reservation import open_store
@@ -88,6 +91,10 @@ def run_cmtime(s: CMSession, count: int) -> dict[str, float]:
     return steps
 
 
+def _list(rates: list[float]) -> str:
+    return ", ".join(f"{r:.1f}" for r in rates)
+
+
 def main() -> int:
     """Parse arguments, reserve and set up the pair, run both, print the comparison."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -96,34 +103,46 @@ def main() -> int:
     p.add_argument("--pair", help="pair name (default: the inventory's first)")
     p.add_argument("-c", "--connections", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--processes", type=int, default=1, help="hil's active processes")
+    p.add_argument("--listeners", type=int, default=1, help="hil's serving processes")
+    p.add_argument("--parallel", type=int, default=4, help="threads issuing rdma_connect")
     p.add_argument("--wait", type=float, default=0.0, help="queue for the pair up to S seconds")
     args = p.parse_args()
     inv = loader.load(args.inventory)
     request = PairRequest(
         pair=args.pair or inv.pairs()[0].name, holder="bench/cm_rate.py", ttl=900, wait=args.wait
     )
-    hil_rates, cm_rates, cm_full = [], [], []
+    hil_rates, hil_full, cm_rates, cm_full = [], [], [], []
     with open_store(args.store) as store, PairRun(inv, store, request) as run:
         pair = run.pair
         s = run.session(evidence=False)
         for _ in range(args.rounds):
-            tl = s.run("storm", count=args.connections)
-            hil_rates.append(tl.metrics["cycle_rate_per_s"])
+            _, result = run_storm(
+                s,
+                args.connections,
+                processes=args.processes,
+                listeners=args.listeners,
+                parallel=args.parallel,
+            )
+            if result.failed or result.closed_active != args.connections:
+                raise SystemExit(f"hil's storm did not complete:\n{result.table()}")
+            hil_rates.append(result.rate_per_s)
+            hil_full.append(result.cycle_rate_per_s)
             steps = run_cmtime(s, args.connections)
             cm_rates.append(args.connections * 1000 / (steps["connect"] + steps["disconnect"]))
             cm_full.append(args.connections * 1000 / sum(steps.values()))
-    hil, cmt, full = (statistics.median(x) for x in (hil_rates, cm_rates, cm_full))
-    print(f"pair {pair.name}, {args.connections} connections, {args.rounds} rounds (median)")
+    hil, hfull, cmt, full = (statistics.median(x) for x in (hil_rates, hil_full, cm_rates, cm_full))
+    print(result.table())
     print(
-        f"hil storm connect+disconnect:     {hil:8.1f} conn/s  (rounds: "
-        f"{', '.join(f'{r:.1f}' for r in hil_rates)})"
+        f"pair {pair.name}, {args.connections} connections, {args.rounds} rounds (median); "
+        f"hil: {args.processes} processes x {args.parallel} connect threads, "
+        f"{args.listeners} listeners"
     )
-    print(
-        f"cmtime connect+disconnect steps:  {cmt:8.1f} conn/s  (rounds: "
-        f"{', '.join(f'{r:.1f}' for r in cm_rates)})"
-    )
-    print(f"cmtime full cycle (all steps):    {full:8.1f} conn/s")
-    print(f"ratio hil / cmtime:               {hil / cmt:8.3f}  (full cycle: {hil / full:.3f})")
+    print(f"hil connect+disconnect steps:     {hil:8.1f} conn/s  (rounds: {_list(hil_rates)})")
+    print(f"cmtime connect+disconnect steps:  {cmt:8.1f} conn/s  (rounds: {_list(cm_rates)})")
+    print(f"hil full cycle (all steps):       {hfull:8.1f} conn/s  (rounds: {_list(hil_full)})")
+    print(f"cmtime full cycle (all steps):    {full:8.1f} conn/s  (rounds: {_list(cm_full)})")
+    print(f"ratio hil / cmtime:               {hil / cmt:8.3f}  (full cycle: {hfull / full:.3f})")
     return 0
 
 

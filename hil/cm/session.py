@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hil.cm import races, regressions, sequences  # noqa: F401 -- the built-in sequences register themselves
+from hil.cm import races, regressions, sequences, storm  # noqa: F401 -- the built-in sequences register themselves
 from hil.cm.observer import StepInfo
 from hil.cm.registry import lookup
 from hil.cm.sides import PairSides

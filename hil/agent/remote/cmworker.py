@@ -31,7 +31,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from . import cmscript
+from . import cmscript, cmstorm
 from .cmstream import Stream
 from .ibverbs import wc_status_name
 from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
@@ -52,6 +52,9 @@ from .protocol import (
     ScenarioParams,
     ScenarioReply,
     ScenarioStep,
+    StormParams,
+    StormReply,
+    StormRole,
     StreamMode,
     StreamStats,
     StreamStopReply,
@@ -378,6 +381,46 @@ class Worker:
             params["start_us"] = start_us
         return cmscript.run(self, params)
 
+    def storm(
+        self,
+        role: StormRole,
+        count: int,
+        dst: str = "",
+        port: int = 0,
+        src: str = "",
+        parallel: int = 1,
+        traffic: int = 0,
+        tag: str = "hil-storm-",
+        listen_id: int = 0,
+        hold_s: float = 0.0,
+        idle_s: float = cmstorm.DEFAULT_IDLE_S,
+        start_us: int = 0,
+        wait_s: float = cmstorm.DEFAULT_WAIT_S,
+        deadline_s: float = cmstorm.DEFAULT_DEADLINE_S,
+        after: int = 0,
+    ) -> StormReply:
+        """Run one role of a connection storm here (cmstorm.py): every step, stamped."""
+        params: StormParams = {
+            "role": role,
+            "count": count,
+            "parallel": parallel,
+            "traffic": traffic,
+            "tag": tag,
+            "hold_s": hold_s,
+            "idle_s": idle_s,
+            "start_us": start_us,
+            "wait_s": wait_s,
+            "deadline_s": deadline_s,
+            "after": after,
+        }
+        if role == "connect":
+            params["dst"], params["port"] = dst, port
+            if src:
+                params["src"] = src
+        else:
+            params["listen_id"] = listen_id
+        return cmstorm.run(self, params)
+
     def handles(self) -> HandlesReply:
         """The live cm_id handles."""
         return {"ids": self.ch.handles()}
@@ -449,7 +492,7 @@ class Server:
                     },
                 }
             )
-        except (TypeError, cmscript.ScenarioError) as e:
+        except (TypeError, cmscript.ScenarioError, cmstorm.StormError) as e:
             self.send({"id": rid, "error": {"type": "bad_params", "message": f"{op}: {e}"}})
         except Exception as e:  # noqa: BLE001 -- a worker bug: report it, keep serving
             tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])

@@ -151,6 +151,7 @@ CMOpName = Literal[
     "pause",
     "handles",
     "scenario",
+    "storm",
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[
@@ -761,6 +762,66 @@ def scenario_problems(params: Mapping[str, object]) -> list[str]:
     return problems
 
 
+# -- storms: N connections driven by a worker itself (cm_call op "storm"; cmstorm.py) --------
+StormRole = Literal["connect", "serve"]
+
+
+class _StormRequired(TypedDict):
+    role: StormRole
+    count: int  # connect: connections to make; serve: connections to serve
+
+
+class StormParams(_StormRequired, total=False):
+    """A storm's role and its knobs (cmstorm.py's docstring says what each role does)."""
+
+    dst: str  # connect: the listener's address and port, and our source address
+    port: int
+    src: str
+    parallel: int  # connect: threads issuing rdma_connect (siw's blocks for a TCP handshake)
+    traffic: int  # connect: signaled SENDs per connection once established (0: none)
+    tag: str  # connect: private data = tag + the connection's index (4 digits)
+    listen_id: int  # serve: the listener whose requests it answers
+    hold_s: float  # serve: leave the channel unread this long first (requests queue)
+    idle_s: float  # serve: stop once nothing is open and no event came this long
+    start_us: int  # host CLOCK_MONOTONIC: when the storm begins (0: at once)
+    wait_s: float  # one step's bound, all connections together
+    deadline_s: float  # the whole storm's bound
+    after: int  # the log seq the caller already has: the reply's log starts after it
+
+
+class _StormConnRequired(TypedDict):
+    index: int
+    tag: str  # its private data (text): ties the two sides' ids of one connection
+    result: str  # "ok", an errno's name, the failing event's type, or why a step gave up
+
+
+class StormConn(_StormConnRequired, total=False):
+    """One connection: its id and each step's ``[t_us, us]`` (host clock): when the
+    call began and how long until the step ended (the call's return or its event)."""
+
+    id: int
+    steps: dict[str, list[int]]
+
+
+class StormActionEntry(TypedDict):
+    """A CM call the storm made (connect, accept, disconnect, destroy), for the timeline."""
+
+    name: str
+    id: int
+    t_us: int
+    us: int
+    result: str  # "ok" or the errno's name
+    params: dict[str, Any]
+
+
+class StormReply(TypedDict):
+    t_us: int  # when the storm began (host clock)
+    end_us: int
+    conns: list[StormConn]
+    actions: list[StormActionEntry]
+    log: list[CMLogEntry]  # the worker's log after ``after``: every event, stamped
+
+
 # -- declarations ------------------------------------------------------------------
 
 P = TypeVar("P", bound=Mapping[str, Any])
@@ -876,13 +937,14 @@ OP_EVENTS = CMOp("events", EventsParams, EventsReply)
 OP_PAUSE = CMOp("pause", PauseParams, TimedReply)
 OP_HANDLES = CMOp("handles", NoParams, HandlesReply)
 OP_SCENARIO = CMOp("scenario", ScenarioParams, ScenarioReply)
+OP_STORM = CMOp("storm", StormParams, StormReply)
 
 CM_OPS: dict[CMOpName, CMOp[Any, Any]] = {
     op.name: op
     for op in (
         OP_LISTEN, OP_CONNECT, OP_ACCEPT, OP_REJECT, OP_DISCONNECT, OP_QP_ERR, OP_DESTROY,
         OP_STREAM_START, OP_STREAM_STOP, OP_STREAM_STATS, OP_WRITE, OP_EVENTS, OP_PAUSE,
-        OP_HANDLES, OP_SCENARIO,
+        OP_HANDLES, OP_SCENARIO, OP_STORM,
     )
 }  # fmt: skip
 

@@ -1,0 +1,197 @@
+"""Storms inside the CM worker (hil/agent/remote/cmstorm.py) and their numbers
+(hil/cm/stormstats.py), over the fake librdmacm (fake_rdma.py).
+
+A fake kernel thread answers the worker's librdmacm calls with the events the
+real one sends (ADDR_RESOLVED after rdma_resolve_addr...), through the
+channel's real pipe, so the stamps, the per-step waits and the failures are
+exercised in-process; the real storm runs on siw in test_storm_lab.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from fake_rdma import FakeLib
+
+from hil.agent.remote import protocol
+from hil.agent.remote.cmstorm import StormError
+from hil.agent.remote.cmworker import Worker
+from hil.cm.stormstats import StepStats, percentile, rate
+
+EVENT: dict[str, int] = {name: i for i, name in enumerate(protocol.CM_EVENT_TYPES)}
+DST = "198.18.0.2"
+
+
+class FakeKernel:
+    """Answers resolve/connect/disconnect calls with their events; ``reject`` names the
+    connects (by order) answered REJECTED instead of ESTABLISHED."""
+
+    def __init__(self, lib: FakeLib, reject: tuple[int, ...] = ()) -> None:
+        self.lib, self.reject = lib, reject
+        self.stop = threading.Event()
+        self.connects = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        seen = 0
+        answers = {
+            "rdma_resolve_addr": "ADDR_RESOLVED",
+            "rdma_resolve_route": "ROUTE_RESOLVED",
+            "rdma_disconnect": "DISCONNECTED",
+            "rdma_accept": "ESTABLISHED",
+        }
+        while not self.stop.is_set():
+            calls = self.lib.cm.calls[seen:]
+            seen += len(calls)
+            for name, args in calls:
+                if name == "rdma_connect":
+                    kind = "REJECTED" if self.connects in self.reject else "ESTABLISHED"
+                    self.connects += 1
+                    status = -104 if kind == "REJECTED" else 0
+                    self.lib.cm.push(EVENT[kind], args[0], 0, status)
+                elif name in answers:
+                    self.lib.cm.push(EVENT[answers[name]], args[0])
+            time.sleep(0.001)
+
+
+@pytest.fixture
+def kernel(worker: tuple[Worker, FakeLib]) -> Iterator[FakeKernel]:
+    k = FakeKernel(worker[1], reject=(2,))
+    yield k
+    k.stop.set()
+    k.thread.join(2)
+
+
+def test_a_connect_storm_stamps_every_step_of_every_connection(
+    worker: tuple[Worker, FakeLib], kernel: FakeKernel
+) -> None:
+    w, lib = worker
+    got = w.storm(role="connect", count=5, dst=DST, port=7471, parallel=2, wait_s=5)
+    protocol.OP_STORM.decode(got, strict=True)
+    conns = got["conns"]
+    assert [c["tag"] for c in conns] == [f"hil-storm-{i:04d}" for i in range(5)]
+    assert sorted(c["result"] for c in conns) == ["REJECTED", "ok", "ok", "ok", "ok"]
+    events = {(e["id"], e["type"]): e for e in got["log"] if e["kind"] == "event"}
+    for c in conns:
+        steps = c["steps"]
+        want = {"create_id", "resolve_addr", "resolve_route", "create_qp", "destroy"}
+        if c["result"] == "ok":
+            want |= {"connect", "disconnect"}
+            # A step that ends with an event ends at its stamp: one host's clock.
+            t0, us = steps["connect"]
+            assert t0 + us == events[(c["id"], "ESTABLISHED")]["host_t_us"]
+            t0, us = steps["disconnect"]
+            assert t0 + us == events[(c["id"], "DISCONNECTED")]["host_t_us"]
+        assert set(steps) == want, c
+        assert all(us >= 0 for _, us in steps.values())
+        assert steps["resolve_addr"][0] >= steps["create_id"][0]
+    # Every CM call comes back as an action: 5 connects, 4 disconnects, 5 destroys.
+    names = [a["name"] for a in got["actions"]]
+    assert (names.count("connect"), names.count("disconnect"), names.count("destroy")) == (5, 4, 5)
+    pdata = sorted(a["params"]["private_data"] for a in got["actions"] if a["name"] == "connect")
+    assert pdata == [f"hil-storm-{i:04d}".encode().hex() for i in range(5)]
+    assert w.ch.handles() == []
+
+
+def test_traffic_waits_for_every_send_s_completion(
+    worker: tuple[Worker, FakeLib], kernel: FakeKernel
+) -> None:
+    w, lib = worker  # the fake's CQs are one: a single connection
+    got = w.storm(role="connect", count=1, dst=DST, port=7471, traffic=3, wait_s=5)
+    (conn,) = got["conns"]
+    assert conn["result"] == "ok" and conn["steps"]["traffic"][1] >= 0
+    assert len(lib.verbs.sent) == 0  # the three SENDs were posted and completed
+
+
+def test_a_step_whose_event_never_comes_fails_its_connections_and_still_destroys(
+    worker: tuple[Worker, FakeLib],
+) -> None:
+    w, _ = worker  # no fake kernel: no ADDR_RESOLVED ever comes
+    got = w.storm(role="connect", count=3, dst=DST, port=7471, wait_s=0.3)
+    assert {c["result"] for c in got["conns"]} == {"resolve_addr: no ADDR_RESOLVED within 0.3s"}
+    assert [a["name"] for a in got["actions"]] == ["destroy"] * 3
+    assert w.ch.handles() == []
+
+
+def test_serve_accepts_each_request_and_destroys_each_id_on_its_disconnected(
+    worker: tuple[Worker, FakeLib], kernel: FakeKernel
+) -> None:
+    w, lib = worker
+    listener = w.listen(DST, 7471)["id"]
+    children = [lib.cm.new_id() for _ in range(3)]
+
+    def peer() -> None:
+        time.sleep(0.1)
+        for i, child in enumerate(children):
+            tag = f"hil-storm-p0-{i:04d}".encode() + b"\0\0"  # a provider may pad
+            lib.cm.push(EVENT["CONNECT_REQUEST"], child, w.ch._id(listener).ptr, 0, tag)
+        time.sleep(0.2)
+        for child in children:
+            lib.cm.push(EVENT["DISCONNECTED"], child)
+
+    threading.Thread(target=peer, daemon=True).start()
+    got = w.storm(role="serve", count=3, listen_id=listener, wait_s=5, idle_s=2)
+    protocol.OP_STORM.decode(got, strict=True)
+    assert [c["tag"] for c in got["conns"]] == [f"hil-storm-p0-{i:04d}" for i in range(3)]
+    for c in got["conns"]:
+        assert c["result"] == "ok"
+        assert set(c["steps"]) == {"accept", "established", "disconnected", "destroy"}
+    names = [a["name"] for a in got["actions"]]
+    assert names.count("accept") == 3 and names.count("destroy") == 3
+    assert w.ch.handles() == [listener]
+
+
+def test_serve_holding_its_channel_leaves_requests_unread_until_the_hold_ends(
+    worker: tuple[Worker, FakeLib],
+) -> None:
+    w, lib = worker
+    listener = w.listen(DST, 7471)["id"]
+    child = lib.cm.new_id()
+    start = time.monotonic_ns() // 1000
+    threading.Timer(
+        0.2, lib.cm.push, (EVENT["CONNECT_REQUEST"], child, w.ch._id(listener).ptr, 0, b"x")
+    ).start()
+    threading.Timer(0.9, lib.cm.push, (EVENT["DISCONNECTED"], child)).start()
+    got = w.storm(
+        role="serve", count=1, listen_id=listener, hold_s=0.6, start_us=start, deadline_s=5
+    )
+    request = next(e for e in got["log"] if e["kind"] == "event")
+    assert request["host_t_us"] - start >= 500_000  # read after the hold, not when it came
+    assert got["conns"][0]["steps"]["accept"][0] == request["host_t_us"]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"role": "serve", "count": 1}, "serve needs listen_id"),
+        ({"role": "connect", "count": 1, "dst": DST}, "connect needs port"),
+        ({"role": "connect", "count": 0, "dst": DST, "port": 1}, "count must be 1..1024"),
+        ({"role": "connect", "count": 1, "dst": DST, "port": 1, "traffic": 17}, "traffic"),
+    ],
+)
+def test_bad_storm_params_are_refused_before_anything_runs(
+    worker: tuple[Worker, FakeLib], params: dict[str, object], message: str
+) -> None:
+    w, lib = worker
+    with pytest.raises(StormError, match=message):
+        w.storm(**params)  # type: ignore[arg-type]
+    assert lib.cm.calls == []
+
+
+def test_step_stats_are_nearest_rank_percentiles_and_the_span() -> None:
+    assert percentile(list(range(1, 101)), 50) == 50
+    assert percentile(list(range(1, 101)), 99) == 99
+    assert percentile([7], 99) == 7
+    stats = StepStats.of("connect", [[100, 10], [105, 30], [110, 20]])
+    assert stats == StepStats("connect", 3, 20, 30, 30, 35)
+    assert stats.percentiles() == {"p50": 20, "p99": 30, "max": 30}
+    assert StepStats.of("connect", []) is None
+    # cmtime's measure: connections over the connect and disconnect spans.
+    assert rate(10, StepStats("c", 10, 1, 1, 1, 400_000), StepStats("d", 10, 1, 1, 1, 100_000)) == (
+        pytest.approx(20.0)
+    )
+    assert rate(10, None) == 0.0
