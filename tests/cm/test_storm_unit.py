@@ -195,3 +195,58 @@ def test_step_stats_are_nearest_rank_percentiles_and_the_span() -> None:
         pytest.approx(20.0)
     )
     assert rate(10, None) == 0.0
+
+
+class _Ep:
+    """What the storm's bookkeeping asks of an endpoint: its ids' timeline names."""
+
+    def __init__(self, side: str, number: int) -> None:
+        self.side, self.number = side, number
+
+    def name(self, handle: int | None) -> str | None:
+        return None if handle is None else f"{self.side}:{self.number}.{handle}"
+
+
+def _reply(conns: list[protocol.StormConn]) -> protocol.StormReply:
+    return {"t_us": 0, "end_us": 0, "conns": conns, "actions": [], "log": []}
+
+
+def test_a_storm_s_numbers_come_from_both_sides_stamps() -> None:
+    """Two active processes (one host clock), one passive: per-step stats over all
+    connections, cmtime's rate, rejects and both sides' closes counted."""
+    from hil.cm.storm import _result
+
+    def active(i: int, t: int, result: str = "ok") -> protocol.StormConn:
+        steps = {"create_id": [t, 10], "destroy": [t + 5000, 50]}
+        if result != "REJECTED":
+            steps["connect"] = [t + 100, 1000 + i]
+        if result == "ok":
+            steps["disconnect"] = [t + 2000, 500]
+        return {"index": i, "tag": f"t{i}", "result": result, "id": i + 1, "steps": steps}
+
+    a = [
+        (_Ep("a", 1), _reply([active(0, 0), active(1, 10)])),
+        (_Ep("a", 2), _reply([active(2, 20, "REJECTED"), active(3, 30, "ETIMEDOUT")])),
+    ]
+    passive: protocol.StormConn = {
+        "index": 0,
+        "tag": "t0",
+        "result": "ok",
+        "id": 7,
+        "steps": {"accept": [50, 300], "disconnected": [2600, 0], "destroy": [2600, 40]},
+    }
+    p = [(_Ep("b", 1), _reply([passive]))]
+    got = _result(a, p, 2, [], 4, 1024, 0)  # type: ignore[arg-type]
+    assert (got.count, got.established, got.rejected) == (4, 3, 1)
+    assert got.failed == ("t3: ETIMEDOUT",)
+    assert (got.closed_active, got.closed_passive) == (2, 1)
+    connect = got.step("connect")
+    assert connect is not None and (connect.n, connect.max_us, connect.span_us) == (3, 1003, 1033)
+    disconnect = got.step("disconnect")
+    assert disconnect is not None and disconnect.span_us == 510
+    assert got.rate_per_s == pytest.approx(2 / ((1033 + 510) / 1e6))
+    assert got.cycle_rate_per_s == pytest.approx(2 / (5080 / 1e6))
+    assert got.step("accept", passive=True) is not None and got.step("accept") is None
+    assert got.metrics()["storm_connect_max_us"] == 1003
+    assert got.metrics()["storm_passive_accept_p50_us"] == 300
+    assert "4 connections" in got.table()
