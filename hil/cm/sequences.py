@@ -27,8 +27,6 @@ Each, with its parameters, its steps and the metrics it records:
   CONN_SENT. Metrics: ``destroy_blocked_us``.
 - ``listener_destroy`` (``pending``, ``accepted``): accept some, leave others
   unretrieved, destroy the listener. Metrics: ``destroy_blocked_us``.
-- ``storm`` (``count``): ``count`` concurrent connects (auto-accept), then
-  concurrent closes. Metrics: ``connect_rate_per_s``, ``cycle_rate_per_s``.
 - ``remote_access_error`` (``how`` = bad_rkey/past_end, ``length``): connect, one
   signaled RDMA WRITE by the active side with a wrong rkey or one byte past the
   end of the peer's buffer (action ``write``: its completion's ``wc_status``),
@@ -38,12 +36,10 @@ Each, with its parameters, its steps and the metrics it records:
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from hil.cm import steps
 from hil.cm.clock import controller_us
-from hil.cm.endpoint import Outcome
 from hil.cm.registry import sequence
 from hil.cm.steps import Conn, Listener, StepFailed, step_slack_s, waits
 from hil.errors import InputError
@@ -295,45 +291,6 @@ def _label_retrieved_requests(rec: Recording, listener: Listener, pending: int) 
 
 
 @sequence
-def storm(s: PairSides, count: int = 8) -> Timeline:
-    """``count`` concurrent connects to an auto-accepting listener, then concurrent closes."""
-    if not 1 <= count <= 256:
-        raise InputError(f"storm count must be 1..256, not {count}")
-    with s.recording(f"storm-{count}") as rec:
-        listener = steps.listen(rec, s.passive, auto="accept", backlog=max(16, count))
-        active = rec.endpoint(s.active)
-        with ThreadPoolExecutor(max_workers=min(count, 16)) as pool:
-            outs = list(
-                pool.map(
-                    lambda i: steps.start_connect(
-                        rec, active, listener, f"hil-storm-{i:03d}".encode()
-                    ),
-                    range(count),
-                )
-            )
-        ids = [o.id for o in outs if o.ok and o.id]
-        est = [steps.expect(active, steps.REPLY_TYPES, i, "storm") for i in ids]
-        _label_storm(rec, outs, listener)
-        first = min(o.action.t_us for o in outs)
-        up = [e for e in est if e.type == "ESTABLISHED"]
-        if up:
-            rec.metric("connected", len(up))
-            rec.metric(
-                "connect_rate_per_s", len(up) / max(1e-6, (max(e.t_us for e in up) - first) / 1e6)
-            )
-        with ThreadPoolExecutor(max_workers=min(count, 16)) as pool:
-            list(pool.map(lambda e: active.disconnect(e.id), up))
-        downs = [active.wait("DISCONNECTED", e.id, waits(s).close_s) for e in up]
-        if up and all(downs):
-            last = max(d.t_us for d in downs if d)
-            rec.metric("cycle_rate_per_s", len(up) / max(1e-6, (last - first) / 1e6))
-        listener.ep.collect(1.0)
-        steps.destroy(active, *ids)
-        steps.destroy(listener.ep, *listener.ep.handles())
-    return rec.timeline()
-
-
-@sequence
 def remote_access_error(s: PairSides, how: str = "bad_rkey", length: int = 64) -> Timeline:
     """RDMA WRITE to the peer with a wrong rkey or past its buffer's end; both sides close."""
     _choice("how", how, ACCESS_ERRORS)
@@ -355,14 +312,3 @@ def remote_access_error(s: PairSides, how: str = "bad_rkey", length: int = 64) -
             rec.metric("detection_us", first - out.action.t_us)
         steps.teardown(conn)
     return rec.timeline()
-
-
-def _label_storm(rec: Recording, outs: list[Outcome], listener: steps.Listener) -> None:
-    """Tie each passive id to its active id by the private data the connect carried."""
-    listener.ep.collect(0.5)
-    by_data = {o.action.params["private_data"]: o.id for o in outs if o.id}
-    for e in rec.events():
-        if e.type == "CONNECT_REQUEST" and e.side == listener.ep.side:
-            tag = next((d for d in by_data if d and d in e.private_data), None)
-            if tag:
-                rec.label(f"s{tag[-6:]}", by_data[tag], e.id)

@@ -1,8 +1,8 @@
 """Storms at the stack's speed: N connections connected and closed by the hosts' workers.
 
-The ``storm`` sequence (:mod:`hil.cm.sequences`) paces every connect and
-disconnect by a controller round trip; here each worker runs its whole part
-itself (``cm_call`` op ``storm``, ``hil/agent/remote/cmstorm.py``) and
+A storm paced by controller round trips (one SSH, agent and worker pipe
+trip per connect and per disconnect) measures the harness; here each worker
+runs its whole part itself (``cm_call`` op ``storm``, ``hil/agent/remote/cmstorm.py``) and
 answers once with every step's host stamps:
 
 - ``listeners`` endpoints on the passive host, each with a listener on its
@@ -229,7 +229,7 @@ def _result(
 
 
 @sequence
-def host_storm(
+def storm(
     s: PairSides,
     count: int = 16,
     processes: int = 1,

@@ -33,7 +33,6 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "close",
             "connect",
             "destroy_conn_sent",
-            "host_storm",
             "link_pull",
             "listener_destroy",
             "no_listener",

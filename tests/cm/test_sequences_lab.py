@@ -99,16 +99,6 @@ def test_sigkill_of_the_holder_leaves_no_cm_id(session: CMSession) -> None:
     assert_contract(tl, session)
 
 
-def test_storm_connects_all_and_labels_both_sides(session: CMSession) -> None:
-    tl = session.run("storm", count=4)
-    assert tl.metrics["connected"] == 4 and tl.metrics["connect_rate_per_s"] > 0
-    conns = {e.conn for e in tl.events if e.conn}
-    assert len(conns) == 4
-    for conn in conns:
-        assert {e.side for e in tl.events_of_conn(conn) if e.type == "ESTABLISHED"} == {"a", "b"}
-    assert_contract(tl, session)
-
-
 @pytest.mark.parametrize("end", ["close", "sigkill"])
 def test_cm_workers_die_with_their_agent(cm_pair: CMPair, end: str) -> None:
     """An agent that exits (or is SIGKILLed) takes its CM workers and their ids along."""

@@ -133,16 +133,6 @@ def test_abort_records_the_abortive_action_and_peer_detection(world: FakeCMWorld
     assert check(tl, SIW).ok
 
 
-def test_storm_labels_each_connection_by_its_private_data(world: FakeCMWorld) -> None:
-    tl = session(world).run("storm", count=5)
-    assert tl.metrics["connected"] == 5
-    conns = {e.conn for e in tl.events if e.type == "CONNECT_REQUEST"}
-    assert len(conns) == 5 and None not in conns
-    assert [a.params.get("auto") for a in tl.actions if a.name == "listen"] == ["accept"]
-    with pytest.raises(InputError, match="storm count must be 1..256"):
-        session(world).run("storm", count=0)
-
-
 def test_waits_see_events_another_wait_fetched(world: FakeCMWorld) -> None:
     s = session(world)
     with s.recording("waits") as rec:
