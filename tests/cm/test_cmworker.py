@@ -199,7 +199,7 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     assert {e["kind"] for e in log} == {"event", "action"}
     ran = op("scenario", steps=[{"op": "disconnect", "id": mine[1]}], after=len(w.log.entries))
     assert [s["op"] for s in ran["steps"]] == ["disconnect"] and ran["log"] == []
-    served = op("storm", role="serve", count=1, listen_id=listener, idle_s=0.1, deadline_s=2.0)
+    served = op("storm", role="serve", count=1, listen_id=listener, wait_s=0.1, deadline_s=2.0)
     assert served["conns"] == [] and served["actions"] == []  # no request came: idle, done
     op("destroy", id=mine[0])
     op("handles")

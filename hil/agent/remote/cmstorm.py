@@ -13,7 +13,7 @@ The controller sends one request (``protocol.StormParams``, ``cm_call`` op
 - ``serve``: answer the requests of listener ``listen_id`` (made before with
   op ``listen``) in this thread: accept each, and destroy each id once its
   DISCONNECTED came; stop when ``count`` were served, or ``idle_s`` after the
-  last event once none is open.  ``hold_s`` keeps the channel unread at first,
+  last event once none is open (before the first request: ``wait_s``).  ``hold_s`` keeps the channel unread at first,
   so that requests queue in the kernel past the listener's backlog.
 
 Every step of every connection is stamped on this host's CLOCK_MONOTONIC:
@@ -390,7 +390,9 @@ class _Serve(_Run):
         last = max(now_us(), self.start_us)  # the active side's start, when given
         while served < count and now_us() < self.deadline_us:
             open_ = any(c.handle is not None for c in by_id.values())
-            if not open_ and now_us() - last > idle_us:
+            # Before the first request the active side may still be resolving: a step's bound.
+            limit = idle_us if by_id else int(self.wait_s * 1e6)
+            if not open_ and now_us() - last > limit:
                 break  # every request seen was served, and no new one came
             events, start = self.events(start, min(idle_us, 100_000))
             for e in events:
