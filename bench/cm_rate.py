@@ -54,8 +54,8 @@ def cmtime_steps(output: str) -> dict[str, float]:
     return steps
 
 
-def run_cmtime(s: CMSession, count: int) -> dict[str, float]:
-    """One cmtime client/server run across the pair; its step totals (ms)."""
+def run_cmtime(s: CMSession, count: int) -> tuple[dict[str, float], str]:
+    """One cmtime client/server run across the pair; its step totals (ms) and its output."""
     port = str(s.port())
     server_addr = s.address(s.passive)
     server = s.agent(s.passive)
@@ -88,7 +88,7 @@ def run_cmtime(s: CMSession, count: int) -> dict[str, float]:
     steps = cmtime_steps(client.stdout)
     if "connect" not in steps or "disconnect" not in steps:
         raise SystemExit(f"cannot read cmtime's output:\n{client.stdout}")
-    return steps
+    return steps, client.stdout
 
 
 def _list(rates: list[float]) -> str:
@@ -128,11 +128,14 @@ def main() -> int:
                 raise SystemExit(f"hil's storm did not complete:\n{result.table()}")
             hil_rates.append(result.rate_per_s)
             hil_full.append(result.cycle_rate_per_s)
-            steps = run_cmtime(s, args.connections)
+            steps, table = run_cmtime(s, args.connections)
             cm_rates.append(args.connections * 1000 / (steps["connect"] + steps["disconnect"]))
             cm_full.append(args.connections * 1000 / sum(steps.values()))
     hil, hfull, cmt, full = (statistics.median(x) for x in (hil_rates, hil_full, cm_rates, cm_full))
+    print("hil (last round, us):")
     print(result.table())
+    print("cmtime (last round):")
+    print("\n".join(line for line in table.splitlines() if ":" in line or "step" in line))
     print(
         f"pair {pair.name}, {args.connections} connections, {args.rounds} rounds (median); "
         f"hil: {args.processes} processes x {args.parallel} connect threads, "
