@@ -104,6 +104,7 @@ def run_storm(
                 role="serve",
                 count=sum(shares[k::listeners]),
                 listen_id=lis.ep.handle(lis.id),
+                traffic=traffic,
                 hold_s=hold_s,
                 start_us=start - lis.ep.offset.offset_us,
                 wait_s=wait_s,

@@ -269,8 +269,13 @@ def _disconnect_idempotent(tl: Timeline, profile: Profiles) -> Iterator[Finding]
     "[src] iwcm.c ordered workqueue and work_list; ucma event_list FIFO",
 )
 def _fifo(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for host in sorted({e.host for e in tl.events}):
-        events = sorted((e for e in tl.events if e.host == host), key=lambda e: e.seq)
+    # A channel is one endpoint of a host (``seq`` = endpoint * 1_000_000 + position):
+    # two endpoints used at once (a storm's processes) interleave, each in its order.
+    for host, channel in sorted({(e.host, e.seq // 1_000_000) for e in tl.events}):
+        events = sorted(
+            (e for e in tl.events if e.host == host and e.seq // 1_000_000 == channel),
+            key=lambda e: e.seq,
+        )
         for prev, cur in pairwise(events):
             if cur.host_t_us < prev.host_t_us:
                 yield Finding(

@@ -188,6 +188,16 @@ def test_fifo_host_stamps_go_back() -> None:
     breaks(replace(tl, events=moved), SIW, "fifo-per-channel", "stamped before the previous one")
 
 
+def test_fifo_two_channels_of_one_host_interleave_each_in_its_order() -> None:
+    """Two endpoints used at once (a storm's processes): their events interleave in time,
+    each channel's in its own order; only one channel going back breaks the rule."""
+    tl = orderly_close()
+    a_events = [e for e in tl.events if e.side == "a"]
+    # a:1's ROUTE_RESOLVED came on another channel (endpoint 2) of the same host, first.
+    other = tuple(replace(e, seq=2_000_001) if e is a_events[1] else e for e in tl.events)
+    assert not _run(replace(tl, events=other), SIW, "fifo-per-channel")
+
+
 def test_fifo_life_order_per_id() -> None:
     b = Builder("x").act("a", "connect", "a:1", 0)
     b.ev("a", "ROUTE_RESOLVED", "a:1", 1).ev("a", "ADDR_RESOLVED", "a:1", 2)

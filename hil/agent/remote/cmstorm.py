@@ -13,8 +13,9 @@ The controller sends one request (``protocol.StormParams``, ``cm_call`` op
 - ``serve``: answer the requests of listener ``listen_id`` (made before with
   op ``listen``) in this thread: accept each, and destroy each id once its
   DISCONNECTED came; stop when ``count`` were served, or ``idle_s`` after the
-  last event once none is open (before the first request: ``wait_s``).  ``hold_s`` keeps the channel unread at first,
-  so that requests queue in the kernel past the listener's backlog.
+  last event once none is open (before the first request: ``wait_s``).
+  ``hold_s`` keeps the channel unread at first, so that requests queue in the
+  kernel past the listener's backlog.
 
 Every step of every connection is stamped on this host's CLOCK_MONOTONIC:
 ``[t_us, us]`` = when the call began and how long until its completion (the
@@ -53,6 +54,9 @@ RESOLVE_MS = 2000
 MAX_COUNT = 1024
 MAX_TRAFFIC = 16  # SENDs per connection: the QP's depth (the peer posted as many receives)
 TRAFFIC_BYTES = 1024
+# Each connection's QP is as small as its traffic allows (as cmtime's, which posts no
+# receive): a 64 KiB buffer and 16 receives per QP tripled an accept's cost on TCG.
+QP_BUFFER = 4096
 DEFAULT_WAIT_S = 30.0  # one step's bound (all connections)
 DEFAULT_DEADLINE_S = 120.0
 DEFAULT_IDLE_S = 5.0  # serve: no open connection and no event this long ends it
@@ -76,6 +80,8 @@ def problems(p: StormParams) -> list[str]:
         if not 0 <= p.get("traffic", 0) <= MAX_TRAFFIC:
             out.append(f"traffic must be 0..{MAX_TRAFFIC} SENDs, not {p.get('traffic')!r}")
     elif p.get("role") == "serve":
+        if not 0 <= p.get("traffic", 0) <= MAX_TRAFFIC:
+            out.append(f"traffic must be 0..{MAX_TRAFFIC} receives, not {p.get('traffic')!r}")
         if not p.get("listen_id"):
             out.append("serve needs listen_id (a listener made with op listen)")
     else:
@@ -108,6 +114,13 @@ class _Conn:
         if self.id is not None:
             out["id"] = self.id
         return out
+
+
+def _qp(worker: Worker, handle: int, traffic: int) -> None:
+    """A QP just deep enough for ``traffic`` SENDs, with as many receives posted."""
+    worker.ch.create_qp(handle, depth=max(1, traffic), buf_size=QP_BUFFER)
+    if traffic:
+        worker.ch.post_recv(handle, traffic)
 
 
 class _Run:
@@ -198,11 +211,9 @@ class _Connect(_Run):
             ("ROUTE_RESOLVED",),
             ("ROUTE_ERROR",),
         )
-        from .cmworker import QP_DEPTH
-
         for c in conns:
             if c.live:
-                self._timed(c, "create_qp", lambda h: self._qp(h, QP_DEPTH))
+                self._timed(c, "create_qp", lambda h: _qp(self.w, h, p.get("traffic", 0)))
         self._connect(conns, dst, port)
         if p.get("traffic", 0):
             self._traffic(conns, p["traffic"])
@@ -213,10 +224,6 @@ class _Connect(_Run):
             if c.handle is not None:
                 self._destroy(c)
         return self.reply(conns)
-
-    def _qp(self, handle: int, depth: int) -> None:
-        self.w.ch.create_qp(handle, depth=depth)
-        self.w.ch.post_recv(handle, depth)
 
     def _timed(self, c: _Conn, step: str, fn: Callable[[int], object]) -> None:
         assert c.handle is not None
@@ -422,14 +429,12 @@ class _Serve(_Run):
         return self.reply(list(by_id.values()))
 
     def _accept(self, c: _Conn, request_us: int) -> None:
-        from .cmworker import QP_DEPTH
-
         h = c.handle
         assert h is not None
+        receives = self.p.get("traffic", 0)
 
         def accept(handle: int) -> None:
-            self.w.ch.create_qp(handle, depth=QP_DEPTH)
-            self.w.ch.post_recv(handle, QP_DEPTH)
+            _qp(self.w, handle, receives)
             self.w.ch.accept(handle)
 
         t0, us, result, _ = self.act("accept", h, accept, storm=True)

@@ -778,7 +778,7 @@ class StormParams(_StormRequired, total=False):
     port: int
     src: str
     parallel: int  # connect: threads issuing rdma_connect (siw's blocks for a TCP handshake)
-    traffic: int  # connect: signaled SENDs per connection once established (0: none)
+    traffic: int  # SENDs per connection once established (connect), receives posted (serve)
     tag: str  # connect: private data = tag + the connection's index (4 digits)
     listen_id: int  # serve: the listener whose requests it answers
     hold_s: float  # serve: leave the channel unread this long first (requests queue)
