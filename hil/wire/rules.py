@@ -136,7 +136,11 @@ def _teardown_after(conn: Connection, after: Packet) -> Packet | None:
 
 def _reject_replies(case: WireCase) -> Iterator[tuple[Connection, Packet, Action | None]]:
     """Each MPA reject on the wire, with the reject action it answers (timeline mode)."""
-    rejects = {id(lk.wire): next(iter(lk.actions("reject")), None) for lk in case.links if lk.wire}
+    rejects = {
+        id(lk.wire): next((a for a in lk.actions("reject") if a.ok), None)
+        for lk in case.links
+        if lk.wire
+    }
     for conn in case.exchange.connections:
         reply = conn.mpa("reply")
         if reply is not None and reply.mpa is not None and reply.mpa.reject:
@@ -146,7 +150,7 @@ def _reject_replies(case: WireCase) -> Iterator[tuple[Connection, Packet, Action
 def reject_on_wire(case: WireCase) -> Outcome:
     findings, count = [], 0
     for lk in case.links:  # a reject the application made must be on the wire
-        for rej in lk.actions("reject"):
+        for rej in (a for a in lk.actions("reject") if a.ok):  # a failed one did nothing
             reply = lk.wire.mpa("reply") if lk.wire else None
             if reply is None or reply.mpa is None or not reply.mpa.reject:
                 findings.append(

@@ -150,6 +150,13 @@ def test_a_rule_with_nothing_to_judge_is_not_applicable_never_passed() -> None:
         assert got[name].status == "n/a", name
 
 
+def test_a_reject_that_failed_is_not_looked_for_on_the_wire() -> None:
+    """rdma_reject on a closed id fails EINVAL and sends nothing (answer-on-closed-id-fails)."""
+    late = Action(t_us=9000, side="b", name="reject", id="b:2", result="EINVAL")
+    got = run(handshake() + fin_close(), *connected(), late)
+    assert got["reject-on-the-wire"].status == "n/a", got["reject-on-the-wire"]
+
+
 def test_abortive_close_must_not_be_fin_only_where_the_profile_says_so() -> None:
     kill = Action(t_us=5000, side="a", name="qp_err", id="a:1")
     strict = replace(SIW, wire=IW_CXGB4.wire)  # RST and/or TERMINATE, as iw_cxgb4 aborts
