@@ -10,7 +10,10 @@
 - ``cm``: a CM session on the set-up pair in that direction
   (:class:`hil.cm.session.CMSession`), its runs told to the observers;
 - ``contract``: ``contract(timeline)`` judges a timeline by the profile and
-  fails the test with the verdict and the timeline when a rule is broken;
+  fails the test with the verdict and the timeline when a rule is broken; a
+  timeline the test recorded itself (``with cm.recording(...)``) is told to
+  the run's observers with its verdict, so the report attaches both as it
+  does for ``cm.run``'s (which told them already);
 - the after-test checks (evidence by :mod:`hil.host.evidence`, judged by
   :mod:`hil.judge.checks`), autouse for every test that sets the pair up:
   resources back to their baseline and a clean kernel log on both hosts; a
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from hil.cm.observer import Observer
 from hil.errors import HilError
 from hil.host import evidence
 from hil.judge.checks import compile_allow
@@ -112,12 +116,39 @@ def cm(hil_run: PairRun, profile: Profiles, direction: str) -> CMSession:
     return hil_run.session(direction, evidence=False)
 
 
+class _Judged(Observer):
+    """Remembers the timelines whose verdict the run's observers were told already."""
+
+    def __init__(self) -> None:
+        self.timelines: list[Timeline] = []
+
+    def verdict(self, timeline: Timeline, verdict: Verdict) -> None:
+        self.timelines.append(timeline)
+
+    def told(self, timeline: Timeline) -> bool:
+        """True when this very timeline's verdict was told (``cm.run`` tells its own)."""
+        return any(t is timeline for t in self.timelines)
+
+
+def _judged(run: PairRun) -> _Judged:
+    """The run's :class:`_Judged`, registered on first use."""
+    found = next((o for o in run.observers if isinstance(o, _Judged)), None)
+    if found is None:
+        found = _Judged()
+        run.observers.add(found)
+    return found
+
+
 @pytest.fixture
-def contract(profile: Profiles) -> Contract:
+def contract(hil_run: PairRun, profile: Profiles) -> Contract:
     """``contract(timeline)``: the verdict; fails the test with its text when not ok."""
+    judged = _judged(hil_run)
+    judged.timelines.clear()  # one test's timelines at a time
 
     def judge(timeline: Timeline) -> Verdict:
         verdict = check(timeline, profile)
+        if not judged.told(timeline):  # recorded by the test itself: attach it too
+            hil_run.observers.verdict(timeline, verdict)
         if not verdict.ok:
             pytest.fail(explain(timeline, verdict.to_text()), pytrace=False)
         return verdict

@@ -16,6 +16,7 @@ import pytest
 from vlab import VirtualLab
 
 from tests.report.test_report_hwevidence import assert_siw_guests_evidence
+from tests.report.test_report_plugin import _all_attachments, results
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.lab
@@ -36,6 +37,20 @@ def test_a_suite_outside_suites_gets_cm_profile_and_contract(
     args = [*_on_the_lab(virtual_lab, tmp_path), "-p", "no:cacheprovider"]
     result = pytester.runpytest_subprocess(*args, timeout=600)
     result.assert_outcomes(passed=2)  # one per direction: a-b and b-a
+
+
+def assert_timelines_and_verdicts_attached_once(
+    alluredir: Path, test: str, scenarios: tuple[str, ...]
+) -> None:
+    """Each scenario's timeline (picture and JSON) once, and one verdict per timeline:
+    the one ``cm.run`` judged and the one the test recorded and judged itself."""
+    (result,) = [r for r in results(alluredir) if r["name"].startswith(test)]
+    names = [a["name"] for a in _all_attachments(alluredir, result)]
+    for scenario in scenarios:
+        for name in (f"timeline {scenario}", f"timeline {scenario} (json)"):
+            assert names.count(name) == 1, f"{name!r} attached {names.count(name)} times: {names}"
+    verdicts = names.count("contract verdict: passed")
+    assert verdicts == len(scenarios), f"{verdicts} verdicts for {scenarios}: {names}"
 
 
 def _on_the_lab(lab: VirtualLab, tmp_path: Path) -> list[str]:
@@ -61,10 +76,15 @@ register_wire_rule(WireRule("lab-no-mpa-request", "no MPA request", no_mpa_reque
 
 WIRE_SUITE = """
 import pytest
+from hil.cm import steps
 
 @pytest.mark.parametrize("direction", ["a-b"])
 def test_connect(cm, contract, direction):
     contract(cm.run("connect"))
+    with cm.recording("own-listen") as rec:  # recorded by the test itself
+        listener = steps.listen(rec, cm.passive)
+        steps.destroy(listener.ep, listener.id)
+    contract(rec.timeline())
 """
 
 
@@ -88,5 +108,6 @@ def test_every_test_on_the_pair_is_judged_on_the_wire(
     )
     result.stdout.no_fnmatch_line("*[[]orderly-close-is-fin] fail*")
     assert_siw_guests_evidence(out, "test_connect")  # failed: its hardware evidence attached
+    assert_timelines_and_verdicts_attached_once(out, "test_connect", ("connect", "own-listen"))
     off = pytester.runpytest_subprocess(*args, "--hil-wire", "off", timeout=600)
     off.assert_outcomes(passed=1)
