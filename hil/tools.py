@@ -141,6 +141,15 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool("rping", "rdmacm-utils", _H, "rdma-core's own traffic for the wire judge's lab test"),
     Tool("pgrep", "procps", _H, "is iwpmd running (readiness); bench's cmtime server"),
+    Tool("pkill", "procps", _H, "ends an admin pull's async event watch (hil/cm/asyncwatch.py)"),
+    Tool("ls", "coreutils", _H, "whether the async event watch holds the device open"),
+    Tool("stdbuf", "coreutils", _H, "line-buffers the async event watch's output"),
+    Tool(
+        "ibv_asyncwatch",
+        "ibverbs-utils",
+        _H,
+        "the port error an admin link pull raises (hil/cm/asyncwatch.py)",
+    ),
     # -- the controller -------------------------------------------------------------------
     Tool(
         "ip",

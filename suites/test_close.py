@@ -38,7 +38,9 @@ def test_orderly_close_disconnects_both_sides(
 
 @pytest.mark.parametrize("direction", ["a-b"])
 def test_disconnect_again_after_close_returns_0(cm: CMSession, contract: Contract) -> None:
-    """Invariant 7: rdma_disconnect on an id already closed (CLOSING/IDLE) returns 0."""
+    """Invariant 7: rdma_disconnect on an id already closed (CLOSING/IDLE) returns 0;
+    invariant 4: rdma_reject on the closed passive id fails EINVAL
+    (``answer-on-closed-id-fails``)."""
     with cm.recording("disconnect-twice") as rec:
         listener = steps.listen(rec, cm.passive)
         conn = steps.establish(rec, rec.endpoint(cm.active), listener, "c1")
@@ -46,6 +48,7 @@ def test_disconnect_again_after_close_returns_0(cm: CMSession, contract: Contrac
         steps.close(conn, "active")
         again_active = conn.active.disconnect(conn.active_id)
         again_passive = conn.passive.disconnect(conn.passive_id)
+        late_reject = conn.passive.reject(conn.passive_id, b"too-late")
         steps.teardown(conn)
     tl = rec.timeline()
     contract(tl)
@@ -55,3 +58,4 @@ def test_disconnect_again_after_close_returns_0(cm: CMSession, contract: Contrac
         f"{again_active.action.brief()}; {again_passive.action.brief()}",
     )
     assert len(seen(tl, "DISCONNECTED")) == 2, explain(tl, "expected one DISCONNECTED per side")
+    assert not late_reject.ok, explain(tl, "rdma_reject on a closed id succeeded")

@@ -1,6 +1,7 @@
 """Connection establishment and its refusals: connect, reject, connect with no listener.
 
-Each test runs in both directions (``direction`` a-b / b-a), judges the
+Each test runs in both directions (``direction`` a-b / b-a; the unreachable
+peer, which pulls the link for about 20 s on the lab, in one), judges the
 timeline with the contract under the pair's provider profile, and states
 the outcome the scenario exists for (the contract alone passes a timeline
 in which nothing happened).
@@ -8,6 +9,7 @@ in which nothing happened).
 
 from __future__ import annotations
 
+import pytest
 from cmsuite import Contract, explain, seen
 
 from hil.cm.session import CMSession
@@ -70,3 +72,32 @@ def test_connect_with_no_listener_is_refused(
         ]
         assert replies, explain(tl, f"expected one of {sorted(active.no_listener_events)}")
     assert not seen(tl, "ESTABLISHED"), explain(tl, "a connect with no listener was ESTABLISHED")
+
+
+@pytest.mark.disruptive
+@pytest.mark.parametrize("direction", ["a-b"])
+def test_connect_to_a_blackholed_peer_ends_unreachable(
+    cm: CMSession, contract: Contract, profile: Profiles
+) -> None:
+    """The link drops every frame: the connect ends as the connecting host's profile says
+    for an unreachable peer (siw: rdma_connect fails ETIMEDOUT after the SYN retries;
+    cxgb4: UNREACHABLE), within its bound (``unreachable-connect-ends``)."""
+    modes = [m for m in ("blackhole", "carrier", "command") if m in cm.pull_modes()]
+    if not modes:
+        pytest.skip(f"link {cm.pair.link.name} offers no pull that leaves the netdevs up")
+    tl = cm.run("unreachable", mode=modes[0])
+    contract(tl)
+    active = profile.of(cm.host(cm.active))
+    pulled = [a.t_us for a in tl.actions if a.name == "pull"]
+    tries = [a for a in tl.actions if a.name == "connect" and pulled and a.t_us > pulled[0]]
+    assert len(tries) == 1, explain(tl, "scenario not reached: no connect while the link was down")
+    if active.unreachable_connect_error:
+        assert tries[0].result == active.unreachable_connect_error, explain(
+            tl, f"rdma_connect should fail {active.unreachable_connect_error}"
+        )
+    else:
+        got = [e for e in tl.events if e.id == tries[0].id and e.type in active.unreachable_events]
+        assert got, explain(tl, f"expected one of {sorted(active.unreachable_events)}")
+    assert not seen(tl, "CONNECT_REQUEST", cm.passive)[1:], explain(
+        tl, "the black-holed connect reached the listener"
+    )

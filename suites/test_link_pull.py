@@ -5,9 +5,12 @@ reserved link does not offer skips, naming what it offers) and ``traffic``
 (RDMA WRITEs in flight, or idle).  Each run connects, pulls, waits for
 detection within the profile's bound (or holds the link down when the
 provider promises none), restores the link and connects again.  The
-contract judges ``link-pull-detected-within``; the tests add that the
-detection happened when the profile promises it, and that the reconnect
-after the restore worked.  Every test here is marked ``disruptive``.
+contract judges ``link-pull-detected-within`` and, for an admin pull,
+``admin-down-port-error`` (siw reports IBV_EVENT_PORT_ERR); the tests add
+that the detection happened when the profile promises it, and that the
+reconnect after the restore worked.  What the profile promises, or that it
+promises nothing (siw idle: no keepalive), is said in the test's output and
+as a step of its report.  Every test here is marked ``disruptive``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from cmsuite import Contract, explain
 from hil.cm.session import CMSession
 from hil.inventory.model import PULL_MODES
 from hil.judge.profiles import Profiles
+from hil.report.attach import step
 
 pytestmark = pytest.mark.disruptive
 
@@ -34,14 +38,14 @@ def test_link_pull_then_restore_and_reconnect(
             f"link {cm.pair.link.name} offers no {mode!r} pull "
             f"(offers: {', '.join(offered) or 'none'})"
         )
-    tl = cm.run("link_pull", mode=mode, traffic=traffic)
+    promise = profile.link_pull_promise("admin" if mode == "admin" else "carrier", traffic)
+    print(f"{mode} pull, {'traffic' if traffic else 'idle'}: {promise}")
+    with step(str(promise)):
+        tl = cm.run("link_pull", mode=mode, traffic=traffic)
     contract(tl)
-    bound = profile.link_pull_bound_s("admin" if mode == "admin" else "carrier", traffic)
-    if bound is not None:
+    if promise.bound_s is not None:
         assert "detection_us" in tl.metrics, explain(
-            tl,
-            f"profile {profile.name} promises detection of a {mode} pull "
-            f"({'traffic' if traffic else 'idle'}) within {bound:.1f} s: none came",
+            tl, f"{promise}; no detection of the {mode} pull came"
         )
     if traffic:
         assert tl.metrics.get("traffic_ops", 0) > 0, explain(tl, "no traffic ran before the pull")

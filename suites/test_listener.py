@@ -3,10 +3,14 @@
 Parameters: ``direction`` and ``(pending, accepted)``: how many connects
 are left unretrieved on the listener and how many were accepted before it
 is destroyed.  The contract judges ``listener-destroy-rejects-pending``
-(pending requests are REJECTED, accepted ids stay connected) and
-``no-event-after-destroy`` (nothing arrives through the destroyed
+(pending requests are REJECTED, accepted ids stay connected),
+``listener-destroy-bounded`` (the destroy returns within the profile's
+bound) and ``no-event-after-destroy`` (nothing arrives through the destroyed
 listener); the tests add that every pending connect got its answer and
-every accepted connection closed orderly afterwards.
+every accepted connection closed orderly afterwards.  A run in which the
+paused channel did not hold every request pending at the destroy (one was
+retrieved or answered first) fails as "scenario not reached": the rule
+would have judged fewer pending requests than the test claims.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pytest
 from cmsuite import Contract, explain, seen
 
 from hil.cm.session import CMSession
+from hil.judge.destroys import pending_at
 
 
 @pytest.mark.parametrize(
@@ -26,6 +31,15 @@ def test_listener_destroy_rejects_pending_and_keeps_accepted(
     """Pending requests end (REJECTED), accepted connections survive the listener."""
     tl = cm.run("listener_destroy", pending=pending, accepted=accepted)
     contract(tl)
+    listener = next(a.id for a in tl.actions if a.name == "listen")
+    destroy = next((a for a in tl.actions if a.name == "destroy" and a.id == listener), None)
+    assert destroy is not None, explain(tl, "the listener was never destroyed")
+    held = pending_at(tl, destroy)
+    assert len(held) == pending, explain(
+        tl,
+        f"scenario not reached: {len(held)} of {pending} connects were pending on the "
+        "listener when it was destroyed (the paused channel did not hold the others)",
+    )
     for i in range(pending):
         replies = [
             e

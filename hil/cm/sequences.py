@@ -36,10 +36,13 @@ Each, with its parameters, its steps and the metrics it records:
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
-from hil.cm import steps
+from hil.cm import asyncwatch, qpstate, steps
+from hil.cm.asyncwatch import AsyncWatch
 from hil.cm.clock import controller_us
+from hil.cm.endpoint import Endpoint
 from hil.cm.registry import sequence
 from hil.cm.steps import Conn, Listener, StepFailed, step_slack_s, waits
 from hil.errors import InputError
@@ -56,6 +59,10 @@ PAUSE_SETTLE_S = 0.5
 # Time for connects' MPA requests to reach the passive kernel, unretrieved.
 ARRIVE_S = 1.0
 BUFFER_BYTES = 65536  # every QP's registered buffer (CMChannel.create_qp)
+# After a destroy in CONN_SENT returned, before the passive side's late accept (the
+# contract's rule takes the close to have arrived 1 s after the destroy returned).
+LATE_ACCEPT_S = 1.5
+WATCH_MARGIN_S = 2.0  # an admin pull's async watch outlasts the profile's bound by this
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -121,8 +128,19 @@ def abort(s: PairSides, how: str = "qp_err", by: str = "active") -> Timeline:
             rec.metric("detection_us", got.t_us - start)
         if how == "qp_err":
             steps.wait_disconnected(conn, waits(s).close_s, (by,))
+        # Invariant 9: each QP whose id is still alive is held, in ERR, until destroyed.
+        for end in (peer, by) if how == "qp_err" else (peer,):
+            ep, cm_id, qpn = _side_qp(conn, end)
+            qpstate.record(rec, ep, cm_id, qpn, s.rnic(ep.side).rdma_device)
         steps.teardown(conn)
     return rec.timeline()
+
+
+def _side_qp(conn: Conn, end: str) -> tuple[Endpoint, str, int]:
+    """One end's endpoint, cm_id and QP number (``end``: active or passive)."""
+    if end == "active":
+        return conn.active, conn.active_id, conn.active_qp["qp_num"]
+    return conn.passive, conn.passive_id, conn.passive_qp["qp_num"]
 
 
 @sequence
@@ -176,12 +194,13 @@ def link_pull(
         conn = _open_conn(rec)
         if traffic:
             _start_traffic(conn)
-        start = controller_us()
-        lc.pull(s.pair.link, mode)
-        rec.controller_action(side, "pull", start, mode=kind, method=mode, traffic=traffic)
-        found = steps.wait_disconnected(
-            conn, bound + step_slack_s() if bound else hold_s, ("active",)
-        )
+        with _port_watch(rec, side, kind, bound):
+            start = controller_us()
+            lc.pull(s.pair.link, mode)
+            rec.controller_action(side, "pull", start, mode=kind, method=mode, traffic=traffic)
+            found = steps.wait_disconnected(
+                conn, bound + step_slack_s() if bound else hold_s, ("active",)
+            )
         if found["active"] is None:
             found = steps.wait_disconnected(conn, 1.0, ("passive",))
         hit = next((e for e in found.values() if e is not None), None)
@@ -198,6 +217,17 @@ def link_pull(
         steps.close(again, "active")
         steps.teardown(again)
     return rec.timeline()
+
+
+def _port_watch(
+    rec: Recording, side: str, kind: str, bound: float | None
+) -> AbstractContextManager[object]:
+    """Watch the pulled host's async events when its profile promises a port event for an
+    admin pull (``admin-down-port-error`` judges what it saw), else nothing."""
+    promised = rec.session.profile.of(rec.session.host(side)).admin_down_port_event
+    if kind != "admin" or not promised:
+        return nullcontext()
+    return AsyncWatch(rec, side, asyncwatch.OPEN_S + (bound or 0.0) + WATCH_MARGIN_S)
 
 
 def _start_traffic(conn: Conn) -> None:
@@ -228,7 +258,8 @@ def _drop(conn: Conn) -> None:
 
 @sequence
 def destroy_conn_sent(s: PairSides) -> Timeline:
-    """Connect to a listener that never answers; destroy the active id in CONN_SENT."""
+    """Connect to a listener that never answers; destroy the active id in CONN_SENT; then
+    the passive side accepts the request its peer gave up (it must fail ECONNRESET)."""
     bound = s.profile.of(s.host(s.active)).conn_sent_destroy_bound_s  # the destroying host's
     with s.recording("destroy-conn-sent") as rec:
         listener = steps.listen(rec, s.passive)
@@ -238,6 +269,11 @@ def destroy_conn_sent(s: PairSides) -> Timeline:
         out = active.destroy(conn.id, timeout=bound + step_slack_s())
         if out.action.duration_us is not None:
             rec.metric("destroy_blocked_us", out.action.duration_us)
+        # Invariant 4 (accept-after-peer-abort-fails): the destroy returned once the
+        # provider gave the connect up and closed it; the peer's close reaches the
+        # passive host well within LATE_ACCEPT_S.
+        time.sleep(LATE_ACCEPT_S)
+        listener.ep.accept(req.id, b"too-late")
         steps.destroy(listener.ep, req.id, listener.id)
     return rec.timeline()
 

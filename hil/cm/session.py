@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import hil.cm.unreachable  # noqa: F401 -- the unreachable sequence registers itself
 from hil.cm import races, regressions, sequences, storm  # noqa: F401 -- the built-in sequences register themselves
 from hil.cm.observer import StepInfo
 from hil.cm.registry import lookup

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
+from hil.judge import links
 from hil.judge.profiles import Profiles
 from hil.judge.rule import (
     CLOSE_ACTIONS,
@@ -248,44 +249,6 @@ def _disconnect_within(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
 
 
 @rule(
-    "link-pull-detected-within",
-    None,
-    "With the link down at least as long as the profile's bound, every connection "
-    "established before the pull sees a DISCONNECTED on some side within the bound "
-    "(a mixed pair: the larger of the two hosts' bounds)",
-    "[lab] siw tcp_retries2=5: ~12 s under traffic; idle never [inferred]; cxgb4 [inferred]",
-)
-def _link_pull(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for pull in (a for a in tl.actions if a.name == "pull" and a.ok):
-        bound_s = profile.link_pull_bound_s(
-            str(pull.params.get("mode", "carrier")), bool(pull.params.get("traffic", False))
-        )
-        if bound_s is None:
-            continue
-        bound_us = bound_s * 1e6 + tl.uncertainty_us(*tl.pair)
-        restores = [a.t_us for a in tl.actions if a.name == "restore" and a.t_us > pull.t_us]
-        if restores and min(restores) - pull.t_us < bound_us:
-            continue  # restored before the provider had to notice
-        for conn in _conns_up_at(tl, pull.t_us):
-            discs = [e for e in tl.events_of_conn(conn) if e.type == "DISCONNECTED"]
-            if not discs or discs[0].t_us - pull.t_us > bound_us:
-                took = f"after {ms(discs[0].t_us - pull.t_us)}" if discs else "never"
-                yield Finding(
-                    f"connection {conn}: DISCONNECTED came {took} after the link "
-                    f"pull, bound {bound_s:.1f} s",
-                    tuple(discs[:1]),
-                    (pull,),
-                )
-
-
-def _conns_up_at(tl: Timeline, t_us: int) -> list[str]:
-    """Connections with an ESTABLISHED and no DISCONNECTED before ``t_us``."""
-    up = {e.conn for e in tl.events if e.conn and e.type == "ESTABLISHED" and e.t_us < t_us}
-    down = {e.conn for e in tl.events if e.conn and e.type == "DISCONNECTED" and e.t_us < t_us}
-    return sorted(c for c in up - down if c is not None)
-
-
-@rule(
     "resources-back-to-baseline",
     11,
     "After the test each host holds no more cm_id, QP, CQ or MR than before it",
@@ -326,7 +289,7 @@ RULES = (
     _no_listener,
     _close_status,
     _disconnect_within,
-    _link_pull,
+    *links.RULES,
     _resources,
     kernel_log_clean(),
 )

@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import pairwise
 
+from hil.judge import destroys
 from hil.judge.profiles import Profiles
-from hil.judge.rule import CLOSE_ACTIONS, Finding, actor, errno_name, host_of, ms, replies, rule
+from hil.judge.rule import Finding, actor, errno_name, host_of, rule
 from hil.judge.timeline import CONNECT_REPLIES, SIDES, Action, Event, Timeline
+
+# How long after a peer's destroy returned its close is taken to have reached this host.
+PEER_ABORT_SETTLE_S = 1.0
+# Abortive closes: the QP goes to ERR (locally, or on the peer by the wire's TERMINATE/RST).
+ABORTS = frozenset({"qp_err", "destroy", "kill"})
 
 
 @rule(
@@ -123,122 +129,11 @@ def _no_event_before_accept(tl: Timeline, profile: Profiles) -> Iterator[Finding
         if early:
             when = "before accept" if accepts else "though it was never accepted"
             yield Finding(f"{req.id} got events {when}", (req, *early), tuple(accepts[:1]))
-        for act in accepts:
+        for act in accepts[:1]:  # a later one answers no request: answer-on-closed-id-fails
             if not act.ok and errno_name(act.result) != "ECONNRESET":
                 yield Finding(
                     f"accept on {req.id} failed with {act.result}, not ECONNRESET", (req,), (act,)
                 )
-
-
-@rule(
-    "no-event-after-destroy",
-    5,
-    "No event for an id (or through a listener) after rdma_destroy_id returns, and no "
-    "event for an id its channel no longer knows",
-    "[src] iwcm.c IWCM_F_DROP_EVENTS and workqueue flush; ucma drops unreported events",
-)
-def _no_event_after_destroy(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    # The agent names a destroyed id's event by the handle it had; an event with no
-    # id at all is for a cm_id pointer its channel never created or mapped: a freed
-    # or foreign context the kernel should not have reported.
-    unknown = [e for e in tl.events if not e.id]
-    if unknown:
-        yield Finding("events for an id the channel does not know (destroyed?)", tuple(unknown))
-    for act in (a for a in tl.actions if a.name == "destroy" and a.ok and a.id):
-        late = [
-            e
-            for e in tl.events
-            if e.t_us > act.end_us and (e.id == act.id or e.listen_id == act.id)
-        ]
-        if late:
-            yield Finding(f"events for {act.id} after its destroy returned", tuple(late), (act,))
-
-
-@rule(
-    "listener-destroy-rejects-pending",
-    6,
-    "Destroying a listener rejects requests not yet retrieved (the active side gets "
-    "REJECTED); ids already accepted stay connected",
-    "[src] cma.c cma_cancel_listens, ucma_cleanup_ctx_events; iwcm.c iw_destroy_cm_id",
-)
-def _listener_destroy(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    listeners = {e.listen_id for e in tl.events if e.listen_id}
-    listeners |= {a.id for a in tl.actions if a.name == "listen" and a.id}
-    for act in (a for a in tl.actions if a.name == "destroy" and a.id in listeners):
-        yield from _pending_rejected(tl, act)
-        yield from _accepted_survive(tl, act)
-
-
-def _pending_rejected(tl: Timeline, destroy: Action) -> Iterator[Finding]:
-    for conn_act in (
-        a
-        for a in tl.actions
-        if a.name == "connect"
-        and a.ok
-        and a.id
-        and a.side != destroy.side
-        and a.t_us <= destroy.t_us
-    ):
-        conn = tl.conn_of(conn_act.id)
-        retrieved = conn is not None and any(
-            e.type == "CONNECT_REQUEST" and e.t_us <= destroy.t_us
-            for e in tl.events_of_conn(conn, destroy.side)
-        )
-        got = replies(tl, conn_act.id)
-        if retrieved or not got or got[0].t_us < destroy.t_us - tl.uncertainty_us(*tl.pair):
-            continue  # not pending at the destroy; a missing reply is invariant 1's
-        if got[0].type != "REJECTED":
-            yield Finding(
-                f"{conn_act.id} was pending on listener {destroy.id} when it was "
-                f"destroyed but got {got[0].type}, not REJECTED",
-                (got[0],),
-                (destroy, conn_act),
-            )
-
-
-def _accepted_survive(tl: Timeline, destroy: Action) -> Iterator[Finding]:
-    for acc in (
-        a
-        for a in tl.actions
-        if a.name == "accept" and a.ok and a.id and a.side == destroy.side and a.t_us < destroy.t_us
-    ):
-        conn = tl.conn_of(acc.id)
-        ids = {e.id for e in tl.events_of_conn(conn)} if conn else {acc.id}
-        if any(a.name in CLOSE_ACTIONS | {"pull"} and a.id in ids for a in tl.actions):
-            continue  # closed on purpose
-        lost = [e for e in tl.events if e.id in ids and e.type == "DISCONNECTED"]
-        if lost:
-            yield Finding(
-                f"accepted {acc.id} was disconnected when listener {destroy.id} was destroyed",
-                tuple(lost),
-                (destroy, acc),
-            )
-
-
-@rule(
-    "destroy-in-conn-sent-bounded",
-    7,
-    "rdma_destroy_id on an id in CONN_SENT blocks, but only until the provider's "
-    "connect timeout (siw MPAREQ_TIMEOUT 10 s, cxgb4 ep_timeout_secs)",
-    "[src] iwcm.c destroy_cm_id waits for IWCM_F_CONNECT_WAIT; siw_cm.c MPAREQ_TIMEOUT",
-)
-def _destroy_conn_sent(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for act in (a for a in tl.actions if a.name == "destroy" and a.id):
-        bound_us = actor(profile, tl, act).conn_sent_destroy_bound_s * 1e6
-        connects = [c for c in tl.actions_for(act.id, "connect") if c.ok and c.t_us < act.t_us]
-        if not connects or any(e.t_us < act.t_us for e in replies(tl, act.id)):
-            continue
-        if not act.ok:
-            yield Finding(f"destroy of {act.id} in CONN_SENT failed: {act.result}", (), (act,))
-        elif act.duration_us is None:
-            yield Finding(f"destroy of {act.id} in CONN_SENT has no measured duration", (), (act,))
-        elif act.duration_us > bound_us:
-            yield Finding(
-                f"destroy of {act.id} in CONN_SENT blocked {ms(act.duration_us)}, "
-                f"over {ms(bound_us)}",
-                (),
-                (act,),
-            )
 
 
 @rule(
@@ -259,6 +154,107 @@ def _disconnect_idempotent(tl: Timeline, profile: Profiles) -> Iterator[Finding]
                 tuple(closed),
                 (*before, act),
             )
+
+
+@rule(
+    "answer-on-closed-id-fails",
+    4,
+    "rdma_accept or rdma_reject on an id that is no longer a pending request (answered "
+    "already, or its connection closed: DISCONNECTED) fails with EINVAL and does nothing",
+    "[src] iwcm.c iw_cm_accept, iw_cm_reject: state other than CONN_RECV -> -EINVAL",
+)
+def _answer_on_closed_id(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
+    for act in (a for a in tl.actions if a.name in ("accept", "reject") and a.id):
+        earlier = [
+            a
+            for a in tl.actions_for(act.id)
+            if a.name in ("accept", "reject") and a.ok and a.t_us < act.t_us
+        ]
+        closed = [
+            e for e in tl.events_for(act.id) if e.type == "DISCONNECTED" and e.t_us < act.t_us
+        ]
+        if not (earlier or closed):
+            continue
+        if act.ok or errno_name(act.result) != "EINVAL":
+            got = "succeeded" if act.ok else f"failed with {act.result}"
+            why = "closed" if closed else "answered already"
+            yield Finding(
+                f"{act.name} on {act.id}, {why}, {got}: expected EINVAL",
+                tuple(closed),
+                (*earlier, act),
+            )
+
+
+@rule(
+    "accept-after-peer-abort-fails",
+    4,
+    "rdma_accept on a request whose peer gave its connect up (its destroy in CONN_SENT "
+    "returned, the connection closed) fails with ECONNRESET",
+    "[src] iwcm.c iw_cm_accept; siw_cm.c siw_accept: an endpoint closed by the peer "
+    "(SIW_CM_WORK_PEER_CLOSE) gives -ECONNRESET; [lab] siw",
+)
+def _accept_after_abort(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
+    settle_us = PEER_ABORT_SETTLE_S * 1e6 + tl.uncertainty_us(*tl.pair)
+    for act in (a for a in tl.actions if a.name == "accept" and a.id):
+        conn = tl.conn_of(act.id)
+        if conn is None:
+            continue  # its peer's ids are not known
+        peers = {e.id for e in tl.events_of_conn(conn) if e.side != act.side}
+        gone = [
+            a
+            for a in tl.actions
+            if a.name == "destroy" and a.ok and a.id in peers and a.end_us + settle_us < act.t_us
+        ]
+        if gone and errno_name(act.result) != "ECONNRESET":
+            got = "succeeded" if act.ok else f"failed with {act.result}"
+            yield Finding(
+                f"accept on {act.id} {got} after its peer gave the connect up: expected ECONNRESET",
+                tuple(tl.events_for(act.id)),
+                (gone[0], act),
+            )
+
+
+@rule(
+    "qp-err-until-close",
+    9,
+    "After an abortive close (QP to ERR, the peer's destroy, kill or QP to ERR) a "
+    "connection's QP stays held, in ERR, until its id is destroyed: never gone, and "
+    "never in another state where the provider reports it (rdma resource show qp)",
+    "[src] iwcm.c cm_close_handler drops the QP reference only at CLOSE; siw_qp.c "
+    "siw_qp_llp_close moves the QP to ERROR, siw_query_qp reports no state; [lab] siw",
+)
+def _qp_err_until_close(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
+    for read in (a for a in tl.actions if a.name == "qp_state" and a.ok and a.id):
+        if any(
+            a.t_us < read.t_us for a in tl.actions_for(read.id) if a.name in ("destroy", "kill")
+        ):
+            continue  # the user let it go
+        abort = _abort_before(tl, read)
+        state = str(read.params.get("state"))
+        shown = actor(profile, tl, read).qp_state_reported  # else only held or gone
+        if abort is not None and (state == "absent" or (shown and state != "ERR")):
+            what = "is gone" if state == "absent" else f"is in {state}"
+            yield Finding(
+                f"QP {read.params.get('qpn')} of {read.id} {what} after the abortive close "
+                f"by {abort.side}:{abort.name}, before its id was destroyed (expected ERR)",
+                tuple(e for e in tl.events_for(read.id) if e.type == "DISCONNECTED"),
+                (abort, read),
+            )
+
+
+def _abort_before(tl: Timeline, read: Action) -> Action | None:
+    """The abortive close of ``read``'s connection (either side) before the read."""
+    conn = tl.conn_of(read.id)
+    ids = {e.id for e in tl.events_of_conn(conn)} if conn else {read.id}
+    slack = tl.uncertainty_us(*tl.pair)
+    return next(
+        (
+            a
+            for a in tl.actions
+            if a.id in ids and a.ok and a.name in ABORTS and a.t_us < read.t_us - slack
+        ),
+        None,
+    )
 
 
 @rule(
@@ -308,9 +304,10 @@ RULES = (
     _no_ib_only_events,
     _disconnect_once,
     _no_event_before_accept,
-    _no_event_after_destroy,
-    _listener_destroy,
-    _destroy_conn_sent,
+    *destroys.RULES,
     _disconnect_idempotent,
+    _answer_on_closed_id,
+    _accept_after_abort,
+    _qp_err_until_close,
     _fifo,
 )

@@ -15,69 +15,16 @@ on an action by the profile of the host that acted.
 from __future__ import annotations
 
 import errno
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from hil.errors import InputError
-
-# Linux TCP constants that bound siw's link-pull detection (include/net/tcp.h).
-TCP_RTO_MIN_S = 0.2
-TCP_RTO_MAX_S = 120.0
-
-
-def tcp_retries2_timeout_s(
-    retries2: int, rto_min_s: float = TCP_RTO_MIN_S, rto_max_s: float = TCP_RTO_MAX_S
-) -> float:
-    """How long Linux TCP retransmits before it gives up, for ``net.ipv4.tcp_retries2``.
-
-    The kernel's ``tcp_model_timeout()``: the RTO doubles from ``rto_min`` until
-    it reaches ``rto_max``, then stays there; 15 (the default) gives 924.6 s,
-    5 gives 12.6 s.
-    """
-    if retries2 < 0:
-        raise InputError(f"tcp_retries2 must be >= 0, not {retries2}")
-    linear_backoff_thresh = int(math.log2(rto_max_s / rto_min_s))
-    if retries2 <= linear_backoff_thresh:
-        return ((2 << retries2) - 1) * rto_min_s
-    return ((2 << linear_backoff_thresh) - 1) * rto_min_s + (
-        retries2 - linear_backoff_thresh
-    ) * rto_max_s
-
+from hil.judge.tcpmodel import tcp_retries2_timeout_s
+from hil.judge.wireexpect import CXGB4_WIRE, SIW_WIRE, WireExpect
 
 # enum ibv_wc_status values the profiles name.
 IBV_WC_SUCCESS = 0
 IBV_WC_WR_FLUSH_ERR = 5
-
-# TCP and iWARP signals a wire rule names (hil.wire.rules): how a connection ends.
-WireSignal = Literal["FIN", "RST", "TERMINATE"]
-
-
-@dataclass(frozen=True)
-class WireExpect:
-    """What a provider puts on the wire where the iWARP RFCs leave it a choice.
-
-    Read by the wire rules (``hil.wire.rules``); each value's source is in
-    docs/wire.md.
-    """
-
-    # MPA revisions the provider may send (cxgb4 falls back to v1 after a RST).
-    mpa_revisions: frozenset[int]
-    # The CRC flag in MPA frames; None when it is a per-host setting we do not pin.
-    crc: bool | None
-    # MPA v2 enhanced connection setup (the IRD/ORD words before private data).
-    enhanced: bool
-    # How the rejecting side ends the TCP connection after its MPA reject reply.
-    reject_teardown: frozenset[WireSignal]
-    # What an abortive close (QP to ERR, destroy while connected, SIGKILL) must put on
-    # the wire: at least one of these, and never a FIN-only close.
-    abortive_signals: frozenset[WireSignal]
-    # A remote access error's TERMINATE: layer, error type, and the codes allowed for
-    # each way the remote_access_error sequence breaks the WRITE ("bad_rkey", "past_end").
-    access_error_layer: str
-    access_error_type: int
-    access_error_codes: tuple[tuple[str, frozenset[int]], ...]
 
 
 @dataclass(frozen=True)
@@ -106,6 +53,13 @@ class Profile:
     local_close_bound_s: float
     # How long rdma_destroy_id may block on an id in CONN_SENT.
     conn_sent_destroy_bound_s: float
+    # The earliest such a destroy may return, counted from rdma_connect, when the
+    # peer never answers: it waits for the CONNECT_REPLY the provider posts when
+    # its connect timer fires (None: no lower bound known).
+    conn_sent_destroy_min_s: float | None
+    # How long rdma_destroy_id may block on a listener, requests pending on it
+    # included (each is rejected as it goes).
+    listener_destroy_bound_s: float
     # cxgb4 retries with MPA v1 after a RST during MPA v2: the passive side
     # may then see a second CONNECT_REQUEST for one connect.
     mpa_v1_retry: bool
@@ -115,8 +69,20 @@ class Profile:
     # idle (None: the provider promises no detection).
     pull_traffic_bound_s: float | None
     pull_idle_bound_s: float | None
+    # Why an idle pull is (or is not) detected: what a suite says with the promise.
+    pull_idle_basis: str
     # Link set administratively down on one host (None: as carrier lost).
     admin_down_bound_s: float | None
+    # Whether that host's device then reports IBV_EVENT_PORT_ERR to its verbs users.
+    admin_down_port_event: bool
+    # Whether `rdma resource show qp` shows a QP's real state (its query_qp fills it).
+    qp_state_reported: bool
+    # A connect to a peer that black-holes it (the link pulled, no answer at all):
+    # rdma_connect() itself fails with this errno name (None: it returns 0 and one of
+    # unreachable_events follows), within unreachable_bound_s of the connect.
+    unreachable_connect_error: str | None
+    unreachable_events: frozenset[str]
+    unreachable_bound_s: float
     # Remote access error (an RDMA WRITE with a wrong rkey or past the end of the
     # peer's buffer): the writer's completion, as enum ibv_wc_status values (the
     # verbs' answer is 10, IBV_WC_REM_ACCESS_ERR), and both sides' DISCONNECTED.
@@ -153,6 +119,31 @@ class Profile:
         if mode == "admin" and self.admin_down_bound_s is not None:
             return self.admin_down_bound_s
         return self.pull_traffic_bound_s if traffic else self.pull_idle_bound_s
+
+    def link_pull_promise(self, mode: str, traffic: bool) -> PullPromise:
+        """What this profile promises for a pulled link, said in words too."""
+        bound = self.link_pull_bound_s(mode, traffic)
+        if mode == "admin" and self.admin_down_bound_s is not None:
+            basis = "the driver ends its connections when its netdev goes down"
+        elif traffic:
+            basis = "TCP's retransmission timeout ends a connection with data in flight"
+        else:
+            basis = self.pull_idle_basis
+        return PullPromise(self.name, bound, basis)
+
+
+@dataclass(frozen=True)
+class PullPromise:
+    """A profile's promise for a pulled link: detection within ``bound_s`` seconds, or
+    none at all (``bound_s`` None), and ``basis``: why."""
+
+    profile: str
+    bound_s: float | None
+    basis: str
+
+    def __str__(self) -> str:
+        what = f"detection within {self.bound_s:.1f} s" if self.bound_s is not None else "nothing"
+        return f"profile {self.profile} promises {what}: {self.basis}"
 
 
 @dataclass(frozen=True)
@@ -196,6 +187,11 @@ class PairProfile:
         promised = [b for b in bounds if b is not None]
         return max(promised) if promised else None
 
+    def link_pull_promise(self, mode: str, traffic: bool) -> PullPromise:
+        """The pair's promise (:meth:`link_pull_bound_s`), with both hosts' reasons."""
+        bases = dict.fromkeys(p.link_pull_promise(mode, traffic).basis for _, p in self.by_host)
+        return PullPromise(self.name, self.link_pull_bound_s(mode, traffic), "; ".join(bases))
+
 
 # What judges a pair: one profile for both hosts, or each host's own.
 Profiles = Profile | PairProfile
@@ -207,39 +203,9 @@ def pair_profile(by_host: tuple[tuple[str, Profile], tuple[str, Profile]]) -> Pr
     return a if a == b else PairProfile(by_host)
 
 
-# DDP error type 1 (tagged buffer) and its codes, RFC 5041 7.2: 0x00 invalid
-# STag (a wrong rkey), 0x01 base or bounds violation (past the region's end).
-_TAGGED_BUFFER = 1
-_TAGGED_CODES = (("bad_rkey", frozenset({0x00})), ("past_end", frozenset({0x01})))
-
-SIW_WIRE = WireExpect(
-    mpa_revisions=frozenset({2}),
-    crc=False,  # siw's mpa_crc_required defaults to false: no CRC unless the peer asks
-    enhanced=True,
-    reject_teardown=frozenset({"FIN", "RST"}),
-    # siw's emergency close (QP RTS -> ERROR: siw_qp_nextstate_from_rts) drops the
-    # connection with no TERMINATE and releases its socket, a FIN-only close; destroy
-    # and SIGKILL take the same path through iw_cm (iwcm_modify_qp_err).  [src, lab]
-    abortive_signals=frozenset({"TERMINATE", "RST", "FIN"}),
-    access_error_layer="DDP",
-    access_error_type=_TAGGED_BUFFER,
-    access_error_codes=_TAGGED_CODES,
-)
-
-CXGB4_WIRE = WireExpect(
-    mpa_revisions=frozenset({1, 2}),
-    crc=None,  # the crc_enabled module parameter (default on); pinned by issue 13's doctor
-    enhanced=True,
-    reject_teardown=frozenset({"FIN", "RST"}),
-    abortive_signals=frozenset({"TERMINATE", "RST"}),
-    access_error_layer="DDP",
-    access_error_type=_TAGGED_BUFFER,
-    access_error_codes=_TAGGED_CODES,
-)
-
-
-def siw_profile(tcp_retries2: int = 15) -> Profile:
-    """The soft-iWARP profile for a host whose ``net.ipv4.tcp_retries2`` is given."""
+def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
+    """The soft-iWARP profile for a host whose ``net.ipv4.tcp_retries2`` and
+    ``net.ipv4.tcp_syn_retries`` are given."""
     # Under traffic the retransmit timer fires at RTO steps, so detection can
     # overshoot the model timeout by up to one step (at most doubling it).
     pull_bound = 2 * tcp_retries2_timeout_s(tcp_retries2) + 2.0
@@ -253,11 +219,26 @@ def siw_profile(tcp_retries2: int = 15) -> Profile:
         abortive_peer_looks_orderly=True,
         local_close_bound_s=1.0,
         conn_sent_destroy_bound_s=10.0 + 3.0,  # MPAREQ_TIMEOUT plus margin
+        # MPAREQ_TIMEOUT (10 s) runs from the MPA request, sent inside rdma_connect;
+        # the jiffies timer never fires early: 0.5 s is only the stamps' slack.
+        conn_sent_destroy_min_s=10.0 - 0.5,
+        listener_destroy_bound_s=2.0,  # siw_destroy_listen and siw_reject: no waits
         mpa_v1_retry=False,
         disconnected_means_tcp_down=False,
         pull_traffic_bound_s=pull_bound,
         pull_idle_bound_s=None,  # no keepalive: an idle connection never notices
+        pull_idle_basis="siw sets no TCP keepalive: an idle connection sends nothing, so "
+        "it never notices a lost carrier [inferred]",
         admin_down_bound_s=2.0,  # siw moves every QP of the netdev to ERR at once
+        admin_down_port_event=True,  # siw_main.c siw_netdev_event: NETDEV_DOWN -> PORT_ERR
+        # siw_query_qp (6.1) never sets qp_attr->qp_state: nldev prints whatever its
+        # stack held (RESET on the lab, whatever the QP's state).  [src, lab]
+        qp_state_reported=False,
+        # siw_connect's kernel_connect blocks until TCP gives up on its SYNs: the
+        # SYN model (tcp_model_timeout from TCP_TIMEOUT_INIT, 1 s) plus a TCG margin.
+        unreachable_connect_error="ETIMEDOUT",
+        unreachable_events=frozenset(),
+        unreachable_bound_s=tcp_retries2_timeout_s(tcp_syn_retries, rto_min_s=1.0) + 3.0,
         # siw completes a WRITE once it is sent (siw_qp_sq_process): the peer's
         # TERMINATE comes later and only ends the connection.
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS}),
@@ -280,12 +261,26 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         abortive_peer_looks_orderly=False,
         local_close_bound_s=ep_timeout_secs + margin,
         conn_sent_destroy_bound_s=ep_timeout_secs + margin,
+        # The MPA timer is ep_timeout_secs, but a cxgb4 peer's own timers may end the
+        # connection sooner: no lower bound until measured.
+        conn_sent_destroy_min_s=None,
+        # destroy_listen waits for the firmware's CLOSE_LISTSRV_RPL (C4IW_WR_TO, 60 s).
+        listener_destroy_bound_s=60.0 + margin,
         mpa_v1_retry=True,
         disconnected_means_tcp_down=True,
         # Firmware retransmit abort; not measured yet, so a generous bound.
         pull_traffic_bound_s=2.0 * ep_timeout_secs + margin,
         pull_idle_bound_s=None,  # keepalive interval is firmware configuration
+        pull_idle_basis="an idle connection notices only by the firmware's keepalive, "
+        "whose interval is adapter configuration [inferred]",
         admin_down_bound_s=None,
+        admin_down_port_event=False,  # not known: a firmware link event [inferred]
+        qp_state_reported=True,  # c4iw_ib_query_qp fills qp_state [src]
+        # act_open_rpl CPL_ERR_CONN_TIMEDOUT -> CONNECT_REPLY -ETIMEDOUT: UNREACHABLE;
+        # the firmware's SYN retries are not measured: a generous bound [inferred].
+        unreachable_connect_error=None,
+        unreachable_events=frozenset({"UNREACHABLE"}),
+        unreachable_bound_s=2.0 * ep_timeout_secs + margin,
         # Its poll_cq maps no CQE status to IB_WC_REM_ACCESS_ERR: a WRITE completes
         # before the TERMINATE, or is flushed by it; the TERMINATE aborts (RST).
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS, IBV_WC_WR_FLUSH_ERR}),
@@ -355,8 +350,11 @@ register_provider(
     ProviderSpec(
         "siw",
         node_desc="Software iWARP stack",  # siw_main.c SIW_NODE_DESC_COMMON
-        settings={"tcp_retries2": "sysctl:net.ipv4.tcp_retries2"},
-        build=lambda s: siw_profile(s["tcp_retries2"]) if "tcp_retries2" in s else SIW,
+        settings={
+            "tcp_retries2": "sysctl:net.ipv4.tcp_retries2",
+            "tcp_syn_retries": "sysctl:net.ipv4.tcp_syn_retries",
+        },
+        build=lambda s: siw_profile(**s) if s else SIW,
     )
 )
 register_provider(
@@ -384,5 +382,6 @@ __all__ = [
     "provider_named",
     "register_provider",
     "siw_profile",
+    "WireExpect",
     "tcp_retries2_timeout_s",
 ]

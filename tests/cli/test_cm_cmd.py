@@ -49,6 +49,7 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "reject",
             "remote_access_error",
             "storm",
+            "unreachable",
         ]
     )
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import errno
 import ipaddress
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from hil.agent.client import AgentCallError
-from hil.agent.types import KernelLog
+from hil.agent.types import CommandResult, KernelLog
 from hil.cm.clock import controller_us
 from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
 
@@ -36,6 +37,7 @@ class Cid:
     listen_on: tuple[str, int] | None = None
     local: str = ""  # "ip:port", as the real agent reports an id's addresses
     remote: str = ""
+    qpn: int | None = None
 
 
 @dataclass
@@ -135,6 +137,17 @@ class FakeAgent:
         n = sum(len(ep.ids) for ep in self.eps.values())
         return {"cm_id": n, "qp": 0, "cq": 0, "mr": 0}
 
+    def run(self, argv: list[str], timeout: float = 60.0, check: bool = False) -> CommandResult:
+        """Only ``rdma -j resource show qp``: a QP per id that has one, ERR once closed."""
+        assert list(argv) == ["rdma", "-j", "resource", "show", "qp"], argv
+        rows = [
+            {"ifname": "siw_data0", "lqpn": c.qpn, "state": "ERR" if c.state == "closed" else "RTS"}
+            for ep in self.eps.values()
+            for c in ep.ids.values()
+            if c.qpn is not None
+        ]
+        return CommandResult(tuple(argv), 0, json.dumps(rows), "")
+
     def kmsg_cursor(self) -> int:
         return 1
 
@@ -182,6 +195,7 @@ class FakeAgent:
         if found is None:
             raise self._rdma_error("connect", errno.ECONNREFUSED, cid.handle)
         result = self._timed(id=cid.handle, qp={"addr": 1, "rkey": 2, "qp_num": 3, "length": 64})
+        cid.qpn = 3
         self.world.tick()
         listener, auto = found
         child = listener.ep.new_id()
@@ -195,10 +209,13 @@ class FakeAgent:
         return result
 
     def op_accept(self, ep: FakeEp, id: int, private_data: str) -> dict:
-        result = self._timed(qp={"addr": 4, "rkey": 5, "qp_num": 6, "length": 64})
         child = ep.ids[id]
         assert child.peer is not None
+        if child.peer.state == "gone":  # the peer gave the connect up: as siw_accept
+            raise self._rdma_error("accept", errno.ECONNRESET, id)
+        result = self._timed(qp={"addr": 4, "rkey": 5, "qp_num": 6, "length": 64})
         child.state = child.peer.state = "up"
+        child.qpn = 6
         child.ep.event(child, "ESTABLISHED")
         # The active side's ESTABLISHED carries the accept's private data (siw, lab).
         child.peer.ep.event(child.peer, "ESTABLISHED", pdata=bytes.fromhex(private_data))

@@ -130,6 +130,8 @@ def test_abort_records_the_abortive_action_and_peer_detection(world: FakeCMWorld
     closing = [a for a in tl.actions if a.name == how]
     assert closing and closing[0].side == "b" and closing[0].id
     assert "DISCONNECTED" in kinds(tl, "a") and "detection_us" in tl.metrics
+    reads = [(a.side, a.params["state"]) for a in tl.actions if a.name == "qp_state"]
+    assert reads == ([("a", "ERR"), ("b", "ERR")] if how == "qp_err" else [("a", "ERR")])
     assert check(tl, SIW).ok
 
 
@@ -214,8 +216,16 @@ def test_every_sequence_is_registered_with_its_session_first() -> None:
         "destroy_conn_sent",
         "listener_destroy",
         "storm",
+        "unreachable",
     }
     assert errno.ECONNRESET == 104
+
+
+def test_destroy_in_conn_sent_then_the_late_accept_fails(world: FakeCMWorld) -> None:
+    tl = session(world).run("destroy_conn_sent")
+    (accept,) = [a for a in tl.actions if a.name == "accept"]
+    assert accept.side == "b" and accept.result == "ECONNRESET"
+    assert check(tl, SIW, rules=["accept-after-peer-abort-fails", "no-event-before-accept"]).ok
 
 
 def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:

@@ -170,25 +170,38 @@ def destroy_in_conn_sent(duration_ms: float | None, result: str = "ok") -> Timel
     return b.build()
 
 
-def listener_destroyed(pending_reply: str = "REJECTED", accepted_lost: bool = False) -> Timeline:
+def listener_destroyed(
+    pending_reply: str = "REJECTED",
+    accepted_lost: bool = False,
+    destroy_ms: float = 1,
+    destroy_result: str = "ok",
+) -> Timeline:
     """c1 accepted, c2 pending (not retrieved) when the listener b:1 is destroyed."""
     b = connected()
     b.scenario = "listener-destroy"
     b.act("a", "connect", "a:3", 20, listener=True)
     b.ev("a", "ADDR_RESOLVED", "a:3", 19, conn="c2")
-    b.act("b", "destroy", "b:1", 30, duration_ms=1)
-    b.ev("a", pending_reply, "a:3", 33, -errno.ECONNRESET, conn="c2")
+    b.act("b", "destroy", "b:1", 30, destroy_result, duration_ms=destroy_ms)
+    b.ev("a", pending_reply, "a:3", 30 + destroy_ms + 2, -errno.ECONNRESET, conn="c2")
     if accepted_lost:
         b.ev("b", "DISCONNECTED", "b:2", 34)
     return b.build()
 
 
 def link_pull(
-    detect_ms: float | None, traffic: bool = True, restore_ms: float = 60_000, mode: str = "carrier"
+    detect_ms: float | None,
+    traffic: bool = True,
+    restore_ms: float = 60_000,
+    mode: str = "carrier",
+    watched: tuple[str, ...] | None = ("IBV_EVENT_PORT_ERR",),
+    watch_result: str = "ok",
 ) -> Timeline:
-    """Connect, pull the link at 100 ms, maybe DISCONNECTED, restore."""
+    """Connect, pull the link at 100 ms, maybe DISCONNECTED, restore; an admin pull is
+    watched for async events from 50 ms for 5 s (``watched``: what it saw, None: no watch)."""
     b = connected()
     b.scenario = "link-pull"
+    if mode == "admin" and watched is not None:
+        b.act("a", "async_watch", None, 50, watch_result, duration_ms=5_000, events=list(watched))
     b.act("a", "pull", None, 100, mode=mode, traffic=traffic)
     if detect_ms is not None:
         b.ev("a", "DISCONNECTED", "a:1", 100 + detect_ms)

@@ -21,6 +21,13 @@ from hil.judge.profiles import IW_CXGB4, SIW, Profile
 from hil.judge.timeline import Timeline
 
 
+def orderly_close_builder() -> Builder:
+    """c1 closed by a's rdma_disconnect: DISCONNECTED on a at 101, on b at 103."""
+    b = connected()
+    b.act("a", "disconnect", "a:1", 100).ev("a", "DISCONNECTED", "a:1", 101)
+    return b.ev("b", "DISCONNECTED", "b:2", 103)
+
+
 def _run(tl: Timeline, profile: Profile, rule: str) -> tuple[Violation, ...]:
     return check(tl, profile, rules=[rule]).violations
 
@@ -168,6 +175,115 @@ def test_destroy_in_conn_sent_bounded(profile: Profile, ms: float, ok: bool) -> 
 def test_destroy_in_conn_sent_must_be_measured_and_succeed() -> None:
     breaks(destroy_in_conn_sent(None), SIW, "destroy-in-conn-sent-bounded", "no measured duration")
     breaks(destroy_in_conn_sent(5, "EBUSY"), SIW, "destroy-in-conn-sent-bounded", "failed: EBUSY")
+
+
+def test_destroy_in_conn_sent_that_does_not_wait_breaks_its_lower_bound() -> None:
+    """The peer never answered, yet the destroy returned long before siw's MPA timer."""
+    breaks(
+        destroy_in_conn_sent(5),
+        SIW,
+        "destroy-in-conn-sent-bounded",
+        "returned 14.0 ms after its connect, before the connect timeout",
+    )
+    conforms(destroy_in_conn_sent(5), IW_CXGB4)  # no lower bound known for cxgb4
+
+
+@pytest.mark.parametrize("answer", ["accept", "reject", "destroy"])
+def test_destroy_in_conn_sent_may_return_early_once_the_peer_answered(answer: str) -> None:
+    b = Builder("destroy-racing-reply")
+    b.act("b", "listen", "b:1", 0, backlog=8)
+    b.act("a", "connect", "a:1", 1, listener=True)
+    b.ev("b", "CONNECT_REQUEST", "b:2", 3, listen_id="b:1")
+    b.act("a", "destroy", "a:1", 4, duration_ms=3)
+    b.act("b", answer, "b:2", 5)
+    assert not _run(b.build(), SIW, "destroy-in-conn-sent-bounded")
+
+
+def test_listener_destroy_bounded() -> None:
+    conforms(listener_destroyed(), SIW)
+    slow = listener_destroyed(destroy_ms=2_500)
+    breaks(slow, SIW, "listener-destroy-bounded", "blocked 2500.0 ms, over 2000.0 ms (1 requests")
+    assert not _run(slow, IW_CXGB4, "listener-destroy-bounded")  # the firmware may take 60 s
+    failed = listener_destroyed(destroy_result="EBUSY")
+    breaks(failed, SIW, "listener-destroy-bounded", "destroy of listener b:1 failed: EBUSY")
+
+
+@pytest.mark.parametrize("state", ["absent", "RTS"])
+def test_qp_err_until_close(state: str) -> None:
+    """After the peer's abort the surviving id's QP must be held in ERR until destroyed."""
+    b = connected("iw_cxgb4")
+    b.act("a", "qp_err", "a:1", 100).ev("a", "DISCONNECTED", "a:1", 101, -errno.ECONNRESET)
+    b.ev("b", "DISCONNECTED", "b:2", 103, -errno.ECONNRESET)
+    b.act("b", "qp_state", "b:2", 200, duration_ms=50, qpn=7, state="ERR")
+    b.act("a", "qp_state", "a:1", 200, duration_ms=50, qpn=3, state="ERR")
+    assert not _run(b.build(), IW_CXGB4, "qp-err-until-close")
+    b.act("b", "qp_state", "b:2", 300, duration_ms=50, qpn=7, state=state)
+    what = "is gone" if state == "absent" else "is in RTS"
+    rule = "qp-err-until-close"
+    breaks(b.build(), IW_CXGB4, rule, f"QP 7 of b:2 {what} after the abortive close")
+
+
+def test_siw_reports_no_qp_state_so_only_a_qp_gone_breaks_qp_err_until_close() -> None:
+    b = connected()
+    b.act("a", "qp_err", "a:1", 100).ev("a", "DISCONNECTED", "a:1", 101)
+    b.ev("b", "DISCONNECTED", "b:2", 103)
+    b.act("b", "qp_state", "b:2", 200, duration_ms=50, qpn=1, state="RESET")  # as siw shows
+    conforms(b.build(), SIW)
+    b.act("a", "qp_state", "a:1", 200, duration_ms=50, qpn=1, state="absent")
+    breaks(b.build(), SIW, "qp-err-until-close", "QP 1 of a:1 is gone after the abortive close")
+
+
+def test_qp_state_before_an_abort_or_after_the_destroy_is_not_judged() -> None:
+    b = connected()
+    b.act("b", "qp_state", "b:2", 90, duration_ms=50, qpn=7, state="RTS")  # still connected
+    b.act("a", "destroy", "a:1", 100, duration_ms=5)
+    b.act("a", "qp_state", "a:1", 200, duration_ms=50, qpn=3, state="absent")  # destroyed
+    assert not _run(b.build(), SIW, "qp-err-until-close")
+
+
+@pytest.mark.parametrize("answer", ["accept", "reject"])
+def test_an_answer_on_a_closed_id_fails_with_einval(answer: str) -> None:
+    b = orderly_close_builder()
+    b.act("b", answer, "b:2", 150, "EINVAL")  # after its DISCONNECTED at 103
+    assert not _run(b.build(), SIW, "answer-on-closed-id-fails")
+    assert not _run(b.build(), SIW, "no-event-before-accept")  # not a request's answer
+    b.act("b", answer, "b:2", 160)
+    breaks(b.build(), SIW, "answer-on-closed-id-fails", f"{answer} on b:2, closed, succeeded")
+    b = orderly_close_builder()
+    b.act("b", answer, "b:2", 150, "EBADF")
+    breaks(b.build(), SIW, "answer-on-closed-id-fails", "failed with EBADF: expected EINVAL")
+
+
+def test_a_second_answer_to_a_request_fails() -> None:
+    b = connected()  # b:2 accepted at connect
+    b.act("b", "reject", "b:2", 50)
+    breaks(b.build(), SIW, "answer-on-closed-id-fails", "reject on b:2, answered already")
+
+
+@pytest.mark.parametrize("result", ["ok", "EINVAL"])
+def test_an_accept_after_the_peer_gave_up_fails_econnreset(result: str) -> None:
+    b = Builder("accept-after-abort")
+    b.act("b", "listen", "b:1", 0, backlog=8)
+    b.act("a", "connect", "a:1", 1, listener=True)
+    b.ev("a", "ADDR_RESOLVED", "a:1", 0.5)
+    b.ev("b", "CONNECT_REQUEST", "b:2", 3, listen_id="b:1")
+    b.act("a", "destroy", "a:1", 10, duration_ms=10_000)  # the MPA timer: 10 s
+    b.act("b", "accept", "b:2", 11_500, "ECONNRESET")
+    conforms(b.build(), SIW)
+    b.actions[-1] = replace(b.actions[-1], result=result)
+    got = "succeeded" if result == "ok" else "failed with EINVAL"
+    breaks(b.build(), SIW, "accept-after-peer-abort-fails", f"accept on b:2 {got} after its peer")
+
+
+def test_an_accept_right_after_the_peers_destroy_is_not_judged() -> None:
+    b = Builder("accept-racing-abort")
+    b.act("b", "listen", "b:1", 0, backlog=8)
+    b.act("a", "connect", "a:1", 1, listener=True)
+    b.ev("a", "ADDR_RESOLVED", "a:1", 0.5)
+    b.ev("b", "CONNECT_REQUEST", "b:2", 3, listen_id="b:1")
+    b.act("a", "destroy", "a:1", 10, duration_ms=10_000)
+    b.act("b", "accept", "b:2", 10_200)  # the close may not have arrived yet
+    assert not _run(b.build(), SIW, "accept-after-peer-abort-fails")
 
 
 def test_disconnect_idempotent() -> None:

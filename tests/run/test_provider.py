@@ -79,9 +79,10 @@ def _state(dev_a: str, dev_b: str) -> PairState:
     )
 
 
-def _siw(retries2: str) -> SysfsAgent:
+def _siw(retries2: str, syn_retries: str = "6") -> SysfsAgent:
     return SysfsAgent(
-        {"/sys/class/infiniband/siw_eth1/node_desc": SIW_DESC}, {"net.ipv4.tcp_retries2": retries2}
+        {"/sys/class/infiniband/siw_eth1/node_desc": SIW_DESC},
+        {"net.ipv4.tcp_retries2": retries2, "net.ipv4.tcp_syn_retries": syn_retries},
     )
 
 
@@ -108,6 +109,17 @@ def test_a_siw_fallback_is_seen_and_each_hosts_tcp_retries2_shapes_its_profile()
     assert provider.describe("a-b") == (
         "pair a-b runs siw on both hosts (siw fallback: the inventory says iw_cxgb4)"
     )
+
+
+def test_each_hosts_tcp_syn_retries_bounds_its_unreachable_connect() -> None:
+    provider = detect(
+        Hosts({"a": _siw("5", syn_retries="3"), "b": _siw("5")}),
+        _pair(),  # type: ignore[arg-type]
+        _state("siw_eth1", "siw_eth1"),
+    )
+    a, b = provider.profile.of("a"), provider.profile.of("b")
+    assert (a.unreachable_bound_s, b.unreachable_bound_s) == (15.0 + 3.0, 127.0 + 3.0)
+    assert a.unreachable_connect_error == "ETIMEDOUT"
 
 
 def test_two_hosts_with_the_same_settings_share_one_plain_profile() -> None:

@@ -56,6 +56,7 @@ def test_a_t6_host_and_a_siw_fallback_make_a_mixed_pair(hosts: FakeHosts) -> Non
     t6b = hosts.recorded("t6b")
     t6b.write(f"/sys/class/infiniband/{SIW_DEVICE}/node_desc", "Software iWARP stack\n")
     t6b.sysctls["net.ipv4.tcp_retries2"] = "5"
+    t6b.sysctls["net.ipv4.tcp_syn_retries"] = "6"
     provider = _detect(hosts, dev_b=SIW_DEVICE)
     assert provider.driver == "iw_cxgb4+siw"
     assert [h.fallback for h in provider.hosts] == [False, True]
