@@ -13,6 +13,10 @@ from hil.lab import control, kernel, kernel_source, network
 from hil.lab.accel import ACCELS
 from hil.lab.state import default_dir
 
+# Two TCG guests of the debug kernel (KASAN, lockdep, kmemleak) took 209 s to SSH-ready
+# at load 5-7, against 20-40 s for the plain kernel.
+DEBUG_BOOT_TIMEOUT = 900.0
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil lab`` and its subcommands."""
@@ -45,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--boot-timeout",
         type=float,
-        default=control.BOOT_TIMEOUT,
-        help=f"seconds for all guests to become SSH-ready (default {control.BOOT_TIMEOUT:g})",
+        help=f"seconds for all guests to become SSH-ready (default {control.BOOT_TIMEOUT:g}; "
+        f"with --debug {DEBUG_BOOT_TIMEOUT:g})",
     )
     p.add_argument(
         "--kernel",
@@ -104,7 +108,8 @@ def _up(args: argparse.Namespace) -> int:
         hosts=args.hosts,
         memory=args.memory,
         accel_mode=args.accel,
-        boot_timeout=args.boot_timeout,
+        boot_timeout=args.boot_timeout
+        or (DEBUG_BOOT_TIMEOUT if args.debug else control.BOOT_TIMEOUT),
         image=_image(args.kernel, args.debug),
     )
     print(control.inventory_path(args.dir))
