@@ -34,6 +34,7 @@ from . import (
     PROTOCOL_VERSION,
     clockpeer,
     cm,
+    cmclose,
     ethtool,
     kmsg,
     netlink,
@@ -61,6 +62,7 @@ METHODS: dict[str, Callable[..., object]] = {
         cm.METHODS,
         probe.METHODS,
         clockpeer.METHODS,
+        cmclose.METHODS,
     )
     for name, fn in table.items()
 }

@@ -96,6 +96,8 @@ MethodName = Literal[
     # clockpeer.py
     "clock_echo",
     "clock_probe",
+    # cmclose.py
+    "cm_close_race",
 ]
 
 # The ``type`` of an error answer (raised on the agent as ``OpError(kind, ...)``).
@@ -459,6 +461,27 @@ class ClockProbeReply(TypedDict):
     # prober's CLOCK_MONOTONIC, t2 received and t3 answered on the echo's.
     samples: list[list[int]]
     sent: int  # probes sent, answered or not
+
+
+# -- closing an event channel under rdma_resolve_route (cmclose.py) -----------------
+
+
+class CloseRaceParams(TypedDict):
+    dst: str
+    port: int
+    src: str
+    delays_us: list[int]  # one round each: the close this long after rdma_resolve_route
+
+
+class CloseRound(TypedDict):
+    route_us: int  # how long rdma_resolve_route took
+    close_after_us: int  # from its return to the close
+    queued: bool  # the route's event had reached the file before the close
+    t_us: int  # host CLOCK_MONOTONIC of the close
+
+
+class CloseRaceReply(TypedDict):
+    rounds: list[CloseRound]
 
 
 # -- CM endpoint operations (cm_call) -------------------------------------------------
@@ -903,6 +926,7 @@ CM_KILL = Method("cm_kill", EndpointParams, KillReply)
 CM_CLOSE = Method("cm_close", EndpointParams, CloseReply)
 CM_ENDPOINTS = Method("cm_endpoints", NoParams, list[EndpointReply])
 TCP_EXCHANGE = Method("tcp_exchange", TcpExchangeParams, TcpExchangeReply)
+CM_CLOSE_RACE = Method("cm_close_race", CloseRaceParams, CloseRaceReply)
 
 METHODS: dict[MethodName, Method[Any, Any]] = {
     m.name: m
@@ -914,7 +938,7 @@ METHODS: dict[MethodName, Method[Any, Any]] = {
         RDMA_DEVICES, RDMA_LINKS, RDMA_ADD_SIW, RDMA_DELETE_LINK, RDMA_RESOURCES,
         KMSG_CURSOR, KMSG_READ, KMSG_CLOSE,
         CM_NOW, CLOCK_PAIR, CM_OPEN, CM_CALL, CM_KILL, CM_CLOSE, CM_ENDPOINTS,
-        TCP_EXCHANGE,
+        TCP_EXCHANGE, CM_CLOSE_RACE,
     )
 }  # fmt: skip
 
