@@ -51,6 +51,7 @@ MAX_COUNT = 1024
 LEAD_S = 1.0  # the active start lies this far ahead: serves started, a held channel paused
 REPLY_SLACK_S = 30.0  # past a worker's deadline: its last destroys, the reply's way back
 MAX_BACKLOG_SYSCTL = "net.rdma_ucm.max_backlog"
+HELD_IDLE_S = 1.0  # a held listener's serving ends this long after its last event
 
 
 def _check(count: int, processes: int, listeners: int, parallel: int, traffic: int) -> None:
@@ -111,6 +112,8 @@ def run_storm(
                 deadline_s=deadline_s,
                 after=lis.ep.cursor,
             )
+            if hold_s > 0:  # every request came during the hold (or was refused): none later
+                params["idle_s"] = HELD_IDLE_S
             return _call(lis.ep, params, deadline_s + hold_s)
 
         def connect(k: int) -> wire.StormReply:
