@@ -299,7 +299,7 @@ def listener_destroy(s: PairSides, pending: int = 2, accepted: int = 1) -> Timel
         for i, t in enumerate(tries):
             rec.label(f"p{i}", t.id)
         time.sleep(ARRIVE_S)
-        out = listener.ep.destroy(listener.id)
+        out = listener.ep.destroy(listener.id, timeout=waits(s).destroy_s)
         if out.action.duration_us is not None:
             rec.metric("destroy_blocked_us", out.action.duration_us)
         listener.ep.pause(False)

@@ -48,8 +48,10 @@ class Waits:
     ``reply_s``: a connect's answer or request (the connect timeout: siw's
     MPAREQ_TIMEOUT, iw_cxgb4's ``ep_timeout_secs``); ``close_s``: a close's
     DISCONNECTED (iw_cxgb4 waits up to ``ep_timeout_secs`` for the peer's
-    FIN); ``destroy_s``: rdma_destroy_id, which may block for either.  Each
-    ``*_why`` says where its bound came from, for a step's timeout message.
+    FIN); ``destroy_s``: rdma_destroy_id, which may block for either, or on a
+    listener until the provider lets it go (iw_cxgb4's firmware: up to
+    C4IW_WR_TO).  Each ``*_why`` says where its bound came from, for a step's
+    timeout message.
     """
 
     reply_s: float
@@ -72,14 +74,16 @@ def waits(s: PairView) -> Waits:
     close_why = f"{close.name} close bound {close.local_close_bound_s:g} s + slack {slack:g} s"
     reply_s = reply.conn_sent_destroy_bound_s + slack
     close_s = close.local_close_bound_s + slack
-    return Waits(
-        reply_s,
-        close_s,
-        max(reply_s, close_s),
-        reply_why,
-        close_why,
-        reply_why if reply_s >= close_s else close_why,
+    listen = max(profiles, key=lambda p: p.listener_destroy_bound_s)
+    listen_s = listen.listener_destroy_bound_s + slack
+    listen_why = (
+        f"{listen.name} listener destroy bound {listen.listener_destroy_bound_s:g} s "
+        f"+ slack {slack:g} s"
     )
+    destroy_s, destroy_why = max(
+        (reply_s, reply_why), (close_s, close_why), (listen_s, listen_why), key=lambda w: w[0]
+    )
+    return Waits(reply_s, close_s, destroy_s, reply_why, close_why, destroy_why)
 
 
 class StepFailed(RemoteError):
