@@ -37,8 +37,10 @@ TOOL = "ibv_asyncwatch"
 EVENT = re.compile(r"event_type (IBV_EVENT_\w+)")
 OPEN_S = 10.0  # at most, for the tool to start and open the device (a loaded TCG guest)
 POLL_S = 0.2
-# timeout(1)'s status when the tool ran its time (124), or was ended by pkill (SIGTERM).
-ENDED = frozenset({124, 128 + 15})
+# How the run ends as it should: timeout(1) ran out (124), or the tool was ended by
+# pkill's SIGTERM, which timeout(1) passes on by dying of it too (-15 to the agent;
+# 143 from a shell).
+ENDED = frozenset({124, -15, 128 + 15})
 
 
 class AsyncWatch:
