@@ -52,8 +52,9 @@ if TYPE_CHECKING:
 
 ORDERS = ("destroy_first", "in_flight", "terminate_first")
 # terminate_first is read on one clock; the other two compare the peer's close with the
-# destroy across the hosts, certain only beyond the clocks' uncertainty (docs/cm-engine.md).
-CERTAIN = ("terminate_first",)
+# destroy across the hosts, certain beyond the host-to-host clock's +/- 0.3-0.5 ms: a
+# destroy right after the post is destroy_first; in_flight's window is narrower (counted).
+CERTAIN = ("destroy_first", "terminate_first")
 CALIBRATION_ROUNDS = 2
 ROUND_US = 100_000  # between two rounds' writes, past the window
 START_MARGIN_US = 100_000
