@@ -133,6 +133,29 @@ def test_cxgb4_3e1e783998f6_endpoint_timeout_under_a_flood(
     _reached(tl)
 
 
+def test_siw_netdev_removed_under_port_queries_and_a_bound_id(
+    cm: CMSession, contract: Contract
+) -> None:
+    """RDMA/siw: Remove direct link to net_device (December 2024; syzbot
+    4b87489410b4efd181bf, KASAN slab-use-after-free in siw_query_port).
+
+    siw kept its own pointer to the net_device, stale once the netdev was
+    unregistered while the RDMA device still answered port queries.  Here, on
+    the active host: a veth with a siw device on it, a cm_id listening on its
+    address, `rdma link show` port queries running, and a connection on the
+    pair's own device; the veth is deleted.  The removal waits for the
+    device's user (the bound id and the verbs context librdmacm opened: siw
+    cannot disassociate one) until its process exits after 1 s, the device
+    goes, a query ran across the removal, and the pair's connection closes
+    orderly afterwards.  Debian 6.1.192 does NOT carry this fix (siw.h still
+    has ``sdev->netdev``): on the 6.1 lab only a debug (KASAN) kernel can
+    show the bug; the 6.12 kernel has the fix.
+    """
+    tl = cm.run("regress_siw_netdev_removed")
+    contract(tl)
+    _reached(tl)
+
+
 def test_ucma_event_channel_closed_while_resolve_route_runs(
     cm: CMSession, contract: Contract
 ) -> None:

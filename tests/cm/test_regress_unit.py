@@ -7,7 +7,10 @@ evidence functions get timelines and stamps made up to be reached or not.
 from __future__ import annotations
 
 import struct
+import time
 
+from hil.agent.types import RdmaLink
+from hil.cm.regressions.device import DEVICE, Queries
 from hil.cm.regressions.evidence import missing
 from hil.cm.regressions.iwcm import _early
 from hil.cm.regressions.siw import MARKERS, _fastest, _overlap, _rejecting
@@ -74,3 +77,29 @@ def test_an_id_destroyed_before_its_disconnected_came_counts_as_early() -> None:
     assert _early(run, [closed(400, "b:1.1"), closed(450, "b:1.2")]) == 0
     skipped = StepRun(1, "destroy", "skipped", "b", "hb", id="b:1.3")
     assert _early(ScenarioRun("b", "hb", 0, 0, 0, (skipped,), ()), []) == 0
+
+
+class FakeAgent:
+    """The agent boundary of ``Queries``: lists the device twice, then fails once, then not."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def rdma_links(self, timeout: float | None = None) -> list[RdmaLink]:
+        self.calls += 1
+        time.sleep(0.01)
+        if self.calls == 3:
+            raise RuntimeError("rdma link show: device vanished")
+        present = self.calls < 3
+        return [RdmaLink(DEVICE if present else "siw0", 1, "ACTIVE", "LINK_UP", "hilrg0")]
+
+
+def test_port_queries_record_when_they_ran_and_what_they_saw() -> None:
+    with Queries(FakeAgent()) as q:  # type: ignore[arg-type]
+        while len(q.done) < 5:
+            time.sleep(0.01)
+    listed = [seen for *_, seen in q.done]
+    assert listed[:2] == [True, True] and not any(listed[2:])
+    assert q.failed == ["RuntimeError: rdma link show: device vanished"]
+    start, end, _ = q.done[1]
+    assert q.across((start + end) // 2) and not q.across(q.done[0][0] - 1)

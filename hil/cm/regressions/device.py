@@ -1,0 +1,151 @@
+"""Device removal regressions: the netdev under a siw device goes while the device is in use.
+
+- ``regress_siw_netdev_removed`` guards "RDMA/siw: Remove direct link to
+  net_device" (Bernard Metzler, December 2024, syzbot
+  4b87489410b4efd181bf: KASAN slab-use-after-free in siw_query_port /
+  dev_get_flags): siw kept its own pointer to the net_device, which went
+  stale when the netdev was unregistered while the RDMA device still
+  answered port queries.  Debian 6.1.192's siw still has that pointer
+  (``sdev->netdev``): the lab's 6.1 kernel lacks this fix, which only a
+  debug lab (KASAN) can see fail.
+
+On the active host: a veth with a siw device on it, a cm_id bound and
+listening on its address, port queries running (``rdma link show``: each
+one queries every port), and a connection on the pair's own device; then
+the veth is deleted.  The device must go, the queries must have run across
+the removal, and the pair's connection must not notice.  The unregistration
+waits for everything that uses the device: the bound id, and the verbs
+context librdmacm opened for it, which siw cannot disassociate (no
+``disassociate_ucontext``), so ``ip link del`` blocks until the id's process
+exits; DEVICE_REMOVAL did not reach it first (seen on the lab: none in 3 s
+before the exit, the delete returned 0.15 s after it).  The case holds the
+device 1 s, then kills that process, and asks that the removal waited for
+it.  Everything made is journaled before it is made.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from hil.cm import steps
+from hil.cm.clock import controller_us
+from hil.cm.registry import sequence
+from hil.cm.regressions.evidence import note
+from hil.errors import InputError
+from hil.host.journal import agent_undo
+from hil.judge.timeline import Timeline
+
+if TYPE_CHECKING:
+    from hil.agent.agent import Agent
+    from hil.cm.sides import PairSides
+    from hil.host.journal import Journal
+
+NETDEV, PEER, DEVICE = "hilrg0", "hilrg1", "hilrgsiw0"
+ADDRESS = "198.19.255.1"  # benchmarking range, on a veth that leaves no host
+PREFIX = 30
+GONE_S = 10.0  # the device goes (a queued unregistration) within this once nothing holds it
+HOLD_S = 1.0  # how long the bound id's process keeps the device before it lets go
+
+
+class Queries:
+    """``rdma link show`` (a port query of every device) over and over in a thread; the
+    controller time each query began and ended, and whether it listed the device."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.done: list[tuple[int, int, bool]] = []
+        self.failed: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Queries:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            start = controller_us()
+            try:
+                listed = any(p.device == DEVICE for p in self.agent.rdma_links(timeout=10))
+            except Exception as e:  # noqa: BLE001 -- a failed query is evidence, kept and shown
+                self.failed.append(f"{type(e).__name__}: {e}")
+                listed = False
+            self.done.append((start, controller_us(), listed))
+
+    def across(self, t_us: int) -> bool:
+        """True when a query began before ``t_us`` and ended after it."""
+        return any(start < t_us < end for start, end, _ in self.done)
+
+
+@sequence
+def regress_siw_netdev_removed(s: PairSides) -> Timeline:
+    """syzbot 4b87489410b4efd181bf: a siw device's netdev deleted under queries and a bound id."""
+    if s.journal is None:
+        raise InputError("regress_siw_netdev_removed changes a host: it needs a restore journal")
+    host, agent = s.host(s.active), s.agent(s.active)
+    with s.recording("regress-siw-netdev-removed") as rec:
+        made = _make_device(s.journal, host, agent)
+        try:
+            listener = steps.listen(rec, s.passive)
+            conn = steps.establish(rec, rec.endpoint(s.active), listener, "pair")
+            bound = rec.endpoint(s.active)
+            got = bound.listen(ADDRESS, s.port(), 4)
+            with ThreadPoolExecutor(max_workers=1) as pool, Queries(agent) as queries:
+                time.sleep(0.3)  # a few queries with the device present
+                start = controller_us()
+                # The unregistration waits for what uses the device: the bound id and the
+                # verbs context librdmacm opened for it (siw cannot disassociate one), so
+                # DEVICE_REMOVAL only comes once its process has let go of both, by exiting.
+                deleting = pool.submit(agent.delete_link, NETDEV)
+                early = bound.wait("DEVICE_REMOVAL", got.id, HOLD_S) if got.id else None
+                kill = bound.kill((got.id,) if got.id else ())
+                deleting.result()
+                deleted = rec.controller_action(s.active, "delete_netdev", start, netdev=NETDEV)
+                gone = _wait_gone(agent)
+            steps.close(conn)
+            steps.teardown(conn)
+            steps.destroy(listener.ep, listener.id)
+        finally:
+            s.journal.undo(s.journal.find([host], regress=made))
+        rec.metric("port_queries", float(len(queries.done)))
+        note(rec, "id_bound_to_the_device", got.ok)
+        note(rec, "queries_saw_the_device", any(listed for *_, listed in queries.done))
+        note(rec, "a_query_ran_across_the_removal", queries.across(start))
+        rec.metric("removal_before_the_exit", 1.0 if early else 0.0)
+        note(rec, "removal_waited_for_the_devices_user", deleted.end_us >= kill.t_us)
+        note(rec, "device_gone", gone)
+    return rec.timeline()
+
+
+def _make_device(journal: Journal, host: str, agent: Agent) -> str:
+    """The veth, its address and the siw device on it, each journaled first; the tag
+    the journal finds them by."""
+    tag = f"{NETDEV}-{controller_us()}"
+    for undo in (
+        agent_undo("delete_link", f"delete veth {NETDEV}", name=NETDEV),
+        agent_undo("rdma_delete_link", f"delete siw device {DEVICE}", name=DEVICE),
+    ):
+        undo.update(missing_ok=True, regress=tag)
+        journal.change(host, undo)
+    agent.add_link(NETDEV, "veth", PEER)
+    agent.add_address(NETDEV, f"{ADDRESS}/{PREFIX}")
+    agent.set_link(NETDEV, up=True)
+    agent.set_link(PEER, up=True)
+    agent.add_siw(DEVICE, NETDEV)
+    return tag
+
+
+def _wait_gone(agent: Agent) -> bool:
+    deadline = time.monotonic() + GONE_S
+    while time.monotonic() < deadline:
+        if not any(p.device == DEVICE for p in agent.rdma_links(timeout=10)):
+            return True
+        time.sleep(0.2)
+    return False
