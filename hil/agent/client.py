@@ -39,7 +39,6 @@ from hil.agent.transport import Channel
 from hil.errors import AgentError, CommandTimeout, WaitTimeout
 from hil.timeouts import active, expired
 
-HANDSHAKE_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 10.0
 # Beyond the agent's own grace: the time its timeout answer may take to travel.
 CLIENT_GRACE = AGENT_GRACE + 1.5
@@ -141,7 +140,7 @@ class AgentClient:
         channel: Channel,
         host: str,
         expect_hash: str | None = None,
-        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        handshake_timeout: float | None = None,
     ) -> None:
         self.host = host
         self._channel = channel
@@ -155,7 +154,7 @@ class AgentClient:
         self._reader = threading.Thread(target=self._read, name=f"agent-{host}", daemon=True)
         self._reader.start()
         try:
-            self.hello = self._handshake(expect_hash, handshake_timeout)
+            self.hello = self._handshake(expect_hash, call_bound(handshake_timeout))
         except BaseException:
             channel.close(CLOSE_TIMEOUT)
             raise
@@ -164,8 +163,10 @@ class AgentClient:
         if not self._hello.event.wait(timeout):
             raise AgentError(
                 self.host,
-                f"agent sent no handshake within {timeout:g}s{self._stderr_suffix()}; "
-                "check that the host's python3 runs (inventory 'python')",
+                f"agent sent no handshake within {timeout:g}s (the agent call layer's "
+                f"bound){self._stderr_suffix()}; check that the host's python3 runs "
+                "(inventory 'python'); a slow host (a debug kernel under TCG) needs a larger "
+                "bound: --hil-timeout-agent",
             )
         msg = self._hello.answer
         if msg is None:

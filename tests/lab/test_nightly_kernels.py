@@ -93,7 +93,8 @@ def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
         "python -m hil.report.pipeline suites/test_races.py suites/test_regressions.py "
     )
     assert "--reports artifacts/reports/nightly/6.1-debug" in pipeline
-    assert pipeline.endswith("-- --hil-metric-label kernel=6.1-debug")
+    # A cold agent's handshake on a debug guest takes more than the default 30 s bound.
+    assert pipeline.endswith("-- --hil-timeout-agent 120 --hil-metric-label kernel=6.1-debug")
 
 
 @pytest.mark.parametrize(
