@@ -52,9 +52,10 @@ if TYPE_CHECKING:
 
 ORDERS = ("destroy_first", "in_flight", "terminate_first")
 # terminate_first is read on one clock; the other two compare the peer's close with the
-# destroy across the hosts, certain beyond the host-to-host clock's +/- 0.3-0.5 ms: a
-# destroy right after the post is destroy_first; in_flight's window is narrower (counted).
-CERTAIN = ("destroy_first", "terminate_first")
+# destroy across the hosts (+/- 0.3-0.6 ms with the host-to-host clock).  The bounded sweep
+# reached destroy_first in one run and not in another (its shortest delay, latency - 10 ms,
+# was 1.5 ms when the TERMINATE took 11.5 ms): counted, asked for by the full sweep.
+CERTAIN = ("terminate_first",)
 CALIBRATION_ROUNDS = 2
 ROUND_US = 100_000  # between two rounds' writes, past the window
 START_MARGIN_US = 100_000
