@@ -51,9 +51,9 @@ if TYPE_CHECKING:
     from hil.cm.steps import Listener
 
 ORDERS = ("destroy_first", "in_flight", "reply_first")
-# The orders a sweep reaches on the TCG lab in every run.  in_flight is certain only
-# when the reply's delivery lags its sending by more than the clocks' uncertainty
-# (+/- 5-7 ms there): some runs, one direction, not all (docs/cm-engine.md).
+# The orders a sweep reaches on the TCG lab in every run.  in_flight lies in a window
+# far narrower than the default budget's 10 ms steps: 1 ms steps reach it (5 rounds in
+# 50 per direction, clocks +/- 0.3-0.4 ms; docs/cm-engine.md), a bounded sweep does not.
 CERTAIN = ("destroy_first", "reply_first")
 CALIBRATION_ROUNDS = 3
 LINGER_S = 0.2  # after each script: a late event for a destroyed id would come by then
