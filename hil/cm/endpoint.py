@@ -341,7 +341,7 @@ class Endpoint:
             if entry["kind"] == "event":
                 fresh.append(self._event(entry))
             elif entry["kind"] == "action":
-                self._auto_action(entry)
+                self.add_host_action(entry)
         if fresh:
             self.rec.add_events(fresh)
         self._seen += fresh
@@ -386,7 +386,9 @@ class Endpoint:
             remote=raw["remote"],
         )
 
-    def _auto_action(self, raw: wire.CMActionEntry) -> None:
+    def add_host_action(self, raw: wire.CMActionEntry | wire.StormActionEntry) -> None:
+        """Put a call the worker made by itself (an auto-answer, a storm's call) on the
+        timeline, at its host time moved onto the controller's."""
         self.rec.add_action(
             Action(
                 self.to_controller(raw["t_us"]),

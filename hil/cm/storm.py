@@ -40,7 +40,7 @@ from hil.cm.registry import sequence
 from hil.cm.steps import Listener, waits
 from hil.cm.stormstats import ACTIVE_STEPS, PASSIVE_STEPS, StormResult, rate, stats
 from hil.errors import InputError
-from hil.judge.timeline import Action, Timeline
+from hil.judge.timeline import Timeline
 
 if TYPE_CHECKING:
     from hil.cm.endpoint import Endpoint
@@ -140,7 +140,7 @@ def run_storm(
             a_replies = [(active[k], f.result()) for k, f in enumerate(made)]
             p_replies = [(lst[k].ep, f.result()) for k, f in enumerate(served)]
         for ep, reply in a_replies + p_replies:
-            _record(rec, ep, reply)
+            _record(ep, reply)
         _label(rec, a_replies, p_replies)
         per_listener = [sum(shares[k::listeners]) for k in range(listeners)]
         expected = sum(max(0, n - effective) for n in per_listener) if hold_s > 0 else 0
@@ -154,21 +154,11 @@ def _call(ep: Endpoint, params: wire.StormParams, deadline_s: float) -> wire.Sto
     return cm_request(ep.agent, ep.number, wire.OP_STORM, params, deadline_s + REPLY_SLACK_S)
 
 
-def _record(rec: Recording, ep: Endpoint, reply: wire.StormReply) -> None:
+def _record(ep: Endpoint, reply: wire.StormReply) -> None:
     """The worker's events, then its calls as actions (host times moved onto ours)."""
     ep.ingest(reply["log"])
     for a in reply["actions"]:
-        rec.add_action(
-            Action(
-                ep.to_controller(a["t_us"]),
-                ep.side,
-                a["name"],
-                ep.name(a["id"]),
-                a["params"],
-                a["result"],
-                a["us"],
-            )
-        )
+        ep.add_host_action(a)
 
 
 def _label(
