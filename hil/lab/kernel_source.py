@@ -69,15 +69,20 @@ def find_source(src_dir: Path = SRC_DIR, spec: str | None = None) -> KernelSourc
             raise InputError(f"kernel source {spec}: no such file")
         package = tarball.name.removesuffix(".tar.xz")
         package_name(package)  # a linux-source-X.Y tarball, or a clear error
-    else:
-        package = package_name(spec)
-        tarball = src_dir / f"{package}.tar.xz"
-        if not tarball.is_file():
-            raise LabError(
-                f"no {package} tarball in {src_dir}: install it with "
-                f"`apt-get install {package}`"
-                + (" (or run ci/install)" if package == DEFAULT_SOURCE else "")
-            )
+        # Not dpkg's version: a tarball given by path need not be the installed
+        # package's (an installed one has its changelog beside it all the same).
+        return KernelSource(package, _changelog_version(tarball) or _mtime_tag(tarball), tarball)
+    package = package_name(spec)
+    tarball = src_dir / f"{package}.tar.xz"
+    if not tarball.is_file():
+        series = package.removeprefix("linux-source-")
+        install = (
+            "ci/install" if package == DEFAULT_SOURCE else f"ci/install --kernel-sources {series}"
+        )
+        raise LabError(
+            f"no {package} tarball in {src_dir}: install it with "
+            f"`apt-get install {package}` (or run {install})"
+        )
     version = _package_version(package) or _changelog_version(tarball) or _mtime_tag(tarball)
     return KernelSource(package, version, tarball)
 
