@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hil.agent.client import AgentCallError, cm_request, decode_reply, request
+from hil.agent.client import AgentCallError, call_bound, cm_request, decode_reply, request
 from hil.agent.remote import protocol as wire
 from hil.cm.clock import controller_us
 from hil.errors import CommandTimeout, RemoteError
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from hil.agent import Agent
     from hil.cm.interfaces import Recorder
 
-OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest
+OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest (or the agent layer's)
 # Event.seq = endpoint number * SEQ_STRIDE + position in that endpoint's channel:
 # unique per host, and in delivery order for endpoints used one after another.
 SEQ_STRIDE = 1_000_000
@@ -86,7 +86,8 @@ class Endpoint:
         cls, rec: Recorder, side: str, host: str, agent: Agent, offset: ClockOffset
     ) -> Endpoint:
         """Start a worker with its own event channel on ``host``."""
-        got = request(agent, wire.CM_OPEN, wire.NoParams(), OPEN_TIMEOUT)
+        # A raised agent call layer (--hil-timeout-agent: a debug lab's) raises this too.
+        got = request(agent, wire.CM_OPEN, wire.NoParams(), max(OPEN_TIMEOUT, call_bound(None)))
         return cls(rec, side, host, agent, offset, got["endpoint"], got["pid"])
 
     # -- naming and time -----------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from agenttest import StrictAgent
 
 from hil.agent.client import AgentCallError
+from hil.agent.remote.cm import start_bound
 from hil.cm.clock import wall_sample
 
 
@@ -67,3 +68,11 @@ def test_cm_methods_are_announced(local_agent: StrictAgent) -> None:
     assert {"cm_now", "cm_open", "cm_call", "cm_kill", "cm_close", "cm_endpoints"} <= set(
         local_agent.hello.methods
     )
+
+
+@pytest.mark.parametrize("call, start", [(30.0, 20.0), (120.0, 110.0), (4.0, 2.0)])
+def test_a_workers_start_gets_the_calls_bound_less_the_time_to_answer(
+    call: float, start: float
+) -> None:
+    # A debug lab's TCG guest took over 20 s to start one (the old fixed bound).
+    assert start_bound(call) == start
