@@ -170,6 +170,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if marker_reqs and hs.reserved is not None:
         reason = hs.unmet(marker_reqs)
         if reason:
+            from hil.plugin import kernel
+
+            if hs.run is not None:
+                kernel.label_skipped(item.config, hs.run)
             pytest.skip(reason)
 
 

@@ -2,7 +2,8 @@
 
 - a ``kernel`` label on the test: the release the pair's hosts run (``uname -r``,
   read once per session), so that a nightly over a kernel matrix
-  (``ci/nightly --kernels 6.1,6.12``) shows which kernel each result ran on;
+  (``ci/nightly --kernels 6.1,6.12``) shows which kernel each result ran on (a
+  test skipped for what the pair lacks too: :func:`label_skipped`);
 - on hosts whose kernel runs kmemleak (the debug lab, ``hil lab up --debug``): a
   kmemleak scan after the test, before the after-test kernel-log check reads the
   log, so a leak the test made fails it there (``kmemleak: N new suspected memory
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from hil import tools
+from hil.errors import HilError
 from hil.host import kmemleak
 from hil.host.evidence import each
 from hil.report import attach
@@ -57,6 +59,17 @@ def hil_kernel(request: pytest.FixtureRequest) -> Iterator[None]:
         if report:
             attach.note(f"kmemleak report of {name}", report)
             request.node.add_report_section("teardown", f"kmemleak {name}", report)
+
+
+def label_skipped(config: pytest.Config, run: PairRun) -> None:
+    """The ``kernel`` label of a test skipped before its setup (the pair lacks what it
+    requires), so that every result of a matrix night names its kernel."""
+    try:
+        releases = _releases(config, run)
+    except HilError:
+        return  # a host out of reach: the next test's setup says so
+    for release in releases:
+        attach.label("kernel", release)
 
 
 def _releases(config: pytest.Config, run: PairRun) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from hil.agent.types import CommandResult
+from hil.errors import Unreachable
 from hil.plugin import kernel
 from tests.host.test_kmemleak import Kmemleak
 
@@ -66,3 +67,31 @@ def test_kmemleak_hosts_are_found_once_and_boots_leaks_cleared() -> None:
     assert (a.commands, a.reported) == (["clear"], [])
     assert kernel._kmemleak_hosts(config, _run(a, b)) == ("lab0-a",)
     assert a.commands == ["clear"]
+
+
+def _labels(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    got: list[tuple[str, str]] = []
+    monkeypatch.setattr(kernel.attach, "label", lambda name, value: got.append((name, value)))
+    return got
+
+
+def test_a_test_skipped_for_what_the_pair_lacks_is_labelled_with_its_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first test of a session may be such a one: the releases are read for it.
+    labels = _labels(monkeypatch)
+    kernel.label_skipped(_config(), _run(Host("6.12.57", False), Host("6.12.57", False)))
+    assert labels == [("kernel", "6.12.57")]
+
+
+def test_a_host_out_of_reach_leaves_a_skipped_test_unlabelled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unreachable(name: str) -> Host:
+        raise Unreachable(name, "ssh: connection refused")
+
+    labels = _labels(monkeypatch)
+    run = _run(Host("6.1.0", False), Host("6.1.0", False))
+    run.hosts.agent = unreachable
+    kernel.label_skipped(_config(), run)
+    assert labels == []
