@@ -9,11 +9,15 @@ from __future__ import annotations
 import struct
 import time
 
+import pytest
+
+from hil.agent.remote.protocol import CloseRound
 from hil.agent.types import RdmaLink
 from hil.cm.regressions.device import DEVICE, Queries
 from hil.cm.regressions.evidence import missing
 from hil.cm.regressions.iwcm import _early
 from hil.cm.regressions.siw import MARKERS, _fastest, _overlap, _rejecting
+from hil.cm.regressions.ucma import right_after
 from hil.cm.scenario import ScenarioRun, StepRun
 from hil.judge.timeline import Action, Event, Timeline
 
@@ -103,3 +107,20 @@ def test_port_queries_record_when_they_ran_and_what_they_saw() -> None:
     assert q.failed == ["RuntimeError: rdma link show: device vanished"]
     start, end, _ = q.done[1]
     assert q.across((start + end) // 2) and not q.across(q.done[0][0] - 1)
+
+
+@pytest.mark.parametrize(
+    "route_us, close_after_us, prompt",
+    [
+        (300, 60, True),  # the plain kernel: within 100 µs
+        (300, 140, False),
+        (1175, 158, True),  # the debug kernel (lab, 2026-12-01): a quarter of a slow call
+        (612, 189, False),
+        (3089, 1123, False),
+    ],
+)
+def test_a_close_right_after_resolve_route_is_within_100us_or_a_quarter_of_the_call(
+    route_us: int, close_after_us: int, prompt: bool
+) -> None:
+    r = CloseRound(route_us=route_us, close_after_us=close_after_us, queued=True, t_us=1)
+    assert right_after(r) is prompt

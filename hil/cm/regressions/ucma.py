@@ -13,8 +13,11 @@
 On the lab's one-vCPU guests the route's work has always run by the time
 rdma_resolve_route returns to user space (the woken kworker runs first), so
 a close while it is still queued needs more CPUs: the sequence counts those
-rounds (``closed_with_route_pending``) but asks only for a close within
-100 µs of rdma_resolve_route's return, its event unread.
+rounds (``closed_with_route_pending``) but asks only for a close right after
+rdma_resolve_route's return, its event unread: within 100 µs, or within a
+quarter of the call's own time where that is longer (on the debug kernel under
+TCG the quickest closes came 133-158 µs after the return, the call itself
+took 0.4-6 ms; 2026-12-01).
 """
 
 from __future__ import annotations
@@ -33,6 +36,13 @@ if TYPE_CHECKING:
 
 DELAYS_US = (0, 0, 0, 0, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 PROMPT_US = 100  # a close this soon after rdma_resolve_route returned is "right after" it
+
+
+def right_after(r: wire.CloseRound) -> bool:
+    """Whether round ``r`` closed right after rdma_resolve_route returned: within
+    :data:`PROMPT_US`, or a quarter of the call's own time on a kernel where calls
+    are that slow (a debug kernel's, where no close can follow within 100 µs)."""
+    return r["close_after_us"] <= max(PROMPT_US, r["route_us"] // 4)
 
 
 @sequence
@@ -63,7 +73,9 @@ def regress_ucma_close_during_resolve_route(s: PairSides, sweeps: int = 2) -> Ti
         pending = sum(1 for r in got["rounds"] if not r["queued"])
         rec.metric("closed_with_route_pending", float(pending))
         rec.metric("closed_with_event_queued", float(len(got["rounds"]) - pending))
-        prompt = [r for r in got["rounds"] if r["close_after_us"] <= PROMPT_US]
-        rec.metric("closed_within_100us", float(len(prompt)))
+        within = [r for r in got["rounds"] if r["close_after_us"] <= PROMPT_US]
+        rec.metric("closed_within_100us", float(len(within)))
+        prompt = [r for r in got["rounds"] if right_after(r)]
+        rec.metric("closed_right_after", float(len(prompt)))
         note(rec, "a_close_right_after_resolve_route", bool(prompt))
     return rec.timeline()
