@@ -53,10 +53,18 @@ _STAT = re.compile(r"^(\d+) packets? (captured|dropped by kernel)$", re.MULTILIN
 # status when it ends; a reader of stdin stops it (TERM) at the first line or EOF, and
 # removes FILE at the next (the wrapper exits with rm's status).  The reader gets stdin
 # as fd 3: an asynchronous list's own stdin is /dev/null.  Hangup and broken pipe are
-# ignored so that a lost connection still gets to the removal.
+# ignored so that a lost connection still gets to the removal.  Before the TERM it waits
+# until FILE stops growing (DRAIN_STEPS polls of DRAIN_S): tcpdump leaves what it has not
+# yet read from its socket when TERM comes, and on a loaded host that was the last packet
+# of the test (a close's last ACK), which the wire rules then miss.
+DRAIN_S = 0.2
+DRAIN_STEPS = 10
 _WRAPPER = (
     "trap '' HUP PIPE; f=$1; shift; exec 3<&0; \"$@\" & pid=$!; "
-    '{ read -r _ <&3; kill -TERM "$pid" 2>/dev/null; read -r _ <&3; rm -f -- "$f"; } & '
+    "{ read -r _ <&3; n=0; s=-1; "
+    f'while [ $n -lt {DRAIN_STEPS} ] && z=$(stat -c %s -- "$f" 2>/dev/null) '
+    f'&& [ "$z" != "$s" ]; do s=$z; n=$((n+1)); sleep {DRAIN_S:g}; done; '
+    'kill -TERM "$pid" 2>/dev/null; read -r _ <&3; rm -f -- "$f"; } & '
     'reader=$!; wait "$pid"; echo "$?"; wait "$reader"'
 )
 

@@ -68,7 +68,9 @@ def test_a_step_at_a_host_time_runs_then_not_before(worker: tuple[Worker, FakeLi
     got = w.scenario(steps=[{"op": "pause", "params": {"on": False}, "at_us": at}])
     (step,) = got["steps"]
     assert step["result"] == "ok" and step["target_us"] == at <= step["t_us"]
-    assert step["late_us"] < 50_000  # measured: a loaded CI machine is slower than this
+    # Late by scheduling only: a timer read in the wrong unit or a missed wakeup is off by
+    # seconds, while a loaded 2-core machine has woken this 68 ms late.
+    assert step["late_us"] < 1_000_000
 
 
 def test_an_event_that_never_comes_skips_the_rest_within_its_bound(

@@ -12,7 +12,7 @@ from netnslab import NetnsLab
 
 from hil.errors import SSHError
 from hil.ssh import SSHPool, SSHSession
-from hil.wire.capture import Capture
+from hil.wire.capture import _WRAPPER, Capture
 
 PCAP_MAGIC = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")
 
@@ -107,3 +107,32 @@ def test_a_lost_connection_stops_the_capture_and_removes_its_file(
         time.sleep(0.1)
     assert tcpdumps(netns_lab) == []
     assert not Path(cap.remote).exists()
+
+
+def test_the_stop_waits_until_the_file_stops_growing_before_it_ends_tcpdump(
+    tmp_path: Path,
+) -> None:
+    # The wrapper itself, run by the local sh, with a writer in tcpdump's place that is
+    # still appending when the stop line comes: every write must land before the TERM.
+    out, trace = tmp_path / "cap", tmp_path / "trace"
+    writer = (
+        f"trap 'echo term >> {trace}; exit 0' TERM; "
+        f"i=0; while [ $i -lt 6 ]; do printf x >> {out}; i=$((i+1)); sleep 0.1; done; "
+        f"echo done >> {trace}; while :; do sleep 0.05; done"
+    )
+    with subprocess.Popen(
+        ["sh", "-c", _WRAPPER, "hil-capture", str(out), "sh", "-c", writer],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        time.sleep(0.15)  # the writer has begun, and has writes to go
+        proc.stdin.write("stop\n")
+        proc.stdin.flush()
+        status = proc.stdout.readline()
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    assert status.strip() == "0"
+    assert trace.read_text().split() == ["done", "term"]
+    assert not out.exists()  # the second line (EOF) removed the file
