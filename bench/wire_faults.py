@@ -1,7 +1,8 @@
 """The wire judge against siw broken on purpose: each fault kernel fails its suite by name.
 
-For each fault of tests/siw_faults.py: build its kernel from the lab kernel's
-tree (cached after the first time), boot a lab of its own with it, run the
+For each fault of tests/siw_faults.py (two patches of bench/mutants/): build
+its kernel from the lab kernel's tree (hil/lab/patched.py, cached after the
+first time), boot a lab of its own with it, run the
 suite that must catch it, and read from the JUnit report which tests failed
 and whether the expected wire rule is named; then run the same suites on a
 lab of the default kernel, where they must pass.  Prints one line per lab;

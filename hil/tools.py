@@ -188,6 +188,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("xz", "xz-utils", _C, "lab kernel build: unpacks linux-source's .tar.xz (run by tar)"),
     Tool("pahole", "dwarves", _C, "lab kernel build: BTF (run by make)"),
     Tool("ccache", "ccache", _C, "lab kernel build: keeps compiles between rebuilds"),
+    Tool("patch", "patch", _C, "applies a mutant's diff to a copy of the lab kernel tree"),
     Tool(
         "allure",
         "allure-commandline",

@@ -193,8 +193,19 @@ def build_lock(progress: Progress) -> Iterator[None]:
     """Held while a kernel is built: one build (or copy of the tree) at a time per machine."""
     lock_path = cache_root() / "kernel" / ".build.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as f:
-        deadline = time.monotonic() + BUILD_TIMEOUT
+    with waited_lock(lock_path, BUILD_TIMEOUT, "lab kernel: another build", progress):
+        yield
+
+
+@contextmanager
+def waited_lock(path: Path, timeout: float, holder: str, progress: Progress) -> Iterator[None]:
+    """Hold the flock on ``path``, waiting for ``holder`` at most ``timeout`` seconds.
+
+    Says once on ``progress`` that it waits; LabError naming the lock when
+    the wait runs out.
+    """
+    with open(path, "a") as f:
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -202,11 +213,11 @@ def build_lock(progress: Progress) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise LabError(
-                        f"lab kernel: another build held {lock_path} for over "
-                        f"{BUILD_TIMEOUT:.0f} s; stop it, or remove the lock"
+                        f"{holder} held {path} for over {timeout:.0f} s; stop it, "
+                        "or remove the lock"
                     ) from None
-                if deadline - time.monotonic() > BUILD_TIMEOUT - PROGRESS_EVERY:
-                    progress("lab kernel: another build is running; waiting for it to finish")
+                if deadline - time.monotonic() > timeout - PROGRESS_EVERY:
+                    progress(f"{holder} is running; waiting for it to finish")
                 time.sleep(PROGRESS_EVERY)
         yield
 

@@ -1,0 +1,154 @@
+"""hil/lab/patched.py: patch headers, and a patch applied to a copy, the default tree untouched.
+
+A tiny fake tree stands in for the kernel's (no build here); the last test
+checks every patch of bench/mutants/ against the real lab kernel tree, and
+skips when that tree was never extracted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hil.errors import InputError, LabError
+from hil.lab import kernel, patched
+
+MUTANTS = Path(__file__).resolve().parents[2] / "bench" / "mutants"
+ORIGINAL = {"drivers/a.c": "int a(void)\n{\n\treturn 0;\n}\n", "drivers/b.c": "int b;\n"}
+
+
+def fake_trees(tmp_path: Path) -> tuple[Path, Path]:
+    """A default tree and its copy whose files are hard links to the default's."""
+    base, copy = tmp_path / "base" / "linux", tmp_path / "copy" / "linux"
+    for rel, text in ORIGINAL.items():
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / rel).write_text(text)
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.link(base / rel, copy / rel)
+    return base, copy
+
+
+def write_patch(tmp_path: Path, name: str, new_a: str, header: str | None = None) -> Path:
+    """A patch file of ``drivers/a.c`` -> ``new_a`` made with ``diff -u``, with a header."""
+    (tmp_path / "new.c").write_text(new_a)
+    (tmp_path / "old.c").write_text(ORIGINAL["drivers/a.c"])
+    argv = ["diff", "-u", "--label", "a/drivers/a.c", "--label", "b/drivers/a.c"]
+    diff = subprocess.run(
+        [*argv, str(tmp_path / "old.c"), str(tmp_path / "new.c")],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    ).stdout
+    if header is None:
+        header = (
+            f"Name: {name}\nWrong: a returns 1\n  instead of 0\n"
+            "Killed-by: suites/test_close.py\nKilled-by: suites/test_connect.py -k 'reject or x'\n"
+        )
+    path = tmp_path / f"{name}.patch"
+    path.write_text(header + diff)
+    return path
+
+
+def test_the_header_gives_name_wrong_behaviour_and_suites(tmp_path: Path) -> None:
+    p = patched.read_patch(write_patch(tmp_path, "a-one", ORIGINAL["drivers/a.c"] + "int c;\n"))
+    assert p.name == "a-one"
+    assert p.wrong == "a returns 1 instead of 0"
+    assert p.killed_by == (
+        patched.Suite("suites/test_close.py"),
+        patched.Suite("suites/test_connect.py", "reject or x"),
+    )
+    assert p.killed_by[1].pytest_args() == ["suites/test_connect.py", "-k", "reject or x"]
+    assert p.files == ("drivers/a.c",)
+    assert p.diff.startswith("--- a/drivers/a.c\n")
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        ("Name: other\nWrong: w\nKilled-by: s.py\n", "is not the file's name"),
+        ("Name: bad\nKilled-by: s.py\n", "no Wrong: line"),
+        ("Name: bad\nWrong: w\n", "no Killed-by: line"),
+        ("Name: bad\nWrong: w\nKilled-by: s.py -x y\n", "is not 'SUITE' or 'SUITE -k EXPR'"),
+    ],
+)
+def test_a_bad_header_is_refused_naming_the_file(tmp_path: Path, header: str, problem: str) -> None:
+    path = write_patch(tmp_path, "bad", "int a;\n", header)
+    with pytest.raises(InputError, match=f"patch {path}: .*{problem}"):
+        patched.read_patch(path)
+
+
+def test_a_path_outside_the_tree_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "up.patch"
+    path.write_text("Name: up\nWrong: w\nKilled-by: s.py\n--- a/../x.c\n+++ b/../x.c\n")
+    with pytest.raises(InputError, match="not a path inside the tree"):
+        patched.read_patch(path)
+
+
+def test_a_patch_breaks_only_the_link_of_the_file_it_changes(tmp_path: Path) -> None:
+    base, copy = fake_trees(tmp_path)
+    new_a = ORIGINAL["drivers/a.c"].replace("return 0", "return 1")
+    p = patched.read_patch(write_patch(tmp_path, "a-one", new_a))
+
+    patched.apply(p, base, copy)
+
+    assert (copy / "drivers/a.c").read_text() == new_a
+    assert (base / "drivers/a.c").read_text() == ORIGINAL["drivers/a.c"]
+    assert os.stat(copy / "drivers/a.c").st_ino != os.stat(base / "drivers/a.c").st_ino
+    assert os.stat(copy / "drivers/b.c").st_ino == os.stat(base / "drivers/b.c").st_ino
+    assert not list(copy.rglob("*.orig")) and not list(copy.rglob("*.rej"))
+
+
+def test_applying_again_or_another_patch_starts_from_the_default_file(tmp_path: Path) -> None:
+    base, copy = fake_trees(tmp_path)
+    one = patched.read_patch(write_patch(tmp_path, "one", "int a(void)\n{\n\treturn 1;\n}\n"))
+    patched.apply(one, base, copy)
+    patched.apply(one, base, copy)  # a rebuild of the same tree: not "already applied"
+    assert (copy / "drivers/a.c").read_text() == "int a(void)\n{\n\treturn 1;\n}\n"
+
+    two = patched.read_patch(write_patch(tmp_path, "two", "int a(void)\n{\n\treturn 2;\n}\n"))
+    patched.apply(two, base, copy)
+    assert (copy / "drivers/a.c").read_text() == "int a(void)\n{\n\treturn 2;\n}\n"
+
+
+def test_a_patch_that_does_not_apply_names_the_mutant_and_file(tmp_path: Path) -> None:
+    base, copy = fake_trees(tmp_path)
+    p = patched.read_patch(write_patch(tmp_path, "stale", "int a(void)\n{\n\treturn 1;\n}\n"))
+    (base / "drivers/a.c").write_text("long a(void)\n{\n\treturn 7;\n}\n")  # the source moved on
+
+    with pytest.raises(
+        LabError, match=r"patched stale: .*stale.patch does not apply to drivers/a.c"
+    ):
+        patched.apply(p, base, copy)
+    assert (copy / "drivers/a.c").read_text() == "long a(void)\n{\n\treturn 7;\n}\n"  # dry run
+
+
+def test_a_patch_of_a_file_the_tree_lacks_names_it(tmp_path: Path) -> None:
+    base, copy = fake_trees(tmp_path)
+    path = write_patch(tmp_path, "gone", "int a;\n")
+    path.write_text(path.read_text().replace("drivers/a.c", "drivers/z.c"))
+    with pytest.raises(LabError, match="patched gone: drivers/z.c is not a file of the lab"):
+        patched.apply(patched.read_patch(path), base, copy)
+
+
+def test_every_mutant_applies_to_the_lab_kernel_tree(tmp_path: Path) -> None:
+    try:
+        tree = kernel.tree_dir(kernel.find_source())
+    except LabError as e:
+        pytest.skip(str(e))
+    if not (tree / "drivers/infiniband/sw/siw/siw_cm.c").is_file():
+        pytest.skip(f"no lab kernel tree ({tree}): `hil lab kernel` extracts and builds it")
+    mutants = [patched.read_patch(f) for f in sorted(MUTANTS.glob("*.patch"))]
+    assert len(mutants) >= 10
+    for m in mutants:
+        copy = tmp_path / m.name / "linux"  # its own work dir, as in a real build
+        for rel in m.files:
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.link(tree / rel, copy / rel)
+        before = {rel: (tree / rel).read_bytes() for rel in m.files}
+        patched.apply(m, tree, copy)
+        assert {rel: (tree / rel).read_bytes() for rel in m.files} == before
+        assert all(f"hil mutant {m.name}" in (copy / rel).read_text() for rel in m.files)
