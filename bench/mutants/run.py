@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,19 +76,37 @@ def verdict(run: LabRun) -> tuple[Verdict, str]:
 
 
 def junit_outcomes(path: Path, suite: str) -> tuple[list[tuple[str, str]], list[str], int]:
-    """Failed (id, reason) and errored ids, and the number of tests, from a JUnit report."""
-    failed: list[tuple[str, str]] = []
+    """Failed (id, reason) and errored ids, and the number of tests, from a JUnit report.
+
+    A test fails in its call (an assertion, the contract) or in its teardown
+    with a verdict (``pytest.fail`` of the wire judge or the after-test
+    checks: "failed on teardown with "Failed: ..."): both kill.  Any other
+    error (setup, a crash of the harness) says nothing about the kernel.
+    """
+    failed: dict[str, str] = {}
     errored: list[str] = []
-    tests = 0
+    tests: set[str] = set()
     for case in ET.parse(path).getroot().iter("testcase"):
-        tests += 1
         test_id = f"{Path(suite).name}::{case.get('name')}"
-        if (f := case.find("failure")) is not None:
-            message = (f.get("message") or f.text or "").strip().splitlines()
-            failed.append((test_id, message[0][:160] if message else ""))
-        elif case.find("error") is not None:
-            errored.append(test_id)
-    return failed, errored, tests
+        tests.add(test_id)  # a teardown error repeats the test case
+        for bad in (e for e in case if e.tag in ("failure", "error")):
+            message = f"{bad.get('message') or ''}\n{bad.text or ''}".strip()  # text: in full
+            verdict_ = bad.tag == "failure" or 'failed on teardown with "Failed: ' in message
+            if verdict_ and test_id not in failed:
+                failed[test_id] = _reason(message)
+            elif not verdict_:
+                errored.append(test_id)
+    return list(failed.items()), errored, len(tests)
+
+
+def _reason(message: str) -> str:
+    """What a failure names: the broken contract or wire rules, else its first line."""
+    first = message.removeprefix('failed on teardown with "').splitlines()[0]
+    rules = re.findall(r"^\s*\[([a-z0-9-]+)\] (?:fail|\(profile)", message, re.M)
+    judge = re.match(r"(?:Failed: )?(contract|wire) FAILED", first)
+    if judge and rules:
+        return f"{judge[1]}: {', '.join(dict.fromkeys(rules))}"
+    return first[:160]
 
 
 def _hil(log: Path, *args: str, timeout: float) -> str | None:
@@ -241,7 +260,7 @@ def _mutant(m: patched.Patch, scratch: Path, lock: Path | None, jobs: int) -> Ve
     print(
         f"mutant {m.name:28} {what}{' by ' if what == 'KILLED' else ': '}{detail}",
         f"\n    build {build_s:.0f} s, boot {run.boot_s:.0f} s, suites {run.suites_s:.0f} s",
-        *(f"\n    {t}: {why}" for t, why in run.failed[:3]),
+        *(f"\n    {t}: {why}" for t, why in run.failed),
         sep="",
         flush=True,
     )
