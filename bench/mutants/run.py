@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -210,6 +211,8 @@ def main() -> int:
     p.add_argument("--list", action="store_true", help="list the mutants and exit")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="make -j")
     args = p.parse_args()
+    # SIGTERM (a CI timeout, kill PID) ends like Ctrl-C: the running lab is taken down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         mutants = [patched.read_patch(f) for f in sorted(MUTANTS.glob("*.patch"))]
     except HilError as e:
