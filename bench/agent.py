@@ -16,7 +16,11 @@ virtual-lab guest: ``--inventory "$(hil lab inventory)"``), and prints medians:
 - ``setup``: SSH connect + agent start + handshake, then close;
 - ``agent start``: the agent start and handshake alone, on an open session;
 - ``call ping`` / ``call links``: one round trip over an open SSH session to a
-  running agent (a no-op, and a netlink dump).
+  running agent (a no-op, and a netlink dump);
+- ``CM endpoint open+close``: ``cm_open`` (a worker process started, its
+  librdmacm loaded, its event channel open) and ``cm_close``, what each
+  endpoint of a CM test costs; on a host without RDMA (the netns lab) the
+  open fails after the worker started, and that is what is timed.
 
 To compare builds of hil, run this file with ``PYTHONPATH`` set to each
 checkout: the agent measured is the one that checkout builds.
@@ -34,6 +38,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hil.agent import Agent, build
+from hil.agent.client import AgentCallError
 from hil.agent.deploy import REMOTE_DIR
 from hil.inventory.loader import load
 from hil.inventory.model import Inventory
@@ -108,6 +113,26 @@ class Bench:
                     agent.links()
 
 
+def _endpoints(agent: Agent, rounds: int) -> tuple[str, list[float]]:
+    """Time CM endpoint opens (and closes); without RDMA, the worker start the open fails after."""
+    try:
+        agent.call("cm_close", endpoint=agent.call("cm_open", timeout=30)["endpoint"], timeout=10)
+    except AgentCallError as e:
+        if e.kind != "rdma_unavailable":
+            raise
+
+        def failing_open() -> None:
+            with contextlib.suppress(AgentCallError):
+                agent.call("cm_open", timeout=30)
+
+        return "CM worker start (open fails: no RDMA)", _samples_ms(failing_open, rounds)
+
+    def open_close() -> None:
+        agent.call("cm_close", endpoint=agent.call("cm_open", timeout=30)["endpoint"], timeout=10)
+
+    return "CM endpoint open+close", _samples_ms(open_close, rounds)
+
+
 def main() -> int:
     """Measure, print; a netns lab is torn down on the way out."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -136,6 +161,8 @@ def main() -> int:
             with Agent.start(session, bench.host) as agent:
                 _report("call ping", _samples_ms(agent.ping, args.calls))
                 _report("call links", _samples_ms(agent.links, args.calls))
+                what, opens = _endpoints(agent, args.setups)
+                _report(what, opens)
         _report("setup (connect+start)", _samples_ms(bench.setup, args.setups))
     return 0
 
