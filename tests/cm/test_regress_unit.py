@@ -109,6 +109,17 @@ def test_port_queries_record_when_they_ran_and_what_they_saw() -> None:
     assert q.across((start + end) // 2) and not q.across(q.done[0][0] - 1)
 
 
+def test_the_removal_waits_for_a_query_that_listed_the_device() -> None:
+    # On a debug guest no query had ended in the 0.3 s the case used to wait.
+    with Queries(FakeAgent()) as q:  # type: ignore[arg-type]
+        assert q.wait_listed(5.0)
+        assert q.done[0][2]
+    agent = FakeAgent()
+    agent.calls = 3  # the device is never listed
+    with Queries(agent) as q:  # type: ignore[arg-type]
+        assert not q.wait_listed(0.1)
+
+
 @pytest.mark.parametrize(
     "route_us, close_after_us, prompt",
     [

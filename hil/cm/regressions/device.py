@@ -48,6 +48,8 @@ ADDRESS = "198.19.255.1"  # benchmarking range, on a veth that leaves no host
 PREFIX = 30
 GONE_S = 10.0  # the device goes (a queued unregistration) within this once nothing holds it
 HOLD_S = 1.0  # how long the bound id's process keeps the device before it lets go
+# A query listing the device before the removal: one takes over 0.3 s on a debug guest.
+LISTED_S = 30.0
 
 
 class Queries:
@@ -59,6 +61,7 @@ class Queries:
         self.done: list[tuple[int, int, bool]] = []
         self.failed: list[str] = []
         self._stop = threading.Event()
+        self._listed = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def __enter__(self) -> Queries:
@@ -78,6 +81,12 @@ class Queries:
                 self.failed.append(f"{type(e).__name__}: {e}")
                 listed = False
             self.done.append((start, controller_us(), listed))
+            if listed:
+                self._listed.set()
+
+    def wait_listed(self, timeout: float) -> bool:
+        """Wait until a query has listed the device; False when none had in ``timeout``."""
+        return self._listed.wait(timeout)
 
     def across(self, t_us: int) -> bool:
         """True when a query began before ``t_us`` and ended after it."""
@@ -98,7 +107,8 @@ def regress_siw_netdev_removed(s: PairSides) -> Timeline:
             bound = rec.endpoint(s.active)
             got = bound.listen(ADDRESS, s.port(), 4)
             with ThreadPoolExecutor(max_workers=1) as pool, Queries(agent) as queries:
-                time.sleep(0.3)  # a few queries with the device present
+                queries.wait_listed(LISTED_S)  # else "queries saw the device" is not reached
+                time.sleep(0.3)  # a few more with the device present
                 start = controller_us()
                 # The unregistration waits for what uses the device: the bound id and the
                 # verbs context librdmacm opened for it (siw cannot disassociate one), so
