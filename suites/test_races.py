@@ -36,11 +36,13 @@ from hil.plugin.metrics import TestMetrics
 from hil.report.attach import note
 
 # A sweep's suite budget: stop once each order the lab certifies was reached once; capped.
+# destroy_reply and destroy_terminate aim at their narrow middle order (in_flight) and visit
+# the offsets around the aim right after both ends (focus_us).
 SWEEPS = {
-    "destroy_reply": Budget(40_000, 10_000, rounds=2, enough=1, max_rounds=12),
+    "destroy_reply": Budget(16_000, 500, rounds=2, enough=1, max_rounds=16, focus_us=1_500),
     "disconnects": Budget(20_000, 1_000, rounds=2, enough=1, max_rounds=10),
     "destroy_listen": Budget(15_000, 1_000, rounds=1, enough=1, max_rounds=12),
-    "destroy_terminate": Budget(10_000, 1_000, rounds=2, enough=1, max_rounds=8),
+    "destroy_terminate": Budget(8_000, 500, rounds=2, enough=1, max_rounds=12, focus_us=1_000),
 }
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from hil.cm.races import RACES, Budget, RaceSweep, Round
-from hil.cm.races.core import drive, spread
-from hil.cm.races.destroy_reply import ORDERS, classify
+from hil.cm.races.core import aim, aim_windows, aimed_delay, drive, spread
+from hil.cm.races.destroy_reply import ORDERS, classify, sent_us
 from hil.cm.scenario import StepRun
 from hil.errors import InputError
 from hil.judge.timeline import Action, Event, Timeline
@@ -49,6 +49,21 @@ def test_orders_across_hosts_are_certain_only_beyond_the_clocks_uncertainty() ->
     assert order == "destroy_first" and "never sent a reply" in why
 
 
+def test_the_peers_established_marks_the_reply_sent_when_its_accept_returns_late() -> None:
+    # siw raises the passive ESTABLISHED after sending the MPA reply, inside rdma_accept.
+    d = destroy_at(10_000)  # controller 1_010_000
+    slow = accept(1_000_000, us=15_000)  # returned at 1_015_000, after the destroy began
+    up = Event("hb", "b", 1_003_000, 3_000, "ESTABLISHED", 0, "b:1.4")
+    assert classify(d, None, slow, 500)[0] == "unclear"
+    order, why = classify(d, None, slow, 500, up)
+    assert order == "in_flight" and "7000 µs after the peer's ESTABLISHED was delivered" in why
+    assert classify(d, None, slow, 7_000, up)[0] == "unclear"  # within the clocks
+    assert sent_us(slow, up) == 1_003_000 and sent_us(accept(1_000_000, us=1_000), up) == 1_001_000
+    assert sent_us(None, None) is None
+    failed = Action(1_000_000, "b", "accept", "b:1.4", {}, "EINVAL", 10)
+    assert sent_us(failed, None) is None  # a failed accept sent nothing
+
+
 def test_a_destroy_that_never_ran_cannot_be_classified() -> None:
     never = StepRun(1, "destroy", "skipped", "a", "ha")
     with pytest.raises(InputError, match="destroy never ran"):
@@ -84,6 +99,45 @@ def test_offsets_are_spread_so_a_bounded_sweep_tries_the_whole_window_first() ->
         Budget(1_000, 0)
     with pytest.raises(InputError, match="enough must be at least 1"):
         Budget(1_000, 100, enough=0)
+
+
+def test_a_focus_visits_the_offsets_around_the_centre_right_after_both_ends() -> None:
+    got = Budget(4_000, 500, focus_us=1_000).offsets()
+    assert got[:7] == [-4_000, 4_000, 0, -500, 500, -1_000, 1_000]
+    assert sorted(got) == list(range(-4_000, 4_001, 500))
+    assert "+/- 1000 µs first" in Budget(4_000, 500, focus_us=1_000).describe()
+    with pytest.raises(InputError, match="focus_us must be at least 0"):
+        Budget(1_000, 100, focus_us=-1)
+
+
+def test_the_aim_lies_inside_the_most_windows_measured() -> None:
+    # Three rounds' "sent, not delivered" windows overlap in 13..14 ms; one is far off.
+    assert aim([(12_000, 14_000), (13_000, 16_000), (11_000, 14_500), (30_000, 40_000)]) == 13_500
+    # Windows that only touch do not overlap; empty windows (sent after delivered) count for
+    # nothing, and with none at all there is no aim.
+    assert aim([(1_000, 2_000), (2_000, 3_000)]) == 1_500
+    assert aim([(5_000, 4_000), (6_000, 6_000)]) is None
+    assert aim([]) is None
+    # Rounds whose destroy came first show only the begin: as wide as the median closed one.
+    assert aim([(20_000, None), (21_000, None), (10_000, 12_000)]) == 21_500
+    assert aim([(20_000, None)]) == 20_500  # no closed window: OPEN_WIDTH_US
+
+
+def test_the_aim_is_the_sweeps_own_once_three_of_its_rounds_closed_a_window() -> None:
+    calibration = [(60_000, 62_000), (40_000, 45_000)]  # a new endpoint's first connects: slow
+    two = [(20_000, 24_000), (30_000, None)]
+    assert aim_windows(calibration, two) == [*calibration, *two]
+    three = [*two, (21_000, 23_000), (22_000, 25_000)]
+    assert aim_windows(calibration, three) == [(20_000, 24_000), (21_000, 23_000), (22_000, 25_000)]
+    assert aim(aim_windows(calibration, three)) == 22_500
+
+
+def test_the_windows_low_end_runs_at_delay_0_however_late_the_aim() -> None:
+    budget = Budget(8_000, 500)
+    assert aimed_delay(budget, 30_000, -8_000) == 0  # the first order: right after the cause
+    assert aimed_delay(budget, 30_000, -7_500) == 22_500
+    assert aimed_delay(budget, 5_000, -7_500) == 0  # never below 0
+    assert aimed_delay(budget, 5_000, 8_000) == 13_000
 
 
 def run_drive(budget: Budget, outcome: dict[int, str]) -> tuple[bool, list[tuple[int, int]]]:

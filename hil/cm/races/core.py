@@ -13,6 +13,7 @@ times has still tried the whole window.
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -83,13 +84,16 @@ class Budget:
     """Offsets ``-window_us .. +window_us`` by ``step_us``, ``rounds`` per offset.
 
     ``enough``: stop once every wanted order was reached this many times (None:
-    the full sweep); ``max_rounds``: never more rounds than this."""
+    the full sweep); ``max_rounds``: never more rounds than this; ``focus_us``:
+    the offsets within this of the centre (where a race aims its narrow window)
+    come right after the two ends, nearest first."""
 
     window_us: int
     step_us: int
     rounds: int = 2
     enough: int | None = None
     max_rounds: int | None = None
+    focus_us: int = 0
 
     def __post_init__(self) -> None:
         if self.window_us < 0 or self.step_us <= 0 or not 1 <= self.rounds <= 100:
@@ -98,16 +102,25 @@ class Budget:
             raise InputError(f"enough must be at least 1, not {self.enough}")
         if self.max_rounds is not None and self.max_rounds < 1:
             raise InputError(f"max_rounds must be at least 1, not {self.max_rounds}")
+        if self.focus_us < 0:
+            raise InputError(f"focus_us must be at least 0, not {self.focus_us}")
 
     def offsets(self) -> list[int]:
-        """The window's offsets, spread: both ends, the middle, then ever finer halves."""
-        return spread(list(range(-self.window_us, self.window_us + 1, self.step_us)))
+        """The window's offsets, spread: both ends, the middle, then ever finer halves;
+        with ``focus_us``, both ends, then the focus nearest the centre first, then the rest."""
+        spread_out = spread(list(range(-self.window_us, self.window_us + 1, self.step_us)))
+        if not self.focus_us:
+            return spread_out
+        ends, rest = spread_out[:2], spread_out[2:]
+        near = sorted((o for o in rest if abs(o) <= self.focus_us), key=lambda o: (abs(o), o))
+        return ends + near + [o for o in rest if abs(o) > self.focus_us]
 
     def describe(self) -> str:
         """The budget in a few words, for a summary."""
         stop = f", stop at {self.enough} of each" if self.enough else ""
         cap = f", at most {self.max_rounds}" if self.max_rounds else ""
-        return f"{self.rounds} per {self.step_us} µs step{stop}{cap}"
+        focus = f", +/- {self.focus_us} µs first" if self.focus_us else ""
+        return f"{self.rounds} per {self.step_us} µs step{focus}{stop}{cap}"
 
 
 def spread(values: Sequence[int]) -> list[int]:
@@ -223,6 +236,56 @@ def drive(
             if all(seen[o] >= budget.enough for o in wanted):
                 return True
     return False
+
+
+OPEN_WIDTH_US = 1_000  # an open window's width when no round closed one yet
+
+
+def aim(windows: Sequence[tuple[int, int | None]]) -> int | None:
+    """The middle of the stretch that lies inside the most ``(begin, end)`` windows
+    (the earliest such stretch; empty windows count for nothing), None without one.
+
+    A race whose middle order lives in a narrow window that moves from round to
+    round (a reply sent but not yet delivered) aims its delays here: the delay
+    that would have fallen inside that window in the most rounds measured so far.
+    A round whose destroy came first shows only the window's begin (``end`` None):
+    it counts as wide as the median closed window (``OPEN_WIDTH_US`` without one), so
+    the aim follows the lab when it slows down and every round ends up destroy_first."""
+    widths = [e - b for b, e in windows if e is not None and e > b]
+    width = int(statistics.median(widths)) if widths else OPEN_WIDTH_US
+    closed = [(b, b + width if e is None else e) for b, e in windows]
+    edges = sorted(
+        [(b, 1) for b, e in closed if e > b] + [(e, -1) for b, e in closed if e > b],
+        key=lambda edge: (edge[0], edge[1]),  # an end before a begin at the same time
+    )
+    best, inside, at = 0, 0, None
+    for i, (t, step) in enumerate(edges):
+        inside += step
+        if step > 0 and inside > best:
+            best, at = inside, (t + edges[i + 1][0]) // 2
+    return at
+
+
+AIM_ROUNDS = 3  # rounds whose window closed: from then on the aim is theirs alone
+
+
+def aim_windows(
+    calibration: Sequence[tuple[int, int | None]], rounds: Sequence[tuple[int, int | None]]
+) -> list[tuple[int, int | None]]:
+    """The windows to :func:`aim` at: the sweep's own closed ones once ``AIM_ROUNDS`` of
+    its rounds closed one (a calibration round is a new endpoint's first connects, slower;
+    a round whose destroy came first may have slowed its peer), else every one so far."""
+    closed = [w for w in rounds if w[1] is not None]
+    return closed if len(closed) >= AIM_ROUNDS else [*calibration, *rounds]
+
+
+def aimed_delay(budget: Budget, aim_us: int, offset_us: int) -> int:
+    """The delay a round at ``offset_us`` asks for around ``aim_us``: the window's low end
+    runs at 0 (right after the cause, however late the aim lies: a race's first order),
+    the rest at the aim plus the offset, never below 0."""
+    if offset_us <= -budget.window_us:
+        return 0
+    return max(0, aim_us + offset_us)
 
 
 def cross_host_uncertainty(tl: Timeline) -> int:

@@ -3,16 +3,23 @@
 The passive listener accepts in its worker.  The active side runs each batch
 of rounds as a host-side script (:mod:`hil.cm.scenario`): connect, then
 destroy a set delay after ``rdma_connect`` returned, with no controller round
-trip between.  The delays sweep a window around the reply's measured latency.
+trip between.  The delays sweep a window around an aim: the delay that fell
+inside the most "sent, not yet delivered" windows measured so far (from
+``rdma_connect``'s return: the peer's reply sent, plus the clocks'
+uncertainty, to its delivery; calibration rounds first, then every round
+whose reply was delivered, so the aim follows the lab's pace).
 
 Each round is classified by the order that actually happened, read from the
 stamps, never from the delay it asked for (:func:`classify`):
 
 - ``reply_first``: the reply was delivered to the application before the
   destroy began (one host's clock: exact);
-- ``in_flight``: the passive side had sent the reply (its rdma_accept had
-  returned) before the destroy began, and it was not delivered before it:
-  the destroy met the reply on its way or while it was being delivered;
+- ``in_flight``: the passive side had sent the reply before the destroy
+  began, and it was not delivered before it: the destroy met the reply on its
+  way or while it was being delivered.  Sent: its ``rdma_accept`` had
+  returned, or its own ESTABLISHED was delivered (siw raises the passive
+  ESTABLISHED upcall after it sent the MPA reply, inside ``rdma_accept``,
+  which on the TCG lab often returns after the peer has the reply);
 - ``destroy_first``: the destroy began before the passive side began to
   send the reply (or it never sent one);
 - ``unclear``: the two hosts' stamps are closer than the clocks' uncertainty.
@@ -24,6 +31,7 @@ the summed offset uncertainty.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,6 +43,9 @@ from hil.cm.races.core import (
     Race,
     RaceSweep,
     Round,
+    aim,
+    aim_windows,
+    aimed_delay,
     cross_host_uncertainty,
     drive,
     register,
@@ -51,14 +62,15 @@ if TYPE_CHECKING:
     from hil.cm.steps import Listener
 
 ORDERS = ("destroy_first", "in_flight", "reply_first")
-# The orders a sweep reaches on the TCG lab in every run.  in_flight lies in a window
-# far narrower than the default budget's 10 ms steps: 1 ms steps reach it (5 rounds in
-# 50 per direction, clocks +/- 0.3-0.4 ms; docs/cm-engine.md), a bounded sweep does not.
-CERTAIN = ("destroy_first", "reply_first")
+# in_flight's window (sent, not delivered) is 0.5-5 ms wide and moves by several ms from
+# round to round on the TCG lab; aimed at (and the focus visited first) a bounded sweep
+# reaches it (docs/cm-engine.md, "destroy vs CONNECT_REPLY").
+CERTAIN = ORDERS
 CALIBRATION_ROUNDS = 3
 LINGER_S = 0.2  # after each script: a late event for a destroyed id would come by then
 SETTLE_FETCHES = 10  # at most this many half-second fetches of the passive side's last events
-FULL = Budget(40_000, 10_000, rounds=2)
+# Delays 0 (right after rdma_connect: destroy_first) to the aim + 16 ms (reply_first).
+FULL = Budget(16_000, 500, rounds=1)
 
 
 @dataclass(frozen=True)
@@ -73,9 +85,14 @@ class _Asked:
 
 
 def classify(
-    destroy: StepRun, reply: Event | None, accept: Action | None, uncertainty_us: int
+    destroy: StepRun,
+    reply: Event | None,
+    accept: Action | None,
+    uncertainty_us: int,
+    established: Event | None = None,
 ) -> tuple[str, str]:
-    """The order of a destroy and its connect's reply, from the stamps (see the module)."""
+    """The order of a destroy and its connect's reply, from the stamps (see the module);
+    ``established``: the passive side's own ESTABLISHED, if it came."""
     if destroy.t_us is None or destroy.host_t_us is None:
         raise InputError(f"round's destroy never ran ({destroy.result})")
     if reply is not None and reply.host_t_us <= destroy.host_t_us:
@@ -84,28 +101,46 @@ def classify(
     if accept is None:
         return "destroy_first", "the passive side never sent a reply"
     before = accept.t_us - destroy.t_us  # > 0: the destroy began before the accept did
-    after = destroy.t_us - accept.end_us  # > 0: the accept had returned when it began
     clocks = f"clocks +/- {uncertainty_us} µs"
     if before > uncertainty_us:
         return "destroy_first", f"destroy {before} µs before the peer's accept began ({clocks})"
-    if after > uncertainty_us:
-        return "in_flight", f"destroy {after} µs after the peer's accept returned ({clocks})"
+    sent = sent_us(accept, established)
+    if sent is not None and destroy.t_us - sent > uncertainty_us:
+        how = "accept returned" if sent == accept.end_us else "ESTABLISHED was delivered"
+        return "in_flight", f"destroy {destroy.t_us - sent} µs after the peer's {how} ({clocks})"
     return UNCLEAR, f"destroy {-before} µs after the accept began, {clocks}"
+
+
+def sent_us(accept: Action | None, established: Event | None) -> int | None:
+    """When the passive side had surely sent its reply (controller µs): its rdma_accept
+    returned, or its own ESTABLISHED was delivered, whichever came first (None: neither)."""
+    done = [e.t_us for e in (established,) if e is not None]
+    if accept is not None and accept.result == "ok":
+        done.append(accept.end_us)
+    return min(done) if done else None
 
 
 def sweep_destroy_vs_reply(
     s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
 ) -> RaceSweep:
-    """Sweep the destroy over the budget's window around the reply's latency (delays
-    below 0 run at 0: right after rdma_connect)."""
+    """Sweep the destroy over the budget's window around the aim (see the module); the
+    window's low end, and any delay below 0, runs at 0: right after rdma_connect
+    (``aimed_delay``)."""
     with s.recording("race-destroy-vs-reply") as rec:
         listener = steps.listen(rec, s.passive, auto="accept", backlog=16)
         active = rec.endpoint(s.active)
-        latency = _calibrate(rec, active, listener)
+        calibration, latency = _calibrate(rec, active, listener)
         asked: list[_Asked] = []
+        aims: list[int] = []
 
         def batch(offset: int, n: int) -> None:
-            delay = max(0, latency + offset)
+            tl = rec.timeline()
+            clocks = cross_host_uncertainty(tl)
+            measured = [_window(tl, a.tag, a.run.steps[2 * a.index], clocks) for a in asked]
+            calibrated = [w for w in calibration(tl, clocks) if w is not None]
+            windows = aim_windows(calibrated, [w for w in measured if w is not None])
+            aims.append(aim(windows) or latency)
+            delay = aimed_delay(budget, aims[-1], offset)
             tags = [f"hil-race-{len(asked) + i:04d}" for i in range(n)]
             got = _rounds(rec, active, listener, tags, delay)
             asked.extend(_Asked(tag, i, offset, delay, got) for i, tag in enumerate(tags))
@@ -121,12 +156,18 @@ def sweep_destroy_vs_reply(
         steps.destroy(listener.ep, *listener.ep.handles())
     tl = rec.timeline()
     done = _classified(tl, asked)
-    reply = f"the reply's {latency / 1e3:.1f} ms"
-    return RaceSweep(RACE, done, wanted, cross_host_uncertainty(tl), tl, reply, early)
+    spread_of = f"{min(aims) / 1e3:.1f}-{max(aims) / 1e3:.1f}" if aims else "-"
+    around = f"an aim of {spread_of} ms after rdma_connect (sent, not delivered)"
+    return RaceSweep(RACE, done, wanted, cross_host_uncertainty(tl), tl, around, early)
 
 
-def _calibrate(rec: Recording, active: Endpoint, listener: Listener) -> int:
-    """The median time from rdma_connect's return to the reply's delivery (µs)."""
+def _calibrate(
+    rec: Recording, active: Endpoint, listener: Listener
+) -> tuple[Callable[[Timeline, int], list[Window]], int]:
+    """Calibration rounds (connect, destroy on ESTABLISHED): their windows, read from a
+    timeline that has the passive side's stamps too, and the median time from
+    rdma_connect's return to the reply's delivery (the aim when no window is known)."""
+    connects: list[tuple[str, StepRun]] = []
     took = []
     for i in range(CALIBRATION_ROUNDS):
         tag = f"hil-race-cal{i}"
@@ -146,9 +187,53 @@ def _calibrate(rec: Recording, active: Endpoint, listener: Listener) -> int:
                 f"race calibration: no ESTABLISHED for {tag} (connect {connect.result}, "
                 f"destroy {destroy.result})",
             )
-        rec.label(tag, connect.id)
+        connects.append((tag, connect))
         took.append(destroy.event.host_t_us - connect.host_t_us - (connect.us or 0))
-    return int(statistics.median(took))
+    listener.ep.collect(0.3)
+    requests = [e for e in rec.events() if e.type == "CONNECT_REQUEST"]
+    for tag, connect in connects:
+        request = next((e for e in requests if e.private_bytes.startswith(tag.encode())), None)
+        rec.label(tag, connect.id, request.id if request else None)
+
+    def windows(tl: Timeline, clocks: int) -> list[Window]:
+        return [_window(tl, tag, connect, clocks) for tag, connect in connects]
+
+    return windows, int(statistics.median(took))
+
+
+Window = tuple[int, int | None] | None
+
+
+def _window(tl: Timeline, tag: str, connect: StepRun, clocks: int) -> Window:
+    """When, after rdma_connect returned, a destroy would have been ``in_flight`` in
+    this round: from the reply's sending plus the clocks' uncertainty to its delivery
+    (µs; the end None when the destroy came first and no reply was delivered; None
+    when the peer never sent one)."""
+    if connect.t_us is None:
+        return None
+    mine = tl.events_of_conn(tag)
+    reply = next((e for e in mine if e.id == connect.id and e.type == "ESTABLISHED"), None)
+    sent = _sent(tl, mine)
+    if sent is None:
+        return None
+    returned = connect.t_us + (connect.us or 0)
+    return sent + clocks - returned, reply.t_us - returned if reply else None
+
+
+def _sent(tl: Timeline, mine: list[Event]) -> int | None:
+    """:func:`sent_us` of the round whose events are ``mine``."""
+    accept, established = _passive(tl, mine)
+    return sent_us(accept, established)
+
+
+def _passive(tl: Timeline, mine: list[Event]) -> tuple[Action | None, Event | None]:
+    """The passive side's accept and ESTABLISHED of the round whose events are ``mine``."""
+    request = next((e for e in mine if e.type == "CONNECT_REQUEST"), None)
+    if request is None:
+        return None, None
+    accept = next((x for x in tl.actions if x.id == request.id and x.name == "accept"), None)
+    up = next((e for e in mine if e.id == request.id and e.type == "ESTABLISHED"), None)
+    return accept, up
 
 
 def _rounds(
@@ -181,14 +266,12 @@ def _round(tl: Timeline, a: _Asked, clocks: int) -> Round:
     mine = tl.events_of_conn(a.tag)
     reply = next((e for e in mine if e.id == connect.id and e.type in steps.REPLY_TYPES), None)
     request = next((e for e in mine if e.type == "CONNECT_REQUEST"), None)
-    accept = next(
-        (x for x in tl.actions if request and x.id == request.id and x.name == "accept"), None
-    )
+    accept, established = _passive(tl, mine)
     if not destroy.ran:
         order = UNCLEAR
         why = f"connect {connect.result}, destroy {destroy.result}: the round did not race"
     else:
-        order, why = classify(destroy, reply, accept, clocks)
+        order, why = classify(destroy, reply, accept, clocks, established)
     ids = (connect.id, request.id if request else None)
     return Round(a.tag, a.offset_us, a.delay_us, order, why, ids, destroy.us)
 

@@ -5,10 +5,13 @@ posts one RDMA WRITE with a wrong rkey (the peer's MR index with another
 key byte, as ``remote_access_error`` does) without waiting for its
 completion (the step's result is ETIMEDOUT: posted, not awaited): the peer
 refuses it, sends a TERMINATE and closes.  The same script destroys the id
-``delay`` after the post, so the destroy and the incoming TERMINATE race on
-the active host.  The delays sweep a window around the calibrated time from
-the post to the active side's DISCONNECTED (the TERMINATE's arrival, as user
-space sees it; it can come before the WRITE's completion is polled).
+``delay`` after the post's time, so the destroy and the incoming TERMINATE
+race on the active host.  The delays sweep a window around an aim: the delay
+that fell inside the most ``in_flight`` windows measured so far (from the
+peer's close plus the clocks' uncertainty to the active side's DISCONNECTED,
+the TERMINATE's arrival as user space sees it; calibration rounds first,
+then every ``terminate_first`` round), so delay 0 is ``destroy_first``, the
+aim ``in_flight`` and the far end ``terminate_first``.
 
 A round is classified from the stamps (:func:`classify`):
 
@@ -37,6 +40,9 @@ from hil.cm.races.core import (
     Race,
     RaceSweep,
     Round,
+    aim,
+    aim_windows,
+    aimed_delay,
     cross_host_uncertainty,
     drive,
     register,
@@ -52,15 +58,15 @@ if TYPE_CHECKING:
 
 ORDERS = ("destroy_first", "in_flight", "terminate_first")
 # terminate_first is read on one clock; the other two compare the peer's close with the
-# destroy across the hosts (+/- 0.3-0.6 ms with the host-to-host clock).  The bounded sweep
-# reached destroy_first in one run and not in another (its shortest delay, latency - 10 ms,
-# was 1.5 ms when the TERMINATE took 11.5 ms): counted, asked for by the full sweep.
-CERTAIN = ("terminate_first",)
+# destroy across the hosts (+/- 0.3-0.6 ms with the host-to-host clock).  Delays run from 0
+# (destroy_first) past the aim (in_flight, a 1-9 ms window) to the aim + the budget's
+# window (terminate_first): docs/cm-engine.md, "destroy vs an incoming TERMINATE".
+CERTAIN = ORDERS
 CALIBRATION_ROUNDS = 2
 ROUND_US = 100_000  # between two rounds' writes, past the window
 START_MARGIN_US = 100_000
 POSTED_ONLY_S = 0.0  # a racing WRITE's wait: post it, do not poll its completion
-FULL = Budget(10_000, 500, rounds=2)
+FULL = Budget(8_000, 250, rounds=1)
 
 
 @dataclass(frozen=True)
@@ -94,25 +100,62 @@ def classify(
 def sweep_destroy_vs_terminate(
     s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
 ) -> RaceSweep:
-    """Sweep the destroy over the budget's window around the TERMINATE's arrival."""
+    """Sweep the destroy over the budget's window around the aim (see the module); the
+    window's low end, and any delay below 0, runs at 0: at the post's time (``aimed_delay``)."""
     with s.recording("race-destroy-vs-terminate") as rec:
         listener = steps.listen(rec, s.passive, backlog=16)
         active = rec.endpoint(s.active)
         calibration = _calibrate(rec, active, listener)
-        latency = int(statistics.median(calibration))
         asked: list[_Asked] = []
+        aims: list[int] = []
 
         def batch(offset: int, n: int) -> None:
-            delay = max(0, latency + offset)
+            tl = rec.timeline()
+            clocks = cross_host_uncertainty(tl)
+            calibrated = [w for c, write in calibration if (w := _window(tl, c, write, clocks))]
+            measured = [w for a in asked if (w := _window(tl, a.conn, a.write, clocks))]
+            aims.append(aim(aim_windows(calibrated, measured)) or _latency(tl, calibration))
+            delay = aimed_delay(budget, aims[-1], offset)
             asked.extend(_rounds(rec, active, listener, len(asked), offset, delay, n))
 
         early = drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked))
         steps.destroy(listener.ep, listener.id)
     tl = rec.timeline()
+    spread_of = f"{min(aims) / 1e3:.1f}-{max(aims) / 1e3:.1f}" if aims else "-"
     return RaceSweep(
         RACE, _classified(tl, asked), wanted, cross_host_uncertainty(tl), tl,
-        f"the TERMINATE's {latency / 1e3:.1f} ms", early,
+        f"an aim of {spread_of} ms after the post (peer closed, not delivered)", early,
     )  # fmt: skip
+
+
+def _down(tl: Timeline, conn: Conn, cm_id: str) -> Event | None:
+    """The DISCONNECTED of ``cm_id`` (one of ``conn``'s two ids), if it came."""
+    return next(
+        (e for e in tl.events_of_conn(conn.label) if e.id == cm_id and e.type == "DISCONNECTED"),
+        None,
+    )
+
+
+def _window(tl: Timeline, conn: Conn, write: StepRun, clocks: int) -> tuple[int, int | None] | None:
+    """When, after the post, a destroy would have been ``in_flight`` in this round: from
+    the peer's close plus the clocks' uncertainty to the active side's DISCONNECTED (µs;
+    the end None when the destroy came first and none was delivered; None when the peer
+    never closed or the post never ran)."""
+    mine, peers = _down(tl, conn, conn.active_id), _down(tl, conn, conn.passive_id)
+    if peers is None or write.t_us is None:
+        return None
+    return peers.t_us + clocks - write.t_us, mine.t_us - write.t_us if mine else None
+
+
+def _latency(tl: Timeline, calibration: list[tuple[Conn, StepRun]]) -> int:
+    """The calibration rounds' median time from the post to the active side's
+    DISCONNECTED (the aim when no window is known)."""
+    took = []
+    for conn, write in calibration:
+        mine = _down(tl, conn, conn.active_id)
+        if mine is not None and write.t_us is not None:
+            took.append(mine.t_us - write.t_us)
+    return int(statistics.median(took)) if took else 0
 
 
 def _bad_write(conn: Conn) -> dict[str, object]:
@@ -128,8 +171,9 @@ def _connect(
     return [steps.establish(rec, active, listener, f"hil-race-{first + i:04d}") for i in range(n)]
 
 
-def _calibrate(rec: Recording, active: Endpoint, listener: Listener) -> list[int]:
-    """The WRITE's post to the DISCONNECTED on the active host (µs), per calibration round."""
+def _calibrate(rec: Recording, active: Endpoint, listener: Listener) -> list[tuple[Conn, StepRun]]:
+    """Calibration rounds (post, destroy on the DISCONNECTED): each round's connection
+    and post, for :func:`_window` once the passive side's close is in."""
     took = []
     for conn in _connect(rec, active, listener, 9000, CALIBRATION_ROUNDS):
         got = run(
@@ -148,8 +192,8 @@ def _calibrate(rec: Recording, active: Endpoint, listener: Listener) -> list[int
                 f"race calibration: no DISCONNECTED after a refused WRITE on {conn.label} "
                 f"(write {write.result}, destroy {destroy.result})",
             )
-        took.append(destroy.event.host_t_us - write.host_t_us)
         _finish(rec, conn)
+        took.append((conn, write))
     return took
 
 
@@ -168,7 +212,8 @@ def _rounds(
     for i, conn in enumerate(conns):
         at = start + i * (ROUND_US + delay)
         script.append(Step("write", cm_id=conn.active_id, params=_bad_write(conn), at_us=at))
-        script.append(Step("destroy", cm_id=conn.active_id, after_us=delay))
+        # From the post's time, not its return: posting takes 1-6 ms on the TCG lab.
+        script.append(Step("destroy", cm_id=conn.active_id, at_us=at + delay))
     deadline = (n * (ROUND_US + delay) + 2 * START_MARGIN_US) / 1e6 + 5
     got: ScenarioRun = run(active, Script(tuple(script), deadline_s=deadline))
     for conn in conns:
@@ -190,12 +235,8 @@ def _classified(tl: Timeline, asked: list[_Asked]) -> tuple[Round, ...]:
     clocks = cross_host_uncertainty(tl)
     done = []
     for a in asked:
-        mine = tl.events_of_conn(a.conn.label)
-
-        def down(cm_id: str, events: list[Event] = mine) -> Event | None:
-            return next((e for e in events if e.id == cm_id and e.type == "DISCONNECTED"), None)
-
-        order, why = classify(a.destroy, down(a.conn.active_id), down(a.conn.passive_id), clocks)
+        mine, peers = _down(tl, a.conn, a.conn.active_id), _down(tl, a.conn, a.conn.passive_id)
+        order, why = classify(a.destroy, mine, peers, clocks)
         ids = (a.conn.active_id, a.conn.passive_id)
         done.append(Round(a.conn.label, a.offset_us, a.delay_us, order, why, ids, a.destroy.us))
     return tuple(done)

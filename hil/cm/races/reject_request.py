@@ -62,7 +62,7 @@ ORDERS = ("during_reject", "reject_first", "upcall_first")
 # of µs on the TCG lab): counted, asked for by the full sweep only.
 CERTAIN = ("reject_first", "upcall_first")
 LISTEN_AHEAD_US = 50_000  # a round's listener is up this long before its connects
-ROUND_US = 300_000  # one round's connects, rejects and destroys, then the next round
+ROUND_US = 200_000  # one round's connects (up to 40 ms each), rejects and destroys, then the next
 START_MARGIN_US = 100_000  # past together()'s common start
 WAIT_S = 5.0  # a reject step's wait for its request
 FULL = Budget(5_000, 250, rounds=2)
