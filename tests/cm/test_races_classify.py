@@ -4,9 +4,12 @@ race allows, else certain only beyond the clocks' uncertainty."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hil.cm.races.destroy_listen import classify as listen_order
 from hil.cm.races.destroy_terminate import classify as terminate_order
 from hil.cm.races.disconnects import classify as disconnect_order
+from hil.cm.races.reject_request import REQUESTS, _Asked, _classified
 from hil.cm.races.reject_request import classify as reject_order
 from hil.cm.scenario import StepRun
 from hil.judge.timeline import Event
@@ -70,6 +73,27 @@ def test_the_second_request_is_placed_against_the_first_ones_reject_on_the_passi
     assert reject_order(reject, event("CONNECT_REQUEST", "b", 10_401))[0] == "reject_first"
     assert reject_order(reject, None)[0] == "unclear"
     assert reject_order(step("reject", "b", 10_000, "EINVAL"), None)[0] == "unclear"
+
+
+def test_each_reject_is_a_round_against_the_next_request_delivered_on_its_listener() -> None:
+    # Four requests delivered at 0, 0.5, 5 and 9 ms; each rejected 1 ms after its
+    # delivery (the next request's delivery is the event that triggered the next reject).
+    delivered = [0, 1_500, 5_000, 9_000]
+    rejects = tuple(
+        replace(step("reject", "b", t + 1_000, us=800), event=event("CONNECT_REQUEST", "b", t))
+        for t in delivered
+    )
+    connects = tuple(step("connect", "a", -3_000) for _ in range(REQUESTS))
+    tags = tuple(f"hil-race-0007{c}" for c in "abcd")
+    got = _classified([_Asked(tags, -500, 4_500, connects, rejects)])
+    assert [(r.label, r.order) for r in got] == [
+        ("hil-race-0007/1", "during_reject"),  # 1.5 ms: inside the reject of 1.0-1.8 ms
+        ("hil-race-0007/2", "reject_first"),
+        ("hil-race-0007/3", "reject_first"),
+    ]
+    last = replace(rejects[3], event=None, result="timeout", t_us=None, host_t_us=None)
+    got = _classified([_Asked(tags, -500, 4_500, connects, (*rejects[:3], last))])
+    assert got[-1].order == "unclear" and "never delivered" in got[-1].why
 
 
 def test_a_destroy_against_a_terminate_is_exact_on_its_host_and_bounded_across() -> None:

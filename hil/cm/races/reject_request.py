@@ -13,27 +13,33 @@ user space: the request is known only once the upcall has queued it, and
 siw_reject waits for the request's endpoint to be released by the work
 handler; the reject's duration, ``us``, is recorded.)
 
-Each round has its own listener (the passive host's script listens, then
-rejects the first request the moment it is delivered, then the second, then
-destroys both children and the listener).  Two active endpoints connect to
-it, the second ``gap`` after the first (``gap = window + offset``, so the
-offsets sweep gaps of 0 .. 2 * window); all scripts start together.
+Each listener has its own port (the passive host's script listens, then
+rejects each request the moment it is delivered, one after the other, then
+destroys the children and the listener).  ``REQUESTS`` active endpoints
+connect to it, each ``gap`` after the one before (``gap = window + offset``,
+so the offsets sweep gaps of 0 .. 2 * window); all scripts start together.
+The connects' own durations spread the requests' arrivals over tens of ms on
+the TCG lab whatever the gap, so more requests per listener give more
+chances for one to arrive within the ~1 ms between a delivery and its reject.
 
-A round is classified on the passive host's clock (exact, :func:`classify`)
-by where the second request's delivery fell against the first one's reject:
+A round is one reject and the next request delivered on that listener (a
+listener of N requests gives N - 1 rounds), classified on the passive host's
+clock (exact, :func:`classify`) by where that next request's delivery fell
+against the reject:
 
 - ``upcall_first``: delivered before the reject began;
 - ``during_reject``: delivered while rdma_reject ran;
 - ``reject_first``: delivered after rdma_reject returned;
 - ``unclear``: a request or the reject did not happen.
 
-The contract judges every round: both active sides get REJECTED with the
+The contract judges every connect: each active side gets REJECTED with the
 profile's status, no event after a destroy, nothing leaked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from hil.cm import steps
@@ -49,7 +55,7 @@ from hil.cm.races.core import (
     drive,
     register,
 )
-from hil.cm.scenario import LEAD_S, ScenarioRun, Script, Step, StepRun, together
+from hil.cm.scenario import LEAD_S, Script, Step, StepRun, together
 from hil.judge.timeline import Event
 
 if TYPE_CHECKING:
@@ -61,26 +67,29 @@ ORDERS = ("during_reject", "reject_first", "upcall_first")
 # during_reject needs the second delivery inside one rdma_reject call (tens to hundreds
 # of µs on the TCG lab): counted, asked for by the full sweep only.
 CERTAIN = ("reject_first", "upcall_first")
-LISTEN_AHEAD_US = 50_000  # a round's listener is up this long before its connects
-ROUND_US = 200_000  # one round's connects (up to 40 ms each), rejects and destroys, then the next
+LISTEN_AHEAD_US = 50_000  # a listener is up this long before its connects
+ROUND_US = 200_000  # one listener's connects (up to 40 ms each), rejects and destroys
 START_MARGIN_US = 100_000  # past together()'s common start
 WAIT_S = 5.0  # a reject step's wait for its request
-FULL = Budget(5_000, 250, rounds=2)
-STEPS_PER_ROUND = 6  # listen, reject, reject, destroy, destroy, destroy
+REQUESTS = 4  # requests per listener: REQUESTS - 1 rounds
+FULL = Budget(5_000, 250, rounds=1)
+STEPS_PER_LISTENER = 2 + 2 * REQUESTS  # listen, a reject and a destroy each, destroy listener
 
 
 @dataclass(frozen=True)
 class _Asked:
-    tags: tuple[str, str]
+    """One listener's requests as asked: their tags and connects, and its rejects in the
+    order the requests were delivered."""
+
+    tags: tuple[str, ...]
     offset_us: int
     gap_us: int
-    first: StepRun  # the connect of tags[0]
-    second: StepRun  # the connect of tags[1]
-    reject: StepRun  # the reject of the request delivered first
+    connects: tuple[StepRun, ...]
+    rejects: tuple[StepRun, ...]
 
 
 def classify(reject: StepRun, second: Event | None) -> tuple[str, str]:
-    """Where the second request's delivery fell against the first one's reject."""
+    """Where the next request's delivery (``second``) fell against a request's reject."""
     if reject.host_t_us is None or not reject.ok:
         return UNCLEAR, f"the first request's reject: {reject.result}"
     if second is None:
@@ -100,10 +109,10 @@ def classify(reject: StepRun, second: Event | None) -> tuple[str, str]:
 def sweep_reject_vs_request(
     s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
 ) -> RaceSweep:
-    """Sweep the gap between two requests to one listener whose first is rejected at once."""
+    """Sweep the gap between requests to one listener that rejects each at once."""
     with s.recording("race-reject-vs-request") as rec:
         passive = rec.endpoint(s.passive)
-        actives = (rec.endpoint(s.active), rec.endpoint(s.active))
+        actives = tuple(rec.endpoint(s.active) for _ in range(REQUESTS))
         asked: list[_Asked] = []
 
         def batch(offset: int, n: int) -> None:
@@ -111,18 +120,18 @@ def sweep_reject_vs_request(
             asked.extend(got)
             _settle(rec, actives, passive, got)
 
-        early = drive(budget, wanted, batch, lambda: _classified(rec, asked))
+        early = drive(budget, wanted, batch, lambda: _classified(asked))
         steps.destroy(passive, *passive.handles())
     tl = rec.timeline()
     return RaceSweep(
-        RACE, _classified(rec, asked), wanted, cross_host_uncertainty(tl), tl,
-        f"a {budget.window_us / 1e3:.1f} ms gap between the requests", early,
+        RACE, _classified(asked), wanted, cross_host_uncertainty(tl), tl,
+        f"a {budget.window_us / 1e3:.1f} ms gap between {REQUESTS} requests", early,
     )  # fmt: skip
 
 
 def _rounds(
     rec: Recording,
-    actives: tuple[Endpoint, Endpoint],
+    actives: tuple[Endpoint, ...],
     passive: Endpoint,
     first_tag: int,
     offset: int,
@@ -131,51 +140,53 @@ def _rounds(
 ) -> list[_Asked]:
     s = rec.session
     start = controller_us() + int(LEAD_S * 1e6) + START_MARGIN_US + LISTEN_AHEAD_US
-    one: list[Step] = []
-    two: list[Step] = []
+    connects: list[list[Step]] = [[] for _ in actives]
     b: list[Step] = []
     tags = []
     for i in range(n):
         t, port = start + i * ROUND_US, s.port()
-        pair = (f"hil-race-{first_tag + i:04d}a", f"hil-race-{first_tag + i:04d}b")
-        tags.append(pair)
-        listen = {"address": s.address(s.passive), "port": port, "backlog": 4}
+        mine = tuple(f"hil-race-{first_tag + i:04d}{chr(ord('a') + j)}" for j in range(REQUESTS))
+        tags.append(mine)
+        listen = {"address": s.address(s.passive), "port": port, "backlog": 2 * REQUESTS}
+        b.append(Step("listen", name=f"l{i}", params=listen, at_us=t - LISTEN_AHEAD_US))
         b += [
-            Step("listen", name=f"l{i}", params=listen, at_us=t - LISTEN_AHEAD_US),
-            Step("reject", name=f"r{i}", id_of="event", on="CONNECT_REQUEST", wait_s=WAIT_S),
-            Step("reject", name=f"q{i}", id_of="event", on="CONNECT_REQUEST", wait_s=WAIT_S),
-            Step("destroy", id_of=f"r{i}"),
-            Step("destroy", id_of=f"q{i}"),
-            Step("destroy", id_of=f"l{i}"),
+            Step("reject", name=f"r{i}.{j}", id_of="event", on="CONNECT_REQUEST", wait_s=WAIT_S)
+            for j in range(REQUESTS)
         ]
-        for steps_of, tag, at in ((one, pair[0], t), (two, pair[1], t + gap)):
+        b += [Step("destroy", id_of=f"r{i}.{j}") for j in range(REQUESTS)]
+        b.append(Step("destroy", id_of=f"l{i}"))
+        for j, tag in enumerate(mine):
             dial = dial_port(rec, s.passive, port, tag)
-            steps_of.append(Step("connect", name=f"c{i}", params=dial, at_us=at))
+            connects[j].append(Step("connect", name=f"c{i}", params=dial, at_us=t + j * gap))
     deadline = (n * ROUND_US + 2 * START_MARGIN_US) / 1e6 + 2 * WAIT_S
-    ra, rb, rp = together(
+    runs = together(
         [
-            (actives[0], Script(tuple(one), deadline_s=deadline), 0),
-            (actives[1], Script(tuple(two), deadline_s=deadline), 0),
-            (passive, Script(tuple(b), deadline_s=deadline), 0),
+            (ep, Script(tuple(c), deadline_s=deadline), 0)
+            for ep, c in zip(actives, connects, strict=True)
         ]
+        + [(passive, Script(tuple(b), deadline_s=deadline), 0)]
     )
+    rp = runs[-1]
     return [
-        _Asked(tags[i], offset, gap, ra.steps[i], rb.steps[i], _reject(rp, i)) for i in range(n)
+        _Asked(
+            tags[i],
+            offset,
+            gap,
+            tuple(r.steps[i] for r in runs[:-1]),
+            rp.steps[STEPS_PER_LISTENER * i + 1 : STEPS_PER_LISTENER * i + 1 + REQUESTS],
+        )  # fmt: skip
+        for i in range(n)
     ]
 
 
-def _reject(run: ScenarioRun, i: int) -> StepRun:
-    return run.steps[STEPS_PER_ROUND * i + 1]
-
-
 def _settle(
-    rec: Recording, actives: tuple[Endpoint, Endpoint], passive: Endpoint, asked: list[_Asked]
+    rec: Recording, actives: tuple[Endpoint, ...], passive: Endpoint, asked: list[_Asked]
 ) -> None:
-    """Each active id's reply awaited, then the id destroyed; both requests labelled."""
+    """Each active id's reply awaited, then the id destroyed; every request labelled."""
     passive.collect(0.2)
     w = steps.waits(rec.session)
     for a in asked:
-        for ep, connect, tag in zip(actives, (a.first, a.second), a.tags, strict=True):
+        for ep, connect, tag in zip(actives, a.connects, a.tags, strict=True):
             rec.label(tag, connect.id, request_of(rec, tag))
             if connect.id is None:
                 continue
@@ -184,18 +195,18 @@ def _settle(
             steps.destroy(ep, connect.id)
 
 
-def _classified(rec: Recording, asked: list[_Asked]) -> tuple[Round, ...]:
-    requests = {e.id: e for e in rec.events() if e.type == "CONNECT_REQUEST"}
+def _classified(asked: list[_Asked]) -> tuple[Round, ...]:
+    """Each reject against the next request delivered on its listener (the event that
+    triggered the next reject step)."""
     done = []
     for a in asked:
-        ids = [request_of(rec, t) for t in a.tags]
-        # The second request: the one the first reject did not act on.
-        other = next((i for i in ids if i and i != a.reject.id), None)
-        order, why = classify(a.reject, requests.get(other) if other else None)
         label = a.tags[0][:-1]
-        done.append(
-            Round(label, a.offset_us, a.gap_us, order, why, (a.first.id, *ids), a.reject.us)
-        )
+        for j, (reject, after) in enumerate(pairwise(a.rejects)):
+            order, why = classify(reject, after.event)
+            ids = (reject.id, after.event.id if after.event else None)
+            done.append(
+                Round(f"{label}/{j + 1}", a.offset_us, a.gap_us, order, why, ids, reject.us)
+            )
     return tuple(done)
 
 
