@@ -39,7 +39,7 @@ from hil.report.attach import note
 # destroy_reply and destroy_terminate aim at their narrow middle order (in_flight) and visit
 # the offsets around the aim right after both ends (focus_us).
 SWEEPS = {
-    "destroy_reply": Budget(16_000, 500, rounds=2, enough=1, max_rounds=16, focus_us=1_500),
+    "destroy_reply": Budget(16_000, 500, rounds=2, enough=1, max_rounds=20, focus_us=2_000),
     "disconnects": Budget(20_000, 1_000, rounds=2, enough=1, max_rounds=10),
     "destroy_listen": Budget(15_000, 1_000, rounds=1, enough=1, max_rounds=12),
     "destroy_terminate": Budget(8_000, 500, rounds=2, enough=1, max_rounds=12, focus_us=1_000),

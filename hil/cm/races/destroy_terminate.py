@@ -47,7 +47,7 @@ from hil.cm.races.core import (
     drive,
     register,
 )
-from hil.cm.scenario import LEAD_S, ScenarioRun, Script, Step, StepRun, run
+from hil.cm.scenario import ScenarioRun, Script, Step, StepRun, run
 from hil.judge.timeline import Event, Timeline
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ ORDERS = ("destroy_first", "in_flight", "terminate_first")
 CERTAIN = ORDERS
 CALIBRATION_ROUNDS = 2
 ROUND_US = 100_000  # between two rounds' writes, past the window
-START_MARGIN_US = 100_000
+START_US = 200_000  # the first write: past the script's trip to its host (10-100 ms)
 POSTED_ONLY_S = 0.0  # a racing WRITE's wait: post it, do not poll its completion
 FULL = Budget(8_000, 250, rounds=1)
 
@@ -207,14 +207,14 @@ def _rounds(
     n: int,
 ) -> list[_Asked]:
     conns = _connect(rec, active, listener, first, n)
-    start = controller_us() + int(LEAD_S * 1e6) + START_MARGIN_US
+    start = controller_us() + START_US
     script: list[Step] = []
     for i, conn in enumerate(conns):
         at = start + i * (ROUND_US + delay)
         script.append(Step("write", cm_id=conn.active_id, params=_bad_write(conn), at_us=at))
         # From the post's time, not its return: posting takes 1-6 ms on the TCG lab.
         script.append(Step("destroy", cm_id=conn.active_id, at_us=at + delay))
-    deadline = (n * (ROUND_US + delay) + 2 * START_MARGIN_US) / 1e6 + 5
+    deadline = (n * (ROUND_US + delay) + 2 * START_US) / 1e6 + 5
     got: ScenarioRun = run(active, Script(tuple(script), deadline_s=deadline))
     for conn in conns:
         _finish(rec, conn)
