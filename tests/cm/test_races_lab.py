@@ -24,7 +24,7 @@ def session(cm_pair: CMPair) -> CMSession:
 # reached in a few rounds in a hundred and cannot be aimed from user space on this lab
 # (docs/cm-engine.md, "reject vs the CONNECT_REQUEST upcall"): counted here, asked for by the
 # full sweep (bench/races.py), which fails "race window not reached" without it.
-BUDGET = Budget(5_000, 500, rounds=4, enough=1, max_rounds=16)
+BUDGET = Budget(5_000, 500, rounds=4, enough=1, max_rounds=12)
 
 
 def test_reject_vs_the_next_requests_upcall_reaches_its_orders_and_holds_the_contract(

@@ -68,7 +68,7 @@ ORDERS = ("during_reject", "reject_first", "upcall_first")
 # of µs on the TCG lab): counted, asked for by the full sweep only.
 CERTAIN = ("reject_first", "upcall_first")
 LISTEN_AHEAD_US = 50_000  # a listener is up this long before its connects
-ROUND_US = 200_000  # one listener's connects (up to 40 ms each), rejects and destroys
+ROUND_US = 400_000  # one listener's connects (4 processes: 1-120 ms apart), rejects, destroys
 START_MARGIN_US = 100_000  # past together()'s common start
 WAIT_S = 5.0  # a reject step's wait for its request
 REQUESTS = 4  # requests per listener: REQUESTS - 1 rounds
