@@ -34,6 +34,7 @@ class FakeCM:
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.fail_create_channel = 0
         self.qp_destroy_s = 0.0
+        self.qp_pds: list[int] = []  # the PD each rdma_create_qp was given
         self.qp = ctypes.create_string_buffer(64)  # struct ibv_qp; qp_num at 52
         c_void_p.from_buffer(self.qp).value = context
         ctypes.c_uint32.from_buffer(self.qp, ibverbs.QP_NUM_OFFSET).value = 77
@@ -87,6 +88,7 @@ class FakeCM:
         return 0
 
     def rdma_create_qp(self, cm_ptr: int, pd: int, attr: Any) -> int:
+        self.qp_pds.append(pd)
         c_void_p.from_address(cm_ptr + 24).value = ctypes.addressof(self.qp)
         return 0
 
@@ -116,6 +118,7 @@ class FakeVerbs:
         self.cq = ctypes.create_string_buffer(64)
         self.mr = ibverbs.MR(lkey=11, rkey=22)
         self.released: list[str] = []
+        self.made: list[str] = []  # "pd", "cq", "mr" in the order they were made
         self._callbacks = (
             ibverbs.POLL_CQ(self._poll),
             ibverbs.POST_SEND(self._send),
@@ -149,12 +152,15 @@ class FakeVerbs:
         return 0
 
     def ibv_alloc_pd(self, context: int) -> int:
-        return 0x1000
+        self.made.append("pd")
+        return 0x1000 + len(self.made)
 
     def ibv_create_cq(self, *args: Any) -> int:
+        self.made.append("cq")
         return ctypes.addressof(self.cq)
 
     def ibv_reg_mr(self, *args: Any) -> Any:
+        self.made.append("mr")
         return ctypes.pointer(self.mr)
 
     def ibv_modify_qp(self, qp: int, attr: Any, mask: int) -> int:

@@ -92,6 +92,10 @@ def test_a_connect_storm_stamps_every_step_of_every_connection(
     # Every CM call comes back as an action: 5 connects, 4 disconnects, 5 destroys.
     names = [a["name"] for a in got["actions"]]
     assert (names.count("connect"), names.count("disconnect"), names.count("destroy")) == (5, 4, 5)
+    # cmtime's disconnect step: rdma_disconnect, then the QP goes at once (said in params).
+    assert {str(a["params"]) for a in got["actions"] if a["name"] == "disconnect"} == {
+        "{'destroy_qp': True}"
+    }
     pdata = sorted(a["params"]["private_data"] for a in got["actions"] if a["name"] == "connect")
     assert pdata == [f"hil-storm-{i:04d}".encode().hex() for i in range(5)]
     assert w.ch.handles() == []
@@ -143,6 +147,59 @@ def test_serve_accepts_each_request_and_destroys_each_id_on_its_disconnected(
     names = [a["name"] for a in got["actions"]]
     assert names.count("accept") == 3 and names.count("destroy") == 3
     assert w.ch.handles() == [listener]
+
+
+def test_connections_without_traffic_share_one_pd_and_cq_and_get_no_buffer(
+    worker: tuple[Worker, FakeLib], kernel: FakeKernel
+) -> None:
+    """cmtime's QPs: the worker's one PD and CQ, no MR, no receive; freed when it closes."""
+    w, lib = worker
+    got = w.storm(role="connect", count=4, dst=DST, port=7471, parallel=2, wait_s=5)
+    assert all("create_qp" in c["steps"] for c in got["conns"])
+    assert lib.verbs.made == ["pd", "cq"]  # once, for the 4 QPs
+    assert len(set(lib.cm.qp_pds)) == 1 and len(lib.cm.qp_pds) == 4
+    assert lib.verbs.recvs == 0
+    assert lib.verbs.released == []  # the shared PD and CQ outlive the storm's ids...
+    w.closing.set()
+    time.sleep(0.3)  # the poller's last read of the channel (0.1 s) is over
+    w.close()
+    assert lib.verbs.released == ["cq", "pd"]  # ...and go with the channel
+
+
+def test_serve_reads_the_channel_itself_and_logs_each_event_once_in_order(
+    worker: tuple[Worker, FakeLib],
+) -> None:
+    """While serving, the storm reads the channel, not the poller: each event is logged
+    once, in order; afterwards the poller reads again."""
+    w, lib = worker
+    listener = w.listen(DST, 7471)["id"]
+    children = [lib.cm.new_id() for _ in range(2)]
+    lp = w.ch._id(listener).ptr
+
+    made_first: list[str] = []
+
+    def peer() -> None:
+        time.sleep(0.2)  # the storm holds the channel by now
+        made_first.extend(lib.verbs.made)
+        for i, child in enumerate(children):
+            lib.cm.push(EVENT["CONNECT_REQUEST"], child, lp, 0, f"hil-storm-p0-{i:04d}".encode())
+        for child in children:
+            lib.cm.push(EVENT["DISCONNECTED"], child)
+
+    threading.Thread(target=peer, daemon=True).start()
+    got = w.storm(role="serve", count=2, listen_id=listener, wait_s=5, idle_s=2)
+    assert [c["tag"] for c in got["conns"]] == ["hil-storm-p0-0000", "hil-storm-p0-0001"]
+    assert all(c["result"] == "ok" and "destroy" in c["steps"] for c in got["conns"])
+    events = [(e["type"], e["id"]) for e in got["log"] if e["kind"] == "event"]
+    assert len(events) == len(set(events)) == 4
+    seqs = [e["seq"] for e in got["log"]]
+    assert seqs == list(range(1, len(seqs) + 1))
+    # cmtime's QPs: the listener's device got its one PD and CQ before the first request.
+    assert made_first == lib.verbs.made == ["pd", "cq"] and len(set(lib.cm.qp_pds)) == 1
+    assert not w.paused.is_set() and not w.reading.locked()
+    late = lib.cm.new_id()
+    lib.cm.push(EVENT["CONNECT_REQUEST"], late, lp, 0, b"x")
+    assert w.log.wait(len(w.log.entries), ["CONNECT_REQUEST"], None, 2)  # the poller's again
 
 
 def test_serve_holding_its_channel_leaves_requests_unread_until_the_hold_ends(

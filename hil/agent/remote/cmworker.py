@@ -125,6 +125,9 @@ class Worker:
         self.auto: dict[int, tuple[AutoAnswer, bytes]] = {}
         self.streams: dict[int, Stream] = {}
         self.paused = threading.Event()
+        # Held while the poller reads the channel: a storm's serving sets paused, takes it
+        # and reads the channel itself (no hand-over between threads per event).
+        self.reading = threading.Lock()
         self.closing = threading.Event()
 
     # -- the poller ----------------------------------------------------------
@@ -136,7 +139,8 @@ class Worker:
                 time.sleep(0.01)
                 continue
             try:
-                ev = self.ch.poll_event(0.1)
+                with self.reading:
+                    ev = None if self.paused.is_set() else self.ch.poll_event(0.1)
             except RdmaError as e:
                 self.log.add({"kind": "error", "seq": 0, "message": str(e), "t_us": now_us()})
                 time.sleep(0.1)

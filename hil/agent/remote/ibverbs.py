@@ -220,6 +220,32 @@ def _op(obj: int, offset: int) -> int:
     return int(c_void_p.from_address(context + offset).value or 0)
 
 
+class SharedPD:
+    """One PD and one CQ that many traffic-less RC QPs share, as rdma-core's cmtime's do.
+
+    A QP made on them (``rdma_create_qp`` with :meth:`init_attr`) carries no
+    buffer and no receives: a storm's connections only connect and close, so
+    their per-connection cost is the QP alone.  Released after the last QP.
+    """
+
+    def __init__(self, lib: ctypes.CDLL, context: int, cqe: int = 16) -> None:
+        self._lib = lib
+        self.pd = lib.ibv_alloc_pd(context) or fail("ibv_alloc_pd")
+        self.cq = lib.ibv_create_cq(context, cqe, None, None, 0)
+        if not self.cq:
+            err = ctypes.get_errno() or errno.EIO
+            lib.ibv_dealloc_pd(self.pd)
+            raise RdmaError("ibv_create_cq", err)
+        cap = QPCap(max_send_wr=1, max_recv_wr=1, max_send_sge=1, max_recv_sge=1)
+        # One struct for every QP (rdma_create_qp only reads it): none is built per call.
+        self.attr = QPInitAttr(send_cq=self.cq, recv_cq=self.cq, qp_type=IBV_QPT_RC, cap=cap)
+
+    def release(self) -> None:
+        """Destroy the CQ and free the PD (every QP on them must be gone)."""
+        self._lib.ibv_destroy_cq(self.cq)
+        self._lib.ibv_dealloc_pd(self.pd)
+
+
 class QPResources:
     """A PD, a CQ and a registered buffer for one cm_id's RC QP, and traffic on it.
 

@@ -43,8 +43,17 @@ from collections import OrderedDict
 from ctypes import POINTER, Structure, byref, c_int, c_uint8, c_uint32, c_void_p
 from typing import TYPE_CHECKING
 
+from .ibverbs import (
+    QP_NUM_OFFSET,
+    QPResources,
+    RdmaError,
+    RdmaUnavailable,
+    SharedPD,
+    Signatures,
+    call,
+    load,
+)
 from .ibverbs import SIGNATURES as VERBS_SIGNATURES
-from .ibverbs import QPResources, RdmaError, RdmaUnavailable, Signatures, call, load
 from .protocol import CM_EVENT_TYPES, CMEvent, QPInfo
 
 if TYPE_CHECKING:  # typing.Self is 3.11; the agent runs on any python3 >= 3.9
@@ -220,6 +229,7 @@ class CMChannel:
         self._retired: OrderedDict[int, int] = OrderedDict()
         self._next = 1
         self._lock = threading.Lock()
+        self._shared: dict[int, SharedPD] = {}  # per device context: create_bare_qp's PD and CQ
 
     def __enter__(self) -> Self:
         return self
@@ -319,6 +329,41 @@ class CMChannel:
             raise
         cm.res = res
         return res.attach(int(cm.head().qp or 0))
+
+    def shared_pd(self, handle: int) -> SharedPD:
+        """The one PD and CQ of the device ``handle``'s id is on (made at the first call):
+        what :meth:`create_bare_qp` uses; a listener may have it made before requests come,
+        as librdmacm makes its own PD when an id first gets its device."""
+        verbs = self._id(handle).head().verbs
+        if not verbs:
+            raise RdmaError(
+                "ibv_alloc_pd", errno.EINVAL, f"cm_id {handle} has no device yet: bind it first"
+            )
+        shared = self._shared.get(verbs)
+        if shared is None:
+            shared = self._shared[verbs] = SharedPD(self._lib.verbs, verbs)
+        return shared
+
+    def create_bare_qp(self, handle: int) -> int:
+        """An RC QP on this channel's one PD and CQ per device, with no buffer or receives.
+
+        For connections that carry no traffic (a storm's; rdma-core's cmtime
+        shares one PD and CQ too): the QP is the only per-connection verbs
+        object.  Returns its qp_num.  Posting on it is refused (no buffer).
+        """
+        cm = self._id(handle)
+        head = cm.head()
+        if not head.verbs:
+            raise RdmaError(
+                "rdma_create_qp",
+                errno.EINVAL,
+                f"cm_id {handle} has no device yet: resolve its address first",
+            )
+        if head.qp:
+            raise RdmaError("rdma_create_qp", errno.EEXIST, f"cm_id {handle} has a QP already")
+        shared = self.shared_pd(handle)
+        call("rdma_create_qp", self._lib.cm.rdma_create_qp, cm.ptr, shared.pd, byref(shared.attr))
+        return int(c_uint32.from_address(int(cm.head().qp or 0) + QP_NUM_OFFSET).value)
 
     def _conn_param(self, private_data: bytes, depth: int) -> _ConnParam:
         if len(private_data) > MAX_PRIVATE_DATA:
@@ -468,6 +513,19 @@ class CMChannel:
             cm.res.release()
         return took_us
 
+    def destroy_qp(self, handle: int) -> None:
+        """rdma_destroy_qp: the id's QP (and the verbs resources made for it) go, the id stays.
+
+        On iWARP this ends the connection at once (siw moves the QP to ERR):
+        after an rdma_disconnect it is how rdma-core's cmtime closes.
+        """
+        cm = self._id(handle)
+        if cm.head().qp:
+            self._lib.cm.rdma_destroy_qp(cm.ptr)
+        if cm.res is not None:
+            cm.res.release()
+            cm.res = None
+
     def _known(self, ptr: int) -> int | None:
         """The handle of a live id, else the one a destroyed id had, else None."""
         with self._lock:
@@ -485,6 +543,9 @@ class CMChannel:
                 self.destroy_id(handle)
             except RdmaError as exc:
                 first = first or exc
+        for shared in self._shared.values():  # after every QP on them
+            shared.release()
+        self._shared.clear()
         if self._ch:
             self._lib.cm.rdma_destroy_event_channel(self._ch)
             self._ch = None

@@ -1,0 +1,150 @@
+"""What a storm's two roles share (cmstorm.py): its limits, the request check, each
+connection's record and the run's stamps, actions and event scan."""
+
+from __future__ import annotations
+
+import errno
+import threading
+from typing import TYPE_CHECKING
+
+from .cmscript import now_us
+from .librdmacm import RdmaError
+from .protocol import (
+    CMEventType,
+    StormActionEntry,
+    StormConn,
+    StormParams,
+    StormReply,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .cmworker import Worker
+
+RESOLVE_MS = 2000
+MAX_COUNT = 1024
+MAX_TRAFFIC = 16  # SENDs per connection: the QP's depth (the peer posted as many receives)
+TRAFFIC_BYTES = 1024
+# Each connection's QP is as small as its traffic allows (as cmtime's, which posts no
+# receive): a 64 KiB buffer and 16 receives per QP tripled an accept's cost on TCG.
+QP_BUFFER = 4096
+DEFAULT_WAIT_S = 30.0  # one step's bound (all connections)
+DEFAULT_DEADLINE_S = 120.0
+DEFAULT_IDLE_S = 5.0  # serve: no open connection and no event this long ends it
+REPLIES: tuple[CMEventType, ...] = ("ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR")
+
+
+class StormError(ValueError):
+    """Storm params that cannot run (a missing key, a count out of range)."""
+
+
+def problems(p: StormParams) -> list[str]:
+    """What is wrong with a storm request, [] when nothing."""
+    out = []
+    count = p.get("count", 0)
+    if not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
+        out.append(f"count must be 1..{MAX_COUNT}, not {count!r}")
+    if p.get("role") == "connect":
+        out += [f"connect needs {k}" for k in ("dst", "port") if not p.get(k)]
+        if not 1 <= p.get("parallel", 1) <= 64:
+            out.append(f"parallel must be 1..64, not {p.get('parallel')!r}")
+        if not 0 <= p.get("traffic", 0) <= MAX_TRAFFIC:
+            out.append(f"traffic must be 0..{MAX_TRAFFIC} SENDs, not {p.get('traffic')!r}")
+    elif p.get("role") == "serve":
+        if not 0 <= p.get("traffic", 0) <= MAX_TRAFFIC:
+            out.append(f"traffic must be 0..{MAX_TRAFFIC} receives, not {p.get('traffic')!r}")
+        if not p.get("listen_id"):
+            out.append("serve needs listen_id (a listener made with op listen)")
+    else:
+        out.append(f"role must be connect or serve, not {p.get('role')!r}")
+    return out
+
+
+class Conn:
+    """One connection's handle, result and step stamps."""
+
+    def __init__(self, index: int, tag: str) -> None:
+        self.index, self.tag = index, tag
+        self.id: int | None = None  # the cm_id's handle, once made
+        self.handle: int | None = None  # the same while the id lives
+        self.result = "ok"
+        self.steps: dict[str, list[int]] = {}
+        self.started: dict[str, int] = {}
+
+    @property
+    def live(self) -> bool:
+        return self.handle is not None and self.result == "ok"
+
+    def fail(self, why: str) -> None:
+        if self.result == "ok":
+            self.result = why
+
+    def wire(self) -> StormConn:
+        out: StormConn = {"index": self.index, "tag": self.tag, "result": self.result}
+        out["steps"] = self.steps
+        if self.id is not None:
+            out["id"] = self.id
+        return out
+
+
+def qp_maker(worker: Worker, traffic: int) -> Callable[[int], object]:
+    """How a storm gives a connection its QP.  With ``traffic``: one deep enough for it,
+    with its own PD, CQ and buffer, and (``post``) as many receives posted.  Without:
+    cmtime's, a bare QP on the worker's one PD and CQ (no buffer, no receive)."""
+    ch = worker.ch
+    if not traffic:
+        return ch.create_bare_qp
+
+    def make(handle: int) -> None:
+        ch.create_qp(handle, depth=traffic, buf_size=QP_BUFFER)
+        ch.post_recv(handle, traffic)
+
+    return make
+
+
+class Run:
+    """What both roles share: the worker, the stamps, the actions, the event scan."""
+
+    def __init__(self, worker: Worker, p: StormParams) -> None:
+        self.w, self.p = worker, p
+        self.actions: list[StormActionEntry] = []
+        self.lock = threading.Lock()
+        self.deadline_us = now_us() + int(p.get("deadline_s", DEFAULT_DEADLINE_S) * 1e6)
+        self.wait_s = p.get("wait_s", DEFAULT_WAIT_S)
+        self.mark = len(worker.log.entries)  # events after this one are the storm's
+        self.start_us = p.get("start_us", 0) or now_us()
+
+    def act(
+        self, name: str, handle: int, fn: Callable[..., object], *args: object, **params: object
+    ) -> tuple[int, int, str, object]:
+        """Call ``fn(handle, *args)`` (librdmacm), record it as action ``name`` with
+        ``params``; (t_us, us, result, what fn returned)."""
+        t0 = now_us()
+        value: object = None
+        try:
+            value = fn(handle, *args)
+            result = "ok"
+        except RdmaError as e:
+            result = errno.errorcode.get(e.errno or 0, str(e.errno))
+        us = now_us() - t0
+        entry: StormActionEntry = {
+            "name": name,
+            "id": handle,
+            "t_us": t0,
+            "us": us,
+            "result": result,
+            "params": dict(params),
+        }
+        with self.lock:
+            self.actions.append(entry)
+        return t0, us, result, value
+
+    def reply(self, conns: list[Conn]) -> StormReply:
+        return {
+            "t_us": self.start_us,
+            "end_us": now_us(),
+            "conns": [c.wire() for c in conns],
+            "actions": self.actions,
+            "log": list(self.w.log.entries[self.p.get("after", 0) :]),
+        }

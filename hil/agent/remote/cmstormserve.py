@@ -1,0 +1,131 @@
+"""A storm's passive role (cmstorm.py): accept each request, destroy each id on its close.
+
+The serving thread reads the worker's channel itself: the poller is paused
+and its read lock held for the storm, so an event goes from
+``rdma_get_cm_event`` to its accept or destroy in one thread, with no
+hand-over per event (on a one-vCPU TCG guest each hand-over cost
+milliseconds).  Every event still goes into the worker's log, stamped as the
+poller stamps it; events of other listeners on this worker are logged, not
+answered, meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from .cmscript import now_us, sleep_until
+from .cmstormbase import DEFAULT_IDLE_S, REPLIES, Conn, Run, qp_maker
+from .librdmacm import RdmaError
+from .protocol import CMEventEntry, StormParams, StormReply
+
+if TYPE_CHECKING:
+    from .cmworker import Worker
+
+POLL_S = 0.1  # the longest one read of the channel blocks (deadlines are checked between)
+
+
+class Serve(Run):
+    """The passive side: accept each request, destroy each id once it is DISCONNECTED."""
+
+    def __init__(self, worker: Worker, p: StormParams) -> None:
+        super().__init__(worker, p)
+        self.by_id: dict[int, Conn] = {}
+        self.served = 0
+        self.qp = qp_maker(worker, p.get("traffic", 0))  # receives for the peer's SENDs
+
+    def run(self) -> StormReply:
+        w = self.w
+        if not self.p.get("traffic", 0):
+            # Before the first request, as librdmacm's own PD is (cmtime's server uses it);
+            # a listener without a device yet (a wildcard bind) gets it at the first QP.
+            with contextlib.suppress(RdmaError):
+                w.ch.shared_pd(self.p["listen_id"])
+        w.paused.set()  # the poller stops reading; once we hold its lock, it is out
+        try:
+            with w.reading:
+                hold_s = self.p.get("hold_s", 0.0)  # from start_us
+                if hold_s > 0:  # requests queue in the kernel (and past the backlog, rejected)
+                    sleep_until(self.start_us + int(hold_s * 1e6))
+                self._serve()
+        finally:
+            w.paused.clear()
+        return self.reply(list(self.by_id.values()))
+
+    def _serve(self) -> None:
+        p, log = self.p, self.w.log
+        count, idle_us = p["count"], int(p.get("idle_s", DEFAULT_IDLE_S) * 1e6)
+        last = max(now_us(), self.start_us)  # the active side's start, when given
+        # What the poller logged before it stopped reading is the storm's too.
+        for e in list(log.entries[self.mark :]):
+            if e["kind"] == "event":
+                last = e["host_t_us"]
+                self._on(e)
+        poll = self.w.ch.poll_event
+        while self.served < count and now_us() < self.deadline_us:
+            open_ = any(c.handle is not None for c in self.by_id.values())
+            # Before the first request the active side may still be resolving: a step's bound.
+            limit = idle_us if self.by_id else int(self.wait_s * 1e6)
+            if not open_ and now_us() - last > limit:
+                break  # every request seen was served, and no new one came
+            try:
+                ev = poll(POLL_S)
+            except RdmaError as e:  # as the poller: logged, the storm goes on
+                log.add({"kind": "error", "seq": 0, "message": str(e), "t_us": now_us()})
+                continue
+            if ev is None:
+                continue
+            event: CMEventEntry = {"kind": "event", "seq": 0, **ev}
+            log.add(event)
+            last = event["host_t_us"]
+            self._on(event)
+
+    def _on(self, e: CMEventEntry) -> None:
+        """Answer one event: accept a request of our listener, destroy a closed id."""
+        if e["type"] == "CONNECT_REQUEST" and e["listen_id"] == self.p["listen_id"]:
+            pdata = bytes.fromhex(e["private_data"]).rstrip(b"\0")  # padded by some
+            new = Conn(len(self.by_id), pdata.decode(errors="replace"))
+            assert e["id"] is not None
+            new.handle = new.id = e["id"]
+            self.by_id[e["id"]] = new
+            self._accept(new, e["host_t_us"])
+            return
+        c = self.by_id.get(e["id"]) if e["id"] is not None else None
+        if c is None or c.handle is None:
+            return
+        if e["type"] == "ESTABLISHED":
+            t0 = c.started.get("established", e["host_t_us"])
+            c.steps["established"] = [t0, e["host_t_us"] - t0]
+        elif e["type"] == "DISCONNECTED":
+            c.steps["disconnected"] = [e["host_t_us"], 0]
+            self._destroy(c)
+            self.served += 1
+        elif e["type"] in REPLIES:
+            c.fail(e["type"])
+            self._destroy(c)
+            self.served += 1
+
+    def _accept(self, c: Conn, request_us: int) -> None:
+        h = c.handle
+        assert h is not None
+        accept = self.w.ch.accept
+
+        def qp_and_accept(handle: int) -> None:
+            self.qp(handle)
+            accept(handle)
+
+        t0, us, result, _ = self.act("accept", h, qp_and_accept, storm=True)
+        if result != "ok":
+            c.fail(result)
+            self._destroy(c)
+            return
+        c.steps["accept"] = [request_us, t0 + us - request_us]
+        c.started["established"] = t0 + us
+
+    def _destroy(self, c: Conn) -> None:
+        assert c.handle is not None
+        t0, us, result, blocked = self.act("destroy", c.handle, self.w.ch.destroy_id)
+        c.steps["destroy"] = [t0, blocked if isinstance(blocked, int) else us]
+        if result != "ok":
+            c.fail(result)
+        c.handle = None
