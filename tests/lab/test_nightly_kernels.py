@@ -47,8 +47,8 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def nightly(repo: Path, *args: str) -> tuple[int, list[str]]:
-    out = subprocess.run(
+def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(repo / "ci" / "nightly"), *args],
         capture_output=True,
         text=True,
@@ -56,6 +56,10 @@ def nightly(repo: Path, *args: str) -> tuple[int, list[str]]:
         check=False,
         env={"PATH": "/usr/bin:/bin", "HOME": str(repo)},
     )
+
+
+def nightly(repo: Path, *args: str) -> tuple[int, list[str]]:
+    out = run(repo, *args)
     log = repo / "calls.log"
     return out.returncode, log.read_text().splitlines() if log.exists() else [out.stderr]
 
@@ -79,6 +83,21 @@ def test_each_kernel_runs_on_its_own_lab_into_its_own_reports(repo: Path) -> Non
     ]
     assert runs[6].endswith("--reports R/6.12 -- -k x --hil-metric-label kernel=6.12")
     assert "install --kernel-sources 6.1,6.12" in calls
+
+
+def test_a_kernel_source_that_cannot_be_installed_names_the_packages_and_the_command(
+    repo: Path,
+) -> None:
+    install = repo / "ci" / "install"
+    install.write_text('#!/usr/bin/env bash\n[ "$1" != --kernel-sources ] || exit 100\n')
+    out = run(repo, "--kernels", "6.1,6.12")
+    assert out.returncode == 3
+    assert out.stderr.strip().endswith(
+        "ci/nightly: ci/install --kernel-sources 6.1,6.12 failed: each kernel is built from its "
+        "Debian source package (linux-source-6.1 linux-source-6.12); run that as root, or "
+        "apt-get install linux-source-6.1 linux-source-6.12"
+    )
+    assert "hil " not in (repo / "calls.log").read_text()  # no kernel built, no lab started
 
 
 def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
