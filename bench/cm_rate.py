@@ -14,6 +14,12 @@ Reserves the pair, sets it up, then alternates, ``--rounds`` times:
   on host A; rate = connections / (its connect + disconnect step totals), and
   the full cycle (every step, create id to destroy).
 
+The two count the same steps: connect = first ``rdma_connect`` to the last
+ESTABLISHED (the passive side's QP creation and accept inside it, on both);
+disconnect = first ``rdma_disconnect`` (then ``rdma_destroy_qp``, on both) to
+the last DISCONNECTED.  The controller's load average is printed before and
+after: the two cores are shared, and the rates move with it.
+
 Prints hil's per-step table of the last round, the median of each rate and
 the ratio hil / cmtime.  Numbers, no asserts.
 """
@@ -21,6 +27,7 @@ the ratio hil / cmtime.  Numbers, no asserts.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import threading
@@ -113,6 +120,7 @@ def main() -> int:
         pair=args.pair or inv.pairs()[0].name, holder="bench/cm_rate.py", ttl=900, wait=args.wait
     )
     hil_rates, hil_full, cm_rates, cm_full = [], [], [], []
+    load_before = os.getloadavg()
     with open_store(args.store) as store, PairRun(inv, store, request) as run:
         pair = run.pair
         s = run.session(evidence=False)
@@ -146,6 +154,11 @@ def main() -> int:
     print(f"hil full cycle (all steps):       {hfull:8.1f} conn/s  (rounds: {_list(hil_full)})")
     print(f"cmtime full cycle (all steps):    {full:8.1f} conn/s  (rounds: {_list(cm_full)})")
     print(f"ratio hil / cmtime:               {hil / cmt:8.3f}  (full cycle: {hfull / full:.3f})")
+    loads = (load_before, os.getloadavg())
+    print(
+        "controller load average (1, 5, 15 min) before / after: "
+        + " / ".join(", ".join(f"{x:.2f}" for x in load) for load in loads)
+    )
     return 0
 
 
