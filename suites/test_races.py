@@ -41,7 +41,7 @@ from hil.report.attach import note
 SWEEPS = {
     "destroy_reply": Budget(16_000, 500, rounds=2, enough=1, max_rounds=20, focus_us=2_000),
     "disconnects": Budget(20_000, 1_000, rounds=2, enough=1, max_rounds=10),
-    "destroy_listen": Budget(15_000, 1_000, rounds=1, enough=1, max_rounds=12),
+    "destroy_listen": Budget(25_000, 1_000, rounds=1, enough=1, max_rounds=14),
     "destroy_terminate": Budget(8_000, 500, rounds=2, enough=1, max_rounds=12, focus_us=1_000),
 }
 

@@ -64,8 +64,9 @@ if TYPE_CHECKING:
 ORDERS = ("destroy_first", "in_flight", "reply_first")
 # in_flight's window (sent, not delivered) is 0.5-5 ms wide and moves by several ms from
 # round to round on the TCG lab; aimed at (and the focus visited first) a bounded sweep
-# reaches it (docs/cm-engine.md, "destroy vs CONNECT_REPLY").
-CERTAIN = ORDERS
+# reaches it in about half the runs under load (2 of 3 missed it at load 4), so the suite
+# counts it and the full sweep asks for it (docs/cm-engine.md, "destroy vs CONNECT_REPLY").
+CERTAIN = ("destroy_first", "reply_first")
 CALIBRATION_ROUNDS = 3
 LINGER_S = 0.2  # after each script: a late event for a destroyed id would come by then
 SETTLE_FETCHES = 10  # at most this many half-second fetches of the passive side's last events

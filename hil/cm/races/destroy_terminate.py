@@ -60,8 +60,9 @@ ORDERS = ("destroy_first", "in_flight", "terminate_first")
 # terminate_first is read on one clock; the other two compare the peer's close with the
 # destroy across the hosts (+/- 0.3-0.6 ms with the host-to-host clock).  Delays run from 0
 # (destroy_first) past the aim (in_flight, a 1-9 ms window) to the aim + the budget's
-# window (terminate_first): docs/cm-engine.md, "destroy vs an incoming TERMINATE".
-CERTAIN = ORDERS
+# window (terminate_first): docs/cm-engine.md, "destroy vs an incoming TERMINATE".  A
+# bounded sweep missed in_flight at load 4, so the suite counts it and the full sweep asks.
+CERTAIN = ("destroy_first", "terminate_first")
 CALIBRATION_ROUNDS = 2
 ROUND_US = 100_000  # between two rounds' writes, past the window
 START_US = 200_000  # the first write: past the script's trip to its host (10-100 ms)
