@@ -126,7 +126,12 @@ def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable])
     """
     log = lab_dir / f"{spec.name}.log"
     pidfile = lab_dir / f"{spec.name}.pid"
+    qmp_path = str(lab_dir / f"{spec.name}.qmp")
     pidfile.unlink(missing_ok=True)
+    # A killed QEMU leaves its socket file behind.  QEMU writes its pidfile
+    # before it binds the socket again, so in that gap a stale file would pass
+    # for the new one and refuse the connection.
+    Path(qmp_path).unlink(missing_ok=True)
     argv = vng_argv(kernel, lab_dir, spec, lab_cables)
     # Appended: a guest started again keeps what its last boot logged (a panic).
     with open(log, "ab") as out:
@@ -139,8 +144,14 @@ def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable])
         # to cat, which appends, every line stays, after those of earlier boots.
         # cat has a session of its own (no terminal's Ctrl-C) and ends at EOF,
         # when vng and QEMU are gone.
+        # Nothing of the caller's stdio either: a guest outlives `hil lab up`,
+        # and a pipe it held open would keep whoever reads that pipe waiting.
         cat = subprocess.Popen(
-            tools.argv("cat"), stdin=subprocess.PIPE, stdout=out, start_new_session=True
+            tools.argv("cat"),
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
         )
     assert cat.stdin is not None
     try:
@@ -159,7 +170,6 @@ def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable])
         raise LabError(f"{spec.name}: cannot start vng: {e}") from None
     _loggers[proc.pid] = cat
     _children[proc.pid] = proc
-    qmp_path = str(lab_dir / f"{spec.name}.qmp")
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -167,7 +177,13 @@ def start(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cable])
             raise LabError(f"{spec.name}: vng exited {proc.returncode} at start:\n{log_tail(log)}")
         pid = _read_pid(pidfile)
         if pid is not None and Path(qmp_path).exists():
-            qmp.reboot_resets(qmp_path)
+            try:
+                qmp.reboot_resets(qmp_path)
+            except LabError:
+                # A guest nobody records must not live on.
+                _kill_group(proc.pid)
+                _reap(proc.pid)
+                raise
             return GuestState(
                 spec.name, spec.index, pid, proc.pid, spec.ssh_port, qmp_path, str(log)
             )
