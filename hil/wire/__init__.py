@@ -12,6 +12,7 @@ held against the CM timeline.
 - :mod:`hil.wire.linkcapture`: every capture point of a link, for one test;
 - :mod:`hil.wire.link`: which wire connection is which connect of a timeline;
 - :mod:`hil.wire.rule`, :mod:`hil.wire.rules`: what a wire rule is; the rules, by name,
-  with registration;
+  with registration; the checks themselves in :mod:`hil.wire.mpa_rules`,
+  :mod:`hil.wire.close_rules`, :mod:`hil.wire.pull_rules`, :mod:`hil.wire.cause_rules`;
 - :mod:`hil.wire.judge`: an exchange and timelines to a wire verdict.
 """

@@ -117,3 +117,8 @@ def judged(findings: Sequence[WireFinding], count: int, nothing: str) -> Outcome
 def evidence(*packets: Packet | None) -> tuple[str, ...]:
     """The briefs of the packets given (None skipped)."""
     return tuple(p.brief() for p in packets if p is not None)
+
+
+def missing(lk: Link, what: str) -> WireFinding:
+    """A finding that the linked connect ``lk`` lacks ``what`` on the wire."""
+    return WireFinding(f"{lk.connect.brief()}: {what} ({lk.how})", lk.conn)
