@@ -241,7 +241,8 @@ class Endpoint:
 
     def destroy(self, cm_id: str, timeout: float | None = None) -> Outcome:
         """rdma_destroy_id; the action's duration is how long it blocked on the host."""
-        return self.act("destroy", wire.OP_DESTROY, self._id(cm_id), cm_id, timeout=timeout)
+        params = wire.DestroyParams(id=self.handle(cm_id))
+        return self.act("destroy", wire.OP_DESTROY, params, cm_id, timeout=timeout)
 
     def stream_start(
         self,

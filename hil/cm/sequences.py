@@ -23,8 +23,9 @@ Each, with its parameters, its steps and the metrics it records:
 - ``link_pull`` (``mode``, ``traffic``, ``hold_s``): connect, (traffic), pull,
   wait DISCONNECTED or hold, restore, reconnect. Metrics: ``detection_us``,
   ``traffic_ops``, ``reconnect_us``.
-- ``destroy_conn_sent``: listener never answers, connect, destroy in
-  CONN_SENT. Metrics: ``destroy_blocked_us``.
+- ``destroy_conn_sent`` (``order`` = qp_first/id_first): listener never
+  answers, connect, destroy in CONN_SENT (a host-side script). Metrics:
+  ``destroy_blocked_us``, ``qp_destroy_us`` (id_first: the QP's after the id's).
 - ``listener_destroy`` (``pending``, ``accepted``): accept some, leave others
   unretrieved, destroy the listener. Metrics: ``destroy_blocked_us``.
 - ``remote_access_error`` (``how`` = bad_rkey/past_end, ``length``): connect, one
@@ -39,11 +40,14 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
+from hil.agent.remote import protocol as wire
 from hil.cm import asyncwatch, qpstate, steps
 from hil.cm.asyncwatch import AsyncWatch
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Endpoint
+from hil.cm.races.conns import dial
 from hil.cm.registry import sequence
+from hil.cm.scenario import Script, Step, run
 from hil.cm.steps import Conn, Listener, StepFailed, step_slack_s, waits
 from hil.errors import InputError
 from hil.judge.access import ACCESS_ERRORS
@@ -62,6 +66,8 @@ BUFFER_BYTES = 65536  # every QP's registered buffer (CMChannel.create_qp)
 # After a destroy in CONN_SENT returned, before the passive side's late accept (the
 # contract's rule takes the close to have arrived 1 s after the destroy returned).
 LATE_ACCEPT_S = 1.5
+# On the host, from rdma_connect's return (its MPA request sent) to the destroy in CONN_SENT.
+DESTROY_AFTER_US = 200_000
 WATCH_MARGIN_S = 2.0  # an admin pull's async watch outlasts the profile's bound by this
 
 
@@ -257,18 +263,39 @@ def _drop(conn: Conn) -> None:
 
 
 @sequence
-def destroy_conn_sent(s: PairSides) -> Timeline:
+def destroy_conn_sent(s: PairSides, order: str = "qp_first") -> Timeline:
     """Connect to a listener that never answers; destroy the active id in CONN_SENT; then
-    the passive side accepts the request its peer gave up (it must fail ECONNRESET)."""
+    the passive side accepts the request its peer gave up (it must fail ECONNRESET).
+
+    ``order``: ``qp_first`` destroys the QP, then the id (as rdma_cm
+    applications do: on siw the QP's destroy is what blocks); ``id_first``
+    the id while its QP still exists (iw_cm's own wait for the connect's
+    reply), then the QP.  The connect and the destroy run in one host-side
+    script, the destroy DESTROY_AFTER_US after rdma_connect returned: [lab]
+    issued from the controller after the passive's CONNECT_REQUEST, it came
+    after the 10 s MPA timer had ended the connect on a loaded machine.
+    """
+    how = _choice("order", order, wire.DESTROY_ORDERS)
     bound = s.profile.of(s.host(s.active)).conn_sent_destroy_bound_s  # the destroying host's
     with s.recording("destroy-conn-sent") as rec:
         listener = steps.listen(rec, s.passive)
         active = rec.endpoint(s.active)
-        conn, req = steps.request(rec, active, listener, "c1", what="destroy in CONN_SENT")
-        assert conn.id is not None  # request() made sure
-        out = active.destroy(conn.id, timeout=bound + step_slack_s())
-        if out.action.duration_us is not None:
-            rec.metric("destroy_blocked_us", out.action.duration_us)
+        script = Script(
+            (
+                Step("connect", name="c", params=dial(rec, listener, "hil")),
+                Step("destroy", id_of="c", after_us=DESTROY_AFTER_US, params={"order": how}),
+            ),
+            deadline_s=bound + step_slack_s(),
+        )
+        connect, destroy = run(active, script).steps
+        if not connect.ok or connect.id is None:
+            raise StepFailed(active.host, f"connect to port {listener.port}: {connect.result}")
+        if destroy.ok and destroy.us is not None:
+            rec.metric("destroy_blocked_us", destroy.us)
+        if "qp_us" in destroy.reply:
+            rec.metric("qp_destroy_us", destroy.reply["qp_us"])
+        req = steps.expect(listener.ep, "CONNECT_REQUEST", None, "destroy in CONN_SENT")
+        rec.label("c1", connect.id, req.id)
         # Invariant 4 (accept-after-peer-abort-fails): the destroy returned once the
         # provider gave the connect up and closed it; the peer's close reaches the
         # passive host well within LATE_ACCEPT_S.

@@ -185,7 +185,7 @@ class FakeAgent:
         port: int,
         src: str | None,
         private_data: str,
-        resolve_timeout: float,
+        resolve_timeout: float = 10.0,
     ) -> dict:
         cid = ep.new_id()
         cid.local, cid.remote = f"{src or ADDRS[self.name]}:{40000 + cid.handle}", f"{dst}:{port}"
@@ -259,14 +259,49 @@ class FakeAgent:
             self.world.listeners.pop(cid.listen_on, None)
         cid.ep.ids.pop(cid.handle, None)
 
-    def op_destroy(self, ep: FakeEp, id: int) -> dict:
+    def op_destroy(self, ep: FakeEp, id: int, order: str = "qp_first") -> dict:
         if id not in ep.ids:
             raise self._rdma_error("destroy", errno.EBADF)
-        result = self._timed()
+        result = self._timed() if order == "qp_first" else self._timed(qp_us=30)
         cid = ep.ids[id]
         cid.state = "gone"
         self._destroy(cid)
         return result
+
+    def op_scenario(
+        self,
+        ep: FakeEp,
+        steps: list[dict],
+        after: int = 0,
+        linger_s: float = 0.0,
+        deadline_s: float = 30.0,
+        start_us: int | None = None,
+    ) -> dict:
+        """Each step at once, in order (no trigger but the previous step's end), as
+        the worker's script runs them (cmscript.py): results, and the log since ``after``."""
+        names: dict[str, int] = {}
+        results = []
+        start = self.now()
+        for i, step in enumerate(steps):
+            params = dict(step.get("params", {}))
+            if "id_of" in step or "id" in step:
+                params["id"] = names[step["id_of"]] if "id_of" in step else step["id"]
+            res: dict[str, Any] = {"index": i, "op": step["op"]}
+            try:
+                reply = getattr(self, "op_" + step["op"])(ep, **params)
+            except AgentCallError as e:
+                res.update(result=e.details["errno_name"], t_us=e.details["t_us"], us=40)
+                results.append(res)
+                continue
+            res.update(result="ok", t_us=reply["t_us"], us=reply["us"])
+            res["id"] = reply.get("id", params.get("id"))
+            if "name" in step:
+                res["name"] = step["name"]
+                names[step["name"]] = res["id"]
+            if "qp_us" in reply:
+                res["reply"] = {"qp_us": reply["qp_us"]}
+            results.append(res)
+        return {"t_us": start, "end_us": self.now(), "steps": results, "log": ep.log[after:]}
 
     def op_events(
         self, ep: FakeEp, after: int, wait: float, types: list | None, id: int | None

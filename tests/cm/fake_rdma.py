@@ -92,6 +92,11 @@ class FakeCM:
         c_void_p.from_address(cm_ptr + 24).value = ctypes.addressof(self.qp)
         return 0
 
+    def rdma_destroy_id(self, cm_ptr: int) -> int:
+        # What the id still had: librdmacm's rdma_destroy_id leaves a QP alone.
+        self.calls.append(("rdma_destroy_id", (cm_ptr, c_void_p.from_address(cm_ptr + 24).value)))
+        return 0
+
     def rdma_destroy_qp(self, cm_ptr: int) -> None:
         time.sleep(self.qp_destroy_s)  # siw blocks here in CONN_SENT
         c_void_p.from_address(cm_ptr + 24).value = None
@@ -118,6 +123,7 @@ class FakeVerbs:
         self.cq = ctypes.create_string_buffer(64)
         self.mr = ibverbs.MR(lkey=11, rkey=22)
         self.released: list[str] = []
+        self.qp_destroy_s = 0.0  # ibv_destroy_qp's block (siw's, after an id_first destroy)
         self.made: list[str] = []  # "pd", "cq", "mr" in the order they were made
         self._callbacks = (
             ibverbs.POLL_CQ(self._poll),
@@ -166,6 +172,11 @@ class FakeVerbs:
     def ibv_modify_qp(self, qp: int, attr: Any, mask: int) -> int:
         self.modified.append(c_int.from_buffer(attr).value)
         return errno.EINVAL if len(self.modified) > 1 else 0
+
+    def ibv_destroy_qp(self, qp: int) -> int:
+        time.sleep(self.qp_destroy_s)
+        self.released.append("qp")
+        return 0
 
     def ibv_dereg_mr(self, mr: Any) -> int:
         self.released.append("mr")

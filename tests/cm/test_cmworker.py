@@ -78,6 +78,19 @@ def test_destroy_times_the_block_and_stops_answering(worker: tuple[Worker, FakeL
     assert got["us"] >= 0 and w.handles() == {"ids": []}
 
 
+def test_id_first_destroy_times_the_id_alone_and_the_qp_after(
+    worker: tuple[Worker, FakeLib],
+) -> None:
+    w, lib = worker
+    h = w.ch.create_id()
+    w.ch.create_qp(h)
+    lib.verbs.qp_destroy_s = 0.1  # the mutant's block: in the QP's destroy, after the id's
+    got = w.destroy(id=h, order="id_first")
+    assert got["us"] < 100_000 <= got["qp_us"] and w.handles() == {"ids": []}
+    with pytest.raises(RdmaError, match="order must be one of"):
+        w.destroy(id=h, order="sideways")  # type: ignore[arg-type]
+
+
 def test_destroys_reported_end_is_not_before_the_call_returned(
     worker: tuple[Worker, FakeLib], monkeypatch: pytest.MonkeyPatch
 ) -> None:

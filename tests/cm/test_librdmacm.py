@@ -290,6 +290,20 @@ def test_destroy_time_covers_the_qp_destroy() -> None:
         assert ch.destroy_id(h) >= 50_000
 
 
+def test_id_first_destroys_the_id_while_its_qp_lives_then_the_qp() -> None:
+    """librdmacm's rdma_destroy_id leaves the QP: it goes after, by ibv_destroy_qp."""
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        ch.create_qp(h)
+        ptr, qp = ch._id(h).ptr, ch._id(h).head().qp
+        before = time.monotonic_ns() // 1000
+        returned = ch.destroy_id_first(h)
+        assert before <= returned <= time.monotonic_ns() // 1000
+        assert ("rdma_destroy_id", (ptr, qp)) in lib.cm.calls  # the QP was still there
+        assert lib.verbs.released == ["qp", "mr", "cq", "pd"] and ch.handles() == []
+
+
 def test_connect_passes_private_data() -> None:
     lib = FakeLib()
     with CMChannel(lib) as ch:  # type: ignore[arg-type]

@@ -228,6 +228,18 @@ def test_destroy_in_conn_sent_then_the_late_accept_fails(world: FakeCMWorld) -> 
     assert check(tl, SIW, rules=["accept-after-peer-abort-fails", "no-event-before-accept"]).ok
 
 
+def test_destroy_in_conn_sent_id_first_runs_connect_and_destroy_on_the_host(
+    world: FakeCMWorld,
+) -> None:
+    tl = session(world).run("destroy_conn_sent", order="id_first")
+    (destroy,) = [a for a in tl.actions if a.name == "destroy" and a.side == "a"]
+    assert destroy.params["order"] == "id_first" and destroy.params["after_us"] > 0
+    assert tl.metrics["qp_destroy_us"] == 30 and "destroy_blocked_us" in tl.metrics
+    assert "scenario" in world.agent("h0").calls and "destroy" not in world.agent("h0").calls
+    with pytest.raises(InputError, match="order must be one of qp_first, id_first"):
+        session(world).run("destroy_conn_sent", order="later")
+
+
 def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
     @sequence
     def hil_test_listen_only(s: CMSession, port_note: str = "x") -> Timeline:

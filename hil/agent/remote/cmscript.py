@@ -38,8 +38,9 @@ SPIN_US = 2000  # the last stretch before a step's time is spun (with GIL yields
 SWITCH_INTERVAL_S = 0.0002  # the poller and the script hand the GIL over this often
 DEFAULT_WAIT_S = 10.0  # an 'on' trigger's bound when the step gives none
 DEFAULT_DEADLINE_S = 60.0
-# What a step's result keeps of its op's reply: a connect's or accept's QP, a write's completion.
-REPLY_KEPT = ("qp", "wc_status", "wc_status_name", "vendor_err")
+# What a step's result keeps of its op's reply: a connect's or accept's QP, a write's
+# completion, an id_first destroy's QP destroy time.
+REPLY_KEPT = ("qp", "wc_status", "wc_status_name", "vendor_err", "qp_us")
 
 
 class ScenarioError(ValueError):

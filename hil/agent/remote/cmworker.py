@@ -37,6 +37,7 @@ from .ibverbs import wc_status_name
 from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
 from .protocol import (
     CM_OP_NAMES,
+    DESTROY_ORDERS,
     AcceptReply,
     AutoAnswer,
     CMActionEntry,
@@ -45,6 +46,8 @@ from .protocol import (
     CMLogEntry,
     CMOpName,
     ConnectReply,
+    DestroyOrder,
+    DestroyReply,
     EventsReply,
     HandlesReply,
     IdTimedReply,
@@ -272,20 +275,34 @@ class Worker:
         """Move the QP to ERR (abortive close)."""
         return self._timed(self.ch.qp_to_error, id)
 
-    def destroy(self, id: int) -> TimedReply:
+    def destroy(self, id: int, order: DestroyOrder = "qp_first") -> DestroyReply:
         """Stop the id's stream, destroy its QP and the id; ``us`` is how long destroy blocked.
 
+        ``order``: ``qp_first`` (as rdma_cm applications do: ``us`` covers
+        both), or ``id_first``: rdma_destroy_id while the QP still exists,
+        ``us`` the id's destroy alone and ``qp_us`` the QP's after it.
         ``t_us + us`` must not come before rdma_destroy_id returned: the
         contract compares every event of the id against it.  So both ends
         are read here, around the call (the channel's own timing starts
         later, and a thread preempted in between made that sum up to
         milliseconds early on a loaded guest: docs/cm-engine.md).
         """
+        if order not in DESTROY_ORDERS:
+            raise RdmaError("destroy", errno.EINVAL, f"order must be one of {DESTROY_ORDERS}")
         stream = self.streams.pop(id, None)
         if stream is not None:
             stream.stop()
         self.auto.pop(id, None)
-        return self._timed(self.ch.destroy_id, id)
+        if order == "qp_first":
+            done = self._timed(self.ch.destroy_id, id)
+            return {"t_us": done["t_us"], "us": done["us"]}
+        t0 = now_us()
+        try:
+            returned = self.ch.destroy_id_first(id)
+        except RdmaError as e:
+            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            raise
+        return {"t_us": t0, "us": returned - t0, "qp_us": now_us() - returned}
 
     def stream_start(
         self,

@@ -209,6 +209,7 @@ SIGNATURES: Signatures = {
     "ibv_reg_mr": (POINTER(MR), [c_void_p, c_void_p, ctypes.c_size_t, c_int]),
     "ibv_dereg_mr": (c_int, [POINTER(MR)]),
     "ibv_modify_qp": (c_int, [c_void_p, c_void_p, c_int]),
+    "ibv_destroy_qp": (c_int, [c_void_p]),
 }
 
 

@@ -503,15 +503,39 @@ class CMChannel:
             self._lib.cm.rdma_destroy_qp(cm.ptr)
         call("rdma_destroy_id", self._lib.cm.rdma_destroy_id, cm.ptr)
         took_us = (time.monotonic_ns() - start) // 1000
+        self._retire(handle, cm)
+        if cm.res is not None:
+            cm.res.release()
+        return took_us
+
+    def destroy_id_first(self, handle: int) -> int:
+        """rdma_destroy_id while the id's QP still exists, then the QP (ibv_destroy_qp: the
+        freed id can no longer name it) and its CQ, MR and PD; returns when the id's
+        destroy returned (CLOCK_MONOTONIC, µs).
+
+        librdmacm's rdma_destroy_id leaves an id's QP alone (its man page asks
+        for the QP to go first); the kernel must cope: in CONN_SENT iw_cm's
+        destroy waits for the connect's reply while the QP lives on.
+        """
+        cm = self._id(handle)
+        qp = cm.head().qp
+        call("rdma_destroy_id", self._lib.cm.rdma_destroy_id, cm.ptr)
+        returned_us = time.monotonic_ns() // 1000
+        self._retire(handle, cm)
+        if qp:
+            call("ibv_destroy_qp", self._lib.verbs.ibv_destroy_qp, qp)
+        if cm.res is not None:
+            cm.res.release()
+        return returned_us
+
+    def _retire(self, handle: int, cm: _Id) -> None:
+        """Forget a destroyed id, keeping its handle for events that name its pointer."""
         with self._lock:
             del self._ids[handle]
             self._by_ptr.pop(cm.ptr, None)
             self._retired[cm.ptr] = handle
             while len(self._retired) > RETIRED_KEPT:
                 self._retired.popitem(last=False)
-        if cm.res is not None:
-            cm.res.release()
-        return took_us
 
     def destroy_qp(self, handle: int) -> None:
         """rdma_destroy_qp: the id's QP (and the verbs resources made for it) go, the id stays.

@@ -161,6 +161,9 @@ ScenarioOpName = Literal[
 ]
 AutoAnswer = Literal["accept", "reject"]  # a listener answering its requests itself
 StreamMode = Literal["write", "send", "sink"]
+# destroy: the QP before the id (rdma_cm's documented order), or the id while its QP
+# still exists (librdmacm's rdma_destroy_id leaves it; the QP is destroyed after).
+DestroyOrder = Literal["qp_first", "id_first"]
 ResourceType = Literal["cm_id", "qp", "cq", "mr"]
 
 METHOD_NAMES: tuple[MethodName, ...] = get_args(MethodName)
@@ -168,6 +171,7 @@ CM_EVENT_TYPES: tuple[CMEventType, ...] = get_args(CMEventType)
 CM_OP_NAMES: tuple[CMOpName, ...] = get_args(CMOpName)
 SCENARIO_OP_NAMES: tuple[ScenarioOpName, ...] = get_args(ScenarioOpName)
 STREAM_MODES: tuple[StreamMode, ...] = get_args(StreamMode)
+DESTROY_ORDERS: tuple[DestroyOrder, ...] = get_args(DestroyOrder)
 RESOURCE_TYPES: tuple[ResourceType, ...] = get_args(ResourceType)
 
 
@@ -517,6 +521,10 @@ class AnswerParams(IdParams, total=False):
     private_data: str  # hex
 
 
+class DestroyParams(IdParams, total=False):
+    order: DestroyOrder  # default qp_first
+
+
 class RemoteBuffer(TypedDict):
     addr: int
     rkey: int
@@ -554,6 +562,13 @@ class TimedReply(TypedDict):
 
     t_us: int
     us: int
+
+
+class DestroyReply(TimedReply, total=False):
+    """``us``: how long rdma_destroy_id blocked (with the QP's destroy before it, qp_first);
+    ``qp_us``: id_first's QP destroy after the id's."""
+
+    qp_us: int
 
 
 class IdTimedReply(TimedReply):
@@ -728,7 +743,7 @@ class ScenarioStepResult(_ScenarioStepResultRequired, total=False):
     us: int  # how long the op took
     late_us: int  # t_us - target_us: how late the worker was
     event_seq: int  # the log seq of the event that triggered it
-    reply: dict[str, Any]  # of the op's reply: its qp (connect, accept), its wc_status (write)
+    reply: dict[str, Any]  # of the reply: qp (connect, accept), wc_status (write), qp_us
 
 
 class ScenarioReply(TypedDict):
@@ -952,7 +967,7 @@ OP_ACCEPT = CMOp("accept", AnswerParams, AcceptReply)
 OP_REJECT = CMOp("reject", AnswerParams, TimedReply)
 OP_DISCONNECT = CMOp("disconnect", IdParams, TimedReply)
 OP_QP_ERR = CMOp("qp_err", IdParams, TimedReply)
-OP_DESTROY = CMOp("destroy", IdParams, TimedReply)  # us: how long destroy blocked
+OP_DESTROY = CMOp("destroy", DestroyParams, DestroyReply)
 OP_STREAM_START = CMOp("stream_start", StreamStartParams, TimedReply)
 OP_STREAM_STOP = CMOp("stream_stop", IdParams, StreamStopReply)
 OP_STREAM_STATS = CMOp("stream_stats", IdParams, StreamStats)
