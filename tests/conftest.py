@@ -53,9 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-# The order tests run in: the lab's guests are restarted only once every test that
-# needs them as booted has run, and stopped last.
-_LAST = ("restarts_guests", "takes_lab_down")
+# The order tests run in: those that need no virtual lab first (on a fresh machine
+# ci/tests builds the lab kernel meanwhile), then the lab tests; the lab's guests
+# are restarted only once every test that needs them as booted has run, and
+# stopped last.
+_LAST = ("lab", "restarts_guests", "takes_lab_down")
 
 
 def _rank(item: pytest.Item) -> int:
@@ -64,7 +66,7 @@ def _rank(item: pytest.Item) -> int:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that uses the netns lab, so ``-m 'not netns'`` leaves it out;
-    move the tests that restart the lab's guests, then those that take it down, to the end."""
+    order the tests as ``_LAST`` says."""
     for item in items:
         if "netns_lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.netns)
