@@ -115,6 +115,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "run); restored at the end.",
     )
     group.addoption(
+        "--hil-race-sweeps",
+        choices=("bounded", "full"),
+        default="bounded",
+        help="suites/test_races.py's race sweeps: bounded (stop once every order was "
+        "reached; ci/suites) or full (each race's whole window, every race; the nightly).",
+    )
+    group.addoption(
         "--hil-ttl",
         type=float,
         default=300.0,

@@ -121,6 +121,11 @@ def test_the_aim_lies_inside_the_most_windows_measured() -> None:
     # Rounds whose destroy came first show only the begin: as wide as the median closed one.
     assert aim([(20_000, None), (21_000, None), (10_000, 12_000)]) == 21_500
     assert aim([(20_000, None)]) == 20_500  # no closed window: OPEN_WIDTH_US
+    # Before 0 no delay reaches (a connect that returned after the reply was sent, under
+    # load): such a window counts only from 0, and one that ends by 0 not at all.
+    assert aim([(-3_000, -800), (-2_500, -1_000), (10_000, 12_000)]) == 11_000
+    assert aim([(-3_000, 1_000), (-2_000, 2_000)]) == 500
+    assert aim([(-3_000, -800)]) is None
 
 
 def test_the_aim_is_the_sweeps_own_once_three_of_its_rounds_closed_a_window() -> None:
@@ -140,14 +145,19 @@ def test_the_windows_low_end_runs_at_delay_0_however_late_the_aim() -> None:
     assert aimed_delay(budget, 5_000, 8_000) == 13_000
 
 
-def run_drive(budget: Budget, outcome: dict[int, str]) -> tuple[bool, list[tuple[int, int]]]:
+def run_drive(
+    budget: Budget,
+    outcome: dict[int, str],
+    wanted: tuple[str, ...] = ("early", "late"),
+    aimed: tuple[str, ...] = (),
+) -> tuple[bool, list[tuple[int, int]]]:
     """drive() over a fake race whose order depends on the offset only."""
     batches: list[tuple[int, int]] = []
 
     def classified() -> list[Round]:
         return [Round("r", o, o, outcome[o], "") for o, n in batches for _ in range(n)]
 
-    early = drive(budget, ("early", "late"), lambda o, n: batches.append((o, n)), classified)
+    early = drive(budget, wanted, lambda o, n: batches.append((o, n)), classified, aimed)
     return early, batches
 
 
@@ -167,6 +177,42 @@ def test_a_sweep_never_runs_more_rounds_than_its_cap_nor_stops_without_every_ord
     assert not early and len(batches) == 9  # the whole window, then not reached
 
 
+# Ends: the outer orders; the aim's narrow middle order only at offset +1 (never at 0).
+THREE = {
+    o: "early" if o < -2 else "late" if o > 2 else "middle" if o == 1 else "miss"
+    for o in range(-4, 5)
+}
+
+
+def test_once_only_the_aimed_order_is_missing_the_sweep_goes_round_the_focus() -> None:
+    wanted = ("early", "middle", "late")
+    budget = Budget(4, 1, rounds=1, enough=1, max_rounds=20, focus_us=1)
+    early, batches = run_drive(budget, THREE, wanted, aimed=("middle",))
+    assert early and [o for o, _ in batches] == [-4, 4, 0, -1, 1]
+    # Never reached: round and round the focus (0, -1, +1), never the far offsets, up to the cap.
+    never = {**THREE, 1: "miss"}
+    early, batches = run_drive(budget, never, wanted, aimed=("middle",))
+    assert not early and sum(n for _, n in batches) == 20
+    assert [o for o, _ in batches][:8] == [-4, 4, 0, -1, 1, 0, -1, 1]
+    assert {o for o, _ in batches[2:]} == {-1, 0, 1}
+
+
+def test_the_focus_is_not_chased_while_an_outer_order_is_missing_nor_without_a_cap() -> None:
+    wanted = ("early", "middle", "late")
+    no_late = {o: "early" if o < -2 else "miss" for o in range(-4, 5)}
+    early, batches = run_drive(
+        Budget(4, 1, rounds=1, enough=1, max_rounds=20, focus_us=1), no_late, wanted, ("middle",)
+    )
+    assert not early and sorted(o for o, _ in batches) == list(range(-4, 5))  # each once
+    # Without max_rounds it would never end: the spread once, as before.
+    never = {**THREE, 1: "miss"}
+    early, batches = run_drive(
+        Budget(4, 1, rounds=1, enough=1, focus_us=1), never, wanted, ("middle",)
+    )
+    assert not early and len(batches) == 9
+    assert Budget(4, 1, focus_us=2).focus() == [0, -1, 1, -2, 2]
+
+
 def test_every_race_names_its_actions_event_and_orders() -> None:
     assert set(RACES) == {
         "destroy_reply",
@@ -178,3 +224,5 @@ def test_every_race_names_its_actions_event_and_orders() -> None:
     for race in RACES.values():
         assert len(race.actions) == 2 and race.event and race.title
         assert set(race.certain) <= set(race.orders) and "unclear" not in race.orders
+        assert set(race.aimed) <= set(race.orders) - set(race.certain)
+    assert RACES["destroy_reply"].aimed == RACES["destroy_terminate"].aimed == ("in_flight",)

@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 # Each stand-in appends "NAME ARGS" to calls.log; `lab up` prints an inventory path,
-# the pipeline exits with the status its kernel's label asks for (6.12: 1).
+# the pipeline exits with the status its kernel's label asks for (6.12: 1), else logs the
+# PYTEST_ADDOPTS it was given.
 STUB = """#!/usr/bin/env bash
 echo "{name} $*" >>"$(dirname "$0")/{up}calls.log"
 {body}
@@ -27,6 +28,7 @@ PYTHON_BODY = """case "$*" in
     *default_dir*) echo /tmp/labs/lab ;;
     *nightly_s*) echo 0 ;;
     *kernel=6.12*) exit 1 ;;
+    *hil.report.pipeline*) echo "PYTEST_ADDOPTS=$PYTEST_ADDOPTS" >>"${0%/*}/../../calls.log" ;;
 esac"""
 
 
@@ -114,6 +116,13 @@ def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
     assert "--reports artifacts/reports/nightly/6.1-debug" in pipeline
     # A cold agent's handshake on a debug guest takes more than the default 30 s bound.
     assert pipeline.endswith("-- --hil-timeout-agent 120 --hil-metric-label kernel=6.1-debug")
+
+
+def test_the_nightly_sweeps_every_race_at_its_full_budget(repo: Path) -> None:
+    # suites/test_races.py's bounded sweeps are ci/suites'; the nightly asks for the full ones.
+    status, calls = nightly(repo, "--lab-dir", "/tmp/d")
+    assert status == 0
+    assert "PYTEST_ADDOPTS=--hil-race-sweeps full" in calls
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ import statistics
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from itertools import cycle
 from typing import TYPE_CHECKING
 
 from hil.cm.registry import sequence
@@ -34,7 +35,9 @@ class Race:
     """A race: its title, its two actions, the event between them, the orders a round takes.
 
     ``certain``: the orders the TCG lab reaches in every run (a bounded sweep
-    asks for these; the full sweep for all of ``orders``).  ``sweep(s, budget,
+    asks for these; the full sweep for all of ``orders``); ``aimed``: the orders
+    that live in the narrow window the sweep aims at (a bounded sweep missing only
+    these spends its remaining rounds there: :func:`drive`).  ``sweep(s, budget,
     wanted)`` runs it on a pair and gives a :class:`RaceSweep`."""
 
     name: str
@@ -45,6 +48,7 @@ class Race:
     certain: tuple[str, ...]
     sweep: Callable[..., RaceSweep]
     full: Budget  # the full sweep's budget: ``hil cm run race_<name>``'s defaults
+    aimed: tuple[str, ...] = ()
 
 
 RACES: dict[str, Race] = {}
@@ -86,7 +90,8 @@ class Budget:
     ``enough``: stop once every wanted order was reached this many times (None:
     the full sweep); ``max_rounds``: never more rounds than this; ``focus_us``:
     the offsets within this of the centre (where a race aims its narrow window)
-    come right after the two ends, nearest first."""
+    come right after the two ends, nearest first, and a bounded sweep that misses
+    only its aimed orders goes round them again until the cap (:func:`drive`)."""
 
     window_us: int
     step_us: int
@@ -112,14 +117,23 @@ class Budget:
         if not self.focus_us:
             return spread_out
         ends, rest = spread_out[:2], spread_out[2:]
-        near = sorted((o for o in rest if abs(o) <= self.focus_us), key=lambda o: (abs(o), o))
+        near = [o for o in self.focus() if o in rest]
         return ends + near + [o for o in rest if abs(o) > self.focus_us]
+
+    def focus(self) -> list[int]:
+        """The window's offsets within ``focus_us`` of the centre, nearest first."""
+        steps = range(-self.window_us, self.window_us + 1, self.step_us)
+        return sorted((o for o in steps if abs(o) <= self.focus_us), key=lambda o: (abs(o), o))
 
     def describe(self) -> str:
         """The budget in a few words, for a summary."""
         stop = f", stop at {self.enough} of each" if self.enough else ""
         cap = f", at most {self.max_rounds}" if self.max_rounds else ""
-        focus = f", +/- {self.focus_us} µs first" if self.focus_us else ""
+        focus = (
+            f", +/- {self.focus_us} µs first and while only the aimed order is missing"
+            if self.focus_us
+            else ""
+        )
         return f"{self.rounds} per {self.step_us} µs step{focus}{stop}{cap}"
 
 
@@ -216,24 +230,40 @@ def drive(
     wanted: Sequence[str],
     batch: Callable[[int, int], object],
     classify: Callable[[], Sequence[Round]],
+    aimed: Sequence[str] = (),
 ) -> bool:
     """Run ``batch(offset, rounds)`` for each of the budget's offsets (spread) until every
     wanted order was reached ``budget.enough`` times (``classify()``: every round so
-    far) or ``max_rounds`` ran.  True when it stopped early: every wanted order seen."""
+    far) or ``max_rounds`` ran.  True when it stopped early: every wanted order seen.
+
+    A bounded sweep with a focus whose only missing orders are ``aimed`` ones (the
+    narrow middle order: the outer ones are reached at the window's ends) spends its
+    remaining rounds on the focus, round and round, nearest the aim first, instead of
+    the window's far offsets, which cannot reach it, until ``max_rounds``."""
     ran = 0
-    for offset in budget.offsets():
+    spread_out = iter(budget.offsets())
+    # Round and round only with a cap: without one the sweep would never end.
+    bounded = budget.enough is not None and budget.max_rounds is not None
+    chase = cycle(budget.focus()) if bounded and budget.focus_us else None
+    missing: list[str] = list(wanted)
+    while budget.max_rounds is None or ran < budget.max_rounds:
+        if chase is not None and set(missing) <= set(aimed):
+            offset: int | None = next(chase)
+        else:
+            offset = next(spread_out, None)
+        if offset is None:
+            break
         n = (
             budget.rounds
             if budget.max_rounds is None
             else min(budget.rounds, budget.max_rounds - ran)
         )
-        if n <= 0:
-            break
         batch(offset, n)
         ran += n
         if budget.enough is not None:
             seen = Counter(r.order for r in classify())
-            if all(seen[o] >= budget.enough for o in wanted):
+            missing = [o for o in wanted if seen[o] < budget.enough]
+            if not missing:
                 return True
     return False
 
@@ -242,8 +272,9 @@ OPEN_WIDTH_US = 1_000  # an open window's width when no round closed one yet
 
 
 def aim(windows: Sequence[tuple[int, int | None]]) -> int | None:
-    """The middle of the stretch that lies inside the most ``(begin, end)`` windows
-    (the earliest such stretch; empty windows count for nothing), None without one.
+    """The middle of the stretch at or after 0 that lies inside the most ``(begin, end)``
+    windows (the earliest such stretch; empty windows, and the part of a window before 0,
+    which no delay reaches, count for nothing), None without one.
 
     A race whose middle order lives in a narrow window that moves from round to
     round (a reply sent but not yet delivered) aims its delays here: the delay
@@ -253,7 +284,8 @@ def aim(windows: Sequence[tuple[int, int | None]]) -> int | None:
     the aim follows the lab when it slows down and every round ends up destroy_first."""
     widths = [e - b for b, e in windows if e is not None and e > b]
     width = int(statistics.median(widths)) if widths else OPEN_WIDTH_US
-    closed = [(b, b + width if e is None else e) for b, e in windows]
+    # A delay is never below 0 (aimed_delay): the part of a window before 0 cannot be hit.
+    closed = [(max(b, 0), b + width if e is None else e) for b, e in windows]
     edges = sorted(
         [(b, 1) for b, e in closed if e > b] + [(e, -1) for b, e in closed if e > b],
         key=lambda edge: (edge[0], edge[1]),  # an end before a begin at the same time

@@ -63,10 +63,12 @@ if TYPE_CHECKING:
 
 ORDERS = ("destroy_first", "in_flight", "reply_first")
 # in_flight's window (sent, not delivered) is 0.5-5 ms wide and moves by several ms from
-# round to round on the TCG lab; aimed at (and the focus visited first) a bounded sweep
-# reaches it in about half the runs under load (2 of 3 missed it at load 4), so the suite
-# counts it and the full sweep asks for it (docs/cm-engine.md, "destroy vs CONNECT_REPLY").
+# round to round on the TCG lab: the sweep aims at it, and a bounded sweep that has both
+# outer orders spends its remaining rounds around the aim (core.drive); whether a lab
+# reaches it in every run is measured, not assumed (docs/cm-engine.md, "In CI, and the
+# full sweeps").
 CERTAIN = ("destroy_first", "reply_first")
+AIMED = ("in_flight",)
 CALIBRATION_ROUNDS = 3
 LINGER_S = 0.2  # after each script: a late event for a destroyed id would come by then
 SETTLE_FETCHES = 10  # at most this many half-second fetches of the passive side's last events
@@ -151,7 +153,7 @@ def sweep_destroy_vs_reply(
             listener.ep.collect(0.3)  # the passive side's requests and accepts so far
             _label(rec, asked)
 
-        early = drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked))
+        early = drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked), AIMED)
         # The passive side's requests, accepts and closes of the last rounds.
         for _ in range(SETTLE_FETCHES):
             if not listener.ep.collect(0.5):
@@ -290,5 +292,6 @@ RACE = register(
         CERTAIN,
         sweep_destroy_vs_reply,
         FULL,
+        AIMED,
     )
 )
