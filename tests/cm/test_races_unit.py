@@ -195,6 +195,13 @@ def test_once_only_the_aimed_order_is_missing_the_sweep_goes_round_the_focus() -
     assert not early and sum(n for _, n in batches) == 20
     assert [o for o, _ in batches][:8] == [-4, 4, 0, -1, 1, 0, -1, 1]
     assert {o for o, _ in batches[2:]} == {-1, 0, 1}
+    # chase_rounds: bigger batches around the aim (each batch costs a fixed overhead).
+    budget = Budget(4, 1, rounds=1, enough=1, max_rounds=12, focus_us=1, chase_rounds=4)
+    early, batches = run_drive(budget, never, wanted, aimed=("middle",))
+    assert not early and batches == [(-4, 1), (4, 1), (0, 4), (-1, 4), (1, 2)]
+    assert "(4 each)" in budget.describe()
+    with pytest.raises(InputError, match="chase_rounds must be 1..100"):
+        Budget(4, 1, chase_rounds=0)
 
 
 def test_the_focus_is_not_chased_while_an_outer_order_is_missing_nor_without_a_cap() -> None:

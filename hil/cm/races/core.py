@@ -91,7 +91,9 @@ class Budget:
     the full sweep); ``max_rounds``: never more rounds than this; ``focus_us``:
     the offsets within this of the centre (where a race aims its narrow window)
     come right after the two ends, nearest first, and a bounded sweep that misses
-    only its aimed orders goes round them again until the cap (:func:`drive`)."""
+    only its aimed orders goes round them again until the cap (:func:`drive`), with
+    ``chase_rounds`` rounds per offset there (default ``rounds``: fewer batches, so less
+    of each batch's fixed cost)."""
 
     window_us: int
     step_us: int
@@ -99,10 +101,13 @@ class Budget:
     enough: int | None = None
     max_rounds: int | None = None
     focus_us: int = 0
+    chase_rounds: int | None = None
 
     def __post_init__(self) -> None:
         if self.window_us < 0 or self.step_us <= 0 or not 1 <= self.rounds <= 100:
             raise InputError("window_us >= 0, step_us > 0 and rounds 1..100, please")
+        if self.chase_rounds is not None and not 1 <= self.chase_rounds <= 100:
+            raise InputError(f"chase_rounds must be 1..100, not {self.chase_rounds}")
         if self.enough is not None and self.enough < 1:
             raise InputError(f"enough must be at least 1, not {self.enough}")
         if self.max_rounds is not None and self.max_rounds < 1:
@@ -129,8 +134,9 @@ class Budget:
         """The budget in a few words, for a summary."""
         stop = f", stop at {self.enough} of each" if self.enough else ""
         cap = f", at most {self.max_rounds}" if self.max_rounds else ""
+        chase = f" ({self.chase_rounds} each)" if self.chase_rounds else ""
         focus = (
-            f", +/- {self.focus_us} µs first and while only the aimed order is missing"
+            f", +/- {self.focus_us} µs first and while only the aimed order is missing{chase}"
             if self.focus_us
             else ""
         )
@@ -247,17 +253,15 @@ def drive(
     chase = cycle(budget.focus()) if bounded and budget.focus_us else None
     missing: list[str] = list(wanted)
     while budget.max_rounds is None or ran < budget.max_rounds:
+        rounds = budget.rounds
         if chase is not None and set(missing) <= set(aimed):
             offset: int | None = next(chase)
+            rounds = budget.chase_rounds or rounds
         else:
             offset = next(spread_out, None)
         if offset is None:
             break
-        n = (
-            budget.rounds
-            if budget.max_rounds is None
-            else min(budget.rounds, budget.max_rounds - ran)
-        )
+        n = rounds if budget.max_rounds is None else min(rounds, budget.max_rounds - ran)
         batch(offset, n)
         ran += n
         if budget.enough is not None:
