@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from hil.cm.races import RACES, Budget, RaceSweep, Round
-from hil.cm.races.core import aim, aim_windows, aimed_delay, drive, spread
+from hil.cm.races.aim import aim, aim_windows, aimed_delay
+from hil.cm.races.core import drive, spread
 from hil.cm.races.destroy_reply import ORDERS, classify, sent_us
 from hil.cm.scenario import StepRun
 from hil.errors import InputError

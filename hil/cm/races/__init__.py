@@ -13,7 +13,8 @@ package is imported:
 | ``destroy_terminate`` | active destroys, the peer's TERMINATE comes | DISCONNECTED |
 
 The common part (budget, rounds, counts, "race window not reached") is
-:mod:`hil.cm.races.core`; docs/cm-engine.md, "Race sweeps", says what each
+:mod:`hil.cm.races.core`, the aim of a race's narrow middle order
+:mod:`hil.cm.races.aim`; docs/cm-engine.md, "Race sweeps", says what each
 race's orders mean and what the lab reached.
 """
 

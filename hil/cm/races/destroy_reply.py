@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hil.cm import steps
+from hil.cm.races.aim import aim, aim_windows, aimed_delay
 from hil.cm.races.conns import dial
 from hil.cm.races.core import (
     UNCLEAR,
@@ -43,9 +44,6 @@ from hil.cm.races.core import (
     Race,
     RaceSweep,
     Round,
-    aim,
-    aim_windows,
-    aimed_delay,
     cross_host_uncertainty,
     drive,
     register,

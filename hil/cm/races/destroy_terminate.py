@@ -34,15 +34,13 @@ from typing import TYPE_CHECKING
 
 from hil.cm import steps
 from hil.cm.clock import controller_us
+from hil.cm.races.aim import aim, aim_windows, aimed_delay
 from hil.cm.races.core import (
     UNCLEAR,
     Budget,
     Race,
     RaceSweep,
     Round,
-    aim,
-    aim_windows,
-    aimed_delay,
     cross_host_uncertainty,
     drive,
     register,
