@@ -8,8 +8,9 @@ answers once with every step's host stamps:
 - ``listeners`` endpoints on the passive host, each with a listener on its
   own port, serve (accept each request, destroy each id on its DISCONNECTED);
 - ``processes`` endpoints on the active host each run ``count / processes``
-  connections, step by step for all as rdma-core's cmtime does, started at
-  one controller time (turned into the host's clock by its offset);
+  connections, step by step for all as rdma-core's cmtime does (one thread
+  makes every call and reads every event), started at one controller time
+  (turned into the host's clock by its offset);
 - every call comes back as an action and every event as an event, on one
   timeline the contract judges; each connection is labelled by the private
   data its connect carried (``hil-storm-pK-NNNN``), so both sides' ids are
@@ -22,7 +23,7 @@ and the active side gets REJECTED.  :class:`~hil.cm.stormstats.StormResult`
 then says how many rejects that backlog predicts.
 
 ```python
-tl, result = run_storm(session, count=64, processes=4, parallel=4)
+tl, result = run_storm(session, count=64, processes=4)
 print(result.table())            # per step p50/p99/max, rates
 ```
 """
@@ -72,14 +73,15 @@ def run_storm(
     count: int = 16,
     processes: int = 1,
     listeners: int = 1,
-    parallel: int = 4,
+    parallel: int = 1,
     traffic: int = 0,
     backlog: int = 0,
     hold_s: float = 0.0,
 ) -> tuple[Timeline, StormResult]:
     """A storm of ``count`` connections (see the module doc); its timeline and numbers.
 
-    ``parallel``: threads per active process issuing rdma_connect; ``traffic``:
+    ``parallel``: threads per active process issuing rdma_connect (1, cmtime's shape:
+    the worker's one thread issues every call and reads every event); ``traffic``:
     SENDs per connection once all are established; ``backlog``: each listener's
     (0: its share of ``count``, so none is refused); ``hold_s``: how long the
     listeners leave their requests unread.
@@ -228,7 +230,7 @@ def storm(
     count: int = 16,
     processes: int = 1,
     listeners: int = 1,
-    parallel: int = 4,
+    parallel: int = 1,
     traffic: int = 0,
     backlog: int = 0,
     hold_s: float = 0.0,

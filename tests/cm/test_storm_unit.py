@@ -101,6 +101,43 @@ def test_a_connect_storm_stamps_every_step_of_every_connection(
     assert w.ch.handles() == []
 
 
+def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
+    worker: tuple[Worker, FakeLib], kernel: FakeKernel
+) -> None:
+    """Every event of the storm is read by the storm's thread (the poller out meanwhile),
+    logged once and in order; every rdma_connect is issued from it too (parallel 1, the
+    default; with more the replies are read the same way after the connect threads);
+    afterwards the poller reads again."""
+    w, lib = worker
+    me = threading.get_ident()
+    readers: list[tuple[int, str]] = []
+    connecting: set[int] = set()
+    poll, connect = w.ch.poll_event, w.ch.connect
+
+    def read(timeout_s: float) -> protocol.CMEvent | None:
+        ev = poll(timeout_s)
+        if ev is not None:
+            readers.append((threading.get_ident(), ev["type"]))
+        return ev
+
+    def issue(handle: int, pdata: bytes = b"", depth: int = 1) -> None:
+        connecting.add(threading.get_ident())
+        connect(handle, pdata, depth)
+
+    w.ch.poll_event, w.ch.connect = read, issue  # type: ignore[method-assign]
+    got = w.storm(role="connect", count=6, dst=DST, port=7471, wait_s=5)
+    assert sorted(c["result"] for c in got["conns"]) == ["REJECTED"] + ["ok"] * 5
+    assert {who for who, _ in readers} == {me} and len(readers) == 6 * 3 + 5
+    events = [(e["type"], e["id"]) for e in got["log"] if e["kind"] == "event"]
+    assert [t for t, _ in events] == [t for _, t in readers] and len(set(events)) == len(events)
+    assert [e["seq"] for e in got["log"]] == list(range(1, len(got["log"]) + 1))
+    assert connecting == {me}
+    assert not w.paused.is_set() and not w.reading.locked()
+    lib.cm.push(EVENT["ADDR_RESOLVED"], lib.cm.new_id())
+    assert w.log.wait(len(w.log.entries), ["ADDR_RESOLVED"], None, 2)  # the poller's again
+    assert readers[-1][0] != me
+
+
 def test_traffic_waits_for_every_send_s_completion(
     worker: tuple[Worker, FakeLib], kernel: FakeKernel
 ) -> None:
@@ -115,8 +152,8 @@ def test_a_step_whose_event_never_comes_fails_its_connections_and_still_destroys
     worker: tuple[Worker, FakeLib],
 ) -> None:
     w, _ = worker  # no fake kernel: no ADDR_RESOLVED ever comes
-    got = w.storm(role="connect", count=3, dst=DST, port=7471, wait_s=0.3)
-    assert {c["result"] for c in got["conns"]} == {"resolve_addr: no ADDR_RESOLVED within 0.3s"}
+    got = w.storm(role="connect", count=3, dst=DST, port=7471, wait_s=0.1)
+    assert {c["result"] for c in got["conns"]} == {"resolve_addr: no ADDR_RESOLVED within 0.1s"}
     assert [a["name"] for a in got["actions"]] == ["destroy"] * 3
     assert w.ch.handles() == []
 

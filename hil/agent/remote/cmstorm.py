@@ -4,9 +4,10 @@ The controller sends one request (``protocol.StormParams``, ``cm_call`` op
 ``storm``) and gets one answer (``protocol.StormReply``).  Two roles:
 
 - ``connect`` (cmstormconnect.py): ``count`` connections to ``dst:port``,
-  step by step for all of them as rdma-core's ``cmtime`` does (create ids;
-  resolve every address; every route; a QP each; connect, ``parallel``
-  threads issuing ``rdma_connect`` because siw's blocks for a TCP handshake;
+  step by step for all of them as rdma-core's ``cmtime`` does, reading the
+  channel in this thread (create ids; resolve every address; every route; a
+  QP each; connect, every ``rdma_connect`` from this thread, or from
+  ``parallel`` threads when asked, then every reply;
   optionally ``traffic`` SENDs each; disconnect all, each as cmtime's
   disconnect step: ``rdma_disconnect`` then ``rdma_destroy_qp``; destroy
   all).  Each connection's private data is ``tag`` + its index (4 digits),
@@ -25,9 +26,9 @@ and buffer, as deep as the traffic.
 
 Every step of every connection is stamped on this host's CLOCK_MONOTONIC:
 ``[t_us, us]`` = when the call began and how long until its completion (the
-call's return, or the event that ends the step).  Events are stamped by the
-worker's poller (on the serving side by the serving thread, the same way) and
-returned in ``log``; the CM calls come back as
+call's return, or the event that ends the step).  Events are read and stamped
+by the storm's thread (the worker's poller paused meanwhile, stamping as it
+does) and returned in ``log``; the CM calls come back as
 ``actions`` for the controller to record, so the contract judges a storm
 like any other run.
 """

@@ -1,4 +1,14 @@
-"""A storm's active role (cmstorm.py): every step for all connections, then the next."""
+"""A storm's active role (cmstorm.py): every step for all connections, then the next.
+
+Shaped as rdma-core's cmtime client: this thread reads the worker's channel
+itself for the whole storm (``Run.channel``: the poller is paused), so each
+step is every call, then every event that ends it, read here; with
+``parallel`` 1 (the default) every ``rdma_connect`` is issued from this
+thread too, and no other thread of the worker is awake during the timed
+steps.  ``parallel`` > 1 issues the connects from that many threads (siw's
+``rdma_connect`` blocks for a kernel TCP handshake), the replies still read
+here once they returned.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +18,9 @@ import time
 from typing import TYPE_CHECKING
 
 from .cmscript import now_us, sleep_until
-from .cmstormbase import REPLIES, RESOLVE_MS, TRAFFIC_BYTES, Conn, Run, qp_maker
+from .cmstormbase import POLL_S, REPLIES, RESOLVE_MS, TRAFFIC_BYTES, Conn, Run, qp_maker
 from .librdmacm import RdmaError
-from .protocol import CMEventEntry, CMEventType, CMLogEntry, StormReply
+from .protocol import CMEventType, StormReply
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -19,17 +29,11 @@ if TYPE_CHECKING:
 class Connect(Run):
     """The active side: every step for all connections, then the next step."""
 
-    def events(self, start: int, timeout_us: int) -> tuple[list[CMEventEntry], int]:
-        """Events logged from entry ``start`` on, waiting up to ``timeout_us`` for one."""
-        log = self.w.log
-        end = min(now_us() + timeout_us, self.deadline_us)
-        with log.cond:
-            while len(log.entries) <= start and now_us() < end:
-                log.cond.wait(max(0.0, (end - now_us()) / 1e6))
-            fresh: list[CMLogEntry] = log.entries[start:]
-        return [e for e in fresh if e["kind"] == "event"], start + len(fresh)
-
     def run(self) -> StormReply:
+        with self.channel():
+            return self._steps()
+
+    def _steps(self) -> StormReply:
         p = self.p
         tag = p.get("tag", "hil-storm-")
         conns = [Conn(i, f"{tag}{i:04d}") for i in range(p["count"])]
@@ -101,7 +105,6 @@ class Connect(Run):
     ) -> None:
         """Start ``step`` on every live connection, then wait for each one's ending event;
         with ``action``, each call is recorded as that action with ``params``."""
-        start = len(self.w.log.entries)
         waiting: dict[int, Conn] = {}
         for c in conns:
             if not c.live:
@@ -122,7 +125,7 @@ class Connect(Run):
                 continue
             c.started[step] = t0
             waiting[h] = c
-        self._await(waiting, step, done, failed, start)
+        self._await(waiting, step, done, failed)
 
     def _await(
         self,
@@ -130,67 +133,72 @@ class Connect(Run):
         step: str,
         done: tuple[CMEventType, ...],
         failed: tuple[CMEventType, ...],
-        start: int,
     ) -> None:
-        """Stamp each waiting connection's step with its first ``done`` event; a ``failed``
-        event, or none within the step's bound, fails it."""
-        end = now_us() + int(self.wait_s * 1e6)
-        while waiting and now_us() < min(end, self.deadline_us):
-            events, start = self.events(start, end - now_us())
-            for e in events:
-                c = waiting.get(e["id"]) if e["id"] is not None else None
-                if c is None or e["type"] not in done + failed:
-                    continue
-                del waiting[e["id"]]  # type: ignore[arg-type]
-                if e["type"] in done:
-                    t0 = c.started[step]
-                    c.steps[step] = [t0, e["host_t_us"] - t0]
-                else:
-                    c.fail(e["type"])
+        """Read the channel until each waiting connection's step ended: stamped with its
+        first ``done`` event; a ``failed`` event, or none within the step's bound, fails it.
+        Other events (another step's, a late one) are logged only."""
+        end = min(now_us() + int(self.wait_s * 1e6), self.deadline_us)
+        ends = done + failed
+        while waiting:
+            left = end - now_us()
+            if left <= 0:
+                break
+            e = self.read(min(POLL_S, left / 1e6))
+            if e is None or e["id"] not in waiting or e["type"] not in ends:
+                continue
+            c = waiting.pop(e["id"])
+            if e["type"] in done:
+                t0 = c.started[step]
+                c.steps[step] = [t0, e["host_t_us"] - t0]
+            else:
+                c.fail(e["type"])
         for c in waiting.values():
             c.fail(f"{step}: no {'/'.join(done)} within {self.wait_s:g}s")
 
     def _connect(self, conns: list[Conn], dst: str, port: int) -> None:
-        """rdma_connect every connection from ``parallel`` threads; wait for the replies."""
-        start = len(self.w.log.entries)
+        """rdma_connect every connection (from ``parallel`` threads when > 1), then read
+        the replies."""
         todo = [c for c in conns if c.live]
         waiting: dict[int, Conn] = {}
-        lock = threading.Lock()
+        connect = self.w.ch.connect
 
-        def issue() -> None:
-            while True:
-                with lock:
-                    if not todo:
-                        return
-                    c = todo.pop(0)
-                h = c.handle
-                assert h is not None
-                pdata = c.tag.encode()
-                t0, _, result, _ = self.act(
-                    "connect",
-                    h,
-                    self.w.ch.connect,
-                    pdata,
-                    dst=dst,
-                    port=port,
-                    private_data=pdata.hex(),
-                    listener=True,
-                )
-                c.started["connect"] = t0
-                with lock:
-                    if result == "ok":
-                        waiting[h] = c
-                    else:
-                        c.fail(result)
+        def issue(c: Conn) -> None:
+            h = c.handle
+            assert h is not None
+            pdata = c.tag.encode()
+            t0, _, result, _ = self.act(
+                "connect",
+                h,
+                connect,
+                pdata,
+                dst=dst,
+                port=port,
+                private_data=pdata.hex(),
+                listener=True,
+            )
+            c.started["connect"] = t0
+            if result == "ok":
+                waiting[h] = c  # one key per thread's connection: a dict's setitem is atomic
+            else:
+                c.fail(result)
 
-        threads = [
-            threading.Thread(target=issue, daemon=True) for _ in range(self.p.get("parallel", 1))
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        self._await(waiting, "connect", ("ESTABLISHED",), REPLIES[1:], start)
+        def issue_all(part: list[Conn]) -> None:
+            for c in part:
+                issue(c)
+
+        threads = self.p.get("parallel", 1)
+        if threads <= 1:  # cmtime's: one thread, no hand-over between calls
+            issue_all(todo)
+        else:
+            pool = [
+                threading.Thread(target=issue_all, args=(todo[k::threads],), daemon=True)
+                for k in range(threads)
+            ]
+            for t in pool:
+                t.start()
+            for t in pool:
+                t.join()
+        self._await(waiting, "connect", ("ESTABLISHED",), REPLIES[1:])
 
     def _traffic(self, conns: list[Conn], sends: int) -> None:
         """``sends`` signaled SENDs on every connection, then each one's completions."""

@@ -1,11 +1,9 @@
 """A storm's passive role (cmstorm.py): accept each request, destroy each id on its close.
 
-The serving thread reads the worker's channel itself: the poller is paused
-and its read lock held for the storm, so an event goes from
-``rdma_get_cm_event`` to its accept or destroy in one thread, with no
-hand-over per event (on a one-vCPU TCG guest each hand-over cost
-milliseconds).  Every event still goes into the worker's log, stamped as the
-poller stamps it; events of other listeners on this worker are logged, not
+The serving thread reads the worker's channel itself (``Run.channel``), so an
+event goes from ``rdma_get_cm_event`` to its accept or destroy in one
+thread.  Every event still goes into the worker's log, stamped as the poller
+stamps it; events of other listeners on this worker are logged, not
 answered, meanwhile.
 """
 
@@ -15,14 +13,12 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from .cmscript import now_us, sleep_until
-from .cmstormbase import DEFAULT_IDLE_S, REPLIES, Conn, Run, qp_maker
+from .cmstormbase import DEFAULT_IDLE_S, POLL_S, REPLIES, Conn, Run, qp_maker
 from .librdmacm import RdmaError
 from .protocol import CMEventEntry, StormParams, StormReply
 
 if TYPE_CHECKING:
     from .cmworker import Worker
-
-POLL_S = 0.1  # the longest one read of the channel blocks (deadlines are checked between)
 
 
 class Serve(Run):
@@ -32,6 +28,7 @@ class Serve(Run):
         super().__init__(worker, p)
         self.by_id: dict[int, Conn] = {}
         self.served = 0
+        self.open = 0  # ids accepted and not yet destroyed (counted: no scan per event)
         self.qp = qp_maker(worker, p.get("traffic", 0))  # receives for the peer's SENDs
 
     def run(self) -> StormReply:
@@ -41,15 +38,11 @@ class Serve(Run):
             # a listener without a device yet (a wildcard bind) gets it at the first QP.
             with contextlib.suppress(RdmaError):
                 w.ch.shared_pd(self.p["listen_id"])
-        w.paused.set()  # the poller stops reading; once we hold its lock, it is out
-        try:
-            with w.reading:
-                hold_s = self.p.get("hold_s", 0.0)  # from start_us
-                if hold_s > 0:  # requests queue in the kernel (and past the backlog, rejected)
-                    sleep_until(self.start_us + int(hold_s * 1e6))
-                self._serve()
-        finally:
-            w.paused.clear()
+        with self.channel():
+            hold_s = self.p.get("hold_s", 0.0)  # from start_us
+            if hold_s > 0:  # requests queue in the kernel (and past the backlog, rejected)
+                sleep_until(self.start_us + int(hold_s * 1e6))
+            self._serve()
         return self.reply(list(self.by_id.values()))
 
     def _serve(self) -> None:
@@ -61,22 +54,14 @@ class Serve(Run):
             if e["kind"] == "event":
                 last = e["host_t_us"]
                 self._on(e)
-        poll = self.w.ch.poll_event
         while self.served < count and now_us() < self.deadline_us:
-            open_ = any(c.handle is not None for c in self.by_id.values())
             # Before the first request the active side may still be resolving: a step's bound.
             limit = idle_us if self.by_id else int(self.wait_s * 1e6)
-            if not open_ and now_us() - last > limit:
+            if not self.open and now_us() - last > limit:
                 break  # every request seen was served, and no new one came
-            try:
-                ev = poll(POLL_S)
-            except RdmaError as e:  # as the poller: logged, the storm goes on
-                log.add({"kind": "error", "seq": 0, "message": str(e), "t_us": now_us()})
+            event = self.read(POLL_S)
+            if event is None:
                 continue
-            if ev is None:
-                continue
-            event: CMEventEntry = {"kind": "event", "seq": 0, **ev}
-            log.add(event)
             last = event["host_t_us"]
             self._on(event)
 
@@ -88,6 +73,7 @@ class Serve(Run):
             assert e["id"] is not None
             new.handle = new.id = e["id"]
             self.by_id[e["id"]] = new
+            self.open += 1
             self._accept(new, e["host_t_us"])
             return
         c = self.by_id.get(e["id"]) if e["id"] is not None else None
@@ -129,3 +115,4 @@ class Serve(Run):
         if result != "ok":
             c.fail(result)
         c.handle = None
+        self.open -= 1

@@ -139,7 +139,11 @@ class Worker:
         """Read events until closing; stamp, log, and auto-answer them."""
         while not self.closing.is_set():
             if self.paused.is_set():
-                time.sleep(0.01)
+                # A storm reading the channel holds `reading`: wait on it, not awake every
+                # 10 ms taking the GIL from the storm's thread.
+                if self.reading.acquire(timeout=1.0):
+                    self.reading.release()
+                    time.sleep(0.01)
                 continue
             try:
                 with self.reading:
