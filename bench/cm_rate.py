@@ -20,8 +20,11 @@ disconnect = first ``rdma_disconnect`` (then ``rdma_destroy_qp``, on both) to
 the last DISCONNECTED.  The controller's load average is printed before and
 after: the two cores are shared, and the rates move with it.
 
-Prints hil's per-step table of the last round, the median of each rate and
-the ratio hil / cmtime.  Numbers, no asserts.
+Prints hil's per-step table of the last round, how long its rdma_connect and
+disconnect (+ destroy_qp) calls themselves blocked (p50 / max / sum, µs: the
+rest of a span is waiting for events), the median of each rate, the ratio
+hil / cmtime of the medians and of each round (a storm and the cmtime run
+after it share the machine's load).  Numbers, no asserts.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hil import tools
 from hil.cm.session import CMSession
 from hil.cm.storm import run_storm
+from hil.cm.stormstats import percentile
 from hil.errors import CommandTimeout
 from hil.inventory import loader
+from hil.judge.timeline import Timeline
 from hil.reservation import open_store
 from hil.run import PairRequest, PairRun
 
@@ -98,8 +103,16 @@ def run_cmtime(s: CMSession, count: int) -> tuple[dict[str, float], str]:
     return steps, client.stdout
 
 
-def _list(rates: list[float]) -> str:
-    return ", ".join(f"{r:.1f}" for r in rates)
+def _list(rates: list[float], digits: int = 1) -> str:
+    return ", ".join(f"{r:.{digits}f}" for r in rates)
+
+
+def calls(tl: Timeline, name: str) -> str:
+    """How long the storm's ``name`` calls blocked on their host: p50 / max / sum (µs)."""
+    took = sorted(a.duration_us for a in tl.actions if a.name == name and a.duration_us is not None)
+    if not took:
+        return "none"
+    return f"{percentile(took, 50)} / {took[-1]} / {sum(took)}"
 
 
 def main() -> int:
@@ -112,7 +125,9 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--processes", type=int, default=1, help="hil's active processes")
     p.add_argument("--listeners", type=int, default=1, help="hil's serving processes")
-    p.add_argument("--parallel", type=int, default=4, help="threads issuing rdma_connect")
+    p.add_argument(
+        "--parallel", type=int, default=1, help="threads issuing rdma_connect (1: cmtime's)"
+    )
     p.add_argument("--wait", type=float, default=0.0, help="queue for the pair up to S seconds")
     args = p.parse_args()
     inv = loader.load(args.inventory)
@@ -125,7 +140,7 @@ def main() -> int:
         pair = run.pair
         s = run.session(evidence=False)
         for _ in range(args.rounds):
-            _, result = run_storm(
+            tl, result = run_storm(
                 s,
                 args.connections,
                 processes=args.processes,
@@ -142,6 +157,8 @@ def main() -> int:
     hil, hfull, cmt, full = (statistics.median(x) for x in (hil_rates, hil_full, cm_rates, cm_full))
     print("hil (last round, us):")
     print(result.table())
+    print(f"  rdma_connect calls blocked (p50 / max / sum):       {calls(tl, 'connect')}")
+    print(f"  disconnect + destroy_qp calls (p50 / max / sum):    {calls(tl, 'disconnect')}")
     print("cmtime (last round):")
     print("\n".join(line for line in table.splitlines() if ":" in line or "step" in line))
     print(
@@ -154,6 +171,11 @@ def main() -> int:
     print(f"hil full cycle (all steps):       {hfull:8.1f} conn/s  (rounds: {_list(hil_full)})")
     print(f"cmtime full cycle (all steps):    {full:8.1f} conn/s  (rounds: {_list(cm_full)})")
     print(f"ratio hil / cmtime:               {hil / cmt:8.3f}  (full cycle: {hfull / full:.3f})")
+    ratios = [h / c for h, c in zip(hil_rates, cm_rates, strict=True)]
+    print(
+        f"ratio per round:                  {statistics.median(ratios):8.3f}  "
+        f"(median; rounds: {_list(ratios, 2)})"
+    )
     loads = (load_before, os.getloadavg())
     print(
         "controller load average (1, 5, 15 min) before / after: "
