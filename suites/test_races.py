@@ -48,7 +48,7 @@ SWEEPS = {
     "disconnects": Budget(20_000, 1_000, rounds=2, enough=1, max_rounds=10),
     "destroy_listen": Budget(25_000, 1_000, rounds=1, enough=1, max_rounds=14),
     "destroy_terminate": Budget(
-        8_000, 500, rounds=2, enough=1, max_rounds=24, focus_us=1_000, chase_rounds=4
+        8_000, 500, rounds=2, enough=1, max_rounds=40, focus_us=1_000, chase_rounds=6
     ),
 }
 
