@@ -119,7 +119,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("bounded", "full"),
         default="bounded",
         help="suites/test_races.py's race sweeps: bounded (stop once every order was "
-        "reached; ci/suites) or full (each race's whole window, every race; the nightly).",
+        "reached, capped; ci/suites) or full (each race's whole window; the nightly).",
     )
     group.addoption(
         "--hil-ttl",
