@@ -50,7 +50,11 @@ def test_iwcm_aee2424246f9_child_cm_ids_destroyed_by_the_cm(
     rejects and destroys those children itself (the active side's REJECTED
     shows it); then the listener is destroyed with the held request still
     unretrieved, so rdma_ucm destroys that child and iw_cm rejects it (its
-    REJECTED comes only after the listener's destroy).
+    REJECTED comes only after the listener's destroy).  The connects go one
+    at a time, each once the last was taken: siw's listener has one ACCEPT
+    work per backlog slot, and a connection whose handshake beats the last
+    ACCEPT stays in the TCP accept queue, never a request; the passive host's
+    ``ss`` and ``rdma resource show cm_id`` show the hold.
     """
     tl = cm.run("regress_iwcm_refused_child", connects=4)
     contract(tl)
