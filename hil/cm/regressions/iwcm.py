@@ -46,9 +46,12 @@ def regress_iwcm_refused_child(s: PairSides, connects: int = 4) -> Timeline:
     with s.recording("regress-iwcm-refused-child") as rec:
         # rdma_ucm takes one unretrieved request (backlog 1); the worker reads none while
         # paused, so every later request makes its handler fail and iw_cm destroy the child.
-        listener = steps.listen(rec, s.passive, backlog=1)
-        listener.ep.pause(True)
-        active = rec.endpoint(s.active)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The active worker starts meanwhile: a start takes seconds on a loaded guest.
+            opening = pool.submit(rec.endpoint, s.active)
+            listener = steps.listen(rec, s.passive, backlog=1)
+            listener.ep.pause(True)
+            active = opening.result()
         reply_s = steps.waits(s).reply_s
         passive = s.agent(s.passive)
         # One connect at a time, each after the last was taken: siw's listener has one
