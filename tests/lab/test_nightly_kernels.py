@@ -105,7 +105,7 @@ def test_a_kernel_source_that_cannot_be_installed_names_the_packages_and_the_com
 def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
     repo: Path,
 ) -> None:
-    status, calls = nightly(repo, "--debug-lab", "--lab-dir", "/tmp/d")
+    status, calls = nightly(repo, "--debug-lab", "--lab-dir", "/tmp/d", "--", "-x")
     assert status == 0
     assert "hil lab kernel --source 6.1 --debug" in calls
     assert "hil lab up --dir /tmp/d-6.1-debug --kernel 6.1 --debug" in calls
@@ -114,8 +114,14 @@ def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
         "python -m hil.report.pipeline suites/test_races.py suites/test_regressions.py "
     )
     assert "--reports artifacts/reports/nightly/6.1-debug" in pipeline
-    # A cold agent's handshake on a debug guest takes more than the default 30 s bound.
-    assert pipeline.endswith("-- --hil-timeout-agent 120 --hil-metric-label kernel=6.1-debug")
+    # Bounded sweeps (full ones would hold a KASAN lab half an hour or more) before the
+    # pytest arguments asked for (pytest takes an option's last value: a --hil-race-sweeps
+    # full there wins), and a cold agent's handshake on a debug guest takes more than the
+    # default 30 s bound.
+    assert pipeline.endswith(
+        "-- --hil-race-sweeps bounded -x --hil-timeout-agent 120 "
+        "--hil-metric-label kernel=6.1-debug"
+    )
 
 
 def test_the_nightly_sweeps_every_race_at_its_full_budget(repo: Path) -> None:
