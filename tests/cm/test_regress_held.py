@@ -47,19 +47,10 @@ def test_the_accept_queue_is_the_listening_sockets_recv_q_in_real_ss_output() ->
     assert accept_queue(out.stdout, port + 1) is None
 
 
-def test_a_connection_left_in_the_accept_queue_is_no_held_request() -> None:
-    got = Held(accept_queue(SS_STUCK, 29689), connecting_children(RDMA_HOLDING, 29689))
-    assert got == Held(1, 1)
-    assert not got.one_request_held
-    assert str(got) == "accept queue 1, children in CONNECT 1"
-
-
 def test_only_children_in_connect_on_the_listeners_port_count() -> None:
     assert connecting_children(RDMA_HOLDING, 29689) == 1  # not the LISTEN one, nor port 4791
     assert connecting_children('[{"state":"CONNECT","src-port":7}]', 7) == 1  # older rdma
     assert connecting_children("", 7) == 0  # no cm_id at all
-    assert Held(0, 1).one_request_held
-    assert not Held(0, 2).one_request_held and not Held(None, 1).one_request_held
 
 
 class ScriptedHost:
@@ -90,11 +81,11 @@ def test_waiting_for_the_first_child_looks_until_rdma_cm_has_it(
 def test_a_child_that_never_shows_ends_the_wait_at_its_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(held, "POLL_S", 0.01)
-    assert wait_child(ScriptedHost("", ["[]"]), 29689, timeout=0.2) == 0  # type: ignore[arg-type]
+    monkeypatch.setattr(held, "POLL_S", 0.005)
+    assert wait_child(ScriptedHost("", ["[]"]), 29689, timeout=0.02) == 0  # type: ignore[arg-type]
 
 
-def test_a_look_reads_the_accept_queue_and_the_children() -> None:
+def test_a_look_reads_the_accept_queue_and_the_children_the_failed_run_had() -> None:
     host = ScriptedHost(SS_STUCK, [RDMA_HOLDING])
     assert look(host, 29689) == Held(1, 1)  # type: ignore[arg-type]
     assert ["ss", "-Hltn", "sport", "=", ":29689"] in host.calls

@@ -38,15 +38,6 @@ class Held:
     unaccepted: int | None
     children: int
 
-    @property
-    def one_request_held(self) -> bool:
-        """True when exactly one request is held by rdma_cm and none waits below it."""
-        return self.unaccepted == 0 and self.children == 1
-
-    def __str__(self) -> str:
-        queue = "no listening socket" if self.unaccepted is None else f"{self.unaccepted}"
-        return f"accept queue {queue}, children in CONNECT {self.children}"
-
 
 def accept_queue(ss_lines: str, port: int) -> int | None:
     """The accept queue length (Recv-Q) of the socket listening on ``port`` in ``ss
