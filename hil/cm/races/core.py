@@ -33,13 +33,13 @@ UNCLEAR = "unclear"  # every race's order for a round the stamps cannot place
 class Race:
     """A race: its title, its two actions, the event between them, the orders a round takes.
 
-    ``certain``: the orders a bounded sweep reaches in every run on the TCG lab
-    without aiming (the window's ends; reject_request's bounded lab test asks for
-    just these, its ``during_reject`` being out of a bounded budget's reach);
-    ``aimed``: the orders that live in the narrow window the sweep aims at (a
-    bounded sweep missing only these spends its remaining rounds there:
-    :func:`drive`).  suites/test_races.py asks for all of ``orders``.  ``sweep(s, budget,
-    wanted)`` runs it on a pair and gives a :class:`RaceSweep`."""
+    ``certain``: the orders a small bounded sweep reaches in every run on the TCG
+    lab without aiming or many rounds (tests/cm/test_races_lab.py's reject_request
+    sweep asks for just these); ``aimed``: the orders that live in the narrow
+    window the sweep aims at (a bounded sweep missing only these spends its
+    remaining rounds there: :func:`drive`).  suites/test_races.py asks for all of
+    ``orders``.  ``sweep(s, budget, wanted)`` runs it on a pair and gives a
+    :class:`RaceSweep`."""
 
     name: str
     title: str
