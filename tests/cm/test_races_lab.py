@@ -1,8 +1,8 @@
-"""The race sweep the lab suite does not run, on the two siw guests of a lab given with
-``--hil-inventory`` (marker ``lab``), with a bounded budget that stops once every order
-it asks for was reached.  It costs 30-55 s with its pair's setup, more than ci/tests can
-take, so without an inventory (ci/tests) it is skipped; bench/races.py sweeps the race in
-full.  The other races are swept by suites/test_races.py (docs/cm-engine.md)."""
+"""reject_request's small sweep (its ``certain`` orders), on the two siw guests of a lab
+given with ``--hil-inventory`` (marker ``lab``), with a bounded budget that stops once
+every order it asks for was reached.  It costs 30-55 s with its pair's setup, more than
+ci/tests can take, so without an inventory (ci/tests) it is skipped; suites/test_races.py
+sweeps every race asking for all its orders (docs/cm-engine.md)."""
 
 from __future__ import annotations
 
