@@ -47,7 +47,8 @@ SWEEPS = {
         16_000, 500, rounds=2, enough=1, max_rounds=100, focus_us=2_000, chase_rounds=8
     ),
     "disconnects": Budget(20_000, 1_000, rounds=2, enough=1, max_rounds=10),
-    "destroy_listen": Budget(25_000, 1_000, rounds=1, enough=1, max_rounds=14),
+    # Up to every offset of its span once: under load 14 rounds missed pending once in 14 runs.
+    "destroy_listen": Budget(25_000, 1_000, rounds=1, enough=1, max_rounds=26),
     "destroy_terminate": Budget(
         8_000, 500, rounds=2, enough=1, max_rounds=40, focus_us=1_000, chase_rounds=6
     ),
