@@ -105,9 +105,9 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
     worker: tuple[Worker, FakeLib], kernel: FakeKernel
 ) -> None:
     """Every event of the storm is read by the storm's thread (the poller out meanwhile),
-    logged once and in order; every rdma_connect is issued from it too (parallel 1, the
-    default; with more the replies are read the same way after the connect threads);
-    afterwards the poller reads again."""
+    logged once and in order, those already queued between two calls; every rdma_connect
+    is issued from it too (parallel 1, the default; with more the replies are read the same
+    way after the connect threads); afterwards the poller reads again."""
     w, lib = worker
     me = threading.get_ident()
     readers: list[tuple[int, str]] = []
@@ -123,6 +123,7 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
     def issue(handle: int, pdata: bytes = b"", depth: int = 1) -> None:
         connecting.add(threading.get_ident())
         connect(handle, pdata, depth)
+        time.sleep(0.005)  # as siw's blocks: the fake kernel has answered before it returns
 
     w.ch.poll_event, w.ch.connect = read, issue  # type: ignore[method-assign]
     got = w.storm(role="connect", count=6, dst=DST, port=7471, wait_s=5)
@@ -132,6 +133,11 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
     assert [t for t, _ in events] == [t for _, t in readers] and len(set(events)) == len(events)
     assert [e["seq"] for e in got["log"]] == list(range(1, len(got["log"]) + 1))
     assert connecting == {me}
+    # A reply already queued is read between two calls, not after the last one: its stamp
+    # is within one call of its arrival.
+    last_call = max(a["t_us"] for a in got["actions"] if a["name"] == "connect")
+    replies = [e["host_t_us"] for e in got["log"] if e["kind"] == "event"][12:17]
+    assert sum(t < last_call for t in replies) >= 3, (replies, last_call)
     assert not w.paused.is_set() and not w.reading.locked()
     lib.cm.push(EVENT["ADDR_RESOLVED"], lib.cm.new_id())
     assert w.log.wait(len(w.log.entries), ["ADDR_RESOLVED"], None, 2)  # the poller's again

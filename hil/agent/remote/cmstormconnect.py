@@ -1,13 +1,15 @@
 """A storm's active role (cmstorm.py): every step for all connections, then the next.
 
-Shaped as rdma-core's cmtime client: this thread reads the worker's channel
-itself for the whole storm (``Run.channel``: the poller is paused), so each
-step is every call, then every event that ends it, read here; with
-``parallel`` 1 (the default) every ``rdma_connect`` is issued from this
-thread too, and no other thread of the worker is awake during the timed
-steps.  ``parallel`` > 1 issues the connects from that many threads (siw's
-``rdma_connect`` blocks for a kernel TCP handshake), the replies still read
-here once they returned.
+Shaped as rdma-core's cmtime client, in one thread: the storm's thread reads
+the worker's channel itself for the whole storm (``Run.channel``: the poller
+is paused), so during the timed steps no other thread of the worker is
+awake.  Each step makes every call (with ``parallel`` 1, the default, every
+``rdma_connect`` too), taking the events already queued between two calls
+without waiting (so each is stamped within one call of its arrival), then
+reads the rest.  cmtime reads its events in a second thread meanwhile; in
+Python that thread would take the GIL from the calls.  ``parallel`` > 1
+issues the connects from that many threads (siw's ``rdma_connect`` blocks
+for a kernel TCP handshake), the replies read once they returned.
 """
 
 from __future__ import annotations
@@ -20,10 +22,38 @@ from typing import TYPE_CHECKING
 from .cmscript import now_us, sleep_until
 from .cmstormbase import POLL_S, REPLIES, RESOLVE_MS, TRAFFIC_BYTES, Conn, Run, qp_maker
 from .librdmacm import RdmaError
-from .protocol import CMEventType, StormReply
+from .protocol import CMEventEntry, CMEventType, StormReply
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+
+class Waiting:
+    """The connections waiting for the event that ends ``step``, by cm_id handle."""
+
+    def __init__(
+        self, step: str, done: tuple[CMEventType, ...], failed: tuple[CMEventType, ...]
+    ) -> None:
+        self.step, self.done, self.ends = step, done, done + failed
+        self.conns: dict[int, Conn] = {}
+
+    def add(self, c: Conn, t0: int) -> None:
+        """``c``'s call for the step began at ``t0`` and returned: its event may come."""
+        assert c.handle is not None
+        c.started[self.step] = t0
+        self.conns[c.handle] = c
+
+    def take(self, e: CMEventEntry) -> None:
+        """Stamp the step of ``e``'s connection with its first ``done`` event; a failing
+        one fails it; any other event (another step's, a late one) is only logged."""
+        if e["id"] not in self.conns or e["type"] not in self.ends:
+            return
+        c = self.conns.pop(e["id"])
+        if e["type"] in self.done:
+            t0 = c.started[self.step]
+            c.steps[self.step] = [t0, e["host_t_us"] - t0]
+        else:
+            c.fail(e["type"])
 
 
 class Connect(Run):
@@ -105,7 +135,7 @@ class Connect(Run):
     ) -> None:
         """Start ``step`` on every live connection, then wait for each one's ending event;
         with ``action``, each call is recorded as that action with ``params``."""
-        waiting: dict[int, Conn] = {}
+        wait = Waiting(step, done, failed)
         for c in conns:
             if not c.live:
                 continue
@@ -123,43 +153,39 @@ class Connect(Run):
             if result != "ok":
                 c.fail(result)
                 continue
-            c.started[step] = t0
-            waiting[h] = c
-        self._await(waiting, step, done, failed)
+            wait.add(c, t0)
+            self._drain(wait)
+        self._await(wait)
 
-    def _await(
-        self,
-        waiting: dict[int, Conn],
-        step: str,
-        done: tuple[CMEventType, ...],
-        failed: tuple[CMEventType, ...],
-    ) -> None:
-        """Read the channel until each waiting connection's step ended: stamped with its
-        first ``done`` event; a ``failed`` event, or none within the step's bound, fails it.
-        Other events (another step's, a late one) are logged only."""
+    def _drain(self, wait: Waiting) -> None:
+        """Take the events already queued, without waiting: between two calls, so that an
+        event's stamp is within one call of its arrival (cmtime's event thread reads them
+        as they come; a second Python thread here would take the GIL from the calls)."""
+        while True:
+            e = self.read(0)
+            if e is None:
+                return
+            wait.take(e)
+
+    def _await(self, wait: Waiting) -> None:
+        """Read the channel until each waiting connection's step ended; a connection whose
+        ending event did not come within the step's bound fails."""
         end = min(now_us() + int(self.wait_s * 1e6), self.deadline_us)
-        ends = done + failed
-        while waiting:
+        while wait.conns:
             left = end - now_us()
             if left <= 0:
                 break
             e = self.read(min(POLL_S, left / 1e6))
-            if e is None or e["id"] not in waiting or e["type"] not in ends:
-                continue
-            c = waiting.pop(e["id"])
-            if e["type"] in done:
-                t0 = c.started[step]
-                c.steps[step] = [t0, e["host_t_us"] - t0]
-            else:
-                c.fail(e["type"])
-        for c in waiting.values():
-            c.fail(f"{step}: no {'/'.join(done)} within {self.wait_s:g}s")
+            if e is not None:
+                wait.take(e)
+        for c in wait.conns.values():
+            c.fail(f"{wait.step}: no {'/'.join(wait.done)} within {self.wait_s:g}s")
 
     def _connect(self, conns: list[Conn], dst: str, port: int) -> None:
         """rdma_connect every connection (from ``parallel`` threads when > 1), then read
         the replies."""
         todo = [c for c in conns if c.live]
-        waiting: dict[int, Conn] = {}
+        wait = Waiting("connect", ("ESTABLISHED",), REPLIES[1:])
         connect = self.w.ch.connect
 
         def issue(c: Conn) -> None:
@@ -176,9 +202,8 @@ class Connect(Run):
                 private_data=pdata.hex(),
                 listener=True,
             )
-            c.started["connect"] = t0
             if result == "ok":
-                waiting[h] = c  # one key per thread's connection: a dict's setitem is atomic
+                wait.add(c, t0)  # one key per thread's connection: a dict's setitem is atomic
             else:
                 c.fail(result)
 
@@ -187,8 +212,10 @@ class Connect(Run):
                 issue(c)
 
         threads = self.p.get("parallel", 1)
-        if threads <= 1:  # cmtime's: one thread, no hand-over between calls
-            issue_all(todo)
+        if threads <= 1:  # cmtime's: one thread makes the calls, no hand-over between them
+            for c in todo:
+                issue(c)
+                self._drain(wait)
         else:
             pool = [
                 threading.Thread(target=issue_all, args=(todo[k::threads],), daemon=True)
@@ -198,7 +225,7 @@ class Connect(Run):
                 t.start()
             for t in pool:
                 t.join()
-        self._await(waiting, "connect", ("ESTABLISHED",), REPLIES[1:])
+        self._await(wait)
 
     def _traffic(self, conns: list[Conn], sends: int) -> None:
         """``sends`` signaled SENDs on every connection, then each one's completions."""
