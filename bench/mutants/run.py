@@ -103,7 +103,10 @@ def junit_outcomes(path: Path, suite: str) -> tuple[list[tuple[str, str]], list[
 def _reason(message: str) -> str:
     """What a failure names: the broken contract or wire rules, else its first line."""
     first = message.removeprefix('failed on teardown with "').splitlines()[0]
-    rules = re.findall(r"^\s*\[([a-z0-9-]+)\] (?:fail|\(profile)", message, re.M)
+    # "[rule] (invariant 7, profile siw) ...", "[rule] (profile siw) ...", "[rule] fail ..."
+    rules = re.findall(
+        r"^\s*\[([a-z0-9-]+)\] (?:fail|\((?:invariant \d+, )?profile)", message, re.M
+    )
     judge = re.match(r"(?:Failed: )?(contract|wire) FAILED", first)
     if judge and rules:
         return f"{judge[1]}: {', '.join(dict.fromkeys(rules))}"
