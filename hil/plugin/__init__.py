@@ -17,6 +17,7 @@ every run come from the ``pytest_hil_observers`` hook (:mod:`hil.plugin.hookspec
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -122,12 +123,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "reached, capped; ci/suites) or full (each race's whole window; the nightly).",
     )
     group.addoption(
+        "--hil-race-scale",
+        type=_race_scale,
+        default=1.0,
+        metavar="FACTOR",
+        help="Widen the windows (and steps) of suites/test_races.py's sweeps of CM "
+        "latencies (destroy_listen, disconnects) by this factor, for a kernel whose CM is "
+        "that much slower (ci/nightly --debug-lab: 8); default 1.",
+    )
+    group.addoption(
         "--hil-ttl",
         type=float,
         default=300.0,
         metavar="SECONDS",
         help="Lease time to live; the session renews it every third of that.",
     )
+
+
+def _race_scale(text: str) -> float:
+    try:
+        factor = float(text)
+    except ValueError:
+        factor = 0.0
+    if not 1 <= factor <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a factor from 1 to 100")
+    return factor
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -102,6 +102,16 @@ def test_offsets_are_spread_so_a_bounded_sweep_tries_the_whole_window_first() ->
         Budget(1_000, 100, enough=0)
 
 
+def test_a_scaled_budget_spans_a_wider_window_in_as_many_steps() -> None:
+    budget = Budget(2_000, 1_000, rounds=2, enough=1, max_rounds=6, focus_us=500)
+    wide = budget.scaled(8)
+    assert wide.offsets() == [o * 8 for o in budget.offsets()]
+    assert (wide.focus_us, wide.rounds, wide.enough, wide.max_rounds) == (4_000, 2, 1, 6)
+    assert budget.scaled(1) == budget
+    with pytest.raises(InputError, match="at least 1"):
+        budget.scaled(0.5)
+
+
 def test_a_focus_visits_the_offsets_around_the_centre_right_after_both_ends() -> None:
     got = Budget(4_000, 500, focus_us=1_000).offsets()
     assert got[:7] == [-4_000, 4_000, 0, -500, 500, -1_000, 1_000]

@@ -119,7 +119,7 @@ def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
     # full there wins), and a cold agent's handshake on a debug guest takes more than the
     # default 30 s bound.
     assert pipeline.endswith(
-        "-- --hil-race-sweeps bounded -x --hil-timeout-agent 120 "
+        "-- --hil-race-sweeps bounded --hil-race-scale 8 -x --hil-timeout-agent 120 "
         "--hil-metric-label kernel=6.1-debug"
     )
 

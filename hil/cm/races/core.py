@@ -131,6 +131,18 @@ class Budget:
         steps = range(-self.window_us, self.window_us + 1, self.step_us)
         return sorted((o for o in steps if abs(o) <= self.focus_us), key=lambda o: (abs(o), o))
 
+    def scaled(self, factor: float) -> Budget:
+        """The same budget over a window ``factor`` times as wide, in steps as many times
+        longer (as many rounds): for a kernel whose CM is that much slower."""
+        if factor < 1:
+            raise InputError(f"a budget widens by a factor of at least 1, not {factor}")
+        return replace(
+            self,
+            window_us=round(self.window_us * factor),
+            step_us=round(self.step_us * factor),
+            focus_us=round(self.focus_us * factor),
+        )
+
     def describe(self) -> str:
         """The budget in a few words, for a summary."""
         stop = f", stop at {self.enough} of each" if self.enough else ""
