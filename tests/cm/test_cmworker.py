@@ -69,6 +69,19 @@ def test_paused_worker_leaves_events_in_the_channel(worker: tuple[Worker, FakeLi
     assert len(w.events(after=0, wait=2.0, types=["ESTABLISHED"])["log"]) == 1
 
 
+def test_a_pause_holds_an_event_that_comes_right_after_it(worker: tuple[Worker, FakeLib]) -> None:
+    # The poller is in its 0.1 s read when the pause comes, and the event right after:
+    # that read must not take it (a request retrieved frees rdma_ucm's backlog slot).
+    w, lib = worker
+    h = w.ch.create_id()
+    time.sleep(0.05)  # the poller is in a read
+    w.pause(True)
+    lib.cm.push(ESTABLISHED, w.ch._id(h).ptr)
+    assert w.events(after=0, wait=0.3)["log"] == [] and lib.cm.acked == 0
+    w.pause(False)
+    assert len(w.events(after=0, wait=2.0, types=["ESTABLISHED"])["log"]) == 1
+
+
 def test_destroy_times_the_block_and_stops_answering(worker: tuple[Worker, FakeLib]) -> None:
     w, lib = worker
     h = w.ch.create_id()

@@ -68,6 +68,7 @@ from .protocol import (
 QP_DEPTH = 16  # send and receive queue depth of every QP this worker makes
 RESOLVE_MS = 2000
 WRITE_POLL_S = 0.001  # between CQ polls while a single WRITE waits for its completion
+PAUSE_WAIT_S = 5.0  # for the poller's read under way (0.1 s), or a storm's (it holds the lock)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -383,8 +384,21 @@ class Worker:
         return {"log": self.log.wait(after, types, id, wait), "t_us": now_us()}
 
     def pause(self, on: bool = True) -> TimedReply:
-        """Stop (or resume) reading events: requests then stay unretrieved in the kernel."""
-        (self.paused.set if on else self.paused.clear)()
+        """Stop (or resume) reading events: requests then stay unretrieved in the kernel.
+
+        A pause returns once the poller's read under way (up to its 0.1 s poll) has
+        ended: an event that came during that read would otherwise be retrieved
+        after the pause, and a request retrieved gives rdma_ucm its backlog slot back.
+        """
+        if not on:
+            self.paused.clear()
+            return {"t_us": now_us(), "us": 0}
+        self.paused.set()
+        if not self.reading.acquire(timeout=PAUSE_WAIT_S):
+            raise RdmaError(
+                "pause", errno.EBUSY, f"the channel is still being read after {PAUSE_WAIT_S} s"
+            )
+        self.reading.release()
         return {"t_us": now_us(), "us": 0}
 
     def scenario(
