@@ -14,6 +14,8 @@ must pass: otherwise the kills prove nothing.  Prints the score
     .venv/bin/python bench/mutants/run.py --lock /tmp/hil-lab2.lock [--mutant NAME ...]
     .venv/bin/python bench/mutants/run.py --list
 
+``--keep DIR`` keeps each lab's logs (hil, pytest, JUnit) in ``DIR/NAME``.
+
 ``--lock PATH`` holds that flock only while a lab runs (boot, suites, down).
 Cost here (2 cores, TCG): docs/mutation.md.
 """
@@ -22,22 +24,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
+
+from outcomes import LabRun, Verdict, junit_outcomes, verdict  # noqa: E402  (this directory)
 
 from hil.errors import HilError  # noqa: E402  (the worktree's hil: path set just above)
 from hil.lab import kernel, patched  # noqa: E402
@@ -47,70 +47,6 @@ LAB_DOWN_TIMEOUT = 120.0
 STATUS_TIMEOUT = 60.0
 SUITE_TIMEOUT = 1200.0
 LOCK_TIMEOUT = 3600.0
-
-Verdict = Literal["KILLED", "SURVIVED", "LAB ERROR"]
-
-
-@dataclass(frozen=True)
-class LabRun:
-    """What the suites gave on one lab: failed and errored test ids, tests run, a lab problem."""
-
-    failed: tuple[tuple[str, str], ...]  # (test id, first line of its failure)
-    errored: tuple[str, ...]
-    tests: int
-    problem: str | None
-    boot_s: float
-    suites_s: float
-
-
-def verdict(run: LabRun) -> tuple[Verdict, str]:
-    """KILLED by a failed test; LAB ERROR when the lab broke or nothing ran; else SURVIVED."""
-    if run.problem:
-        return "LAB ERROR", run.problem
-    if run.tests == 0:
-        return "LAB ERROR", "no test ran (check the Killed-by -k expressions)"
-    if run.failed:
-        return "KILLED", ", ".join(t for t, _ in run.failed)
-    if run.errored:
-        return "LAB ERROR", "tests errored in setup/teardown: " + ", ".join(run.errored)
-    return "SURVIVED", f"{run.tests} tests passed"
-
-
-def junit_outcomes(path: Path, suite: str) -> tuple[list[tuple[str, str]], list[str], int]:
-    """Failed (id, reason) and errored ids, and the number of tests, from a JUnit report.
-
-    A test fails in its call (an assertion, the contract) or in its teardown
-    with a verdict (``pytest.fail`` of the wire judge or the after-test
-    checks: "failed on teardown with "Failed: ..."): both kill.  Any other
-    error (setup, a crash of the harness) says nothing about the kernel.
-    """
-    failed: dict[str, str] = {}
-    errored: list[str] = []
-    tests: set[str] = set()
-    for case in ET.parse(path).getroot().iter("testcase"):
-        test_id = f"{Path(suite).name}::{case.get('name')}"
-        tests.add(test_id)  # a teardown error repeats the test case
-        for bad in (e for e in case if e.tag in ("failure", "error")):
-            message = f"{bad.get('message') or ''}\n{bad.text or ''}".strip()  # text: in full
-            verdict_ = bad.tag == "failure" or 'failed on teardown with "Failed: ' in message
-            if verdict_ and test_id not in failed:
-                failed[test_id] = _reason(message)
-            elif not verdict_:
-                errored.append(test_id)
-    return list(failed.items()), errored, len(tests)
-
-
-def _reason(message: str) -> str:
-    """What a failure names: the broken contract or wire rules, else its first line."""
-    first = message.removeprefix('failed on teardown with "').splitlines()[0]
-    # "[rule] (invariant 7, profile siw) ...", "[rule] (profile siw) ...", "[rule] fail ..."
-    rules = re.findall(
-        r"^\s*\[([a-z0-9-]+)\] (?:fail|\((?:invariant \d+, )?profile)", message, re.M
-    )
-    judge = re.match(r"(?:Failed: )?(contract|wire) FAILED", first)
-    if judge and rules:
-        return f"{judge[1]}: {', '.join(dict.fromkeys(rules))}"
-    return first[:160]
 
 
 def _hil(log: Path, *args: str, timeout: float) -> str | None:
@@ -190,6 +126,18 @@ def _pytest(suite: patched.Suite, inventory: Path, junit: Path, log: Path) -> st
 
 
 @contextmanager
+def _scratch(keep: Path | None) -> Iterator[str]:
+    """Where the labs' logs go: ``keep`` (made, then left) or a temporary directory."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix="hil-mutants-") as tmp:
+            yield tmp
+        return
+    keep.mkdir(parents=True, exist_ok=True)
+    yield str(keep)
+    print(f"logs kept in {keep}", flush=True)
+
+
+@contextmanager
 def held(lock: Path | None) -> Iterator[None]:
     """Hold ``lock`` (flock) while a lab runs, when one is given."""
     if lock is None:
@@ -219,6 +167,13 @@ def main() -> int:
     )
     p.add_argument("--list", action="store_true", help="list the mutants and exit")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="make -j")
+    p.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep each lab's logs and JUnit reports in DIR/NAME (default: a temporary "
+        "directory, deleted at the end)",
+    )
     args = p.parse_args()
     # SIGTERM (a CI timeout, kill PID) ends like Ctrl-C: the running lab is taken down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -237,9 +192,12 @@ def main() -> int:
             kills = "; ".join(str(s) for s in m.killed_by)
             print(f"{m.name:28} {kills}\n    {m.wrong}")
         return 0
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        print(f"error: --keep {args.keep} is not empty: name a new directory", file=sys.stderr)
+        return 2
     killed = 0
     ok = True
-    with tempfile.TemporaryDirectory(prefix="hil-mutants-") as tmp:
+    with _scratch(args.keep) as tmp:
         try:
             for m in [] if args.default_only else chosen:
                 what = _mutant(m, Path(tmp) / m.name, args.lock, args.jobs)
