@@ -147,7 +147,9 @@ def test_siw_netdev_removed_under_port_queries_and_a_bound_id(
     unregistered while the RDMA device still answered port queries.  Here, on
     the active host: a veth with a siw device on it, a cm_id listening on its
     address, `rdma link show` port queries running, and a connection on the
-    pair's own device; the veth is deleted.  The removal waits for the
+    pair's own device; the veth is deleted, only once a query listed the
+    device, the id is bound (a listen refused ENODEV is tried again) and a
+    query that began after the bind ended.  The removal waits for the
     device's user (the bound id and the verbs context librdmacm opened: siw
     cannot disassociate one) until its process exits after 1 s, the device
     goes, a query ran across the removal, and the pair's connection closes

@@ -13,7 +13,9 @@ import pytest
 
 from hil.agent.remote.protocol import CloseRound
 from hil.agent.types import RdmaLink
-from hil.cm.regressions.device import DEVICE, Queries
+from hil.cm.clock import controller_us
+from hil.cm.endpoint import Outcome
+from hil.cm.regressions.device import DEVICE, Queries, bind
 from hil.cm.regressions.evidence import missing
 from hil.cm.regressions.iwcm import _early
 from hil.cm.regressions.siw import MARKERS, _fastest, _overlap, _rejecting
@@ -86,12 +88,13 @@ def test_an_id_destroyed_before_its_disconnected_came_counts_as_early() -> None:
 class FakeAgent:
     """The agent boundary of ``Queries``: lists the device twice, then fails once, then not."""
 
-    def __init__(self) -> None:
+    def __init__(self, query_s: float = 0.01) -> None:
         self.calls = 0
+        self.query_s = query_s
 
     def rdma_links(self, timeout: float | None = None) -> list[RdmaLink]:
         self.calls += 1
-        time.sleep(0.01)
+        time.sleep(self.query_s)
         if self.calls == 3:
             raise RuntimeError("rdma link show: device vanished")
         present = self.calls < 3
@@ -118,6 +121,41 @@ def test_the_removal_waits_for_a_query_that_listed_the_device() -> None:
     agent.calls = 3  # the device is never listed
     with Queries(agent) as q:  # type: ignore[arg-type]
         assert not q.wait_listed(0.1)
+
+
+class Listens:
+    """The bound endpoint's listens: refused with ``refusals`` first, then ``last``;
+    what the queries had seen when each came."""
+
+    def __init__(self, queries: Queries, refusals: int, last: str = "ok") -> None:
+        self.queries, self.refusals, self.last = queries, refusals, last
+        self.seen: list[int] = []  # queries ended when each listen came
+
+    def __call__(self) -> Outcome:
+        self.seen.append(len(self.queries.done))
+        result = "ENODEV" if len(self.seen) <= self.refusals else self.last
+        return Outcome(Action(controller_us(), "a", "listen", "a:2.1", {}, result))
+
+
+def test_the_removal_may_begin_only_once_the_id_is_bound_and_a_query_ran_after() -> None:
+    # A niced debug guest beside CI: the listen was refused (ENODEV) and the removal came
+    # anyway, after a fixed 0.3 s.  Now each step waits for the one before it.
+    with Queries(FakeAgent(query_s=0.05)) as q:  # type: ignore[arg-type]
+        listens = Listens(q, refusals=2)
+        got = bind(listens, q, 5.0, sleep=lambda s: None)
+        ended = list(q.done)  # what had ended when the removal could begin
+    assert got.ok and got.tries == 3
+    assert listens.seen[0] >= 1 and ended[0][2]  # a query listed the device before the listen
+    assert any(start > got.listen.action.t_us for start, *_ in ended)
+
+
+def test_an_id_never_bound_allows_no_removal() -> None:
+    with Queries(FakeAgent()) as q:  # type: ignore[arg-type]
+        got = bind(Listens(q, refusals=1000), q, 0.6, sleep=lambda s: time.sleep(0.1))
+    assert not got.ok and got.listen.action.result == "ENODEV" and got.tries >= 2
+    with Queries(FakeAgent()) as q:  # type: ignore[arg-type]
+        got = bind(Listens(q, refusals=0, last="EADDRINUSE"), q, 5.0)
+    assert not got.ok and got.tries == 1  # only ENODEV is tried again
 
 
 @pytest.mark.parametrize(
