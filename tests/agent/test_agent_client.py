@@ -1,6 +1,7 @@
 """The client's side of the protocol, against stand-in agents that misbehave.
 
-The real agent's side of the same contract is in test_agent_protocol.py.
+The real agent's side of the same contract is in test_agent_protocol.py, the
+declarations against the functions that serve them in test_protocol_spec.py.
 """
 
 from __future__ import annotations

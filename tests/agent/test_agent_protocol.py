@@ -1,19 +1,17 @@
-"""The real agent's side of the protocol: handshake, ids, errors, timeouts, exit; and
-the declarations of hil/agent/remote/protocol.py against the agent that serves them."""
+"""The real agent's side of the protocol: handshake, ids, errors, timeouts, exit, and
+its real replies decoded as declared (the declarations against the functions that
+serve them: test_protocol_spec.py)."""
 
 from __future__ import annotations
 
 import glob
 import hashlib
-import inspect
 import os
 import shutil
 import signal
 import subprocess
 import threading
-import typing
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -27,7 +25,7 @@ from agenttest import (
 )
 
 from hil.agent import PROTOCOL_VERSION, Agent, AgentCallError, build
-from hil.agent.remote import cmworker, librdmacm, main, protocol
+from hil.agent.remote import protocol
 from hil.errors import AgentError, CommandTimeout
 from hil.timeouts import configured
 
@@ -127,46 +125,6 @@ def test_closing_stdin_ends_the_agent_and_everything_it_started() -> None:
     assert not process_running(agent.hello.pid)
     assert wait_for(lambda: pids_with_cmdline(argv) == [])
     assert len(errors) == 1 and "agent exited" in str(errors[0])
-
-
-# -- the declarations (hil/agent/remote/protocol.py) against what serves them ------------
-
-
-def _assert_takes_and_returns(fn: Callable[..., object], spec: protocol.Spec) -> None:
-    """``fn``'s parameters (but ``timeout``, filled from the request) are the params
-    TypedDict's keys, required where it has no default, of the declared types; its
-    return annotation is the declared reply."""
-    hints = typing.get_type_hints(fn)
-    params = {
-        n: p for n, p in inspect.signature(fn).parameters.items() if n not in ("self", "timeout")
-    }
-    declared = protocol.fields(spec.params)
-    assert set(params) == set(declared), spec
-    required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
-    assert required == set(spec.params.__required_keys__), spec
-    for name in params:
-        assert hints[name] == declared[name], (spec, name)
-    assert hints["return"] == spec.reply, spec
-
-
-def test_every_agent_method_is_declared_and_every_declaration_is_served() -> None:
-    assert set(main.METHODS) == set(protocol.METHOD_NAMES) == set(protocol.METHODS)
-    assert all(spec.name == name for name, spec in protocol.METHODS.items())
-    for name, spec in protocol.METHODS.items():
-        _assert_takes_and_returns(main.METHODS[name], spec)
-
-
-def test_every_cm_operation_is_declared_and_every_declaration_is_served() -> None:
-    assert set(cmworker.OPS) == set(protocol.CM_OP_NAMES) == set(protocol.CM_OPS)
-    for name, spec in protocol.CM_OPS.items():
-        assert spec.name == name
-        _assert_takes_and_returns(getattr(cmworker.Worker, name), spec)
-
-
-def test_event_types_are_librdmacm_s_in_enum_order() -> None:
-    assert librdmacm.EVENT_NAMES == protocol.CM_EVENT_TYPES
-    assert protocol.CM_EVENT_TYPES.index("ESTABLISHED") == 9  # RDMA_CM_EVENT_ESTABLISHED
-    assert protocol.CM_EVENT_TYPES[-1] == "TIMEWAIT_EXIT"  # 15
 
 
 def test_real_replies_decode_as_declared(agent: StrictAgent) -> None:

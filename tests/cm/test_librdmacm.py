@@ -107,14 +107,15 @@ def bundle(tmp_path: Path) -> Path:
     pkg = tmp_path / "cm"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    for name in ("librdmacm.py", "ibverbs.py", "protocol.py"):
+    for name in ("librdmacm.py", "ibverbs.py"):
         shutil.copy(CM_DIR / name, pkg / name)
+    shutil.copytree(CM_DIR / "protocol", pkg / "protocol")
     shutil.copy(Path(__file__).parent / "cmpeer.py", tmp_path / "cmpeer.py")
     return tmp_path
 
 
 def test_runs_under_host_python_with_stdlib_only(bundle: Path) -> None:
-    """librdmacm.py and ibverbs.py need only protocol.py; ``python3 -I`` must import them."""
+    """librdmacm.py and ibverbs.py need only protocol/; ``python3 -I`` must import them."""
     code = (
         f"import sys; sys.path.insert(0, {str(bundle)!r}); import cm.librdmacm as m; "
         "print(m.probe()); print(sorted(k for k in sys.modules if k.startswith('hil')))"

@@ -9,7 +9,7 @@ Protocol (one JSON object per line, UTF-8):
   ``{"id": 7, "error": {"type": KIND, "message": ..., "details": {...}}}``
 
 Every message, and each method's params and result, is declared in
-``protocol.py``; ``METHODS`` here holds a function for each of its methods.
+``protocol/``; ``METHODS`` here holds a function for each of its methods.
 
 The agent exits when its stdin closes (the SSH channel went away), after
 killing every process it started.
@@ -50,7 +50,7 @@ _exiting = threading.Lock()  # held by the one caller of shutdown
 Message = Union[Handshake, ResultReply, ErrorReply]  # noqa: UP007
 
 # Each module's table is keyed by protocol.MethodName; together they serve
-# every method of protocol.METHODS (tests/agent/test_agent_protocol.py).
+# every method of protocol.METHODS (tests/agent/test_protocol_spec.py).
 METHODS: dict[str, Callable[..., object]] = {
     name: fn
     for table in (
