@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from hil.agent.types import KernelLog
-from hil.judge.checks import AfterState, CheckResult, assess
+from hil.judge.checks import AfterState, CheckResult, Known, assess
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.judge.profiles import Profiles
 from hil.judge.timeline import KernelLogLine, ResourceCount
@@ -148,10 +148,13 @@ def finish(
     profile: Profiles,
     allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
     settle_s: float = SETTLE_S,
+    known: Known | None = None,
 ) -> CheckResult:
-    """The after-test checks: :func:`collect`, then judge it (:func:`hil.judge.checks.assess`)."""
+    """The after-test checks: :func:`collect`, then judge it (:func:`hil.judge.checks.assess`;
+    ``known``: the known kernel findings, reported apart)."""
     hosts = tuple(probes)
-    return assess(collect(probes, baseline, settle_s), profile, (hosts[0], hosts[-1]), allow)
+    pair = (hosts[0], hosts[-1])
+    return assess(collect(probes, baseline, settle_s), profile, pair, allow, known)
 
 
 def _all_counts(

@@ -4,9 +4,11 @@ Invariant 11 of docs/contract.md, judged with the contract's own rules
 ``resources-back-to-baseline`` and ``kernel-log-clean``
 (:mod:`hil.judge.expectations`), plus what they cannot see: lockdep and
 hung-task reports that start ``INFO:``, and kernel log records overwritten
-before they were read.  This module only judges what it is given; taking
-the evidence from the hosts (baseline, settle wait, kernel-log cursor) is
-:mod:`hil.host.evidence`, whose ``finish`` ends in :func:`assess`::
+before they were read.  A report that is a known kernel finding of this test
+(:mod:`hil.judge.known`) is told apart: kept in the result, not judged.
+This module only judges what it is given; taking the evidence from the hosts
+(baseline, settle wait, kernel-log cursor) is :mod:`hil.host.evidence`, whose
+``finish`` ends in :func:`assess`::
 
     after = AfterState(resources, kernel_log, lost, waited_s)
     result = assess(after, profile, ("host-a", "host-b"))
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from hil.errors import InputError
 from hil.judge.contract import Verdict, Violation, check, rule_named
 from hil.judge.expectations import BAD_KERNEL_LINE, DEFAULT_KERNEL_ALLOW, kernel_log_clean
+from hil.judge.known import KnownFinding, Match, explain
 from hil.judge.profiles import Profiles
 from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
 
@@ -29,7 +32,18 @@ from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
 # catch: their first line starts "INFO:" (e.g. "INFO: trying to register
 # non-static key", "INFO: task x blocked for more than 120 seconds").
 LOCKDEP_INFO = re.compile(r"^INFO: |possible circular locking|possible recursive locking")
+# Where a kernel report begins: a line either of the two would fail.
+REPORT_START = re.compile(f"{BAD_KERNEL_LINE.pattern}|{LOCKDEP_INFO.pattern}")
 RULES = ("resources-back-to-baseline", "kernel-log-clean")
+
+
+@dataclass(frozen=True)
+class Known:
+    """The known kernel findings, and the test and kernel releases they are judged for."""
+
+    findings: tuple[KnownFinding, ...]
+    test: str  # the pytest node id
+    releases: tuple[str, ...]  # the pair's kernels (uname -r)
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,8 @@ class CheckResult(AfterState):
 
     allow: tuple[str, ...]
     verdict: Verdict
+    known: tuple[Match, ...] = ()  # known findings of this test: reported apart, not judged
+    elsewhere: tuple[Match, ...] = ()  # known findings whose entry does not name this test
 
     @property
     def ok(self) -> bool:
@@ -68,7 +84,16 @@ class CheckResult(AfterState):
             + ("   <-- leaked" if r.after > r.before else "")
             for r in self.resources
         ]
-        flagged = [k for k in self.kernel_log if _matches_bad(k.line)]
+        excused = {id(k) for m in self.known for k in m.report.lines}
+        lines += [f"    {m.line()}: reported apart, not judged" for m in self.known]
+        lines += [
+            f"    {m.report.host}: {m.report.title}: this is known kernel finding "
+            f"{m.finding.id}, but not in this test or kernel (its tests: "
+            f"{', '.join(m.finding.tests)}; kernels: {', '.join(m.finding.kernels)}); "
+            "widen its entry if it is the same bug"
+            for m in self.elsewhere
+        ]
+        flagged = [k for k in self.kernel_log if _matches_bad(k.line) and id(k) not in excused]
         if flagged:
             lines.append("    kernel log lines matching a bad pattern:")
             lines += [
@@ -135,11 +160,27 @@ def assess(
     profile: Profiles,
     pair: tuple[str, str],
     allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
+    known: Known | None = None,
 ) -> CheckResult:
-    """:func:`judge` on ``after``, with the evidence it judged."""
-    verdict = judge(after.resources, after.kernel_log, after.lost, profile, pair, allow)
+    """:func:`judge` on ``after``, with the evidence it judged; the reports that are
+    ``known`` findings of the test are taken out of the log it judges first."""
+    told = explain(
+        after.kernel_log,
+        known.findings if known else (),
+        REPORT_START,
+        known.test if known else "",
+        known.releases if known else (),
+    )
+    verdict = judge(after.resources, told.rest, after.lost, profile, pair, allow)
     return CheckResult(
-        after.resources, after.kernel_log, after.lost, after.waited_s, tuple(allow), verdict
+        after.resources,
+        after.kernel_log,
+        after.lost,
+        after.waited_s,
+        tuple(allow),
+        verdict,
+        told.known,
+        told.elsewhere,
     )
 
 

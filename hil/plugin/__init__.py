@@ -46,6 +46,7 @@ pytest_plugins = [
     "hil.plugin.attempts",  # each test's attempt marker: what ran when a run or host died
     "hil.plugin.crash",  # a host that crashes under a test: noticed, recovered or quarantined
     "hil.plugin.kernel",  # the kernel label; a kmemleak scan after each test on a debug kernel
+    "hil.plugin.known",  # known kernel findings: reported apart by the after-test checks
     "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)
     "hil.plugin.metrics",  # hil_metrics: a test records a metric for the trends
 ]

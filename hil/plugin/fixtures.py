@@ -17,7 +17,8 @@
 - the after-test checks (evidence by :mod:`hil.host.evidence`, judged by
   :mod:`hil.judge.checks`), autouse for every test that sets the pair up:
   resources back to their baseline and a clean kernel log on both hosts; a
-  failure is an error in the test's teardown.
+  failure is an error in the test's teardown.  A report that is a known kernel
+  finding of the test is reported apart (:mod:`hil.plugin.known`).
 
 Options: ``--hil-kmsg-allow REGEX`` (repeatable) and the ini list
 ``hil_kmsg_allow`` add known harmless kernel lines to the default allowlist;
@@ -38,7 +39,7 @@ from hil.judge.checks import compile_allow
 from hil.judge.contract import Verdict, check
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.judge.timeline import explain
-from hil.plugin import option_group
+from hil.plugin import known, option_group
 from hil.report.crash import crashed
 
 if TYPE_CHECKING:
@@ -176,6 +177,8 @@ def after_test_checks(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if crashed(request.node) is not None:
         return  # the host is gone: the test failed saying so (hil.plugin.crash)
-    result = evidence.finish(probes, baseline, prof, allow, request.config.getoption("hil_settle"))
+    settle = request.config.getoption("hil_settle")
+    result = evidence.finish(probes, baseline, prof, allow, settle, known.scope(request, run))
+    known.report(request.node, result)
     if not result.ok:
         pytest.fail(result.to_text(), pytrace=False)

@@ -43,7 +43,7 @@ def hil_kernel(request: pytest.FixtureRequest) -> Iterator[None]:
     # Set up before us, so torn down after us: the kernel-log check sees our scan's line.
     request.getfixturevalue("after_test_checks")
     run: PairRun = request.getfixturevalue("hil_run")
-    for release in _releases(request.config, run):
+    for release in releases(request.config, run):
         attach.label("kernel", release)
     leaky = _kmemleak_hosts(request.config, run)
     yield
@@ -65,14 +65,15 @@ def label_skipped(config: pytest.Config, run: PairRun) -> None:
     """The ``kernel`` label of a test skipped before its setup (the pair lacks what it
     requires), so that every result of a matrix night names its kernel."""
     try:
-        releases = _releases(config, run)
+        found = releases(config, run)
     except HilError:
         return  # a host out of reach: the next test's setup says so
-    for release in releases:
+    for release in found:
         attach.label("kernel", release)
 
 
-def _releases(config: pytest.Config, run: PairRun) -> tuple[str, ...]:
+def releases(config: pytest.Config, run: PairRun) -> tuple[str, ...]:
+    """The kernel releases the pair's hosts run (``uname -r``), read once per session."""
     if RELEASES_KEY not in config.stash:
         found = set()
         for host in run.pair.hosts:

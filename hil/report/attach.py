@@ -239,6 +239,13 @@ def label(name: str, value: str) -> None:
     allure.dynamic.label(name, value)  # type: ignore[no-untyped-call]
 
 
+def link(url: str, name: str) -> None:
+    """A link of the running test known only once it runs (where a finding is filed)."""
+    if allure is None:
+        return
+    allure.dynamic.link(url, name=name)  # type: ignore[no-untyped-call]
+
+
 def note(title: str, text: str) -> None:
     """A short text attachment, e.g. why a capture is missing."""
     if allure is None:

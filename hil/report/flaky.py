@@ -202,3 +202,17 @@ def known_flaky_line(results: Sequence[Result]) -> str | None:
     return f"known flaky: {len(failed)} failed, reported apart, not failing the run: " + ", ".join(
         failed
     )
+
+
+def known_kernel_lines(results: Sequence[Result]) -> list[str]:
+    """The summary's lines on known kernel findings, one per finding: the tests whose
+    hosts logged it (reported apart, not failing them)."""
+    tests: dict[str, list[str]] = {}
+    for r in sorted(results, key=lambda r: r.test):
+        for finding in r.known_kernel:
+            tests.setdefault(finding, []).append(r.test)
+    return [
+        f"known kernel finding: {finding} (reported apart, not failing the test) in "
+        + ", ".join(found)
+        for finding, found in sorted(tests.items())
+    ]

@@ -8,7 +8,8 @@
 
 It prints a summary (``hil report: 12 passed, 1 failed, 0 broken, 2 skipped;
 report artifacts/.../report/index.html; exit 1``, a line on known-flaky
-failures, and the tests that flipped between pass and fail in the last
+failures, one on each known kernel finding the run's hosts logged, and the
+tests that flipped between pass and fail in the last
 ``--flaky-nights`` runs, :mod:`hil.report.flaky`), the metrics line (how many
 series the run recorded, where their trend page is: :mod:`hil.report.trend`)
 and the metrics past a threshold (:mod:`hil.report.metrics_flags`), writes it to
@@ -140,6 +141,7 @@ def pipeline(args: argparse.Namespace) -> int:
     lines = [
         f"{summary.line()}; report {run.report / 'index.html'}; exit {status}",
         *filter(None, [flaky.known_flaky_line(tests)]),
+        *flaky.known_kernel_lines(tests),
         *flaky.summary_lines(ranked, flaky_nights),
         f"metrics: {len(nights[-1].series)} series recorded; trends {page}",
         *metrics_flags.summary_lines(flags, unmatched, len(args.thresholds)),

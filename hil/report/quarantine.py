@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from hil.errors import InputError
+from hil.judge.known import yaml_entries, yaml_mapping
 from hil.report.categories import KNOWN_FLAKY_PREFIX
 from hil.report.results import FAILING, KNOWN_FLAKY_TAG, labels
 
@@ -61,16 +61,7 @@ LIST_KEY = pytest.StashKey[tuple[Path, list[Entry]]]()  # the loaded list, per p
 
 def load(path: Path, rootdir: Path) -> list[Entry]:
     """The entries of a quarantine list; InputError naming the file and entry when bad."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the known-flaky list: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise InputError(f"{path}: not YAML: {e}") from None
-    if data is None:
-        return []
-    if not isinstance(data, list):
-        raise InputError(f"{path}: must be a list of entries ({', '.join(FIELDS)})")
+    data = yaml_entries(path, "known-flaky list", FIELDS)
     entries = [_entry(path, i, raw, rootdir) for i, raw in enumerate(data, 1)]
     seen: set[str] = set()
     for i, entry in enumerate(entries, 1):
@@ -82,15 +73,7 @@ def load(path: Path, rootdir: Path) -> list[Entry]:
 
 def _entry(path: Path, index: int, raw: Any, rootdir: Path) -> Entry:
     where = f"{path}: entry {index}"
-    if not isinstance(raw, dict):
-        raise InputError(f"{where}: must be a mapping with {', '.join(FIELDS)}")
-    unknown = sorted(set(map(str, raw)) - set(FIELDS))
-    if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(FIELDS)})")
-    for field in FIELDS:
-        value = raw.get(field)
-        if value is None or not str(value).strip():
-            raise InputError(f"{where}: missing {field}")
+    raw = yaml_mapping(where, raw, FIELDS)
     test = str(raw["test"]).strip()
     if "::" not in test:
         raise InputError(f"{where}: test {test!r} is not a pytest node id (FILE::TEST)")

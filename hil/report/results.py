@@ -17,6 +17,8 @@ from hil.report.categories import category_in
 
 NODEID_LABEL = "nodeid"
 KNOWN_FLAKY_TAG = "known-flaky"  # an Allure tag the report plugin gives quarantined tests
+# A label per known kernel finding the after-test checks told apart (hil.plugin.known).
+KNOWN_KERNEL_LABEL = "known_kernel_finding"
 FAILING = ("failed", "broken")
 
 
@@ -32,6 +34,7 @@ class Result:
     provider: str | None
     known_flaky: bool
     start: int  # ms since the epoch
+    known_kernel: tuple[str, ...] = ()  # the known kernel findings its hosts logged
 
     @property
     def failing(self) -> bool:
@@ -79,4 +82,5 @@ def _result(data: dict[str, Any], cats: list[dict[str, Any]]) -> Result:
         provider=_first(found, "provider"),
         known_flaky=KNOWN_FLAKY_TAG in found.get("tag", []),
         start=int(data.get("start") or 0),
+        known_kernel=tuple(found.get(KNOWN_KERNEL_LABEL, [])),
     )

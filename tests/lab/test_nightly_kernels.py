@@ -111,7 +111,7 @@ def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
     assert "hil lab up --dir /tmp/d-6.1-debug --kernel 6.1 --debug" in calls
     (pipeline,) = [c for c in calls if "hil.report.pipeline" in c]
     assert pipeline.startswith(
-        "python -m hil.report.pipeline suites/test_races.py suites/test_regressions.py "
+        "python -m hil.report.pipeline suites/test_regressions.py suites/test_races.py "
     )
     assert "--reports artifacts/reports/nightly/6.1-debug" in pipeline
     # Bounded sweeps (full ones would hold a KASAN lab half an hour or more) before the

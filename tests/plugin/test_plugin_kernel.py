@@ -49,14 +49,14 @@ def _config() -> Any:
 def test_one_release_for_a_pair_on_one_kernel_read_once_per_session() -> None:
     config = _config()
     run = _run(Host("6.12.57", True), Host("6.12.57", True))
-    assert kernel._releases(config, run) == ("6.12.57",)
+    assert kernel.releases(config, run) == ("6.12.57",)
     run.hosts.agent("lab0-a").release = "changed"
-    assert kernel._releases(config, run) == ("6.12.57",)
+    assert kernel.releases(config, run) == ("6.12.57",)
 
 
 def test_a_mixed_pair_has_both_releases_and_an_unread_one_says_so() -> None:
     run = _run(Host("6.1.0", False), Host(None, False))
-    assert kernel._releases(_config(), run) == ("6.1.0", "unknown on lab0-b")
+    assert kernel.releases(_config(), run) == ("6.1.0", "unknown on lab0-b")
 
 
 def test_kmemleak_hosts_are_found_once_and_boots_leaks_cleared() -> None:

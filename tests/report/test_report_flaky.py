@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hil.errors import InputError
-from hil.report import flaky
+from hil.report import flaky, results
 from hil.report.categories import INFRASTRUCTURE, KNOWN_FLAKY
 from hil.report.results import Result
 
@@ -149,3 +149,17 @@ def test_summary_and_environment_lines() -> None:
         "known flaky: 1 failed, reported apart, not failing the run: k"
     )
     assert flaky.known_flaky_line([result("a", "failed", 0)]) is None
+
+
+def test_the_summary_lists_each_known_kernel_finding_with_its_tests(tmp_path: Path) -> None:
+    label = {"name": "known_kernel_finding", "value": "siw-x"}
+    for name, labels in (("t2", [label]), ("t1", [label]), ("t3", [])):
+        data = {"name": name, "status": "passed", "labels": [{"name": "nodeid", "value": name}]}
+        data["labels"] += labels
+        (tmp_path / f"{name}-result.json").write_text(json.dumps(data))
+    read = results.read(tmp_path)
+    assert {r.test: r.known_kernel for r in read} == {"t1": ("siw-x",), "t2": ("siw-x",), "t3": ()}
+    assert flaky.known_kernel_lines(read) == [
+        "known kernel finding: siw-x (reported apart, not failing the test) in t1, t2"
+    ]
+    assert flaky.known_kernel_lines([]) == []

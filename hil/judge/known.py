@@ -1,0 +1,267 @@
+"""Known kernel findings: kernel reports already found, filed, and told apart from new ones.
+
+``suites/known-kernel-findings.yaml`` (or ``--hil-known-kernel-findings FILE``)
+lists them; each entry names one report by its title line and the stack
+frames that identify it, and where it is known::
+
+    - id: siw-terminate-sk-callback-lock
+      title: "WARNING: possible irq lock inversion dependency detected"   # a regex
+      frames: [siw_cm_llp_state_change, tcp_fin, release_sock, siw_send_terminate]
+      kernels: ["6.1"]                # release prefixes: 6.1 covers 6.1.192
+      tests: ["suites/test_races.py::test_x[destroy_terminate-a-b]"]   # as known-flaky
+      upstream: docs/findings/siw-terminate-sk-callback-lock.md      # a link or a path
+      status: not sent upstream yet
+
+A kernel log is cut into reports (:func:`reports`): a report begins at a
+line the kernel-log rule would fail (:data:`~hil.judge.expectations.BAD_KERNEL_LINE`,
+or a lockdep/hung-task ``INFO:`` line) that is not a stack frame, and ends
+at its ``</TASK>`` or ``---[ end trace`` line, or where the next one begins.
+A report matches an entry when the title pattern is found in its first line
+and the entry's frames appear in one of its stacks in that order, innermost
+first as printed (other frames may sit between them; ``?`` frames, which the
+unwinder only guessed, do not count).  :func:`explain` splits a test's log
+into the known reports (the entry names the test and one of the pair's
+kernels) and the rest, which the kernel-log rule judges as before; a report
+that matches an entry known elsewhere is not excused, and is named with the
+entry so the list can be widened if it is the same bug.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hil.errors import InputError
+from hil.judge.timeline import KernelLogLine
+
+FIELDS = ("id", "title", "frames", "kernels", "tests", "upstream", "status")
+LISTS = ("frames", "kernels", "tests")
+# A line that starts a report: what the kernel-log rule fails on (kept in step with
+# hil.judge.checks.LOCKDEP_INFO and hil.judge.expectations.BAD_KERNEL_LINE by the caller).
+FRAME = re.compile(r"^\s*(?:\[<[0-9a-f]+>\]\s*)?(\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
+END = re.compile(r"</TASK>|---\[ end trace")
+ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
+
+
+@dataclass(frozen=True)
+class KnownFinding:
+    """One known kernel report: how to recognise it, where it is known, where it is filed."""
+
+    id: str
+    title: str  # a regular expression searched in the report's first line
+    frames: tuple[str, ...]  # function names, innermost first, in one stack of the report
+    kernels: tuple[str, ...]  # release prefixes (6.1 covers 6.1.192)
+    tests: tuple[str, ...]  # pytest node ids; without [params] every variant
+    upstream: str
+    status: str
+
+    def recognises(self, report: KernelReport) -> bool:
+        """Whether ``report`` is this finding: its title, and the frames in one stack."""
+        if not re.search(self.title, report.title):
+            return False
+        return any(_in_order(self.frames, stack) for stack in report.stacks())
+
+    def known_in(self, test: str, releases: Iterable[str]) -> bool:
+        """Whether the entry covers this test on one of these kernel releases."""
+        in_test = any(test == t or ("[" not in t and test.split("[")[0] == t) for t in self.tests)
+        return in_test and any(_release_of(r, k) for r in releases for k in self.kernels)
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """One report in one host's kernel log: its lines, the first one its title."""
+
+    host: str
+    lines: tuple[KernelLogLine, ...]
+
+    @property
+    def title(self) -> str:
+        return self.lines[0].line.strip()
+
+    def stacks(self) -> list[list[str]]:
+        """Each run of stack-frame lines as function names, ``?`` frames left out."""
+        runs: list[list[str]] = [[]]
+        for k in self.lines:
+            frame = FRAME.match(k.line)
+            if frame is None:
+                if runs[-1]:
+                    runs.append([])
+            elif not frame.group(1):
+                runs[-1].append(frame.group(2))
+        return [r for r in runs if r]
+
+    def text(self) -> str:
+        """The report as the host logged it."""
+        return "\n".join(k.line for k in self.lines)
+
+
+@dataclass(frozen=True)
+class Match:
+    """A report and the entry it matched."""
+
+    finding: KnownFinding
+    report: KernelReport
+
+    def line(self) -> str:
+        """``known kernel finding siw-x on host-b: WARNING: ... (docs/findings/x.md)``."""
+        return (
+            f"known kernel finding {self.finding.id} on {self.report.host}: "
+            f"{self.report.title} ({self.finding.upstream})"
+        )
+
+
+@dataclass(frozen=True)
+class Explained:
+    """A test's kernel log split: known reports, reports known elsewhere, the rest."""
+
+    known: tuple[Match, ...]
+    elsewhere: tuple[Match, ...]  # recognised, but the entry does not name this test/kernel
+    rest: tuple[KernelLogLine, ...]  # every line not in a known report, in order
+
+
+def reports(lines: Sequence[KernelLogLine], starts: re.Pattern[str]) -> list[KernelReport]:
+    """The reports in a kernel log, per host in the order logged; ``starts`` finds the
+    lines that begin one (frame lines never do: a function may be called lockdep_x)."""
+    found: list[KernelReport] = []
+    open_: dict[str, list[KernelLogLine]] = {}
+    for k in lines:
+        current = open_.get(k.host)
+        if starts.search(k.line) and not FRAME.match(k.line):
+            if current:
+                found.append(KernelReport(k.host, tuple(current)))
+            open_[k.host] = current = [k]
+        elif current is not None:
+            current.append(k)
+        else:
+            continue
+        if END.search(k.line):
+            found.append(KernelReport(k.host, tuple(current)))
+            del open_[k.host]
+    found += [KernelReport(host, tuple(rest)) for host, rest in open_.items() if rest]
+    return found
+
+
+def explain(
+    lines: Sequence[KernelLogLine],
+    findings: Sequence[KnownFinding],
+    starts: re.Pattern[str],
+    test: str,
+    releases: Iterable[str],
+) -> Explained:
+    """Tell the known reports of a test's kernel log from the rest (see the module)."""
+    releases = tuple(releases)
+    known: list[Match] = []
+    elsewhere: list[Match] = []
+    for report in reports(lines, starts) if findings else []:
+        finding = next((f for f in findings if f.recognises(report)), None)
+        if finding is None:
+            continue
+        match = Match(finding, report)
+        (known if finding.known_in(test, releases) else elsewhere).append(match)
+    excused = {id(k) for m in known for k in m.report.lines}
+    return Explained(
+        tuple(known), tuple(elsewhere), tuple(k for k in lines if id(k) not in excused)
+    )
+
+
+def yaml_entries(path: Path, what: str, fields: Sequence[str]) -> list[Any]:
+    """The raw entries of a YAML list file (``what`` names it in errors; none when empty);
+    InputError when it cannot be read, is not YAML or not a list of ``fields`` entries."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not YAML: {e}") from None
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise InputError(f"{path}: must be a list of entries ({', '.join(fields)})")
+    return data
+
+
+def load(path: Path, rootdir: Path) -> tuple[KnownFinding, ...]:
+    """The entries of a known-findings file; InputError naming the file and entry when bad."""
+    data = yaml_entries(path, "known kernel findings", FIELDS)
+    entries = tuple(_entry(f"{path}: entry {i}", raw, rootdir) for i, raw in enumerate(data, 1))
+    seen: set[str] = set()
+    for i, entry in enumerate(entries, 1):
+        if entry.id in seen:
+            raise InputError(f"{path}: entry {i}: id {entry.id} is listed twice")
+        seen.add(entry.id)
+    return entries
+
+
+def yaml_mapping(where: str, raw: Any, fields: Sequence[str]) -> dict[Any, Any]:
+    """An entry of a YAML list file with every one of ``fields`` and no other key, each
+    given (not empty); InputError starting with ``where`` when not."""
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: must be a mapping with {', '.join(fields)}")
+    unknown = sorted(set(map(str, raw)) - set(fields))
+    if unknown:
+        raise InputError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(fields)})")
+    for field in fields:
+        value = raw.get(field)
+        if value is None or value == [] or not str(value).strip():
+            raise InputError(f"{where}: missing {field}")
+    return raw
+
+
+def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
+    raw = yaml_mapping(where, raw, FIELDS)
+    for field in LISTS:
+        if not isinstance(raw[field], list) or not all(
+            isinstance(v, str | int | float) and str(v).strip() for v in raw[field]
+        ):
+            raise InputError(f"{where}: {field} must be a list of names, not {raw[field]!r}")
+    finding = KnownFinding(
+        id=str(raw["id"]).strip(),
+        title=str(raw["title"]),
+        frames=tuple(str(v).strip() for v in raw["frames"]),
+        kernels=tuple(str(v).strip() for v in raw["kernels"]),
+        tests=tuple(str(v).strip() for v in raw["tests"]),
+        upstream=str(raw["upstream"]).strip(),
+        status=str(raw["status"]).strip(),
+    )
+    where = f"{where} ({finding.id})"
+    if not ID.match(finding.id):
+        raise InputError(f"{where}: id must be lower-case letters, digits, dots and dashes")
+    try:
+        re.compile(finding.title)
+    except re.error as e:
+        raise InputError(
+            f"{where}: title {finding.title!r} is not a regular expression: {e}"
+        ) from None
+    for frame in finding.frames:
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", frame):
+            raise InputError(f"{where}: frame {frame!r} is not a function name")
+    for kernel in finding.kernels:
+        if not re.fullmatch(r"\d+\.\d+[\w.+~-]*", kernel):
+            raise InputError(f"{where}: kernel {kernel!r} is not a release (6.1, 6.1.192)")
+    for test in finding.tests:
+        file = test.split("::", 1)[0]
+        if "::" not in test:
+            raise InputError(f"{where}: test {test!r} is not a pytest node id (FILE::TEST)")
+        if not (rootdir / file).is_file():
+            raise InputError(f"{where}: test {test}: no file {file} under {rootdir}")
+    return finding
+
+
+def _in_order(wanted: Sequence[str], stack: Sequence[str]) -> bool:
+    """Whether ``wanted`` appear in ``stack`` in that order (others between them)."""
+    frames = iter(stack)
+    return all(any(_same(name, f) for f in frames) for name in wanted)
+
+
+def _same(name: str, frame: str) -> bool:
+    # The compiler's clones keep the name: siw_x.cold, siw_x.constprop.0.
+    return frame == name or frame.startswith(name + ".")
+
+
+def _release_of(release: str, kernel: str) -> bool:
+    return release == kernel or release.startswith((kernel + ".", kernel + "-", kernel + "+"))

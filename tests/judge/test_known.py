@@ -1,0 +1,188 @@
+"""Known kernel findings (hil.judge.known, through hil.judge.checks.assess).
+
+The fixture is the real report: the passive guest's kernel log after the
+destroy_terminate race sweep on the debug lab (6.1.192, 2026-12-01), as the
+night's Allure attachment kept it (``host: line``).  The "different" reports
+are that text edited here, as each test says.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hil.errors import InputError
+from hil.judge import checks, known
+from hil.judge.profiles import SIW
+from hil.judge.timeline import KernelLogLine, ResourceCount
+
+ROOT = Path(__file__).resolve().parents[2]
+SPLAT = ROOT / "tests" / "data" / "kernel" / "siw-terminate-lockdep-6.1.192.txt"
+TEST = (
+    "suites/test_races.py::test_race_sweep_reaches_every_order_and_holds_the_contract"
+    "[destroy_terminate-a-b]"
+)
+FINDINGS = known.load(ROOT / "suites" / "known-kernel-findings.yaml", ROOT)
+
+
+def splat(text: str | None = None) -> tuple[KernelLogLine, ...]:
+    lines = (text or SPLAT.read_text()).splitlines()
+    return tuple(KernelLogLine(*line.split(": ", 1)) for line in lines if ": " in line)
+
+
+def assess(
+    log: tuple[KernelLogLine, ...], test: str = TEST, release: str = "6.1.192"
+) -> checks.CheckResult:
+    resources = (ResourceCount("lab4fec-1", "cm_id", 0, 0),)
+    after = checks.AfterState(resources, log, {}, 0.5)
+    scope = checks.Known(FINDINGS, test, (release,))
+    return checks.assess(after, SIW, ("lab4fec-0", "lab4fec-1"), known=scope)
+
+
+def test_the_real_report_is_the_known_finding_and_does_not_fail_the_test() -> None:
+    result = assess(splat())
+    assert result.ok
+    (match,) = result.known
+    assert match.finding.id == "siw-terminate-sk-callback-lock"
+    assert match.report.host == "lab4fec-1"
+    assert match.report.title == "WARNING: possible irq lock inversion dependency detected"
+    assert match.report.lines[-1].line.strip() == "</TASK>"  # the whole report, no more
+    assert "known kernel finding siw-terminate-sk-callback-lock on lab4fec-1" in (result.to_text())
+
+
+def test_without_the_registry_the_same_report_fails_as_before() -> None:
+    after = checks.AfterState((), splat(), {}, 0.5)
+    result = checks.assess(after, SIW, ("lab4fec-0", "lab4fec-1"))
+    assert not result.ok and not result.known
+    assert "possible irq lock inversion" in result.to_text()
+
+
+def test_a_lockdep_report_with_the_same_title_but_other_frames_still_fails() -> None:
+    # The same inversion through another driver's callback: erdma has the same read_lock.
+    other = (
+        SPLAT.read_text()
+        .replace("siw_cm_llp_state_change", "erdma_cm_llp_state_change")
+        .replace("siw_send_terminate", "erdma_cm_send_terminate")
+    )
+    result = assess(splat(other))
+    assert not result.ok and not result.known
+    assert "WARNING: possible irq lock inversion dependency detected" in result.to_text()
+
+
+def test_a_different_lockdep_report_still_fails() -> None:
+    other = SPLAT.read_text().replace(
+        "possible irq lock inversion dependency detected",
+        "possible circular locking dependency detected",
+    )
+    result = assess(splat(other))
+    assert not result.ok and not result.known
+
+
+def test_another_report_in_the_same_log_still_fails() -> None:
+    kasan = (
+        KernelLogLine("lab4fec-1", "BUG: KASAN: slab-use-after-free in siw_qp_llp_close+0x1c/0x90"),
+        KernelLogLine("lab4fec-1", "Read of size 8 at addr ffff888008703130 by task kworker/0:1"),
+    )
+    result = assess((*splat(), *kasan))
+    assert not result.ok and len(result.known) == 1
+    failed = [v.message for v in result.verdict.violations]
+    assert failed == [f"lab4fec-1 kernel log: {kasan[0].line}"]
+
+
+def test_the_finding_in_a_test_or_kernel_its_entry_does_not_name_fails_and_says_so() -> None:
+    for result in (
+        assess(splat(), test="suites/test_regressions.py::test_siw_x[a-b]"),
+        assess(splat(), release="6.12.117"),
+    ):
+        assert not result.ok and not result.known
+        assert result.elsewhere[0].finding.id == "siw-terminate-sk-callback-lock"
+        assert "widen its entry if it is the same bug" in result.to_text()
+
+
+def test_frames_the_unwinder_only_guessed_do_not_identify_a_report() -> None:
+    lines = [
+        "WARNING: possible irq lock inversion dependency detected",
+        " ? siw_cm_llp_state_change+0x1a/0x170",
+        " tcp_fin+0x216/0x3a0",
+        " release_sock+0x4a/0x170",
+        " tcp_sendmsg+0x2c/0x40",
+        " siw_send_terminate+0xd60/0xfe0",
+        " siw_cm_work_handler+0x2089/0x21a0",
+    ]
+    assert not assess(tuple(KernelLogLine("h", x) for x in lines)).known
+    clean = [x.replace(" ? ", " ") for x in lines]
+    assert assess(tuple(KernelLogLine("h", x) for x in clean)).known
+
+
+def test_reports_end_at_their_trace_and_frames_never_start_one() -> None:
+    lines = (
+        KernelLogLine("h", "WARNING: CPU: 0 PID: 1 at net/core/sock.c:1 x"),
+        KernelLogLine("h", " lockdep_hardirqs_on_prepare+0x273/0x3e0"),  # a frame
+        KernelLogLine("g", "siw: got TERMINATE"),
+        KernelLogLine("h", "---[ end trace 0000000000000000 ]---"),
+        KernelLogLine("h", "siw: got TERMINATE"),
+    )
+    (report,) = known.reports(lines, checks.REPORT_START)
+    assert [k.line for k in report.lines] == [lines[0].line, lines[1].line, lines[3].line]
+
+
+ENTRY = {
+    "id": "x-y",
+    "title": "WARNING: x",
+    "frames": ["f"],
+    "kernels": ["6.1"],
+    "tests": ["suites/test_races.py::t"],
+    "upstream": "https://lore.kernel.org/x",
+    "status": "open",
+}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"title": "WARNING: ("}, "entry 1 (x-y): title 'WARNING: (' is not a regular expression"),
+        ({"frames": "f"}, "entry 1: frames must be a list of names, not 'f'"),
+        ({"frames": []}, "entry 1: missing frames"),
+        ({"frames": ["f()"]}, "entry 1 (x-y): frame 'f()' is not a function name"),
+        ({"kernels": ["latest"]}, "entry 1 (x-y): kernel 'latest' is not a release"),
+        ({"tests": ["test_races"]}, "entry 1 (x-y): test 'test_races' is not a pytest node id"),
+        ({"tests": ["suites/nope.py::t"]}, "entry 1 (x-y): test suites/nope.py::t: no file"),
+        ({"id": "X Y"}, "entry 1 (X Y): id must be lower-case letters"),
+        ({"upstream": " "}, "entry 1: missing upstream"),
+        ({"extra": 1}, "entry 1: unknown key 'extra'"),
+    ],
+)
+def test_a_bad_entry_is_named_with_what_is_wrong(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    path = tmp_path / "known.yaml"
+    path.write_text(yaml.safe_dump([{**ENTRY, **change}]))
+    with pytest.raises(InputError) as e:
+        known.load(path, ROOT)
+    assert str(e.value).startswith(f"{path}: {message}")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{id: x}", "must be a list of entries"),
+        ("[x]", "entry 1: must be a mapping"),
+        ("- [", "not YAML"),
+    ],
+)
+def test_a_bad_file_is_named(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "known.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        known.load(path, ROOT)
+    with pytest.raises(InputError, match="cannot read the known kernel findings"):
+        known.load(tmp_path / "absent.yaml", ROOT)
+
+
+def test_an_id_listed_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "known.yaml"
+    path.write_text(yaml.safe_dump([ENTRY, ENTRY]))
+    with pytest.raises(InputError, match="entry 2: id x-y is listed twice"):
+        known.load(path, ROOT)
