@@ -32,7 +32,8 @@ from typing import Any
 from hil.agent.client import cm_request
 from hil.agent.remote import protocol as wire
 from hil.cm.clock import controller_us
-from hil.cm.endpoint import SEQ_STRIDE, Endpoint
+from hil.cm.endpoint import Endpoint
+from hil.cm.endpointcore import SEQ_STRIDE
 from hil.errors import InputError
 from hil.judge.timeline import Action, Event
 
