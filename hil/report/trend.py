@@ -22,7 +22,7 @@ from hil.report.metrics_flags import Flag
 from hil.report.metrics_history import Night, SeriesStats, display_unit, number
 
 # The timeline picture's palette, axis steps and font, so that both look alike.
-from hil.report.svg import BAD_COLOR, FONT, OK_COLOR, _nice_step
+from hil.report.svgdraw import BAD_COLOR, FONT, OK_COLOR, nice_step
 
 PAGE_DIR = "metrics"
 W, H = 560, 200
@@ -35,7 +35,7 @@ def _slug(series: str) -> str:
 
 
 def _y_ticks(lo: float, hi: float) -> list[float]:
-    step = _nice_step((hi - lo) / 5)
+    step = nice_step((hi - lo) / 5)
     first = (lo // step) * step
     return [first + i * step for i in range(int((hi - first) / step) + 2) if first + i * step <= hi]
 

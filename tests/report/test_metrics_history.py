@@ -13,7 +13,7 @@ from hil.errors import InputError
 from hil.inventory.thresholds import Threshold, parse_cli
 from hil.report import metrics_flags, metrics_history, pipeline, trend
 from hil.report.metrics_history import Night, SeriesStats
-from hil.report.svg import BAD_COLOR
+from hil.report.svgdraw import BAD_COLOR
 
 SVG = "{http://www.w3.org/2000/svg}"
 NOW = datetime(2026, 12, 1, 2, 0, 3, tzinfo=UTC)

@@ -11,7 +11,8 @@ from pathlib import Path
 from hil.judge.contract import check
 from hil.judge.profiles import profile_for
 from hil.judge.timeline import Event, Timeline
-from hil.report.svg import BAD_COLOR, CHAR_W, render_timeline
+from hil.report.svg import render_timeline
+from hil.report.svgdraw import BAD_COLOR, CHAR_W
 from hil.wire.judge import RuleResult, WireVerdict
 from hil.wire.rule import Outcome, WireFinding
 
