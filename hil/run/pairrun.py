@@ -25,6 +25,8 @@ runs them one by one, as its fixtures are first needed):
    the hosts closed; 5. :meth:`release`: the heartbeat stopped and the lease
    released (unless adopted).  :meth:`close` does both; after :meth:`keep`
    (``hil host setup``) neither undoes the setup nor releases the lease.
+
+What a run asks for (:class:`PairRequest`) is in :mod:`hil.run.request`.
 """
 
 from __future__ import annotations
@@ -32,15 +34,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Self
 
 from hil.cm.observer import Observer, Observers, RunInfo
 from hil.errors import HilError, InputError, LeaseLost
 from hil.inventory.model import PinnedParam
-from hil.inventory.modparams import overridden, parse_override
-from hil.inventory.require import parse_requirement, select
-from hil.reservation import Claim, Heartbeat, Holder, Lease, reserve
+from hil.reservation import Heartbeat, Holder, Lease, reserve
+from hil.run.request import PairRequest, claims_for, module_params_for
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
@@ -59,52 +59,6 @@ log = logging.getLogger(__name__)
 WARMUP_TIMEOUT = 180.0
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class PairRequest:
-    """Which pair a run wants and how it holds it.
-
-    ``pair`` names one pair; else ``require`` (``driver=iw_cxgb4`` ...)
-    selects any that meets all; neither: any pair of the inventory.
-    ``lease`` adopts a live lease instead of reserving.  ``rdma=False`` sets
-    the pair up without RDMA devices (hosts without RDMA): no provider then.
-    ``module_params`` override the link's: ``DRIVER.NAME=VALUE`` as given on
-    the command line (``--hil-module-param``, for a matrix run), checked when
-    the pair is set up, before anything changes.
-    """
-
-    pair: str | None = None
-    require: tuple[str, ...] = ()
-    lease: str | None = None
-    holder: str = "hil"
-    ttl: float = 300.0
-    wait: float = 0.0
-    rdma: bool = True
-    module_params: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        """The request in words, for headers and errors."""
-        if self.lease:
-            return f"lease {self.lease}"
-        if self.pair:
-            return f"pair {self.pair}"
-        return " ".join(self.require) or "any pair"
-
-
-def claims_for(inventory: Inventory, pair: str | None, require: Iterable[str]) -> list[Claim]:
-    """The claims a pair name or a list of requirements stands for (all pairs if neither)."""
-    require = list(require)
-    if pair:
-        try:
-            pairs = [inventory.pair(pair)]
-        except KeyError as e:
-            raise InputError(str(e.args[0])) from None
-    else:
-        pairs = select(inventory, [parse_requirement(r) for r in require])
-        if not pairs:
-            raise InputError(f"{inventory.path}: no pair meets {' '.join(require)}")
-    return [Claim(p.name, (p.host_a.name, p.host_b.name)) for p in pairs]
 
 
 class PairRun:
@@ -322,21 +276,9 @@ class PairRun:
 
     @property
     def module_params(self) -> tuple[PinnedParam, ...]:
-        """The module parameters the run pins: the link's, overridden by the request's.
-
-        InputError when an override is not a known parameter a run can set, or
-        names a driver that neither port uses.
-        """
-        pair = self.pair
-        drivers = {pair.rnic_a.driver, pair.rnic_b.driver}
-        overrides = [parse_override(text) for text in self.request.module_params]
-        for p in overrides:
-            if p.driver not in drivers:
-                raise InputError(
-                    f"module parameter {p} is for {p.driver}, but pair {pair.name}'s ports "
-                    f"use {' and '.join(sorted(drivers))}"
-                )
-        return overridden(pair.link.module_params, overrides)
+        """The module parameters the run pins: the link's, overridden by the request's
+        (InputError for a bad override: :func:`~hil.run.request.module_params_for`)."""
+        return module_params_for(self.pair, self.request)
 
     @property
     def pinned(self) -> dict[str, dict[str, str]]:
