@@ -7,7 +7,7 @@ import errno
 import pytest
 
 from hil.errors import InputError
-from hil.judge.profiles import IW_CXGB4, SIW, PairProfile, profile_for, tcp_retries2_timeout_s
+from hil.judge.profiles import IW_CXGB4, SIW, profile_for, tcp_retries2_timeout_s
 
 
 @pytest.mark.parametrize(
@@ -54,23 +54,3 @@ def test_cxgb4_bounds_follow_ep_timeout() -> None:
     short = profile_for("iw_cxgb4", ep_timeout_secs=10)
     assert short.conn_sent_destroy_bound_s < IW_CXGB4.conn_sent_destroy_bound_s
     assert short.link_pull_bound_s("admin", traffic=True) == short.pull_traffic_bound_s
-
-
-def test_unknown_pull_mode_is_input_error() -> None:
-    with pytest.raises(InputError, match="pull mode"):
-        SIW.link_pull_bound_s("unplug", traffic=True)
-
-
-def test_a_link_pull_promise_says_what_it_promises_and_why() -> None:
-    siw = profile_for("siw", tcp_retries2=5)
-    idle = siw.link_pull_promise("carrier", traffic=False)
-    assert idle.bound_s is None and str(idle).startswith("profile siw promises nothing: ")
-    assert "keepalive" in idle.basis
-    busy = siw.link_pull_promise("carrier", traffic=True)
-    assert busy.bound_s == siw.link_pull_bound_s("carrier", True)
-    assert "promises detection within" in str(busy) and "retransmission" in busy.basis
-    assert siw.link_pull_promise("admin", traffic=False).bound_s == 2.0
-    mixed = PairProfile((("a", siw), ("b", profile_for("iw_cxgb4", ep_timeout_secs=10))))
-    both = mixed.link_pull_promise("carrier", traffic=False)
-    assert both.bound_s is None and "siw sets no TCP keepalive" in both.basis
-    assert "firmware's keepalive" in both.basis
