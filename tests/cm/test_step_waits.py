@@ -15,7 +15,8 @@ import fake_cm
 import pytest
 from fake_cm import Cid, FakeAgent, FakeCMWorld, FakeEp
 
-from hil.cm import clock, endpointcore, recording, sequences, steps
+from hil.cm import clock, endpointcore, recording, steps
+from hil.cm.sequences import linkpull
 from hil.cm.session import CMSession
 from hil.judge.contract import check
 from hil.judge.profiles import SIW, PairProfile, Profiles, cxgb4_profile
@@ -36,7 +37,7 @@ class VirtualClock:
 @pytest.fixture
 def virtual(monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
     now = VirtualClock()
-    for module in (clock, endpointcore, recording, sequences, fake_cm):
+    for module in (clock, endpointcore, recording, linkpull, fake_cm):
         monkeypatch.setattr(module, "controller_us", now)
     return now
 

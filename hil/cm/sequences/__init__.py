@@ -1,0 +1,45 @@
+"""The built-in CM sequences: each runs on a pair's sides and returns a Timeline.
+
+Each registers itself under its name (:func:`hil.cm.registry.sequence`):
+``session.run(name, **params)`` on a :class:`~hil.cm.session.CMSession`, or
+``SEQUENCES[name](sides, **params) -> Timeline`` (:data:`hil.cm.registry.SEQUENCES`)
+on any :class:`~hil.cm.sides.PairSides`.  "active" and "passive" follow the
+session's direction.  Every sequence destroys what it made and closes its
+endpoints; its timeline carries both hosts' events, the controller's
+actions, the clock offsets, the resource counts before/after, the kernel log
+and ``metrics`` (µs unless named otherwise).
+
+One module per kind (each registers its sequences when this package is
+imported): :mod:`~hil.cm.sequences.connection` (connect, close, abort, reject,
+no_listener, remote_access_error), :mod:`~hil.cm.sequences.linkpull`,
+:mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy); what
+they share is :mod:`~hil.cm.sequences.common`.
+
+Each, with its parameters, its steps and the metrics it records:
+
+- ``connect`` (``private_data``): listen, connect, accept, ESTABLISHED both,
+  close by active. Metrics: ``connect_us``.
+- ``close`` (``by`` = active/passive): connect, rdma_disconnect by ``by``,
+  DISCONNECTED both. Metrics: ``connect_us``, ``close_us``.
+- ``abort`` (``how`` = qp_err/destroy/kill, ``by``): connect, abortive close,
+  peer DISCONNECTED. Metrics: ``detection_us``.
+- ``reject`` (``private_data``): listen, connect, rdma_reject with data,
+  REJECTED. Metrics: ``reject_us``.
+- ``no_listener``: connect to a port nobody listens on.
+- ``link_pull`` (``mode``, ``traffic``, ``hold_s``): connect, (traffic), pull,
+  wait DISCONNECTED or hold, restore, reconnect. Metrics: ``detection_us``,
+  ``traffic_ops``, ``reconnect_us``.
+- ``destroy_conn_sent`` (``order`` = qp_first/id_first): listener never
+  answers, connect, destroy in CONN_SENT (a host-side script). Metrics:
+  ``destroy_blocked_us``, ``qp_destroy_us`` (id_first: the QP's after the id's).
+- ``listener_destroy`` (``pending``, ``accepted``): accept some, leave others
+  unretrieved, destroy the listener. Metrics: ``destroy_blocked_us``.
+- ``remote_access_error`` (``how`` = bad_rkey/past_end, ``length``): connect, one
+  signaled RDMA WRITE by the active side with a wrong rkey or one byte past the
+  end of the peer's buffer (action ``write``: its completion's ``wc_status``),
+  DISCONNECTED both. Metrics: ``detection_us``.
+"""
+
+from hil.cm.sequences import connection, destroys, linkpull
+
+__all__ = ["connection", "destroys", "linkpull"]
