@@ -32,15 +32,15 @@ What a run asks for (:class:`PairRequest`) is in :mod:`hil.run.request`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Self
 
 from hil.cm.observer import Observer, Observers, RunInfo
 from hil.errors import HilError, InputError, LeaseLost
 from hil.inventory.model import PinnedParam
-from hil.reservation import Heartbeat, Holder, Lease, reserve
-from hil.run.request import PairRequest, claims_for, module_params_for
+from hil.reservation import Heartbeat, Lease
+from hil.run.request import PairRequest, Progress, module_params_for, take_lease
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
@@ -57,8 +57,6 @@ log = logging.getLogger(__name__)
 # A freshly booted TCG guest under load took over 30 s (the agent's call
 # bound) for the agent's first netlink call, which waits for pyroute2's import.
 WARMUP_TIMEOUT = 180.0
-
-Progress = Callable[[str], None]
 
 
 class PairRun:
@@ -91,28 +89,10 @@ class PairRun:
 
     def reserve(self) -> Lease:
         """Reserve (or adopt) the pair and start renewing the lease."""
-        if self._lease is not None:
-            return self._lease
-        req = self.request
-        if req.lease:
-            lease = self.store.get(req.lease)
-            if lease.pair not in self.inventory.links:
-                raise InputError(
-                    f"lease {lease.id} holds pair {lease.pair}, which "
-                    f"{self.inventory.path} does not have"
-                )
-        else:
-            lease = reserve(
-                self.store,
-                claims_for(self.inventory, req.pair, req.require),
-                Holder.current(req.holder),
-                ttl=req.ttl,
-                wait=req.wait,
-                progress=self._progress,
-            )
-        self._lease = lease
-        self._heartbeat = Heartbeat(self.store, lease).start()
-        return lease
+        if self._lease is None:
+            self._lease = take_lease(self.inventory, self.store, self.request, self._progress)
+            self._heartbeat = Heartbeat(self.store, self._lease).start()
+        return self._lease
 
     def open_hosts(self) -> Hosts:
         """The pair's hosts with warm agents, after undoing what dead runs left there."""

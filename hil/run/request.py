@@ -1,9 +1,9 @@
 """What a pair run asks for: which pair (a name, requirements or a lease), how it holds
-it, and the module parameters it pins."""
+it, and the module parameters it pins; and taking the lease it asks for."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -11,10 +11,13 @@ from hil.errors import InputError
 from hil.inventory.model import PinnedParam
 from hil.inventory.modparams import overridden, parse_override
 from hil.inventory.require import parse_requirement, select
-from hil.reservation import Claim
+from hil.reservation import Claim, Holder, Lease, reserve
 
 if TYPE_CHECKING:
     from hil.inventory.model import Inventory, Pair
+    from hil.reservation.store import Store
+
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,28 @@ def claims_for(inventory: Inventory, pair: str | None, require: Iterable[str]) -
         if not pairs:
             raise InputError(f"{inventory.path}: no pair meets {' '.join(require)}")
     return [Claim(p.name, (p.host_a.name, p.host_b.name)) for p in pairs]
+
+
+def take_lease(
+    inventory: Inventory, store: Store, request: PairRequest, progress: Progress | None = None
+) -> Lease:
+    """The lease ``request`` asks for: the one it adopts (checked to hold a pair of
+    ``inventory``), else a new one on a pair it claims, waiting as long as it says."""
+    if request.lease:
+        lease = store.get(request.lease)
+        if lease.pair not in inventory.links:
+            raise InputError(
+                f"lease {lease.id} holds pair {lease.pair}, which {inventory.path} does not have"
+            )
+        return lease
+    return reserve(
+        store,
+        claims_for(inventory, request.pair, request.require),
+        Holder.current(request.holder),
+        ttl=request.ttl,
+        wait=request.wait,
+        progress=progress,
+    )
 
 
 def module_params_for(pair: Pair, request: PairRequest) -> tuple[PinnedParam, ...]:
