@@ -10,9 +10,11 @@ Public entry points (see docs/virtual-lab.md):
   ``carrier`` link pull), ``quit_qemu``, ``QMPClient``;
 - ``hil.lab.state.default_dir()``: where ``hil lab`` keeps its lab.
 
-Modules: ``kernel`` (build and cache), ``network`` (wiring, MACs, ports),
-``bootfiles`` and ``guest_boot.sh`` (what a guest boots with), ``guests``
-(start/stop vng and QEMU), ``accel`` (KVM probe), ``readiness`` (SSH-ready),
+Modules: ``kernel`` (a kernel cached, or built: ``kernelkey`` says which
+kernel is which and where it is cached, ``kernelmake`` runs the build's
+steps), ``network`` (wiring, MACs, ports), ``bootfiles`` and
+``guest_boot.sh`` (what a guest boots with), ``guests`` (start/stop vng and
+QEMU), ``accel`` (KVM probe), ``readiness`` (SSH-ready),
 ``inventory`` (the lab's inventory file), ``state`` (the lab dir's state
 file and stale detection), ``control`` (up/down/status, a guest started
 again or stopped), ``carrier`` and ``power`` (the carrier pull and the

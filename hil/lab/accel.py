@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hil.errors import InputError
 from hil.lab.guests import vng_binary, vng_env
-from hil.lab.kernel import cache_root
+from hil.lab.kernelkey import cache_root
 from hil.lab.state import boot_id
 
 PROBE_TIMEOUT = 20.0
