@@ -22,7 +22,7 @@ import pytest
 from vlab import VirtualLab
 
 from hil.report import flaky, metrics_history, pipeline
-from hil.report.svg import BAD_COLOR
+from hil.report.svgdraw import BAD_COLOR
 
 pytestmark = [
     pytest.mark.lab,

@@ -26,7 +26,7 @@ from urllib.request import urlopen
 import pytest
 
 from hil.report import flaky, history, metrics_history, pipeline
-from hil.report.svg import BAD_COLOR
+from hil.report.svgdraw import BAD_COLOR
 from tests.report.browser import chromium_missing, dump_dom, serve
 from tests.report.test_report_e2e import _section
 
