@@ -16,7 +16,8 @@ steps), ``network`` (wiring, MACs, ports), ``bootfiles`` and
 ``guest_boot.sh`` (what a guest boots with), ``guests`` (start/stop vng and
 QEMU), ``accel`` (KVM probe), ``readiness`` (SSH-ready),
 ``inventory`` (the lab's inventory file), ``state`` (the lab dir's state
-file and stale detection), ``control`` (up/down/status, a guest started
-again or stopped), ``carrier`` and ``power`` (the carrier pull and the
+file and stale detection), ``control`` (up/down/status: the directory's
+lock and files in ``labdir``, the guests' boot in ``labboot``), ``restart``
+(a guest started again or stopped), ``carrier`` and ``power`` (the carrier pull and the
 ``qmp`` power mode host control uses).
 """

@@ -240,18 +240,6 @@ def test_status_names_the_kernel_the_lab_booted(
     assert (status["kernel"], status["kernel_default"]) == (str(fault), False)
 
 
-def test_a_kernel_to_boot_is_an_x86_bzimage(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    image = tmp_path / "bzImage"
-    image.write_bytes(bytes(0x202) + b"HdrS" + bytes(16))
-    monkeypatch.chdir(tmp_path)
-    assert control.check_image(Path("bzImage")) == image
-    image.write_bytes(bytes(0x206))
-    with pytest.raises(InputError, match="not an x86 bzImage"):
-        control.check_image(image)
-
-
 def test_down_stops_a_recorded_guest_process_group(
     tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]
 ) -> None:
