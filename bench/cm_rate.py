@@ -1,9 +1,12 @@
 """hil's connect+disconnect rate against rdma-core's cmtime, on one pair in one run.
 
     .venv/bin/python bench/cm_rate.py --inventory /tmp/hil-devlab/inventory.yaml \\
-        --store /tmp/hil-devlab/store.db --wait 900 -c 16 --rounds 3 [--processes P]
+        --store /tmp/hil-devlab/store.db --wait 900 -c 16 --rounds 9 [--processes P]
 
-Reserves the pair, sets it up, then alternates, ``--rounds`` times:
+Reserves the pair, sets it up, runs ``--warmup`` rounds of both (not counted:
+the first storm's workers and the first cmtime start cold), then ``--rounds``
+rounds of one of each, hil first in odd rounds and cmtime first in even ones,
+so that a load drifting through a round favours neither:
 
 - hil: a storm run by the hosts' workers (:func:`hil.cm.storm.run_storm`:
   ``-c`` connections from ``--processes`` processes, ``--parallel`` threads
@@ -24,12 +27,14 @@ Prints hil's per-step table of the last round, how long its rdma_connect and
 disconnect (+ destroy_qp) calls themselves blocked (p50 / max / sum, µs: the
 rest of a span is waiting for events), the median of each rate, the ratio
 hil / cmtime of the medians and of each round (a storm and the cmtime run
-after it share the machine's load).  Numbers, no asserts.
+beside it share the machine's load), with the per-round ratios' median and
+geometric mean.  Numbers, no asserts.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -42,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hil import tools
 from hil.cm.session import CMSession
 from hil.cm.storm import run_storm
-from hil.cm.stormstats import percentile
+from hil.cm.stormstats import StormResult, percentile
 from hil.errors import CommandTimeout
 from hil.inventory import loader
 from hil.judge.timeline import Timeline
@@ -103,6 +108,21 @@ def run_cmtime(s: CMSession, count: int) -> tuple[dict[str, float], str]:
     return steps, client.stdout
 
 
+def hil_first(round_no: int) -> bool:
+    """Whether hil runs before cmtime in counted round ``round_no`` (0-based): every other
+    round, so that a load rising (or falling) through the run favours neither."""
+    return round_no % 2 == 0
+
+
+def summary(ratios: list[float]) -> str:
+    """The per-round ratios' median and geometric mean (a ratio's mean of logs: 2.0 and
+    0.5 average to 1), and the rounds."""
+    geo = math.exp(statistics.fmean(math.log(r) for r in ratios)) if all(ratios) else 0.0
+    return f"{statistics.median(ratios):8.3f}  (median; geometric mean {geo:.3f}; rounds: " + (
+        _list(ratios, 2) + ")"
+    )
+
+
 def _list(rates: list[float], digits: int = 1) -> str:
     return ", ".join(f"{r:.{digits}f}" for r in rates)
 
@@ -115,6 +135,33 @@ def calls(tl: Timeline, name: str) -> str:
     return f"{percentile(took, 50)} / {took[-1]} / {sum(took)}"
 
 
+def one_round(
+    s: CMSession, args: argparse.Namespace, hil_before: bool
+) -> tuple[Timeline, StormResult, dict[str, float], str]:
+    """One storm and one cmtime run, in the order asked: the storm's timeline and numbers,
+    cmtime's step totals (ms) and its output."""
+
+    def storm() -> tuple[Timeline, StormResult]:
+        tl, result = run_storm(
+            s,
+            args.connections,
+            processes=args.processes,
+            listeners=args.listeners,
+            parallel=args.parallel,
+        )
+        if result.failed or result.closed_active != args.connections:
+            raise SystemExit(f"hil's storm did not complete:\n{result.table()}")
+        return tl, result
+
+    if hil_before:
+        tl, result = storm()
+        steps, table = run_cmtime(s, args.connections)
+    else:
+        steps, table = run_cmtime(s, args.connections)
+        tl, result = storm()
+    return tl, result, steps, table
+
+
 def main() -> int:
     """Parse arguments, reserve and set up the pair, run both, print the comparison."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -122,7 +169,8 @@ def main() -> int:
     p.add_argument("--store", required=True)
     p.add_argument("--pair", help="pair name (default: the inventory's first)")
     p.add_argument("-c", "--connections", type=int, default=16)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=9, help="counted rounds (default 9)")
+    p.add_argument("--warmup", type=int, default=1, help="rounds run first, not counted")
     p.add_argument("--processes", type=int, default=1, help="hil's active processes")
     p.add_argument("--listeners", type=int, default=1, help="hil's serving processes")
     p.add_argument(
@@ -130,6 +178,8 @@ def main() -> int:
     )
     p.add_argument("--wait", type=float, default=0.0, help="queue for the pair up to S seconds")
     args = p.parse_args()
+    if args.rounds < 1 or args.warmup < 0:
+        p.error("--rounds must be at least 1 and --warmup at least 0")
     inv = loader.load(args.inventory)
     request = PairRequest(
         pair=args.pair or inv.pairs()[0].name, holder="bench/cm_rate.py", ttl=900, wait=args.wait
@@ -139,20 +189,20 @@ def main() -> int:
     with open_store(args.store) as store, PairRun(inv, store, request) as run:
         pair = run.pair
         s = run.session(evidence=False)
-        for _ in range(args.rounds):
-            tl, result = run_storm(
-                s,
-                args.connections,
-                processes=args.processes,
-                listeners=args.listeners,
-                parallel=args.parallel,
+        for k in range(-args.warmup, args.rounds):
+            tl, result, steps, table = one_round(s, args, hil_first(k))
+            cm_rate = args.connections * 1000 / (steps["connect"] + steps["disconnect"])
+            print(
+                f"{'warm-up' if k < 0 else f'round {k + 1}'} ({'hil' if hil_first(k) else 'cmtime'}"
+                f" first): hil {result.rate_per_s:.1f}, cmtime {cm_rate:.1f} conn/s, load "
+                f"{os.getloadavg()[0]:.2f}",
+                flush=True,
             )
-            if result.failed or result.closed_active != args.connections:
-                raise SystemExit(f"hil's storm did not complete:\n{result.table()}")
+            if k < 0:
+                continue
             hil_rates.append(result.rate_per_s)
             hil_full.append(result.cycle_rate_per_s)
-            steps, table = run_cmtime(s, args.connections)
-            cm_rates.append(args.connections * 1000 / (steps["connect"] + steps["disconnect"]))
+            cm_rates.append(cm_rate)
             cm_full.append(args.connections * 1000 / sum(steps.values()))
     hil, hfull, cmt, full = (statistics.median(x) for x in (hil_rates, hil_full, cm_rates, cm_full))
     print("hil (last round, us):")
@@ -162,7 +212,8 @@ def main() -> int:
     print("cmtime (last round):")
     print("\n".join(line for line in table.splitlines() if ":" in line or "step" in line))
     print(
-        f"pair {pair.name}, {args.connections} connections, {args.rounds} rounds (median); "
+        f"pair {pair.name}, {args.connections} connections, {args.rounds} rounds (median) "
+        f"after {args.warmup} warm-up; "
         f"hil: {args.processes} processes x {args.parallel} connect threads, "
         f"{args.listeners} listeners"
     )
@@ -172,10 +223,9 @@ def main() -> int:
     print(f"cmtime full cycle (all steps):    {full:8.1f} conn/s  (rounds: {_list(cm_full)})")
     print(f"ratio hil / cmtime:               {hil / cmt:8.3f}  (full cycle: {hfull / full:.3f})")
     ratios = [h / c for h, c in zip(hil_rates, cm_rates, strict=True)]
-    print(
-        f"ratio per round:                  {statistics.median(ratios):8.3f}  "
-        f"(median; rounds: {_list(ratios, 2)})"
-    )
+    print(f"ratio per round:                  {summary(ratios)}")
+    first = ", ".join(str(k + 1) for k in range(args.rounds) if hil_first(k))
+    print(f"hil ran first in rounds {first}, cmtime in the others")
     loads = (load_before, os.getloadavg())
     print(
         "controller load average (1, 5, 15 min) before / after: "

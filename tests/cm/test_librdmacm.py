@@ -16,7 +16,7 @@ import pytest
 from fake_rdma import FakeLib
 
 from hil.agent.remote import ibverbs, librdmacm
-from hil.agent.remote.librdmacm import CMChannel, Lib, RdmaError, RdmaUnavailable
+from hil.agent.remote.librdmacm import CMChannel, Lib, RawEvent, RdmaError, RdmaUnavailable, cook
 
 CM_DIR = Path(librdmacm.__file__).parent
 HOST_PYTHON = "/usr/bin/python3"
@@ -194,6 +194,31 @@ def test_events_carry_their_ids_endpoints_as_librdmacm_holds_them() -> None:
         lib.cm.push(1, fresh, status=-110)
         ev = ch.poll_event(1.0)
         assert ev is not None and (ev["local"], ev["remote"]) == ("", "")
+
+
+def test_a_raw_read_is_the_event_before_its_dict_and_cooks_into_it() -> None:
+    """read_event (a storm's read inside a timed step) keeps the event as read; cook makes
+    the same dict poll_event returns."""
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        listener = ch.create_id()
+        events = []
+        for read in (ch.read_event, ch.poll_event):
+            child_ptr = lib.cm.new_id()
+            lib.cm.set_route(child_ptr, ("fd00::2", 7471), ("198.18.0.1", 40001))
+            lib.cm.push(4, child_ptr, ch._id(listener).ptr, 0, b"hil")
+            events.append(read(1.0))
+        raw, cooked = events
+        assert isinstance(raw, RawEvent) and isinstance(cooked, dict) and lib.cm.acked == 2
+        assert (raw.type, raw.listen_id, raw.private_data) == ("CONNECT_REQUEST", listener, b"hil")
+        assert raw.id in ch.handles() and raw.host_t_us <= cooked["host_t_us"]
+        assert cook(raw) == {**cooked, "id": raw.id, "host_t_us": raw.host_t_us}
+        assert (cooked["local"], cooked["remote"]) == ("[fd00::2]:7471", "198.18.0.1:40001")
+        gone = lib.cm.new_id()  # no id of this channel's: its memory is not read
+        lib.cm.push(1, gone)
+        stray = ch.read_event(1.0)
+        assert stray is not None and (stray.id, stray.src, stray.dst) == (None, b"", b"")
+        assert (cook(stray)["local"], cook(stray)["remote"]) == ("", "")
 
 
 def test_unexpected_channel_errno_is_rdma_error_not_unavailable() -> None:

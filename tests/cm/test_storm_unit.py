@@ -19,6 +19,7 @@ from fake_rdma import FakeLib
 from hil.agent.remote import protocol
 from hil.agent.remote.cmstorm import StormError
 from hil.agent.remote.cmworker import Worker
+from hil.agent.remote.librdmacm import RawEvent
 from hil.cm.stormstats import StepStats, percentile, rate
 
 EVENT: dict[str, int] = {name: i for i, name in enumerate(protocol.CM_EVENT_TYPES)}
@@ -112,12 +113,12 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
     me = threading.get_ident()
     readers: list[tuple[int, str]] = []
     connecting: set[int] = set()
-    poll, connect = w.ch.poll_event, w.ch.connect
+    poll, connect = w.ch.read_event, w.ch.connect
 
-    def read(timeout_s: float) -> protocol.CMEvent | None:
+    def read(timeout_s: float) -> RawEvent | None:
         ev = poll(timeout_s)
         if ev is not None:
-            readers.append((threading.get_ident(), ev["type"]))
+            readers.append((threading.get_ident(), ev.type))
         return ev
 
     def issue(handle: int, pdata: bytes = b"", depth: int = 1) -> None:
@@ -125,7 +126,7 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
         connect(handle, pdata, depth)
         time.sleep(0.005)  # as siw's blocks: the fake kernel has answered before it returns
 
-    w.ch.poll_event, w.ch.connect = read, issue  # type: ignore[method-assign]
+    w.ch.read_event, w.ch.connect = read, issue  # type: ignore[method-assign]
     got = w.storm(role="connect", count=6, dst=DST, port=7471, wait_s=5)
     assert sorted(c["result"] for c in got["conns"]) == ["REJECTED"] + ["ok"] * 5
     assert {who for who, _ in readers} == {me} and len(readers) == 6 * 3 + 5
@@ -243,6 +244,80 @@ def test_serve_reads_the_channel_itself_and_logs_each_event_once_in_order(
     late = lib.cm.new_id()
     lib.cm.push(EVENT["CONNECT_REQUEST"], late, lp, 0, b"x")
     assert w.log.wait(len(w.log.entries), ["CONNECT_REQUEST"], None, 2)  # the poller's again
+
+
+def test_serve_accepts_a_request_first_and_keeps_its_bookkeeping_for_after(
+    worker: tuple[Worker, FakeLib], kernel: FakeKernel
+) -> None:
+    """A request's QP and rdma_accept come right after its read: no record of it made yet,
+    nothing of the storm logged (that waits until the serving ended); the accept step is
+    still measured from the request's read."""
+    w, lib = worker
+    listener = w.listen(DST, 7471)["id"]
+    lp = w.ch._id(listener).ptr
+    mark = len(w.log.entries)
+    at_accept: list[tuple[int, int]] = []
+    accept = w.ch.accept
+
+    def spy(handle: int, pdata: bytes = b"", depth: int = 1) -> None:
+        at_accept.append((len(w.log.entries), len(lib.cm.qp_pds)))
+        accept(handle, pdata, depth)
+
+    def peer() -> None:
+        time.sleep(0.2)
+        children = [lib.cm.new_id() for _ in range(2)]
+        for i, child in enumerate(children):
+            lib.cm.push(EVENT["CONNECT_REQUEST"], child, lp, 0, f"hil-storm-p0-{i:04d}".encode())
+        time.sleep(0.1)
+        for child in children:
+            lib.cm.push(EVENT["DISCONNECTED"], child)
+
+    w.ch.accept = spy  # type: ignore[method-assign]
+    threading.Thread(target=peer, daemon=True).start()
+    got = w.storm(role="serve", count=2, listen_id=listener, wait_s=5, idle_s=2)
+    assert at_accept == [(mark, 1), (mark, 2)]  # each after its QP, before any log entry
+    requests = [e for e in got["log"] if e["kind"] == "event" and e["type"] == "CONNECT_REQUEST"]
+    accepts = [a for a in got["actions"] if a["name"] == "accept"]
+    assert [c["tag"] for c in got["conns"]] == ["hil-storm-p0-0000", "hil-storm-p0-0001"]
+    for c, request, action in zip(got["conns"], requests, accepts, strict=True):
+        assert c["result"] == "ok" and request["id"] == c["id"] == action["id"]
+        t0, us = c["steps"]["accept"]
+        assert t0 == request["host_t_us"] and t0 + us == action["t_us"] + action["us"]
+    types = [e["type"] for e in got["log"] if e["kind"] == "event"]
+    assert sorted(types) == ["CONNECT_REQUEST"] * 2 + ["DISCONNECTED"] * 2 + ["ESTABLISHED"] * 2
+
+
+def test_a_connect_step_s_events_are_logged_once_its_span_ended(
+    worker: tuple[Worker, FakeLib], kernel: FakeKernel
+) -> None:
+    """Inside a step an event costs its read only: the ESTABLISHEDs read between two
+    rdma_connect calls are in the log by the first disconnect, not before the last
+    connect; stamped when read, in order."""
+    w, _ = worker
+    established_at: list[int] = []
+    connect, disconnect = w.ch.connect, w.ch.disconnect
+
+    def logged() -> int:
+        return sum(e["kind"] == "event" and e["type"] == "ESTABLISHED" for e in w.log.entries)
+
+    def slow_connect(handle: int, pdata: bytes = b"", depth: int = 1) -> None:
+        established_at.append(logged())
+        connect(handle, pdata, depth)
+        time.sleep(0.005)  # the fake kernel answers meanwhile: read before the next call
+
+    def spy(handle: int) -> None:
+        established_at.append(logged())
+        disconnect(handle)
+
+    w.ch.connect, w.ch.disconnect = slow_connect, spy  # type: ignore[method-assign]
+    got = w.storm(role="connect", count=4, dst=DST, port=7471, wait_s=5)
+    assert sorted(c["result"] for c in got["conns"]) == ["REJECTED", "ok", "ok", "ok"]
+    assert established_at == [0, 0, 0, 0] + [3] * 3  # 4 connects, then 3 disconnects
+    stamps = [e["host_t_us"] for e in got["log"] if e["kind"] == "event"]
+    assert stamps == sorted(stamps)
+    last_connect = max(a["t_us"] for a in got["actions"] if a["name"] == "connect")
+    replies = [e["host_t_us"] for e in got["log"] if e.get("type") == "ESTABLISHED"]
+    assert sum(t < last_connect for t in replies) >= 2  # read between calls, stamped then
 
 
 def test_serve_holding_its_channel_leaves_requests_unread_until_the_hold_ends(

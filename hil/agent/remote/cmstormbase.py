@@ -8,9 +8,8 @@ import errno
 from typing import TYPE_CHECKING
 
 from .cmscript import now_us
-from .librdmacm import RdmaError
+from .librdmacm import RawEvent, RdmaError, cook
 from .protocol import (
-    CMEventEntry,
     CMEventType,
     StormActionEntry,
     StormConn,
@@ -119,6 +118,7 @@ class Run:
         self.deadline_us = now_us() + int(p.get("deadline_s", DEFAULT_DEADLINE_S) * 1e6)
         self.wait_s = p.get("wait_s", DEFAULT_WAIT_S)
         self.mark = len(worker.log.entries)  # events after this one are the storm's
+        self.raws: list[RawEvent] = []  # read, not yet logged (:meth:`flush`)
         self.start_us = p.get("start_us", 0) or now_us()
 
     @contextlib.contextmanager
@@ -126,28 +126,41 @@ class Run:
         """Read the worker's channel in this thread (:meth:`read`) meanwhile: the poller is
         paused and its read lock held, so an event goes from ``rdma_get_cm_event`` to the
         storm's next call in one thread, with no hand-over and no other thread awake (on a
-        one-vCPU TCG guest each hand-over cost milliseconds of the CPU siw needs)."""
+        one-vCPU TCG guest each hand-over cost milliseconds of the CPU siw needs).  The
+        events read go into the worker's log when it ends (:meth:`flush`), before the
+        poller reads again."""
         w = self.w
         w.paused.set()  # the poller stops reading; once we hold its lock, it is out
         try:
             with w.reading:
-                yield
+                try:
+                    yield
+                finally:
+                    self.flush()
         finally:
             w.paused.clear()
 
-    def read(self, timeout_s: float) -> CMEventEntry | None:
-        """The channel's next event within ``timeout_s``, logged and stamped as the poller
-        does (inside :meth:`channel`); an error is logged, as the poller's, and is None."""
+    def read(self, timeout_s: float) -> RawEvent | None:
+        """The channel's next event within ``timeout_s``, stamped as the poller stamps it
+        and kept raw (no dict, no text) until :meth:`flush`; an error is logged, as the
+        poller's, and is None."""
         try:
-            ev = self.w.ch.poll_event(timeout_s)
+            raw = self.w.ch.read_event(timeout_s)
         except RdmaError as e:
+            self.flush()  # the log stays in the order things happened
             self.w.log.add({"kind": "error", "seq": 0, "message": str(e), "t_us": now_us()})
             return None
-        if ev is None:
-            return None
-        event: CMEventEntry = {"kind": "event", "seq": 0, **ev}
-        self.w.log.add(event)
-        return event
+        if raw is not None:
+            self.raws.append(raw)
+        return raw
+
+    def flush(self) -> None:
+        """Log the events read so far, in order, as the poller logs them: after the timed
+        steps, so that inside them an event costs its read and nothing else."""
+        add = self.w.log.add
+        for raw in self.raws:
+            add({"kind": "event", "seq": 0, **cook(raw)})
+        self.raws.clear()
 
     def act(
         self, name: str, handle: int, fn: Callable[..., object], *args: object, **params: object

@@ -7,7 +7,8 @@ awake.  Each step makes every call (with ``parallel`` 1, the default, every
 ``rdma_connect`` too), taking the events already queued between two calls
 without waiting (so each is stamped within one call of its arrival), then
 reads the rest.  cmtime reads its events in a second thread meanwhile; in
-Python that thread would take the GIL from the calls.  ``parallel`` > 1
+Python that thread would take the GIL from the calls.  An event read inside
+a step is kept raw (``Run.read``) and logged as a dict after the step.  ``parallel`` > 1
 issues the connects from that many threads (siw's ``rdma_connect`` blocks
 for a kernel TCP handshake), the replies read once they returned.
 """
@@ -21,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from .cmscript import now_us, sleep_until
 from .cmstormbase import POLL_S, REPLIES, RESOLVE_MS, TRAFFIC_BYTES, Conn, Run, qp_maker
-from .librdmacm import RdmaError
-from .protocol import CMEventEntry, CMEventType, StormReply
+from .librdmacm import RawEvent, RdmaError
+from .protocol import CMEventType, StormReply
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,17 +44,17 @@ class Waiting:
         c.started[self.step] = t0
         self.conns[c.handle] = c
 
-    def take(self, e: CMEventEntry) -> None:
+    def take(self, e: RawEvent) -> None:
         """Stamp the step of ``e``'s connection with its first ``done`` event; a failing
         one fails it; any other event (another step's, a late one) is only logged."""
-        if e["id"] not in self.conns or e["type"] not in self.ends:
+        if e.id not in self.conns or e.type not in self.ends:
             return
-        c = self.conns.pop(e["id"])
-        if e["type"] in self.done:
+        c = self.conns.pop(e.id)
+        if e.type in self.done:
             t0 = c.started[self.step]
-            c.steps[self.step] = [t0, e["host_t_us"] - t0]
+            c.steps[self.step] = [t0, e.host_t_us - t0]
         else:
-            c.fail(e["type"])
+            c.fail(e.type)
 
 
 class Connect(Run):
@@ -180,6 +181,7 @@ class Connect(Run):
                 wait.take(e)
         for c in wait.conns.values():
             c.fail(f"{wait.step}: no {'/'.join(wait.done)} within {self.wait_s:g}s")
+        self.flush()  # the step's span is over: its events go into the log now
 
     def _connect(self, conns: list[Conn], dst: str, port: int) -> None:
         """rdma_connect every connection (from ``parallel`` threads when > 1), then read

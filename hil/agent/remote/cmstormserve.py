@@ -2,9 +2,11 @@
 
 The serving thread reads the worker's channel itself (``Run.channel``), so an
 event goes from ``rdma_get_cm_event`` to its accept or destroy in one
-thread.  Every event still goes into the worker's log, stamped as the poller
-stamps it; events of other listeners on this worker are logged, not
-answered, meanwhile.
+thread, and a request's QP and ``rdma_accept`` come first, right after its
+read: the connection's record is made after the accept returned, and the
+events are logged (as dicts, stamped when read) once the serving ended.
+Events of other listeners on this worker are logged, not answered,
+meanwhile.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .cmscript import now_us, sleep_until
 from .cmstormbase import DEFAULT_IDLE_S, POLL_S, REPLIES, Conn, Run, qp_maker
-from .librdmacm import RdmaError
+from .librdmacm import RawEvent, RdmaError
 from .protocol import CMEventEntry, StormParams, StormReply
 
 if TYPE_CHECKING:
@@ -53,7 +55,7 @@ class Serve(Run):
         for e in list(log.entries[self.mark :]):
             if e["kind"] == "event":
                 last = e["host_t_us"]
-                self._on(e)
+                self._on(raw(e))
         while self.served < count and now_us() < self.deadline_us:
             # Before the first request the active side may still be resolving: a step's bound.
             limit = idle_us if self.by_id else int(self.wait_s * 1e6)
@@ -62,51 +64,45 @@ class Serve(Run):
             event = self.read(POLL_S)
             if event is None:
                 continue
-            last = event["host_t_us"]
+            last = event.host_t_us
             self._on(event)
 
-    def _on(self, e: CMEventEntry) -> None:
+    def _on(self, e: RawEvent) -> None:
         """Answer one event: accept a request of our listener, destroy a closed id."""
-        if e["type"] == "CONNECT_REQUEST" and e["listen_id"] == self.p["listen_id"]:
-            pdata = bytes.fromhex(e["private_data"]).rstrip(b"\0")  # padded by some
-            new = Conn(len(self.by_id), pdata.decode(errors="replace"))
-            assert e["id"] is not None
-            new.handle = new.id = e["id"]
-            self.by_id[e["id"]] = new
+        if e.type == "CONNECT_REQUEST" and e.listen_id == self.p["listen_id"]:
+            assert e.id is not None
+            t0, us, result, _ = self.act("accept", e.id, self._qp_and_accept, storm=True)
+            # The record after the accept: it is bookkeeping, the peer waits for the accept.
+            new = Conn(len(self.by_id), e.private_data.rstrip(b"\0").decode(errors="replace"))
+            new.handle = new.id = e.id
+            self.by_id[e.id] = new
             self.open += 1
-            self._accept(new, e["host_t_us"])
+            if result != "ok":
+                new.fail(result)
+                self._destroy(new)
+                return
+            new.steps["accept"] = [e.host_t_us, t0 + us - e.host_t_us]
+            new.started["established"] = t0 + us
             return
-        c = self.by_id.get(e["id"]) if e["id"] is not None else None
+        c = self.by_id.get(e.id) if e.id is not None else None
         if c is None or c.handle is None:
             return
-        if e["type"] == "ESTABLISHED":
-            t0 = c.started.get("established", e["host_t_us"])
-            c.steps["established"] = [t0, e["host_t_us"] - t0]
-        elif e["type"] == "DISCONNECTED":
-            c.steps["disconnected"] = [e["host_t_us"], 0]
+        if e.type == "ESTABLISHED":
+            t0 = c.started.get("established", e.host_t_us)
+            c.steps["established"] = [t0, e.host_t_us - t0]
+        elif e.type == "DISCONNECTED":
+            c.steps["disconnected"] = [e.host_t_us, 0]
             self._destroy(c)
             self.served += 1
-        elif e["type"] in REPLIES:
-            c.fail(e["type"])
+        elif e.type in REPLIES:
+            c.fail(e.type)
             self._destroy(c)
             self.served += 1
 
-    def _accept(self, c: Conn, request_us: int) -> None:
-        h = c.handle
-        assert h is not None
-        accept = self.w.ch.accept
-
-        def qp_and_accept(handle: int) -> None:
-            self.qp(handle)
-            accept(handle)
-
-        t0, us, result, _ = self.act("accept", h, qp_and_accept, storm=True)
-        if result != "ok":
-            c.fail(result)
-            self._destroy(c)
-            return
-        c.steps["accept"] = [request_us, t0 + us - request_us]
-        c.started["established"] = t0 + us
+    def _qp_and_accept(self, handle: int) -> None:
+        """The request's QP, then ``rdma_accept``: cmtime's server's two calls."""
+        self.qp(handle)
+        self.w.ch.accept(handle)
 
     def _destroy(self, c: Conn) -> None:
         assert c.handle is not None
@@ -116,3 +112,11 @@ class Serve(Run):
             c.fail(result)
         c.handle = None
         self.open -= 1
+
+
+def raw(e: CMEventEntry) -> RawEvent:
+    """A logged event as :meth:`Run.read` returns one (the addresses left out: unused)."""
+    pdata = bytes.fromhex(e["private_data"])  # padded by some providers
+    return RawEvent(
+        e["type"], e["status"], e["id"], e["listen_id"], pdata, e["host_t_us"], b"", b""
+    )

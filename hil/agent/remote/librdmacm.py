@@ -41,7 +41,7 @@ import threading
 import time
 from collections import OrderedDict
 from ctypes import POINTER, Structure, byref, c_int, c_uint8, c_uint32, c_void_p
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .ibverbs import (
     QP_NUM_OFFSET,
@@ -54,7 +54,7 @@ from .ibverbs import (
     load,
 )
 from .ibverbs import SIGNATURES as VERBS_SIGNATURES
-from .protocol import CM_EVENT_TYPES, CMEvent, QPInfo
+from .protocol import CM_EVENT_TYPES, CMEvent, CMEventType, QPInfo
 
 if TYPE_CHECKING:  # typing.Self is 3.11; the agent runs on any python3 >= 3.9
     from typing import Self
@@ -65,6 +65,8 @@ __all__ = [
     "Lib",
     "RdmaError",
     "RdmaUnavailable",
+    "RawEvent",
+    "cook",
     "probe",
     "sockaddr_text",
 ]
@@ -123,6 +125,39 @@ class _CMIdHead(Structure):
         ("src", c_uint8 * SOCKADDR_STORAGE),
         ("dst", c_uint8 * SOCKADDR_STORAGE),
     ]
+
+
+SOCKADDR_IN6 = 28  # sizeof(struct sockaddr_in6): the longest address an event's id holds
+_ROUTE_SRC = _CMIdHead.src.offset
+_ROUTE_DST = _CMIdHead.dst.offset
+
+
+class RawEvent(NamedTuple):
+    """One CM event as :meth:`CMChannel.read_event` copied it (acked already): its ids as
+    handles, its route's two sockaddrs as bytes ("" when the id was not live)."""
+
+    type: CMEventType
+    status: int
+    id: int | None
+    listen_id: int | None
+    private_data: bytes
+    host_t_us: int
+    src: bytes
+    dst: bytes
+
+
+def cook(raw: RawEvent) -> CMEvent:
+    """The protocol's event of a :class:`RawEvent` (hex private data, ``ip:port`` text)."""
+    return {
+        "type": raw.type,
+        "status": raw.status,
+        "id": raw.id,
+        "listen_id": raw.listen_id,
+        "private_data": raw.private_data.hex(),
+        "host_t_us": raw.host_t_us,
+        "local": sockaddr_text(raw.src) if raw.src else "",
+        "remote": sockaddr_text(raw.dst) if raw.dst else "",
+    }
 
 
 _SIGNATURES: Signatures = {
@@ -439,6 +474,12 @@ class CMChannel:
         are a live id's addresses as librdmacm holds them then (``ip:port``,
         "" while unknown, or for a destroyed id, whose memory is freed).
         """
+        raw = self.read_event(timeout_s)
+        return None if raw is None else cook(raw)
+
+    def read_event(self, timeout_s: float) -> RawEvent | None:
+        """:meth:`poll_event`'s read without its dict: what a storm takes inside a timed
+        step (an accept can follow the request at once), :func:`cook`ed afterwards."""
         if self._ch is None:
             raise RdmaError("rdma_get_cm_event", errno.EBADF, "the channel is closed")
         if not self._poller.poll(max(0, int(timeout_s * 1000))):
@@ -466,11 +507,13 @@ class CMChannel:
                 self._register(id_ptr)
             handle = self._known(id_ptr)
             listen_handle = self._known(listen_ptr) if listen_ptr else None
-            # The id's 4-tuple, read while the event pins the id; only from a live id:
+            # The id's 4-tuple, copied while the event pins the id; only from a live id:
             # a destroyed one's memory is freed.
-            route = _CMIdHead.from_address(id_ptr) if id_ptr in self._by_ptr else None
-            local = sockaddr_text(bytes(route.src)) if route else ""
-            remote = sockaddr_text(bytes(route.dst)) if route else ""
+            if id_ptr in self._by_ptr:
+                src = ctypes.string_at(id_ptr + _ROUTE_SRC, SOCKADDR_IN6)
+                dst = ctypes.string_at(id_ptr + _ROUTE_DST, SOCKADDR_IN6)
+            else:
+                src = dst = b""
         finally:
             self._lib.cm.rdma_ack_cm_event(ev)
         if kind is None:  # a newer librdmacm's event: no CM operation here asks for one
@@ -480,16 +523,7 @@ class CMChannel:
                 f"event number {number} (status {status}) is not a protocol "
                 "CMEventType; acked and dropped",
             )
-        return {
-            "type": kind,
-            "status": status,
-            "id": handle,
-            "listen_id": listen_handle,
-            "private_data": pdata.hex(),
-            "host_t_us": host_t_us,
-            "local": local,
-            "remote": remote,
-        }
+        return RawEvent(kind, status, handle, listen_handle, pdata, host_t_us, src, dst)
 
     def destroy_id(self, handle: int) -> int:
         """Destroy a cm_id (its QP first, its CQ, MR and PD after); returns µs it blocked.
