@@ -9,6 +9,7 @@ exercised in-process; the real storm runs on siw in test_storm_lab.py.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Iterator
@@ -143,6 +144,24 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
     lib.cm.push(EVENT["ADDR_RESOLVED"], lib.cm.new_id())
     assert w.log.wait(len(w.log.entries), ["ADDR_RESOLVED"], None, 2)  # the poller's again
     assert readers[-1][0] != me
+
+
+def test_a_storm_runs_without_garbage_collection_and_restores_it(
+    worker: tuple[Worker, FakeLib], kernel: FakeKernel
+) -> None:
+    """No collection pause inside the timed steps; the worker collects again after."""
+    w, _ = worker
+    seen: list[bool] = []
+    connect = w.ch.connect
+
+    def spy(handle: int, pdata: bytes = b"", depth: int = 1) -> None:
+        seen.append(gc.isenabled())
+        connect(handle, pdata, depth)
+
+    w.ch.connect = spy  # type: ignore[method-assign]
+    assert gc.isenabled()
+    w.storm(role="connect", count=2, dst=DST, port=7471, wait_s=5)
+    assert seen == [False, False] and gc.isenabled()
 
 
 def test_traffic_waits_for_every_send_s_completion(
