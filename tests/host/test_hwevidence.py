@@ -16,7 +16,7 @@ import pytest
 
 from hil.agent import Agent
 from hil.agent.types import CommandResult
-from hil.host import evidence, hwevidence
+from hil.host import evidence, hwdebugfs, hwevidence
 from hil.judge.profiles import SIW
 from tests.fake_hosts import T6_DATA, T6_NETDEV, RecordedAgent, t6_hosts
 from tests.host.test_evidence import FakeProbe
@@ -128,7 +128,7 @@ def test_a_siw_host_has_no_debugfs_and_reads_none(t6a: RecordedAgent) -> None:
 
 
 def test_debugfs_not_mounted_is_absent_with_how_to_mount(t6a: RecordedAgent) -> None:
-    for name in hwevidence.FILES:
+    for name in hwdebugfs.FILES:
         t6a.file(f"{DIR}/{name}").unlink()
     found, absent = hwevidence.read_debugfs(t6a, _target(t6a))
     assert found is None
@@ -139,9 +139,9 @@ def test_debugfs_not_mounted_is_absent_with_how_to_mount(t6a: RecordedAgent) -> 
 def test_debugfs_as_non_root_is_absent_saying_so() -> None:
     # debugfs is mode 0700 and the files 0200: cat as a user answers EACCES.
     # (coreutils quotes the names: they hold colons.)
-    errors = "".join(f"cat: '{DIR}/{n}': Permission denied\n" for n in hwevidence.FILES)
-    found = hwevidence.split_debugfs(DIR, CommandResult(("cat",), 1, "", errors), hwevidence.FILES)
-    assert found.files == {} and set(found.unreadable) == set(hwevidence.FILES)
+    errors = "".join(f"cat: '{DIR}/{n}': Permission denied\n" for n in hwdebugfs.FILES)
+    found = hwdebugfs.split_debugfs(DIR, CommandResult(("cat",), 1, "", errors), hwdebugfs.FILES)
+    assert found.files == {} and set(found.unreadable) == set(hwdebugfs.FILES)
 
     class Denied:
         def run(
