@@ -14,10 +14,12 @@ Modules: ``kernel`` (a kernel cached, or built: ``kernelkey`` says which
 kernel is which and where it is cached, ``kernelmake`` runs the build's
 steps), ``network`` (wiring, MACs, ports), ``bootfiles`` and
 ``guest_boot.sh`` (what a guest boots with), ``guests`` (start/stop vng and
-QEMU), ``accel`` (KVM probe), ``readiness`` (SSH-ready),
-``inventory`` (the lab's inventory file), ``state`` (the lab dir's state
-file and stale detection), ``control`` (up/down/status: the directory's
-lock and files in ``labdir``, the guests' boot in ``labboot``), ``restart``
-(a guest started again or stopped), ``carrier`` and ``power`` (the carrier pull and the
-``qmp`` power mode host control uses).
+QEMU; its command line in ``guestcmd``, its process group in ``procgroup``,
+the machine's ports and SSH banners in ``localports``), ``accel`` (KVM
+probe), ``readiness`` (SSH-ready), ``inventory`` (the lab's inventory
+file), ``state`` (the lab dir's state file and stale detection),
+``control`` (up/down/status: the directory's lock and files in ``labdir``,
+the guests' boot in ``labboot``), ``restart`` (a guest started again or
+stopped), ``carrier`` and ``power`` (the carrier pull and the ``qmp`` power
+mode host control uses).
 """

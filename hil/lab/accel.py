@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hil.errors import InputError
-from hil.lab.guests import vng_binary, vng_env
+from hil.lab.guestcmd import vng_binary, vng_env
 from hil.lab.kernelkey import cache_root
 from hil.lab.state import boot_id
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from hil.errors import LabError
-from hil.lab import guests, network
+from hil.lab import guestcmd, guests, network
 from hil.lab.state import GuestState
 
 FAKE_VNG = textwrap.dedent(
@@ -64,7 +64,7 @@ def fake_vng(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script = tmp_path / "vng"
     script.write_text(f"#!{sys.executable}\n{FAKE_VNG}")
     script.chmod(0o755)
-    monkeypatch.setattr(guests, "vng_binary", lambda: str(script))
+    monkeypatch.setattr(guestcmd, "vng_binary", lambda: str(script))
     return script
 
 
@@ -119,8 +119,8 @@ STARTER = """
 import json, sys
 from dataclasses import asdict
 from pathlib import Path
-from hil.lab import guests, network
-guests.vng_binary = lambda: sys.argv[2]
+from hil.lab import guestcmd, guests, network
+guestcmd.vng_binary = lambda: sys.argv[2]
 lab = Path(sys.argv[1])
 name = network.guest_name(network.lab_id(lab), 0)
 spec = guests.GuestSpec(name, 0, 1, "768M", "tcg")

@@ -18,7 +18,7 @@ import pytest
 from vlab import VirtualLab
 
 from hil.errors import HostKeyError
-from hil.lab import guests, network, qmp
+from hil.lab import localports, network, qmp
 from hil.ssh import Result, SSHPool, SSHSession
 
 # The session's first lab test may build the kernel (~15 min on 2 cores).
@@ -172,15 +172,15 @@ def test_zz_down_leaves_no_process_and_no_listening_port(virtual_lab: VirtualLab
     running = virtual_lab.state  # a guest started again by a recovery has a new QEMU
     ports = {g.ssh_port for g in running.guests}
     cables = set(running.cable_ports)
-    assert ports <= guests.listening_ports()
-    assert cables <= guests.bound_udp_ports()
+    assert ports <= localports.listening_ports()
+    assert cables <= localports.bound_udp_ports()
     out = hil_lab("down", "--dir", str(virtual_lab.dir))
     assert out.returncode == 0, out.stderr
     for g in running.guests:
         assert not Path(f"/proc/{g.pid}").exists() or _zombie(g.pid), f"{g.name} QEMU still runs"
         assert not _live_members(g.pgid), f"{g.name}: processes left in group {g.pgid}"
-    assert not ports & guests.listening_ports()
-    assert not cables & guests.bound_udp_ports()
+    assert not ports & localports.listening_ports()
+    assert not cables & localports.bound_udp_ports()
     assert not virtual_lab.dir.exists()
 
 

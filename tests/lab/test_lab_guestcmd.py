@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hil.lab import guests, network
+from hil.lab import guestcmd, network
 
 LAB = Path("/tmp/hil-test-lab")
 ID = network.lab_id(LAB)
@@ -14,8 +14,8 @@ FIRST = network.guest_name(ID, 0)
 
 def options(index: int, n: int = 3) -> list[str]:
     cables = network.cables(ID, n, tuple(41000 + c for c in range(2 * (n - 1))))
-    spec = guests.GuestSpec(network.guest_name(ID, index), index, 40000 + index, "768M", "tcg")
-    return guests.qemu_options(LAB, spec, cables)
+    spec = guestcmd.GuestSpec(network.guest_name(ID, index), index, 40000 + index, "768M", "tcg")
+    return guestcmd.qemu_options(LAB, spec, cables)
 
 
 def test_the_middle_guest_binds_its_end_of_each_cable_and_sends_to_the_other() -> None:
@@ -34,18 +34,18 @@ def test_management_nic_forwards_ssh_from_loopback_only_and_cannot_reach_out() -
 
 
 def test_vng_gets_no_shell_syntax_and_tcg_when_asked() -> None:
-    spec = guests.GuestSpec(FIRST, 0, 40000, "768M", "tcg")
-    argv = guests.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(ID, 2, (41000, 41001)))
+    spec = guestcmd.GuestSpec(FIRST, 0, 40000, "768M", "tcg")
+    argv = guestcmd.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(ID, 2, (41000, 41001)))
     assert "--disable-kvm" in argv
     assert argv[argv.index("--name") + 1] == FIRST  # vng makes it the guest's hostname
-    assert argv[argv.index("--exec") + 1] == f"sh {guests.BOOT_SCRIPT} {LAB}/{FIRST}.d"
+    assert argv[argv.index("--exec") + 1] == f"sh {guestcmd.BOOT_SCRIPT} {LAB}/{FIRST}.d"
     qemu_opts = next(a for a in argv if a.startswith("--qemu-opts="))
     # vng passes these through a shell: only characters with no meaning there.
     assert re.fullmatch(r"[A-Za-z0-9 ._/:,=+-]+", qemu_opts.removeprefix("--qemu-opts="))
-    kvm = guests.vng_argv(
+    kvm = guestcmd.vng_argv(
         Path("/k/bzImage"),
         LAB,
-        guests.GuestSpec(FIRST, 0, 1, "1G", "kvm"),
+        guestcmd.GuestSpec(FIRST, 0, 1, "1G", "kvm"),
         network.cables(ID, 2, (41000, 41001)),
     )
     assert "--disable-kvm" not in kvm
