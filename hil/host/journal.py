@@ -28,27 +28,24 @@ Undo kinds (every entry also has ``what``, a sentence for people):
 Optional keys: ``then`` (entries run after this one succeeded, e.g. a wait
 for carrier), ``missing_ok`` (an agent error saying the thing is already gone
 counts as undone) and any tags a caller wants to find entries by (``link``).
+
+What an entry is, its kinds and how one is carried out: :mod:`hil.host.undo`
+(this module still names ``agent_undo``, ``ssh_undo`` and
+``register_undo_kind``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hil.agent.client import decode_reply
-from hil.agent.remote.protocol import (
-    METHODS,
-    MethodName,
-    ProtocolMismatch,
-    RunReply,
-    is_method_name,
-)
-from hil.errors import AgentError, CommandFailed, HilError, InputError, RemoteError
-from hil.host.extensions import Registry
+from hil.errors import HilError, RemoteError
+from hil.host.undo import agent_undo as agent_undo
+from hil.host.undo import apply_undo, check_entry
+from hil.host.undo import register_undo_kind as register_undo_kind
+from hil.host.undo import ssh_undo as ssh_undo
 
 if TYPE_CHECKING:
     from hil.host.hosts import Hosts
@@ -59,76 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 UNDO_TIMEOUT = 30.0
-# Agent error kinds and errnos that mean "what the undo removes is gone already".
-_MISSING_KINDS = {"not_found"}
-_MISSING_ERRNOS = {"ENOENT", "ENODEV", "EADDRNOTAVAIL", "ESRCH"}
-# ``undo(hosts, host, entry, timeout)`` carries out one journal entry of its kind.
-UndoFn = Callable[["Hosts", str, dict[str, Any], float], None]
-_undo_kinds = Registry[UndoFn]("undo registered for journal entries of kind", "made them")
-
-
-def register_undo_kind(kind: str, undo: UndoFn) -> None:
-    """Let journal entries of ``kind`` be undone by ``undo`` (see :mod:`hil.host.extensions`)."""
-    _undo_kinds.register(kind, undo)
-
-
-def undo_kind(kind: str) -> UndoFn:
-    """The undo of journal entries of ``kind``; InputError when nothing registered it."""
-    return _undo_kinds.lookup(kind)
-
-
-# What tc and ip print when the thing to delete is not there.
-_MISSING_TEXT = re.compile(r"not found|[Cc]annot find|No such file or directory|does not exist")
-
-
-def agent_undo(method: MethodName, what: str, **params: Any) -> dict[str, Any]:
-    """An undo entry that calls agent ``method`` with ``params`` on the entry's host.
-
-    ``method`` is one of the agent protocol's methods (mypy checks the name)
-    and ``params`` must be what that method declares, names and types: both
-    are checked here, before the change is made, not by a replay days later in
-    another process.  The entry is the same JSON as it always was.
-    """
-    entry = {"kind": "agent", "method": method, "params": params, "what": what}
-    _check_agent_entry(entry)
-    return entry
-
-
-def _check_agent_entry(entry: dict[str, Any]) -> None:
-    """Refuse an agent entry whose method the protocol does not declare, or whose
-    params that method does not take."""
-    method, params = entry.get("method"), entry.get("params")
-    if not isinstance(method, str) or not is_method_name(method):
-        raise TypeError(
-            f"an agent undo entry needs an agent method "
-            f"(hil.agent.remote.protocol.MethodName), not {method!r}: {entry!r}"
-        )
-    if not isinstance(params, dict):
-        raise TypeError(f"an agent undo entry needs params as a dict: {entry!r}")
-    try:
-        METHODS[method].check_params(params)
-    except ProtocolMismatch as e:
-        raise TypeError(f"undo entry {entry.get('what')!r}: {e}") from None
-
-
-def ssh_undo(on: str, argv: list[str], what: str) -> dict[str, Any]:
-    """An undo entry that runs ``argv`` over SSH on inventory host ``on``."""
-    return {"kind": "ssh", "on": on, "argv": list(argv), "what": what}
-
-
-def _check_entry(entry: dict[str, Any]) -> None:
-    """Refuse an entry that could not be replayed by another process."""
-    if not isinstance(entry.get("kind"), str) or not entry.get("what"):
-        raise TypeError(f"an undo entry needs a kind and what: {entry!r}")
-    try:
-        undo_kind(entry["kind"])
-    except InputError as e:
-        raise TypeError(str(e)) from None
-    if entry["kind"] == "agent":
-        _check_agent_entry(entry)
-    json.dumps(entry)  # TypeError for anything not JSON-safe (a closure, a set)
-    for follow in entry.get("then", ()):
-        _check_entry(follow)
 
 
 @dataclass(frozen=True)
@@ -161,50 +88,6 @@ class UndoReport:
                 f"{context}: {len(self.failed)} undo(s) failed and stay in the journal "
                 f"(fix the host, then run `hil host restore {host}`): {lines}",
             )
-
-
-def _is_missing(error: Exception) -> bool:
-    kind = getattr(error, "kind", None)
-    details = getattr(error, "details", None) or {}
-    if kind in _MISSING_KINDS or details.get("errname") in _MISSING_ERRNOS:
-        return True
-    return kind == "command_failed" and bool(_MISSING_TEXT.search(str(details.get("stderr", ""))))
-
-
-def apply_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
-    """Carry out one undo entry of ``host`` (and its ``then`` entries)."""
-    undo = undo_kind(entry["kind"])
-    try:
-        undo(hosts, host, entry, timeout)
-    except AgentError as e:
-        if not (entry.get("missing_ok") and _is_missing(e)):
-            raise
-        log.info("%s: %s: already undone (%s)", host, entry["what"], e)
-    for follow in entry.get("then", ()):
-        apply_undo(hosts, host, follow, timeout)
-
-
-def _ssh_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
-    hosts.session(entry["on"]).run(list(entry["argv"]), timeout=timeout, check=True)
-
-
-def _agent_undo(hosts: Hosts, host: str, entry: dict[str, Any], timeout: float) -> None:
-    method, params = entry["method"], entry["params"]
-    result = hosts.call(host, method, timeout=entry.get("timeout", timeout), **params)
-    if method != "run":
-        return
-    done = decode_reply(hosts.agent(host), "run reply", RunReply, result)
-    if done["status"] != 0:
-        if entry.get("missing_ok") and _MISSING_TEXT.search(done["stderr"]):
-            log.info("%s: %s: already undone (%s)", host, entry["what"], done["stderr"].strip())
-            return
-        raise CommandFailed(
-            host, list(params["argv"]), done["status"], done["stdout"], done["stderr"]
-        )
-
-
-register_undo_kind("agent", _agent_undo)
-register_undo_kind("ssh", _ssh_undo)
 
 
 def _undo_entries(
@@ -270,7 +153,7 @@ class Journal:
         A fenced journal records it in the transaction that checks the lease
         (``LeaseLost``, nothing recorded, when the run no longer holds it).
         """
-        _check_entry(undo)
+        check_entry(undo)
         self.hosts.host(host)
         if self.token is None:
             entry_id = self.store.journal_add(host, self.lease_id, undo)
