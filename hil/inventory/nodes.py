@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,6 +195,11 @@ def choice(at: At, allowed: Collection[str]) -> str:
 def given(found: Mapping[str, At], key: str) -> bool:
     """The key is present with a non-null value (null means "not set")."""
     return key in found and not found[key].is_null
+
+
+def read_given(f: dict[str, At], readers: dict[str, Callable[[At], object]]) -> dict[str, object]:
+    """Each given key read by its reader; absent or null keys keep the dataclass default."""
+    return {key: read(f[key]) for key, read in readers.items() if given(f, key)}
 
 
 def check_name(at: At, name: str) -> None:
