@@ -1,0 +1,130 @@
+"""The inventory's links: a cable's two ends, the ways to pull it, where to capture it.
+
+Frozen dataclasses built by :mod:`hil.inventory.links` from validated YAML,
+and the module parameters a link's runs pin; :mod:`hil.inventory.model`
+names them with the hosts and pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+PullMode = Literal["admin", "blackhole", "carrier", "command"]
+PULL_MODES: tuple[PullMode, ...] = ("admin", "blackhole", "carrier", "command")
+# Drivers whose iWARP runs over the host kernel's TCP, where the host's
+# filters (nftables) and tcpdump see it.  Every hardware iWARP RNIC (iw_cxgb4)
+# runs TCP itself: its connections pass the host's stack by.
+HOST_TCP_DRIVERS = ("siw",)
+CaptureMode = Literal["ends", "host", "command", "none"]
+CAPTURE_MODES: tuple[CaptureMode, ...] = ("ends", "host", "command", "none")
+# The fields hil fills in a capture command's templates (besides its vars):
+# ``id`` names one capture (the same in start, stop and fetch), ``link`` the
+# link, and ``pcap`` (fetch only) the file on ``controller`` to write it to.
+CAPTURE_FIELDS = ("id", "link")
+CAPTURE_FETCH_FIELDS = ("id", "link", "pcap")
+
+
+@dataclass(frozen=True)
+class LinkEnd:
+    """``host:port`` at one end of a cable."""
+
+    host: str
+    port: str
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Pull:
+    """One way to pull a link, with what that way needs.
+
+    - ``admin``: set ``end``'s netdev down through the agent.
+    - ``blackhole``: drop all traffic on ``end``'s netdev both ways (tc),
+      carrier stays up.
+    - ``carrier``: QEMU QMP ``set_link`` on ``qmp`` (a unix socket path on the
+      controller) for the guest NIC whose QEMU netdev id is ``qmp_netdev``.
+    - ``command``: run ``down`` / ``up`` (argument lists; ``{name}`` fields
+      filled from ``vars``) over SSH on the inventory host ``controller``.
+    """
+
+    mode: PullMode
+    end: LinkEnd | None = None
+    qmp: str | None = None
+    qmp_netdev: str | None = None
+    controller: str | None = None
+    down: tuple[str, ...] = ()
+    up: tuple[str, ...] = ()
+    vars: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class CaptureSpec:
+    """Where a link's packets can be captured: the link's ``capture:``.
+
+    - ``ends`` (the default, ``capture:`` absent): tcpdump on each end's own
+      netdev; it sees the iWARP traffic only where the provider's TCP runs in
+      the host kernel (siw), see :func:`hil.wire.plan.capture_plan`.
+    - ``host``: tcpdump on ``netdev`` of the inventory host ``host`` (a
+      capture host on a mirror port or an inline tap), reached by SSH.
+    - ``command``: a vendor's capture tool: ``start``, ``stop`` and ``fetch``
+      argument lists run over SSH on the inventory host ``controller``;
+      ``{name}`` fields come from ``vars`` and from hil (``CAPTURE_FIELDS``;
+      ``fetch`` writes the capture to ``{pcap}``).
+    - ``none``: the link has no usable capture point.
+    """
+
+    mode: CaptureMode = "ends"
+    host: str | None = None
+    netdev: str | None = None
+    controller: str | None = None
+    start: tuple[str, ...] = ()
+    stop: tuple[str, ...] = ()
+    fetch: tuple[str, ...] = ()
+    vars: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class PinnedParam:
+    """A kernel module parameter a link's runs set (``module_params:``): ``driver.name=value``.
+
+    ``value`` is as sysfs prints it (checked against
+    :data:`hil.inventory.modparams.MODULE_PARAMS` when loaded).
+    """
+
+    driver: str
+    name: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}.{self.name}={self.value}"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A named cable between two host ports, the ways to pull it and where to capture it."""
+
+    name: str
+    a: LinkEnd
+    b: LinkEnd
+    pulls: tuple[Pull, ...] = ()
+    tags: tuple[str, ...] = ()
+    capture: CaptureSpec = CaptureSpec()
+    module_params: tuple[PinnedParam, ...] = ()
+
+    def pull(self, mode: PullMode) -> Pull:
+        """The pull of ``mode``; KeyError when the link does not offer it."""
+        for p in self.pulls:
+            if p.mode == mode:
+                return p
+        offered = ", ".join(p.mode for p in self.pulls) or "none"
+        raise KeyError(f"link {self.name} offers no {mode!r} pull (offers: {offered})")
+
+
+def params_by_driver(params: tuple[PinnedParam, ...]) -> dict[str, dict[str, str]]:
+    """``params`` as driver -> {parameter: value}, in their order."""
+    result: dict[str, dict[str, str]] = {}
+    for p in params:
+        result.setdefault(p.driver, {})[p.name] = p.value
+    return result
