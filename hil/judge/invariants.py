@@ -4,6 +4,11 @@ They hold on every provider; where providers differ (a second
 CONNECT_REQUEST, how long destroy may block) the rule reads the profile of
 the host whose behaviour it is: the connecting host retries with MPA v1, the
 destroying host's connect timeout bounds its destroy.
+
+Each topic has its module: destroy (invariants 5-7) :mod:`hil.judge.destroys`,
+answering a request (4) :mod:`hil.judge.answers`, closing (3, 7, 9)
+:mod:`hil.judge.closes`; the connect (1, 2) and the channel's order (10) are
+here, and :data:`RULES` lists them all.
 """
 
 from __future__ import annotations
@@ -11,15 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import pairwise
 
-from hil.judge import destroys
+from hil.judge import answers, closes, destroys
 from hil.judge.profiles import Profiles
-from hil.judge.rule import Finding, actor, errno_name, host_of, rule
-from hil.judge.timeline import CONNECT_REPLIES, SIDES, Action, Event, Timeline
-
-# How long after a peer's destroy returned its close is taken to have reached this host.
-PEER_ABORT_SETTLE_S = 1.0
-# Abortive closes: the QP goes to ERR (locally, or on the peer by the wire's TERMINATE/RST).
-ABORTS = frozenset({"qp_err", "destroy", "kill"})
+from hil.judge.rule import Finding, host_of, rule
+from hil.judge.timeline import CONNECT_REPLIES, SIDES, Event, Timeline
 
 
 @rule(
@@ -91,173 +91,6 @@ def _no_ib_only_events(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
 
 
 @rule(
-    "disconnect-once-after-established",
-    3,
-    "At most one DISCONNECTED per cm_id, and only after its ESTABLISHED",
-    "[src] iwcm.c cm_close_handler (CLOSE once, from ESTABLISHED/CLOSING)",
-)
-def _disconnect_once(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for cm_id in sorted({e.id for e in tl.events if e.type == "DISCONNECTED"}):
-        events = tl.events_for(cm_id)
-        discs = [e for e in events if e.type == "DISCONNECTED"]
-        if len(discs) > 1:
-            yield Finding(f"{cm_id} got {len(discs)} DISCONNECTED events", tuple(discs))
-        est = next((e for e in events if e.type == "ESTABLISHED"), None)
-        if est is None or discs[0].seq < est.seq:
-            yield Finding(
-                f"{cm_id} got DISCONNECTED without ESTABLISHED before it",
-                (discs[0],) if est is None else (discs[0], est),
-            )
-
-
-@rule(
-    "no-event-before-accept",
-    4,
-    "A new id sees no event between CONNECT_REQUEST and accept (none at all if never "
-    "accepted); accept fails only with ECONNRESET (peer aborted first)",
-    "[src] iwcm.c iw_cm_accept, cm_conn_req_handler",
-)
-def _no_event_before_accept(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for req in (e for e in tl.events if e.type == "CONNECT_REQUEST"):
-        accepts = tl.actions_for(req.id, "accept")
-        until = accepts[0].t_us if accepts else None
-        early = [
-            e
-            for e in tl.events_for(req.id)
-            if e is not req and e.seq > req.seq and (until is None or e.t_us < until)
-        ]
-        if early:
-            when = "before accept" if accepts else "though it was never accepted"
-            yield Finding(f"{req.id} got events {when}", (req, *early), tuple(accepts[:1]))
-        for act in accepts[:1]:  # a later one answers no request: answer-on-closed-id-fails
-            if not act.ok and errno_name(act.result) != "ECONNRESET":
-                yield Finding(
-                    f"accept on {req.id} failed with {act.result}, not ECONNRESET", (req,), (act,)
-                )
-
-
-@rule(
-    "disconnect-idempotent",
-    7,
-    "rdma_disconnect on an id already closing or closed returns 0",
-    "[src] iwcm.c iw_cm_disconnect (CLOSING/IDLE: return 0)",
-)
-def _disconnect_idempotent(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for act in (a for a in tl.actions if a.name == "disconnect" and a.id and not a.ok):
-        before = [a for a in tl.actions_for(act.id, "disconnect") if a.t_us < act.t_us]
-        closed = [
-            e for e in tl.events_for(act.id) if e.type == "DISCONNECTED" and e.t_us < act.t_us
-        ]
-        if before or closed:
-            yield Finding(
-                f"repeated rdma_disconnect on {act.id} failed with {act.result}",
-                tuple(closed),
-                (*before, act),
-            )
-
-
-@rule(
-    "answer-on-closed-id-fails",
-    4,
-    "rdma_accept or rdma_reject on an id that is no longer a pending request (answered "
-    "already, or its connection closed: DISCONNECTED) fails with EINVAL and does nothing",
-    "[src] iwcm.c iw_cm_accept, iw_cm_reject: state other than CONN_RECV -> -EINVAL",
-)
-def _answer_on_closed_id(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for act in (a for a in tl.actions if a.name in ("accept", "reject") and a.id):
-        earlier = [
-            a
-            for a in tl.actions_for(act.id)
-            if a.name in ("accept", "reject") and a.ok and a.t_us < act.t_us
-        ]
-        closed = [
-            e for e in tl.events_for(act.id) if e.type == "DISCONNECTED" and e.t_us < act.t_us
-        ]
-        if not (earlier or closed):
-            continue
-        if act.ok or errno_name(act.result) != "EINVAL":
-            got = "succeeded" if act.ok else f"failed with {act.result}"
-            why = "closed" if closed else "answered already"
-            yield Finding(
-                f"{act.name} on {act.id}, {why}, {got}: expected EINVAL",
-                tuple(closed),
-                (*earlier, act),
-            )
-
-
-@rule(
-    "accept-after-peer-abort-fails",
-    4,
-    "rdma_accept on a request whose peer gave its connect up (its destroy in CONN_SENT "
-    "returned, the connection closed) fails with ECONNRESET",
-    "[src] iwcm.c iw_cm_accept; siw_cm.c siw_accept: an endpoint closed by the peer "
-    "(SIW_CM_WORK_PEER_CLOSE) gives -ECONNRESET; [lab] siw",
-)
-def _accept_after_abort(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    settle_us = PEER_ABORT_SETTLE_S * 1e6 + tl.uncertainty_us(*tl.pair)
-    for act in (a for a in tl.actions if a.name == "accept" and a.id):
-        conn = tl.conn_of(act.id)
-        if conn is None:
-            continue  # its peer's ids are not known
-        peers = {e.id for e in tl.events_of_conn(conn) if e.side != act.side}
-        gone = [
-            a
-            for a in tl.actions
-            if a.name == "destroy" and a.ok and a.id in peers and a.end_us + settle_us < act.t_us
-        ]
-        if gone and errno_name(act.result) != "ECONNRESET":
-            got = "succeeded" if act.ok else f"failed with {act.result}"
-            yield Finding(
-                f"accept on {act.id} {got} after its peer gave the connect up: expected ECONNRESET",
-                tuple(tl.events_for(act.id)),
-                (gone[0], act),
-            )
-
-
-@rule(
-    "qp-err-until-close",
-    9,
-    "After an abortive close (QP to ERR, the peer's destroy, kill or QP to ERR) a "
-    "connection's QP stays held, in ERR, until its id is destroyed: never gone, and "
-    "never in another state where the provider reports it (rdma resource show qp)",
-    "[src] iwcm.c cm_close_handler drops the QP reference only at CLOSE; siw_qp.c "
-    "siw_qp_llp_close moves the QP to ERROR, siw_query_qp reports no state; [lab] siw",
-)
-def _qp_err_until_close(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for read in (a for a in tl.actions if a.name == "qp_state" and a.ok and a.id):
-        if any(
-            a.t_us < read.t_us for a in tl.actions_for(read.id) if a.name in ("destroy", "kill")
-        ):
-            continue  # the user let it go
-        abort = _abort_before(tl, read)
-        state = str(read.params.get("state"))
-        shown = actor(profile, tl, read).qp_state_reported  # else only held or gone
-        if abort is not None and (state == "absent" or (shown and state != "ERR")):
-            what = "is gone" if state == "absent" else f"is in {state}"
-            yield Finding(
-                f"QP {read.params.get('qpn')} of {read.id} {what} after the abortive close "
-                f"by {abort.side}:{abort.name}, before its id was destroyed (expected ERR)",
-                tuple(e for e in tl.events_for(read.id) if e.type == "DISCONNECTED"),
-                (abort, read),
-            )
-
-
-def _abort_before(tl: Timeline, read: Action) -> Action | None:
-    """The abortive close of ``read``'s connection (either side) before the read."""
-    conn = tl.conn_of(read.id)
-    ids = {e.id for e in tl.events_of_conn(conn)} if conn else {read.id}
-    slack = tl.uncertainty_us(*tl.pair)
-    return next(
-        (
-            a
-            for a in tl.actions
-            if a.id in ids and a.ok and a.name in ABORTS and a.t_us < read.t_us - slack
-        ),
-        None,
-    )
-
-
-@rule(
     "fifo-per-channel",
     10,
     "Each host's channel delivers its events in order: host stamps never go back and "
@@ -299,15 +132,16 @@ _RANK = {
 }
 
 
+# In the contract's order (docs/contract.md): a verdict lists its findings so.
 RULES = (
     _connect_ends_once,
     _no_ib_only_events,
-    _disconnect_once,
-    _no_event_before_accept,
+    closes.disconnect_once,
+    answers.no_event_before_accept,
     *destroys.RULES,
-    _disconnect_idempotent,
-    _answer_on_closed_id,
-    _accept_after_abort,
-    _qp_err_until_close,
+    closes.disconnect_idempotent,
+    answers.answer_on_closed_id,
+    answers.accept_after_abort,
+    closes.qp_err_until_close,
     _fifo,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hil.judge.contract import Verdict, check
+from hil.judge.contract import Verdict, Violation, check
 from hil.judge.profiles import Profiles
 from hil.judge.timeline import Timeline
 
@@ -23,3 +23,8 @@ def conforms(tl: Timeline, profile: Profiles) -> None:
     """Assert the whole contract passes on ``tl`` under ``profile``."""
     verdict = check(tl, profile)
     assert verdict.ok, verdict.to_text()
+
+
+def violations(tl: Timeline, profile: Profiles, rule: str) -> tuple[Violation, ...]:
+    """The violations of ``rule`` alone on ``tl`` under ``profile``."""
+    return check(tl, profile, rules=[rule]).violations
