@@ -9,6 +9,8 @@ them is exact; comparing across hosts is good to the hosts' measured
 
 Everything here is JSON-safe and round-trips through :meth:`Timeline.to_json`
 and :meth:`Timeline.from_json`.  Private data is kept as lowercase hex.
+Events and actions are :mod:`hil.judge.records`', the clocks
+:mod:`hil.judge.clocks`'; this module still names them all.
 
 Action names the sequences use (rules in :mod:`hil.judge.contract` read them):
 ``listen``, ``connect``, ``accept``, ``reject``, ``disconnect``, ``qp_err``
@@ -25,149 +27,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from hil.errors import InputError
+from hil.judge.clocks import ClockOffset, RelativeClock, WallSample
+from hil.judge.records import SIDES, Action, Event
 
-SIDES = ("a", "b")
 # Events that end an active connect (invariant 1).
 CONNECT_REPLIES = frozenset({"ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR"})
 # An action: a TCP connection a test made outside the CM (params local, remote: its ends),
 # malformed on purpose; the wire rules leave it alone (hil.wire.judge).
 RAW_TCP = "raw_tcp"
-
-
-@dataclass(frozen=True)
-class Event:
-    """One RDMA CM event as a host's event channel delivered it.
-
-    ``status`` is the kernel's (a negative errno or 0); ``id`` names the cm_id
-    within its host (e.g. ``"b:4"``), ``listen_id`` the listener a
-    CONNECT_REQUEST came through; ``seq`` is the position in the channel's
-    delivery order; ``conn`` ties the events of one logical connection on
-    both sides together (filled by the sequence when it knows).  ``local``
-    and ``remote`` are the id's endpoints when the event came, ``"ip:port"``
-    (``"[v6]:port"``), "" when not known: the connection's 4-tuple on the wire.
-    """
-
-    host: str
-    side: str
-    t_us: int
-    host_t_us: int
-    type: str
-    status: int = 0
-    id: str = ""
-    listen_id: str | None = None
-    private_data: str = ""
-    conn: str | None = None
-    seq: int = 0
-    local: str = ""
-    remote: str = ""
-
-    def __post_init__(self) -> None:
-        if self.side not in SIDES:
-            raise ValueError(f"event side must be one of {SIDES}, not {self.side!r}")
-        bytes.fromhex(self.private_data)  # raises ValueError on non-hex text
-
-    @property
-    def private_bytes(self) -> bytes:
-        """The private data as bytes."""
-        return bytes.fromhex(self.private_data)
-
-    def brief(self) -> str:
-        """A one-line rendering for messages: ``a:3 ESTABLISHED(0) @12.345ms``."""
-        conn = f" conn={self.conn}" if self.conn else ""
-        when = f"@{self.t_us / 1000:.3f}ms"
-        return f"{self.id} {self.type}({self.status}) {when} on {self.host}{conn}"
-
-
-@dataclass(frozen=True)
-class Action:
-    """Something the controller made a host do, and how it went.
-
-    ``result`` is ``"ok"`` or the failure as an errno name (``"ECONNREFUSED"``)
-    or number; ``duration_us`` is how long the call took on the host (how long
-    a destroy blocked).  ``id`` names the cm_id acted on, when there is one.
-    """
-
-    t_us: int
-    side: str
-    name: str
-    id: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    result: str | int = "ok"
-    duration_us: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.side not in SIDES:
-            raise ValueError(f"action side must be one of {SIDES}, not {self.side!r}")
-
-    @property
-    def ok(self) -> bool:
-        """True when the operation succeeded."""
-        return self.result == "ok"
-
-    @property
-    def end_us(self) -> int:
-        """When the call returned (its start when no duration was measured)."""
-        return self.t_us + (self.duration_us or 0)
-
-    def brief(self) -> str:
-        """A one-line rendering for messages."""
-        target = f" {self.id}" if self.id else ""
-        took = f" took {self.duration_us / 1000:.1f}ms" if self.duration_us is not None else ""
-        return f"{self.side}:{self.name}{target} -> {self.result} @{self.t_us / 1000:.3f}ms{took}"
-
-
-@dataclass(frozen=True)
-class ClockOffset:
-    """``controller_time = host_time + offset_us``, known to +/- ``uncertainty_us``.
-
-    Measured over the controller's channel to the host (half an SSH round
-    trip: milliseconds on a TCG guest), or derived from the other host's
-    offset and a :class:`RelativeClock` (their uncertainties add up).
-    """
-
-    host: str
-    offset_us: int
-    uncertainty_us: int
-
-
-@dataclass(frozen=True)
-class RelativeClock:
-    """``time_on_host_a = time_on_host_b + offset_us``, known to +/- ``uncertainty_us``.
-
-    Measured between the two hosts themselves (stamped probes over their data
-    link, ``hil.cm.clock.relative``): far tighter than either host's offset to
-    the controller.  Which of two events on the two hosts came first depends
-    only on this: a shift both hosts share against the controller changes no
-    such order.  :meth:`Timeline.uncertainty_us` uses it when the timeline's
-    two offsets agree with it (B's offset derived from A's through it).
-    """
-
-    host_a: str
-    host_b: str
-    offset_us: int
-    uncertainty_us: int
-
-    def agrees(self, a: ClockOffset, b: ClockOffset) -> bool:
-        """True when ``b``'s offset is ``a``'s through this clock (to 1 µs of rounding)."""
-        if (a.host, b.host) != (self.host_a, self.host_b):
-            return False
-        return abs(b.offset_us - (a.offset_us + self.offset_us)) <= 1
-
-
-@dataclass(frozen=True)
-class WallSample:
-    """A host's CLOCK_REALTIME and CLOCK_MONOTONIC at one instant (µs): ``wall_us`` was
-    read at host monotonic time ``mono_us`` +/- ``spread_us``.
-
-    Two of them around a capture map its packets' wall-clock stamps onto the
-    host's monotonic clock, and with the host's :class:`ClockOffset` onto the
-    timeline's time base.
-    """
-
-    host: str
-    wall_us: int
-    mono_us: int
-    spread_us: int
 
 
 @dataclass(frozen=True)
@@ -308,3 +175,20 @@ def render(tl: Timeline) -> str:
 def explain(tl: Timeline, what: str) -> str:
     """A failure message: what was expected, then the whole timeline."""
     return f"{what}\nscenario {tl.scenario} on {tl.pair[0]} <-> {tl.pair[1]}:\n{render(tl)}"
+
+
+__all__ = [
+    "Action",
+    "CONNECT_REPLIES",
+    "ClockOffset",
+    "Event",
+    "KernelLogLine",
+    "RAW_TCP",
+    "RelativeClock",
+    "ResourceCount",
+    "SIDES",
+    "Timeline",
+    "WallSample",
+    "explain",
+    "render",
+]

@@ -64,14 +64,6 @@ def test_uncertainty_sums_hosts() -> None:
     assert tl.uncertainty_us("unknown") == 0
 
 
-def test_event_rejects_bad_side_and_non_hex_private_data() -> None:
-    with pytest.raises(ValueError, match="side"):
-        Event("h", "c", 0, 0, "ESTABLISHED")
-    with pytest.raises(ValueError):
-        Event("h", "a", 0, 0, "ESTABLISHED", private_data="zz")
-    assert Event("h", "a", 0, 0, "REJECTED", private_data="00ff").private_bytes == b"\x00\xff"
-
-
 @pytest.mark.parametrize(
     "text, why",
     [
