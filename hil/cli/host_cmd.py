@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import select
 import sys
-import time
 from collections.abc import Iterable
-from typing import Any
 
-from hil.cli import host_doctor, host_health, host_power
+from hil.cli import host_doctor, host_exec, host_health, host_info, host_power
 from hil.cli.options import (
     command_group,
     json_option,
@@ -26,47 +23,20 @@ from hil.cli.options import (
     module_param_option,
     wait_option,
 )
-from hil.errors import EXIT_INFRA, EXIT_OK, BusyError, CommandTimeout, InputError
+from hil.errors import EXIT_OK, BusyError, InputError
 from hil.host.hosts import Hosts
 from hil.host.journal import restore_host
 from hil.inventory import load_from_args
 from hil.inventory.model import Inventory, Pair
 from hil.reservation import Holder, Store, open_store
 
-EXEC_TIMEOUT = 300.0
-_CHUNK = 65536
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hil host`` and its subcommands."""
     cmds = command_group(subparsers, "host", "inspect, configure and restore lab hosts", __doc__)
 
-    p = cmds.add_parser("info", help="kernel, RDMA devices, links and addresses of a host")
-    p.add_argument("host", metavar="HOST")
-    json_option(p)
-    p.set_defaults(func=_info)
-
-    p = cmds.add_parser(
-        "exec",
-        help="run a command on a host; exits with its status",
-        description="Run CMD on HOST over SSH (no shell), streaming its "
-        "stdout and stderr; exit with its exit status.",
-    )
-    p.add_argument("host", metavar="HOST")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=EXEC_TIMEOUT,
-        metavar="S",
-        help=f"stop the command after S seconds, exit 2 (default {EXEC_TIMEOUT:g})",
-    )
-    p.add_argument(
-        "argv",
-        nargs=argparse.REMAINDER,
-        metavar="-- CMD...",
-        help="the command and its arguments (options of exec go before HOST)",
-    )
-    p.set_defaults(func=_exec)
+    host_info.register(cmds)
+    host_exec.register(cmds)
 
     p = cmds.add_parser(
         "setup",
@@ -141,118 +111,6 @@ def _pair(inv: Inventory, name: str) -> Pair:
         return inv.pair(name)
     except KeyError as e:
         raise InputError(str(e.args[0])) from None
-
-
-# -- info -----------------------------------------------------------------------
-
-
-def host_info(hosts: Hosts, name: str) -> dict[str, Any]:
-    """What ``hil host info`` shows, as a JSON-safe dict."""
-    from hil.agent import AgentCallError
-
-    agent = hosts.agent(name)
-    rdma: dict[str, Any] = {"available": True, "error": None, "devices": [], "ports": []}
-    try:
-        rdma["devices"] = [vars(d) for d in agent.rdma_devices()]
-        rdma["ports"] = [vars(p) for p in agent.rdma_links()]
-    except AgentCallError as e:
-        if e.kind != "rdma_unavailable":
-            raise
-        rdma.update(available=False, error=str(e))
-    addresses: dict[str, list[str]] = {}
-    for a in agent.addresses():
-        addresses.setdefault(a.netdev, []).append(str(a.address))
-    links = [{**vars(li), "addresses": addresses.get(li.name, [])} for li in agent.links()]
-    return {
-        "host": name,
-        "kernel": agent.hello.kernel,
-        "python": agent.hello.python,
-        "rdma": rdma,
-        "links": links,
-    }
-
-
-def _info(args: argparse.Namespace) -> int:
-    with Hosts(load_from_args(args.inventory)) as hosts:
-        info = host_info(hosts, args.host)
-    if args.json:
-        print(json.dumps(info))
-        return EXIT_OK
-    print(f"{info['host']}: kernel {info['kernel']}, python {info['python']}")
-    rdma = info["rdma"]
-    if not rdma["available"]:
-        print(f"RDMA: unavailable ({rdma['error']})")
-    elif not rdma["ports"]:
-        print("RDMA: no devices")
-    for p in rdma["ports"]:
-        print(
-            f"RDMA: {p['device']}/{p['port']} {p['state']} ({p['physical_state']}) "
-            f"netdev {p['netdev'] or '-'}"
-        )
-    for li in info["links"]:
-        state = "carrier" if li["carrier"] else "no-carrier"
-        print(
-            f"  {li['name']:<16} {li['operstate']:<8} {'up' if li['up'] else 'down':<5} "
-            f"mtu {li['mtu']:<6} {state:<11} {' '.join(li['addresses'])}".rstrip()
-        )
-    return EXIT_OK
-
-
-# -- exec -----------------------------------------------------------------------
-
-
-def _exec(args: argparse.Namespace) -> int:
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-    if not argv:
-        raise InputError(
-            "hil host exec: give the command after --, e.g. hil host exec h1 -- uname -a"
-        )
-    if argv is args.argv and argv[0].startswith("-"):
-        raise InputError(
-            f"hil host exec: {argv[0]} after HOST: write hil host exec [--timeout S] HOST -- CMD..."
-        )
-    with Hosts(load_from_args(args.inventory)) as hosts:
-        host = hosts.host(args.host)
-        proc = hosts.session(args.host).open_process(list(argv), sudo=host.ssh.sudo)
-        try:
-            status = _stream(args.host, argv, proc.channel, args.timeout)
-        finally:
-            proc.close(timeout=1.0)  # it has exited, or overran and is stopped now
-    if status < 0:
-        print(
-            f"hil: error: {args.host}: {argv[0]} ended without an exit status "
-            "(killed, or the connection dropped)",
-            file=sys.stderr,
-        )
-        return EXIT_INFRA
-    return status
-
-
-def _stream(host: str, argv: list[str], chan: Any, timeout: float) -> int:
-    """Copy the channel's stdout and stderr to ours until it exits; its exit status."""
-    chan.shutdown_write()  # the command gets EOF on stdin, as with ssh -n
-    deadline = time.monotonic() + timeout
-    while True:
-        moved = False
-        if chan.recv_ready():
-            sys.stdout.buffer.write(chan.recv(_CHUNK))
-            sys.stdout.flush()
-            moved = True
-        if chan.recv_stderr_ready():
-            sys.stderr.buffer.write(chan.recv_stderr(_CHUNK))
-            sys.stderr.flush()
-            moved = True
-        if moved:
-            continue
-        if chan.exit_status_ready() and (chan.eof_received or chan.closed):
-            return int(chan.recv_exit_status())
-        if time.monotonic() >= deadline:
-            raise CommandTimeout(
-                host,
-                f"{' '.join(argv)} still ran after {timeout:g}s and was "
-                "stopped; raise --timeout if it is just slow",
-            )
-        select.select([chan], [], [], 0.1)
 
 
 # -- setup and restore -------------------------------------------------------------
