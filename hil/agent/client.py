@@ -9,7 +9,9 @@ Typed calls go through :func:`request` (and :func:`cm_request` for a CM
 endpoint's operations): params as the method's ``TypedDict`` from
 ``hil.agent.remote.protocol``, the reply decoded against its declaration.
 ``AgentClient.call`` is the untyped way in (a method name and keyword
-params, the raw JSON result back).
+params, the raw JSON result back).  The typed calls are :mod:`hil.agent.calls`',
+the handshake's checks :mod:`hil.agent.handshake`'s; this module still names
+their public names.
 """
 
 from __future__ import annotations
@@ -18,32 +20,24 @@ import itertools
 import json
 import logging
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from hil.agent.remote import AGENT_GRACE, PROTOCOL_VERSION
-from hil.agent.remote.protocol import (
-    CM_CALL,
-    CMCallParams,
-    CMOp,
-    ErrorBody,
-    ErrorKind,
-    Handshake,
-    Method,
-    ProtocolMismatch,
-    Request,
-    decode,
-)
+from hil.agent.calls import Caller as Caller
+from hil.agent.calls import call_bound as call_bound
+from hil.agent.calls import cm_request as cm_request
+from hil.agent.calls import decode_reply as decode_reply
+from hil.agent.calls import request as request
+from hil.agent.handshake import Hello as Hello
+from hil.agent.handshake import read_hello
+from hil.agent.remote import AGENT_GRACE
+from hil.agent.remote.protocol import ErrorBody, ErrorKind, Request
 from hil.agent.transport import Channel
 from hil.errors import AgentError, CommandTimeout, WaitTimeout
-from hil.timeouts import active, expired
+from hil.timeouts import expired
 
 CLOSE_TIMEOUT = 10.0
 # Beyond the agent's own grace: the time its timeout answer may take to travel.
 CLIENT_GRACE = AGENT_GRACE + 1.5
-P = TypeVar("P", bound=Mapping[str, Any])
-R = TypeVar("R")
 
 
 class AgentCallError(AgentError):
@@ -65,63 +59,6 @@ class AgentCallError(AgentError):
         errno = details.get("errno")
         self.errno: int | None = errno if isinstance(errno, int) else None
         super().__init__(host, f"agent {method}: {message}")
-
-
-class Caller(Protocol):
-    """What a typed request needs of an agent: its host's name and its raw call
-    (an :class:`AgentClient`, or a stand-in in tests)."""
-
-    @property
-    def host(self) -> str: ...
-
-    def call(self, method: str, timeout: float = ..., **params: Any) -> Any: ...
-
-
-def decode_reply(agent: Caller, what: str, declared: type[R], raw: object) -> R:
-    """``raw`` (``what``: "links reply") as its ``declared`` type; an AgentError
-    naming the host when it does not match."""
-    try:
-        return decode(declared, raw, what)
-    except ProtocolMismatch as e:
-        raise AgentError(
-            agent.host,
-            f"agent answer not as the protocol declares it: {e}; the agent and this "
-            "controller disagree on hil.agent.remote.protocol (a bug in hil)",
-        ) from None
-
-
-def call_bound(timeout: float | None) -> float:
-    """``timeout``, or the agent call layer's bound in force when it is None."""
-    return active().agent_call_s if timeout is None else timeout
-
-
-def request(agent: Caller, method: Method[P, R], params: P, timeout: float | None = None) -> R:
-    """Call ``method`` with ``params`` (its TypedDict), bounded by ``timeout`` (default:
-    the agent call layer's, :mod:`hil.timeouts`); its reply, decoded."""
-    raw = agent.call(method.name, call_bound(timeout), **params)
-    return decode_reply(agent, f"{method.name} reply", method.reply, raw)
-
-
-def cm_request(
-    agent: Caller, endpoint: int, op: CMOp[P, R], params: P, timeout: float | None = None
-) -> R:
-    """Run ``op`` with ``params`` in CM endpoint ``endpoint`` (``cm_call``); its reply."""
-    call = CMCallParams(endpoint=endpoint, op=op.name, params=dict(params))
-    raw = request(agent, CM_CALL, call, timeout)
-    return decode_reply(agent, f"cm_call {op.name} reply", op.reply, raw)
-
-
-@dataclass(frozen=True)
-class Hello:
-    """What the agent announced in its handshake."""
-
-    protocol: int
-    hash: str
-    pid: int
-    python: str
-    kernel: str
-    uid: int
-    methods: tuple[str, ...]
 
 
 class _Pending:
@@ -171,32 +108,7 @@ class AgentClient:
         msg = self._hello.answer
         if msg is None:
             raise AgentError(self.host, f"no agent handshake: {self._dead}")
-        if msg.get("agent") != "hil" or msg.get("protocol") != PROTOCOL_VERSION:
-            raise AgentError(
-                self.host,
-                f"agent speaks protocol {msg.get('protocol')!r}, this controller "
-                f"speaks {PROTOCOL_VERSION}: the host runs another hil version's agent",
-            )
-        if expect_hash is not None and msg.get("hash") != expect_hash:
-            raise AgentError(
-                self.host,
-                f"agent reports build {str(msg.get('hash'))[:12]}, expected "
-                f"{expect_hash[:12]}: the file on the host is not the one built; delete "
-                f"{expect_hash}.pyz from its agent cache (~/.cache/hil/agent) and retry",
-            )
-        try:
-            hello = decode(Handshake, msg, "handshake")
-        except ProtocolMismatch as e:
-            raise AgentError(self.host, f"agent handshake: {e}") from None
-        return Hello(
-            protocol=hello["protocol"],
-            hash=hello["hash"],
-            pid=hello["pid"],
-            python=hello["python"],
-            kernel=hello["kernel"],
-            uid=hello["uid"],
-            methods=tuple(hello["methods"]),
-        )
+        return read_hello(self.host, msg, expect_hash)
 
     def _stderr_suffix(self) -> str:
         tail = self._channel.stderr_tail().strip()
