@@ -15,6 +15,7 @@ from hil.agent.remote.protocol import CloseRound
 from hil.agent.types import RdmaLink
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome
+from hil.cm.regressions import device
 from hil.cm.regressions.device import DEVICE, Queries, bind
 from hil.cm.regressions.evidence import missing
 from hil.cm.regressions.iwcm import _early
@@ -120,7 +121,7 @@ def test_the_removal_waits_for_a_query_that_listed_the_device() -> None:
     agent = FakeAgent()
     agent.calls = 3  # the device is never listed
     with Queries(agent) as q:  # type: ignore[arg-type]
-        assert not q.wait_listed(0.1)
+        assert not q.wait_listed(0.03)
 
 
 class Listens:
@@ -140,7 +141,7 @@ class Listens:
 def test_the_removal_may_begin_only_once_the_id_is_bound_and_a_query_ran_after() -> None:
     # A niced debug guest beside CI: the listen was refused (ENODEV) and the removal came
     # anyway, after a fixed 0.3 s.  Now each step waits for the one before it.
-    with Queries(FakeAgent(query_s=0.05)) as q:  # type: ignore[arg-type]
+    with Queries(FakeAgent(query_s=0.02)) as q:  # type: ignore[arg-type]
         listens = Listens(q, refusals=2)
         got = bind(listens, q, 5.0, sleep=lambda s: None)
         ended = list(q.done)  # what had ended when the removal could begin
@@ -149,9 +150,10 @@ def test_the_removal_may_begin_only_once_the_id_is_bound_and_a_query_ran_after()
     assert any(start > got.listen.action.t_us for start, *_ in ended)
 
 
-def test_an_id_never_bound_allows_no_removal() -> None:
+def test_an_id_never_bound_allows_no_removal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(device, "RETRY_S", 0.01)
     with Queries(FakeAgent()) as q:  # type: ignore[arg-type]
-        got = bind(Listens(q, refusals=1000), q, 0.6, sleep=lambda s: time.sleep(0.1))
+        got = bind(Listens(q, refusals=1000), q, 0.05)
     assert not got.ok and got.listen.action.result == "ENODEV" and got.tries >= 2
     with Queries(FakeAgent()) as q:  # type: ignore[arg-type]
         got = bind(Listens(q, refusals=0, last="EADDRINUSE"), q, 5.0)
