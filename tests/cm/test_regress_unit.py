@@ -12,11 +12,11 @@ import time
 import pytest
 
 from hil.agent.remote.protocol import CloseRound
-from hil.agent.types import RdmaLink
+from hil.agent.types import CommandResult, RdmaLink
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome
 from hil.cm.regressions import device
-from hil.cm.regressions.device import DEVICE, Queries, bind
+from hil.cm.regressions.device import DEVICE, Queries, bind, gid_evidence
 from hil.cm.regressions.evidence import missing
 from hil.cm.regressions.iwcm import _early
 from hil.cm.regressions.siw import MARKERS, _fastest, _overlap, _rejecting
@@ -158,6 +158,32 @@ def test_an_id_never_bound_allows_no_removal(monkeypatch: pytest.MonkeyPatch) ->
     with Queries(FakeAgent()) as q:  # type: ignore[arg-type]
         got = bind(Listens(q, refusals=0, last="EADDRINUSE"), q, 5.0)
     assert not got.ok and got.tries == 1  # only ENODEV is tried again
+
+
+class SysfsAgent:
+    """The agent boundary of ``gid_evidence``: sysfs's GID 0 and the netdev's address."""
+
+    def __init__(self, gid: str, mac: str) -> None:
+        self.files = {"gids/0": gid, "address": mac}
+
+    def run(self, argv: list[str], timeout: float) -> CommandResult:
+        text = next(v for k, v in self.files.items() if argv[-1].endswith(k))
+        return CommandResult(tuple(argv), 0, text + "\n", "")
+
+
+@pytest.mark.parametrize(
+    "gid, want",
+    [
+        ("0a1b:2c3d:4e5f:0000:0000:0000:0000:0000", (1.0, 1.0)),
+        ("0000:0000:0000:0000:0000:0000:0000:0000", (0.0, 0.0)),  # no GID entry
+        ("0a1b:2c3d:4e60:0000:0000:0000:0000:0000", (1.0, 0.0)),  # another MAC
+    ],
+)
+def test_the_gid_evidence_says_whether_the_device_has_its_netdevs_mac(
+    gid: str, want: tuple[float, float]
+) -> None:
+    got = gid_evidence(SysfsAgent(gid, "0a:1b:2c:3d:4e:5f"))  # type: ignore[arg-type]
+    assert (got["gid0_set"], got["gid0_is_the_netdev_mac"]) == want
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hil import tools
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.registry import sequence
@@ -64,6 +65,7 @@ HOLD_S = 1.0  # how long the bound id's process keeps the device before it lets 
 # 0.3 s on a debug guest, a worker's first listen seconds.
 LISTED_S = 30.0
 RETRY_S = 0.5  # between listens refused with ENODEV
+SYSFS_S = 10.0  # a sysfs read on the host
 
 
 class Queries:
@@ -156,6 +158,29 @@ def bind(
     return Bound(got, tries)
 
 
+def gid_evidence(agent: Agent) -> dict[str, float]:
+    """Whether the device's GID 0 is set and is its netdev's MAC, as sysfs shows them.
+
+    rdma_bind_addr takes an address's device by looking the netdev's MAC up among
+    the iWARP GIDs (cma_acquire_dev_by_src_ip: ENODEV when none has it), and sysfs
+    shows an empty GID entry as zeros: so a listen refused ENODEV with
+    ``gid0_set=0`` means the device registered without its GID, with
+    ``gid0_is_the_netdev_mac=0`` that the MAC changed after it did.
+    """
+    read = {
+        what: agent.run(tools.argv("cat", path), timeout=SYSFS_S).stdout.strip()
+        for what, path in (
+            ("gid", f"/sys/class/infiniband/{DEVICE}/ports/1/gids/0"),
+            ("mac", f"/sys/class/net/{NETDEV}/address"),
+        )
+    }
+    gid, mac = read["gid"].replace(":", ""), read["mac"].replace(":", "")
+    return {
+        "gid0_set": 1.0 if gid.strip("0") else 0.0,
+        "gid0_is_the_netdev_mac": 1.0 if mac and gid.startswith(mac) else 0.0,
+    }
+
+
 @dataclass(frozen=True)
 class Removal:
     """The veth's deletion under the bound id: when it began, its action, the kill of
@@ -184,6 +209,8 @@ def regress_siw_netdev_removed(s: PairSides) -> Timeline:
             port = s.port()
             with Queries(agent) as queries:
                 got = bind(lambda: bound.listen(ADDRESS, port, 4), queries, LISTED_S)
+                for name, value in (gid_evidence(agent) if not got.ok else {}).items():
+                    rec.metric(name, value)  # why it was refused (read only then: CI pays nothing)
                 if got.ok:
                     removal = _remove(rec, s.active, agent, bound, got.listen)
             steps.close(conn)
