@@ -52,13 +52,25 @@ def hil(env: dict[str, str]) -> Run:
     return run
 
 
+def _sigint_default() -> None:
+    # A run started in the background by a shell (`cmd &`, no job control)
+    # inherits SIGINT ignored, and Python then keeps ignoring it: the
+    # waiter's Ctrl-C under test must not depend on how the run was started.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def background(env: dict[str, str]) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     procs: list[subprocess.Popen[str]] = []
 
     def start(*args: str) -> subprocess.Popen[str]:
         p = subprocess.Popen(
-            [str(HIL), *args], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [str(HIL), *args],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_sigint_default,
         )
         procs.append(p)
         return p
