@@ -189,12 +189,17 @@ def load(path: Path, rootdir: Path) -> tuple[KnownFinding, ...]:
     """The entries of a known-findings file; InputError naming the file and entry when bad."""
     data = yaml_entries(path, "known kernel findings", FIELDS)
     entries = tuple(_entry(f"{path}: entry {i}", raw, rootdir) for i, raw in enumerate(data, 1))
-    seen: set[str] = set()
-    for i, entry in enumerate(entries, 1):
-        if entry.id in seen:
-            raise InputError(f"{path}: entry {i}: id {entry.id} is listed twice")
-        seen.add(entry.id)
+    no_repeats(path, [f"id {e.id}" for e in entries])
     return entries
+
+
+def no_repeats(path: Path, keys: Sequence[str]) -> None:
+    """InputError naming the entry of a YAML list file whose key an earlier one had."""
+    seen: set[str] = set()
+    for i, key in enumerate(keys, 1):
+        if key in seen:
+            raise InputError(f"{path}: entry {i}: {key} is listed twice")
+        seen.add(key)
 
 
 def yaml_mapping(where: str, raw: Any, fields: Sequence[str]) -> dict[Any, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from hil.errors import InputError
-from hil.judge.known import yaml_entries, yaml_mapping
+from hil.judge.known import no_repeats, yaml_entries, yaml_mapping
 from hil.report.categories import KNOWN_FLAKY_PREFIX
 from hil.report.results import FAILING, KNOWN_FLAKY_TAG, labels
 
@@ -63,11 +63,7 @@ def load(path: Path, rootdir: Path) -> list[Entry]:
     """The entries of a quarantine list; InputError naming the file and entry when bad."""
     data = yaml_entries(path, "known-flaky list", FIELDS)
     entries = [_entry(path, i, raw, rootdir) for i, raw in enumerate(data, 1)]
-    seen: set[str] = set()
-    for i, entry in enumerate(entries, 1):
-        if entry.test in seen:
-            raise InputError(f"{path}: entry {i}: {entry.test} is listed twice")
-        seen.add(entry.test)
+    no_repeats(path, [e.test for e in entries])
     return entries
 
 
