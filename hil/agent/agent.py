@@ -107,9 +107,17 @@ class Agent(AgentClient):
         params = wire.WaitLinkParams(netdev=netdev, operstate=operstate, carrier=carrier)
         return LinkInfo.from_wire(request(self, wire.WAIT_LINK, params, timeout))
 
-    def add_link(self, name: str, kind: str, peer: str | None = None) -> LinkInfo:
-        """Create a virtual link (``dummy``; ``veth`` with ``peer``)."""
-        params = wire.AddLinkParams(name=name, kind=kind, peer=peer)
+    def add_link(
+        self,
+        name: str,
+        kind: str,
+        peer: str | None = None,
+        mac: str | None = None,
+        peer_mac: str | None = None,
+    ) -> LinkInfo:
+        """Create a virtual link (``dummy``; ``veth`` with ``peer``), with the MACs given
+        set as it is created (so that udev does not replace them)."""
+        params = wire.AddLinkParams(name=name, kind=kind, peer=peer, mac=mac, peer_mac=peer_mac)
         return LinkInfo.from_wire(request(self, wire.ADD_LINK, params))
 
     def delete_link(self, name: str) -> None:

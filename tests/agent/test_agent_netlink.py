@@ -26,6 +26,20 @@ def test_a_new_namespace_has_only_loopback(agent: Agent) -> None:
     assert [link.name for link in agent.links()] == ["lo"]
 
 
+def test_a_veth_is_made_with_the_macs_given(agent: Agent) -> None:
+    made = agent.add_link(
+        "hm0", "veth", peer="hm0p", mac="02:68:69:6c:00:01", peer_mac="02:68:69:6c:00:02"
+    )
+    assert made.mac == "02:68:69:6c:00:01"
+    assert agent.link("hm0p").mac == "02:68:69:6c:00:02"
+    # set by the request itself (NET_ADDR_SET), so udev's persistent policy leaves them
+    types = [
+        agent.run(["cat", f"/sys/class/net/{n}/addr_assign_type"]).stdout for n in ("hm0", "hm0p")
+    ]
+    assert [t.strip() for t in types] == ["3", "3"]
+    agent.delete_link("hm0")
+
+
 def test_link_up_mtu_and_back(agent: Agent) -> None:
     created = agent.add_link("hd0", "veth", peer="hd0p")
     assert (created.kind, created.up, created.operstate) == ("veth", False, "DOWN")

@@ -225,9 +225,23 @@ def wait_link(
         time.sleep(_POLL_INTERVAL)
 
 
-def add_link(name: str, kind: str, peer: str | None = None) -> LinkReply:
-    """Create a virtual link (``dummy``, or ``veth`` with ``peer``); returns it."""
-    extra = {"peer": peer} if peer else {}
+def add_link(
+    name: str,
+    kind: str,
+    peer: str | None = None,
+    mac: str | None = None,
+    peer_mac: str | None = None,
+) -> LinkReply:
+    """Create a virtual link (``dummy``, or ``veth`` with ``peer``); returns it.
+
+    ``mac`` and ``peer_mac`` are set in the same request that creates the link: a MAC
+    given later leaves a moment in which udev's persistent MAC policy may replace the
+    kernel's random one (a guest's udev did), and an RDMA device made on the link in that
+    moment keeps the old MAC as its GID.
+    """
+    extra: dict[str, object] = {"address": mac} if mac else {}
+    if peer:
+        extra["peer"] = {"ifname": peer, "address": peer_mac} if peer_mac else peer
     with _iproute(f"add {kind} link", name) as ipr:
         ipr.link("add", ifname=name, kind=kind, **extra)
     return link(name)

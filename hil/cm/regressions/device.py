@@ -26,7 +26,8 @@ The order is driven by what the hosts show, not by delays (:func:`bind`), so
 that a slow guest cannot reorder it: the listen comes once a query has
 listed the device; a listen refused with ENODEV (the CM did not take the
 device as the address's yet: seen once on a debug guest beside CI) is tried
-again until the id is bound, within :data:`LISTED_S`; the removal begins
+again until the id is bound, within :data:`LISTED_S` (the veth's MACs are set as it
+is made, :data:`MACS`: a MAC udev changed later refused every listen); the removal begins
 only once the id is bound and a query that began after the bind has ended.
 An id never bound means no removal: "id bound to the device" not reached.
 """
@@ -58,6 +59,12 @@ if TYPE_CHECKING:
 
 NETDEV, PEER, DEVICE = "hilrg0", "hilrg1", "hilrgsiw0"
 ADDRESS = "198.19.255.1"  # benchmarking range, on a veth that leaves no host
+# Set as the veth is made: siw takes its GID from the netdev's MAC when the device
+# registers and, on a later MAC change, raises LID_CHANGE, which does not refresh the
+# GID cache; rdma_bind_addr then finds no device for the address (ENODEV) for good.  A
+# guest's udev replaced a new veth's random MAC (MACAddressPolicy=persistent) after the
+# siw device was made, on a slow debug guest: the listen was refused 38 times over 30 s.
+MACS = ("02:68:69:6c:72:30", "02:68:69:6c:72:31")  # locally administered, unicast
 PREFIX = 30
 GONE_S = 10.0  # the device goes (a queued unregistration) within this once nothing holds it
 HOLD_S = 1.0  # how long the bound id's process keeps the device before it lets go
@@ -263,7 +270,7 @@ def _make_device(journal: Journal, host: str, agent: Agent) -> str:
     ):
         undo.update(missing_ok=True, regress=tag)
         journal.change(host, undo)
-    agent.add_link(NETDEV, "veth", PEER)
+    agent.add_link(NETDEV, "veth", PEER, mac=MACS[0], peer_mac=MACS[1])
     agent.add_address(NETDEV, f"{ADDRESS}/{PREFIX}")
     agent.set_link(NETDEV, up=True)
     agent.set_link(PEER, up=True)

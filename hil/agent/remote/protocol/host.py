@@ -85,6 +85,8 @@ class _AddLinkRequired(TypedDict):
 
 class AddLinkParams(_AddLinkRequired, total=False):
     peer: str | None
+    mac: str | None
+    peer_mac: str | None
 
 
 class NameParams(TypedDict):
