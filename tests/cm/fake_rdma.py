@@ -15,8 +15,8 @@ import time
 from ctypes import c_int, c_void_p
 from typing import Any
 
-from hil.agent.remote import ibverbs
-from hil.agent.remote.librdmacm import _CMEvent, _CMIdHead, sockaddr
+from hil.agent.remote.librdmacm import verbsabi
+from hil.agent.remote.librdmacm.cmabi import CMEventStruct, CMIdHead, sockaddr
 
 OPS_TABLE_SIZE = 232  # sizeof(struct ibv_context) is larger; we use the first slots only
 
@@ -29,7 +29,7 @@ class FakeCM:
         self._chan = c_int(self.rfd)
         self._keep: list[Any] = []
         self.context = context
-        self.queue: list[_CMEvent] = []
+        self.queue: list[CMEventStruct] = []
         self.acked = 0
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.fail_create_channel = 0
@@ -37,26 +37,26 @@ class FakeCM:
         self.qp_pds: list[int] = []  # the PD each rdma_create_qp was given
         self.qp = ctypes.create_string_buffer(64)  # struct ibv_qp; qp_num at 52
         c_void_p.from_buffer(self.qp).value = context
-        ctypes.c_uint32.from_buffer(self.qp, ibverbs.QP_NUM_OFFSET).value = 77
+        ctypes.c_uint32.from_buffer(self.qp, verbsabi.QP_NUM_OFFSET).value = 77
 
     def new_id(self) -> int:
         # struct rdma_cm_id's head: verbs, .., qp, route.addr's src and dst (family 0)
-        block = ctypes.create_string_buffer(ctypes.sizeof(_CMIdHead))
+        block = ctypes.create_string_buffer(ctypes.sizeof(CMIdHead))
         c_void_p.from_buffer(block).value = self.context
         self._keep.append(block)
         return ctypes.addressof(block)
 
     def set_route(self, id_ptr: int, src: tuple[str, int], dst: tuple[str, int]) -> None:
         """Give an id the addresses librdmacm would have queried from the kernel."""
-        head = _CMIdHead.from_address(id_ptr)
+        head = CMIdHead.from_address(id_ptr)
         for field, (address, port) in (("src", src), ("dst", dst)):
             raw = sockaddr(address, port).raw
-            ctypes.memmove(ctypes.addressof(head) + getattr(_CMIdHead, field).offset, raw, len(raw))
+            ctypes.memmove(ctypes.addressof(head) + getattr(CMIdHead, field).offset, raw, len(raw))
 
     def push(
         self, kind: int, id_ptr: int, listen_ptr: int = 0, status: int = 0, pdata: bytes = b""
     ) -> None:
-        ev = _CMEvent(id=id_ptr, listen_id=listen_ptr or None, event=kind, status=status)
+        ev = CMEventStruct(id=id_ptr, listen_id=listen_ptr or None, event=kind, status=status)
         if pdata:
             buf = ctypes.create_string_buffer(pdata, len(pdata))
             self._keep.append(buf)
@@ -121,18 +121,18 @@ class FakeVerbs:
         self.wc_status = 0  # the status every completion carries (10: remote access error)
         self.modified: list[int] = []
         self.cq = ctypes.create_string_buffer(64)
-        self.mr = ibverbs.MR(lkey=11, rkey=22)
+        self.mr = verbsabi.MR(lkey=11, rkey=22)
         self.released: list[str] = []
         self.qp_destroy_s = 0.0  # ibv_destroy_qp's block (siw's, after an id_first destroy)
         self.made: list[str] = []  # "pd", "cq", "mr" in the order they were made
         self._callbacks = (
-            ibverbs.POLL_CQ(self._poll),
-            ibverbs.POST_SEND(self._send),
-            ibverbs.POST_RECV(self._recv),
+            verbsabi.POLL_CQ(self._poll),
+            verbsabi.POST_SEND(self._send),
+            verbsabi.POST_RECV(self._recv),
         )
         self.context = ctypes.create_string_buffer(OPS_TABLE_SIZE)
         for offset, fn in zip(
-            (ibverbs.OPS_POLL_CQ, ibverbs.OPS_POST_SEND, ibverbs.OPS_POST_RECV),
+            (verbsabi.OPS_POLL_CQ, verbsabi.OPS_POST_SEND, verbsabi.OPS_POST_RECV),
             self._callbacks,
             strict=True,
         ):

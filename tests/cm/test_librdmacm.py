@@ -15,18 +15,27 @@ from pathlib import Path
 import pytest
 from fake_rdma import FakeLib
 
-from hil.agent.remote import ibverbs, librdmacm
-from hil.agent.remote.librdmacm import CMChannel, Lib, RawEvent, RdmaError, RdmaUnavailable, cook
+from hil.agent.remote import librdmacm
+from hil.agent.remote.librdmacm import (
+    CMChannel,
+    Lib,
+    RawEvent,
+    RdmaError,
+    RdmaUnavailable,
+    cmabi,
+    cook,
+    verbsabi,
+)
 
-CM_DIR = Path(librdmacm.__file__).parent
+CM_DIR = Path(librdmacm.__file__).parent.parent  # the agent package: librdmacm/, protocol/
 HOST_PYTHON = "/usr/bin/python3"
 
 # (struct, size, {field: offset}) from rdma-core 44's headers on x86_64, read
 # with offsetof()/sizeof() in C; ctypes must lay the structs out the same.
 LAYOUTS = [
-    (librdmacm._CMEvent, 80, {"listen_id": 8, "event": 16, "status": 20, "conn": 24}),
+    (cmabi.CMEventStruct, 80, {"listen_id": 8, "event": 16, "status": 20, "conn": 24}),
     (
-        librdmacm._ConnParam,
+        cmabi.ConnParam,
         24,
         {
             "responder_resources": 9,
@@ -38,9 +47,9 @@ LAYOUTS = [
         },
     ),
     # struct rdma_cm_id up to route.addr's src_storage and dst_storage
-    (librdmacm._CMIdHead, 288, {"verbs": 0, "qp": 24, "src": 32, "dst": 160}),
+    (cmabi.CMIdHead, 288, {"verbs": 0, "qp": 24, "src": 32, "dst": 160}),
     (
-        ibverbs.SendWR,
+        verbsabi.SendWR,
         128,
         {
             "sg_list": 16,
@@ -51,11 +60,11 @@ LAYOUTS = [
             "rkey": 48,
         },
     ),
-    (ibverbs.RecvWR, 32, {"sg_list": 16, "num_sge": 24}),
-    (ibverbs.SGE, 16, {"length": 8, "lkey": 12}),
-    (ibverbs.WC, 48, {"status": 8, "opcode": 12, "byte_len": 20, "qp_num": 28}),
-    (ibverbs.MR, 48, {"addr": 16, "length": 24, "lkey": 36, "rkey": 40}),
-    (ibverbs.QPInitAttr, 64, {"cap": 32, "qp_type": 52, "sq_sig_all": 56}),
+    (verbsabi.RecvWR, 32, {"sg_list": 16, "num_sge": 24}),
+    (verbsabi.SGE, 16, {"length": 8, "lkey": 12}),
+    (verbsabi.WC, 48, {"status": 8, "opcode": 12, "byte_len": 20, "qp_num": 28}),
+    (verbsabi.MR, 48, {"addr": 16, "length": 24, "lkey": 36, "rkey": 40}),
+    (verbsabi.QPInitAttr, 64, {"cap": 32, "qp_type": 52, "sq_sig_all": 56}),
 ]
 
 
@@ -69,9 +78,9 @@ def test_struct_layouts_match_rdma_core(struct: type, size: int, offsets: dict[s
 def test_inline_verbs_offsets_match_rdma_core() -> None:
     # offsetof(struct ibv_context, ops.poll_cq / ops.post_send / ops.post_recv),
     # offsetof(struct ibv_qp, qp_num), sizeof(struct ibv_qp_attr)
-    assert (ibverbs.OPS_POLL_CQ, ibverbs.OPS_POST_SEND, ibverbs.OPS_POST_RECV) == (96, 208, 216)
-    assert (ibverbs.QP_NUM_OFFSET, ibverbs.QP_ATTR_SIZE) == (52, 144)
-    assert librdmacm.RDMA_PS_TCP == 262 and ibverbs.IBV_QPS_ERR == 6
+    assert (verbsabi.OPS_POLL_CQ, verbsabi.OPS_POST_SEND, verbsabi.OPS_POST_RECV) == (96, 208, 216)
+    assert (verbsabi.QP_NUM_OFFSET, verbsabi.QP_ATTR_SIZE) == (52, 144)
+    assert cmabi.RDMA_PS_TCP == 262 and verbsabi.IBV_QPS_ERR == 6
 
 
 def test_real_libraries_load_and_type_every_function() -> None:
@@ -100,22 +109,21 @@ def test_missing_library_is_rdma_unavailable() -> None:
 
 @pytest.fixture
 def bundle(tmp_path: Path) -> Path:
-    """The agent-side CM layer (librdmacm, ibverbs and the protocol they speak) copied
+    """The agent-side CM layer (the librdmacm package and the protocol it speaks) copied
     alone into a package ``cm``, with the peer script."""
     if not Path(HOST_PYTHON).exists():
         pytest.skip(f"no {HOST_PYTHON} on this machine (lab hosts run the agent with it)")
     pkg = tmp_path / "cm"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    for name in ("librdmacm.py", "ibverbs.py"):
-        shutil.copy(CM_DIR / name, pkg / name)
+    shutil.copytree(CM_DIR / "librdmacm", pkg / "librdmacm")
     shutil.copytree(CM_DIR / "protocol", pkg / "protocol")
     shutil.copy(Path(__file__).parent / "cmpeer.py", tmp_path / "cmpeer.py")
     return tmp_path
 
 
 def test_runs_under_host_python_with_stdlib_only(bundle: Path) -> None:
-    """librdmacm.py and ibverbs.py need only protocol/; ``python3 -I`` must import them."""
+    """The librdmacm package needs only protocol/; ``python3 -I`` must import it."""
     code = (
         f"import sys; sys.path.insert(0, {str(bundle)!r}); import cm.librdmacm as m; "
         "print(m.probe()); print(sorted(k for k in sys.modules if k.startswith('hil')))"
@@ -154,13 +162,13 @@ def test_peer_script_reports_in_json_lines(bundle: Path) -> None:
 
 
 def test_sockaddr_packing() -> None:
-    v4 = librdmacm.sockaddr("198.18.0.1", 7471).raw
+    v4 = cmabi.sockaddr("198.18.0.1", 7471).raw
     assert len(v4) == 16 and v4[2:4] == (7471).to_bytes(2, "big")
     assert int.from_bytes(v4[:2], "little") == socket.AF_INET and v4[4:8] == bytes([198, 18, 0, 1])
-    v6 = librdmacm.sockaddr("::1", 1).raw
+    v6 = cmabi.sockaddr("::1", 1).raw
     assert len(v6) == 28 and int.from_bytes(v6[:2], "little") == socket.AF_INET6
     with pytest.raises(RdmaError, match="not a numeric IP address: 'lab-a'"):
-        librdmacm.sockaddr("lab-a")
+        cmabi.sockaddr("lab-a")
 
 
 @pytest.mark.parametrize(
@@ -172,12 +180,12 @@ def test_sockaddr_packing() -> None:
     ],
 )
 def test_sockaddr_text_reads_back_what_sockaddr_packs(address: str, port: int, text: str) -> None:
-    raw = librdmacm.sockaddr(address, port).raw
-    assert librdmacm.sockaddr_text(raw + bytes(128 - len(raw))) == text
+    raw = cmabi.sockaddr(address, port).raw
+    assert cmabi.sockaddr_text(raw + bytes(128 - len(raw))) == text
 
 
 def test_sockaddr_text_of_an_unspecified_family_is_empty() -> None:
-    assert librdmacm.sockaddr_text(bytes(128)) == ""
+    assert cmabi.sockaddr_text(bytes(128)) == ""
 
 
 def test_events_carry_their_ids_endpoints_as_librdmacm_holds_them() -> None:
@@ -290,15 +298,15 @@ def test_qp_traffic_goes_through_the_provider_ops_table() -> None:
         first = ch.post_send(h, 100)
         second = ch.post_send(h, 200, remote=(0xDEAD000, 5))
         assert lib.verbs.sent == [
-            (first, ibverbs.IBV_WR_SEND, 100, 11, 0),
-            (second, ibverbs.IBV_WR_RDMA_WRITE, 200, 11, 0xDEAD000),
+            (first, verbsabi.IBV_WR_SEND, 100, 11, 0),
+            (second, verbsabi.IBV_WR_RDMA_WRITE, 200, 11, 0xDEAD000),
         ]
         done = ch.poll_cq(h)
         assert [(c["wr_id"], c["byte_len"]) for c in done] == [(first, 100), (second, 200)]
         with pytest.raises(RdmaError, match="length must be 1..4096"):
             ch.post_send(h, 5000)
         ch.qp_to_error(h)
-        assert lib.verbs.modified == [ibverbs.IBV_QPS_ERR]
+        assert lib.verbs.modified == [verbsabi.IBV_QPS_ERR]
         with pytest.raises(RdmaError, match="ibv_modify_qp: EINVAL"):
             ch.qp_to_error(h)  # the fake provider refuses the second time
         took = ch.destroy_id(h)

@@ -33,8 +33,8 @@ from typing import Any, BinaryIO
 
 from . import cmscript, cmstorm
 from .cmstream import Stream
-from .ibverbs import wc_status_name
 from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
+from .librdmacm.verbsabi import wc_status_name
 from .protocol import (
     CM_OP_NAMES,
     DESTROY_ORDERS,
