@@ -41,15 +41,16 @@ from hil.run import PairRequest, PairRun
 HOST_SCRIPT = r"""
 import json, os, random, sys, threading, time
 sys.path.insert(0, os.path.expanduser(sys.argv[1]))
-from hil_agent.cmworker import Worker, now_us
+from hil_agent.cmlog import now_us
+from hil_agent.cmworker import Worker
 from hil_agent.librdmacm import CMChannel, RdmaError
 role, address, port = sys.argv[2], sys.argv[3], int(sys.argv[4])
 w = Worker(CMChannel())
-threading.Thread(target=w.poll_loop, daemon=True).start()
+threading.Thread(target=w.poller.run, daemon=True).start()
 if role == "listen":
     w.listen(address, port, backlog=64, auto="accept")
     time.sleep(float(sys.argv[5]))
-    w.closing.set()
+    w.poller.closing.set()
     print(json.dumps({"accepted": sum(1 for e in w.log.entries if e.get("name") == "accept")}))
     sys.exit(0)
 src, rounds, budget_s = sys.argv[5], int(sys.argv[6]), float(sys.argv[7])

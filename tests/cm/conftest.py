@@ -46,9 +46,9 @@ def worker() -> Iterator[tuple[Worker, FakeLib]]:
     """A CM worker over the fake librdmacm (fake_rdma.py), its poller running."""
     lib = FakeLib()
     w = Worker(CMChannel(lib))  # type: ignore[arg-type]
-    poller = threading.Thread(target=w.poll_loop, daemon=True)
+    poller = threading.Thread(target=w.poller.run, daemon=True)
     poller.start()
     yield w, lib
-    w.closing.set()
+    w.poller.closing.set()
     poller.join(2)
     w.close()

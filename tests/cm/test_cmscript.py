@@ -18,7 +18,8 @@ from fake_rdma import FakeLib
 
 from hil.agent.remote import protocol
 from hil.agent.remote.cmscript import ScenarioError, now_us
-from hil.agent.remote.cmworker import Server, Worker
+from hil.agent.remote.cmserver import Server
+from hil.agent.remote.cmworker import Worker
 
 CONNECT_REQUEST, ESTABLISHED, DISCONNECTED = 4, 9, 10
 

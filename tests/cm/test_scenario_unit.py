@@ -19,7 +19,8 @@ import pytest
 from fake_rdma import FakeLib
 
 from hil.agent.client import AgentCallError
-from hil.agent.remote.cmworker import Server, Worker
+from hil.agent.remote.cmserver import Server
+from hil.agent.remote.cmworker import Worker
 from hil.agent.remote.librdmacm import CMChannel
 from hil.cm.endpoint import Endpoint
 from hil.cm.scenario import Script, Step, apart, run, together, uncertainty
@@ -81,12 +82,12 @@ def workers() -> Iterator[list[tuple[Worker, FakeLib]]]:
     for _ in range(2):
         lib = FakeLib()
         w = Worker(CMChannel(lib))  # type: ignore[arg-type]
-        pollers.append(threading.Thread(target=w.poll_loop, daemon=True))
+        pollers.append(threading.Thread(target=w.poller.run, daemon=True))
         pollers[-1].start()
         made.append((w, lib))
     yield made
     for (w, _), poller in zip(made, pollers, strict=True):
-        w.closing.set()
+        w.poller.closing.set()
         poller.join(2)
         w.close()
 

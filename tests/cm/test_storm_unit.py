@@ -140,7 +140,7 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
     last_call = max(a["t_us"] for a in got["actions"] if a["name"] == "connect")
     replies = [e["host_t_us"] for e in got["log"] if e["kind"] == "event"][12:17]
     assert sum(t < last_call for t in replies) >= 3, (replies, last_call)
-    assert not w.paused.is_set() and not w.reading.locked()
+    assert not w.poller.paused.is_set() and not w.poller.reading.locked()
     lib.cm.push(EVENT["ADDR_RESOLVED"], lib.cm.new_id())
     assert w.log.wait(len(w.log.entries), ["ADDR_RESOLVED"], None, 2)  # the poller's again
     assert readers[-1][0] != me
@@ -223,7 +223,7 @@ def test_connections_without_traffic_share_one_pd_and_cq_and_get_no_buffer(
     assert len(set(lib.cm.qp_pds)) == 1 and len(lib.cm.qp_pds) == 4
     assert lib.verbs.recvs == 0
     assert lib.verbs.released == []  # the shared PD and CQ outlive the storm's ids...
-    w.closing.set()
+    w.poller.closing.set()
     time.sleep(0.3)  # the poller's last read of the channel (0.1 s) is over
     w.close()
     assert lib.verbs.released == ["cq", "pd"]  # ...and go with the channel
@@ -259,7 +259,7 @@ def test_serve_reads_the_channel_itself_and_logs_each_event_once_in_order(
     assert seqs == list(range(1, len(seqs) + 1))
     # cmtime's QPs: the listener's device got its one PD and CQ before the first request.
     assert made_first == lib.verbs.made == ["pd", "cq"] and len(set(lib.cm.qp_pds)) == 1
-    assert not w.paused.is_set() and not w.reading.locked()
+    assert not w.poller.paused.is_set() and not w.poller.reading.locked()
     late = lib.cm.new_id()
     lib.cm.push(EVENT["CONNECT_REQUEST"], late, lp, 0, b"x")
     assert w.log.wait(len(w.log.entries), ["CONNECT_REQUEST"], None, 2)  # the poller's again

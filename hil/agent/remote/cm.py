@@ -47,7 +47,7 @@ from .protocol import (
 # to 10 s for a worker that did not start, and the answer must beat the call's bound.
 START_MARGIN = 10.0
 CLOCK_PAIR_TRIES = 5  # clock_pair keeps the tightest of these (a preempted try is wide)
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hil_agent.cmworker import main; main()"
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hil_agent.cmserver import main; main()"
 # Where the agent's own hil_agent package was imported from, for the workers' sys.path:
 # the unpacked copy beside the zipapp (zipmain.py), whose bytecode Python caches, or the
 # zip itself where no copy could be made.  From the zip (sys.argv[0]) every worker

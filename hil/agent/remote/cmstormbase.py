@@ -130,15 +130,15 @@ class Run:
         events read go into the worker's log when it ends (:meth:`flush`), before the
         poller reads again."""
         w = self.w
-        w.paused.set()  # the poller stops reading; once we hold its lock, it is out
+        w.poller.paused.set()  # the poller stops reading; once we hold its lock, it is out
         try:
-            with w.reading:
+            with w.poller.reading:
                 try:
                     yield
                 finally:
                     self.flush()
         finally:
-            w.paused.clear()
+            w.poller.paused.clear()
 
     def read(self, timeout_s: float) -> RawEvent | None:
         """The channel's next event within ``timeout_s``, stamped as the poller stamps it

@@ -1,40 +1,22 @@
-"""One CM endpoint in its own process: an event channel, driven over a pipe by the agent.
+"""A CM endpoint worker's operations: the requests its process serves (``cmserver.py``).
 
-The agent starts one per endpoint (``cm.py``) so that SIGKILL of the process
-holding a connection is real, and so that a foreign call that blocks (destroy
-in CONN_SENT, siw's connect) blocks only this process's request thread.
-
-Protocol on stdin/stdout, one JSON object a line: first the worker's hello
-``{"pid": N}`` (or ``{"error": ..., "kind": ...}`` and exit), then for each
-request ``{"id": 1, "op": "connect", "params": {...}}`` exactly one answer
-``{"id": 1, "result": {...}}`` or ``{"id": 1, "error": {...}}``.  Each request
-runs in its own thread.
-
-A poller thread reads the channel all the time, so every event is stamped
-(host CLOCK_MONOTONIC, µs) when it arrives, and appends it to the log; a
-listener may answer its requests itself (``auto``).  The worker exits when
-its stdin closes, or with the agent (PR_SET_PDEATHSIG); the kernel releases
-whatever it still held.
+Each operation is a method of :class:`Worker` of the name a request gives
+(``protocol.CM_OPS``): it returns the reply dict, and RdmaError is its
+failure.  The worker holds the channel, its log (``cmlog.py``), the poller
+that reads the channel (``cmpoller.py``) and the connections' traffic
+streams (``cmstream.py``).
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
-import json
-import os
-import signal
-import sys
-import threading
-import time
-import traceback
 from collections.abc import Callable
-from typing import Any, BinaryIO
 
 from . import cmscript, cmstorm
-from .cmstream import Stream
-from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
-from .librdmacm.verbsabi import wc_status_name
+from .cmlog import Log, matches, now_us
+from .cmpoller import Poller
+from .cmstream import QP_DEPTH, Stream, StreamOps
+from .librdmacm import CMChannel, RdmaError
 from .protocol import (
     CM_OP_NAMES,
     DESTROY_ORDERS,
@@ -43,7 +25,6 @@ from .protocol import (
     CMActionEntry,
     CMEventEntry,
     CMEventType,
-    CMLogEntry,
     CMOpName,
     ConnectReply,
     DestroyOrder,
@@ -51,120 +32,26 @@ from .protocol import (
     EventsReply,
     HandlesReply,
     IdTimedReply,
-    RemoteBuffer,
     ScenarioParams,
     ScenarioReply,
     ScenarioStep,
     StormParams,
     StormReply,
     StormRole,
-    StreamMode,
-    StreamStats,
-    StreamStopReply,
     TimedReply,
-    WriteReply,
 )
 
-QP_DEPTH = 16  # send and receive queue depth of every QP this worker makes
 RESOLVE_MS = 2000
-WRITE_POLL_S = 0.001  # between CQ polls while a single WRITE waits for its completion
-PAUSE_WAIT_S = 5.0  # for the poller's read under way (0.1 s), or a storm's (it holds the lock)
-_PR_SET_PDEATHSIG = 1
 
 
-def now_us() -> int:
-    """This host's CLOCK_MONOTONIC in µs (the time base of events and actions)."""
-    return time.monotonic_ns() // 1000
-
-
-class Log:
-    """Events and the worker's own actions (auto accept/reject), in arrival order."""
-
-    def __init__(self) -> None:
-        self.entries: list[CMLogEntry] = []
-        self.cond = threading.Condition()
-
-    def add(self, entry: CMLogEntry) -> CMLogEntry:
-        """Append ``entry``, numbering it (its ``seq``, 1 for the first)."""
-        with self.cond:
-            entry["seq"] = len(self.entries) + 1
-            self.entries.append(entry)
-            self.cond.notify_all()
-        return entry
-
-    def wait(
-        self, after: int, types: list[CMEventType] | None, handle: int | None, timeout: float
-    ) -> list[CMLogEntry]:
-        """Entries after ``after``, once one matches (or at the timeout): any entry
-        when neither ``types`` nor ``handle`` is given, else an event of ``types``
-        (any if empty) for ``handle`` (any if None)."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                fresh = self.entries[after:]
-                if any(_matches(e, types, handle) for e in fresh):
-                    return fresh
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return fresh
-                self.cond.wait(left)
-
-
-def _matches(entry: CMLogEntry, types: list[CMEventType] | None, handle: int | None) -> bool:
-    if not types and handle is None:
-        return True
-    return (
-        entry["kind"] == "event"
-        and (not types or entry["type"] in types)
-        and (handle is None or entry["id"] == handle)
-    )
-
-
-class Worker:
-    """The channel, its log, the auto-answering listeners and the traffic streams."""
+class Worker(StreamOps):
+    """The channel, its log and poller, and the traffic streams (their ops: StreamOps)."""
 
     def __init__(self, channel: CMChannel) -> None:
         self.ch = channel
         self.log = Log()
-        self.auto: dict[int, tuple[AutoAnswer, bytes]] = {}
+        self.poller = Poller(channel, self.log, self._auto_answer)
         self.streams: dict[int, Stream] = {}
-        self.paused = threading.Event()
-        # Held while the poller reads the channel: a storm's serving sets paused, takes it
-        # and reads the channel itself (no hand-over between threads per event).
-        self.reading = threading.Lock()
-        self.closing = threading.Event()
-
-    # -- the poller ----------------------------------------------------------
-
-    def poll_loop(self) -> None:
-        """Read events until closing; stamp, log, and auto-answer them."""
-        while not self.closing.is_set():
-            if self.paused.is_set():
-                # A storm reading the channel holds `reading`: wait on it, not awake every
-                # 10 ms taking the GIL from the storm's thread.
-                if self.reading.acquire(timeout=1.0):
-                    self.reading.release()
-                    time.sleep(0.01)
-                continue
-            try:
-                with self.reading:
-                    ev = None if self.paused.is_set() else self.ch.poll_event(0.1)
-            except RdmaError as e:
-                self.log.add({"kind": "error", "seq": 0, "message": str(e), "t_us": now_us()})
-                time.sleep(0.1)
-                continue
-            if ev is None:
-                continue
-            event: CMEventEntry = {"kind": "event", "seq": 0, **ev}
-            self.log.add(event)
-            listen = ev["listen_id"]
-            rule = self.auto.get(listen) if isinstance(listen, int) else None
-            if ev["type"] != "CONNECT_REQUEST":
-                rule = None
-            if rule is not None and ev["id"] is not None:
-                threading.Thread(
-                    target=self._auto_answer, args=(ev["id"], *rule), daemon=True
-                ).start()
 
     def _auto_answer(self, handle: int, how: AutoAnswer, pdata: bytes) -> None:
         entry: CMActionEntry = {
@@ -195,7 +82,7 @@ class Worker:
     ) -> CMEventEntry:
         """The first event of ``types`` for ``handle`` logged after entry ``after``."""
         for e in self.log.wait(after, types, handle, timeout):
-            if e["kind"] == "event" and _matches(e, types, handle):
+            if e["kind"] == "event" and matches(e, types, handle):
                 return e
         raise RdmaError(
             f"wait {'/'.join(types)}",
@@ -225,7 +112,7 @@ class Worker:
             self.ch.destroy_id(h)
             raise
         if auto:
-            self.auto[h] = (auto, bytes.fromhex(private_data))
+            self.poller.auto[h] = (auto, bytes.fromhex(private_data))
         return {"id": h, "t_us": t0, "us": now_us() - t0}
 
     def connect(
@@ -297,7 +184,7 @@ class Worker:
         stream = self.streams.pop(id, None)
         if stream is not None:
             stream.stop()
-        self.auto.pop(id, None)
+        self.poller.auto.pop(id, None)
         if order == "qp_first":
             done = self._timed(self.ch.destroy_id, id)
             return {"t_us": done["t_us"], "us": done["us"]}
@@ -308,70 +195,6 @@ class Worker:
             e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
             raise
         return {"t_us": t0, "us": returned - t0, "qp_us": now_us() - returned}
-
-    def stream_start(
-        self,
-        id: int,
-        mode: StreamMode = "write",
-        size: int = 4096,
-        depth: int = 4,
-        remote: RemoteBuffer | None = None,
-    ) -> TimedReply:
-        """Keep ``depth`` SENDs or RDMA WRITEs of ``size`` in flight (``sink``: repost recvs)."""
-        if id in self.streams:
-            raise RdmaError("stream_start", errno.EBUSY, f"cm_id {id} already streams")
-        target = (int(remote["addr"]), int(remote["rkey"])) if remote else None
-        stream = Stream(self.ch, id, mode, size, min(depth, QP_DEPTH), target)
-        self.streams[id] = stream
-        stream.start()
-        return {"t_us": now_us(), "us": 0}
-
-    def stream_stop(self, id: int) -> StreamStopReply:
-        """Stop the stream; its counts (ops, bytes, first error)."""
-        stream = self.streams.pop(id, None)
-        if stream is None:
-            raise RdmaError("stream_stop", errno.ENOENT, f"cm_id {id} has no stream")
-        return {"t_us": now_us(), "us": 0, **stream.stop()}
-
-    def stream_stats(self, id: int) -> StreamStats:
-        """The running stream's counts so far."""
-        stream = self.streams.get(id)
-        if stream is None:
-            raise RdmaError("stream_stats", errno.ENOENT, f"cm_id {id} has no stream")
-        return stream.stats()
-
-    def write(
-        self, id: int, remote: RemoteBuffer, length: int = 64, wait: float = 10.0
-    ) -> WriteReply:
-        """Post one signaled RDMA WRITE of ``length`` bytes to ``remote``; its completion.
-
-        The completion's status is the answer, error or not: a WRITE the peer
-        refuses (wrong rkey, out of bounds) is what a sequence provokes.  No
-        completion within ``wait`` seconds is ETIMEDOUT.
-        """
-        if id in self.streams:
-            raise RdmaError("write", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
-        t0 = now_us()
-        deadline = time.monotonic() + wait
-        try:
-            wr_id = self.ch.post_send(id, length, (int(remote["addr"]), int(remote["rkey"])))
-            while time.monotonic() < deadline:
-                # Other completions (receives flushed once the QP is in error) are not asked for.
-                for wc in self.ch.poll_cq(id):
-                    if wc["wr_id"] == wr_id:
-                        return {
-                            "t_us": t0,
-                            "us": now_us() - t0,
-                            "wr_id": wr_id,
-                            "wc_status": wc["status"],
-                            "wc_status_name": wc_status_name(wc["status"]),
-                            "vendor_err": wc["vendor_err"],
-                        }
-                time.sleep(WRITE_POLL_S)
-            raise RdmaError("write", errno.ETIMEDOUT, f"cm_id {id}: no completion within {wait:g}s")
-        except RdmaError as e:
-            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
-            raise
 
     def events(
         self,
@@ -384,22 +207,9 @@ class Worker:
         return {"log": self.log.wait(after, types, id, wait), "t_us": now_us()}
 
     def pause(self, on: bool = True) -> TimedReply:
-        """Stop (or resume) reading events: requests then stay unretrieved in the kernel.
-
-        A pause returns once the poller's read under way (up to its 0.1 s poll) has
-        ended: an event that came during that read would otherwise be retrieved
-        after the pause, and a request retrieved gives rdma_ucm its backlog slot back.
-        """
-        if not on:
-            self.paused.clear()
-            return {"t_us": now_us(), "us": 0}
-        self.paused.set()
-        if not self.reading.acquire(timeout=PAUSE_WAIT_S):
-            raise RdmaError(
-                "pause", errno.EBUSY, f"the channel is still being read after {PAUSE_WAIT_S} s"
-            )
-        self.reading.release()
-        return {"t_us": now_us(), "us": 0}
+        """Stop (or resume) reading events (:meth:`Poller.pause`): requests then stay
+        unretrieved in the kernel."""
+        return self.poller.pause(on)
 
     def scenario(
         self,
@@ -483,97 +293,3 @@ class Worker:
 
 # The operations a request may name: Worker's methods of these names (protocol.CM_OPS).
 OPS: tuple[CMOpName, ...] = CM_OP_NAMES
-
-
-class Server:
-    """Requests from stdin, one thread each; answers to stdout under a lock."""
-
-    def __init__(self, worker: Worker | None, out: BinaryIO) -> None:
-        self.worker = worker
-        self._out = out
-        self._lock = threading.Lock()
-
-    def send(self, msg: dict[str, Any]) -> None:
-        line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
-        with self._lock:
-            try:
-                self._out.write(line)
-                self._out.flush()
-            except OSError:
-                os._exit(1)  # the agent is gone
-
-    def handle(self, line: bytes) -> None:
-        try:
-            req = json.loads(line)
-            rid, op, params = req["id"], req["op"], req.get("params") or {}
-        except (ValueError, KeyError, TypeError) as e:
-            self.send({"id": None, "error": {"type": "bad_request", "message": str(e)}})
-            return
-        threading.Thread(target=self._run, args=(rid, op, params), daemon=True).start()
-
-    def _run(self, rid: object, op: str, params: dict[str, Any]) -> None:
-        if op not in OPS:
-            self.send({"id": rid, "error": {"type": "unknown_method", "message": f"no op {op}"}})
-            return
-        try:
-            self.send({"id": rid, "result": getattr(self.worker, op)(**params)})
-        except RdmaError as e:
-            details = {k: getattr(e, k) for k in ("handle", "t_us", "us") if hasattr(e, k)}
-            self.send(
-                {
-                    "id": rid,
-                    "error": {
-                        "type": "rdma",
-                        "message": str(e),
-                        "errno": e.errno,
-                        "errno_name": errno.errorcode.get(e.errno or 0, str(e.errno)),
-                        **details,
-                    },
-                }
-            )
-        except (TypeError, cmscript.ScenarioError, cmstorm.StormError) as e:
-            self.send({"id": rid, "error": {"type": "bad_params", "message": f"{op}: {e}"}})
-        except Exception as e:  # noqa: BLE001 -- a worker bug: report it, keep serving
-            tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])
-            self.send(
-                {"id": rid, "error": {"type": "internal", "message": f"{e!r}", "traceback": tb}}
-            )
-
-
-def _die_with_parent() -> None:
-    """SIGKILL us when the agent dies, even by SIGKILL (Linux prctl)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() == 1:
-        os._exit(1)
-
-
-def main() -> None:
-    """Open the channel, say hello, serve requests until stdin closes."""
-    _die_with_parent()
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    server = Server(None, out)
-    try:
-        channel = CMChannel()
-    except RdmaError as e:
-        kind = "rdma_unavailable" if isinstance(e, RdmaUnavailable) else "rdma"
-        server.send({"error": str(e), "kind": kind})
-        os._exit(3)
-    server.worker = worker = Worker(channel)
-    poller = threading.Thread(target=worker.poll_loop, daemon=True)
-    poller.start()
-    server.send({"pid": os.getpid()})
-    for line in sys.stdin.buffer:
-        if line.strip():
-            server.handle(line)
-    worker.closing.set()
-    poller.join(2)
-    # Destroying every id may block (an id in CONN_SENT); the kernel frees
-    # whatever is left when we exit, so bound the orderly part.
-    closer = threading.Thread(target=worker.close, daemon=True)
-    closer.start()
-    closer.join(15)
-    os._exit(0)
