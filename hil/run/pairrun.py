@@ -15,7 +15,8 @@ runs them one by one, as its fixtures are first needed):
    and renew it from a heartbeat thread;
 2. :meth:`open_hosts`: SSH and an agent per host, warmed up in parallel, and
    (unless the lease was adopted: its holder's changes are its own) the
-   journal that dead runs left on the pair's hosts replayed;
+   journal that dead runs left on the pair's hosts replayed
+   (:mod:`hil.run.warmup`);
 3. :meth:`set_up`: the pair brought to the inventory's state under a
    restore journal, its module parameters pinned (the link's
    ``module_params``, overridden by the request's; read back on both hosts),
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Self
 
 from hil.cm.observer import Observer, Observers, RunInfo
@@ -41,6 +41,7 @@ from hil.errors import HilError, InputError, LeaseLost
 from hil.inventory.model import PinnedParam
 from hil.reservation import Heartbeat, Lease
 from hil.run.request import PairRequest, Progress, module_params_for, take_lease
+from hil.run.warmup import warm_up
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
@@ -53,10 +54,6 @@ if TYPE_CHECKING:
     from hil.run.provider import Provider
 
 log = logging.getLogger(__name__)
-
-# A freshly booted TCG guest under load took over 30 s (the agent's call
-# bound) for the agent's first netlink call, which waits for pyroute2's import.
-WARMUP_TIMEOUT = 180.0
 
 
 class PairRun:
@@ -98,20 +95,13 @@ class PairRun:
         """The pair's hosts with warm agents, after undoing what dead runs left there."""
         if self._hosts is not None:
             return self._hosts
-        from hil.host.healthcheck import failures_noted, note_undo_failures
         from hil.host.hosts import Hosts
-        from hil.host.journal import Journal, replay
+        from hil.host.journal import Journal
 
         self.reserve()
         hosts = Hosts(self.inventory, self.store)
         self._hosts = hosts
-        names = [h.name for h in self.pair.hosts]
-        with failures_noted(self.store), ThreadPoolExecutor(max_workers=len(names)) as pool:
-            list(pool.map(lambda n: hosts.call(n, "links", timeout=WARMUP_TIMEOUT), names))
-        if not self.adopted:
-            replayed = replay(hosts, self.pair)
-            note_undo_failures(self.store, replayed)  # host health: restore failed
-            replayed.check(f"replaying the journal of pair {self.pair.name}")
+        warm_up(hosts, self.store, self.pair, replay_journal=not self.adopted)
         # Fenced: every journaled change checks the lease's token (docs/reliability.md#fencing).
         self._journal = Journal(hosts, self.store, self.lease.id, token=self.lease.token)
         return hosts
@@ -123,7 +113,7 @@ class PairRun:
         from hil.host.healthcheck import failures_noted
         from hil.host.modparams import pin_params
         from hil.host.pairsetup import setup_pair
-        from hil.run.provider import detect
+        from hil.run.provider import announce, detect
 
         hosts = self.open_hosts()
         params = self.module_params  # a bad override fails before anything changes
@@ -133,19 +123,9 @@ class PairRun:
         self._state = state
         if self.request.rdma:
             self._provider = detect(hosts, self.pair, self._state)
-            self._say_provider(self._provider)
+            announce(self._provider, self.pair.name, self._progress, log)
             self.observers.run_started(self.info)
         return self._state
-
-    def _say_provider(self, provider: Provider) -> None:
-        """What the pair really runs, in the progress output and the log: ``pair lab-0-1
-        runs siw on both hosts (siw fallback: the inventory says iw_cxgb4); judged by ...``."""
-        line = f"{provider.describe(self.pair.name)}; judged by profile {provider.profile.name}"
-        if self._progress is not None:
-            self._progress(line)
-        # A host that does not run what the inventory says is worth a warning in the log.
-        differs = any(h.note() for h in provider.hosts)
-        log.log(logging.WARNING if differs else logging.INFO, "%s", line)
 
     def fence(self) -> None:
         """Raise ``LeaseLost`` naming the new holder unless this run still holds its lease

@@ -13,6 +13,7 @@ is judged by a :class:`~hil.judge.profiles.PairProfile` holding both.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from hil.host.hosts import Hosts
     from hil.host.pairsetup import PairState, PortState
     from hil.inventory.model import Pair, Rnic
+    from hil.run.request import Progress
 
 
 @dataclass(frozen=True)
@@ -133,3 +135,15 @@ def detect(hosts: Hosts, pair: Pair, state: PairState) -> Provider:
     return Provider(
         (_host_provider(hosts, state.a, pair.rnic_a), _host_provider(hosts, state.b, pair.rnic_b))
     )
+
+
+def announce(provider: Provider, pair: str, progress: Progress | None, log: logging.Logger) -> None:
+    """What ``pair`` really runs, in the progress output and in the run's ``log``: ``pair
+    lab-0-1 runs siw on both hosts (siw fallback: the inventory says iw_cxgb4); judged by
+    ...``."""
+    line = f"{provider.describe(pair)}; judged by profile {provider.profile.name}"
+    if progress is not None:
+        progress(line)
+    # A host that does not run what the inventory says is worth a warning in the log.
+    differs = any(h.note() for h in provider.hosts)
+    log.log(logging.WARNING if differs else logging.INFO, "%s", line)
