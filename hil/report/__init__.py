@@ -28,8 +28,9 @@ README: the agreement between the suites, the CM engine and the report
   ``attach_exchange`` (all no-ops without ``--alluredir``).
 
 Modules: svg (timeline picture), wirelane (what its wire lane shows),
-attach (helpers), observer (pair-run observer), plugin (pytest: labels,
-the ``pytest_hil_wire`` attachments and ``--hil-pcap``, run files),
+attach (helpers), observer (pair-run observer), plugin (pytest: the
+``pytest_hil_wire`` attachments and ``--hil-pcap``, run files), labels (the
+labels the plugin gives each test),
 environment, categories, executor (run files), history (kept runs, trend),
 results (result files read back), flaky (each test's outcome per night, the
 flip ranking), quarantine (the known-flaky list), metrics (what tests record,

@@ -3,12 +3,12 @@
 Registered by ``hil.plugin``; it works with any test and does its Allure
 work only when allure-pytest writes results (``--alluredir``):
 
-- labels on every test: ``suite`` and ``parentSuite`` (the module without
-  ``test_``; ``subSuite`` the test function of parametrized tests), ``pair``
-  (the reserved pair), ``provider`` (the driver pair setup found on both
-  hosts, for tests on the set-up pair; never the inventory's claim),
-  ``module_param`` (each kernel module parameter the run pinned, as read
-  back), ``direction`` and
+- labels on every test (:mod:`hil.report.labels`): ``suite`` and
+  ``parentSuite`` (the module without ``test_``; ``subSuite`` the test
+  function of parametrized tests), ``pair`` (the reserved pair),
+  ``provider`` (the driver pair setup found on both hosts, for tests on the
+  set-up pair; never the inventory's claim), ``module_param`` (each kernel
+  module parameter the run pinned, as read back), ``direction`` and
   ``pull_mode`` (from the test's parameters of those names; ``mode`` counts
   as the pull mode);
 - for tests on the pair, ``rdma resource`` counts before/after and the kernel
@@ -42,10 +42,9 @@ import json
 import logging
 import os
 import platform
-import re
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -54,6 +53,7 @@ from hil.report.categories import write_categories
 from hil.report.crash import crashed
 from hil.report.environment import write_properties
 from hil.report.executor import write_executor
+from hil.report.labels import label_module_params, label_provider, labels_for
 from hil.report.metrics import RECORDER
 from hil.report.observer import AllureObserver
 
@@ -68,7 +68,6 @@ log = logging.getLogger(__name__)
 
 PCAP_CHOICES = ("failed", "all", "none")
 LABEL_MARK = "allure_label"  # allure-pytest's marker for labels known at collection
-PULL_MODE_PARAMS = ("pull_mode", "mode")
 ENV_KEY = pytest.StashKey[dict[str, str]]()
 REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 OBSERVER_KEY = pytest.StashKey[AllureObserver]()
@@ -117,27 +116,6 @@ def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
     config.stash[PAIR_KEY] = pair
 
 
-def labels_for(item: pytest.Item, pair: str | None) -> list[tuple[str, str]]:
-    """The (label, value) pairs of a test: suite, pair, provider, direction, pull mode."""
-    suite = re.sub(r"^test_", "", Path(str(item.path)).stem)
-    # parentSuite too: allure-pytest's default (the package, "suites") would put every
-    # suite under one node of the tree and of the overview's Suites widget.
-    labels = [("parentSuite", suite), ("suite", suite), ("nodeid", item.nodeid)]
-    params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
-    if params:  # one node per test function, its parameter variants below
-        labels.append(("subSuite", getattr(item, "originalname", item.name)))
-    if pair is not None:
-        labels.append(("pair", pair))
-    if params.get("provider"):
-        labels.append(("provider", str(params["provider"])))
-    if "direction" in params:
-        labels.append(("direction", str(params["direction"])))
-    mode = next((params[p] for p in PULL_MODE_PARAMS if p in params), None)
-    if mode is not None:
-        labels.append(("pull_mode", str(getattr(mode, "mode", mode))))
-    return labels
-
-
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: the list is checked against all
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     quarantine.mark_items(config, items)
@@ -163,27 +141,6 @@ def failed(item: pytest.Item) -> bool:
 
 def _uses_pair(request: pytest.FixtureRequest) -> bool:
     return bool({"hil_pair", "hil_hosts", "hil_setup"} & set(request.fixturenames))
-
-
-def _label_provider(item: pytest.Item) -> None:
-    """The provider the run found on both hosts (or why none is known), unless the test
-    names its own: never the inventory's claim."""
-    observer = item.config.stash.get(OBSERVER_KEY, None)
-    params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
-    if observer is None or "provider" in params:
-        return
-    if observer.run is not None:
-        attach.label("provider", observer.run.provider)
-    else:
-        attach.label("provider", "unknown: the pair was not set up before this test")
-
-
-def _label_module_params(request: pytest.FixtureRequest) -> None:
-    """``module_param`` labels: each parameter the run pinned (``iw_cxgb4.mpa_rev=2``), as
-    read back at setup (equal on both hosts, or the setup failed)."""
-    pinned = request.getfixturevalue("hil_run").pinned
-    for value in sorted({f"{k}={v}" for values in pinned.values() for k, v in values.items()}):
-        attach.label("module_param", value)
 
 
 def _begin_evidence(request: pytest.FixtureRequest) -> Evidence | None:
@@ -240,8 +197,8 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
             # The pair set up first, as the test will see it: a siw fallback device is
             # counted from the start.
             request.getfixturevalue("hil_setup")
-        _label_provider(item)
-        _label_module_params(request)
+        label_provider(item, observer)
+        label_module_params(request)
         evidence = _begin_evidence(request)
     yield
     if crashed(item) is not None:

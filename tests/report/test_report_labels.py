@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hil.report import attach, plugin
+from hil.report import attach, labels
 
 
 class _Request:
@@ -25,7 +25,7 @@ def _labels(
 ) -> list[tuple[str, str]]:
     got: list[tuple[str, str]] = []
     monkeypatch.setattr(attach, "label", lambda name, value: got.append((name, value)))
-    plugin._label_module_params(_Request(pinned))  # type: ignore[arg-type]
+    labels.label_module_params(_Request(pinned))  # type: ignore[arg-type]
     return got
 
 
