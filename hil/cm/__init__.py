@@ -5,7 +5,7 @@
 - :mod:`hil.cm.sequences`, :mod:`hil.cm.steps`: the built-in sequences and
   the steps they are made of; the endpoints (:mod:`hil.cm.endpoint`) drive
   the agents' CM workers (the ctypes layer over librdmacm lives in the
-  agent: ``hil/agent/remote/librdmacm.py``).
+  agent: ``hil/agent/remote/librdmacm/``).
 
 Its imports form no cycle (``tests/test_layers.py``): see
 :mod:`hil.cm.interfaces` for the order.
