@@ -67,7 +67,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PCAP_CHOICES = ("failed", "all", "none")
-LABEL_MARK = "allure_label"  # allure-pytest's marker for labels known at collection
 ENV_KEY = pytest.StashKey[dict[str, str]]()
 REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 OBSERVER_KEY = pytest.StashKey[AllureObserver]()
