@@ -41,7 +41,7 @@ from hil.run import PairRequest, PairRun
 HOST_SCRIPT = r"""
 import json, os, random, sys, threading, time
 sys.path.insert(0, os.path.expanduser(sys.argv[1]))
-from hil_agent.cmlog import now_us
+from hil_agent.hostclock import now_us
 from hil_agent.cmworker import Worker
 from hil_agent.librdmacm import CMChannel, RdmaError
 role, address, port = sys.argv[2], sys.argv[3], int(sys.argv[4])

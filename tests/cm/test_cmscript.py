@@ -17,9 +17,10 @@ import pytest
 from fake_rdma import FakeLib
 
 from hil.agent.remote import protocol
-from hil.agent.remote.cmscript import ScenarioError, now_us
+from hil.agent.remote.cmscript import ScenarioError
 from hil.agent.remote.cmserver import Server
 from hil.agent.remote.cmworker import Worker
+from hil.agent.remote.hostclock import now_us
 
 CONNECT_REQUEST, ESTABLISHED, DISCONNECTED = 4, 9, 10
 

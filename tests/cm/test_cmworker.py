@@ -16,9 +16,9 @@ import pytest
 from fake_rdma import FakeLib
 
 from hil.agent.remote import protocol
-from hil.agent.remote.cmlog import now_us
 from hil.agent.remote.cmserver import Server
 from hil.agent.remote.cmworker import Worker
+from hil.agent.remote.hostclock import now_us
 from hil.agent.remote.librdmacm import RdmaError
 
 ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST, ESTABLISHED = 0, 2, 4, 9

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hil.cm.races.aim import aim
+from hil.cm.races.destroy_listen import _Asked as ListenRound
 from hil.cm.races.destroy_listen import classify as listen_order
+from hil.cm.races.destroy_listen import window as pending_window
 from hil.cm.races.destroy_terminate import classify as terminate_order
 from hil.cm.races.disconnects import classify as disconnect_order
 from hil.cm.races.reject_request import REQUESTS, _Asked, _classified
@@ -62,6 +65,25 @@ def test_a_listener_destroy_is_ordered_by_the_request_delivery_and_the_connects_
     order, why = listen_order(refused, destroy, None)
     assert order == "destroy_first" and "ECONNREFUSED" in why
     assert listen_order(ok, step("destroy", "b", None, "timeout"), None)[0] == "unclear"
+
+
+def test_a_listener_rounds_pending_window_runs_from_the_connects_return_to_the_delivery() -> None:
+    # The connect step was due at host 0; rdma_connect ran at 36 ms for 2 ms (delays count
+    # from the step's time, on the controller's base: +7 s in these builders).
+    def asked(destroy_at: int, connect: StepRun | None = None) -> ListenRound:
+        connect = connect or step("connect", "a", 36_000, us=2_000)
+        return ListenRound("t", 0, 0, 7_000_000, connect, step("destroy", "b", destroy_at))
+
+    request = event("CONNECT_REQUEST", "b", 60_000)
+    assert pending_window(asked(70_000), request) == (38_000, 60_000)  # request_first
+    assert pending_window(asked(50_000), request) == (38_000, None)  # pending: still open
+    assert pending_window(asked(50_000), None) == (38_000, None)
+    refused = step("connect", "a", 36_000, "ECONNREFUSED")
+    assert pending_window(asked(20_000, refused), None) is None  # destroy_first: no window
+    # Two closed windows and an open one (as wide as the closed ones' median): the aim
+    # falls where all three overlap.
+    at = aim([(38_000, 60_000), (45_000, 66_000), (40_000, None)])
+    assert at is not None and 45_000 <= at <= 60_000
 
 
 def test_the_second_request_is_placed_against_the_first_ones_reject_on_the_passive_clock() -> None:

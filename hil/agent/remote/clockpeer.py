@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import OpError
+from .hostclock import now_us
 from .protocol import ClockEchoReply, ClockProbeReply, MethodName
 
 PROBE_WAIT_S = 0.05  # one probe's answer: the link's round trip is well under 1 ms
@@ -52,11 +53,6 @@ _STOPS = 3  # stop datagrams sent at the end (UDP: one may be lost)
 _SO_TIMESTAMPNS = 35  # asm-generic (x86, arm); Python's socket module does not export it
 _TIMESPEC = struct.Struct("@qq")
 _STEP_NS = 2000  # the clocks' difference moved more than this: a step, not read jitter
-
-
-def now_us() -> int:
-    """This host's CLOCK_MONOTONIC in µs (the time base of every CM stamp)."""
-    return time.monotonic_ns() // 1000
 
 
 def _socket(address: str, port: int, what: str) -> socket.socket:

@@ -28,8 +28,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .cmpipe import WorkerProcess, now_us
+from .cmpipe import WorkerProcess
 from .errors import OpError, held
+from .hostclock import now_us
 from .protocol import (
     ClockPairReply,
     ClockReply,

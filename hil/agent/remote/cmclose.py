@@ -15,23 +15,17 @@ import json
 import os
 import select
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 from .errors import OpError
-from .librdmacm import CMChannel, RdmaError
+from .hostclock import now_us
+from .librdmacm import RESOLVE_MS, CMChannel, RdmaError
 from .protocol import CloseRaceReply, CloseRound, MethodName
 from .system import run
 
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hil_agent.cmclose import main; main()"
 ADDR_WAIT_S = 5.0
-RESOLVE_MS = 2000
-
-
-def now_us() -> int:
-    """This host's CLOCK_MONOTONIC in µs."""
-    return time.monotonic_ns() // 1000
 
 
 def cm_close_race(

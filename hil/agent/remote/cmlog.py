@@ -13,11 +13,6 @@ import time
 from .protocol import CMEventType, CMLogEntry
 
 
-def now_us() -> int:
-    """This host's CLOCK_MONOTONIC in µs (the time base of events and actions)."""
-    return time.monotonic_ns() // 1000
-
-
 class Log:
     """Events and the worker's own actions (auto accept/reject), in arrival order."""
 

@@ -17,10 +17,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from .errors import OpError
+from .hostclock import now_us
 
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hil_agent.cmserver import main; main()"
 # Where the agent's own hil_agent package was imported from, for the workers' sys.path:
@@ -32,11 +32,6 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:
     # What the spawner thread hands back: the started worker, or why it could not start.
     _Started = subprocess.Popen[bytes] | OSError
-
-
-def now_us() -> int:
-    """This host's CLOCK_MONOTONIC in µs."""
-    return time.monotonic_ns() // 1000
 
 
 class _Spawner:

@@ -14,7 +14,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from .cmlog import Log, now_us
+from .cmlog import Log
+from .hostclock import now_us
 from .librdmacm import CMChannel, RdmaError
 from .protocol import AutoAnswer, CMEventEntry, TimedReply
 

@@ -20,6 +20,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from .hostclock import now_us
 from .librdmacm import RdmaError
 from .protocol import (
     CMEventEntry,
@@ -45,11 +46,6 @@ REPLY_KEPT = ("qp", "wc_status", "wc_status_name", "vendor_err", "qp_us")
 
 class ScenarioError(ValueError):
     """A script that does not pass :func:`protocol.scenario_problems`."""
-
-
-def now_us() -> int:
-    """This host's CLOCK_MONOTONIC in µs."""
-    return time.monotonic_ns() // 1000
 
 
 def sleep_until(target_us: int) -> None:

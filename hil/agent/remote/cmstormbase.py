@@ -7,7 +7,7 @@ import contextlib
 import errno
 from typing import TYPE_CHECKING
 
-from .cmscript import now_us
+from .hostclock import now_us
 from .librdmacm import RawEvent, RdmaError, cook
 from .protocol import (
     CMEventType,
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
     from .cmworker import Worker
 
-RESOLVE_MS = 2000
 MAX_COUNT = 1024
 MAX_TRAFFIC = 16  # SENDs per connection: the QP's depth (the peer posted as many receives)
 TRAFFIC_BYTES = 1024

@@ -20,9 +20,10 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from .cmscript import now_us, sleep_until
-from .cmstormbase import POLL_S, REPLIES, RESOLVE_MS, TRAFFIC_BYTES, Conn, Run, qp_maker
-from .librdmacm import RawEvent, RdmaError
+from .cmscript import sleep_until
+from .cmstormbase import POLL_S, REPLIES, TRAFFIC_BYTES, Conn, Run, qp_maker
+from .hostclock import now_us
+from .librdmacm import RESOLVE_MS, RawEvent, RdmaError
 from .protocol import CMEventType, StormReply
 
 if TYPE_CHECKING:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from .cmscript import now_us, sleep_until
+from .cmscript import sleep_until
 from .cmstormbase import DEFAULT_IDLE_S, POLL_S, REPLIES, Conn, Run, qp_maker
+from .hostclock import now_us
 from .librdmacm import RawEvent, RdmaError
 from .protocol import CMEventEntry, StormParams, StormReply
 

@@ -14,7 +14,7 @@ import errno
 import threading
 import time
 
-from .cmlog import now_us
+from .hostclock import now_us
 from .librdmacm import CMChannel, RdmaError
 from .librdmacm.verbsabi import wc_status_name
 from .protocol import (

@@ -13,10 +13,11 @@ import errno
 from collections.abc import Callable
 
 from . import cmscript, cmstorm
-from .cmlog import Log, matches, now_us
+from .cmlog import Log, matches
 from .cmpoller import Poller
 from .cmstream import QP_DEPTH, Stream, StreamOps
-from .librdmacm import CMChannel, RdmaError
+from .hostclock import now_us
+from .librdmacm import RESOLVE_MS, CMChannel, RdmaError
 from .protocol import (
     CM_OP_NAMES,
     DESTROY_ORDERS,
@@ -40,8 +41,6 @@ from .protocol import (
     StormRole,
     TimedReply,
 )
-
-RESOLVE_MS = 2000
 
 
 class Worker(StreamOps):

@@ -17,14 +17,10 @@ import time
 from collections.abc import Callable
 
 from .errors import OpError
+from .hostclock import now_us
 from .protocol import MethodName, TcpEnd, TcpExchangeReply
 
 MAX_REPLY = 4096  # more than any MPA reply frame with private data
-
-
-def now_us() -> int:
-    """This host's CLOCK_MONOTONIC in µs (the time base of CM events)."""
-    return time.monotonic_ns() // 1000
 
 
 def tcp_exchange(

@@ -35,11 +35,12 @@ use are here.
 
 from .cdll import RdmaError, RdmaUnavailable
 from .channel import CMChannel, probe
-from .cmabi import EVENT_NAMES, Lib, sockaddr_text
+from .cmabi import EVENT_NAMES, RESOLVE_MS, Lib, sockaddr_text
 from .events import RawEvent, cook
 
 __all__ = [
     "EVENT_NAMES",
+    "RESOLVE_MS",
     "CMChannel",
     "Lib",
     "RdmaError",

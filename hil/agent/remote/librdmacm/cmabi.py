@@ -21,6 +21,8 @@ from .verbsabi import SIGNATURES as VERBS_SIGNATURES
 EVENT_NAMES = CM_EVENT_TYPES
 RDMA_PS_TCP = 0x0106
 MAX_PRIVATE_DATA = 255  # rdma_conn_param.private_data_len is a uint8_t
+# rdma_resolve_addr's and rdma_resolve_route's timeout: far above a lab's, a bound still
+RESOLVE_MS = 2000
 
 
 class ConnParam(Structure):
