@@ -142,15 +142,19 @@ def sweep_destroy_listen(
     )  # fmt: skip
 
 
+def _requests(rec: Recording, asked: list[_Asked]) -> list[tuple[str | None, Event | None]]:
+    """Each round's child id on the passive side and its delivered CONNECT_REQUEST (None
+    for either when there was none)."""
+    delivered = {e.id: e for e in rec.events() if e.type == "CONNECT_REQUEST"}
+    children = [request_of(rec, a.tag) for a in asked]
+    return [(child, delivered.get(child) if child else None) for child in children]
+
+
 def _windows(rec: Recording, asked: list[_Asked]) -> list[tuple[int, int | None]]:
-    requests = {e.id: e for e in rec.events() if e.type == "CONNECT_REQUEST"}
-    found = []
-    for a in asked:
-        child = request_of(rec, a.tag)
-        w = window(a, requests.get(child) if child else None)
-        if w is not None:
-            found.append(w)
-    return found
+    found = (
+        window(a, request) for a, (_, request) in zip(asked, _requests(rec, asked), strict=True)
+    )
+    return [w for w in found if w is not None]
 
 
 def _rounds(
@@ -211,13 +215,11 @@ def _replies(rec: Recording, active: Endpoint, asked: list[_Asked]) -> None:
 
 
 def _classified(rec: Recording, asked: list[_Asked]) -> tuple[Round, ...]:
-    requests = {e.id: e for e in rec.events() if e.type == "CONNECT_REQUEST"}
     replies = {e.id: e for e in rec.events() if e.type in steps.REPLY_TYPES}
     clocks = cross_host_uncertainty(rec.timeline())
     done = []
-    for a in asked:
-        child = request_of(rec, a.tag)
-        order, why = classify(a.connect, a.destroy, requests.get(child) if child else None)
+    for a, (child, request) in zip(asked, _requests(rec, asked), strict=True):
+        order, why = classify(a.connect, a.destroy, request)
         if a.connect.t_us is not None and a.destroy.t_us is not None:
             gap = a.destroy.t_us - a.connect.t_us
             why += f"; destroy {gap:+d} µs from rdma_connect's call +/- {clocks} µs"
