@@ -51,8 +51,11 @@ def undo_kind(kind: str) -> UndoFn:
     return _undo_kinds.lookup(kind)
 
 
-# What tc and ip print when the thing to delete is not there.
-_MISSING_TEXT = re.compile(r"not found|[Cc]annot find|No such file or directory|does not exist")
+# What tc and ip print when the thing to delete is not there ("handle of zero": tc asked to
+# delete a root qdisc where the kernel's default is, i.e. none was added).
+_MISSING_TEXT = re.compile(
+    r"not found|[Cc]annot find|No such file or directory|does not exist|handle of zero"
+)
 
 
 def agent_undo(method: MethodName, what: str, **params: Any) -> dict[str, Any]:

@@ -17,7 +17,9 @@ Action names the sequences use (rules in :mod:`hil.judge.contract` read them):
 (abortive: QP moved to ERR), ``destroy``, ``kill`` (SIGKILL of the process
 holding ``id``), ``pull`` / ``restore`` (link; params ``mode`` and
 ``traffic``), ``traffic``, ``write`` (one RDMA WRITE; params ``how`` when
-the peer must refuse it, and its completion's ``wc_status``).
+the peer must refuse it, and its completion's ``wc_status``), ``hold_egress``
+(a race's egress hold: params ``address`` and ``delay_us``, see
+:meth:`Timeline.held_us`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ CONNECT_REPLIES = frozenset({"ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_
 # An action: a TCP connection a test made outside the CM (params local, remote: its ends),
 # malformed on purpose; the wire rules leave it alone (hil.wire.judge).
 RAW_TCP = "raw_tcp"
+# An action: the host of data address ``address`` held its outgoing frames back
+# ``delay_us`` from here to the recording's end (tc netem; hil.cm.races.hold).
+HOLD_EGRESS = "hold_egress"
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,13 @@ class Timeline:
                     return rc.uncertainty_us
         return sum(by_host[h].uncertainty_us for h in distinct if h in by_host)
 
+    def held_us(self, address: str) -> int:
+        """How long the host of data address ``address`` held its frames back in this run
+        (:data:`HOLD_EGRESS`; 0 when it did not): a capture sees them that much after the
+        host sent them."""
+        held = [a.params for a in self.actions if a.name == HOLD_EGRESS]
+        return max((int(p["delay_us"]) for p in held if p.get("address") == address), default=0)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict."""
         return asdict(self)
@@ -183,6 +195,7 @@ __all__ = [
     "ClockOffset",
     "Event",
     "KernelLogLine",
+    "HOLD_EGRESS",
     "RAW_TCP",
     "RelativeClock",
     "ResourceCount",

@@ -67,9 +67,12 @@ class WireCase:
 
     def slack_us(self, packet: Packet, host: str) -> int:
         """How far apart a packet and an event of ``host`` may look in time and still be in
-        order: the packet's placement uncertainty plus the host's clock offset's."""
+        order: the packet's placement uncertainty plus the host's clock offset's, plus the
+        egress hold of the packet's sender, if it held its frames back (a capture sees them
+        only once the hold let them go: :meth:`hil.judge.timeline.Timeline.held_us`)."""
         tl_unc = max((tl.uncertainty_us(host) for tl in self.timelines), default=0)
-        return self.exchange.uncertainty_us.get(packet.point, 0) + tl_unc
+        held = max((tl.held_us(packet.src[0]) for tl in self.timelines), default=0)
+        return self.exchange.uncertainty_us.get(packet.point, 0) + tl_unc + held
 
     def host_of(self, conn: Connection, role: Role) -> str | None:
         """The host on ``role``'s end of ``conn``, when a timeline's connect is linked to it."""

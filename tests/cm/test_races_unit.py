@@ -4,12 +4,16 @@ test_races_lab.py."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from hil.cm.races import RACES, Budget, RaceSweep, Round
 from hil.cm.races.aim import aim, aim_windows, aimed_delay
 from hil.cm.races.core import drive, spread
 from hil.cm.races.destroy_reply import ORDERS, classify, sent_us
+from hil.cm.races.hold import passive_held
+from hil.cm.registry import lookup
 from hil.cm.scenario import StepRun
 from hil.errors import InputError
 from hil.judge.timeline import Action, Event, Timeline
@@ -244,3 +248,29 @@ def test_every_race_names_its_actions_event_and_orders() -> None:
         assert set(race.certain) <= set(race.orders) and "unclear" not in race.orders
         assert set(race.aimed) <= set(race.orders) - set(race.certain)
     assert RACES["destroy_reply"].aimed == RACES["destroy_terminate"].aimed == ("in_flight",)
+
+
+def test_a_hold_is_kept_by_a_scaled_budget_and_said_in_its_description() -> None:
+    budget = Budget(2_000, 500, rounds=2, hold_us=3_000)
+    assert budget.scaled(4).hold_us == 3_000  # the frame's trip, not the CM's pace
+    assert "the peer's frames held back 3000 µs" in budget.describe()
+    assert "held back" not in Budget(2_000, 500).describe()
+    with pytest.raises(InputError, match="hold_us must be at least 0, not -1"):
+        Budget(2_000, 500, hold_us=-1)
+
+
+def test_only_the_races_whose_middle_order_is_a_frame_on_its_way_hold_frames_back() -> None:
+    held = {name for name, race in RACES.items() if race.full.hold_us}
+    assert held == {"destroy_reply", "destroy_terminate"}
+    sweep = lookup("race_disconnects")
+    with pytest.raises(InputError, match="race disconnects holds no frames back"):
+        sweep(None, hold_us=3_000)
+
+
+def test_a_held_sweep_without_a_restore_journal_is_refused_before_any_change() -> None:
+    sides = SimpleNamespace(journal=None)
+    with (
+        pytest.raises(InputError, match="changes a host's qdisc: it needs a restore journal"),
+        passive_held(sides, None, Budget(1_000, 500, hold_us=3_000)),  # type: ignore[arg-type]
+    ):
+        pass

@@ -12,8 +12,6 @@ import dataclasses
 import signal
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,17 +38,14 @@ def lab(netns_lab: NetnsLab) -> NetnsLab:
 
 
 @pytest.fixture
-def hosts(lab: NetnsLab, store: Store) -> Iterator[Hosts]:
-    with Hosts(lab.inventory(), store) as hosts:
-        yield hosts
+def hosts(netns_hosts: Hosts) -> Hosts:
+    return netns_hosts
 
 
 @pytest.fixture
-def ctl(hosts: Hosts, store: Store) -> Iterator[LinkControl]:
-    """A run's link control; its teardown undoes whatever the test left pulled."""
-    journal = Journal(hosts, store, f"test-{uuid.uuid4().hex[:8]}")
-    yield LinkControl(hosts, journal)
-    journal.close().check("test teardown")
+def ctl(hosts: Hosts, run_journal: Journal) -> LinkControl:
+    """A run's link control; its journal's teardown undoes whatever the test left pulled."""
+    return LinkControl(hosts, run_journal)
 
 
 def _end(ctl: LinkControl, host: str) -> EndState:

@@ -12,7 +12,7 @@ import pytest
 
 from hil.errors import InputError
 from hil.judge.profiles import IW_CXGB4, SIW, Profile
-from hil.judge.timeline import RAW_TCP, Action, ClockOffset, Event, Timeline
+from hil.judge.timeline import HOLD_EGRESS, RAW_TCP, Action, ClockOffset, Event, Timeline
 from hil.wire.judge import judge
 from hil.wire.model import Connection, Exchange, Mpa, Packet, Terminate
 from hil.wire.rule import Outcome, WireRule
@@ -199,6 +199,24 @@ def test_an_event_before_its_cause_is_found() -> None:
     assert outcome.status == "fail"
     assert "no MPA reply on the wire before it" in outcome.findings[0].message
     assert "ESTABLISHED" in outcome.findings[0].message
+
+
+def test_a_held_senders_frames_may_show_on_the_wire_as_late_as_its_hold() -> None:
+    early = [
+        replace(i, t_us=1200) if isinstance(i, Event) and i.type == "ESTABLISHED" else i
+        for i in connected()
+    ]  # both ESTABLISHED 800 µs before the reply's capture (slack 150 µs)
+
+    def hold(address: str) -> Action:
+        params = {"netdev": "eth1", "address": address, "delay_us": 1_000}
+        return Action(t_us=100, side="b", name=HOLD_EGRESS, params=params)
+
+    rule = "every-teardown-event-has-a-cause"
+    assert run(handshake() + fin_close(), hold(P[0]), *early)[rule].status == "pass"
+    # Held by the other host, the reply's lateness is not the hold's: still found.
+    assert run(handshake() + fin_close(), hold(A[0]), *early)[rule].status == "fail"
+    assert timeline(hold(P[0])).held_us(P[0]) == 1_000
+    assert timeline(hold(P[0])).held_us(A[0]) == 0
 
 
 def test_clock_rules_skip_when_packets_are_not_placed() -> None:

@@ -14,7 +14,8 @@ package is imported:
 
 The common part (budget, rounds, counts, "race window not reached") is
 :mod:`hil.cm.races.core`, the aim of a race's narrow middle order
-:mod:`hil.cm.races.aim`; docs/cm-engine.md, "Race sweeps", says what each
+:mod:`hil.cm.races.aim`, the egress hold that widens a window while a frame
+is on its way :mod:`hil.cm.races.hold`; docs/cm-engine.md, "Race sweeps", says what each
 race's orders mean and what the lab reached.
 """
 
@@ -26,8 +27,10 @@ from hil.cm.races import (
     reject_request,
 )
 from hil.cm.races.core import RACES, Budget, Race, RaceSweep, Round
+from hil.cm.races.hold import HOLD_US
 
 __all__ = [
+    "HOLD_US",
     "RACES",
     "Budget",
     "Race",

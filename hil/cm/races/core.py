@@ -75,8 +75,12 @@ def _sequence_of(race: Race) -> Callable[..., Timeline]:
         window_us: int = full.window_us,
         step_us: int = full.step_us,
         rounds: int = full.rounds,
+        hold_us: int = full.hold_us,
     ) -> Timeline:
-        return race.sweep(s, Budget(window_us, step_us, rounds)).timeline_with_metrics()
+        if hold_us and not full.hold_us:
+            raise InputError(f"race {race.name} holds no frames back: it takes no hold_us")
+        budget = Budget(window_us, step_us, rounds, hold_us=hold_us)
+        return race.sweep(s, budget).timeline_with_metrics()
 
     sweep.__name__ = sweep.__qualname__ = f"race_{race.name}"
     sweep.__module__ = race.sweep.__module__
@@ -94,7 +98,9 @@ class Budget:
     come right after the two ends, nearest first, and a bounded sweep that misses
     only its aimed orders goes round them again until the cap (:func:`drive`), with
     ``chase_rounds`` rounds per offset there (default ``rounds``: fewer batches, so less
-    of each batch's fixed cost)."""
+    of each batch's fixed cost); ``hold_us``: the passive host's frames are held back this
+    long on the wire for the sweep (:mod:`hil.cm.races.hold`), which widens a middle order
+    that lives while a frame is on its way by as much (0: none)."""
 
     window_us: int
     step_us: int
@@ -103,6 +109,7 @@ class Budget:
     max_rounds: int | None = None
     focus_us: int = 0
     chase_rounds: int | None = None
+    hold_us: int = 0
 
     def __post_init__(self) -> None:
         if self.window_us < 0 or self.step_us <= 0 or not 1 <= self.rounds <= 100:
@@ -115,6 +122,8 @@ class Budget:
             raise InputError(f"max_rounds must be at least 1, not {self.max_rounds}")
         if self.focus_us < 0:
             raise InputError(f"focus_us must be at least 0, not {self.focus_us}")
+        if self.hold_us < 0:
+            raise InputError(f"hold_us must be at least 0, not {self.hold_us}")
 
     def offsets(self) -> list[int]:
         """The window's offsets, spread: both ends, the middle, then ever finer halves;
@@ -153,7 +162,8 @@ class Budget:
             if self.focus_us
             else ""
         )
-        return f"{self.rounds} per {self.step_us} µs step{focus}{stop}{cap}"
+        hold = f", the peer's frames held back {self.hold_us} µs" if self.hold_us else ""
+        return f"{self.rounds} per {self.step_us} µs step{focus}{stop}{cap}{hold}"
 
 
 def spread(values: Sequence[int]) -> list[int]:

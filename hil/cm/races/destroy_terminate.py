@@ -11,7 +11,10 @@ that fell inside the most ``in_flight`` windows measured so far (from the
 peer's close plus the clocks' uncertainty to the active side's DISCONNECTED,
 the TERMINATE's arrival as user space sees it; calibration rounds first,
 then every ``terminate_first`` round), so delay 0 is ``destroy_first``, the
-aim ``in_flight`` and the far end ``terminate_first``.
+aim ``in_flight`` and the far end ``terminate_first``.  The peer's frames are
+held back on the wire for the sweep (``Budget.hold_us``,
+:mod:`hil.cm.races.hold`), which keeps its TERMINATE on its way that much
+longer.
 
 A round is classified from the stamps (:func:`classify`):
 
@@ -45,6 +48,7 @@ from hil.cm.races.core import (
     drive,
     register,
 )
+from hil.cm.races.hold import HOLD_US, passive_held
 from hil.cm.scenario import ScenarioRun, Script, Step, StepRun, run
 from hil.judge.timeline import Event, Timeline
 
@@ -65,7 +69,7 @@ CALIBRATION_ROUNDS = 2
 ROUND_US = 100_000  # between two rounds' writes, past the window
 START_US = 200_000  # the first write: past the script's trip to its host (10-100 ms)
 POSTED_ONLY_S = 0.0  # a racing WRITE's wait: post it, do not poll its completion
-FULL = Budget(8_000, 250, rounds=1)
+FULL = Budget(8_000, 250, rounds=1, hold_us=HOLD_US)
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ def sweep_destroy_vs_terminate(
 ) -> RaceSweep:
     """Sweep the destroy over the budget's window around the aim (see the module); the
     window's low end, and any delay below 0, runs at 0: at the post's time (``aimed_delay``)."""
-    with s.recording("race-destroy-vs-terminate") as rec:
+    with s.recording("race-destroy-vs-terminate") as rec, passive_held(s, rec, budget):
         listener = steps.listen(rec, s.passive, backlog=16)
         active = rec.endpoint(s.active)
         calibration = _calibrate(rec, active, listener)
