@@ -106,6 +106,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool("ping", "iputils-ping", _H, "the pair's data path at pair setup (hil/host/pairsetup.py)"),
     Tool("nft", "nftables", _H, "the blackhole link pull (hil/host/linkctl.py)"),
+    Tool("ss", "iproute2", _H, "a listener's accept queue (hil/cm/regressions/held.py)"),
     Tool("tc", "iproute2", _H, "a race's egress hold: netem delay (hil/host/netdelay.py)"),
     Tool("tcpdump", "tcpdump", _H, "captures a link at its capture points (hil/wire/capture.py)"),
     Tool(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 from hil.agent.build import build
 from hil.agent.client import AgentClient, request
@@ -203,6 +203,12 @@ class Agent(AgentClient):
         """Counts of RDMA resources by type (cm_id, qp, cq, mr)."""
         params = wire.ResourcesParams(types=list(types) if types else None)
         return request(self, wire.RDMA_RESOURCES, params, timeout)
+
+    def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Every RDMA resource of ``kind`` (cm_id, qp, cq, mr) as ``rdma -j resource show``
+        prints it on the host (keys vary with its iproute2)."""
+        params = wire.ResourceRowsParams(type=kind)
+        return request(self, wire.RDMA_RESOURCE_ROWS, params, timeout)
 
     # -- kernel log ---------------------------------------------------------
 

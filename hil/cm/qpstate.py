@@ -11,32 +11,24 @@ or ``absent`` when the host has no QP of that number).
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hil.cm.clock import controller_us
-from hil.errors import RemoteError
 from hil.judge.timeline import Action
-from hil.tools import argv
 
 if TYPE_CHECKING:
     from hil.cm.endpoint import Endpoint
     from hil.cm.recording import Recording
 
 READ_TIMEOUT_S = 15.0  # one `rdma` run on a loaded TCG guest takes well under a second
-ARGV = argv("rdma", "-j", "resource", "show", "qp")
 
 
 def record(rec: Recording, ep: Endpoint, cm_id: str, qpn: int, device: str | None = None) -> Action:
     """Read the state of QP ``qpn`` (``ep``'s connection's) of RDMA ``device`` (any when
-    None) on its host and record it as a ``qp_state`` action on ``cm_id``; RemoteError
-    when the tool fails or prints no JSON."""
+    None) on its host and record it as a ``qp_state`` action on ``cm_id``; the agent's
+    error when the host's ``rdma`` fails."""
     start = controller_us()
-    out = ep.agent.run(ARGV, timeout=READ_TIMEOUT_S, check=True)
-    try:
-        rows: list[dict[str, Any]] = json.loads(out.stdout or "[]")
-    except ValueError as e:
-        raise RemoteError(ep.host, f"{' '.join(ARGV)} printed no JSON ({e}): {out.stdout!r}") from e
+    rows = ep.agent.rdma_resource_rows("qp", READ_TIMEOUT_S)
     # QP numbers are unique per device: the number and the pair's device find it (the
     # tool shows no pid for siw's QPs on the lab's 6.1 kernel).
     state = next(

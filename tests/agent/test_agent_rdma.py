@@ -99,6 +99,17 @@ def test_devices_links_and_resource_counts_from_rdma_json(fake_rdma) -> None:
     assert {"rdma_devices", "rdma_links", "rdma_resources"} <= agent.checked
 
 
+def test_resource_rows_are_the_tools_json_rows(fake_rdma) -> None:
+    agent, calls = fake_rdma
+    assert agent.rdma_resource_rows("qp") == QP_SHOW
+    assert agent.rdma_resource_rows("cm_id") == CM_ID_SHOW
+    assert agent.rdma_resource_rows("mr") == []
+    with pytest.raises(AgentCallError, match=r"unknown RDMA resource type 'pd'"):
+        agent.rdma_resource_rows("pd")
+    assert "rdma_resource_rows" in agent.checked
+    assert "-j resource show qp" in calls.read_text().splitlines()
+
+
 def test_siw_add_and_delete_pass_the_right_argv(fake_rdma) -> None:
     agent, calls = fake_rdma
     agent.add_siw("siw0", "eth1")

@@ -13,12 +13,11 @@ from __future__ import annotations
 import errno
 import ipaddress
 import itertools
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from hil.agent.client import AgentCallError
-from hil.agent.types import CommandResult, KernelLog
+from hil.agent.types import KernelLog
 from hil.cm.clock import controller_us
 from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
 
@@ -137,16 +136,15 @@ class FakeAgent:
         n = sum(len(ep.ids) for ep in self.eps.values())
         return {"cm_id": n, "qp": 0, "cq": 0, "mr": 0}
 
-    def run(self, argv: list[str], timeout: float = 60.0, check: bool = False) -> CommandResult:
-        """Only ``rdma -j resource show qp``: a QP per id that has one, ERR once closed."""
-        assert list(argv) == ["rdma", "-j", "resource", "show", "qp"], argv
-        rows = [
+    def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict]:
+        """Only QPs: one per id that has one, ERR once closed."""
+        assert kind == "qp", kind
+        return [
             {"ifname": "siw_data0", "lqpn": c.qpn, "state": "ERR" if c.state == "closed" else "RTS"}
             for ep in self.eps.values()
             for c in ep.ids.values()
             if c.qpn is not None
         ]
-        return CommandResult(tuple(argv), 0, json.dumps(rows), "")
 
     def kmsg_cursor(self) -> int:
         return 1

@@ -8,9 +8,11 @@ that accepts nothing; the `rdma` text is what the 6.12 lab's passive guest print
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -48,25 +50,27 @@ def test_the_accept_queue_is_the_listening_sockets_recv_q_in_real_ss_output() ->
 
 
 def test_only_children_in_connect_on_the_listeners_port_count() -> None:
-    assert connecting_children(RDMA_HOLDING, 29689) == 1  # not the LISTEN one, nor port 4791
-    assert connecting_children('[{"state":"CONNECT","src-port":7}]', 7) == 1  # older rdma
-    assert connecting_children("", 7) == 0  # no cm_id at all
+    assert connecting_children(json.loads(RDMA_HOLDING), 29689) == 1  # not LISTEN, nor 4791
+    assert connecting_children([{"state": "CONNECT", "src-port": 7}], 7) == 1  # older rdma
+    assert connecting_children([], 7) == 0  # no cm_id at all
 
 
 class ScriptedHost:
-    """An agent's `run` at the boundary: `ss` answers ``ss``, `rdma` answers from
-    ``ids`` in turn (the last one again once they are used up)."""
+    """An agent at the boundary: `ss` answers ``ss``, its cm_id rows come from ``ids`` in
+    turn (the last one again once they are used up)."""
 
     def __init__(self, ss: str, ids: list[str]) -> None:
         self.ss, self.ids = ss, ids
         self.calls: list[list[str]] = []
 
     def run(self, argv: Sequence[str], timeout: float = 60.0, check: bool = False) -> CommandResult:
-        self.calls.append(list(argv))
-        if argv[0] == "ss":
-            return CommandResult(tuple(argv), 0, self.ss, "")
-        seen = sum(1 for c in self.calls if c[0] == "rdma")
-        return CommandResult(tuple(argv), 0, self.ids[min(seen, len(self.ids)) - 1], "")
+        self.calls.append([Path(argv[0]).name, *argv[1:]])
+        return CommandResult(tuple(argv), 0, self.ss, "")
+
+    def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict]:
+        self.calls.append(["rows", kind])
+        seen = sum(1 for c in self.calls if c[0] == "rows")
+        return json.loads(self.ids[min(seen, len(self.ids)) - 1] or "[]")
 
 
 def test_waiting_for_the_first_child_looks_until_rdma_cm_has_it(
@@ -75,7 +79,7 @@ def test_waiting_for_the_first_child_looks_until_rdma_cm_has_it(
     monkeypatch.setattr(held, "POLL_S", 0.0)
     host = ScriptedHost("", ["[]", "[]", RDMA_HOLDING])
     assert wait_child(host, 29689, timeout=5) == 1  # type: ignore[arg-type]
-    assert host.calls == [["rdma", "-j", "resource", "show", "cm_id"]] * 3
+    assert host.calls == [["rows", "cm_id"]] * 3
 
 
 def test_a_child_that_never_shows_ends_the_wait_at_its_bound(

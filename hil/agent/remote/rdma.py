@@ -115,10 +115,19 @@ def resources(timeout: float, types: list[str] | None = None) -> dict[str, int]:
     return {t: len(_json(["resource", "show", t], timeout)) for t in wanted}
 
 
+def resource_rows(type: str, timeout: float) -> list[dict[str, Any]]:
+    """Every resource of ``type`` (one of RESOURCE_TYPES) as ``rdma -j resource show``
+    prints it: the rows a caller filters (a QP's state, the cm_ids on a port)."""
+    if type not in RESOURCE_TYPES:
+        raise OpError("bad_params", f"unknown RDMA resource type {type!r}; know {RESOURCE_TYPES}")
+    return _json(["resource", "show", type], timeout)
+
+
 METHODS: dict[MethodName, Callable[..., object]] = {
     "rdma_devices": devices,
     "rdma_links": links,
     "rdma_add_siw": add_siw,
     "rdma_delete_link": delete_link,
     "rdma_resources": resources,
+    "rdma_resource_rows": resource_rows,
 }

@@ -16,11 +16,12 @@ resource show cm_id`` lists the children rdma_cm made for requests it got.
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from hil import tools
 
 if TYPE_CHECKING:
     from hil.agent.agent import Agent
@@ -49,11 +50,11 @@ def accept_queue(ss_lines: str, port: int) -> int | None:
     return None
 
 
-def connecting_children(rdma_json: str, port: int) -> int:
-    """How many cm_ids of ``rdma -j resource show cm_id`` are in state CONNECT on local
-    ``port`` (older iproute2 puts the port in ``src-port``, newer in ``src-addr``)."""
+def connecting_children(rows: list[dict[str, Any]], port: int) -> int:
+    """How many cm_ids of ``rdma -j resource show cm_id``'s ``rows`` are in state CONNECT
+    on local ``port`` (older iproute2 puts the port in ``src-port``, newer in ``src-addr``)."""
     count = 0
-    for cm in json.loads(rdma_json or "[]"):
+    for cm in rows:
         local = cm.get("src-port")
         if local is None:
             local = _port_of(str(cm.get("src-addr", "")))
@@ -67,14 +68,13 @@ def look(agent: Agent, port: int) -> Held:
     at once: each is a process start on a guest, a quarter second under load)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         ids = pool.submit(children, agent, port)
-        ss = agent.run(["ss", "-Hltn", "sport", "=", f":{port}"], timeout=CALL_S, check=True)
+        ss = agent.run(tools.argv("ss", "-Hltn", "sport", "=", f":{port}"), CALL_S, check=True)
         return Held(accept_queue(ss.stdout, port), ids.result())
 
 
 def children(agent: Agent, port: int) -> int:
     """How many cm_ids on ``agent``'s host are in state CONNECT on local ``port``."""
-    ids = agent.run(["rdma", "-j", "resource", "show", "cm_id"], timeout=CALL_S, check=True)
-    return connecting_children(ids.stdout, port)
+    return connecting_children(agent.rdma_resource_rows("cm_id", CALL_S), port)
 
 
 def wait_child(agent: Agent, port: int, timeout: float) -> int:

@@ -3,7 +3,7 @@ agent): their params and replies, and each declared as a :class:`Method`."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from .spec import Method
 
@@ -11,12 +11,12 @@ __all__ = [
     "NoParams", "PingReply", "RunParams", "RunReply", "SysctlGetParams", "SysctlSetParams",
     "NetdevParams", "AddressesParams", "SetLinkParams", "AddressParams", "FlushAddressesParams",
     "WaitLinkParams", "AddLinkParams", "NameParams", "AddSiwParams", "ResourcesParams",
-    "CursorParams", "LinkReply", "AddressReply", "DrvInfoReply", "RdmaDeviceReply",
-    "RdmaLinkReply", "KmsgRecordReply", "KmsgReadReply", "PING", "RUN", "SYSCTL_GET",
-    "SYSCTL_SET", "LINKS", "LINK", "ADDRESSES", "SET_LINK", "ADD_ADDRESS", "DELETE_ADDRESS",
-    "FLUSH_ADDRESSES", "WAIT_LINK", "ADD_LINK", "DELETE_LINK", "ETHTOOL_DRVINFO", "RDMA_DEVICES",
-    "RDMA_LINKS", "RDMA_ADD_SIW", "RDMA_DELETE_LINK", "RDMA_RESOURCES", "KMSG_CURSOR",
-    "KMSG_READ", "KMSG_CLOSE",
+    "ResourceRowsParams", "CursorParams", "LinkReply", "AddressReply", "DrvInfoReply",
+    "RdmaDeviceReply", "RdmaLinkReply", "KmsgRecordReply", "KmsgReadReply", "PING", "RUN",
+    "SYSCTL_GET", "SYSCTL_SET", "LINKS", "LINK", "ADDRESSES", "SET_LINK", "ADD_ADDRESS",
+    "DELETE_ADDRESS", "FLUSH_ADDRESSES", "WAIT_LINK", "ADD_LINK", "DELETE_LINK", "ETHTOOL_DRVINFO",
+    "RDMA_DEVICES", "RDMA_LINKS", "RDMA_ADD_SIW", "RDMA_DELETE_LINK", "RDMA_RESOURCES",
+    "RDMA_RESOURCE_ROWS", "KMSG_CURSOR", "KMSG_READ", "KMSG_CLOSE",
 ]  # fmt: skip
 
 
@@ -102,6 +102,10 @@ class ResourcesParams(TypedDict, total=False):
     types: list[str] | None  # of RESOURCE_TYPES; None for all
 
 
+class ResourceRowsParams(TypedDict):
+    type: str  # one of RESOURCE_TYPES
+
+
 class CursorParams(TypedDict):
     cursor: int
 
@@ -185,6 +189,9 @@ RDMA_LINKS = Method("rdma_links", NoParams, list[RdmaLinkReply])
 RDMA_ADD_SIW = Method("rdma_add_siw", AddSiwParams, _NONE)
 RDMA_DELETE_LINK = Method("rdma_delete_link", NameParams, _NONE)
 RDMA_RESOURCES = Method("rdma_resources", ResourcesParams, dict[str, int])
+# The rows of ``rdma -j resource show TYPE`` as the host's iproute2 prints them: their keys
+# differ between versions (a cm_id's port in ``src-port`` or in ``src-addr``).
+RDMA_RESOURCE_ROWS = Method("rdma_resource_rows", ResourceRowsParams, list[dict[str, Any]])
 KMSG_CURSOR = Method("kmsg_cursor", NoParams, int)
 KMSG_READ = Method("kmsg_read", CursorParams, KmsgReadReply)
 KMSG_CLOSE = Method("kmsg_close", CursorParams, _NONE)

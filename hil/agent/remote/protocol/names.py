@@ -41,6 +41,7 @@ MethodName = Literal[
     "rdma_add_siw",
     "rdma_delete_link",
     "rdma_resources",
+    "rdma_resource_rows",
     # kmsg.py
     "kmsg_cursor",
     "kmsg_read",
