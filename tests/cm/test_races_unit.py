@@ -250,9 +250,10 @@ def test_every_race_names_its_actions_event_and_orders() -> None:
     assert RACES["destroy_reply"].aimed == RACES["destroy_terminate"].aimed == ("in_flight",)
 
 
-def test_a_hold_is_kept_by_a_scaled_budget_and_said_in_its_description() -> None:
+def test_a_hold_scales_with_its_budget_and_is_said_in_its_description() -> None:
     budget = Budget(2_000, 500, rounds=2, hold_us=3_000)
-    assert budget.scaled(4).hold_us == 3_000  # the frame's trip, not the CM's pace
+    slow = budget.scaled(4)
+    assert (slow.hold_us, slow.window_us, slow.step_us) == (12_000, 8_000, 2_000)
     assert "the peer's frames held back 3000 µs" in budget.describe()
     assert "held back" not in Budget(2_000, 500).describe()
     with pytest.raises(InputError, match="hold_us must be at least 0, not -1"):

@@ -142,7 +142,9 @@ class Budget:
 
     def scaled(self, factor: float) -> Budget:
         """The same budget over a window ``factor`` times as wide, in steps as many times
-        longer (as many rounds): for a kernel whose CM is that much slower."""
+        longer (as many rounds), its hold as many times longer: for a kernel whose CM is
+        that much slower (where a held frame's sender sees its own close that much later,
+        and its receiver is that much longer busy taking the frame in)."""
         if factor < 1:
             raise InputError(f"a budget widens by a factor of at least 1, not {factor}")
         return replace(
@@ -150,6 +152,7 @@ class Budget:
             window_us=round(self.window_us * factor),
             step_us=round(self.step_us * factor),
             focus_us=round(self.focus_us * factor),
+            hold_us=round(self.hold_us * factor),
         )
 
     def describe(self) -> str:
