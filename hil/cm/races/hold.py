@@ -4,7 +4,7 @@ destroy_reply's and destroy_terminate's middle order (``in_flight``) lives
 while the passive side's frame (the MPA reply, the TERMINATE) is on its way
 to the destroying host.  Unheld, that is 0.5-5 ms on the TCG lab, moving by
 milliseconds from round to round, and the hosts' clocks (+/- 0.3-0.5 ms)
-make most rounds near it ``unclear``: a loaded CI run once had no round in it
+make most rounds near it ``unclear``: a CI run (2026-12-03) had no round in it
 in 100.  Held back ``Budget.hold_us`` by netem (:mod:`hil.host.netdelay`),
 the frame stays on the wire that long, so the window is at least that wide.
 The orders are still read from the stamps, never from the hold; the rounds
