@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hil.agent.client import AgentCallError
-from hil.agent.types import KernelLog
+from hil.agent.types import CommandResult, KernelLog
 from hil.cm.clock import controller_us
 from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
 
@@ -135,6 +135,10 @@ class FakeAgent:
     def rdma_resources(self, types: list[str] | None = None) -> dict[str, int]:
         n = sum(len(ep.ids) for ep in self.eps.values())
         return {"cm_id": n, "qp": 0, "cq": 0, "mr": 0}
+
+    def run(self, argv: list[str], timeout: float = 60.0, check: bool = False) -> CommandResult:
+        """No command runs on the fake host but what a test scripts here (monkeypatch)."""
+        raise AssertionError(f"the fake CM host runs no commands a test did not script: {argv}")
 
     def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict]:
         """Only QPs: one per id that has one, ERR once closed."""
