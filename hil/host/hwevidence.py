@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hil import tools
-from hil.agent.types import CommandResult
 from hil.host.hwdebugfs import CXGB4, CXGB4_DEBUGFS, FILES, Debugfs, split_debugfs
 from hil.host.hwdiff import HostSnapshot as HostSnapshot
 from hil.host.hwdiff import HwEvidence as HwEvidence
@@ -105,7 +104,7 @@ def locate(agent: Runner, host: str, netdev: str, rdma_device: str | None, drive
     r = agent.run(tools.argv("readlink", "-f", device), timeout=READ_TIMEOUT)
     pci = posixpath.basename(r.stdout.strip()) if r.status == 0 else ""
     if not pci:
-        why = _why(r)
+        why = r.why()
         return Target(host, netdev, None, f"cannot find {rdma_device}'s PCI function ({why})")
     return Target(host, netdev, posixpath.join(CXGB4_DEBUGFS, pci))
 
@@ -114,7 +113,7 @@ def read_counters(agent: Runner, target: Target) -> tuple[dict[str, int], str]:
     """``ethtool -S`` of the target's netdev: (counters, "") or ({}, why there are none)."""
     r = agent.run(tools.argv("ethtool", "-S", target.netdev), timeout=READ_TIMEOUT)
     if r.status != 0:
-        return {}, f"ethtool -S {target.netdev} failed: {_why(r)}"
+        return {}, f"ethtool -S {target.netdev} failed: {r.why()}"
     counters = parse_ethtool_stats(r.stdout)
     if not counters:
         return {}, f"ethtool -S {target.netdev} printed no counters"
@@ -136,7 +135,7 @@ def read_debugfs(
     found = split_debugfs(target.debugfs, r, names)
     if found.files:
         return found, ""
-    reasons = sorted(set(found.unreadable.values())) or [_why(r)]
+    reasons = sorted(set(found.unreadable.values())) or [r.why()]
     return None, f"{target.debugfs} unreadable ({'; '.join(reasons)}){_hint(reasons)}"
 
 
@@ -185,7 +184,3 @@ def count_kind(directory: str, name: str) -> str:
     """The leak check's name of a debugfs count: what it counts and the file."""
     what = {"qps": "QPs", "eps": "endpoints"}[name]
     return f"{what} listed in {posixpath.join(directory, name)}"
-
-
-def _why(r: CommandResult) -> str:
-    return (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]

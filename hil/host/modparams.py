@@ -158,7 +158,7 @@ def _set(agent: Agent, host: str, p: PinnedParam, old: str, journal: Journal) ->
     r = agent.run(tools.argv("tee", path), input=f"{p.value}\n", timeout=READ_TIMEOUT)
     if r.status != 0:
         journal.forget(entry)
-        why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
+        why = r.why()
         raise RemoteError(
             host,
             f"cannot set module parameter {p.driver}.{p.name}={p.value} ({why}); "

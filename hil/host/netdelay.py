@@ -44,7 +44,7 @@ def root_qdisc(agent: Agent, host: str, netdev: str) -> tuple[str, str]:
     argv = tools.argv("tc", "-j", "qdisc", "show", "dev", netdev, "root")
     got = agent.run(argv, TC_TIMEOUT)
     if got.status != 0:
-        why = (got.stderr.strip().splitlines() or [f"exit {got.status}"])[-1]
+        why = got.why()
         raise RemoteError(host, f"tc qdisc show dev {netdev} failed ({why}); is {netdev} there?")
     try:
         qdiscs = json.loads(got.stdout or "[]")
@@ -89,7 +89,7 @@ def held_egress(
     got = agent.run(tools.argv("tc", *add), TC_TIMEOUT)
     if got.status != 0:
         journal.forget(entry)  # nothing was added: its undo would delete the default
-        why = (got.stderr.strip().splitlines() or [f"exit {got.status}"])[-1]
+        why = got.why()
         raise RemoteError(
             host,
             f"cannot hold {netdev}'s frames back ({why}); the kernel needs "

@@ -84,7 +84,7 @@ def _iwpmd(port: CheckedPort, driver: str) -> None:
         port.add("iwpmd", "info", f"{state}; not needed: {driver} maps no ports (IW_F_NO_PORT_MAP)")
         return
     if r.status not in (0, 1):
-        why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
+        why = r.why()
         port.add("iwpmd", "fail", f"cannot tell whether iwpmd runs ({why})", "running", IWPMD_FIX)
     elif not running:
         status: Status = "fail" if needs else "warn"

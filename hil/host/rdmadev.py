@@ -32,7 +32,7 @@ def read_file(agent: Agent, host: str, path: str) -> str:
     """A sysfs (or procfs) file's content, stripped; RemoteError naming host and file."""
     r = agent.run(tools.argv("cat", path), timeout=READ_TIMEOUT)
     if r.status != 0:
-        why = (r.stderr.strip().splitlines() or [f"exit {r.status}"])[-1]
+        why = r.why()
         raise RemoteError(host, f"cannot read {path} ({why})")
     return r.stdout.strip()
 

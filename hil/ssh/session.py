@@ -51,6 +51,10 @@ class Result:
     stdout: str
     stderr: str
 
+    def why(self) -> str:
+        """What the command said of a failure: its stderr's last line, else its exit status."""
+        return (self.stderr.strip().splitlines() or [f"exit {self.status}"])[-1]
+
 
 class SSHSession:
     """An authenticated connection to one host; see ``connect``."""

@@ -64,6 +64,12 @@ def test_check_false_returns_failures(session: SSHSession) -> None:
     assert session.run(["false"], check=False).status == 1
 
 
+def test_a_failures_why_is_its_last_stderr_line_else_its_status(session: SSHSession) -> None:
+    said = session.run(["sh", "-c", "echo one >&2; echo two >&2; exit 3"], check=False)
+    assert said.why() == "two"
+    assert session.run(["false"], check=False).why() == "exit 1"
+
+
 def test_input_is_piped_to_stdin_as_text_or_bytes(session: SSHSession) -> None:
     assert session.run(["cat"], input="hello\n").stdout == "hello\n"
     assert session.run(["wc", "-c"], input=b"\x00\x01\x02").stdout.strip() == "3"
