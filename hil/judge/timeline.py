@@ -19,7 +19,7 @@ holding ``id``), ``pull`` / ``restore`` (link; params ``mode`` and
 ``traffic``), ``traffic``, ``write`` (one RDMA WRITE; params ``how`` when
 the peer must refuse it, and its completion's ``wc_status``), ``hold_egress``
 (a race's egress hold: params ``address`` and ``delay_us``, see
-:meth:`Timeline.held_us`).
+:meth:`Timeline.holds`).
 """
 
 from __future__ import annotations
@@ -133,12 +133,16 @@ class Timeline:
                     return rc.uncertainty_us
         return sum(by_host[h].uncertainty_us for h in distinct if h in by_host)
 
-    def held_us(self, address: str) -> int:
-        """How long the host of data address ``address`` held its frames back in this run
-        (:data:`HOLD_EGRESS`; 0 when it did not): a capture sees them that much after the
-        host sent them."""
-        held = [a.params for a in self.actions if a.name == HOLD_EGRESS]
-        return max((int(p["delay_us"]) for p in held if p.get("address") == address), default=0)
+    def holds(self) -> dict[str, int]:
+        """How long each host that held its frames back in this run held them (µs, by its
+        data address; :data:`HOLD_EGRESS`): a capture sees them that much after the host
+        sent them."""
+        held: dict[str, int] = {}
+        for a in self.actions:
+            if a.name == HOLD_EGRESS:
+                address = str(a.params["address"])
+                held[address] = max(held.get(address, 0), int(a.params["delay_us"]))
+        return held
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from hil.judge.profiles import Profile, Profiles, WireExpect
@@ -69,10 +70,19 @@ class WireCase:
         """How far apart a packet and an event of ``host`` may look in time and still be in
         order: the packet's placement uncertainty plus the host's clock offset's, plus the
         egress hold of the packet's sender, if it held its frames back (a capture sees them
-        only once the hold let them go: :meth:`hil.judge.timeline.Timeline.held_us`)."""
+        only once the hold let them go: :meth:`hil.judge.timeline.Timeline.holds`)."""
         tl_unc = max((tl.uncertainty_us(host) for tl in self.timelines), default=0)
-        held = max((tl.held_us(packet.src[0]) for tl in self.timelines), default=0)
+        held = self._holds.get(packet.src[0], 0)
         return self.exchange.uncertainty_us.get(packet.point, 0) + tl_unc + held
+
+    @cached_property
+    def _holds(self) -> dict[str, int]:
+        # Read once per case: slack_us runs for every packet a rule places.
+        held: dict[str, int] = {}
+        for tl in self.timelines:
+            for address, us in tl.holds().items():
+                held[address] = max(held.get(address, 0), us)
+        return held
 
     def host_of(self, conn: Connection, role: Role) -> str | None:
         """The host on ``role``'s end of ``conn``, when a timeline's connect is linked to it."""
