@@ -28,8 +28,8 @@ LAYERS = [
     "judge",
     "host",
     "cm",
-    "run",
     "wire",
+    "run",  # hil/run: a pair run and its tests, which capture and judge the wire
     "report",
     "lab",
     "plugin",

@@ -3,9 +3,14 @@
 ``hil cm run SEQUENCE`` reserves a pair (``--pair``, ``--require``, or the
 first free one; ``--lease`` adopts a lease already held), replays what dead
 runs left in its journal, sets the pair up, runs the sequence, restores the
-pair and releases the lease it took.  It prints the timeline (both hosts'
-events and the controller's actions on the controller's clock) and the
-contract verdict.  Exit 0 when the contract holds, 4 when it is violated.
+pair and releases the lease it took.  The sequence runs as one test
+(:class:`hil.run.testrun.TestRun`), as in pytest: the link captured and
+judged by the wire rules, the resources and kernel log checked after it
+(kmemleak on a debug kernel), so it gives the same verdicts as the suites.
+It prints the timeline (both hosts' events and the controller's actions on
+the controller's clock), the contract verdict and each stage's verdict.
+``--no-wire`` and ``--no-evidence`` leave those stages out.  Exit 0 when
+every verdict holds, 4 when one is violated, 3 when a stage could not run.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from hil.cli.options import (
     wait_option,
 )
 from hil.cm import registry
-from hil.errors import EXIT_OK, EXIT_VIOLATION, InputError
+from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION, InputError
+from hil.host.evidence import SETTLE_S
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -65,10 +71,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="K=V",
         help="a sequence parameter, e.g. -p by=passive -p count=16 (repeatable)",
     )
+    p.add_argument("--no-wire", action="store_true", help="capture nothing and judge no wire rule")
+    p.add_argument(
+        "--no-evidence",
+        action="store_true",
+        help="check neither resources nor the kernel log after the run (nor kmemleak)",
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=SETTLE_S,
+        metavar="SECONDS",
+        help=f"how long resources may take to come back after the run (default {SETTLE_S:g})",
+    )
     module_param_option(p)
     wait_option(p)
     timeout_options(p)
-    json_option(p, help='print one JSON object: {"lease", "setup", "timeline", "verdict"}')
+    json_option(
+        p,
+        help='print one JSON object: {"lease", "setup", "provider", "timeline", "verdict", '
+        '"evidence", "wire", "outcome", "ok", "failures", "lab_errors"}',
+    )
     p.set_defaults(func=_run)
 
 
@@ -125,10 +148,11 @@ def sequence_params(name: str, pairs: list[str], mode: str | None) -> dict[str, 
 
 
 def _run(args: argparse.Namespace) -> int:
+    from hil.cli.cm_output import JsonOutput, TextOutput
     from hil.inventory import load_from_args
-    from hil.judge.contract import check
     from hil.reservation import open_store
     from hil.run import PairRequest, PairRun
+    from hil.run.testrun import TestOptions
     from hil.timeouts import configured
 
     params = sequence_params(args.sequence, args.param, args.mode)
@@ -141,27 +165,33 @@ def _run(args: argparse.Namespace) -> int:
         wait=args.wait,
         module_params=tuple(args.module_param),
     )
+    options = TestOptions(
+        wire=not args.no_wire, evidence=not args.no_evidence, settle_s=args.settle
+    )
+    output = JsonOutput() if args.json else TextOutput()
     bounds = configured(agent_call_s=args.timeout_agent, step_slack_s=args.timeout_step_slack)
     with bounds, open_store(args.store) as store:
         if args.lease and not any(le.id == args.lease for le in store.leases()):
             raise InputError(f"lease {args.lease} is not live (hil status lists leases)")
-        with PairRun(
-            inv, store, request, progress=lambda t: print(f"hil: {t}", file=sys.stderr)
-        ) as run:
-            timeline = run.session(args.direction).run(args.sequence, **params)
-            verdict = check(timeline, run.profile)
-            doc = {
-                "lease": run.lease.to_json(),
-                "setup": run.state.to_json(),
-                "provider": _provider_json(run),
-                "timeline": timeline.to_dict(),
-                "verdict": verdict.to_dict(),
-            }
-    if args.json:
-        print(json.dumps(doc))
-    else:
-        _print(doc, verdict.to_text())
-    return EXIT_OK if doc["verdict"]["ok"] else EXIT_VIOLATION
+        with PairRun(inv, store, request, observers=[output], progress=_progress) as run:
+            if isinstance(output, JsonOutput):
+                output.doc.update(
+                    lease=run.lease.to_json(),
+                    setup=run.state.to_json(),
+                    provider=_provider_json(run),
+                )
+            with run.test(f"hil cm run {args.sequence}", options) as t:
+                run.session(args.direction).run(args.sequence, **params)
+    assert t.result is not None
+    if isinstance(output, JsonOutput):
+        print(json.dumps(output.doc))
+    if t.result.lab_errors:
+        return EXIT_INFRA
+    return EXIT_OK if t.result.ok else EXIT_VIOLATION
+
+
+def _progress(text: str) -> None:
+    print(f"hil: {text}", file=sys.stderr)
 
 
 def _provider_json(run: Any) -> dict[str, Any]:
@@ -172,24 +202,3 @@ def _provider_json(run: Any) -> dict[str, Any]:
         "profile": run.profile.name,
         "hosts": [dataclasses.asdict(h) for h in p.hosts],
     }
-
-
-def _print(doc: dict[str, Any], verdict_text: str) -> None:
-    from hil.judge.timeline import Timeline
-
-    tl = Timeline.from_dict(doc["timeline"])
-    print(
-        f"{tl.scenario} on pair {doc['lease']['pair']} ({tl.pair[0]}, {tl.pair[1]}), "
-        f"profile {tl.provider}"
-    )
-    for o in tl.offsets:
-        print(f"  clock {o.host}: offset {o.offset_us} us +/- {o.uncertainty_us} us")
-    t0 = min((x.t_us for x in tl.merged()), default=0)
-    for x in tl.merged():
-        print(f"  {(x.t_us - t0) / 1000:10.3f} ms  {x.brief()}")
-    for name, value in sorted(tl.metrics.items()):
-        print(f"  metric {name} = {value:g}")
-    for r in tl.resources:
-        if r.after != r.before:
-            print(f"  resources {r.host} {r.kind}: {r.before} before, {r.after} after")
-    print(verdict_text)

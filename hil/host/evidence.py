@@ -4,7 +4,7 @@ Invariant 11 of docs/contract.md needs, on each host, the counts of
 ``rdma resource show cm_id|qp|cq|mr`` before and after a test (or a CM run)
 and every kernel log line logged in between.  This is the one place that
 takes them; the CM recording (:mod:`hil.cm.recording`), the after-test
-checks (the ``hil`` pytest plugin) and the report (:mod:`hil.report.evidence`)
+checks of each test (:mod:`hil.run.testrun`)
 all use it::
 
     base = begin(probes)                # probes: host name -> Agent (or any Probe)

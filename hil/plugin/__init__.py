@@ -39,14 +39,11 @@ if TYPE_CHECKING:
 SESSION_KEY = pytest.StashKey["HilSession"]()
 
 pytest_plugins = [
-    "hil.plugin.fixtures",  # cm, profile, contract, direction, the after-test checks
+    "hil.plugin.testrun",  # every test on the pair inside a TestRun: capture, evidence, verdicts
+    "hil.plugin.fixtures",  # cm, profile, contract, direction
     "hil.plugin.timeouts",  # the agent call, step, test and session timeout layers
-    "hil.plugin.wire",  # each test's capture, judged by the wire rules
-    "hil.plugin.hwevidence",  # ethtool -S and the driver's debugfs around each test
     "hil.plugin.attempts",  # each test's attempt marker: what ran when a run or host died
     "hil.plugin.crash",  # a host that crashes under a test: noticed, recovered or quarantined
-    "hil.plugin.kernel",  # the kernel label; a kmemleak scan after each test on a debug kernel
-    "hil.plugin.known",  # known kernel findings: reported apart by the after-test checks
     "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)
     "hil.plugin.metrics",  # hil_metrics: a test records a metric for the trends
 ]
@@ -160,7 +157,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[SESSION_KEY] = HilSession(config, config.getoption("hil_inventory"))
 
 
-def _session(config: pytest.Config) -> HilSession | None:
+def session_of(config: pytest.Config) -> HilSession | None:
+    """The session's hil state, when the plugin is active."""
     return config.stash.get(SESSION_KEY, None)
 
 
@@ -170,7 +168,7 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    hs = _session(session.config)
+    hs = session_of(session.config)
     if hs is None or _is_xdist_controller(session.config):
         return
     if session.config.option.collectonly:
@@ -181,7 +179,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    hs = _session(config)
+    hs = session_of(config)
     if hs is None:
         return []
     if _is_xdist_controller(config):
@@ -190,7 +188,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    hs = _session(item.config)
+    hs = session_of(item.config)
     if hs is None:
         return
     hs.stop_if_lease_lost()
@@ -198,16 +196,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if marker_reqs and hs.reserved is not None:
         reason = hs.unmet(marker_reqs)
         if reason:
-            from hil.plugin import kernel
-
             if hs.run is not None:
-                kernel.label_skipped(item.config, hs.run)
+                hs.run.skipped(item.nodeid, reason)
             pytest.skip(reason)
 
 
 @pytest.hookimpl(trylast=True)  # after the session fixtures' teardown undid our changes
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    hs = _session(session.config)
+    hs = session_of(session.config)
     if hs is not None:
         hs.finish()
 
@@ -215,7 +211,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def hil_run(request: pytest.FixtureRequest) -> PairRun:
     """The session's pair run (:class:`hil.run.PairRun`): lease, hosts, journal, setup."""
-    hs = _session(request.config)
+    hs = session_of(request.config)
     if hs is None:
         pytest.skip("no lab inventory: pass --hil-inventory FILE (or set HIL_INVENTORY)")
     return hs.require_run()
@@ -224,7 +220,7 @@ def hil_run(request: pytest.FixtureRequest) -> PairRun:
 @pytest.fixture(scope="session")
 def hil_pair(hil_run: PairRun, request: pytest.FixtureRequest) -> Reserved:
     """The pair this session (or xdist worker) holds, with its lease and inventory."""
-    hs = _session(request.config)
+    hs = session_of(request.config)
     assert hs is not None and hs.reserved is not None  # hil_run failed otherwise
     return hs.reserved
 

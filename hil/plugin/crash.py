@@ -3,10 +3,13 @@
 For every test on the pair (it uses ``hil_setup`` or ``hil_hosts``; its attempt
 marker is :mod:`hil.plugin.attempts`'):
 
-- **watch** (:class:`hil.host.liveness.Watch`) during the test's call: the
+- **watch** (:class:`hil.host.liveness.Watch`) from the test's setup to the
+  end of its teardown, the settle and the after-test checks included: the
   kernel log of both hosts and a liveness probe, bound ``--hil-liveness``.
   A panic, an oops or a host silent past the bound ends the test at once
-  (a signal to the main thread fails it wherever it waits) with
+  (a signal to the main thread fails it wherever it waits; the test's
+  :class:`~hil.run.testrun.TestRun` skips every stage that would ask the
+  hosts) with
   ``hil: HostCrashed: HOST: host crashed (...) during TEST: ...``, its own
   report category, and the host's last kernel log lines attached: those the
   agent streamed, or a virtual lab guest's console when it has more
@@ -59,6 +62,7 @@ class CrashState:
 
     summary: list[str] = field(default_factory=list)
     armed: pytest.Item | None = None
+    watch: Watch | None = None  # the armed test's
     lock: threading.Lock = field(default_factory=threading.Lock)
     previous_handler: Any = None
 
@@ -120,10 +124,17 @@ def _make_handler(state: CrashState) -> Any:
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
-    """After a crash: the host recovered and the pair set up again, or a clean stop."""
+    """Watch the pair's hosts through the test's setup, call and teardown; after a crash,
+    the host recovered and the pair set up again, or a clean stop."""
+    state = item.config.stash.get(_STATE, None)
+    watch = _start_watch(item)
     try:
         return (yield)
     finally:
+        if watch is not None and state is not None:
+            _disarm(state)
+            watch.stop()
+            state.watch = None
         crash, run, hs = crashed(item), pair_run(item), hil_session(item.config)
         if crash is not None and run is not None and hs is not None and hs.store is not None:
             _after_crash(item, hs, run, crash)
@@ -131,29 +142,25 @@ def pytest_runtest_protocol(
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """Watch the pair's hosts during the call; a crash fails the test at once."""
-    watch = _start_watch(item)
+    """A call that failed because a host went down fails saying so."""
+    state = item.config.stash.get(_STATE, None)
+    watch = None if state is None else state.watch
     if watch is None:
         return (yield)
-    state = item.config.stash[_STATE]
     try:
         result = yield
     except _NOT_FAILURES:
         raise
     except BaseException:
-        _disarm(state)
         # Failed on its own: was it because a host went down? Ask the watch first.
         if crashed(item) is None and watch.confirm() is None:
             raise
         result = None
-    finally:
-        _disarm(state)
-        watch.stop()
     crash = crashed(item) or watch.crash
     if crash is None:
         return result
     crash = with_console(item, crash)
-    item.stash[CRASH_KEY] = crash
+    _noticed(item, crash)
     attach_crash(crash)
     # The watch's signal may have come too late to end the call (or found it over).
     pytest.fail(message(crash, item.nodeid), pytrace=False)
@@ -179,7 +186,7 @@ def _start_watch(item: pytest.Item) -> Watch | None:
         with state.lock:
             if state.armed is not item:
                 return
-            item.stash[CRASH_KEY] = crash
+            _noticed(item, crash)
             signal.pthread_kill(main, CRASH_SIGNAL)
         # The test's own cleanup (closing its CM endpoints) must not wait out a call bound
         # on the dead host: with its agent and session dropped, those calls fail at once.
@@ -195,7 +202,16 @@ def _start_watch(item: pytest.Item) -> Watch | None:
     mark_consoles(item)
     with state.lock:
         state.armed = item
+        state.watch = watch
     return watch
+
+
+def _noticed(item: pytest.Item, crash: Crash) -> None:
+    """The crash kept for the report and the attempt marker, and told to the test's run."""
+    item.stash[CRASH_KEY] = crash
+    hs = hil_session(item.config)
+    if hs is not None and hs.current is not None:
+        hs.current.crash(crash)
 
 
 # -- after the crashed test ---------------------------------------------------------

@@ -8,7 +8,6 @@ import pytest
 
 if TYPE_CHECKING:
     from hil.cm.observer import Observer
-    from hil.wire.judge import WireReport
 
 
 @pytest.hookspec
@@ -24,13 +23,3 @@ def pytest_hil_observers(config: pytest.Config) -> list[Observer]:
 @pytest.hookspec
 def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
     """The session (or xdist worker) holds ``pair`` now; called once, after the reservation."""
-
-
-@pytest.hookspec
-def pytest_hil_wire(item: pytest.Item, report: WireReport) -> None:
-    """The wire judge's result for a test on the pair: its captures, packets and verdict.
-
-    Called in the test's teardown, after the capture stopped and before the
-    verdict fails the test; the capture files are removed when every
-    implementation returned.  The Allure report attaches them here.
-    """

@@ -13,6 +13,7 @@ import logging
 import os
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,6 +24,9 @@ from hil.plugin.interrupt import sigterm_as_interrupt
 from hil.reservation import Lease, open_store
 from hil.reservation.store import Store
 from hil.run import PairRequest, PairRun
+
+if TYPE_CHECKING:
+    from hil.run.testrun import TestOptions, TestRun
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,8 @@ class HilSession:
         self.run: PairRun | None = None
         self.error: HilError | None = None
         self.store: Store | None = None
+        self.current: TestRun | None = None  # the test on the pair under way
+        self.test_options: TestOptions | None = None  # read from the options at first use
         self._signals = ExitStack()
 
     def request(self) -> PairRequest:

@@ -11,18 +11,17 @@ work only when allure-pytest writes results (``--alluredir``):
   module parameter the run pinned, as read back), ``direction`` and
   ``pull_mode`` (from the test's parameters of those names; ``mode`` counts
   as the pull mode);
-- for tests on the pair, ``rdma resource`` counts before/after and the kernel
-  log of both hosts (:mod:`hil.report.evidence`);
-- the wire judge's result (``pytest_hil_wire``, called by the wire fixture
-  :mod:`hil.plugin.wire` in the test's teardown): the wire verdict, the
-  decoded exchange (ladder and packets as text, and JSON), each timeline's
-  picture with the wire lane, and the captures of both ends by ``--hil-pcap``:
-  ``failed`` (default) keeps those of a test that failed or whose wire
-  verdict failed, ``all`` of every test, ``none`` attaches none;
+- an observer of the session's pair run and its tests
+  (:mod:`hil.report.testobserver`, given to the plugin through
+  ``pytest_hil_observers``): every sequence run becomes a step with its
+  actions, the timeline and the verdict attached; each test on the pair gets
+  its ``kernel`` label, ``rdma resource`` counts before/after and the kernel
+  log of both hosts, its known kernel findings and kmemleak reports, the wire
+  verdict, the decoded exchange and each timeline's picture with the wire
+  lane, and the captures of both ends by ``--hil-pcap``: ``failed`` (default)
+  keeps those of a test that failed or whose wire verdict failed, ``all`` of
+  every test, ``none`` attaches none;
 - each test's metrics (``hil.report.attach.metric``) as an attachment;
-- an observer of the session's pair run (:mod:`hil.report.observer`, given
-  to the plugin through ``pytest_hil_observers``): every sequence run becomes
-  a step with its actions, the timeline and the verdict attached;
 - the quarantine list (:mod:`hil.report.quarantine`): a listed test gets the
   tag ``known-flaky`` and its issue link, and its result is marked flaky at
   the end (a failure's message starts ``known flaky:``, its own category);
@@ -55,21 +54,19 @@ from hil.report.environment import write_properties
 from hil.report.executor import write_executor
 from hil.report.labels import label_module_params, label_provider, labels_for
 from hil.report.metrics import RECORDER
-from hil.report.observer import AllureObserver
+from hil.report.testobserver import AllureTestObserver
 
 if TYPE_CHECKING:
     # Both pull in paramiko: imported when a test uses the pair, not by every pytest run.
     from hil.cm.observer import Observer
-    from hil.report.evidence import Evidence
     from hil.run import PairRun
-    from hil.wire.judge import WireReport
 
 log = logging.getLogger(__name__)
 
 PCAP_CHOICES = ("failed", "all", "none")
 ENV_KEY = pytest.StashKey[dict[str, str]]()
 REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
-OBSERVER_KEY = pytest.StashKey[AllureObserver]()
+OBSERVER_KEY = pytest.StashKey[AllureTestObserver]()
 PAIR_KEY = pytest.StashKey[str]()
 METRICS_GLOB = "hil-metrics*.json"  # one file per process: xdist workers write side by side
 
@@ -103,10 +100,10 @@ def alluredir(config: pytest.Config) -> Path | None:
 
 
 def pytest_hil_observers(config: pytest.Config) -> list[Observer]:
-    """The report's observer of the session's pair run."""
-    from hil.report.observer import AllureObserver
-
-    observer = config.stash[OBSERVER_KEY] = AllureObserver()
+    """The report's observer of the session's pair run and its tests."""
+    hw = config.getoption("hil_hw_evidence", "failed")
+    observer = AllureTestObserver(pcap=config.getoption("hil_pcap"), hw=hw)
+    config.stash[OBSERVER_KEY] = observer
     return [observer]
 
 
@@ -142,16 +139,6 @@ def _uses_pair(request: pytest.FixtureRequest) -> bool:
     return bool({"hil_pair", "hil_hosts", "hil_setup"} & set(request.fixturenames))
 
 
-def _begin_evidence(request: pytest.FixtureRequest) -> Evidence | None:
-    from hil.report.evidence import Evidence
-
-    # Opened through hil_hosts (its failures are sentences), then the run's hosts of the
-    # moment: after a host crashed and was recovered, the pair run opened new ones.
-    request.getfixturevalue("hil_hosts")
-    run = request.getfixturevalue("hil_run")
-    return Evidence.begin(run.hosts, run.pair)
-
-
 def _gather_environment(request: pytest.FixtureRequest) -> None:
     config = request.config
     if ENV_KEY in config.stash:
@@ -182,54 +169,22 @@ def provider_properties(run: PairRun, profile: str) -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Per test: name the test for its metrics, take the evidence, attach what was kept."""
+    """Per test: name the test for its metrics, label it, attach its metrics."""
     item = request.node
     RECORDER.current_test = item.nodeid
     observer = request.config.stash.get(OBSERVER_KEY, None)
-    if observer is not None:
-        observer.verdicts.clear()  # only this test's timelines get their contract verdict
     writing = alluredir(request.config) is not None
     on_pair = writing and _uses_pair(request) and PAIR_KEY in request.config.stash
-    evidence = None
     if on_pair:
         if "hil_setup" in request.fixturenames:
-            # The pair set up first, as the test will see it: a siw fallback device is
-            # counted from the start.
-            request.getfixturevalue("hil_setup")
+            request.getfixturevalue("hil_setup")  # the provider label is what setup found
         label_provider(item, observer)
         label_module_params(request)
-        evidence = _begin_evidence(request)
     yield
-    if crashed(item) is not None:
-        # A host of the pair crashed (hil.plugin.crash): its kernel log is attached; asking
-        # the hosts for more would only wait for the crashed one.
-        attach.attach_metrics(item.nodeid)
-        return
-    if evidence is not None:
-        evidence.attach()
-    if on_pair:
+    if on_pair and crashed(item) is None:  # a crashed host would only make us wait
         # After the test, once: its commands never delay the pair's setup or a test.
         _gather_environment(request)
     attach.attach_metrics(item.nodeid)
-
-
-def pytest_hil_wire(item: pytest.Item, report: WireReport) -> None:
-    """Attach the wire verdict, the decoded exchange, each timeline with its wire lane, and
-    the captures ``--hil-pcap`` keeps (the files are gone once this returns: attaching
-    copies them)."""
-    if alluredir(item.config) is None:
-        return
-    attach.attach_wire_verdict(report.verdict)
-    if report.exchange is not None:
-        attach.attach_exchange(report.exchange)
-        observer = item.config.stash.get(OBSERVER_KEY, None)
-        for tl in report.timelines:
-            verdict = observer.verdict_of(tl) if observer is not None else None
-            attach.attach_wire_timeline(tl, report.exchange, report.verdict, verdict)
-    mode = item.config.getoption("hil_pcap")
-    if mode == "all" or (mode == "failed" and (failed(item) or not report.verdict.ok)):
-        for point, path in sorted(report.pcaps.items()):
-            attach.attach_pcap(path, name=f"{point}.pcap")
 
 
 def base_properties() -> dict[str, str]:

@@ -36,10 +36,12 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Self
 
-from hil.cm.observer import Observer, Observers, RunInfo
+from hil.cm.observer import Observer, RunInfo
 from hil.errors import HilError, InputError, LeaseLost
 from hil.inventory.model import PinnedParam
 from hil.reservation import Heartbeat, Lease
+from hil.run.observer import Observers
+from hil.run.pairfacts import PairFacts
 from hil.run.request import PairRequest, Progress, module_params_for, take_lease
 from hil.run.warmup import warm_up
 
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from hil.judge.profiles import Profiles
     from hil.reservation.store import Store
     from hil.run.provider import Provider
+    from hil.run.testrun import TestOptions, TestRun
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,7 @@ class PairRun:
         self._state: PairState | None = None
         self._provider: Provider | None = None
         self._pinned: dict[str, dict[str, str]] = {}
+        self._facts: PairFacts | None = None
         self._kept = False
 
     # -- stages ---------------------------------------------------------------
@@ -153,7 +157,7 @@ class PairRun:
                 report = self._journal.close()
                 note_undo_failures(self.store, report)  # host health: restore failed
         finally:
-            self._provider = self._state = self._journal = None
+            self._provider = self._state = self._journal = self._facts = None
             self._pinned = {}
             hosts, self._hosts = self._hosts, None
             if hosts is not None:
@@ -281,6 +285,28 @@ class PairRun:
             p.driver,
             profile,
         )
+
+    @property
+    def facts(self) -> PairFacts:
+        """What the run's tests read once: kernels, kmemleak hosts, evidence targets."""
+        if self._facts is None:
+            self._facts = PairFacts(self.hosts, (self.pair.host_a.name, self.pair.host_b.name))
+        return self._facts
+
+    def test(self, name: str, options: TestOptions | None = None) -> TestRun:
+        """One test on the set-up pair, every stage around it in order
+        (:class:`hil.run.testrun.TestRun`; use it as a context manager)."""
+        from hil.run.testrun import TestRun
+
+        self.set_up()
+        return TestRun(self, name, options)
+
+    def skipped(self, name: str, reason: str) -> None:
+        """Tell the observers of a test skipped before its setup (the pair lacks what it
+        requires), so that its report still names the pair's kernels."""
+        from hil.run.testrun import tell_skipped
+
+        tell_skipped(self, name, reason)
 
     def session(self, direction: str = "a-b", *, evidence: bool = True) -> CMSession:
         """A CM session on the set-up pair, judged by the run's profile, told to the observers."""

@@ -1,0 +1,366 @@
+"""TestRun: one test on a set-up pair, with every stage around it in one written order.
+
+``PairRun.test(name)`` gives one; pytest's plugin wraps every test on the pair
+in it, and so does ``hil cm run``, so both judge a test the same way::
+
+    with run.test("hil cm run close") as t:
+        timeline = run.session("a-b").run("close")
+    print(t.result.outcome, t.result.failures)
+
+On entry, in this order (the capture and the baseline at once):
+
+1. observers told ``test_started``;
+2. the link's capture started (:mod:`hil.run.wirestage`);
+3. the baseline: each host's RDMA resource counts, its driver's own QP and
+   endpoint counts and a kernel-log cursor (:mod:`hil.host.evidence`), and
+   the NIC counters and debugfs snapshots when asked for;
+
+then the test runs; on exit:
+
+4. the settle: the counts given ``settle_s`` to come back to the baseline;
+5. at once: kmemleak scanned where the kernel has it, then the kernel log read
+   and the evidence judged (known kernel findings of this test told apart);
+   and the capture stopped, decoded, placed and judged by the wire rules;
+6. every complete timeline the test recorded judged by the contract, also
+   those the test never handed to ``contract``;
+7. observers told ``kernel_findings``, ``evidence``, ``wire_verdict`` and
+   ``test_finished``; the capture's files removed.
+
+A crash of a pair host (:meth:`crash`) skips every stage that would ask the
+hosts; :meth:`interrupt` and :meth:`fail` record why the test itself ended.
+The result (:class:`hil.run.observer.TestResult`) holds the contract, wire,
+evidence and kernel verdicts and the outcome; ``failures`` lists each failed
+verdict's text, ``lab_errors`` the stages that could not run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Self
+
+from hil.cm.observer import Observer as CMObserver
+from hil.errors import HilError
+from hil.host import evidence, kmemleak
+from hil.host.evidence import SETTLE_S
+from hil.judge.checks import AfterState, Known, assess
+from hil.judge.contract import Verdict, check
+from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
+from hil.judge.timeline import Timeline, explain
+from hil.run.observer import (
+    EvidenceReport,
+    KernelFindings,
+    Outcome,
+    TestInfo,
+    TestResult,
+)
+from hil.run.wirestage import WireStage
+
+if TYPE_CHECKING:
+    from hil.host.hwevidence import HostSnapshot, HwEvidence, Target
+    from hil.host.liveness import Crash
+    from hil.judge.known import KnownFinding
+    from hil.run.pairrun import PairRun
+    from hil.wire.judge import WireReport
+
+log = logging.getLogger(__name__)
+
+WIRE_PACKETS = 2000  # hil.wire.capture.COUNT: the first N packets per point and test
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    """Which stages a test gets and their bounds (pytest's ``--hil-*`` options, the CLI's)."""
+
+    __test__ = False
+
+    wire: bool = True  # capture the link and judge it by the wire rules
+    wire_packets: int = WIRE_PACKETS
+    evidence: bool = True  # resources and kernel log after the test (kmemleak with it)
+    settle_s: float = SETTLE_S
+    allow: tuple[str, ...] = DEFAULT_KERNEL_ALLOW
+    known: tuple[KnownFinding, ...] = ()
+    hw_snapshots: bool = False  # ethtool -S and debugfs before/after, for the report
+
+
+class _Keeper(CMObserver):
+    """The timelines a test records and the verdicts the CM session gave them."""
+
+    def __init__(self) -> None:
+        self.timelines: list[Timeline] = []
+        self.verdicts: list[tuple[Timeline, Verdict]] = []
+
+    def timeline(self, timeline: Timeline, complete: bool) -> None:
+        if complete:
+            self.timelines.append(timeline)
+
+    def verdict(self, timeline: Timeline, verdict: Verdict) -> None:
+        self.verdicts.append((timeline, verdict))
+
+    def verdict_of(self, timeline: Timeline) -> Verdict | None:
+        return next((v for t, v in self.verdicts if t is timeline), None)
+
+
+@dataclass
+class _Collected:
+    """What the exit stages found, filled in as they run."""
+
+    failures: list[str] = field(default_factory=list)
+    lab_errors: list[str] = field(default_factory=list)
+    wire: WireReport | None = None
+    evidence: EvidenceReport | None = None
+    kernel: KernelFindings | None = None
+
+    def lab_error(self, text: str) -> None:
+        self.lab_errors.append(text)
+        self.failures.append(f"hil: LabError: {text}")
+
+
+class TestRun:
+    """One test on the pair (see the module doc); use it as a context manager."""
+
+    __test__ = False
+
+    def __init__(self, run: PairRun, name: str, options: TestOptions | None = None) -> None:
+        self.run = run
+        self.name = name
+        self.options = options or TestOptions()
+        self._keeper = _Keeper()
+        self._wire: WireStage | None = None
+        self._baseline: evidence.Baseline | None = None
+        self._before: dict[str, HostSnapshot] | None = None
+        self._notes: list[str] = []
+        self._handed: list[Timeline] = []  # the timelines the test judged itself
+        self._lock = threading.Lock()
+        self._crash: Crash | None = None
+        self._ended: tuple[Outcome, str] | None = None  # how the test itself ended, and why
+        self._started = 0.0
+        self.result: TestResult | None = None
+
+    # -- states ------------------------------------------------------------------
+
+    def crash(self, crash: Crash) -> None:
+        """A host of the pair crashed: no stage asks the hosts any more (any thread)."""
+        with self._lock:
+            if self._crash is None:
+                self._crash = crash
+
+    @property
+    def crashed(self) -> Crash | None:
+        """The crash of a pair host under this test, once noticed."""
+        return self._crash
+
+    def interrupt(self, why: str) -> None:
+        """The test was interrupted (Ctrl-C, SIGTERM, a session bound)."""
+        self._ended = ("interrupted", why)
+
+    def fail(self, why: str, outcome: Outcome = "failed") -> None:
+        """The test itself failed (or errored, or was skipped: ``outcome``)."""
+        if self._ended is None or self._ended[0] == "passed":
+            self._ended = (outcome, why)
+
+    def contract(self, timeline: Timeline) -> Verdict:
+        """The contract's verdict on ``timeline``, which the test judges itself (its failure
+        is the test's): the one its CM run gave, else judged now and told to the observers."""
+        self._handed.append(timeline)
+        return self._verdict(timeline)
+
+    def _verdict(self, timeline: Timeline) -> Verdict:
+        verdict = self._keeper.verdict_of(timeline)
+        if verdict is None:
+            verdict = check(timeline, self.run.profile)
+            self.run.observers.verdict(timeline, verdict)  # the keeper among them
+        return verdict
+
+    # -- entry ---------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        run = self.run
+        self._started = time.monotonic()
+        run.observers.add(self._keeper)
+        run.observers.test_started(self.info())
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            wire = pool.submit(self._start_wire) if self.options.wire else None
+            self._take_baseline()
+            self._wire = None if wire is None else wire.result()
+        return self
+
+    def info(self) -> TestInfo:
+        """The test as observers see it."""
+        run = self.run
+        return TestInfo(
+            self.name,
+            run.pair.name,
+            (run.pair.host_a.name, run.pair.host_b.name),
+            run.provider.driver,
+            run.facts.kernels(),
+            run.pinned,
+        )
+
+    def _start_wire(self) -> WireStage:
+        run = self.run
+        return WireStage.start(run.hosts, run.pair, run.provider.driver, self.options.wire_packets)
+
+    def _take_baseline(self) -> None:
+        if not self.options.evidence:
+            return
+        run = self.run
+        targets = run.facts.targets(run.provider, run.state)
+        if run.facts.targets_note:
+            self._notes.append(run.facts.targets_note)
+        agents = {h.name: run.hosts.agent(h.name) for h in run.pair.hosts}
+        counters = {host: _counter(run, t) for host, t in targets.items()}
+        self._baseline = evidence.begin(agents, counters)
+        if self.options.hw_snapshots and targets:
+            self._before = self._snapshots(targets, "before")
+
+    def _snapshots(self, targets: dict[str, Target], when: str) -> dict[str, HostSnapshot] | None:
+        from hil.host import hwevidence
+
+        try:
+            return evidence.each(
+                targets, lambda t: hwevidence.snapshot(self.run.hosts.agent(t.host), t)
+            )
+        except HilError as e:
+            self._notes.append(f"hardware evidence not taken {when} the test: {e}")
+            return None
+
+    # -- exit ----------------------------------------------------------------------
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        if error is not None and self._ended is None:
+            self.fail(f"{type(error).__name__}: {error}", "error")
+        found = _Collected()
+        try:
+            if self._crash is None:
+                self._judge_after(found)
+            self._judge_timelines(found)
+        finally:
+            self.run.observers.remove(self._keeper)
+            self.result = self._result(found)
+            self.run.observers.test_finished(self.result)
+            if self._wire is not None:
+                self._wire.close()
+
+    def _judge_after(self, found: _Collected) -> None:
+        """Settle, then the evidence and kmemleak beside the wire judge."""
+        run, base = self.run, self._baseline
+        if base is None:
+            self._wire_after_settle(found)
+        else:
+            agents = {h.name: run.hosts.agent(h.name) for h in run.pair.hosts}
+            self._evidence(agents, base, found)
+        if found.kernel is not None and found.kernel.any():
+            run.observers.kernel_findings(found.kernel)
+        if found.evidence is not None:
+            run.observers.evidence(found.evidence)
+        if found.wire is not None:
+            run.observers.wire_verdict(found.wire)
+
+    def _evidence(
+        self, agents: Mapping[str, evidence.Probe], base: evidence.Baseline, found: _Collected
+    ) -> None:
+        """Settle; then the wire judge beside kmemleak and the kernel log; judge them."""
+        run = self.run
+        resources, waited = evidence.settle(agents, base, self.options.settle_s)
+        # The last FIN or RST is in once the stack settled: stop the capture now.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            wire = pool.submit(self._wire_after_settle, found)
+            try:
+                found.kernel = self._kmemleak()
+                log_lines, lost = evidence.read_kernel_log(agents, base)
+            except HilError as e:
+                found.lab_error(f"evidence not taken after the test: {e}")
+                wire.result()
+                return
+            wire.result()
+        after = AfterState(resources, log_lines, lost, waited)
+        names = (run.pair.host_a.name, run.pair.host_b.name)
+        known = Known(self.options.known, self.name, run.facts.kernels())
+        result = assess(after, run.profile, names, self.options.allow, known)
+        found.evidence = EvidenceReport(result, self._hw_after(), tuple(self._notes))
+        if not result.ok:
+            found.failures.append(result.to_text())
+        for host, report in (found.kernel.kmemleak if found.kernel else {}).items():
+            if report:
+                found.failures.append(f"kmemleak on {host}:\n{report}")
+
+    def _kmemleak(self) -> KernelFindings:
+        run = self.run
+        leaky = run.facts.kmemleak_hosts()
+        if not leaky:
+            return KernelFindings()
+        # Both hosts at once: a scan takes 30-55 s in a TCG guest of the debug kernel.
+        reports = evidence.each(
+            {n: n for n in leaky},
+            lambda n: kmemleak.scan(run.hosts.agent(n), n, since=self._started),
+        )
+        return KernelFindings(reports)
+
+    def _hw_after(self) -> HwEvidence | None:
+        from hil.host.hwevidence import HwEvidence
+
+        if self._before is None:
+            return None
+        targets = self.run.facts.targets(self.run.provider, self.run.state)
+        after = self._snapshots(targets, "after")
+        return None if after is None else HwEvidence(self._before, after)
+
+    def _wire_after_settle(self, found: _Collected) -> None:
+        if self._wire is None:
+            return
+        try:
+            found.wire = self._wire.finish(tuple(self._keeper.timelines), self.run.profile)
+        except HilError as e:
+            found.lab_error(str(e))
+            return
+        if not found.wire.verdict.ok:
+            found.failures.append(found.wire.verdict.to_text())
+
+    def _judge_timelines(self, found: _Collected) -> None:
+        """Every complete timeline judged; a violation fails the test unless the test judged
+        that timeline itself (it failed then, or meant to look at the violation)."""
+        for timeline in self._keeper.timelines:
+            verdict = self._verdict(timeline)
+            if not verdict.ok and not any(t is timeline for t in self._handed):
+                found.failures.append(explain(timeline, verdict.to_text()))
+
+    def _result(self, found: _Collected) -> TestResult:
+        ended, _ = self._ended or ("passed", "")
+        outcome: Outcome = ended
+        if self._crash is not None:
+            outcome = "host crashed"
+        elif ended == "passed" and found.failures:
+            outcome = "failed"
+        return TestResult(
+            self.name,
+            outcome,
+            tuple(self._keeper.verdicts),
+            found.wire,
+            found.evidence,
+            found.kernel,
+            tuple(found.failures),
+            tuple(found.lab_errors),
+            self._crash,
+        )
+
+
+def _counter(run: PairRun, target: Target) -> evidence.Counter:
+    from hil.host import hwevidence
+
+    return hwevidence.counter(run.hosts.agent(target.host), target)
+
+
+def tell_skipped(run: PairRun, name: str, reason: str) -> None:
+    """Observers told of a test skipped before it touched the pair (no stage ran)."""
+    try:
+        kernels = run.facts.kernels()
+    except HilError:
+        kernels = ()  # a host out of reach: the next test's setup says so
+    hosts = (run.pair.host_a.name, run.pair.host_b.name)
+    run.observers.test_started(TestInfo(name, run.pair.name, hosts, "", kernels))
+    run.observers.test_finished(TestResult(name, "skipped", (), None, None, None, (), (), None))
