@@ -120,9 +120,10 @@ def blocks(text: str) -> Iterator[list[str]]:
         if fence is not None:
             if opening is None:
                 block.append(line)
-            elif fence in SHELL_LANGUAGES:
+                continue
+            if fence in SHELL_LANGUAGES:
                 yield block
-            fence = None if opening else fence
+            fence = None
             continue
         if indented and (opening or (line.strip() and not line.startswith("    "))):
             yield block
@@ -200,9 +201,9 @@ def user_env(site: Path, tmp: Path) -> dict[str, str]:
     """A user's environment after `. .venv/bin/activate` and the README's exports.
 
     ``site`` holds a sitecustomize that finds ``hil`` in this checkout through an
-    import hook, as the editable install ``ci/install`` makes does: the venv may
-    be shared with another checkout (README, "Layout"), so its own hook may point
-    elsewhere.
+    import hook, as the editable install that ``ci/install`` makes does (the
+    venv's own hook may point at another checkout that shares it: README,
+    "Layout").
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HIL_", "PYTEST_", "PYTHON"))}
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(repo=str(REPO)))
