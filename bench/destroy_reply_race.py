@@ -18,8 +18,8 @@ Prints, over all rounds: the events of destroyed ids stamped after the old
 reported end (what the timeline's no-event-after-destroy rule compared
 against) and after the true end, how far those were, and the largest gap
 between the two ends.  This is
-the evidence for docs/cm-engine.md's finding of CONNECT_ERROR(-22) "after"
-its destroy: see there.
+the evidence for docs/races.md's finding of CONNECT_ERROR(-22) "after"
+its destroy: see there (the runs: docs/notes/race-sweeps.md).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
   request's upcall, a destroy against an incoming TERMINATE.  Each sweep
   asks for every order its race names and stops once each was reached (a
   bounded budget; ``--hil-race-sweeps full``, the nightly's, sweeps each
-  race's whole window, as ``hil cm run race_*`` does: docs/cm-engine.md),
+  race's whole window, as ``hil cm run race_*`` does: docs/races.md),
   fails "race window not reached" when one never was, prints and attaches
   its rounds (the order of each) and records its coverage; the contract
   judges every round.

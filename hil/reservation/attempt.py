@@ -3,8 +3,7 @@
 A run writes a marker before each test (``Store.begin_attempt``) and closes
 it with the outcome afterwards (``Store.end_attempt``).  A marker still open
 when its lease is gone belongs to a run that died during that test, so the
-next run can name the test that took a host down (see docs/reliability.md,
-"Crashes during a test").
+next run can name the test that took a host down (see docs/crashes.md).
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def test_destroys_reported_end_is_not_before_the_call_returned(
     worker: tuple[Worker, FakeLib], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The worker's thread held up between its start stamp and the channel's call (a
-    preempted guest): t_us + us still covers the whole call (docs/cm-engine.md's finding)."""
+    preempted guest): t_us + us still covers the whole call (docs/races.md's finding)."""
     w, lib = worker
     h = w.ch.create_id()
     w.ch.create_qp(h)

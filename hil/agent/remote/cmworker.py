@@ -176,7 +176,7 @@ class Worker(StreamOps):
         contract compares every event of the id against it.  So both ends
         are read here, around the call (the channel's own timing starts
         later, and a thread preempted in between made that sum up to
-        milliseconds early on a loaded guest: docs/cm-engine.md).
+        milliseconds early on a loaded guest: docs/races.md).
         """
         if order not in DESTROY_ORDERS:
             raise RdmaError("destroy", errno.EINVAL, f"order must be one of {DESTROY_ORDERS}")

@@ -67,7 +67,7 @@ ORDERS = ("destroy_first", "in_flight", "reply_first")
 # and moves by several ms from round to round on the TCG lab: the sweep aims at it, and a
 # bounded sweep that has both outer orders spends its remaining rounds around the aim
 # (core.drive); whether a lab reaches it in every run is measured, not assumed
-# (docs/cm-engine.md, "In CI, and the full sweeps").
+# (docs/races.md, "In CI, and the full sweeps").
 CERTAIN = ("destroy_first", "reply_first")
 AIMED = ("in_flight",)
 CALIBRATION_ROUNDS = 3

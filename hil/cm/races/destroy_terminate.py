@@ -62,7 +62,7 @@ ORDERS = ("destroy_first", "in_flight", "terminate_first")
 # terminate_first is read on one clock; the other two compare the peer's close with the
 # destroy across the hosts (+/- 0.3-0.6 ms with the host-to-host clock).  Delays run from 0
 # (destroy_first) past the aim (in_flight, a 1-9 ms window) to the aim + the budget's
-# window (terminate_first): docs/cm-engine.md, "destroy vs an incoming TERMINATE".
+# window (terminate_first): docs/races.md, "destroy vs an incoming TERMINATE".
 CERTAIN = ("destroy_first", "terminate_first")
 AIMED = ("in_flight",)  # a bounded sweep with both outer orders spends its rest at the aim
 CALIBRATION_ROUNDS = 2

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 ORDERS = ("during_reject", "reject_first", "upcall_first")
 # during_reject needs the next delivery inside one rdma_reject call (0.2-0.8 ms, up to 15 ms
 # on a loaded guest) while the requests' arrivals spread over 1-200 ms whatever the gap: it
-# cannot be aimed from user space here (docs/cm-engine.md): it comes in 4-13 % of the rounds,
+# cannot be aimed from user space here (docs/races.md): it comes in 4-13 % of the rounds,
 # so only sweeps of many rounds ask for it (suites/test_races.py's: up to 60, or full).
 CERTAIN = ("reject_first", "upcall_first")
 LISTEN_AHEAD_US = 50_000  # a listener is up this long before its connects
