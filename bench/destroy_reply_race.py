@@ -28,6 +28,7 @@ import argparse
 import json
 import sys
 import threading
+from typing import TypedDict
 
 from hil.agent import build
 from hil.agent.deploy import REMOTE_DIR
@@ -88,11 +89,39 @@ print(json.dumps({"latency": latency, "rounds": out, "events": events}))
 """
 
 
-def _summary(got: dict[str, object]) -> None:
-    rounds = [r for r in got["rounds"] if "id" in r]  # type: ignore[union-attr]
+class _Event(TypedDict):
+    """One CM event the host script's worker logged (the fields the summary reads)."""
+
+    id: int
+    type: str
+    status: int
+    host_t_us: int
+
+
+class _Round(TypedDict, total=False):
+    """One destroy round: its timings, or the error its connect met (then no id)."""
+
+    id: int
+    delay: int
+    t_us: int
+    us: int
+    end: int
+    connect: str
+
+
+class _Got(TypedDict):
+    """The host script's last line: reply latency, destroy rounds and events."""
+
+    latency: int
+    rounds: list[_Round]
+    events: list[_Event]
+
+
+def _summary(got: _Got) -> None:
+    rounds = [r for r in got["rounds"] if "id" in r]
     events = got["events"]
-    by_id: dict[int, list[dict[str, int | str]]] = {}
-    for e in events:  # type: ignore[union-attr]
+    by_id: dict[int, list[_Event]] = {}
+    for e in events:
         by_id.setdefault(e["id"], []).append(e)
     after_reported, after_true, gaps = [], [], []
     for r in rounds:
@@ -104,7 +133,7 @@ def _summary(got: dict[str, object]) -> None:
             if e["host_t_us"] > r["end"]:
                 after_true.append((e["type"], e["status"], e["host_t_us"] - r["end"]))
     kinds: dict[str, int] = {}
-    for e in events:  # type: ignore[union-attr]
+    for e in events:
         if e["type"] in ("ESTABLISHED", "CONNECT_ERROR", "REJECTED", "DISCONNECTED"):
             key = f"{e['type']}({e['status']})"
             kinds[key] = kinds.get(key, 0) + 1

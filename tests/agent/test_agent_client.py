@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from hil.timeouts import configured
 FAKE = str(Path(__file__).with_name("fake_agent.py"))
 
 
-def fake(mode: str, **kwargs) -> AgentClient:
+def fake(mode: str, **kwargs: Any) -> AgentClient:
     return AgentClient(LocalChannel([sys.executable, FAKE, mode]), "fakehost", **kwargs)
 
 

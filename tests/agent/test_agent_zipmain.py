@@ -50,7 +50,7 @@ def test_a_copy_another_agent_renamed_first_is_used_and_ours_removed(
         real_rename(dst + ".other", dst)
         real_rename(src, dst)  # fails: the target exists and is not empty
 
-    monkeypatch.setattr(zipmain.os, "rename", other_first)
+    monkeypatch.setattr(os, "rename", other_first)
     assert zipmain.unpacked(str(archive)) == str(archive.with_suffix(""))
     assert sorted(os.listdir(archive.parent)) == sorted([archive.name, archive.stem])
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from agenttest import StrictAgent
@@ -57,7 +58,9 @@ def test_cm_open_without_rdma_says_why_in_one_line(local_agent: StrictAgent) -> 
 @pytest.mark.parametrize(
     "method, params", [("cm_call", {"op": "events"}), ("cm_kill", {}), ("cm_close", {})]
 )
-def test_unknown_endpoint_is_not_found(local_agent: StrictAgent, method: str, params: dict) -> None:
+def test_unknown_endpoint_is_not_found(
+    local_agent: StrictAgent, method: str, params: dict[str, Any]
+) -> None:
     with pytest.raises(
         AgentCallError, match="no CM endpoint 99 \\(open one with cm_open\\)"
     ) as info:

@@ -10,11 +10,12 @@ import pkgutil
 import types
 import typing
 from collections.abc import Callable
+from typing import Any
 
 from hil.agent.remote import cmworker, librdmacm, main, protocol
 
 
-def _assert_takes_and_returns(fn: Callable[..., object], spec: protocol.Spec) -> None:
+def _assert_takes_and_returns(fn: Callable[..., object], spec: protocol.Spec[Any, Any]) -> None:
     """``fn``'s parameters (but ``timeout``, filled from the request) are the params
     TypedDict's keys, required where it has no default, of the declared types; its
     return annotation is the declared reply."""
@@ -22,7 +23,8 @@ def _assert_takes_and_returns(fn: Callable[..., object], spec: protocol.Spec) ->
     params = {
         n: p for n, p in inspect.signature(fn).parameters.items() if n not in ("self", "timeout")
     }
-    declared = protocol.fields(spec.params)
+    params_td: type = spec.params  # a TypedDict class
+    declared = protocol.fields(params_td)
     assert set(params) == set(declared), spec
     required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
     assert required == set(spec.params.__required_keys__), spec

@@ -16,6 +16,7 @@ import pytest
 from hil.agent.types import CommandResult
 from hil.errors import Unreachable
 from hil.plugin import kernel
+from hil.report import attach
 from tests.host.test_kmemleak import Kmemleak
 
 
@@ -71,7 +72,7 @@ def test_kmemleak_hosts_are_found_once_and_boots_leaks_cleared() -> None:
 
 def _labels(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     got: list[tuple[str, str]] = []
-    monkeypatch.setattr(kernel.attach, "label", lambda name, value: got.append((name, value)))
+    monkeypatch.setattr(attach, "label", lambda name, value: got.append((name, value)))
     return got
 
 
