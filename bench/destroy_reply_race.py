@@ -7,7 +7,7 @@
 The passive host runs an auto-accepting listener, the active host ``--rounds``
 rounds of: connect, destroy after a delay drawn from 0 .. twice the reply's
 latency (calibrated first), both in the agent's own CM worker code
-(``hil_agent.cmworker.Worker`` over ``CMChannel``, its poller stamping
+(``hil_agent.remote.cm.worker.Worker`` over ``CMChannel``, its poller stamping
 events) but driven by a script on the host, with no controller in between.
 Per round it times the destroy the way the worker did before the fix (its
 start stamped before the call, ``us`` the channel's own measurement from a
@@ -42,9 +42,9 @@ from hil.run import PairRequest, PairRun
 HOST_SCRIPT = r"""
 import json, os, random, sys, threading, time
 sys.path.insert(0, os.path.expanduser(sys.argv[1]))
-from hil_agent.hostclock import now_us
-from hil_agent.cmworker import Worker
-from hil_agent.librdmacm import CMChannel, RdmaError
+from hil_agent.remote.hostclock import now_us
+from hil_agent.remote.cm.worker import Worker
+from hil_agent.remote.librdmacm import CMChannel, RdmaError
 role, address, port = sys.argv[2], sys.argv[3], int(sys.argv[4])
 w = Worker(CMChannel())
 threading.Thread(target=w.poller.run, daemon=True).start()

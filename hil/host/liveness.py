@@ -39,8 +39,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from hil import tools
+from hil.agent import protocol as wire
 from hil.agent.client import request
-from hil.agent.remote import protocol as wire
 from hil.agent.types import KernelLog
 from hil.errors import HilError
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hil.agent.client import decode_reply
-from hil.agent.remote.protocol import (
+from hil.agent.protocol import (
     METHODS,
     MethodName,
     ProtocolMismatch,
@@ -78,7 +78,7 @@ def _check_agent_entry(entry: dict[str, Any]) -> None:
     if not isinstance(method, str) or not is_method_name(method):
         raise TypeError(
             f"an agent undo entry needs an agent method "
-            f"(hil.agent.remote.protocol.MethodName), not {method!r}: {entry!r}"
+            f"(hil.agent.protocol.MethodName), not {method!r}: {entry!r}"
         )
     if not isinstance(params, dict):
         raise TypeError(f"an agent undo entry needs params as a dict: {entry!r}")

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from hil.agent import protocol
 from hil.agent.client import AgentClient, request
-from hil.agent.remote import protocol
 from hil.agent.transport import LocalChannel
 from hil.errors import AgentError, CommandTimeout
 from hil.timeouts import configured

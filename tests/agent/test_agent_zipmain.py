@@ -32,7 +32,7 @@ def test_unpacks_every_entry_beside_the_archive_once(archive: Path) -> None:
     assert sorted(str(p.relative_to(target)) for p in Path(target).rglob("*") if p.is_file()) == (
         sorted(names)
     )
-    main_file = Path(target) / "hil_agent" / "main.py"
+    main_file = Path(target) / "hil_agent" / "remote" / "main.py"
     stamp = main_file.stat().st_mtime_ns
     assert zipmain.unpacked(str(archive)) == target
     assert main_file.stat().st_mtime_ns == stamp  # not unpacked again

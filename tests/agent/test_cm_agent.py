@@ -15,7 +15,7 @@ from agenttest import StrictAgent
 
 from hil.agent.build import build
 from hil.agent.client import AgentCallError
-from hil.agent.remote.cm import start_bound
+from hil.agent.remote.cm.methods import start_bound
 from hil.cm.clock import wall_sample
 
 
@@ -85,9 +85,9 @@ def test_a_workers_start_gets_the_calls_bound_less_the_time_to_answer(
 def test_workers_start_from_the_unpacked_agent_whose_bytecode_is_cached(
     local_agent: StrictAgent,
 ) -> None:
-    # The worker fails here (no RDMA) only after importing cmworker, which the agent
+    # The worker fails here (no RDMA) only after importing cm/worker.py, which the agent
     # itself never imports: its bytecode beside the unpacked copy shows where it came from.
     unpacked = build().path.with_suffix("")
     with pytest.raises(AgentCallError):
         local_agent.call("cm_open", timeout=30)
-    assert list((unpacked / "hil_agent" / "__pycache__").glob("cmworker.*.pyc"))
+    assert list((unpacked / "hil_agent" / "remote" / "cm" / "__pycache__").glob("worker.*.pyc"))

@@ -1,5 +1,5 @@
 """Checking and decoding a message against its declaration
-(hil/agent/remote/protocol/checks.py, through the methods' and ops' specs)."""
+(hil/agent/protocol/checks.py, through the methods' and ops' specs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hil.agent.remote import protocol
+from hil.agent import protocol
 
 LINK = {
     "name": "eth1",

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hil.errors import LeaseLost
-from hil.reservation import attemptsql, fencesql, healthsql, ticketsql
 from hil.reservation.model import Claim, Holder, Lease, utc
+from hil.reservation.sql import attemptsql, fencesql, healthsql, ticketsql
 from hil.reservation.sqltx import Tx
 
 log = logging.getLogger(__name__)

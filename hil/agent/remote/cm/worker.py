@@ -1,10 +1,10 @@
-"""A CM endpoint worker's operations: the requests its process serves (``cmserver.py``).
+"""A CM endpoint worker's operations: the requests its process serves (``server.py``).
 
 Each operation is a method of :class:`Worker` of the name a request gives
 (``protocol.CM_OPS``): it returns the reply dict, and RdmaError is its
-failure.  The worker holds the channel, its log (``cmlog.py``), the poller
-that reads the channel (``cmpoller.py``) and the connections' traffic
-streams (``cmstream.py``).
+failure.  The worker holds the channel, its log (``log.py``), the poller
+that reads the channel (``poller.py``) and the connections' traffic
+streams (``stream.py``).
 """
 
 from __future__ import annotations
@@ -12,13 +12,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 
-from . import cmscript, cmstorm
-from .cmlog import Log, matches
-from .cmpoller import Poller
-from .cmstream import QP_DEPTH, Stream, StreamOps
-from .hostclock import now_us
-from .librdmacm import RESOLVE_MS, CMChannel, RdmaError
-from .protocol import (
+from ...protocol import (
     CM_OP_NAMES,
     DESTROY_ORDERS,
     AcceptReply,
@@ -41,6 +35,12 @@ from .protocol import (
     StormRole,
     TimedReply,
 )
+from ..hostclock import now_us
+from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
+from . import script, storm
+from .log import Log, matches
+from .poller import Poller
+from .stream import QP_DEPTH, Stream, StreamOps
 
 
 class Worker(StreamOps):
@@ -216,9 +216,9 @@ class Worker(StreamOps):
         after: int = 0,
         start_us: int = 0,
         linger_s: float = 0.0,
-        deadline_s: float = cmscript.DEFAULT_DEADLINE_S,
+        deadline_s: float = script.DEFAULT_DEADLINE_S,
     ) -> ScenarioReply:
-        """Run a script of steps here, each at its trigger (cmscript.py); the whole log."""
+        """Run a script of steps here, each at its trigger (script.py); the whole log."""
         params: ScenarioParams = {
             "steps": steps,
             "after": after,
@@ -227,7 +227,7 @@ class Worker(StreamOps):
         }
         if start_us:
             params["start_us"] = start_us
-        return cmscript.run(self, params)
+        return script.run(self, params)
 
     def storm(
         self,
@@ -241,13 +241,13 @@ class Worker(StreamOps):
         tag: str = "hil-storm-",
         listen_id: int = 0,
         hold_s: float = 0.0,
-        idle_s: float = cmstorm.DEFAULT_IDLE_S,
+        idle_s: float = storm.DEFAULT_IDLE_S,
         start_us: int = 0,
-        wait_s: float = cmstorm.DEFAULT_WAIT_S,
-        deadline_s: float = cmstorm.DEFAULT_DEADLINE_S,
+        wait_s: float = storm.DEFAULT_WAIT_S,
+        deadline_s: float = storm.DEFAULT_DEADLINE_S,
         after: int = 0,
     ) -> StormReply:
-        """Run one role of a connection storm here (cmstorm.py): every step, stamped."""
+        """Run one role of a connection storm here (storm.py): every step, stamped."""
         params: StormParams = {
             "role": role,
             "count": count,
@@ -267,7 +267,7 @@ class Worker(StreamOps):
                 params["src"] = src
         else:
             params["listen_id"] = listen_id
-        return cmstorm.run(self, params)
+        return storm.run(self, params)
 
     def handles(self) -> HandlesReply:
         """The live cm_id handles."""

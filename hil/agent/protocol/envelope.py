@@ -8,6 +8,7 @@ from .names import ErrorKind
 
 __all__ = [
     "Handshake", "Request", "ErrorBody", "ResultReply", "ErrorReply", "PROTOCOL_VERSION",
+    "AGENT_GRACE",
 ]  # fmt: skip
 
 
@@ -15,6 +16,9 @@ __all__ = [
 # whose params or reply change meaning, a key that changes type.  A new
 # method (announced in the handshake's ``methods``) does not.
 PROTOCOL_VERSION = 1
+# The agent answers a call that overran its timeout this much after it (the
+# client waits longer still, hil/agent/client.py).
+AGENT_GRACE = 0.5
 
 
 class Handshake(TypedDict):

@@ -1,7 +1,7 @@
 """Agent CM operations: one worker process per CM endpoint, driven over a pipe.
 
-``cm_open`` starts a worker (``cmserver.py``, from this same zipapp; driven
-through ``cmpipe.py``) that owns one RDMA CM event channel;
+``cm_open`` starts a worker (``server.py``, from this same zipapp; driven
+through ``pipe.py``) that owns one RDMA CM event channel;
 ``cm_call(endpoint, op, params)`` runs one of its operations (listen,
 connect, accept, reject, disconnect, qp_err, destroy,
 stream_start/stop/stats, events, pause, handles, and ``scenario``: a script of
@@ -28,10 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .cmpipe import WorkerProcess
-from .errors import OpError, held
-from .hostclock import now_us
-from .protocol import (
+from ...protocol import (
     ClockPairReply,
     ClockReply,
     CloseReply,
@@ -40,6 +37,9 @@ from .protocol import (
     KillReply,
     MethodName,
 )
+from ..errors import OpError, held
+from ..hostclock import now_us
+from .pipe import WorkerProcess
 
 # A worker's start (python + librdmacm) gets the call's bound less this: kill() waits up
 # to 10 s for a worker that did not start, and the answer must beat the call's bound.
@@ -112,7 +112,7 @@ def cm_open(timeout: float) -> EndpointReply:
 def cm_call(
     endpoint: int, op: CMOpName, timeout: float, params: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Run ``op`` in endpoint ``endpoint`` (see cmworker.OPS), bounded by ``timeout``."""
+    """Run ``op`` in endpoint ``endpoint`` (see worker.OPS), bounded by ``timeout``."""
     return _worker(endpoint).call(op, params or {}, timeout)
 
 

@@ -46,7 +46,7 @@ MethodName = Literal[
     "kmsg_cursor",
     "kmsg_read",
     "kmsg_close",
-    # cm.py
+    # cm/methods.py
     "cm_now",
     "clock_pair",
     "cm_open",
@@ -59,7 +59,7 @@ MethodName = Literal[
     # clockpeer.py
     "clock_echo",
     "clock_probe",
-    # cmclose.py
+    # cm/close.py
     "cm_close_race",
 ]
 

@@ -1,6 +1,6 @@
 """One-shot experiments the agent runs by itself: a raw TCP exchange (probe.py),
 clock probes between the hosts of a pair (clockpeer.py), and closing an event
-channel under rdma_resolve_route (cmclose.py)."""
+channel under rdma_resolve_route (cm/close.py)."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class ClockProbeReply(TypedDict):
     sent: int  # probes sent, answered or not
 
 
-# -- closing an event channel under rdma_resolve_route (cmclose.py) -----------------
+# -- closing an event channel under rdma_resolve_route (cm/close.py) -----------------
 
 
 class CloseRaceParams(TypedDict):

@@ -1,4 +1,4 @@
-"""A storm's active role (cmstorm.py): every step for all connections, then the next.
+"""A storm's active role (storm.py): every step for all connections, then the next.
 
 Shaped as rdma-core's cmtime client, in one thread: the storm's thread reads
 the worker's channel itself for the whole storm (``Run.channel``: the poller
@@ -20,11 +20,11 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from .cmscript import sleep_until
-from .cmstormbase import POLL_S, REPLIES, TRAFFIC_BYTES, Conn, Run, qp_maker
-from .hostclock import now_us
-from .librdmacm import RESOLVE_MS, RawEvent, RdmaError
-from .protocol import CMEventType, StormReply
+from ...protocol import CMEventType, StormReply
+from ..hostclock import now_us
+from ..librdmacm import RESOLVE_MS, RawEvent, RdmaError
+from .script import sleep_until
+from .stormbase import POLL_S, REPLIES, TRAFFIC_BYTES, Conn, Run, qp_maker
 
 if TYPE_CHECKING:
     from collections.abc import Callable

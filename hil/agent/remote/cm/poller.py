@@ -14,10 +14,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from .cmlog import Log
-from .hostclock import now_us
-from .librdmacm import CMChannel, RdmaError
-from .protocol import AutoAnswer, CMEventEntry, TimedReply
+from ...protocol import AutoAnswer, CMEventEntry, TimedReply
+from ..hostclock import now_us
+from ..librdmacm import CMChannel, RdmaError
+from .log import Log
 
 PAUSE_WAIT_S = 5.0  # for the poller's read under way (0.1 s), or a storm's (it holds the lock)
 

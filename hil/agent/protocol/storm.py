@@ -1,5 +1,5 @@
 """Storms: N connections driven by a worker itself (``cm_call`` op ``storm``;
-cmstorm.py on the agent)."""
+cm/storm.py on the agent)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class _StormRequired(TypedDict):
 
 
 class StormParams(_StormRequired, total=False):
-    """A storm's role and its knobs (cmstorm.py's docstring says what each role does)."""
+    """A storm's role and its knobs (cm/storm.py's docstring says what each role does)."""
 
     dst: str  # connect: the listener's address and port, and our source address
     port: int

@@ -1,8 +1,8 @@
 """The agent protocol, declared once: every message, method, request and reply.
 
-Both ends import this package: the controller as ``hil.agent.remote.protocol``,
-the agent on the host as ``hil_agent.protocol`` (it is bundled in the
-zipapp with the rest of ``hil/agent/remote/``).  The declarations are
+Both ends import this package: the controller as ``hil.agent.protocol``,
+the agent on the host as ``hil_agent.protocol`` (the zipapp bundles it
+beside ``hil/agent/remote/``, as ``hil_agent/remote/``).  The declarations are
 ``TypedDict``s, so the wire stays plain JSON objects; ``Literal`` types name
 the closed sets (methods, error kinds, CM operations, CM event types).
 Callers import the package; it names every module's public declarations
@@ -25,7 +25,7 @@ its params and the type of its reply; declaring one registers it in
 names, with functions whose parameters and return annotations are the
 declared ones (tests/agent/test_protocol_spec.py checks both).  The
 operations of a CM endpoint (``cm_call``'s ``op``) are :class:`CMOp`\\s in
-``CM_OPS``, checked against ``cmworker.OPS`` the same way.
+``CM_OPS``, checked against ``cm.worker.OPS`` the same way.
 
 A reply is decoded with :meth:`Method.decode`: the value, checked against its
 declared type (required keys present, every known key of the right type,

@@ -1,4 +1,4 @@
-"""What a storm's two roles share (cmstorm.py): its limits, the request check, each
+"""What a storm's two roles share (storm.py): its limits, the request check, each
 connection's record and the run's stamps, actions and channel reads."""
 
 from __future__ import annotations
@@ -7,20 +7,20 @@ import contextlib
 import errno
 from typing import TYPE_CHECKING
 
-from .hostclock import now_us
-from .librdmacm import RawEvent, RdmaError, cook
-from .protocol import (
+from ...protocol import (
     CMEventType,
     StormActionEntry,
     StormConn,
     StormParams,
     StormReply,
 )
+from ..hostclock import now_us
+from ..librdmacm import RawEvent, RdmaError, cook
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from .cmworker import Worker
+    from .state import WorkerState
 
 MAX_COUNT = 1024
 MAX_TRAFFIC = 16  # SENDs per connection: the QP's depth (the peer posted as many receives)
@@ -88,7 +88,7 @@ class Conn:
         return out
 
 
-def qp_maker(worker: Worker, traffic: int) -> Callable[[int], object]:
+def qp_maker(worker: WorkerState, traffic: int) -> Callable[[int], object]:
     """How a storm gives a connection its QP.  With ``traffic``: one deep enough for it,
     with its own PD, CQ and buffer, and (``post``) as many receives posted.  Without:
     cmtime's, a bare QP on the worker's one PD and CQ (no buffer, no receive)."""
@@ -110,7 +110,7 @@ Action = tuple[str, int, int, int, str, "dict[str, object]"]
 class Run:
     """What both roles share: the worker, the stamps, the actions, the channel reads."""
 
-    def __init__(self, worker: Worker, p: StormParams) -> None:
+    def __init__(self, worker: WorkerState, p: StormParams) -> None:
         self.w, self.p = worker, p
         # Tuples (a list append is atomic): the reply makes the protocol's dicts, not the storm.
         self.actions: list[Action] = []

@@ -1,4 +1,4 @@
-"""The CM endpoints of a host (cm.py on the agent): opening one (a worker process),
+"""The CM endpoints of a host (cm/methods.py on the agent): opening one (a worker process),
 calling its operations (``cm_call``; their params and replies are in
 ``cmops.py``), killing and closing it; and the host's clock."""
 

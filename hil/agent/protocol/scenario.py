@@ -1,5 +1,5 @@
 """Scenarios: a script a CM endpoint runs by itself (``cm_call`` op ``scenario``;
-cmscript.py on the agent), its reply, and :func:`scenario_problems`.
+cm/script.py on the agent), its reply, and :func:`scenario_problems`.
 
 Declared without ``X | None`` so that the agent (python >= 3.9) can check a
 script against these with :func:`scenario_problems` before it runs one step."""

@@ -18,13 +18,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .errors import OpError
-from .hostclock import now_us
-from .librdmacm import RESOLVE_MS, CMChannel, RdmaError
-from .protocol import CloseRaceReply, CloseRound, MethodName
-from .system import run
+from ...protocol import CloseRaceReply, CloseRound, MethodName
+from ..errors import OpError
+from ..hostclock import now_us
+from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
+from ..system import run
 
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hil_agent.cmclose import main; main()"
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from hil_agent.remote.cm.close import main; main()"
+)
 ADDR_WAIT_S = 5.0
 
 

@@ -1,6 +1,6 @@
 """One CM endpoint in its own process: an event channel, driven over a pipe by the agent.
 
-The agent starts one per endpoint (``cm.py``) so that SIGKILL of the process
+The agent starts one per endpoint (``methods.py``) so that SIGKILL of the process
 holding a connection is real, and so that a foreign call that blocks (destroy
 in CONN_SENT, siw's connect) blocks only this process's request thread.
 
@@ -29,9 +29,9 @@ import threading
 import traceback
 from typing import Any, BinaryIO
 
-from . import cmscript, cmstorm
-from .cmworker import OPS, Worker
-from .librdmacm import CMChannel, RdmaError, RdmaUnavailable
+from ..librdmacm import CMChannel, RdmaError, RdmaUnavailable
+from . import script, storm
+from .worker import OPS, Worker
 
 _PR_SET_PDEATHSIG = 1
 
@@ -82,7 +82,7 @@ class Server:
                     },
                 }
             )
-        except (TypeError, cmscript.ScenarioError, cmstorm.StormError) as e:
+        except (TypeError, script.ScenarioError, storm.StormError) as e:
             self.send({"id": rid, "error": {"type": "bad_params", "message": f"{op}: {e}"}})
         except Exception as e:  # noqa: BLE001 -- a worker bug: report it, keep serving
             tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from .protocol import CMEventType, CMLogEntry
+from ...protocol import CMEventType, CMLogEntry
 
 
 class Log:

@@ -3,7 +3,7 @@
 The controller sends one request (``protocol.StormParams``, ``cm_call`` op
 ``storm``) and gets one answer (``protocol.StormReply``).  Two roles:
 
-- ``connect`` (cmstormconnect.py): ``count`` connections to ``dst:port``,
+- ``connect`` (stormconnect.py): ``count`` connections to ``dst:port``,
   step by step for all of them as rdma-core's ``cmtime`` does, reading the
   channel in this thread (create ids; resolve every address; every route; a
   QP each; connect, every ``rdma_connect`` from this thread, or from
@@ -12,7 +12,7 @@ The controller sends one request (``protocol.StormParams``, ``cm_call`` op
   disconnect step: ``rdma_disconnect`` then ``rdma_destroy_qp``; destroy
   all).  Each connection's private data is ``tag`` + its index (4 digits),
   which ties it to the passive side's CONNECT_REQUEST.
-- ``serve`` (cmstormserve.py): answer the requests of listener ``listen_id``
+- ``serve`` (stormserve.py): answer the requests of listener ``listen_id``
   (made before with op ``listen``), reading the channel in this thread:
   accept each, and destroy each id once its DISCONNECTED came; stop when
   ``count`` were served, or ``idle_s`` after the last event once none is
@@ -39,25 +39,25 @@ import gc
 import sys
 from typing import TYPE_CHECKING
 
-from .cmscript import SWITCH_INTERVAL_S
-from .cmstormbase import (
+from ...protocol import StormParams, StormReply
+from .script import SWITCH_INTERVAL_S
+from .stormbase import (
     DEFAULT_DEADLINE_S,
     DEFAULT_IDLE_S,
     DEFAULT_WAIT_S,
     StormError,
     problems,
 )
-from .cmstormconnect import Connect
-from .cmstormserve import Serve
-from .protocol import StormParams, StormReply
+from .stormconnect import Connect
+from .stormserve import Serve
 
 if TYPE_CHECKING:
-    from .cmworker import Worker
+    from .state import WorkerState
 
 __all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_IDLE_S", "DEFAULT_WAIT_S", "StormError", "run"]
 
 
-def run(worker: Worker, params: StormParams) -> StormReply:
+def run(worker: WorkerState, params: StormParams) -> StormReply:
     """Check and run one storm role on ``worker``; :class:`StormError` when malformed."""
     wrong = problems(params)
     if wrong:

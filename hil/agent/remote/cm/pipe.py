@@ -1,6 +1,6 @@
 """A CM endpoint worker process as the agent drives it: started, called over its pipe, ended.
 
-The worker (``cmserver.py``, from this same zipapp) answers one JSON line for
+The worker (``server.py``, from this same zipapp) answers one JSON line for
 each request line; a reader thread hands each answer to the request waiting
 for it, and keeps the tail of the worker's stderr for the error that tells
 it died.  Workers are started from one long-lived thread (:class:`_Spawner`)
@@ -19,16 +19,20 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .errors import OpError
-from .hostclock import now_us
+from ..errors import OpError
+from ..hostclock import now_us
 
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hil_agent.cmserver import main; main()"
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from hil_agent.remote.cm.server import main; main()"
+)
 # Where the agent's own hil_agent package was imported from, for the workers' sys.path:
 # the unpacked copy beside the zipapp (zipmain.py), whose bytecode Python caches, or the
 # zip itself where no copy could be made.  From the zip (sys.argv[0]) every worker
 # compiled every module it imports again: about 3x the start (0.13 s against 0.04 s
 # here, over a second on a TCG guest), paid for each endpoint a test opens.
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# This file is hil_agent/remote/cm/pipe.py there.
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 if TYPE_CHECKING:
     # What the spawner thread hands back: the started worker, or why it could not start.
     _Started = subprocess.Popen[bytes] | OSError
@@ -88,7 +92,7 @@ class _Slot:
 
 
 class WorkerProcess:
-    """One running cmworker: its pipe, the answers it owes, the tail of its stderr."""
+    """One running worker process: its pipe, the answers it owes, the tail of its stderr."""
 
     def __init__(self, number: int) -> None:
         self.number = number

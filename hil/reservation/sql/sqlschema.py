@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hil.reservation import attemptsql, healthsql
+from hil.reservation.sql import attemptsql, healthsql
 from hil.reservation.sqltx import Tx
 
 # ``columns(tx, table)``: the names of ``table``'s columns (each driver asks its catalogue).
@@ -18,7 +18,7 @@ Columns = Callable[[Tx, str], set[str]]
 
 # Columns added after a table was first released: (table, column, its DDL).
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    # Fencing tokens (see hil.reservation.fencesql); leases of an older store get 0.
+    # Fencing tokens (see hil.reservation.sql.fencesql); leases of an older store get 0.
     ("hil_leases", "token", "BIGINT NOT NULL DEFAULT 0"),
 )
 

@@ -14,10 +14,7 @@ import errno
 import threading
 import time
 
-from .hostclock import now_us
-from .librdmacm import CMChannel, RdmaError
-from .librdmacm.verbsabi import wc_status_name
-from .protocol import (
+from ...protocol import (
     STREAM_MODES,
     RemoteBuffer,
     StreamMode,
@@ -26,6 +23,9 @@ from .protocol import (
     TimedReply,
     WriteReply,
 )
+from ..hostclock import now_us
+from ..librdmacm import CMChannel, RdmaError
+from ..librdmacm.verbsabi import wc_status_name
 
 MODES = STREAM_MODES
 QP_DEPTH = 16  # send and receive queue depth of every QP a CM worker makes

@@ -1,4 +1,4 @@
-"""A storm's passive role (cmstorm.py): accept each request, destroy each id on its close.
+"""A storm's passive role (storm.py): accept each request, destroy each id on its close.
 
 The serving thread reads the worker's channel itself (``Run.channel``), so an
 event goes from ``rdma_get_cm_event`` to its accept or destroy in one
@@ -14,20 +14,20 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from .cmscript import sleep_until
-from .cmstormbase import DEFAULT_IDLE_S, POLL_S, REPLIES, Conn, Run, qp_maker
-from .hostclock import now_us
-from .librdmacm import RawEvent, RdmaError
-from .protocol import CMEventEntry, StormParams, StormReply
+from ...protocol import CMEventEntry, StormParams, StormReply
+from ..hostclock import now_us
+from ..librdmacm import RawEvent, RdmaError
+from .script import sleep_until
+from .stormbase import DEFAULT_IDLE_S, POLL_S, REPLIES, Conn, Run, qp_maker
 
 if TYPE_CHECKING:
-    from .cmworker import Worker
+    from .state import WorkerState
 
 
 class Serve(Run):
     """The passive side: accept each request, destroy each id once it is DISCONNECTED."""
 
-    def __init__(self, worker: Worker, p: StormParams) -> None:
+    def __init__(self, worker: WorkerState, p: StormParams) -> None:
         super().__init__(worker, p)
         self.by_id: dict[int, Conn] = {}
         self.served = 0

@@ -20,9 +20,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from .hostclock import now_us
-from .librdmacm import RdmaError
-from .protocol import (
+from ...protocol import (
     CMEventEntry,
     CMLogEntry,
     ScenarioParams,
@@ -31,9 +29,11 @@ from .protocol import (
     ScenarioStepResult,
     scenario_problems,
 )
+from ..hostclock import now_us
+from ..librdmacm import RdmaError
 
 if TYPE_CHECKING:
-    from .cmworker import Worker
+    from .state import WorkerState
 
 SPIN_US = 2000  # the last stretch before a step's time is spun (with GIL yields), not slept
 SWITCH_INTERVAL_S = 0.0002  # the poller and the script hand the GIL over this often
@@ -61,7 +61,7 @@ def sleep_until(target_us: int) -> None:
 class Script:
     """One run of a script on a worker: the bound names, the consumed events, the results."""
 
-    def __init__(self, worker: Worker, params: ScenarioParams) -> None:
+    def __init__(self, worker: WorkerState, params: ScenarioParams) -> None:
         problems = scenario_problems(params)
         if problems:
             raise ScenarioError("; ".join(problems))
@@ -130,6 +130,7 @@ class Script:
         sleep_until(target)
         t0 = now_us()
         try:
+            # A worker operation by name (protocol.CM_OPS), as server.py runs a request's.
             reply = getattr(self.w, step["op"])(**kwargs)
         except RdmaError as e:
             res["result"] = errno.errorcode.get(e.errno or 0, str(e.errno))
@@ -184,6 +185,6 @@ class Script:
                 log.cond.wait(left / 1e6)
 
 
-def run(worker: Worker, params: ScenarioParams) -> ScenarioReply:
+def run(worker: WorkerState, params: ScenarioParams) -> ScenarioReply:
     """Check and run one script on ``worker``; :class:`ScenarioError` when it is malformed."""
     return Script(worker, params).run()

@@ -1,4 +1,4 @@
-"""A CM endpoint's operations (``cm_call``'s ``op``; cmworker.py on the agent):
+"""A CM endpoint's operations (``cm_call``'s ``op``; cm/worker.py on the agent):
 their params and replies, each declared as a :class:`CMOp`.  The log and its
 ``events`` op are in ``cmevents.py``, scripts in ``scenario.py``, storms in
 ``storm.py``."""
