@@ -27,6 +27,7 @@ from hil.cli.options import (
 )
 from hil.cm import registry
 from hil.errors import EXIT_OK, EXIT_VIOLATION, InputError
+from hil.registry import Registry
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -72,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.set_defaults(func=_run)
 
 
-def _sequences() -> dict[str, registry.Sequence]:
+def _sequences() -> Registry[registry.Sequence]:
     """Every registered sequence, the built-in ones among them."""
     from hil.cm import session  # noqa: F401 -- importing it registers the built-in ones
 
