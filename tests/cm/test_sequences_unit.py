@@ -254,6 +254,8 @@ def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
         assert sequence(hil_test_listen_only) is hil_test_listen_only  # the same one again: fine
         tl = session(world).run("hil_test_listen_only")
         assert [a.name for a in tl.actions] == ["listen", "destroy"]
+        by_reference = session(world).run(hil_test_listen_only, port_note="y")  # as suites do
+        assert [a.name for a in by_reference.actions] == ["listen", "destroy"]
         assert sequence_params("hil_test_listen_only", ["port_note=y"], None) == {"port_note": "y"}
 
         def other(s: CMSession) -> Timeline:
