@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cmsuite import Contract, explain
 
 from hil.cm.session import CMSession
 from hil.cm.storm import run_storm
+from hil.plugin.api import Contract, explain
 
 
 @pytest.mark.parametrize("count", [16])

@@ -23,6 +23,7 @@ HIL = Path(__file__).resolve().parent.parent / "hil"
 LAYERS = [
     "tools",  # hil/tools.py: the external commands, for everyone
     "errors",
+    "registry",  # hil/registry.py: the one registry type of every extension point
     "timeouts",  # hil/timeouts.py: the timeout layers, their defaults and messages
     "inventory",
     "reservation",
@@ -183,13 +184,13 @@ def test_no_cycle() -> None:
     assert not cycles, "\n".join(cycles)
 
 
-def test_the_judge_needs_nothing_but_errors() -> None:
+def test_the_judge_needs_nothing_but_errors_and_the_registry() -> None:
     bad = {
         (m, d)
         for m in GRAPH
         if m.startswith("hil.judge")
         for d in GRAPH[m]
-        if d != "hil.errors" and not d.startswith("hil.judge")
+        if d not in ("hil.errors", "hil.registry") and not d.startswith("hil.judge")
     }
     assert not bad, sorted(bad)
 

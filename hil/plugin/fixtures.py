@@ -27,7 +27,7 @@ Options: ``--hil-kmsg-allow REGEX`` (repeatable) and the ini list
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -40,6 +40,7 @@ from hil.judge.contract import Verdict, check
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.judge.timeline import explain
 from hil.plugin import known, option_group
+from hil.plugin.api import Contract
 from hil.report.crash import crashed
 
 if TYPE_CHECKING:
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
 DIRECTIONS = ("a-b", "b-a")  # which host connects: A (to B), or B (to A)
 # The kernel-log allowlist of the run: the default plus ini and command line.
 ALLOW_KEY = pytest.StashKey[tuple[str, ...]]()
-
-Contract = Callable[["Timeline"], Verdict]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

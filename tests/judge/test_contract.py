@@ -46,7 +46,7 @@ def lab_rule() -> Iterator[None]:
 
     register_rule(no_established)
     yield
-    RULES.remove(no_established)
+    RULES.unregister(no_established.name)
 
 
 def test_a_registered_rule_runs_in_every_verdict(lab_rule: None) -> None:
