@@ -35,9 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.clock import controller_us
-from hil.cm.races import core
 from hil.cm.races.aim import aim, aimed_delay
 from hil.cm.races.conns import dial_port, request_of
 from hil.cm.scenario import LEAD_S, Script, Step, StepRun, together

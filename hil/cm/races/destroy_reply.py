@@ -37,8 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
-from hil.cm.races import core
 from hil.cm.races.aim import aim, aim_windows, aimed_delay
 from hil.cm.races.conns import dial
 from hil.cm.races.hold import HOLD_US, passive_held

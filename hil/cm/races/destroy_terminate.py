@@ -35,9 +35,9 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.clock import controller_us
-from hil.cm.races import core
 from hil.cm.races.aim import aim, aim_windows, aimed_delay
 from hil.cm.races.hold import HOLD_US, passive_held
 from hil.cm.scenario import ScenarioRun, Script, Step, StepRun, run

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.clock import controller_us
-from hil.cm.races import core
 from hil.cm.races.conns import Pair, connect_all
 from hil.cm.scenario import LEAD_S, ScenarioRun, Script, Step, StepRun, together
 from hil.judge.timeline import Event, Timeline

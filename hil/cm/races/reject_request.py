@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.clock import controller_us
-from hil.cm.races import core
 from hil.cm.races.conns import dial_port, request_of
 from hil.cm.scenario import LEAD_S, Script, Step, StepRun, together
 from hil.judge.timeline import Event
