@@ -7,7 +7,7 @@
 The passive host runs an auto-accepting listener, the active host ``--rounds``
 rounds of: connect, destroy after a delay drawn from 0 .. twice the reply's
 latency (calibrated first), both in the agent's own CM worker code
-(``hil_agent.cmworker.Worker`` over ``CMChannel``, its poller stamping
+(``hil_agent.remote.cm.worker.Worker`` over ``CMChannel``, its poller stamping
 events) but driven by a script on the host, with no controller in between.
 Per round it times the destroy the way the worker did before the fix (its
 start stamped before the call, ``us`` the channel's own measurement from a
@@ -18,8 +18,8 @@ Prints, over all rounds: the events of destroyed ids stamped after the old
 reported end (what the timeline's no-event-after-destroy rule compared
 against) and after the true end, how far those were, and the largest gap
 between the two ends.  This is
-the evidence for docs/cm-engine.md's finding of CONNECT_ERROR(-22) "after"
-its destroy: see there.
+the evidence for docs/races.md's finding of CONNECT_ERROR(-22) "after"
+its destroy: see there (the runs: docs/notes/race-sweeps.md).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import argparse
 import json
 import sys
 import threading
+from typing import TypedDict
 
 from hil.agent import build
 from hil.agent.deploy import REMOTE_DIR
@@ -41,9 +42,9 @@ from hil.run import PairRequest, PairRun
 HOST_SCRIPT = r"""
 import json, os, random, sys, threading, time
 sys.path.insert(0, os.path.expanduser(sys.argv[1]))
-from hil_agent.hostclock import now_us
-from hil_agent.cmworker import Worker
-from hil_agent.librdmacm import CMChannel, RdmaError
+from hil_agent.remote.hostclock import now_us
+from hil_agent.remote.cm.worker import Worker
+from hil_agent.remote.librdmacm import CMChannel, RdmaError
 role, address, port = sys.argv[2], sys.argv[3], int(sys.argv[4])
 w = Worker(CMChannel())
 threading.Thread(target=w.poller.run, daemon=True).start()
@@ -88,11 +89,39 @@ print(json.dumps({"latency": latency, "rounds": out, "events": events}))
 """
 
 
-def _summary(got: dict[str, object]) -> None:
-    rounds = [r for r in got["rounds"] if "id" in r]  # type: ignore[union-attr]
+class _Event(TypedDict):
+    """One CM event the host script's worker logged (the fields the summary reads)."""
+
+    id: int
+    type: str
+    status: int
+    host_t_us: int
+
+
+class _Round(TypedDict, total=False):
+    """One destroy round: its timings, or the error its connect met (then no id)."""
+
+    id: int
+    delay: int
+    t_us: int
+    us: int
+    end: int
+    connect: str
+
+
+class _Got(TypedDict):
+    """The host script's last line: reply latency, destroy rounds and events."""
+
+    latency: int
+    rounds: list[_Round]
+    events: list[_Event]
+
+
+def _summary(got: _Got) -> None:
+    rounds = [r for r in got["rounds"] if "id" in r]
     events = got["events"]
-    by_id: dict[int, list[dict[str, int | str]]] = {}
-    for e in events:  # type: ignore[union-attr]
+    by_id: dict[int, list[_Event]] = {}
+    for e in events:
         by_id.setdefault(e["id"], []).append(e)
     after_reported, after_true, gaps = [], [], []
     for r in rounds:
@@ -104,7 +133,7 @@ def _summary(got: dict[str, object]) -> None:
             if e["host_t_us"] > r["end"]:
                 after_true.append((e["type"], e["status"], e["host_t_us"] - r["end"]))
     kinds: dict[str, int] = {}
-    for e in events:  # type: ignore[union-attr]
+    for e in events:
         if e["type"] in ("ESTABLISHED", "CONNECT_ERROR", "REJECTED", "DISCONNECTED"):
             key = f"{e['type']}({e['status']})"
             kinds[key] = kinds.get(key, 0) + 1

@@ -33,7 +33,7 @@ def main() -> int:
     p.add_argument("--inventory", required=True)
     p.add_argument("--store", required=True)
     p.add_argument("--pair", help="pair name (default: the inventory's first)")
-    p.add_argument("--race", action="append", choices=sorted(RACES), help="default: all")
+    p.add_argument("--race", action="append", choices=sorted(RACES.names()), help="default: all")
     p.add_argument("--direction", choices=("a-b", "b-a"), default="a-b")
     p.add_argument("--wait", type=float, default=0.0, help="queue for the pair up to S seconds")
     args = p.parse_args()
@@ -44,7 +44,7 @@ def main() -> int:
     failed = 0
     with open_store(args.store) as store, PairRun(inv, store, request) as run:
         s = run.session(args.direction, evidence=False)
-        for name in args.race or sorted(RACES):
+        for name in args.race or sorted(RACES.names()):
             race = RACES[name]
             began = time.monotonic()
             sweep = race.sweep(s, race.full, race.orders)

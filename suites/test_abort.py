@@ -19,10 +19,11 @@ TERMINATE then closes both sides with DISCONNECTED(0) [lab].
 from __future__ import annotations
 
 import pytest
-from cmsuite import Contract, explain, seen
 
+from hil.cm import sequences
 from hil.cm.session import CMSession
 from hil.judge.profiles import Profiles
+from hil.plugin.api import Contract, explain, seen
 
 
 @pytest.mark.parametrize("by", ["active", "passive"])
@@ -31,7 +32,7 @@ def test_abort_is_seen_by_the_peer(
     cm: CMSession, contract: Contract, profile: Profiles, how: str, by: str
 ) -> None:
     """The peer of an abortive close gets DISCONNECTED with a status the profile allows."""
-    tl = cm.run("abort", how=how, by=by)
+    tl = cm.run(sequences.abort, how=how, by=by)
     contract(tl)
     aborter = cm.active if by == "active" else cm.passive
     peer = cm.other(aborter)
@@ -63,7 +64,7 @@ def test_remote_access_error_ends_the_connection(
     cm: CMSession, contract: Contract, profile: Profiles, how: str
 ) -> None:
     """A WRITE the peer refuses completes as the profile says; both sides get DISCONNECTED."""
-    tl = cm.run("remote_access_error", how=how)
+    tl = cm.run(sequences.remote_access_error, how=how)
     contract(tl)
     writes = [a for a in tl.actions if a.name == "write"]
     assert len(writes) == 1 and writes[0].ok, explain(tl, f"the {how} WRITE got no completion")

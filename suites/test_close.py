@@ -10,11 +10,11 @@ see their DISCONNECTED.
 from __future__ import annotations
 
 import pytest
-from cmsuite import Contract, explain, seen
 
-from hil.cm import steps
+from hil.cm import sequences, steps
 from hil.cm.session import CMSession
 from hil.judge.profiles import Profiles
+from hil.plugin.api import Contract, explain, seen
 
 
 @pytest.mark.parametrize("by", ["active", "passive"])
@@ -22,7 +22,7 @@ def test_orderly_close_disconnects_both_sides(
     cm: CMSession, contract: Contract, profile: Profiles, by: str
 ) -> None:
     """rdma_disconnect by ``by``: one DISCONNECTED per side, with an orderly status."""
-    tl = cm.run("close", by=by)
+    tl = cm.run(sequences.close, by=by)
     contract(tl)
     for side in (cm.active, cm.passive):
         got = seen(tl, "DISCONNECTED", side)

@@ -10,17 +10,19 @@ in which nothing happened).
 from __future__ import annotations
 
 import pytest
-from cmsuite import Contract, explain, seen
 
+from hil.cm import sequences
 from hil.cm.session import CMSession
+from hil.cm.unreachable import unreachable
 from hil.judge.profiles import Profiles
+from hil.plugin.api import Contract, explain, seen
 
 
 def test_connect_establishes_both_sides_and_carries_private_data(
     cm: CMSession, contract: Contract
 ) -> None:
     """Invariants 1-4 and 10: one CONNECT_REQUEST, ESTABLISHED on both sides, then a clean close."""
-    tl = cm.run("connect", private_data=b"hil-connect")
+    tl = cm.run(sequences.connect, private_data=b"hil-connect")
     contract(tl)
     requests = seen(tl, "CONNECT_REQUEST", cm.passive)
     assert len(requests) == 1, explain(
@@ -40,7 +42,7 @@ def test_reject_gives_rejected_with_the_private_data(
     cm: CMSession, contract: Contract, profile: Profiles
 ) -> None:
     """rdma_reject: the active side gets REJECTED, its profile's status, the reject's data."""
-    tl = cm.run("reject", private_data=b"hil-no-thanks")
+    tl = cm.run(sequences.reject, private_data=b"hil-no-thanks")
     contract(tl)
     rejected = seen(tl, "REJECTED", cm.active)
     assert len(rejected) == 1, explain(tl, "expected one REJECTED on the active side")
@@ -57,7 +59,7 @@ def test_connect_with_no_listener_is_refused(
 ) -> None:
     """No listener on the port: refused as the connecting host's profile says (siw:
     rdma_connect fails)."""
-    tl = cm.run("no_listener")
+    tl = cm.run(sequences.no_listener)
     contract(tl)
     connects = [a for a in tl.actions if a.name == "connect"]
     assert len(connects) == 1, explain(tl, "expected one connect action")
@@ -85,7 +87,7 @@ def test_connect_to_a_blackholed_peer_ends_unreachable(
     modes = [m for m in ("blackhole", "carrier", "command") if m in cm.pull_modes()]
     if not modes:
         pytest.skip(f"link {cm.pair.link.name} offers no pull that leaves the netdevs up")
-    tl = cm.run("unreachable", mode=modes[0])
+    tl = cm.run(unreachable, mode=modes[0])
     contract(tl)
     active = profile.of(cm.host(cm.active))
     pulled = [a.t_us for a in tl.actions if a.name == "pull"]

@@ -16,11 +16,12 @@ as a step of its report.  Every test here is marked ``disruptive``.
 from __future__ import annotations
 
 import pytest
-from cmsuite import Contract, explain
 
+from hil.cm import sequences
 from hil.cm.session import CMSession
 from hil.inventory.model import PULL_MODES
 from hil.judge.profiles import Profiles
+from hil.plugin.api import Contract, explain
 from hil.report.attach import step
 
 pytestmark = pytest.mark.disruptive
@@ -41,7 +42,7 @@ def test_link_pull_then_restore_and_reconnect(
     promise = profile.link_pull_promise("admin" if mode == "admin" else "carrier", traffic)
     print(f"{mode} pull, {'traffic' if traffic else 'idle'}: {promise}")
     with step(str(promise)):
-        tl = cm.run("link_pull", mode=mode, traffic=traffic)
+        tl = cm.run(sequences.link_pull, mode=mode, traffic=traffic)
     contract(tl)
     if promise.bound_s is not None:
         assert "detection_us" in tl.metrics, explain(

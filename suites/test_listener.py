@@ -16,10 +16,11 @@ would have judged fewer pending requests than the test claims.
 from __future__ import annotations
 
 import pytest
-from cmsuite import Contract, explain, seen
 
+from hil.cm import sequences
 from hil.cm.session import CMSession
 from hil.judge.destroys import pending_at
+from hil.plugin.api import Contract, explain, seen
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,7 @@ def test_listener_destroy_rejects_pending_and_keeps_accepted(
     cm: CMSession, contract: Contract, pending: int, accepted: int
 ) -> None:
     """Pending requests end (REJECTED), accepted connections survive the listener."""
-    tl = cm.run("listener_destroy", pending=pending, accepted=accepted)
+    tl = cm.run(sequences.listener_destroy, pending=pending, accepted=accepted)
     contract(tl)
     listener = next(a.id for a in tl.actions if a.name == "listen")
     destroy = next((a for a in tl.actions if a.name == "destroy" and a.id == listener), None)

@@ -13,7 +13,7 @@
   request's upcall, a destroy against an incoming TERMINATE.  Each sweep
   asks for every order its race names and stops once each was reached (a
   bounded budget; ``--hil-race-sweeps full``, the nightly's, sweeps each
-  race's whole window, as ``hil cm run race_*`` does: docs/cm-engine.md),
+  race's whole window, as ``hil cm run race_*`` does: docs/races.md),
   fails "race window not reached" when one never was, prints and attaches
   its rounds (the order of each) and records its coverage; the contract
   judges every round.
@@ -26,14 +26,14 @@ shows as a leaked cm_id/QP or a kernel WARNING.
 from __future__ import annotations
 
 import pytest
-from cmsuite import Contract, explain, seen
 
-from hil.cm import races, steps
+from hil.cm import races, sequences, steps
 from hil.cm.observer import StepInfo
 from hil.cm.races import RACES, Budget
 from hil.cm.session import CMSession
 from hil.judge.contract import check
 from hil.judge.profiles import Profiles
+from hil.plugin.api import Contract, explain, seen
 from hil.plugin.metrics import TestMetrics
 from hil.report.attach import note
 
@@ -86,7 +86,7 @@ def test_destroy_during_connect_blocks_within_the_bound(
 ) -> None:
     """Invariant 7: destroy in CONN_SENT blocks until, and only until, the provider's
     connect timeout ends the connect, whichever of the id and its QP goes first."""
-    tl = cm.run("destroy_conn_sent", order=order)
+    tl = cm.run(sequences.destroy_conn_sent, order=order)
     contract(tl)
     blocked = tl.metrics.get("destroy_blocked_us")
     assert blocked is not None, explain(tl, "the destroy in CONN_SENT did not complete")

@@ -18,13 +18,13 @@ that brought each.  One direction each: the bugs are one host's.
 from __future__ import annotations
 
 import pytest
-from cmsuite import Contract, explain
 
-from hil.cm import regressions  # noqa: F401 -- registers the regress_* sequences
+from hil.cm.regressions import cxgb4, device, iwcm, siw, ucma
 from hil.cm.regressions.evidence import missing
 from hil.cm.session import CMSession
 from hil.judge.profiles import Profiles
 from hil.judge.timeline import Timeline
+from hil.plugin.api import Contract, explain
 
 pytestmark = pytest.mark.parametrize("direction", ["a-b"])
 
@@ -56,7 +56,7 @@ def test_iwcm_aee2424246f9_child_cm_ids_destroyed_by_the_cm(
     ACCEPT stays in the TCP accept queue, never a request; the passive host's
     ``ss`` and ``rdma resource show cm_id`` show the hold.
     """
-    tl = cm.run("regress_iwcm_refused_child", connects=4)
+    tl = cm.run(iwcm.regress_iwcm_refused_child, connects=4)
     contract(tl)
     _reached(tl)
 
@@ -72,7 +72,7 @@ def test_iwcm_work_objects_after_cm_id_destruction(cm: CMSession, contract: Cont
     DISCONNECTED: at least one id is destroyed before its own DISCONNECTED
     was delivered, while the CM was handling its close.
     """
-    tl = cm.run("regress_iwcm_peer_vanishes", connections=3, rounds=3)
+    tl = cm.run(iwcm.regress_iwcm_peer_vanishes, connections=3, rounds=3)
     contract(tl)
     _reached(tl)
 
@@ -90,7 +90,7 @@ def test_siw_ef91271c65c1_reject_racing_mpa_request(
     gets REJECTED with the provider's status, and a reject ran while later
     MPA requests were still arriving.
     """
-    tl = cm.run("regress_siw_reject_racing_mpareq", connects=6)
+    tl = cm.run(siw.regress_siw_reject_racing_mpareq, connects=6)
     contract(tl)
     _reached(tl)
     want = profile.of(cm.host(cm.active)).reject_status
@@ -111,7 +111,7 @@ def test_siw_53a3f7770497_mpa_request_failure_then_close(cm: CMSession, contract
     pause, then closes or resets.  No CONNECT_REQUEST may come of them, and
     the listener still connects afterwards.
     """
-    tl = cm.run("regress_siw_mpareq_failure")
+    tl = cm.run(siw.regress_siw_mpareq_failure)
     contract(tl)
     _reached(tl)
 
@@ -132,7 +132,7 @@ def test_cxgb4_3e1e783998f6_endpoint_timeout_under_a_flood(
     path (the sequence runs there too, by hand: ``hil cm run
     regress_cxgb4_ep_timeout_under_flood``).
     """
-    tl = cm.run("regress_cxgb4_ep_timeout_under_flood", streams=2)
+    tl = cm.run(cxgb4.regress_cxgb4_ep_timeout_under_flood, streams=2)
     contract(tl)
     _reached(tl)
 
@@ -157,7 +157,7 @@ def test_siw_netdev_removed_under_port_queries_and_a_bound_id(
     has ``sdev->netdev``): on the 6.1 lab only a debug (KASAN) kernel can
     show the bug; the 6.12 kernel has the fix.
     """
-    tl = cm.run("regress_siw_netdev_removed")
+    tl = cm.run(device.regress_siw_netdev_removed)
     contract(tl)
     _reached(tl)
 
@@ -178,6 +178,6 @@ def test_ucma_event_channel_closed_while_resolve_route_runs(
     after-test checks see that the closes left no cm_id behind and the
     kernel log clean.
     """
-    tl = cm.run("regress_ucma_close_during_resolve_route", sweeps=2)
+    tl = cm.run(ucma.regress_ucma_close_during_resolve_route, sweeps=2)
     contract(tl)
     _reached(tl)

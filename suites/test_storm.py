@@ -6,7 +6,7 @@ serve them (accept, destroy on DISCONNECTED); both answer with every step's
 host stamps.  The contract judges every connection (one reply each, no
 DISCONNECTED before ESTABLISHED, no event after destroy); the tests add that
 every connection was established and closed on BOTH sides, and record the
-per-step latency percentiles and the rate (docs/cm-engine.md, Storms).
+per-step latency percentiles and the rate (docs/storm.md).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cmsuite import Contract, explain
 
 from hil.cm.session import CMSession
 from hil.cm.storm import run_storm
+from hil.plugin.api import Contract, explain
 
 
 @pytest.mark.parametrize("count", [16])

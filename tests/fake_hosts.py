@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.agent.client import AgentCallError
-from hil.agent.remote.protocol import ErrorKind
+from hil.agent.protocol import ErrorKind
 from hil.agent.types import AddressInfo, CommandResult, DriverInfo, LinkInfo, RdmaLink
 from hil.errors import InputError
 from hil.inventory import load

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fake_hosts import T6_NETDEV, t6_hosts
 
 from hil.agent.client import AgentCallError
-from tests.fake_hosts import T6_NETDEV, t6_hosts
 
 PARAMS = "/sys/module/iw_cxgb4/parameters"
 IB = "/sys/class/infiniband/cxgb4_0"

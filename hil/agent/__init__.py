@@ -12,7 +12,7 @@ See docs/agent.md for the protocol and how to add an operation.
 from hil.agent.agent import Agent
 from hil.agent.build import Bundle, build
 from hil.agent.client import AgentCallError, Hello
-from hil.agent.remote import PROTOCOL_VERSION
+from hil.agent.protocol import PROTOCOL_VERSION
 from hil.agent.types import (
     AddressInfo,
     CommandResult,

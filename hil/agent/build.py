@@ -1,8 +1,10 @@
 """Build the agent zipapp: one file with the agent code and the packages it needs.
 
-The archive holds ``hil_agent/`` (this package's ``remote/``), every bundled
-pure-Python package (pyroute2, copied from the controller's own environment)
-and a ``__main__.py`` (``zipmain.py``), so ``python3 agent.pyz`` runs it on any
+The archive holds ``hil_agent/`` (this package's ``remote/``, the agent, and
+``protocol/``, the messages both ends import, under an ``__init__.py`` of its
+own: ours imports the controller's side), every bundled pure-Python package
+(pyroute2, copied from the controller's own environment) and a
+``__main__.py`` (``zipmain.py``), so ``python3 agent.pyz`` runs it on any
 host with a python3 and nothing installed; it unpacks itself beside the
 archive once, so that the host's Python caches its bytecode.  Its bytes
 depend only on the sources: entries are sorted and carry a fixed timestamp
@@ -27,6 +29,10 @@ from hil.errors import AgentError
 # Pure-Python packages the agent imports besides the stdlib.
 BUNDLED = ("pyroute2",)
 AGENT_PACKAGE = "hil_agent"
+# What of this package the agent runs: remote/ imports protocol/ as ..protocol.
+SHIPPED = ("remote", "protocol")
+# hil_agent/__init__.py: the package only holds the two, and must not import paramiko.
+AGENT_INIT = b'"""The hil agent: remote/ runs on this host, protocol/ declares its messages."""\n'
 # The zipapp's __main__.py: version check, then run from an unpacked, compiled copy.
 MAIN = (Path(__file__).parent / "zipmain.py").read_bytes()
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
@@ -72,11 +78,12 @@ def _sources(root: Path, prefix: str) -> list[tuple[str, Path]]:
 
 
 def _entries() -> list[tuple[str, bytes]]:
-    files = _sources(Path(__file__).parent / "remote", AGENT_PACKAGE)
+    here = Path(__file__).parent
+    files = [f for sub in SHIPPED for f in _sources(here / sub, f"{AGENT_PACKAGE}/{sub}")]
     for name in BUNDLED:
         files += _sources(_package_dir(name), name)
     entries = [(arcname, path.read_bytes()) for arcname, path in files]
-    entries.append(("__main__.py", MAIN))
+    entries += [("__main__.py", MAIN), (f"{AGENT_PACKAGE}/__init__.py", AGENT_INIT)]
     return sorted(entries)
 
 

@@ -1,6 +1,6 @@
 """Typed agent calls: params as a method's ``TypedDict``, the reply decoded against its declaration.
 
-:func:`request` calls a :class:`~hil.agent.remote.protocol.Method` of any
+:func:`request` calls a :class:`~hil.agent.protocol.Method` of any
 :class:`Caller` (an :class:`~hil.agent.client.AgentClient`, or a stand-in in
 tests), :func:`cm_request` a CM endpoint's operation through ``cm_call``.  A
 reply that is not what the protocol declares is an AgentError naming the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
-from hil.agent.remote.protocol import CM_CALL, CMCallParams, CMOp, Method, ProtocolMismatch, decode
+from hil.agent.protocol import CM_CALL, CMCallParams, CMOp, Method, ProtocolMismatch, decode
 from hil.errors import AgentError
 from hil.timeouts import active
 
@@ -39,7 +39,7 @@ def decode_reply(agent: Caller, what: str, declared: type[R], raw: object) -> R:
         raise AgentError(
             agent.host,
             f"agent answer not as the protocol declares it: {e}; the agent and this "
-            "controller disagree on hil.agent.remote.protocol (a bug in hil)",
+            "controller disagree on hil.agent.protocol (a bug in hil)",
         ) from None
 
 

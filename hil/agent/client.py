@@ -7,7 +7,7 @@ arrive); an agent that dies fails every pending call with its stderr tail.
 
 Typed calls go through :func:`request` (and :func:`cm_request` for a CM
 endpoint's operations): params as the method's ``TypedDict`` from
-``hil.agent.remote.protocol``, the reply decoded against its declaration.
+``hil.agent.protocol``, the reply decoded against its declaration.
 ``AgentClient.call`` is the untyped way in (a method name and keyword
 params, the raw JSON result back).  The typed calls are :mod:`hil.agent.calls`',
 the handshake's checks :mod:`hil.agent.handshake`'s; this module still names
@@ -29,8 +29,7 @@ from hil.agent.calls import decode_reply as decode_reply
 from hil.agent.calls import request as request
 from hil.agent.handshake import Hello as Hello
 from hil.agent.handshake import read_hello
-from hil.agent.remote import AGENT_GRACE
-from hil.agent.remote.protocol import ErrorBody, ErrorKind, Request
+from hil.agent.protocol import AGENT_GRACE, ErrorBody, ErrorKind, Request
 from hil.agent.transport import Channel
 from hil.errors import AgentError, CommandTimeout, WaitTimeout
 from hil.timeouts import expired

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hil.agent.remote import PROTOCOL_VERSION
-from hil.agent.remote.protocol import Handshake, ProtocolMismatch, decode
+from hil.agent.protocol import PROTOCOL_VERSION, Handshake, ProtocolMismatch, decode
 from hil.errors import AgentError
 
 

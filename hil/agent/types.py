@@ -1,6 +1,6 @@
 """What the agent's typed calls return: frozen data, no pyroute2 objects.
 
-Each is made from its reply as ``hil.agent.remote.protocol`` declares it
+Each is made from its reply as ``hil.agent.protocol`` declares it
 (``from_wire``); the wire keeps plain JSON.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from hil.agent.remote.protocol import AddressReply, KmsgReadReply, LinkReply
+from hil.agent.protocol import AddressReply, KmsgReadReply, LinkReply
 from hil.inventory.model import IPInterface
 from hil.ssh.session import Result
 

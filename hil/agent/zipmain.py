@@ -48,8 +48,8 @@ def run() -> None:
     where = unpacked(os.path.abspath(sys.argv[0]))
     if where is not None:
         sys.path[0] = where
-    # hil_agent exists only inside the zipapp (hil.agent.remote here).
-    importlib.import_module("hil_agent.main").main()
+    # hil_agent exists only inside the zipapp (hil.agent's remote/ and protocol/ here).
+    importlib.import_module("hil_agent.remote.main").main()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import dataclasses
 import inspect
 import json
 import sys
+import typing
+from collections.abc import Callable
 from typing import Any
 
 from hil.cli.options import (
@@ -33,6 +35,7 @@ from hil.cli.options import (
 from hil.cm import registry
 from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION, InputError
 from hil.host.evidence import SETTLE_S
+from hil.registry import Registry
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -95,7 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.set_defaults(func=_run)
 
 
-def _sequences() -> dict[str, registry.Sequence]:
+def _sequences() -> Registry[registry.Sequence]:
     """Every registered sequence, the built-in ones among them."""
     from hil.cm import session  # noqa: F401 -- importing it registers the built-in ones
 
@@ -113,6 +116,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _value(text: str) -> Any:
+    """A parameter whose type the sequence does not say: a bool, a number or text."""
     if text in ("true", "false"):
         return text == "true"
     for kind in (int, float):
@@ -123,27 +127,66 @@ def _value(text: str) -> Any:
     return text
 
 
+# How a -p value becomes each type a sequence's parameters are annotated with,
+# and what the refusal says it takes.
+_PARSERS: dict[type, tuple[Callable[[str], Any], str]] = {
+    bool: (lambda t: {"true": True, "false": False}[t], "true or false"),
+    int: (int, "a whole number"),
+    float: (float, "a number"),
+    str: (str, "text"),
+    bytes: (str.encode, "text"),
+}
+_BY_NAME = {k.__name__: k for k in _PARSERS}
+
+
+def _kinds(param: inspect.Parameter) -> list[type]:
+    """The types of ``param`` that a -p value can be (each member of ``int | None``)."""
+    ann = param.annotation
+    if isinstance(ann, str):  # ``from __future__ import annotations``: the source text
+        return [_BY_NAME[n.strip()] for n in ann.split("|") if n.strip() in _BY_NAME]
+    return [k for k in (typing.get_args(ann) or (ann,)) if k in _PARSERS]
+
+
+def _typed(name: str, param: inspect.Parameter, text: str) -> Any:
+    """``text`` as a value of ``param``'s type; InputError when it is none of its types."""
+    kinds = _kinds(param)
+    if not kinds:
+        return _value(text)
+    for kind in kinds:
+        parse, _ = _PARSERS[kind]
+        try:
+            return parse(text)
+        except (KeyError, ValueError):
+            continue
+    takes = " or ".join(_PARSERS[k][1] for k in kinds)
+    raise InputError(f"sequence {name}: {param.name} takes {takes}, not {text!r}")
+
+
 def sequence_params(name: str, pairs: list[str], mode: str | None) -> dict[str, Any]:
-    """``-p K=V`` texts as the parameters of sequence ``name``; InputError when they do not fit."""
+    """``-p K=V`` texts as the parameters of sequence ``name``, each of its annotated type,
+    and ``--mode`` a registered pull mode; InputError when they do not fit."""
     _sequences()
     fn = registry.lookup(name)
-    params: dict[str, Any] = {}
+    texts: dict[str, str] = {}
     for text in pairs:
         key, sep, value = text.partition("=")
         if not sep or not key:
             raise InputError(f"-p {text!r}: write KEY=VALUE")
-        params[key] = _value(value)
+        texts[key] = value
     if mode is not None:
-        params["mode"] = mode
-    accepted = list(inspect.signature(fn).parameters)[1:]
-    unknown = sorted(set(params) - set(accepted))
+        texts["mode"] = mode
+    accepted = dict(list(inspect.signature(fn).parameters.items())[1:])
+    unknown = sorted(set(texts) - set(accepted))
     if unknown:
         raise InputError(
             f"sequence {name} takes no {', '.join(unknown)} "
             f"(it takes: {', '.join(accepted) or 'nothing'})"
         )
-    if isinstance(params.get("private_data"), str | int | float):
-        params["private_data"] = str(params["private_data"]).encode()
+    params = {k: _typed(name, accepted[k], v) for k, v in texts.items()}
+    if isinstance(params.get("mode"), str):
+        from hil.host.linkctl import pull_mode
+
+        pull_mode(params["mode"])  # a mode no package registered: refused before any pair is held
     return params
 
 

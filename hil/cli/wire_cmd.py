@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("captures", nargs="+", type=Path, metavar="CAPTURE", help="a pcap or pcapng")
     p.add_argument(
         "--profile",
-        choices=sorted(PROVIDERS),
+        choices=sorted(PROVIDERS.names()),
         default="siw",
         help="the provider whose profile judges (default siw)",
     )

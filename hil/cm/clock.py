@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from hil.agent import protocol as wire
 from hil.agent.client import Caller, request
-from hil.agent.remote import protocol as wire
 from hil.errors import AgentError, InputError, RemoteError
 from hil.judge.timeline import ClockOffset, RelativeClock, WallSample
 

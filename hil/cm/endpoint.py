@@ -14,7 +14,7 @@ timeout (result ``"timeout"``).  Lost agents and dead workers raise.
 cm_ids are named ``"<side>:<endpoint>.<handle>"`` (``"b:2.4"``), unique
 within a run even with several endpoints on one host.
 
-Requests and replies are those ``hil.agent.remote.protocol`` declares (``wire``
+Requests and replies are those ``hil.agent.protocol`` declares (``wire``
 here): each reply is decoded against its declaration before it is used.
 
 The calls, names, time and the event log are in :mod:`hil.cm.endpointcore`;
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from hil.agent import protocol as wire
 from hil.agent.client import call_bound, request
-from hil.agent.remote import protocol as wire
 from hil.cm.endpointcore import EndpointCore, Outcome
 from hil.judge.timeline import Action, ClockOffset
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hil.agent import protocol as wire
 from hil.agent.client import AgentCallError, cm_request, decode_reply
-from hil.agent.remote import protocol as wire
 from hil.cm.clock import controller_us
 from hil.errors import CommandTimeout, RemoteError
 from hil.judge.timeline import Action, ClockOffset, Event

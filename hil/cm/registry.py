@@ -20,32 +20,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from hil.errors import InputError
 from hil.judge.timeline import Timeline
+from hil.registry import Registry
 
 Sequence = Callable[..., Timeline]
 S = TypeVar("S", bound=Sequence)
 
-SEQUENCES: dict[str, Sequence] = {}
+
+def _origin(fn: Sequence) -> str:
+    return f"{fn.__module__}.{getattr(fn, '__qualname__', fn.__name__)}"
+
+
+# The same function again (its module imported twice) is no second sequence.
+SEQUENCES = Registry[Sequence](
+    "CM sequence", name_of=lambda fn: fn.__name__, same=lambda a, b: _origin(a) == _origin(b)
+)
 
 
 def sequence(fn: S) -> S:
     """Register ``fn`` under its name; another function of that name is an error."""
-    name = fn.__name__
-    known = SEQUENCES.get(name)
-    if known is not None and _origin(known) != _origin(fn):
-        raise InputError(f"CM sequence {name!r} is registered already, by {_origin(known)}")
-    SEQUENCES[name] = fn
+    SEQUENCES.register(fn)
     return fn
 
 
 def lookup(name: str) -> Sequence:
     """The sequence registered as ``name``; InputError naming the known ones."""
-    found = SEQUENCES.get(name)
-    if found is None:
-        raise InputError(f"no CM sequence {name!r} (known: {', '.join(sorted(SEQUENCES))})")
-    return found
-
-
-def _origin(fn: Sequence) -> str:
-    return f"{fn.__module__}.{getattr(fn, '__qualname__', fn.__name__)}"
+    return SEQUENCES[name]

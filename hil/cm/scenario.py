@@ -3,10 +3,10 @@
 A controller round trip (SSH, agent, worker pipe) takes milliseconds; the
 windows kernel races live in are microseconds wide.  So a :class:`Script` is
 sent to an endpoint whole (``cm_call`` op ``scenario``, declared in
-``hil.agent.remote.protocol``); the worker runs each :class:`Step` at its
+``hil.agent.protocol``); the worker runs each :class:`Step` at its
 trigger -- a time, an event, or the previous step's end, plus a delay --
 at the speed of ctypes calls, stamps every step and event on the host's
-clock, and answers once with the whole log (``hil/agent/remote/cmscript.py``).
+clock, and answers once with the whole log (``hil/agent/remote/cm/script.py``).
 
 :func:`run` records that answer like any call: each step an action, each
 event an event, on the controller's time base.  :func:`together` starts
@@ -29,8 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hil.agent import protocol as wire
 from hil.agent.client import cm_request
-from hil.agent.remote import protocol as wire
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Endpoint
 from hil.cm.endpointcore import SEQ_STRIDE

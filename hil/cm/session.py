@@ -2,11 +2,12 @@
 
 API (for suites and the CLI)::
 
+    from hil.cm import sequences
     from hil.cm.session import CMSession
     from hil.judge.contract import check
 
     session = pair_run.session("a-b")       # hil.run.PairRun: the usual way to get one
-    timeline = session.run("reject", private_data=b"no thanks")
+    timeline = session.run(sequences.reject, private_data=b"no thanks")  # or "reject"
     verdict = check(timeline, session.profile)
 
 - ``CMSession(hosts, pair, *, profile, direction="a-b", journal=None,
@@ -22,9 +23,11 @@ API (for suites and the CLI)::
   counts and the kernel log around every run (invariant 11).  ``observers``
   (:class:`hil.cm.observer.Observers`) hear of every run, action, event
   batch, timeline and verdict.
-- ``session.run(name, **params) -> Timeline``: the sequence registered as
-  ``name`` (:mod:`hil.cm.registry`; the built-in ones, their parameters and
-  metrics are listed in :mod:`hil.cm.sequences`).
+- ``session.run(sequence, **params) -> Timeline``: ``sequence`` is the
+  function (a suite's way: it type-checks and an editor finds it) or the
+  name it is registered under (the CLI's: :mod:`hil.cm.registry`); the
+  built-in ones, their parameters and metrics are listed in
+  :mod:`hil.cm.sequences`.
 - ``session.active`` / ``session.passive``: sides ("a"/"b") for the direction;
   ``session.host(side)``, ``session.agent(side)``, ``session.address(side)``
   (the port's data IP), ``session.offset(side)`` (the host's
@@ -51,7 +54,7 @@ from typing import Any
 import hil.cm.unreachable  # noqa: F401 -- the unreachable sequence registers itself
 from hil.cm import races, regressions, sequences, storm  # noqa: F401 -- the built-in sequences register themselves
 from hil.cm.observer import StepInfo
-from hil.cm.registry import lookup
+from hil.cm.registry import Sequence, lookup
 from hil.cm.sides import PairSides
 from hil.judge.contract import check
 from hil.judge.timeline import Timeline
@@ -60,10 +63,11 @@ from hil.judge.timeline import Timeline
 class CMSession(PairSides):
     """Both ends of a set-up pair, ready to run CM sequences by name (see the module doc)."""
 
-    def run(self, name: str, **params: Any) -> Timeline:
-        """Run the sequence registered as ``name`` (:mod:`hil.cm.registry`) with ``params``."""
-        seq = lookup(name)
-        with self.observers.step(StepInfo(name, self.direction, dict(params))):
+    def run(self, sequence: Sequence | str, **params: Any) -> Timeline:
+        """Run ``sequence`` (the function, or its name in :mod:`hil.cm.registry`) with
+        ``params``."""
+        seq = lookup(sequence) if isinstance(sequence, str) else sequence
+        with self.observers.step(StepInfo(seq.__name__, self.direction, dict(params))):
             timeline = seq(self, **params)  # its recording told the observers its timeline
             self.observers.verdict(timeline, check(timeline, self.profile))
             return timeline

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hil.agent.remote.protocol import AutoAnswer
+from hil.agent.protocol import AutoAnswer
 from hil.cm.endpoint import Endpoint, Outcome
 from hil.errors import RemoteError
 from hil.judge.timeline import SIDES, Event

@@ -2,7 +2,7 @@
 
 A storm paced by controller round trips (one SSH, agent and worker pipe
 trip per connect and per disconnect) measures the harness; here each worker
-runs its whole part itself (``cm_call`` op ``storm``, ``hil/agent/remote/cmstorm.py``) and
+runs its whole part itself (``cm_call`` op ``storm``, ``hil/agent/remote/cm/storm.py``) and
 answers once with every step's host stamps:
 
 - ``listeners`` endpoints on the passive host, each with a listener on its
@@ -33,8 +33,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from hil.agent import protocol as wire
 from hil.agent.client import cm_request
-from hil.agent.remote import protocol as wire
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.registry import sequence

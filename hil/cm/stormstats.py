@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-# The active side's steps, in the order a storm runs them (cmtime's names in docs/cm-engine.md).
+# The active side's steps, in the order a storm runs them (cmtime's names in docs/storm.md).
 ACTIVE_STEPS = (
     "create_id",
     "resolve_addr",

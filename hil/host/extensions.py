@@ -23,11 +23,12 @@ fresh process that never imported the package.
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 from importlib.metadata import entry_points
-from typing import Generic, TypeVar
+from typing import TypeVar
 
-from hil.errors import InputError
+from hil.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -56,28 +57,18 @@ def load_extensions() -> None:
 T = TypeVar("T")
 
 
-class Registry(Generic[T]):
+class ExtensionRegistry(Registry[T]):
     """Named extensions of one sort; a name nobody registered loads the extensions first.
 
-    ``lookup`` raises InputError as ``no {what} {name!r} (known: ...); is the
-    package that {provider} installed here?``.
+    An unknown name is an InputError as ``no {kind} {name!r} (known: ...); is
+    the package that {provider} installed here?``.  The same function registered
+    again (an entry point and a direct call) is let pass.
     """
 
-    def __init__(self, what: str, provider: str) -> None:
-        self._what = what
-        self._provider = provider
-        self._items: dict[str, T] = {}
-
-    def register(self, name: str, item: T) -> None:
-        self._items[name] = item
-
-    def lookup(self, name: str) -> T:
-        if name not in self._items:
-            load_extensions()
-        try:
-            return self._items[name]
-        except KeyError:
-            raise InputError(
-                f"no {self._what} {name!r} (known: {', '.join(sorted(self._items))}); "
-                f"is the package that {self._provider} installed here?"
-            ) from None
+    def __init__(self, kind: str, provider: str) -> None:
+        super().__init__(
+            kind,
+            same=operator.is_,
+            on_miss=load_extensions,
+            hint=f"is the package that {provider} installed here?",
+        )

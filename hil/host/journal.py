@@ -19,7 +19,7 @@ Undo kinds (every entry also has ``what``, a sentence for people):
   (``run`` must exit 0); ``timeout``, when given, bounds the call and is the
   operation's own timeout (``wait_link``, ``run``).  ``method`` is a
   ``protocol.MethodName`` and ``params`` what the method declares
-  (:mod:`hil.agent.remote.protocol`): checked when the entry is made;
+  (:mod:`hil.agent.protocol`): checked when the entry is made;
   replaying takes an entry as it was stored;
 - ``ssh``: ``argv`` run over SSH on host ``on`` (a switch or PDU controller);
 - any kind another package registers (:mod:`hil.host.extensions`), such as

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import HilError, InputError, RemoteError
-from hil.host.extensions import Registry
+from hil.host.extensions import ExtensionRegistry
 from hil.host.journal import UndoReport, agent_undo, ssh_undo
 from hil.inventory import templates
 from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 Change = Callable[[dict[str, Any]], None]
 # ``pull(control, link, pull, change)`` takes the link down in its mode.
 PullFn = Callable[["LinkControl", Link, Pull, Change], None]
-_pull_modes = Registry[PullFn]("link pull registered for mode", "provides it")
+_pull_modes = ExtensionRegistry[PullFn]("link pull registered for mode", "provides it")
 
 CARRIER_TIMEOUT = 10.0  # a restored link must see carrier again within this
 STEP_TIMEOUT = 15.0  # one command or call of a pull
@@ -261,12 +261,12 @@ class LinkControl:
 
 def register_pull_mode(mode: str, pull: PullFn) -> None:
     """Let links be pulled in ``mode`` by ``pull`` (see :mod:`hil.host.extensions`)."""
-    _pull_modes.register(mode, pull)
+    _pull_modes.register(pull, name=mode)
 
 
 def pull_mode(mode: str) -> PullFn:
     """The pull of ``mode``; InputError when nothing registered it."""
-    return _pull_modes.lookup(mode)
+    return _pull_modes[mode]
 
 
 register_pull_mode("admin", LinkControl._pull_admin)

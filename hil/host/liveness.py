@@ -39,8 +39,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from hil import tools
+from hil.agent import protocol as wire
 from hil.agent.client import request
-from hil.agent.remote import protocol as wire
 from hil.agent.types import KernelLog
 from hil.errors import HilError
 
@@ -50,7 +50,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CrashKind = Literal["kernel_crash", "unreachable"]
-# A kernel log line that means the kernel is gone or no longer to be trusted.
+# A kernel log line that means the kernel is gone or no longer to be trusted.  An x86
+# general protection fault is an oops whose header reads "Oops: general protection
+# fault..." from 6.12 on but starts "general protection fault" in 6.1
+# (arch/x86/kernel/dumpstack.c __die_header).  Reports after which the kernel runs on
+# (WARNING, UBSAN, RCU stalls, hung tasks) fail the test in the after-test check
+# (hil.judge.expectations.KERNEL_REPORTS); they are no crash.
 CRASH_LINE = re.compile(
     r"Kernel panic - not syncing|\bOops\b|\bBUG: |kernel BUG at|general protection fault"
     r"|Internal error: |watchdog: BUG: soft lockup"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hil.errors import HilError, InputError, RemoteError
-from hil.host.extensions import Registry
+from hil.host.extensions import ExtensionRegistry
 from hil.inventory import templates
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ POWER_TIMEOUT = 60.0  # one power action: a PDU's or a BMC's tool, or QEMU's mon
 
 # ``switch(hosts, host, power, action, timeout)`` carries out ``action`` on ``host``.
 PowerFn = Callable[["Hosts", "Host", "Power", "PowerAction", float], None]
-_power_modes = Registry[PowerFn]("power registered for mode", "provides it")
+_power_modes = ExtensionRegistry[PowerFn]("power registered for mode", "provides it")
 Fence = Callable[[], None]
 
 
@@ -43,12 +43,12 @@ class PowerFailed(RemoteError):
 
 def register_power_mode(mode: str, switch: PowerFn) -> None:
     """Let hosts whose ``power:`` has ``mode`` be switched by ``switch``."""
-    _power_modes.register(mode, switch)
+    _power_modes.register(switch, name=mode)
 
 
 def power_mode(mode: str) -> PowerFn:
     """The switch of ``mode``; InputError when nothing registered it."""
-    return _power_modes.lookup(mode)
+    return _power_modes[mode]
 
 
 def power_of(host: Host) -> Power:

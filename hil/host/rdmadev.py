@@ -67,7 +67,7 @@ def device_driver(agent: Agent, host: str, device: str) -> str:
     """
     base = posixpath.join(SYSFS_IB, device)
     desc = read_file(agent, host, posixpath.join(base, "node_desc"))
-    for spec in PROVIDERS.values():
+    for spec in PROVIDERS:
         if desc.startswith(spec.node_desc):
             return spec.driver
     link = agent.run(

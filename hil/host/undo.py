@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hil.agent.client import decode_reply
-from hil.agent.remote.protocol import (
+from hil.agent.protocol import (
     METHODS,
     MethodName,
     ProtocolMismatch,
@@ -25,7 +25,7 @@ from hil.agent.remote.protocol import (
     is_method_name,
 )
 from hil.errors import AgentError, CommandFailed, InputError
-from hil.host.extensions import Registry
+from hil.host.extensions import ExtensionRegistry
 
 if TYPE_CHECKING:
     from hil.host.hosts import Hosts
@@ -38,17 +38,17 @@ _MISSING_KINDS = {"not_found"}
 _MISSING_ERRNOS = {"ENOENT", "ENODEV", "EADDRNOTAVAIL", "ESRCH"}
 # ``undo(hosts, host, entry, timeout)`` carries out one journal entry of its kind.
 UndoFn = Callable[["Hosts", str, dict[str, Any], float], None]
-_undo_kinds = Registry[UndoFn]("undo registered for journal entries of kind", "made them")
+_undo_kinds = ExtensionRegistry[UndoFn]("undo registered for journal entries of kind", "made them")
 
 
 def register_undo_kind(kind: str, undo: UndoFn) -> None:
     """Let journal entries of ``kind`` be undone by ``undo`` (see :mod:`hil.host.extensions`)."""
-    _undo_kinds.register(kind, undo)
+    _undo_kinds.register(undo, name=kind)
 
 
 def undo_kind(kind: str) -> UndoFn:
     """The undo of journal entries of ``kind``; InputError when nothing registered it."""
-    return _undo_kinds.lookup(kind)
+    return _undo_kinds[kind]
 
 
 # What tc and ip print when the thing to delete is not there ("handle of zero": tc asked to
@@ -78,7 +78,7 @@ def _check_agent_entry(entry: dict[str, Any]) -> None:
     if not isinstance(method, str) or not is_method_name(method):
         raise TypeError(
             f"an agent undo entry needs an agent method "
-            f"(hil.agent.remote.protocol.MethodName), not {method!r}: {entry!r}"
+            f"(hil.agent.protocol.MethodName), not {method!r}: {entry!r}"
         )
     if not isinstance(params, dict):
         raise TypeError(f"an agent undo entry needs params as a dict: {entry!r}")

@@ -2,8 +2,8 @@
 
 Invariant 11 of docs/contract.md, judged with the contract's own rules
 ``resources-back-to-baseline`` and ``kernel-log-clean``
-(:mod:`hil.judge.expectations`), plus what they cannot see: lockdep and
-hung-task reports that start ``INFO:``, and kernel log records overwritten
+(:mod:`hil.judge.expectations`, whose ``KERNEL_REPORTS`` are the kernel log
+lines that fail), plus what they cannot see: kernel log records overwritten
 before they were read.  A report that is a known kernel finding of this test
 (:mod:`hil.judge.known`) is told apart: kept in the result, not judged.
 This module only judges what it is given; taking the evidence from the hosts
@@ -28,12 +28,8 @@ from hil.judge.known import KnownFinding, Match, explain
 from hil.judge.profiles import Profiles
 from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
 
-# Lockdep and hung-task reports that the contract rule's pattern does not
-# catch: their first line starts "INFO:" (e.g. "INFO: trying to register
-# non-static key", "INFO: task x blocked for more than 120 seconds").
-LOCKDEP_INFO = re.compile(r"^INFO: |possible circular locking|possible recursive locking")
-# Where a kernel report begins: a line either of the two would fail.
-REPORT_START = re.compile(f"{BAD_KERNEL_LINE.pattern}|{LOCKDEP_INFO.pattern}")
+# Where a kernel report begins (hil.judge.known): a line the kernel-log rule fails.
+REPORT_START = BAD_KERNEL_LINE
 RULES = ("resources-back-to-baseline", "kernel-log-clean")
 
 
@@ -93,7 +89,9 @@ class CheckResult(AfterState):
             "widen its entry if it is the same bug"
             for m in self.elsewhere
         ]
-        flagged = [k for k in self.kernel_log if _matches_bad(k.line) and id(k) not in excused]
+        flagged = [
+            k for k in self.kernel_log if BAD_KERNEL_LINE.search(k.line) and id(k) not in excused
+        ]
         if flagged:
             lines.append("    kernel log lines matching a bad pattern:")
             lines += [
@@ -124,24 +122,13 @@ def judge(
     pair: tuple[str, str],
     allow: Sequence[str] = DEFAULT_KERNEL_ALLOW,
 ) -> Verdict:
-    """The contract's two after-test rules on this evidence, plus what they cannot see.
-
-    Beyond the rules: lockdep / hung-task "INFO:" reports, and kernel log
-    records overwritten before they were read (a bad line may be among them).
+    """The contract's two after-test rules on this evidence, plus what they cannot see:
+    kernel log records overwritten before they were read (a bad line may be among them).
     """
     tl = Timeline("after-test", profile.name, pair, resources=resources, kernel_log=kernel_log)
     rules = (rule_named("resources-back-to-baseline"), kernel_log_clean(allow))
     base = check(tl, profile, rules)
     extra = [
-        Violation(
-            "kernel-log-clean", profile.name, f"{k.host} kernel log: {k.line.strip()}", invariant=11
-        )
-        for k in kernel_log
-        if LOCKDEP_INFO.search(k.line)
-        and not BAD_KERNEL_LINE.search(k.line)
-        and not _allowed(k.line, allow)
-    ]
-    extra += [
         Violation(
             "kernel-log-clean",
             profile.name,
@@ -182,10 +169,6 @@ def assess(
         told.known,
         told.elsewhere,
     )
-
-
-def _matches_bad(line: str) -> bool:
-    return bool(BAD_KERNEL_LINE.search(line) or LOCKDEP_INFO.search(line))
 
 
 def _allowed(line: str, allow: Sequence[str]) -> bool:

@@ -26,6 +26,7 @@ from hil.judge import access, expectations, invariants
 from hil.judge.profiles import Profiles
 from hil.judge.rule import Rule
 from hil.judge.timeline import Action, Event, Timeline
+from hil.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,11 @@ class Verdict:
 
 # Every rule, in the order a verdict lists them: the built-in ones, then those
 # registered with register_rule.
-RULES: list[Rule] = [*invariants.RULES, *expectations.RULES, *access.RULES]
+RULES = Registry[Rule](
+    "contract rule",
+    name_of=lambda r: r.name,
+    items=(*invariants.RULES, *expectations.RULES, *access.RULES),
+)
 
 
 def register_rule(rule: Rule) -> Rule:
@@ -91,18 +96,12 @@ def register_rule(rule: Rule) -> Rule:
     A name already taken is an InputError: replace a rule for one check with
     :func:`rules_with` instead.
     """
-    if any(r.name == rule.name for r in RULES):
-        raise InputError(f"contract rule {rule.name!r} is registered already")
-    RULES.append(rule)
-    return rule
+    return RULES.register(rule)
 
 
 def rule_named(name: str) -> Rule:
     """The registered rule of this name."""
-    for rule in RULES:
-        if rule.name == name:
-            return rule
-    raise InputError(f"no contract rule {name!r} (known: {', '.join(r.name for r in RULES)})")
+    return RULES[name]
 
 
 def rules_with(*replacements: Rule) -> tuple[Rule, ...]:
@@ -111,7 +110,7 @@ def rules_with(*replacements: Rule) -> tuple[Rule, ...]:
     E.g. ``rules_with(kernel_log_clean(allow=(*DEFAULT_KERNEL_ALLOW, "my line")))``.
     """
     by_name = {r.name: r for r in replacements}
-    unknown = set(by_name) - {r.name for r in RULES}
+    unknown = set(by_name) - set(RULES.names())
     if unknown:
         raise InputError(f"no contract rule {', '.join(sorted(unknown))} to replace")
     return tuple(by_name.get(r.name, r) for r in RULES)
@@ -126,7 +125,7 @@ def check(
     :class:`~hil.judge.profiles.PairProfile`); the verdict names it
     (``siw+iw_cxgb4`` for a mixed pair).
     """
-    chosen = [rule_named(r) if isinstance(r, str) else r for r in (rules or RULES)]
+    chosen = [rule_named(r) if isinstance(r, str) else r for r in (rules or list(RULES))]
     violations = [
         Violation(rule.name, profile.name, f.message, f.events, f.actions, rule.invariant)
         for rule in chosen

@@ -28,13 +28,40 @@ from hil.judge.rule import (
 )
 from hil.judge.timeline import Action, Event, Timeline
 
-# Kernel log lines that fail a run (invariant 11).  A debug kernel's checkers
-# (hil/lab/debug.config) report through WARNING/BUG lines too, but kmemleak's scan
-# line, refcount_t's and debug objects' first lines name the checker.
-BAD_KERNEL_LINE = re.compile(
-    r"WARNING|BUG|Oops|KASAN|lockdep|unreferenced object|suspected memory leak"
-    r"|refcount_t: |ODEBUG: "
+# Kernel log lines that fail a run (invariant 11): the first line of a kernel report,
+# each pattern with the printk that logs it (6.1 and 6.12 alike unless said).  A
+# debug kernel's checkers (hil/lab/debug.config) report through WARNING/BUG lines
+# too, but kmemleak's scan line, refcount_t's and debug objects' first lines name
+# the checker.  The patterns are case-sensitive: "warning" in an info line is none.
+KERNEL_REPORTS: tuple[tuple[str, str], ...] = (
+    ("WARNING", "kernel/panic.c __warn 'WARNING: CPU: %d PID: %d at %s:%d %pS'; lockdep"),
+    ("BUG", "'BUG: ...' (KASAN, 'BUG: workqueue lockup' kernel/workqueue.c); 'kernel BUG at'"),
+    ("Oops", "arch/x86/kernel/dumpstack.c __die_header (6.12: 'Oops: %s: %04lx [#%d]...')"),
+    (
+        "general protection fault",
+        "6.1 arch/x86/kernel/traps.c exc_general_protection: __die_header without 'Oops: '",
+    ),
+    ("KASAN|lockdep", "mm/kasan/report.c, kernel/locking/lockdep.c"),
+    ("UBSAN: ", "lib/ubsan.c ubsan_prologue 'UBSAN: %s in %s:%d:%d'"),
+    (
+        "rcu: INFO: ",
+        "kernel/rcu/tree_stall.h print_cpu_stall, print_other_cpu_stall; tree_exp.h "
+        "(stall reports; pr_fmt 'rcu: ' of kernel/rcu/tree.c)",
+    ),
+    (
+        "workqueue: .* hogged CPU for ",
+        "6.12 kernel/workqueue.c wq_cpu_intensive_report (CONFIG_WQ_CPU_INTENSIVE_REPORT)",
+    ),
+    (
+        "^INFO: ",
+        "kernel/hung_task.c check_hung_task 'INFO: task %s:%d blocked for more than "
+        "%ld seconds.'; lockdep 'INFO: trying to register non-static key.'",
+    ),
+    ("unreferenced object|suspected memory leak", "mm/kmemleak.c"),
+    ("refcount_t: ", "lib/refcount.c"),
+    ("ODEBUG: ", "lib/debugobjects.c"),
 )
+BAD_KERNEL_LINE = re.compile("|".join(f"(?:{p})" for p, _ in KERNEL_REPORTS))
 # Known harmless lines, as regular expressions searched in a line the rule
 # would fail; none by default.  iwpm_register_pid's "Unable to send a nlmsg"
 # (iwpmd not running; drivers/infiniband/core/iwpm_msg.c) is logged with
@@ -270,9 +297,10 @@ def kernel_log_clean(allow: Sequence[str] = DEFAULT_KERNEL_ALLOW) -> Rule:
     @rule(
         "kernel-log-clean",
         11,
-        "The kernel log since the test began has no WARNING, BUG, Oops, KASAN, lockdep, "
-        "kmemleak, refcount_t or ODEBUG report line (known harmless lines allowed)",
-        "[src] issue 5; kmemleak, KASAN, lockdep report formats",
+        "The kernel log since the test began has no kernel report line: WARNING, BUG, "
+        "Oops, general protection fault, KASAN, lockdep, UBSAN, RCU stall, workqueue "
+        "hog, hung task, kmemleak, refcount_t or ODEBUG (known harmless lines allowed)",
+        "[src] issue 5; the printks of KERNEL_REPORTS (6.1, 6.12)",
     )
     def _kernel_log(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
         for k in tl.kernel_log:

@@ -13,8 +13,9 @@ frames that identify it, and where it is known::
       status: not sent upstream yet
 
 A kernel log is cut into reports (:func:`reports`): a report begins at a
-line the kernel-log rule would fail (:data:`~hil.judge.expectations.BAD_KERNEL_LINE`,
-or a lockdep/hung-task ``INFO:`` line) that is not a stack frame, and ends
+line the kernel-log rule would fail (:data:`~hil.judge.expectations.BAD_KERNEL_LINE`:
+a WARNING, BUG, UBSAN, RCU stall, hung-task ``INFO:`` line and the like) that is not a
+stack frame, and ends
 at its ``</TASK>`` or ``---[ end trace`` line, or where the next one begins.
 A report matches an entry when the title pattern is found in its first line
 and the entry's frames appear in one of its stacks in that order, innermost
@@ -41,8 +42,8 @@ from hil.judge.timeline import KernelLogLine
 
 FIELDS = ("id", "title", "frames", "kernels", "tests", "upstream", "status")
 LISTS = ("frames", "kernels", "tests")
-# A line that starts a report: what the kernel-log rule fails on (kept in step with
-# hil.judge.checks.LOCKDEP_INFO and hil.judge.expectations.BAD_KERNEL_LINE by the caller).
+# A stack frame line (a report starts at what the kernel-log rule fails on, the caller's
+# ``starts``: hil.judge.checks.REPORT_START, i.e. hil.judge.expectations.BAD_KERNEL_LINE).
 FRAME = re.compile(r"^\s*(?:\[<[0-9a-f]+>\]\s*)?(\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
 END = re.compile(r"</TASK>|---\[ end trace")
 ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")

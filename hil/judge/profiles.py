@@ -17,6 +17,7 @@ from hil.errors import InputError
 from hil.judge.profile import PairProfile, Profile, Profiles, PullPromise, pair_profile
 from hil.judge.tcpmodel import tcp_retries2_timeout_s
 from hil.judge.wireexpect import CXGB4_WIRE, SIW_WIRE, WireExpect
+from hil.registry import Registry
 
 # enum ibv_wc_status values the profiles name.
 IBV_WC_SUCCESS = 0
@@ -132,22 +133,22 @@ class ProviderSpec:
     parent_drivers: tuple[str, ...] = ()
 
 
-PROVIDERS: dict[str, ProviderSpec] = {}
+PROVIDERS = Registry[ProviderSpec](
+    "contract profile for RDMA driver", name_of=lambda spec: spec.driver
+)
 
 
 def register_provider(spec: ProviderSpec) -> None:
     """Make a provider known to pair runs and to :func:`profile_for` (a new RNIC's profile)."""
-    PROVIDERS[spec.driver] = spec
+    PROVIDERS.register(spec)
 
 
 def provider_named(driver: str) -> ProviderSpec:
     """The provider of driver name ``driver`` (or of a parent driver such as ``cxgb4``)."""
-    for spec in PROVIDERS.values():
-        if driver == spec.driver or driver in spec.parent_drivers:
+    for spec in PROVIDERS:
+        if driver in spec.parent_drivers:
             return spec
-    raise InputError(
-        f"no contract profile for RDMA driver {driver!r} (known: {', '.join(sorted(PROVIDERS))})"
-    )
+    return PROVIDERS[driver]
 
 
 def profile_for(driver: str, **settings: int | None) -> Profile:

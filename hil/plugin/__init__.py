@@ -47,6 +47,15 @@ pytest_plugins = [
     "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)
     "hil.plugin.metrics",  # hil_metrics: a test records a metric for the trends
 ]
+# pytest marks a pytest_plugins module for assertion rewriting only just before
+# it imports it, and refuses (PytestAssertRewriteWarning, an error under our
+# filterwarnings) one that an earlier module already imported: fixtures imports
+# known, known imports kernel.  A regular install escapes this because pytest
+# marks the whole `hil` package up front; an editable one (ci/install's), run
+# from outside the checkout, does not.  So mark them all here, before any is
+# imported, as pytest asks of a plugin package ("call this before the module is
+# actually imported, usually in your __init__.py": pytest.register_assert_rewrite).
+pytest.register_assert_rewrite(*pytest_plugins)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -7,8 +7,8 @@ For every test on the pair (it uses ``hil_setup`` or ``hil_hosts``):
   ``skipped``, ``host crashed``);
 - a marker a dead run left open on the pair's hosts is reported at the next
   session's start (it names the test the run died in) and closed as ``run died``;
-- a test that crashed a host before (its newest marker on the pair's hosts ended
-  ``host crashed``) is skipped, saying so, unless ``--hil-rerun-crashers``.
+- a test that crashed a host before is skipped, saying so, until a later run of it
+  passes (:func:`hil.reservation.attempt.crashers`), unless ``--hil-rerun-crashers``.
 
 Registered before :mod:`hil.plugin.crash`, so a crashed test's marker is closed
 before its host is recovered.
@@ -25,6 +25,7 @@ import pytest
 from hil.errors import HilError
 from hil.plugin import SESSION_KEY, option_group
 from hil.report.crash import crashed
+from hil.reservation.attempt import HOST_CRASHED, crashers
 
 if TYPE_CHECKING:
     from hil.plugin.session import HilSession
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HOST_CRASHED = "host crashed"  # the marker's outcome
 RUN_DIED = "run died"
 _CRASHERS = pytest.StashKey[dict[str, "Attempt"]]()  # nodeid -> its newest crash marker
 _OUTCOMES = pytest.StashKey[dict[str, str]]()
@@ -79,10 +79,7 @@ def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
                 "the likely cause"
             )
             hs.store.end_attempt(attempt.id, RUN_DIED)
-        crashers: dict[str, Attempt] = {}
-        for attempt in hs.store.attempts(hosts=hosts, outcome=HOST_CRASHED, limit=1000):
-            crashers.setdefault(attempt.test, attempt)  # newest first
-        config.stash[_CRASHERS] = crashers
+        config.stash[_CRASHERS] = crashers(hs.store.attempts(hosts=hosts, limit=1000))
     except HilError as e:
         hs.progress(f"could not read the attempt markers: {e}")
 

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -26,6 +25,7 @@ import pytest
 from hil.errors import HilError
 from hil.judge.contract import Verdict
 from hil.judge.timeline import explain
+from hil.plugin.api import Contract
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from hil.run.testrun import TestRun
 
 DIRECTIONS = ("a-b", "b-a")  # which host connects: A (to B), or B (to A)
-Contract = Callable[["Timeline"], Verdict]
 
 
 @pytest.fixture(scope="session")

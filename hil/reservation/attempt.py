@@ -3,15 +3,18 @@
 A run writes a marker before each test (``Store.begin_attempt``) and closes
 it with the outcome afterwards (``Store.end_attempt``).  A marker still open
 when its lease is gone belongs to a run that died during that test, so the
-next run can name the test that took a host down (see docs/reliability.md,
-"Crashes during a test").
+next run can name the test that took a host down (see docs/crashes.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+HOST_CRASHED = "host crashed"  # a marker's outcome: a host of the pair crashed under the test
+PASSED = "passed"
 
 
 def _iso(t: datetime) -> str:
@@ -52,3 +55,16 @@ class Attempt:
             "ended": self.ended.isoformat() if self.ended else None,
             "outcome": self.outcome,
         }
+
+
+def crashers(newest_first: Iterable[Attempt]) -> dict[str, Attempt]:
+    """The tests whose newest decisive marker says they crashed a host: test -> that marker.
+
+    Decisive are ``host crashed`` and ``passed``: a later pass clears a test
+    (docs/crashes.md); a skip, a failure or a dead run says nothing either way.
+    """
+    decided: dict[str, Attempt] = {}
+    for attempt in newest_first:
+        if attempt.outcome in (HOST_CRASHED, PASSED):
+            decided.setdefault(attempt.test, attempt)
+    return {test: a for test, a in decided.items() if a.outcome == HOST_CRASHED}

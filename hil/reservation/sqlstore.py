@@ -26,10 +26,10 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hil.errors import InputError, StoreError
-from hil.reservation import attemptsql, healthsql, leasesql, sqlschema, ticketsql
 from hil.reservation.attempt import Attempt
 from hil.reservation.health import HealthRecord, HostHealth
 from hil.reservation.model import Claim, Holder, JournalEntry, Lease, Ticket, utc
+from hil.reservation.sql import attemptsql, healthsql, leasesql, sqlschema, ticketsql
 from hil.reservation.sqltx import Tx
 from hil.reservation.store import Store
 

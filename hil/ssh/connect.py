@@ -20,8 +20,8 @@ import paramiko
 
 from hil.errors import AuthenticationFailed, Unreachable
 from hil.inventory.secret import Secret
-from hil.ssh import hostkeys
 from hil.ssh.endpoint import Endpoint
+from hil.ssh.hostkeys import known_keys, preferred_key_types, verify
 
 KEEPALIVE_INTERVAL = 15  # seconds; keeps NAT and firewall state of idle sessions
 CHANNEL_TIMEOUT = 10.0  # opening any channel (exec, SFTP, jump); paramiko's default is 1 h
@@ -153,9 +153,9 @@ def _handshake(
     """Banner and key exchange, then the host key check."""
     remaining = max(deadline - time.monotonic(), 0.1)
     t.banner_timeout = t.handshake_timeout = remaining
-    known = hostkeys.known_keys(ep)
+    known = known_keys(ep)
     options = t.get_security_options()
-    options.key_types = hostkeys.preferred_key_types(known, tuple(options.key_types))
+    options.key_types = preferred_key_types(known, tuple(options.key_types))
     done = threading.Event()
     t.start_client(event=done)
     done.wait(remaining)
@@ -164,7 +164,7 @@ def _handshake(
         raise _unreachable(ep, f"SSH handshake failed: {e or 'connection closed'}")
     if not done.is_set():
         raise _unreachable(ep, f"no SSH handshake within {timeout:g}s")
-    hostkeys.verify(ep, known, t.get_remote_server_key(), log)
+    verify(ep, known, t.get_remote_server_key(), log)
 
 
 def _authenticate(ep: Endpoint, t: paramiko.Transport, deadline: float) -> None:

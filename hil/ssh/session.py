@@ -14,8 +14,7 @@ import paramiko
 from hil import tools
 from hil.errors import CommandFailed, CommandTimeout, InputError, SSHError
 from hil.inventory.model import Host
-from hil.ssh import channel
-from hil.ssh.channel import RemoteProcess
+from hil.ssh.channel import RemoteProcess, exchange
 from hil.ssh.connect import open_transport
 from hil.ssh.endpoint import DEFAULT_SSH_CONFIG, Endpoint, load_ssh_config, resolve
 
@@ -157,7 +156,7 @@ class SSHSession:
         try:
             self.log.debug("run: %s", shlex.join(argv))
             chan.exec_command(command)
-            output = channel.exchange(chan, data, deadline)
+            output = exchange(chan, data, deadline)
             return None if output is None else (chan.recv_exit_status(), *output)
         except (paramiko.SSHException, OSError, EOFError) as e:
             raise SSHError(self.name, f"{shlex.join(argv)}: connection failed: {e}") from None

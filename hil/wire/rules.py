@@ -8,92 +8,90 @@ name.  docs/wire.md states each rule and its source.  A lab adds its own with
 
 from __future__ import annotations
 
-from hil.errors import InputError
+from hil.registry import Registry
 from hil.wire.cause_rules import every_event_has_cause
 from hil.wire.close_rules import abortive_close, access_error, no_listener, orderly_close
 from hil.wire.mpa_rules import reject_on_wire, reply_pdata, request_pdata, revision_and_flags
 from hil.wire.pull_rules import link_pull
 from hil.wire.rule import WireRule
 
-WIRE_RULES: list[WireRule] = [
-    WireRule(
-        "mpa-request-carries-connect-pdata",
-        "The MPA request carries the private data given to rdma_connect, after the MPA v2 "
-        "IRD/ORD words (the contract's connect-pdata-delivered checks the peer's "
-        "CONNECT_REQUEST).",
-        request_pdata,
+WIRE_RULES = Registry[WireRule](
+    "wire rule",
+    name_of=lambda r: r.name,
+    items=(
+        WireRule(
+            "mpa-request-carries-connect-pdata",
+            "The MPA request carries the private data given to rdma_connect, after the MPA v2 "
+            "IRD/ORD words (the contract's connect-pdata-delivered checks the peer's "
+            "CONNECT_REQUEST).",
+            request_pdata,
+        ),
+        WireRule(
+            "mpa-reply-carries-accept-pdata",
+            "The MPA reply carries the private data given to rdma_accept (the contract's "
+            "accept-pdata-delivered checks the active side's ESTABLISHED).",
+            reply_pdata,
+        ),
+        WireRule(
+            "mpa-revision-and-flags",
+            "MPA frames have the revision, CRC, marker and enhanced flags the profile says.",
+            revision_and_flags,
+            needs_timeline=False,
+        ),
+        WireRule(
+            "reject-on-the-wire",
+            "A reject is an MPA reply with the reject flag and the rejecting side's private data, "
+            "followed by the teardown the profile names.",
+            reject_on_wire,
+            needs_timeline=False,
+        ),
+        WireRule(
+            "orderly-close-is-fin",
+            "rdma_disconnect of an idle connection gives a FIN from each side, no RST, "
+            "no TERMINATE.",
+            orderly_close,
+        ),
+        WireRule(
+            "abortive-close-on-the-wire",
+            "QP to ERR, destroy while connected and SIGKILL of the holder put TERMINATE and/or RST "
+            "on the wire as the profile says, never a FIN-only close.",
+            abortive_close,
+        ),
+        WireRule(
+            "no-listener-is-rst",
+            "A connect with no listener is a SYN answered by RST.",
+            no_listener,
+        ),
+        WireRule(
+            "remote-access-error-terminates",
+            "An RDMA WRITE outside the peer's region makes the data sink send a TERMINATE with the "
+            "DDP layer and the tagged-buffer error type and code.",
+            access_error,
+        ),
+        WireRule(
+            "link-pull-on-the-wire",
+            "During a carrier pull under traffic the old 4-tuple shows the writer's "
+            "retransmissions, then no traffic or an RST (or, when the writer is the pulled host, "
+            "nothing of it arrives); the reconnect is a new 4-tuple.",
+            link_pull,
+            needs_clock=True,
+        ),
+        WireRule(
+            "every-teardown-event-has-a-cause",
+            "Each ESTABLISHED, REJECTED and DISCONNECTED has the packet that caused it (MPA reply, "
+            "reject, FIN, RST, TERMINATE) on the wire before it, within the clock uncertainty.",
+            every_event_has_cause,
+            needs_clock=True,
+        ),
     ),
-    WireRule(
-        "mpa-reply-carries-accept-pdata",
-        "The MPA reply carries the private data given to rdma_accept (the contract's "
-        "accept-pdata-delivered checks the active side's ESTABLISHED).",
-        reply_pdata,
-    ),
-    WireRule(
-        "mpa-revision-and-flags",
-        "MPA frames have the revision, CRC, marker and enhanced flags the profile says.",
-        revision_and_flags,
-        needs_timeline=False,
-    ),
-    WireRule(
-        "reject-on-the-wire",
-        "A reject is an MPA reply with the reject flag and the rejecting side's private data, "
-        "followed by the teardown the profile names.",
-        reject_on_wire,
-        needs_timeline=False,
-    ),
-    WireRule(
-        "orderly-close-is-fin",
-        "rdma_disconnect of an idle connection gives a FIN from each side, no RST, no TERMINATE.",
-        orderly_close,
-    ),
-    WireRule(
-        "abortive-close-on-the-wire",
-        "QP to ERR, destroy while connected and SIGKILL of the holder put TERMINATE and/or RST "
-        "on the wire as the profile says, never a FIN-only close.",
-        abortive_close,
-    ),
-    WireRule(
-        "no-listener-is-rst",
-        "A connect with no listener is a SYN answered by RST.",
-        no_listener,
-    ),
-    WireRule(
-        "remote-access-error-terminates",
-        "An RDMA WRITE outside the peer's region makes the data sink send a TERMINATE with the "
-        "DDP layer and the tagged-buffer error type and code.",
-        access_error,
-    ),
-    WireRule(
-        "link-pull-on-the-wire",
-        "During a carrier pull under traffic the old 4-tuple shows the writer's "
-        "retransmissions, then no traffic or an RST (or, when the writer is the pulled host, "
-        "nothing of it arrives); the reconnect is a new 4-tuple.",
-        link_pull,
-        needs_clock=True,
-    ),
-    WireRule(
-        "every-teardown-event-has-a-cause",
-        "Each ESTABLISHED, REJECTED and DISCONNECTED has the packet that caused it (MPA reply, "
-        "reject, FIN, RST, TERMINATE) on the wire before it, within the clock uncertainty.",
-        every_event_has_cause,
-        needs_clock=True,
-    ),
-]
+)
 
 
 def register_wire_rule(rule: WireRule) -> WireRule:
     """Add a lab's own wire rule to those every wire verdict runs; returns it."""
-    if any(r.name == rule.name for r in WIRE_RULES):
-        raise InputError(f"wire rule {rule.name!r} is registered already")
-    WIRE_RULES.append(rule)
-    return rule
+    return WIRE_RULES.register(rule)
 
 
 def wire_rule_named(name: str) -> WireRule:
     """The registered wire rule of this name."""
-    for r in WIRE_RULES:
-        if r.name == name:
-            return r
-    known = ", ".join(r.name for r in WIRE_RULES)
-    raise InputError(f"no wire rule {name!r} (known: {known})")
+    return WIRE_RULES[name]

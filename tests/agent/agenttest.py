@@ -11,15 +11,14 @@ from typing import Any
 
 import pytest
 
-from hil.agent import Agent
-from hil.agent.remote import protocol
+from hil.agent import Agent, protocol
 from hil.errors import AgentError
 
 HOST_PYTHON = "/usr/bin/python3"  # the host's python, not the controller venv's
 
 
 class StrictAgent(Agent):
-    """The real agent, every answer checked strictly against hil.agent.remote.protocol.
+    """The real agent, every answer checked strictly against hil.agent.protocol.
 
     A reply must be what its method declares, with no undeclared key (the
     client itself ignores those); a call that succeeded must have sent only

@@ -10,7 +10,7 @@
 import json
 import sys
 
-from hil.agent.remote import PROTOCOL_VERSION
+from hil.agent.protocol import PROTOCOL_VERSION
 
 
 def hello(protocol: int) -> None:

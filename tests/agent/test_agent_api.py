@@ -18,7 +18,7 @@ def test_exported_names_exist_and_nothing_else_is_advertised() -> None:
 def test_results_are_frozen_dataclasses() -> None:
     for _, cls in inspect.getmembers(types, inspect.isclass):
         if cls.__module__ == types.__name__:
-            assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
+            assert dataclasses.is_dataclass(cls) and vars(cls)["__dataclass_params__"].frozen, cls
 
 
 def test_every_typed_method_has_a_docstring() -> None:

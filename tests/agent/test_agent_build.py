@@ -34,7 +34,7 @@ def test_archive_holds_agent_and_pyroute2_sorted_with_fixed_times() -> None:
     zf = zipfile.ZipFile(io.BytesIO(archive_bytes()))
     names = zf.namelist()
     assert names == sorted(names)
-    assert {"__main__.py", "hil_agent/main.py", "pyroute2/__init__.py"} <= set(names)
+    assert {"__main__.py", "hil_agent/remote/main.py", "pyroute2/__init__.py"} <= set(names)
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
 

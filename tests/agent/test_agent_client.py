@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from hil.agent import protocol
 from hil.agent.client import AgentClient, request
-from hil.agent.remote import protocol
 from hil.agent.transport import LocalChannel
 from hil.errors import AgentError, CommandTimeout
 from hil.timeouts import configured
@@ -20,7 +21,7 @@ from hil.timeouts import configured
 FAKE = str(Path(__file__).with_name("fake_agent.py"))
 
 
-def fake(mode: str, **kwargs) -> AgentClient:
+def fake(mode: str, **kwargs: Any) -> AgentClient:
     return AgentClient(LocalChannel([sys.executable, FAKE, mode]), "fakehost", **kwargs)
 
 

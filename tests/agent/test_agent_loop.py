@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
+from collections.abc import Iterator
+from typing import Any, BinaryIO, cast
 
 import pytest
 
 from hil.agent.remote import main
+from hil.agent.remote.errors import OpError
 
 
 class Lines:
     """A stand-in for the agent's stdout that hands each line to the test."""
 
     def __init__(self) -> None:
-        self.q: queue.Queue[dict] = queue.Queue()
+        self.q: queue.Queue[dict[str, Any]] = queue.Queue()
 
     def write(self, data: bytes) -> None:
         self.q.put(json.loads(data))
@@ -23,12 +27,12 @@ class Lines:
     def flush(self) -> None:
         pass
 
-    def next(self) -> dict:
+    def next(self) -> dict[str, Any]:
         return self.q.get(timeout=10)
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> tuple[main.Server, Lines]:
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[main.Server, Lines]]:
     release = threading.Event()
 
     def stuck() -> str:  # an op that cannot bound itself
@@ -41,15 +45,17 @@ def server(monkeypatch: pytest.MonkeyPatch) -> tuple[main.Server, Lines]:
     monkeypatch.setitem(main.METHODS, "stuck", stuck)
     monkeypatch.setitem(main.METHODS, "broken", broken)
     out = Lines()
-    yield main.Server(out), out
+    yield main.Server(cast(BinaryIO, out)), out  # the server only writes and flushes
     release.set()
 
 
-def _request(rid: int, method: str, timeout: float = 5.0, **params) -> bytes:
+def _request(rid: int, method: str, timeout: float = 5.0, **params: object) -> bytes:
     return json.dumps({"id": rid, "method": method, "params": params, "timeout": timeout}).encode()
 
 
-def test_watchdog_answers_an_overrun_once_and_drops_the_late_result(server) -> None:
+def test_watchdog_answers_an_overrun_once_and_drops_the_late_result(
+    server: tuple[main.Server, Lines],
+) -> None:
     srv, out = server
     srv.handle(_request(1, "stuck", timeout=0.1))
     answer = out.next()
@@ -62,14 +68,14 @@ def test_watchdog_answers_an_overrun_once_and_drops_the_late_result(server) -> N
     assert out.q.empty()
 
 
-def test_malformed_line_gets_an_error_without_id(server) -> None:
+def test_malformed_line_gets_an_error_without_id(server: tuple[main.Server, Lines]) -> None:
     srv, out = server
     srv.handle(b"{not json")
     answer = out.next()
     assert answer["id"] is None and answer["error"]["type"] == "bad_request"
 
 
-def test_an_agent_bug_is_reported_with_its_traceback(server) -> None:
+def test_an_agent_bug_is_reported_with_its_traceback(server: tuple[main.Server, Lines]) -> None:
     srv, out = server
     srv.handle(_request(3, "broken"))
     error = out.next()["error"]
@@ -77,7 +83,9 @@ def test_an_agent_bug_is_reported_with_its_traceback(server) -> None:
     assert "raise ValueError" in error["details"]["traceback"]
 
 
-def test_a_signal_during_shutdown_neither_deadlocks_nor_exits_twice(monkeypatch) -> None:
+def test_a_signal_during_shutdown_neither_deadlocks_nor_exits_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A cut connection closes stdin and has the SSH watcher send SIGTERM at once: the
     handler may run while the main thread holds the children's lock in shutdown."""
     from hil.agent.remote import system
@@ -94,7 +102,7 @@ def test_a_signal_during_shutdown_neither_deadlocks_nor_exits_twice(monkeypatch)
         main.shutdown(1)
 
     monkeypatch.setattr(main, "_exiting", threading.Lock())
-    monkeypatch.setattr(main.os, "_exit", exit_)
+    monkeypatch.setattr(os, "_exit", exit_)
     monkeypatch.setattr(system, "_children", {"child"})
     monkeypatch.setattr(system, "_closed", False)
     monkeypatch.setattr(system, "_kill_group", kill_group)
@@ -103,5 +111,5 @@ def test_a_signal_during_shutdown_neither_deadlocks_nor_exits_twice(monkeypatch)
     done.join(5)
     assert not done.is_alive(), "shutdown deadlocked on a signal arriving inside it"
     assert (exits, killed) == ([0], ["child"])
-    with pytest.raises(system.OpError, match="the agent is exiting and does not start sleep"):
+    with pytest.raises(OpError, match="the agent is exiting and does not start sleep"):
         system.run(["sleep", "1"], timeout=1)

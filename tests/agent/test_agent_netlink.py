@@ -53,7 +53,7 @@ def test_link_up_mtu_and_back(agent: Agent) -> None:
     assert [link.name for link in agent.links()] == ["lo"]
 
 
-def test_veth_peer_down_drops_carrier_and_wait_sees_it(agent: Agent, veth) -> None:
+def test_veth_peer_down_drops_carrier_and_wait_sees_it(agent: Agent, veth: tuple[str, str]) -> None:
     a, b = veth
     up = agent.wait_link(a, operstate="UP", carrier=True, timeout=5)
     assert up.mac and up.index > 1
@@ -62,7 +62,7 @@ def test_veth_peer_down_drops_carrier_and_wait_sees_it(agent: Agent, veth) -> No
     assert down.operstate == "LOWERLAYERDOWN" and down.up
 
 
-def test_wait_timeout_says_what_state_was_seen(agent: Agent, veth) -> None:
+def test_wait_timeout_says_what_state_was_seen(agent: Agent, veth: tuple[str, str]) -> None:
     a, b = veth
     agent.set_link(b, up=False)
     with pytest.raises(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from hil.agent.remote import protocol
+from hil.agent import protocol
 from hil.agent.remote.errors import OpError
 from hil.agent.remote.probe import tcp_exchange
 

@@ -24,8 +24,7 @@ from agenttest import (
     wait_for,
 )
 
-from hil.agent import PROTOCOL_VERSION, Agent, AgentCallError, build
-from hil.agent.remote import protocol
+from hil.agent import PROTOCOL_VERSION, Agent, AgentCallError, build, protocol
 from hil.errors import AgentError, CommandTimeout
 from hil.timeouts import configured
 

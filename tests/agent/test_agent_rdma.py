@@ -88,7 +88,9 @@ def test_missing_rdma_tool_is_a_structured_error() -> None:
     assert e.value.kind == "rdma_unavailable"
 
 
-def test_devices_links_and_resource_counts_from_rdma_json(fake_rdma) -> None:
+def test_devices_links_and_resource_counts_from_rdma_json(
+    fake_rdma: tuple[StrictAgent, Path],
+) -> None:
     agent, _ = fake_rdma
     assert agent.rdma_devices() == [RdmaDevice("siw0", 0, "rnic", None, GUID)]
     assert agent.rdma_links() == [RdmaLink("siw0", 1, "ACTIVE", "LINK_UP", "eth1")]
@@ -99,7 +101,7 @@ def test_devices_links_and_resource_counts_from_rdma_json(fake_rdma) -> None:
     assert {"rdma_devices", "rdma_links", "rdma_resources"} <= agent.checked
 
 
-def test_resource_rows_are_the_tools_json_rows(fake_rdma) -> None:
+def test_resource_rows_are_the_tools_json_rows(fake_rdma: tuple[StrictAgent, Path]) -> None:
     agent, calls = fake_rdma
     assert agent.rdma_resource_rows("qp") == QP_SHOW
     assert agent.rdma_resource_rows("cm_id") == CM_ID_SHOW
@@ -110,7 +112,7 @@ def test_resource_rows_are_the_tools_json_rows(fake_rdma) -> None:
     assert "-j resource show qp" in calls.read_text().splitlines()
 
 
-def test_siw_add_and_delete_pass_the_right_argv(fake_rdma) -> None:
+def test_siw_add_and_delete_pass_the_right_argv(fake_rdma: tuple[StrictAgent, Path]) -> None:
     agent, calls = fake_rdma
     agent.add_siw("siw0", "eth1")
     with pytest.raises(

@@ -18,9 +18,12 @@ from hil.agent import Agent, build
 from hil.inventory.model import Host
 from hil.ssh import SSHPool, SSHSession
 
+# lab_host: an SSH session to the netns lab's first host, that host, the lab.
+LabHost = tuple[SSHSession, Host, NetnsLab]
+
 
 @pytest.fixture(scope="module")
-def lab_host(netns_lab: NetnsLab) -> Iterator[tuple[SSHSession, Host, NetnsLab]]:
+def lab_host(netns_lab: NetnsLab) -> Iterator[LabHost]:
     """The first host of the session's netns lab and an SSH session to it."""
     inventory = netns_lab.inventory()
     name = netns_lab.hosts[0].name
@@ -36,7 +39,9 @@ def remote_dir() -> Iterator[str]:
     shutil.rmtree(path.parent)
 
 
-def test_push_handshake_and_cache_hit_on_the_second_push(lab_host, remote_dir: str) -> None:
+def test_push_handshake_and_cache_hit_on_the_second_push(
+    lab_host: LabHost, remote_dir: str
+) -> None:
     session, host, _ = lab_host
     bundle = build()
     uploaded = Path(remote_dir) / f"{bundle.sha256}.pyz"
@@ -55,7 +60,7 @@ def test_push_handshake_and_cache_hit_on_the_second_push(lab_host, remote_dir: s
 
 
 def test_a_second_agent_of_a_build_runs_on_the_bytecode_the_first_cached(
-    lab_host, remote_dir: str
+    lab_host: LabHost, remote_dir: str
 ) -> None:
     session, host, _ = lab_host
     bundle = build()
@@ -65,7 +70,7 @@ def test_a_second_agent_of_a_build_runs_on_the_bytecode_the_first_cached(
     cached = {
         p: p.stat().st_mtime_ns
         for p in unpacked.rglob("*.pyc")
-        if p.parent.parent.name in ("hil_agent", "iproute")
+        if p.parent.parent.name in ("remote", "iproute")  # hil_agent/remote, pyroute2/iproute
     }
     names = {p.name.split(".")[0] for p in cached}
     assert {"main", "netlink", "linux"} <= names, names  # the agent's and pyroute2's
@@ -75,7 +80,9 @@ def test_a_second_agent_of_a_build_runs_on_the_bytecode_the_first_cached(
     assert {p: p.stat().st_mtime_ns for p in cached} == cached
 
 
-def test_set_and_restore_an_address_in_the_host_namespace(lab_host, remote_dir: str) -> None:
+def test_set_and_restore_an_address_in_the_host_namespace(
+    lab_host: LabHost, remote_dir: str
+) -> None:
     session, host, lab = lab_host
     rnic = host.rnics[0]
     extra = "198.18.200.1/24"
@@ -95,7 +102,9 @@ def test_set_and_restore_an_address_in_the_host_namespace(lab_host, remote_dir: 
     assert str(rnic.address) in ip("addr", "show")
 
 
-def test_closing_the_channel_ends_the_remote_agent_and_its_children(lab_host, remote_dir) -> None:
+def test_closing_the_channel_ends_the_remote_agent_and_its_children(
+    lab_host: LabHost, remote_dir: str
+) -> None:
     session, host, _ = lab_host
     argv = ["sleep", f"{700 + uuid.uuid4().int % 99}.75"]
     agent = Agent.start(session, host, remote_dir=remote_dir)

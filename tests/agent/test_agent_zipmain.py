@@ -32,7 +32,7 @@ def test_unpacks_every_entry_beside_the_archive_once(archive: Path) -> None:
     assert sorted(str(p.relative_to(target)) for p in Path(target).rglob("*") if p.is_file()) == (
         sorted(names)
     )
-    main_file = Path(target) / "hil_agent" / "main.py"
+    main_file = Path(target) / "hil_agent" / "remote" / "main.py"
     stamp = main_file.stat().st_mtime_ns
     assert zipmain.unpacked(str(archive)) == target
     assert main_file.stat().st_mtime_ns == stamp  # not unpacked again
@@ -50,7 +50,7 @@ def test_a_copy_another_agent_renamed_first_is_used_and_ours_removed(
         real_rename(dst + ".other", dst)
         real_rename(src, dst)  # fails: the target exists and is not empty
 
-    monkeypatch.setattr(zipmain.os, "rename", other_first)
+    monkeypatch.setattr(os, "rename", other_first)
     assert zipmain.unpacked(str(archive)) == str(archive.with_suffix(""))
     assert sorted(os.listdir(archive.parent)) == sorted([archive.name, archive.stem])
 

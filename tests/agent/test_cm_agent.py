@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from agenttest import StrictAgent
 
 from hil.agent.build import build
 from hil.agent.client import AgentCallError
-from hil.agent.remote.cm import start_bound
+from hil.agent.remote.cm.methods import start_bound
 from hil.cm.clock import wall_sample
 
 
@@ -57,7 +58,9 @@ def test_cm_open_without_rdma_says_why_in_one_line(local_agent: StrictAgent) -> 
 @pytest.mark.parametrize(
     "method, params", [("cm_call", {"op": "events"}), ("cm_kill", {}), ("cm_close", {})]
 )
-def test_unknown_endpoint_is_not_found(local_agent: StrictAgent, method: str, params: dict) -> None:
+def test_unknown_endpoint_is_not_found(
+    local_agent: StrictAgent, method: str, params: dict[str, Any]
+) -> None:
     with pytest.raises(
         AgentCallError, match="no CM endpoint 99 \\(open one with cm_open\\)"
     ) as info:
@@ -82,9 +85,9 @@ def test_a_workers_start_gets_the_calls_bound_less_the_time_to_answer(
 def test_workers_start_from_the_unpacked_agent_whose_bytecode_is_cached(
     local_agent: StrictAgent,
 ) -> None:
-    # The worker fails here (no RDMA) only after importing cmworker, which the agent
+    # The worker fails here (no RDMA) only after importing cm/worker.py, which the agent
     # itself never imports: its bytecode beside the unpacked copy shows where it came from.
     unpacked = build().path.with_suffix("")
     with pytest.raises(AgentCallError):
         local_agent.call("cm_open", timeout=30)
-    assert list((unpacked / "hil_agent" / "__pycache__").glob("cmworker.*.pyc"))
+    assert list((unpacked / "hil_agent" / "remote" / "cm" / "__pycache__").glob("worker.*.pyc"))

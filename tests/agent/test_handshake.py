@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from hil.agent.handshake import Hello, read_hello
-from hil.agent.remote import PROTOCOL_VERSION
+from hil.agent.protocol import PROTOCOL_VERSION
 from hil.errors import AgentError
 
 

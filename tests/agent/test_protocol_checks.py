@@ -1,11 +1,13 @@
 """Checking and decoding a message against its declaration
-(hil/agent/remote/protocol/checks.py, through the methods' and ops' specs)."""
+(hil/agent/protocol/checks.py, through the methods' and ops' specs)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from hil.agent.remote import protocol
+from hil.agent import protocol
 
 LINK = {
     "name": "eth1",
@@ -58,7 +60,9 @@ def test_a_reply_decodes_to_itself_once_checked() -> None:
         ),
     ],
 )
-def test_a_mismatch_names_where_and_what(spec, value, message: str) -> None:
+def test_a_mismatch_names_where_and_what(
+    spec: protocol.Spec[Any, Any], value: object, message: str
+) -> None:
     with pytest.raises(protocol.ProtocolMismatch, match=message):
         spec.decode(value)
 

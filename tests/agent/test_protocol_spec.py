@@ -1,4 +1,4 @@
-"""The declarations (hil/agent/remote/protocol/) against the agent that serves them,
+"""The declarations (hil/agent/protocol/) against the agent that serves them,
 and the package that names them: each public name declared in one module."""
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ import pkgutil
 import types
 import typing
 from collections.abc import Callable
+from typing import Any
 
-from hil.agent.remote import cmworker, librdmacm, main, protocol
+from hil.agent import protocol
+from hil.agent.remote import librdmacm, main
+from hil.agent.remote.cm import worker
 
 
-def _assert_takes_and_returns(fn: Callable[..., object], spec: protocol.Spec) -> None:
+def _assert_takes_and_returns(fn: Callable[..., object], spec: protocol.Spec[Any, Any]) -> None:
     """``fn``'s parameters (but ``timeout``, filled from the request) are the params
     TypedDict's keys, required where it has no default, of the declared types; its
     return annotation is the declared reply."""
@@ -22,7 +25,8 @@ def _assert_takes_and_returns(fn: Callable[..., object], spec: protocol.Spec) ->
     params = {
         n: p for n, p in inspect.signature(fn).parameters.items() if n not in ("self", "timeout")
     }
-    declared = protocol.fields(spec.params)
+    params_td: type = spec.params  # a TypedDict class
+    declared = protocol.fields(params_td)
     assert set(params) == set(declared), spec
     required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
     assert required == set(spec.params.__required_keys__), spec
@@ -39,10 +43,10 @@ def test_every_agent_method_is_declared_and_every_declaration_is_served() -> Non
 
 
 def test_every_cm_operation_is_declared_and_every_declaration_is_served() -> None:
-    assert set(cmworker.OPS) == set(protocol.CM_OP_NAMES) == set(protocol.CM_OPS)
+    assert set(worker.OPS) == set(protocol.CM_OP_NAMES) == set(protocol.CM_OPS)
     for name, spec in protocol.CM_OPS.items():
         assert spec.name == name
-        _assert_takes_and_returns(getattr(cmworker.Worker, name), spec)
+        _assert_takes_and_returns(getattr(worker.Worker, name), spec)
 
 
 def test_event_types_are_librdmacm_s_in_enum_order() -> None:

@@ -1,5 +1,5 @@
 """bench/cm_rate.py's round order and its summary of the per-round ratios (the bench
-itself runs on the lab: its numbers are in docs/cm-engine.md)."""
+itself runs on the lab: its numbers are in docs/storm.md)."""
 
 from __future__ import annotations
 

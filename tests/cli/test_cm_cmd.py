@@ -6,22 +6,58 @@ import pytest
 
 from hil.cli import main
 
+BAD_INPUT = [
+    (["cm", "run", "nope"], "no CM sequence 'nope' (known: abort, close, connect,"),
+    (["cm", "run", "close", "-p", "count=3"], "sequence close takes no count (it takes: by)"),
+    (["cm", "run", "storm", "-p", "count"], "-p 'count': write KEY=VALUE"),
+    (["cm", "run", "connect", "--mode", "admin"], "sequence connect takes no mode"),
+    # The values' types come from the sequence's annotations (storm's count: int).
+    (
+        ["cm", "run", "storm", "-p", "count=many"],
+        "sequence storm: count takes a whole number, not 'many'",
+    ),
+    (
+        ["cm", "run", "storm", "-p", "hold_s=soon"],
+        "sequence storm: hold_s takes a number, not 'soon'",
+    ),
+    (["cm", "run", "link_pull", "-p", "traffic=yes"], "traffic takes true or false, not 'yes'"),
+    (["cm", "run", "race_disconnects", "-p", "rounds=2.5"], "rounds takes a whole number"),
+    # The mode against the pull modes registered (hil.host.linkctl, and entry points).
+    (
+        ["cm", "run", "link_pull", "--mode", "pdu"],
+        "no link pull registered for mode 'pdu' (known: admin, blackhole, carrier, command)",
+    ),
+    (["cm", "run", "unreachable", "-p", "mode=cable"], "no link pull registered for mode 'cable'"),
+]
 
-@pytest.mark.parametrize(
-    "argv, says",
-    [
-        (["cm", "run", "nope"], "no CM sequence 'nope' (known: abort, close, connect,"),
-        (["cm", "run", "close", "-p", "count=3"], "sequence close takes no count (it takes: by)"),
-        (["cm", "run", "storm", "-p", "count"], "-p 'count': write KEY=VALUE"),
-        (["cm", "run", "connect", "--mode", "admin"], "sequence connect takes no mode"),
-    ],
-)
-def test_bad_input_is_one_line_and_exit_1(
-    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+
+@pytest.mark.parametrize("argv, says", BAD_INPUT)
+def test_bad_input_is_one_line_and_exit_1_before_any_pair_is_reserved(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import hil.inventory
+    import hil.reservation
+
+    def reserve(*args: object) -> None:
+        raise AssertionError("hil cm run opened the inventory or the store on bad input")
+
+    monkeypatch.setattr(hil.inventory, "load_from_args", reserve)
+    monkeypatch.setattr(hil.reservation, "open_store", reserve)
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_good_parameters_take_their_annotated_types() -> None:
+    from hil.cli.cm_cmd import sequence_params
+
+    assert sequence_params("storm", ["count=4", "hold_s=2"], None) == {"count": 4, "hold_s": 2.0}
+    assert sequence_params("close", ["by=1"], None) == {"by": "1"}  # by is text
+    assert sequence_params("reject", ["private_data=7"], None) == {"private_data": b"7"}
+    assert sequence_params("link_pull", ["traffic=false"], "carrier") == {
+        "traffic": False,
+        "mode": "carrier",  # registered by the virtual lab's entry point
+    }
 
 
 def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:

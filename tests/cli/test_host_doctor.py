@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_hosts import T6_DATA, FakeHosts, t6_hosts
 from netnslab.lab import NetnsLab
+from test_host_cli import hil
 
 from hil.cli import host_doctor, main
 from hil.inventory.model import Inventory
-from tests.cli.test_host_cli import hil
-from tests.fake_hosts import T6_DATA, FakeHosts, t6_hosts
 
 INVENTORY = str(T6_DATA / "inventory.yaml")
 

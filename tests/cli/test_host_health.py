@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fake_hosts import T6_DATA
 from netnslab.lab import NetnsLab
+from test_host_cli import hil, one_line_error
 
 from hil.cli import main
 from hil.reservation import open_store
-from tests.cli.test_host_cli import hil, one_line_error
-from tests.fake_hosts import T6_DATA
 
 INVENTORY = str(T6_DATA / "inventory.yaml")
 Run = Callable[..., tuple[int, str, str]]

@@ -7,11 +7,11 @@ import argparse
 from pathlib import Path
 
 import pytest
+from fake_hosts import T6_DATA
 
 from hil.cli.link_cmd import _acting_on_link
 from hil.errors import LeaseLost
 from hil.reservation import Claim, Holder, open_store
-from tests.fake_hosts import T6_DATA
 
 
 def _args(store: Path, lease: str | None) -> argparse.Namespace:

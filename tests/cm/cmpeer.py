@@ -1,7 +1,8 @@
 """A CM peer for trying hil.agent.remote.librdmacm on real RDMA hosts (the lab's siw guests).
 
 Run with the host's own python3, next to a copy of the ``librdmacm`` package
-in a package directory named by ``--pkg`` (default ``cm``):
+in a package named by ``--pkg`` (default ``cm.remote``: ``cm/`` laid out as the
+zipapp's ``hil_agent/``, with ``remote/librdmacm/`` and ``protocol/``):
 
     python3 cmpeer.py server 198.18.0.2 7471 accept
     python3 cmpeer.py client 198.18.0.2 7471 --pdata c0ffee --disconnect
@@ -119,7 +120,7 @@ def client(ch: Any, args: argparse.Namespace) -> None:
 def main() -> int:
     """Parse arguments, open a channel, run the role."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pkg", default="cm", help="package holding the librdmacm package")
+    parser.add_argument("--pkg", default="cm.remote", help="package holding the librdmacm package")
     parser.add_argument("--timeout", type=float, default=15.0)
     sub = parser.add_subparsers(dest="role", required=True)
     srv = sub.add_parser("server")

@@ -18,7 +18,7 @@ from cmlab import CMPair
 from fake_rdma import FakeLib
 from vlab import VirtualLab, lab_pair_run
 
-from hil.agent.remote.cmworker import Worker
+from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.librdmacm import CMChannel
 
 

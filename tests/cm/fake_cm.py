@@ -280,7 +280,7 @@ class FakeAgent:
         start_us: int | None = None,
     ) -> dict:
         """Each step at once, in order (no trigger but the previous step's end), as
-        the worker's script runs them (cmscript.py): results, and the log since ``after``."""
+        the worker's script runs them (cm/script.py): results, and the log since ``after``."""
         names: dict[str, int] = {}
         results = []
         start = self.now()

@@ -1,4 +1,4 @@
-"""Scenario scripts inside the CM worker (hil/agent/remote/cmscript.py) over fake librdmacm.
+"""Scenario scripts inside the CM worker (hil/agent/remote/cm/script.py) over fake librdmacm.
 
 The triggers, the id references, the stamps and the malformed-script checks
 are tested in-process here, with real threads and a real pollable channel fd
@@ -16,10 +16,10 @@ import time
 import pytest
 from fake_rdma import FakeLib
 
-from hil.agent.remote import protocol
-from hil.agent.remote.cmscript import ScenarioError
-from hil.agent.remote.cmserver import Server
-from hil.agent.remote.cmworker import Worker
+from hil.agent import protocol
+from hil.agent.remote.cm.script import ScenarioError
+from hil.agent.remote.cm.server import Server
+from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.hostclock import now_us
 
 CONNECT_REQUEST, ESTABLISHED, DISCONNECTED = 4, 9, 10

@@ -1,4 +1,4 @@
-"""The CM worker's logic (hil/agent/remote/cmworker.py) over the fake librdmacm boundary.
+"""The CM worker's logic (hil/agent/remote/cm/worker.py) over the fake librdmacm boundary.
 
 The worker process itself, with real librdmacm, runs on the virtual lab
 (test_sequences_lab.py); here its event log, auto-answering listeners,
@@ -15,9 +15,9 @@ import time
 import pytest
 from fake_rdma import FakeLib
 
-from hil.agent.remote import protocol
-from hil.agent.remote.cmserver import Server
-from hil.agent.remote.cmworker import Worker
+from hil.agent import protocol
+from hil.agent.remote.cm.server import Server
+from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.hostclock import now_us
 from hil.agent.remote.librdmacm import RdmaError
 
@@ -110,7 +110,7 @@ def test_destroys_reported_end_is_not_before_the_call_returned(
     worker: tuple[Worker, FakeLib], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The worker's thread held up between its start stamp and the channel's call (a
-    preempted guest): t_us + us still covers the whole call (docs/cm-engine.md's finding)."""
+    preempted guest): t_us + us still covers the whole call (docs/races.md's finding)."""
     w, lib = worker
     h = w.ch.create_id()
     w.ch.create_qp(h)
@@ -175,7 +175,7 @@ def test_server_answers_errors_with_errno_and_timing(worker: tuple[Worker, FakeL
 
 def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker, FakeLib]) -> None:
     """Each op through the worker's JSON server; each answer decodes strictly as
-    hil.agent.remote.protocol.CM_OPS declares it (the controller decodes the same way)."""
+    hil.agent.protocol.CM_OPS declares it (the controller decodes the same way)."""
     w, lib = worker
     out = io.BytesIO()
     server = Server(w, out)

@@ -27,7 +27,7 @@ from hil.agent.remote.librdmacm import (
     verbsabi,
 )
 
-CM_DIR = Path(librdmacm.__file__).parent.parent  # the agent package: librdmacm/, protocol/
+AGENT_DIR = Path(librdmacm.__file__).parents[2]  # hil/agent: remote/librdmacm/, protocol/
 HOST_PYTHON = "/usr/bin/python3"
 
 # (struct, size, {field: offset}) from rdma-core 44's headers on x86_64, read
@@ -110,14 +110,15 @@ def test_missing_library_is_rdma_unavailable() -> None:
 @pytest.fixture
 def bundle(tmp_path: Path) -> Path:
     """The agent-side CM layer (the librdmacm package and the protocol it speaks) copied
-    alone into a package ``cm``, with the peer script."""
+    alone into a package ``cm`` laid out as the zipapp's ``hil_agent``, with the peer script."""
     if not Path(HOST_PYTHON).exists():
         pytest.skip(f"no {HOST_PYTHON} on this machine (lab hosts run the agent with it)")
     pkg = tmp_path / "cm"
-    pkg.mkdir()
+    (pkg / "remote").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    shutil.copytree(CM_DIR / "librdmacm", pkg / "librdmacm")
-    shutil.copytree(CM_DIR / "protocol", pkg / "protocol")
+    (pkg / "remote" / "__init__.py").write_text("")
+    shutil.copytree(AGENT_DIR / "remote" / "librdmacm", pkg / "remote" / "librdmacm")
+    shutil.copytree(AGENT_DIR / "protocol", pkg / "protocol")
     shutil.copy(Path(__file__).parent / "cmpeer.py", tmp_path / "cmpeer.py")
     return tmp_path
 
@@ -125,7 +126,7 @@ def bundle(tmp_path: Path) -> Path:
 def test_runs_under_host_python_with_stdlib_only(bundle: Path) -> None:
     """The librdmacm package needs only protocol/; ``python3 -I`` must import it."""
     code = (
-        f"import sys; sys.path.insert(0, {str(bundle)!r}); import cm.librdmacm as m; "
+        f"import sys; sys.path.insert(0, {str(bundle)!r}); import cm.remote.librdmacm as m; "
         "print(m.probe()); print(sorted(k for k in sys.modules if k.startswith('hil')))"
     )
     out = subprocess.run(

@@ -2,7 +2,7 @@
 given with ``--hil-inventory`` (marker ``lab``), with a bounded budget that stops once
 every order it asks for was reached.  It costs 30-55 s with its pair's setup, more than
 ci/tests can take, so without an inventory (ci/tests) it is skipped; suites/test_races.py
-sweeps every race asking for all its orders (docs/cm-engine.md)."""
+sweeps every race asking for all its orders (docs/races.md)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def session(cm_pair: CMPair) -> CMSession:
 
 # during_reject (the second request delivered while the first one's rdma_reject runs) is
 # reached in 4-13 rounds in a hundred and cannot be aimed from user space on this lab
-# (docs/cm-engine.md, "reject vs the CONNECT_REQUEST upcall"): counted here, asked for by
+# (docs/races.md, "reject vs the CONNECT_REQUEST upcall"): counted here, asked for by
 # suites/test_races.py's sweeps (up to 60 rounds, or full) and bench/races.py.
 BUDGET = Budget(5_000, 500, rounds=4, enough=1, max_rounds=12)
 

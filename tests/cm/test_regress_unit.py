@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from hil.agent.remote.protocol import CloseRound
+from hil.agent.protocol import CloseRound
 from hil.agent.types import CommandResult, RdmaLink
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome

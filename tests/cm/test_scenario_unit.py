@@ -1,6 +1,6 @@
 """The controller's side of scenarios (hil/cm/scenario.py) against real CM workers.
 
-Each endpoint's agent here hands ``cm_call`` to a real ``cmworker.Worker``
+Each endpoint's agent here hands ``cm_call`` to a real ``cm.worker.Worker``
 through its JSON server, over the fake librdmacm (tests/cm/fake_rdma.py): the
 script is built and checked on the controller, crosses the protocol as JSON,
 runs in the worker and comes back decoded and recorded.  On real siw:
@@ -19,8 +19,8 @@ import pytest
 from fake_rdma import FakeLib
 
 from hil.agent.client import AgentCallError
-from hil.agent.remote.cmserver import Server
-from hil.agent.remote.cmworker import Worker
+from hil.agent.remote.cm.server import Server
+from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.librdmacm import CMChannel
 from hil.cm.endpoint import Endpoint
 from hil.cm.scenario import Script, Step, apart, run, together, uncertainty

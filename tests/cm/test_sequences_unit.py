@@ -206,7 +206,7 @@ def test_bad_parameters_are_input_errors(world: FakeCMWorld) -> None:
 
 
 def test_every_sequence_is_registered_with_its_session_first() -> None:
-    assert set(SEQUENCES) >= {
+    assert set(SEQUENCES.names()) >= {
         "connect",
         "close",
         "abort",
@@ -254,6 +254,8 @@ def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
         assert sequence(hil_test_listen_only) is hil_test_listen_only  # the same one again: fine
         tl = session(world).run("hil_test_listen_only")
         assert [a.name for a in tl.actions] == ["listen", "destroy"]
+        by_reference = session(world).run(hil_test_listen_only, port_note="y")  # as suites do
+        assert [a.name for a in by_reference.actions] == ["listen", "destroy"]
         assert sequence_params("hil_test_listen_only", ["port_note=y"], None) == {"port_note": "y"}
 
         def other(s: CMSession) -> Timeline:
@@ -263,4 +265,4 @@ def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
         with pytest.raises(InputError, match="'hil_test_listen_only' is registered already"):
             sequence(other)
     finally:
-        SEQUENCES.pop("hil_test_listen_only", None)
+        SEQUENCES.unregister("hil_test_listen_only")

@@ -2,7 +2,7 @@
 
 About 10 s: it replaces the controller-paced storm of test_sequences_lab.py.
 The backlog case runs in suites/test_storm.py; the full-size comparison with
-cmtime is bench/cm_rate.py (docs/cm-engine.md, Storms).
+cmtime is bench/cm_rate.py (docs/storm.md).
 """
 
 from __future__ import annotations

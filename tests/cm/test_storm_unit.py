@@ -1,4 +1,4 @@
-"""Storms inside the CM worker (hil/agent/remote/cmstorm.py) and their numbers
+"""Storms inside the CM worker (hil/agent/remote/cm/storm.py) and their numbers
 (hil/cm/stormstats.py), over the fake librdmacm (fake_rdma.py).
 
 A fake kernel thread answers the worker's librdmacm calls with the events the
@@ -17,9 +17,9 @@ from collections.abc import Iterator
 import pytest
 from fake_rdma import FakeLib
 
-from hil.agent.remote import protocol
-from hil.agent.remote.cmstorm import StormError
-from hil.agent.remote.cmworker import Worker
+from hil.agent import protocol
+from hil.agent.remote.cm.storm import StormError
+from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.librdmacm import RawEvent
 from hil.cm.stormstats import StepStats, percentile, rate
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_hosts import FakeHosts, t6_hosts
 
 from hil.host.journal import Journal, replay
 from hil.host.modparams import pin_params
 from hil.inventory.model import PinnedParam
 from hil.reservation import Store
-from tests.fake_hosts import FakeHosts, t6_hosts
 
 PARAMS = "/sys/module/iw_cxgb4/parameters"
 TIMEOUT = PinnedParam("iw_cxgb4", "ep_timeout_secs", "10")

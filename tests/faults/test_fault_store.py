@@ -157,7 +157,7 @@ def _first_query_after(store: Store, host: str) -> tuple[list[str], list[str]]:
     """The run's next store call after the server came back, tried twice: the errors
     seen (none: a connection that broke while idle is replaced before the call runs),
     and the entries of ``host``."""
-    errors = []
+    errors: list[str] = []
     for _ in range(2):
         try:
             return errors, [e.entry["what"] for e in store.journal_entries(host)]

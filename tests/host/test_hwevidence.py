@@ -13,13 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fake_hosts import T6_DATA, T6_NETDEV, RecordedAgent, t6_hosts
+from test_evidence import FakeProbe
 
 from hil.agent import Agent
 from hil.agent.types import CommandResult
 from hil.host import evidence, hwdebugfs, hwevidence
 from hil.judge.profiles import SIW
-from tests.fake_hosts import T6_DATA, T6_NETDEV, RecordedAgent, t6_hosts
-from tests.host.test_evidence import FakeProbe
 
 PCI = "0000:81:00.4"
 DIR = f"/sys/kernel/debug/iw_cxgb4/{PCI}"

@@ -7,13 +7,14 @@ tests/test_pairsetup.py on the netns lab.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
+from fake_hosts import FakeHosts, two_host_inventory
 
 from hil.errors import LeaseLost, RemoteError
 from hil.host.journal import Journal, agent_undo, replay, restore_host
 from hil.reservation import Claim, Holder, Store
-from tests.fake_hosts import FakeHosts, two_host_inventory
 
 
 @pytest.fixture
@@ -129,7 +130,7 @@ def test_then_entries_run_after_their_entry(hosts: FakeHosts, store: Store) -> N
     ],
 )
 def test_change_refuses_entries_another_process_could_not_replay(
-    hosts: FakeHosts, store: Store, entry: dict
+    hosts: FakeHosts, store: Store, entry: dict[str, Any]
 ) -> None:
     journal = Journal(hosts, store, "lease-1")  # type: ignore[arg-type]
     with pytest.raises(TypeError):

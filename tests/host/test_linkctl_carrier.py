@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_hosts import FakeHosts, two_host_inventory
 
 from hil.errors import LabError
 from hil.host.journal import Journal, replay
 from hil.host.linkctl import LinkControl
 from hil.inventory.model import LinkEnd, Pull
 from hil.reservation import Store
-from tests.fake_hosts import FakeHosts, two_host_inventory
 
 
 class QmpServer:

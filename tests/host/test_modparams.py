@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_hosts import FakeHosts, t6_hosts, t6_inventory
 
 from hil.errors import RemoteError
 from hil.host.journal import Journal, replay
@@ -16,7 +17,6 @@ from hil.host.modparams import pin_params, read_params
 from hil.host.pairsetup import PairState, PortState
 from hil.inventory.model import Inventory, Pair, PinnedParam
 from hil.reservation import Store
-from tests.fake_hosts import FakeHosts, t6_hosts, t6_inventory
 
 PARAMS = "/sys/module/iw_cxgb4/parameters"
 TIMEOUT = PinnedParam("iw_cxgb4", "ep_timeout_secs", "10")

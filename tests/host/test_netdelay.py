@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from netnslab.lab import NetnsLab
 
-from hil.agent.agent import CommandResult
+from hil.agent.types import CommandResult
 from hil.errors import InputError, RemoteError
 from hil.host.hosts import Hosts
 from hil.host.journal import Journal

@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import uuid
+from typing import Any
 
 import pytest
+from fake_hosts import FakeHosts, two_host_inventory
 from netnslab.lab import NetnsLab
 
 from hil.errors import RemoteError
@@ -16,7 +18,6 @@ from hil.host.journal import Journal
 from hil.host.pairsetup import setup_pair
 from hil.inventory.model import Host, Inventory
 from hil.reservation import Store
-from tests.fake_hosts import FakeHosts, two_host_inventory
 
 
 def _fake(store: Store, **inventory: object) -> tuple[FakeHosts, Journal]:
@@ -91,7 +92,7 @@ def lab(netns_lab: NetnsLab) -> NetnsLab:
     return netns_lab
 
 
-def _configured(inv: Inventory, n: int, **rnic: object) -> Host:
+def _configured(inv: Inventory, n: int, **rnic: Any) -> Host:
     """Host ns<n> with its port p0 changed; a second address, mtu 9000, a sysctl."""
     host = inv.hosts[f"ns{n}"]
     port = dataclasses.replace(
@@ -100,7 +101,7 @@ def _configured(inv: Inventory, n: int, **rnic: object) -> Host:
     return dataclasses.replace(host, rnics=(port,), sysctls=(("net.ipv4.tcp_retries2", "5"),))
 
 
-def _inventory(lab: NetnsLab, **rnic: object) -> Inventory:
+def _inventory(lab: NetnsLab, **rnic: Any) -> Inventory:
     inv = lab.inventory()
     return dataclasses.replace(
         inv, hosts={h: _configured(inv, i, **rnic) for i, h in enumerate(sorted(inv.hosts))}

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fake_hosts import T6_NETDEV, FakeHosts, RecordedAgent, t6_hosts, t6_inventory
 
 from hil.errors import NotReady, RemoteError
 from hil.host.findings import Finding
@@ -17,7 +18,6 @@ from hil.host.pairsetup import setup_pair
 from hil.host.readiness import Readiness, host_readiness, pair_readiness
 from hil.inventory.model import FirmwarePolicy, PinnedParam
 from hil.reservation import Store
-from tests.fake_hosts import T6_NETDEV, FakeHosts, RecordedAgent, t6_hosts, t6_inventory
 
 PARAMS = "/sys/module/iw_cxgb4/parameters"
 DRVINFO = f"ethtool -i {T6_NETDEV}"

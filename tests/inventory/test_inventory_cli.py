@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from hil.inventory import load
@@ -10,14 +12,17 @@ from hil.inventory import load
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "inventory/example-lab.yaml"
 
+# The conftest's ``hil`` fixture: run the console script with these arguments.
+Hil = Callable[..., subprocess.CompletedProcess[str]]
 
-def test_check_example(hil) -> None:
+
+def test_check_example(hil: Hil) -> None:
     done = hil("inventory", "check", EXAMPLE)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == f"{EXAMPLE}: ok (8 hosts, 3 links)\n"
 
 
-def test_check_reports_every_file(hil, tmp_path: Path) -> None:
+def test_check_reports_every_file(hil: Hil, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("hosts:\n  a:\n    ssh: {host: a, prot: 22}\n")
     missing = tmp_path / "missing.yaml"
@@ -32,12 +37,12 @@ def test_check_reports_every_file(hil, tmp_path: Path) -> None:
     ]
 
 
-def test_check_without_file_uses_global_inventory_option(hil) -> None:
+def test_check_without_file_uses_global_inventory_option(hil: Hil) -> None:
     done = hil("--inventory", EXAMPLE, "inventory", "check")
     assert (done.returncode, done.stdout) == (0, f"{EXAMPLE}: ok (8 hosts, 3 links)\n")
 
 
-def test_no_inventory_at_all_is_bad_input(hil) -> None:
+def test_no_inventory_at_all_is_bad_input(hil: Hil) -> None:
     for action in ("check", "show"):
         done = hil("inventory", action)
         assert done.returncode == 1
@@ -46,7 +51,7 @@ def test_no_inventory_at_all_is_bad_input(hil) -> None:
         )
 
 
-def test_show_tables(hil) -> None:
+def test_show_tables(hil: Hil) -> None:
     done = hil("inventory", "show", EXAMPLE)
     assert (done.returncode, done.stderr) == (0, "")
     lines = [line.split() for line in done.stdout.splitlines()]
@@ -60,7 +65,7 @@ def test_show_tables(hil) -> None:
     assert ["siw-pair-1", "gen-a:p0", "gen-b:p0", "siw", "admin,blackhole", "ends"] in lines
 
 
-def test_show_require_filters_pairs(hil) -> None:
+def test_show_require_filters_pairs(hil: Hil) -> None:
     done = hil(
         "inventory", "show", EXAMPLE, "--require", "driver=iw_cxgb4", "--require", "mtu<9000"
     )
@@ -70,7 +75,7 @@ def test_show_require_filters_pairs(hil) -> None:
     assert pairs == ["t5-pair-1"]
 
 
-def test_show_bad_requirement_is_one_line(hil) -> None:
+def test_show_bad_requirement_is_one_line(hil: Hil) -> None:
     done = hil("inventory", "show", EXAMPLE, "--require", "speed>=fast")
     assert done.returncode == 1
     assert done.stderr == (
@@ -78,7 +83,7 @@ def test_show_bad_requirement_is_one_line(hil) -> None:
     )
 
 
-def test_show_bad_inventory_is_located(hil, tmp_path: Path) -> None:
+def test_show_bad_inventory_is_located(hil: Hil, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("hosts:\n  a:\n    ssh: {host: a, port: many}\n")
     done = hil("inventory", "show", str(bad))
@@ -88,7 +93,7 @@ def test_show_bad_inventory_is_located(hil, tmp_path: Path) -> None:
     )
 
 
-def test_show_json_round_trip(hil, tmp_path: Path) -> None:
+def test_show_json_round_trip(hil: Hil, tmp_path: Path) -> None:
     done = hil("inventory", "show", EXAMPLE, "--json")
     assert (done.returncode, done.stderr) == (0, "")
     doc = json.loads(done.stdout)
@@ -113,14 +118,14 @@ def test_show_json_round_trip(hil, tmp_path: Path) -> None:
     assert (reloaded.hosts, reloaded.links) == (original.hosts, original.links)
 
 
-def test_show_json_with_require(hil) -> None:
+def test_show_json_with_require(hil: Hil) -> None:
     done = hil("inventory", "show", EXAMPLE, "--json", "--require", "fallback=siw")
     doc = json.loads(done.stdout)
     assert [p["name"] for p in doc["pairs"]] == ["siw-pair-1"]
     assert len(doc["links"]) == 3  # the inventory itself is shown whole
 
 
-def test_help_lists_inventory_actions(hil) -> None:
+def test_help_lists_inventory_actions(hil: Hil) -> None:
     done = hil("inventory", "--help")
     assert done.returncode == 0
     assert "check" in done.stdout and "show" in done.stdout

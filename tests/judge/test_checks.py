@@ -7,6 +7,7 @@ tests/host/test_evidence.py.
 from __future__ import annotations
 
 import pytest
+from kernellines import HARMLESS, REPORTS, STILL_REPORTS
 
 from hil.errors import InputError
 from hil.judge import checks
@@ -73,6 +74,26 @@ def test_bad_kernel_lines_fail_and_are_shown(line: str) -> None:
     text = result.to_text()
     assert "[kernel-log-clean]" in text and f"hb kernel log: {line}" in text
     assert "ok line" not in text
+
+
+@pytest.mark.parametrize("line", [*REPORTS, *STILL_REPORTS])
+def test_each_kernel_report_fails_and_is_shown(line: str) -> None:
+    result = _assess(log_b=(line,))
+    assert [v.message for v in result.verdict.violations] == [f"hb kernel log: {line}"]
+    assert f"hb: {line}" in result.to_text()
+
+
+@pytest.mark.parametrize("line", HARMLESS)
+def test_lines_that_only_look_like_reports_pass(line: str) -> None:
+    result = _assess(log_b=(line,))
+    assert result.ok, result.to_text()
+
+
+def test_an_allowed_report_passes_and_is_shown_as_allowed() -> None:
+    line = "UBSAN: shift-out-of-bounds in net/ipv4/tcp_input.c:4051:31"  # lib/ubsan.c
+    result = _assess(log_b=(line,), allow=checks.compile_allow([r"UBSAN: shift-out-of-bounds"]))
+    assert result.ok, result.to_text()
+    assert f"hb: {line}   (allowed)" in result.to_text()
 
 
 def test_iwpmd_not_running_is_no_kernel_log_failure_and_needs_no_allowing() -> None:

@@ -14,7 +14,7 @@ from hil.errors import InputError
 from hil.judge.contract import RULES, check, register_rule, rule_named, rules_with
 from hil.judge.expectations import kernel_log_clean
 from hil.judge.profiles import IW_CXGB4, SIW
-from hil.judge.rule import Finding, rule
+from hil.judge.rule import Finding, Rule, rule
 
 HERE = Path(__file__).parent
 
@@ -46,7 +46,7 @@ def lab_rule() -> Iterator[None]:
 
     register_rule(no_established)
     yield
-    RULES.remove(no_established)
+    RULES.unregister(no_established.name)
 
 
 def test_a_registered_rule_runs_in_every_verdict(lab_rule: None) -> None:
@@ -81,7 +81,7 @@ def test_passing_verdict_renders() -> None:
 
 
 def test_rules_select_by_name_or_object() -> None:
-    rules = ["fifo-per-channel", rule_named("reject-status")]
+    rules: list[Rule | str] = ["fifo-per-channel", rule_named("reject-status")]
     verdict = check(connected().build(), SIW, rules=rules)
     assert verdict.rules == ("fifo-per-channel", "reject-status")
 

@@ -17,6 +17,7 @@ from cmtimelines import (
     with_evidence,
 )
 from contractcheck import breaks, conforms
+from kernellines import HARMLESS, REPORTS, STILL_REPORTS
 
 from hil.judge.contract import check, rules_with
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW, kernel_log_clean
@@ -248,6 +249,21 @@ def test_kernel_log_clean(line: str) -> None:
         "kernel-log-clean",
         f"lab-b kernel log: {line}",
     )
+
+
+@pytest.mark.parametrize("line", [*REPORTS, *STILL_REPORTS])
+def test_kernel_log_clean_fails_each_kernel_report(line: str) -> None:
+    breaks(
+        with_evidence(orderly_close(), log=("siw: device siw0 up", line)),
+        SIW,
+        "kernel-log-clean",
+        f"lab-b kernel log: {line}",
+    )
+
+
+@pytest.mark.parametrize("line", HARMLESS)
+def test_kernel_log_clean_passes_lines_that_only_look_like_reports(line: str) -> None:
+    conforms(with_evidence(orderly_close(), log=(line,)), SIW)
 
 
 def test_kernel_log_allowlist() -> None:

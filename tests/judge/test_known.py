@@ -91,6 +91,38 @@ def test_another_report_in_the_same_log_still_fails() -> None:
     assert failed == [f"lab4fec-1 kernel log: {kasan[0].line}"]
 
 
+def test_a_ubsan_report_is_a_report_a_known_finding_can_name() -> None:
+    # lib/ubsan.c (6.1): ubsan_prologue's rule and "UBSAN: %s in %s:%d:%d",
+    # __ubsan_handle_out_of_bounds' "index %s is out of range for type %s", then
+    # ubsan_epilogue's dump_stack (lib/dump_stack.c) and rule.
+    rule = "=" * 80
+    text = [
+        rule,
+        "UBSAN: array-index-out-of-bounds in drivers/infiniband/sw/siw/siw_qp.c:123:4",
+        "index 5 is out of range for type 'u8 [4]'",
+        "CPU: 0 PID: 12 Comm: kworker/0:1 Not tainted 6.1.192 #1",
+        "Call Trace:",
+        " <TASK>",
+        " dump_stack_lvl+0x34/0x48",
+        " __ubsan_handle_out_of_bounds+0x7e/0xa0",
+        " siw_qp_modify+0x1a2/0x1c0 [siw]",
+        " </TASK>",
+        rule,
+    ]
+    finding = known.KnownFinding(
+        "siw-qp-ubsan", "^UBSAN: array-index", ("siw_qp_modify",), ("6.1",), (TEST,), "x", "open"
+    )
+    log = tuple(KernelLogLine("lab4fec-1", x) for x in [*text, "siw: got TERMINATE"])
+    after = checks.AfterState((), log, {}, 0.5)
+    result = checks.assess(after, SIW, ("lab4fec-0", "lab4fec-1"))
+    assert not result.ok
+    result = checks.assess(
+        after, SIW, ("lab4fec-0", "lab4fec-1"), known=checks.Known((finding,), TEST, ("6.1.192",))
+    )
+    assert result.ok and [m.finding.id for m in result.known] == ["siw-qp-ubsan"]
+    assert [k.line for k in result.known[0].report.lines] == text[1:-1]
+
+
 def test_the_finding_in_a_test_or_kernel_its_entry_does_not_name_fails_and_says_so() -> None:
     for result in (
         assess(splat(), test="suites/test_regressions.py::test_siw_x[a-b]"),

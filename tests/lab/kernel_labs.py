@@ -26,7 +26,7 @@ def cached_image(source_spec: str | None, debug: bool) -> Path:
     if os.environ.get(OPT_IN) != "1":
         pytest.skip(
             f"boots a lab of its own on another kernel (minutes): .ci/run leaves it out; "
-            f"run it with {OPT_IN}=1 (docs/virtual-lab.md, 'Kernel matrix and debug lab')"
+            f"run it with {OPT_IN}=1 (docs/lab-kernel.md, 'Kernel matrix and debug lab')"
         )
     build = f"hil lab kernel{f' --source {source_spec}' if source_spec else ''}"
     build += " --debug" if debug else ""

@@ -25,7 +25,7 @@ import pytest
 
 from hil.errors import LabError
 from hil.lab import guestcmd, guests, network
-from hil.lab.state import GuestState
+from hil.lab.state import GuestState, qemu_alive
 
 FAKE_VNG = textwrap.dedent(
     """\
@@ -96,11 +96,11 @@ def test_a_socket_left_by_a_killed_qemu_is_not_taken_for_the_new_one(
     stale.close()  # the file stays; connecting to it is refused, as after a SIGKILL
     state = guests.start(Path("/k/bzImage"), lab_dir, guest, cables)
     try:
-        assert guests.qemu_alive(state)
+        assert qemu_alive(state)
         assert "fake QEMU starting" in Path(state.log).read_text()
     finally:
         guests.stop(state)
-    assert not guests.qemu_alive(state)
+    assert not qemu_alive(state)
 
 
 def test_a_guest_whose_monitor_fails_at_start_is_not_left_running(
@@ -149,4 +149,4 @@ def test_a_started_guest_holds_none_of_its_starters_output_open(
     assert done.returncode == 0, done.stderr
     assert "started" in done.stderr
     state = GuestState(**json.loads((lab_dir / "guest.state").read_text()))
-    assert guests.qemu_alive(state)
+    assert qemu_alive(state)

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from hil.lab import guestcmd, network
+from hil.lab.bootfiles import BOOT_SCRIPT
 
 LAB = Path("/tmp/hil-test-lab")
 ID = network.lab_id(LAB)
@@ -38,7 +39,7 @@ def test_vng_gets_no_shell_syntax_and_tcg_when_asked() -> None:
     argv = guestcmd.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(ID, 2, (41000, 41001)))
     assert "--disable-kvm" in argv
     assert argv[argv.index("--name") + 1] == FIRST  # vng makes it the guest's hostname
-    assert argv[argv.index("--exec") + 1] == f"sh {guestcmd.BOOT_SCRIPT} {LAB}/{FIRST}.d"
+    assert argv[argv.index("--exec") + 1] == f"sh {BOOT_SCRIPT} {LAB}/{FIRST}.d"
     qemu_opts = next(a for a in argv if a.startswith("--qemu-opts="))
     # vng passes these through a shell: only characters with no meaning there.
     assert re.fullmatch(r"[A-Za-z0-9 ._/:,=+-]+", qemu_opts.removeprefix("--qemu-opts="))

@@ -9,25 +9,26 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hil.lab import qmp
 from hil.lab.qmp import QMPClient, QMPError
 
-GREETING = {"QMP": {"version": {}, "capabilities": []}}
+GREETING: dict[str, Any] = {"QMP": {"version": {}, "capabilities": []}}
 
 
 class FakeQMP(threading.Thread):
     """Answers each command with the next scripted reply (None: stay silent)."""
 
-    def __init__(self, path: Path, replies: list[list[dict] | None]) -> None:
+    def __init__(self, path: Path, replies: list[list[dict[str, Any]] | None]) -> None:
         super().__init__(daemon=True)
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(path))
         self.server.listen(1)
         self.replies = replies
-        self.received: list[dict] = []
+        self.received: list[dict[str, Any]] = []
 
     def run(self) -> None:
         with self.server:
@@ -51,7 +52,7 @@ def sock_path(tmp_path: Path) -> Path:
     return tmp_path / "q.qmp"
 
 
-def serve(path: Path, replies: list[list[dict] | None]) -> FakeQMP:
+def serve(path: Path, replies: list[list[dict[str, Any]] | None]) -> FakeQMP:
     server = FakeQMP(path, replies)
     server.start()
     return server

@@ -3,7 +3,7 @@
 ci/nightly runs in a copy of the repository's ci/ whose ``ci/install``,
 ``.venv/bin/hil`` and ``.venv/bin/python`` are stand-ins that log their
 argument lists (the lab and the pipeline are not what is tested here: a
-real --debug-lab night ran on the debug lab, docs/virtual-lab.md).
+real --debug-lab night ran on the debug lab, docs/notes/debug-lab-nights.md).
 """
 
 from __future__ import annotations

@@ -57,7 +57,10 @@ def test_a_wrong_host_key_is_refused(virtual_lab: VirtualLab, tmp_path: Path) ->
 
 
 def rdma_links(session: SSHSession) -> list[dict[str, object]]:
-    return json.loads(session.run(["rdma", "-j", "link", "show"], timeout=30).stdout)
+    links: list[dict[str, object]] = json.loads(
+        session.run(["rdma", "-j", "link", "show"], timeout=30).stdout
+    )
+    return links
 
 
 def test_each_guest_has_an_active_siw_device_on_its_data_nic(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from vlab import VirtualLab
@@ -151,8 +152,8 @@ def _check_allure(results: Path, a: str, b: str) -> None:
         assert console.strip(), "the guest's console tail is empty"
 
 
-def _attachments(result: dict[str, object]) -> list[dict[str, str]]:
-    found: list[dict[str, str]] = list(result.get("attachments", []))  # type: ignore[arg-type]
-    for step in result.get("steps", []):  # type: ignore[attr-defined]
+def _attachments(result: dict[str, Any]) -> list[dict[str, str]]:
+    found: list[dict[str, str]] = list(result.get("attachments", []))
+    for step in result.get("steps", []):
         found += _attachments(step)
     return found

@@ -53,7 +53,9 @@ def test_pair(hil_pair):
 """
 
 
-def test_reserves_shows_header_and_releases(pytester, lab, tmp_path, monkeypatch):
+def test_reserves_shows_header_and_releases(
+    pytester: pytest.Pytester, lab: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "out"
     monkeypatch.setenv("OUT", str(out))
     pytester.makepyfile(RECORD_PAIR)
@@ -68,7 +70,9 @@ def test_reserves_shows_header_and_releases(pytester, lab, tmp_path, monkeypatch
     store.close()
 
 
-def test_require_selects_a_matching_pair(pytester, lab, tmp_path, monkeypatch):
+def test_require_selects_a_matching_pair(
+    pytester: pytest.Pytester, lab: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OUT", str(tmp_path / "out"))
     pytester.makepyfile(RECORD_PAIR)
     result = pytester.runpytest_subprocess(*args(lab, "--hil-require", "speed>=25000"))
@@ -76,7 +80,7 @@ def test_require_selects_a_matching_pair(pytester, lab, tmp_path, monkeypatch):
     assert (tmp_path / "out").read_text().split()[1] == "pair-1"
 
 
-def test_marker_skips_with_reason(pytester, lab):
+def test_marker_skips_with_reason(pytester: pytest.Pytester, lab: dict[str, str]) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -95,7 +99,7 @@ def test_marker_skips_with_reason(pytester, lab):
     result.stdout.fnmatch_lines(["*pair pair-1 does not meet driver=iw_cxgb4*"])
 
 
-def test_no_matching_pair_fails_clearly(pytester, lab):
+def test_no_matching_pair_fails_clearly(pytester: pytest.Pytester, lab: dict[str, str]) -> None:
     pytester.makepyfile("def test_x(hil_pair):\n    pass\n")
     result = pytester.runpytest_subprocess(*args(lab, "--hil-require", "driver=iw_cxgb4"))
     result.assert_outcomes(errors=1)
@@ -103,7 +107,7 @@ def test_no_matching_pair_fails_clearly(pytester, lab):
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
-def test_busy_pair_fails_then_waits_in_vain(pytester, lab):
+def test_busy_pair_fails_then_waits_in_vain(pytester: pytest.Pytester, lab: dict[str, str]) -> None:
     store = open_store(lab["store"])
     held = store.try_acquire([Claim("pair-1", ("h1", "h2"))], Holder.current(note="other"), 60)
     assert held is not None
@@ -118,7 +122,9 @@ def test_busy_pair_fails_then_waits_in_vain(pytester, lab):
     store.close()
 
 
-def test_xdist_workers_hold_different_pairs(pytester, lab, tmp_path, monkeypatch):
+def test_xdist_workers_hold_different_pairs(
+    pytester: pytest.Pytester, lab: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "out"
     monkeypatch.setenv("OUT", str(out))
     pytester.makepyfile(RECORD_PAIR)
@@ -129,7 +135,9 @@ def test_xdist_workers_hold_different_pairs(pytester, lab, tmp_path, monkeypatch
     assert sorted(by_worker.values()) == ["pair-1", "pair-2"]
 
 
-def test_adopted_lease_is_renewed_not_released(pytester, lab, tmp_path, monkeypatch):
+def test_adopted_lease_is_renewed_not_released(
+    pytester: pytest.Pytester, lab: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = open_store(lab["store"])
     lease = store.try_acquire([Claim("pair-2", ("h3", "h4"))], Holder.current(note="ci"), 60)
     assert lease is not None
@@ -144,7 +152,7 @@ def test_adopted_lease_is_renewed_not_released(pytester, lab, tmp_path, monkeypa
     store.close()
 
 
-def test_lost_lease_stops_the_run(pytester, lab):
+def test_lost_lease_stops_the_run(pytester: pytest.Pytester, lab: dict[str, str]) -> None:
     # The first test hands the pair to another holder behind the session's
     # back; the heartbeat notices and the next test does not run.
     pytester.makepyfile(
@@ -168,7 +176,7 @@ def test_lost_lease_stops_the_run(pytester, lab):
     assert "test_never_runs PASSED" not in result.stdout.str()
 
 
-def test_inactive_without_inventory(pytester):
+def test_inactive_without_inventory(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(hil_pair):\n    pass\n")
     result = pytester.runpytest_subprocess("-rs")
     result.assert_outcomes(skipped=1)

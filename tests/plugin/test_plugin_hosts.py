@@ -30,10 +30,11 @@ def test_change(hil_pair, hil_hosts, hil_journal):
 
 
 def mtu(lab: NetnsLab) -> int:
-    return json.loads(lab.exec(0, ["ip", "-j", "link", "show", "dev", "data0"]).stdout)[0]["mtu"]
+    links = json.loads(lab.exec(0, ["ip", "-j", "link", "show", "dev", "data0"]).stdout)
+    return int(links[0]["mtu"])
 
 
-def run(pytester: pytest.Pytester, lab: NetnsLab, store: Path, *extra: str):
+def run(pytester: pytest.Pytester, lab: NetnsLab, store: Path, *extra: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         "--hil-inventory",
         str(lab.inventory_path),
@@ -45,14 +46,18 @@ def run(pytester: pytest.Pytester, lab: NetnsLab, store: Path, *extra: str):
     )
 
 
-def test_changes_are_undone_at_session_end(pytester, netns_lab, tmp_path):
+def test_changes_are_undone_at_session_end(
+    pytester: pytest.Pytester, netns_lab: NetnsLab, tmp_path: Path
+) -> None:
     before = mtu(netns_lab)
     pytester.makepyfile(CHANGE_MTU.format(mtu=before, after=""))
     run(pytester, netns_lab, tmp_path / "s.db").assert_outcomes(passed=1)
     assert mtu(netns_lab) == before
 
 
-def test_sigterm_restores_the_pair_and_releases_the_lease(pytester, netns_lab, tmp_path):
+def test_sigterm_restores_the_pair_and_releases_the_lease(
+    pytester: pytest.Pytester, netns_lab: NetnsLab, tmp_path: Path
+) -> None:
     """A CI runner stops a job with SIGTERM: the session still undoes its changes and
     gives the pair back, at once, not only at the next reservation."""
     before = mtu(netns_lab)
@@ -91,7 +96,9 @@ def test_sigterm_restores_the_pair_and_releases_the_lease(pytester, netns_lab, t
         assert s.journal_entries("ns0") == []
 
 
-def test_killed_run_is_replayed_by_the_next_session(pytester, netns_lab, tmp_path):
+def test_killed_run_is_replayed_by_the_next_session(
+    pytester: pytest.Pytester, netns_lab: NetnsLab, tmp_path: Path
+) -> None:
     before = mtu(netns_lab)
     # The run dies in the middle of its test: no teardown, lease left to expire.
     pytester.makepyfile(CHANGE_MTU.format(mtu=before, after="os._exit(9)"))
@@ -108,7 +115,9 @@ def test_killed_run_is_replayed_by_the_next_session(pytester, netns_lab, tmp_pat
     assert mtu(netns_lab) == before
 
 
-def test_setup_without_rdma_names_host_and_netdev(pytester, netns_lab, tmp_path):
+def test_setup_without_rdma_names_host_and_netdev(
+    pytester: pytest.Pytester, netns_lab: NetnsLab, tmp_path: Path
+) -> None:
     # The host kernel has no RDMA: the siw fallback cannot work, and says so.
     pytester.makepyfile("def test_setup(hil_setup):\n    pass\n")
     result = run(pytester, netns_lab, tmp_path / "s.db")

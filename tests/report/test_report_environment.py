@@ -133,7 +133,7 @@ def test_a_host_without_an_agent_has_every_value_unknown(netns_lab: NetnsLab) ->
 
 
 def test_the_recorded_t6_pair_shows_what_its_cards_run(tmp_path: Path) -> None:
-    from tests.fake_hosts import t6_hosts, t6_inventory
+    from fake_hosts import t6_hosts, t6_inventory
 
     inventory = t6_inventory()
     props = gather(t6_hosts(tmp_path, inventory), inventory.pair("t6"))

@@ -6,8 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from fake_hosts import t6_hosts
+
 from hil.report.environment import module_properties
-from tests.fake_hosts import t6_hosts
 
 PARAMS = "/sys/module/iw_cxgb4/parameters"
 

@@ -140,3 +140,20 @@ def test_a_store_made_before_attempt_markers_gains_them(store_url: str) -> None:
         attempt_id = _begin(store, "t")
     with open_store(store_url) as again:
         assert [a.id for a in again.attempts(unfinished=True)] == [attempt_id]
+
+
+def test_a_crasher_is_skipped_only_until_a_later_run_of_it_passes(store: Store) -> None:
+    from hil.reservation.attempt import crashers
+
+    def tried(test: str, outcome: str) -> None:
+        store.end_attempt(_begin(store, test), outcome)
+
+    tried("t::cleared", "host crashed")
+    tried("t::cleared", "passed")  # a later pass: run it again
+    tried("t::crasher", "passed")
+    tried("t::crasher", "host crashed")
+    tried("t::crasher", "skipped")  # skipped as a crasher: says nothing either way
+    tried("t::crasher", "run died")
+    found = crashers(store.attempts(hosts=AB.hosts, limit=1000))
+    assert sorted(found) == ["t::crasher"]
+    assert found["t::crasher"].outcome == "host crashed"

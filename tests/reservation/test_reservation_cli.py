@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from pausing import pause_outside_the_store
 
 from hil.reservation import Claim, Holder, open_store, reserve
-from tests.reservation.pausing import pause_outside_the_store
 
 HIL = Path(sys.executable).parent / "hil"
 INVENTORY = """\

@@ -9,10 +9,10 @@ import time
 
 import psycopg
 import pytest
+from test_reservation_health import make_v1_store
 
 from hil.errors import LeaseLost
 from hil.reservation import Claim, Holder, Lease, Store, open_store
-from tests.reservation.test_reservation_health import make_v1_store
 
 AB = Claim("ab", ("a", "b"))
 BC = Claim("bc", ("b", "c"))

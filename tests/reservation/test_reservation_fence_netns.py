@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 from netnslab import NetnsLab
+from pausing import pause_outside_the_store
 
 from hil.host.hosts import Hosts
 from hil.host.journal import agent_undo, replay
 from hil.reservation import Store, open_store
 from hil.run import PairRequest, PairRun
-from tests.reservation.pausing import pause_outside_the_store
 
 HERE = Path(__file__).parent
 PAIR = "ns0-ns1"

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_hosts import FakeHosts, t6_hosts
 
 import hil.host.hosts
 from hil.inventory.model import Inventory
-from tests.fake_hosts import FakeHosts, t6_hosts
 
 
 @pytest.fixture

@@ -12,11 +12,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from fake_hosts import T6_NETDEV, t6_hosts
+
 from hil.errors import InputError
 from hil.host.pairsetup import PortState
 from hil.run.pairfacts import PairFacts
 from hil.run.provider import HostProvider
-from tests.fake_hosts import T6_NETDEV, t6_hosts
 
 DIR = "/sys/kernel/debug/iw_cxgb4/0000:81:00.4"
 

@@ -8,12 +8,12 @@ import sqlite3
 import time
 
 import pytest
+from fake_hosts import FakeHosts, t6_inventory
 
 from hil.errors import LeaseLost
 from hil.inventory.model import PinnedParam
 from hil.reservation import Claim, Holder, Store
 from hil.run import PairRequest, PairRun
-from tests.fake_hosts import FakeHosts, t6_inventory
 
 TIMEOUT = "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"
 PINNED = (PinnedParam("iw_cxgb4", "ep_timeout_secs", "10"),)

@@ -5,12 +5,12 @@ restores them when it closes."""
 from __future__ import annotations
 
 import pytest
+from fake_hosts import FakeHosts, t6_inventory
 
 from hil.errors import InputError
 from hil.inventory.model import PinnedParam
 from hil.reservation import Store
 from hil.run import PairRequest, PairRun
-from tests.fake_hosts import FakeHosts, t6_inventory
 
 TIMEOUT = "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"
 PINNED = (PinnedParam("iw_cxgb4", "ep_timeout_secs", "10"),)

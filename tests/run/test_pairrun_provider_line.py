@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 
 import pytest
+from fake_hosts import FakeHosts, t6_inventory
 
 from hil.reservation import Store
 from hil.run import PairRequest, PairRun
-from tests.fake_hosts import FakeHosts, t6_inventory
 
 
 def test_the_recorded_t6_pair_is_said_to_run_iw_cxgb4(

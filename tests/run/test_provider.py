@@ -98,8 +98,8 @@ def _cxgb4(ep_timeout: str, desc: str = CXGB4_DESC) -> SysfsAgent:
 
 def test_a_siw_fallback_is_seen_and_each_hosts_tcp_retries2_shapes_its_profile() -> None:
     provider = detect(
-        Hosts({"a": _siw("5"), "b": _siw("8")}),
-        _pair(),  # type: ignore[arg-type]
+        Hosts({"a": _siw("5"), "b": _siw("8")}),  # type: ignore[arg-type]
+        _pair(),
         _state("siw_eth1", "siw_eth1"),
     )
     assert provider.driver == "siw"
@@ -113,8 +113,8 @@ def test_a_siw_fallback_is_seen_and_each_hosts_tcp_retries2_shapes_its_profile()
 
 def test_each_hosts_tcp_syn_retries_bounds_its_unreachable_connect() -> None:
     provider = detect(
-        Hosts({"a": _siw("5", syn_retries="3"), "b": _siw("5")}),
-        _pair(),  # type: ignore[arg-type]
+        Hosts({"a": _siw("5", syn_retries="3"), "b": _siw("5")}),  # type: ignore[arg-type]
+        _pair(),
         _state("siw_eth1", "siw_eth1"),
     )
     a, b = provider.profile.of("a"), provider.profile.of("b")
@@ -124,8 +124,8 @@ def test_each_hosts_tcp_syn_retries_bounds_its_unreachable_connect() -> None:
 
 def test_two_hosts_with_the_same_settings_share_one_plain_profile() -> None:
     provider = detect(
-        Hosts({"a": _siw("5"), "b": _siw("5")}),
-        _pair(),  # type: ignore[arg-type]
+        Hosts({"a": _siw("5"), "b": _siw("5")}),  # type: ignore[arg-type]
+        _pair(),
         _state("siw_eth1", "siw_eth1"),
     )
     assert provider.profile == siw_profile(5)
@@ -133,8 +133,8 @@ def test_two_hosts_with_the_same_settings_share_one_plain_profile() -> None:
 
 def test_chelsio_by_node_desc_with_both_hosts_ep_timeout() -> None:
     provider = detect(
-        Hosts({"a": _cxgb4("20"), "b": _cxgb4("7")}),
-        _pair(),  # type: ignore[arg-type]
+        Hosts({"a": _cxgb4("20"), "b": _cxgb4("7")}),  # type: ignore[arg-type]
+        _pair(),
         _state("cxgb4_0", "cxgb4_0"),
     )
     assert provider.driver == "iw_cxgb4"
@@ -156,8 +156,8 @@ def test_chelsio_by_its_pci_driver_when_node_desc_says_nothing_known() -> None:
 
 def test_a_mixed_pair_is_judged_by_each_hosts_own_profile() -> None:
     provider = detect(
-        Hosts({"a": _siw("5"), "b": _cxgb4("60")}),
-        _pair(),  # type: ignore[arg-type]
+        Hosts({"a": _siw("5"), "b": _cxgb4("60")}),  # type: ignore[arg-type]
+        _pair(),
         _state("siw_eth1", "cxgb4_0"),
     )
     assert provider.driver == "siw+iw_cxgb4"
@@ -176,8 +176,8 @@ def test_a_driver_without_a_profile_is_named() -> None:
         }
     )
     provider = detect(
-        Hosts({"a": rxe, "b": rxe}),
-        _pair(),  # type: ignore[arg-type]
+        Hosts({"a": rxe, "b": rxe}),  # type: ignore[arg-type]
+        _pair(),
         _state("cxgb4_0", "cxgb4_0"),
     )
     with pytest.raises(InputError, match="no contract profile for RDMA driver 'rdma_rxe'"):
@@ -186,8 +186,8 @@ def test_a_driver_without_a_profile_is_named() -> None:
 
 def test_a_setting_that_is_no_number_names_the_host() -> None:
     provider = detect(
-        Hosts({"a": _cxgb4("sixty"), "b": _cxgb4("60")}),
-        _pair(),  # type: ignore[arg-type]
+        Hosts({"a": _cxgb4("sixty"), "b": _cxgb4("60")}),  # type: ignore[arg-type]
+        _pair(),
         _state("cxgb4_0", "cxgb4_0"),
     )
     with pytest.raises(RemoteError, match="a: ep_timeout_secs is not a number: 'sixty'"):
@@ -198,7 +198,7 @@ def test_an_unreadable_setting_names_host_and_file() -> None:
     broken = SysfsAgent({"/sys/class/infiniband/cxgb4_0/node_desc": CXGB4_DESC})
     with pytest.raises(RemoteError, match=f"a: cannot read {EP_TIMEOUT}"):
         detect(
-            Hosts({"a": broken, "b": _cxgb4("60")}),
-            _pair(),  # type: ignore[arg-type]
+            Hosts({"a": broken, "b": _cxgb4("60")}),  # type: ignore[arg-type]
+            _pair(),
             _state("cxgb4_0", "cxgb4_0"),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import socket
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,9 @@ def test_one_connection_per_host_is_reused(pool: SSHPool, netns_lab: NetnsLab) -
         session.run(["true"])
     with session.open_process(["cat"]):
         session.sftp()
-        ours = session.transport.sock.getsockname()[1]
+        sock = session.transport.sock  # a socket or a proxy channel, to paramiko's types
+        assert isinstance(sock, socket.socket)
+        ours = sock.getsockname()[1]
         assert sshd_clients(netns_lab, 0, root_side) - before == {ours}
     assert pool.get("ns1") is not session
 

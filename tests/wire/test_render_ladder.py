@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from hil.wire.decode import decode
 from hil.wire.model import Connection, Exchange, Mpa, Packet, Terminate
@@ -26,10 +27,10 @@ def test_rping_as_a_ladder() -> None:
     assert lines[-1].startswith("  also: ") and "Read Request" in lines[-1]
 
 
-def _pkt(n: int, src: tuple[str, int], flags: str, point: str, t_us: int, **kw: object) -> Packet:
+def _pkt(n: int, src: tuple[str, int], flags: str, point: str, t_us: int, **kw: Any) -> Packet:
     return Packet(
         n, point, t_us, src, P if src == A else A, frozenset(flags.split(",")), t_us=t_us, **kw
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_both_points_times_in_one_row_and_red_packets_named() -> None:

@@ -248,7 +248,7 @@ def test_wire_rules_are_registered_by_name() -> None:
         with pytest.raises(InputError, match="registered already"):
             register_wire_rule(rule)
     finally:
-        WIRE_RULES.remove(rule)
+        WIRE_RULES.unregister(rule.name)
     with pytest.raises(InputError, match="no wire rule"):
         wire_rule_named("lab-own")
 

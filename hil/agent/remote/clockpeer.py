@@ -38,9 +38,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol import ClockEchoReply, ClockProbeReply, MethodName
 from .errors import OpError
 from .hostclock import now_us
-from .protocol import ClockEchoReply, ClockProbeReply, MethodName
 
 PROBE_WAIT_S = 0.05  # one probe's answer: the link's round trip is well under 1 ms
 MAX_COUNT = 2000

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Mapping
 from typing import TypeVar
 
-from .protocol import ErrorKind
+from ..protocol import ErrorKind
 
 T = TypeVar("T")
 

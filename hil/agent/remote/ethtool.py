@@ -16,8 +16,8 @@ import socket
 import struct
 from collections.abc import Callable
 
+from ..protocol import DrvInfoReply, ErrorKind, MethodName
 from .errors import OpError
-from .protocol import DrvInfoReply, ErrorKind, MethodName
 
 SIOCETHTOOL = 0x8946  # linux/sockios.h
 ETHTOOL_GDRVINFO = 0x00000003  # linux/ethtool.h

@@ -12,8 +12,8 @@ import os
 import threading
 from collections.abc import Callable
 
+from ..protocol import KmsgReadReply, KmsgRecordReply, MethodName
 from .errors import OpError, held
-from .protocol import KmsgReadReply, KmsgRecordReply, MethodName
 
 KMSG = "/dev/kmsg"
 _RECORD_MAX = 8192  # the kernel refuses reads shorter than one record (~1 KiB)

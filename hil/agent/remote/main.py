@@ -9,7 +9,8 @@ Protocol (one JSON object per line, UTF-8):
   ``{"id": 7, "error": {"type": KIND, "message": ..., "details": {...}}}``
 
 Every message, and each method's params and result, is declared in
-``protocol/``; ``METHODS`` here holds a function for each of its methods.
+``hil/agent/protocol/``; ``METHODS`` here holds a function for each of its
+methods.
 
 The agent exits when its stdin closes (the SSH channel went away), after
 killing every process it started.
@@ -29,21 +30,17 @@ import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO, Union
 
-from . import (
+from ..protocol import (
     AGENT_GRACE,
     PROTOCOL_VERSION,
-    clockpeer,
-    cm,
-    cmclose,
-    ethtool,
-    kmsg,
-    netlink,
-    probe,
-    rdma,
-    system,
+    ErrorBody,
+    ErrorReply,
+    Handshake,
+    ResultReply,
 )
+from . import clockpeer, ethtool, kmsg, netlink, probe, rdma, system
+from .cm import close, methods
 from .errors import OpError
-from .protocol import ErrorBody, ErrorReply, Handshake, ResultReply
 
 _exiting = threading.Lock()  # held by the one caller of shutdown
 # A Union, not ``|``: evaluated when the module loads (python 3.9).
@@ -59,10 +56,10 @@ METHODS: dict[str, Callable[..., object]] = {
         ethtool.METHODS,
         rdma.METHODS,
         kmsg.METHODS,
-        cm.METHODS,
+        methods.METHODS,
         probe.METHODS,
         clockpeer.METHODS,
-        cmclose.METHODS,
+        close.METHODS,
     )
     for name, fn in table.items()
 }
@@ -203,7 +200,7 @@ def shutdown(status: int) -> None:
     if not _exiting.acquire(blocking=False):
         return
     system.kill_children()
-    cm.close_all()
+    methods.close_all()
     kmsg.close_all()
     sys.stderr.flush()
     os._exit(status)

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..protocol import AddressReply, LinkReply, MethodName
 from .errors import OpError
-from .protocol import AddressReply, LinkReply, MethodName
 
 if TYPE_CHECKING:
     from typing import Protocol

@@ -16,9 +16,9 @@ import struct
 import time
 from collections.abc import Callable
 
+from ..protocol import MethodName, TcpEnd, TcpExchangeReply
 from .errors import OpError
 from .hostclock import now_us
-from .protocol import MethodName, TcpEnd, TcpExchangeReply
 
 MAX_REPLY = 4096  # more than any MPA reply frame with private data
 

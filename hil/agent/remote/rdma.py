@@ -11,8 +11,8 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol import RESOURCE_TYPES, MethodName, RdmaDeviceReply, RdmaLinkReply
 from .errors import OpError
-from .protocol import RESOURCE_TYPES, MethodName, RdmaDeviceReply, RdmaLinkReply
 from .system import run
 from .tools import COMMANDS, RDMA
 

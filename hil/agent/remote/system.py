@@ -14,8 +14,8 @@ import subprocess
 import threading
 from collections.abc import Callable
 
+from ..protocol import MethodName, PingReply, RunReply
 from .errors import OpError
-from .protocol import MethodName, PingReply, RunReply
 
 _children: set[subprocess.Popen[bytes]] = set()
 _children_lock = threading.Lock()

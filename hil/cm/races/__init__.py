@@ -15,7 +15,7 @@ package is imported:
 The common part (budget, rounds, counts, "race window not reached") is
 :mod:`hil.cm.races.core`, the aim of a race's narrow middle order
 :mod:`hil.cm.races.aim`, the egress hold that widens a window while a frame
-is on its way :mod:`hil.cm.races.hold`; docs/cm-engine.md, "Race sweeps", says what each
+is on its way :mod:`hil.cm.races.hold`; docs/races.md, says what each
 race's orders mean and what the lab reached.
 """
 

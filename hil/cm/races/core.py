@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from hil.cm.registry import sequence
 from hil.errors import InputError
 from hil.judge.timeline import Timeline
+from hil.registry import Registry
 
 if TYPE_CHECKING:
     from hil.cm.sides import PairSides
@@ -52,17 +53,15 @@ class Race:
     aimed: tuple[str, ...] = ()
 
 
-RACES: dict[str, Race] = {}
+# A module imported twice registers its race twice: the same sweep is the same race.
+RACES = Registry[Race]("race", name_of=lambda r: r.name, same=lambda a, b: a.sweep is b.sweep)
 
 
 def register(race: Race) -> Race:
     """Register ``race`` under its name (``hil.cm.races.RACES``), and its full sweep as the
     sequence ``race_<name>`` (its timeline carries :meth:`RaceSweep.metrics`); a second
     race of that name is an error."""
-    known = RACES.get(race.name)
-    if known is not None and known.sweep is not race.sweep:
-        raise InputError(f"race {race.name!r} is registered already")
-    RACES[race.name] = race
+    RACES.register(race)
     sequence(_sequence_of(race))
     return race
 

@@ -35,20 +35,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.races.aim import aim, aimed_delay
 from hil.cm.races.conns import dial_port, request_of
-from hil.cm.races.core import (
-    UNCLEAR,
-    Budget,
-    Race,
-    RaceSweep,
-    Round,
-    cross_host_uncertainty,
-    drive,
-    register,
-)
 from hil.cm.scenario import LEAD_S, Script, Step, StepRun, together
 from hil.judge.timeline import Event
 
@@ -67,7 +58,7 @@ AIMED = ("pending",)
 LISTEN_AHEAD_US = 50_000  # a round's listener is up this long before its connect
 GAP_US = 50_000  # between one round's destroy and the next round's listen
 START_MARGIN_US = 100_000  # past together()'s common start
-FULL = Budget(15_000, 500, rounds=2)  # destroys 0 .. 30 ms after the connect step's time
+FULL = core.Budget(15_000, 500, rounds=2)  # destroys 0 .. 30 ms after the connect step's time
 
 
 @dataclass(frozen=True)
@@ -83,7 +74,7 @@ class _Asked:
 def classify(connect: StepRun, destroy: StepRun, request: Event | None) -> tuple[str, str]:
     """The order of a listener's destroy and a request to it (see the module)."""
     if destroy.host_t_us is None:
-        return UNCLEAR, f"the listener's destroy did not run ({destroy.result})"
+        return core.UNCLEAR, f"the listener's destroy did not run ({destroy.result})"
     if not connect.ok:
         return "destroy_first", f"rdma_connect {connect.result}: the listener was gone"
     if request is not None and request.host_t_us < destroy.host_t_us:
@@ -108,8 +99,8 @@ def window(asked: _Asked, request: Event | None) -> tuple[int, int | None] | Non
 
 
 def sweep_destroy_listen(
-    s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
-) -> RaceSweep:
+    s: PairSides, budget: core.Budget = FULL, wanted: tuple[str, ...] = ORDERS
+) -> core.RaceSweep:
     """Sweep a listener's destroy over the budget's window around the aim (see the module)."""
     with s.recording("race-destroy-listen-vs-request") as rec:
         passive = rec.endpoint(s.passive)
@@ -126,7 +117,7 @@ def sweep_destroy_listen(
             asked.extend(_rounds(rec, active, passive, tags, offset, delay))
             _settle(rec, passive, asked[-n:])
 
-        early = drive(budget, wanted, batch, lambda: _classified(rec, asked), AIMED)
+        early = core.drive(budget, wanted, batch, lambda: _classified(rec, asked), AIMED)
         _replies(rec, active, asked)
         passive.collect(0.2)  # a late request for a destroyed listener would show by now
         steps.destroy(passive, *passive.handles())
@@ -137,8 +128,8 @@ def sweep_destroy_listen(
         around += (
             f", then an aim of {spread_of} ms after it (connection taken, request not delivered)"
         )
-    return RaceSweep(
-        RACE, _classified(rec, asked), wanted, cross_host_uncertainty(tl), tl, around, early
+    return core.RaceSweep(
+        RACE, _classified(rec, asked), wanted, core.cross_host_uncertainty(tl), tl, around, early
     )  # fmt: skip
 
 
@@ -214,9 +205,9 @@ def _replies(rec: Recording, active: Endpoint, asked: list[_Asked]) -> None:
         steps.destroy(active, a.connect.id)
 
 
-def _classified(rec: Recording, asked: list[_Asked]) -> tuple[Round, ...]:
+def _classified(rec: Recording, asked: list[_Asked]) -> tuple[core.Round, ...]:
     replies = {e.id: e for e in rec.events() if e.type in steps.REPLY_TYPES}
-    clocks = cross_host_uncertainty(rec.timeline())
+    clocks = core.cross_host_uncertainty(rec.timeline())
     done = []
     for a, (child, request) in zip(asked, _requests(rec, asked), strict=True):
         order, why = classify(a.connect, a.destroy, request)
@@ -227,12 +218,12 @@ def _classified(rec: Recording, asked: list[_Asked]) -> tuple[Round, ...]:
             if reply is not None:
                 why += f"; {reply.type}({reply.status}) {reply.t_us - a.connect.t_us} µs after it"
         ids = (a.connect.id, child)
-        done.append(Round(a.tag, a.offset_us, a.delay_us, order, why, ids, a.destroy.us))
+        done.append(core.Round(a.tag, a.offset_us, a.delay_us, order, why, ids, a.destroy.us))
     return tuple(done)
 
 
-RACE = register(
-    Race(
+RACE = core.register(
+    core.Race(
         "destroy_listen",
         "destroy_listen vs a pending request",
         ("rdma_destroy_id of the listener (passive)", "rdma_connect (active)"),

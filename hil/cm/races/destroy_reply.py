@@ -37,19 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.races.aim import aim, aim_windows, aimed_delay
 from hil.cm.races.conns import dial
-from hil.cm.races.core import (
-    UNCLEAR,
-    Budget,
-    Race,
-    RaceSweep,
-    Round,
-    cross_host_uncertainty,
-    drive,
-    register,
-)
 from hil.cm.races.hold import HOLD_US, passive_held
 from hil.cm.scenario import ScenarioRun, Script, Step, StepRun, run
 from hil.cm.steps import StepFailed
@@ -67,14 +58,14 @@ ORDERS = ("destroy_first", "in_flight", "reply_first")
 # and moves by several ms from round to round on the TCG lab: the sweep aims at it, and a
 # bounded sweep that has both outer orders spends its remaining rounds around the aim
 # (core.drive); whether a lab reaches it in every run is measured, not assumed
-# (docs/cm-engine.md, "In CI, and the full sweeps").
+# (docs/races.md, "In CI, and the full sweeps").
 CERTAIN = ("destroy_first", "reply_first")
 AIMED = ("in_flight",)
 CALIBRATION_ROUNDS = 3
 LINGER_S = 0.2  # after each script: a late event for a destroyed id would come by then
 SETTLE_FETCHES = 10  # at most this many half-second fetches of the passive side's last events
 # Delays 0 (right after rdma_connect: destroy_first) to the aim + 16 ms (reply_first).
-FULL = Budget(16_000, 500, rounds=1, hold_us=HOLD_US)
+FULL = core.Budget(16_000, 500, rounds=1, hold_us=HOLD_US)
 
 
 @dataclass(frozen=True)
@@ -112,7 +103,7 @@ def classify(
     if sent is not None and destroy.t_us - sent > uncertainty_us:
         how = "accept returned" if sent == accept.end_us else "ESTABLISHED was delivered"
         return "in_flight", f"destroy {destroy.t_us - sent} µs after the peer's {how} ({clocks})"
-    return UNCLEAR, f"destroy {-before} µs after the accept began, {clocks}"
+    return core.UNCLEAR, f"destroy {-before} µs after the accept began, {clocks}"
 
 
 def sent_us(accept: Action | None, established: Event | None) -> int | None:
@@ -125,8 +116,8 @@ def sent_us(accept: Action | None, established: Event | None) -> int | None:
 
 
 def sweep_destroy_vs_reply(
-    s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
-) -> RaceSweep:
+    s: PairSides, budget: core.Budget = FULL, wanted: tuple[str, ...] = ORDERS
+) -> core.RaceSweep:
     """Sweep the destroy over the budget's window around the aim (see the module); the
     window's low end, and any delay below 0, runs at 0: right after rdma_connect
     (``aimed_delay``)."""
@@ -139,7 +130,7 @@ def sweep_destroy_vs_reply(
 
         def batch(offset: int, n: int) -> None:
             tl = rec.timeline()
-            clocks = cross_host_uncertainty(tl)
+            clocks = core.cross_host_uncertainty(tl)
             measured = [_window(tl, a.tag, a.run.steps[2 * a.index], clocks) for a in asked]
             calibrated = [w for w in calibration(tl, clocks) if w is not None]
             windows = aim_windows(calibrated, [w for w in measured if w is not None])
@@ -154,7 +145,7 @@ def sweep_destroy_vs_reply(
             listener.ep.collect(0.3)  # the passive side's requests and accepts so far
             _label(rec, asked)
 
-        early = drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked), AIMED)
+        early = core.drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked), AIMED)
         # The passive side's requests, accepts and closes of the last rounds.
         for _ in range(SETTLE_FETCHES):
             if not listener.ep.collect(0.5):
@@ -165,7 +156,7 @@ def sweep_destroy_vs_reply(
     done = _classified(tl, asked)
     spread_of = f"{min(aims) / 1e3:.1f}-{max(aims) / 1e3:.1f}" if aims else "-"
     around = f"an aim of {spread_of} ms after rdma_connect (sent, not delivered)"
-    return RaceSweep(RACE, done, wanted, cross_host_uncertainty(tl), tl, around, early)
+    return core.RaceSweep(RACE, done, wanted, core.cross_host_uncertainty(tl), tl, around, early)
 
 
 def _calibrate(
@@ -263,28 +254,28 @@ def _label(rec: Recording, asked: list[_Asked]) -> None:
         rec.label(a.tag, connect.id, request.id if request else None)
 
 
-def _classified(tl: Timeline, asked: list[_Asked]) -> tuple[Round, ...]:
-    clocks = cross_host_uncertainty(tl)
+def _classified(tl: Timeline, asked: list[_Asked]) -> tuple[core.Round, ...]:
+    clocks = core.cross_host_uncertainty(tl)
     return tuple(_round(tl, a, clocks) for a in asked)
 
 
-def _round(tl: Timeline, a: _Asked, clocks: int) -> Round:
+def _round(tl: Timeline, a: _Asked, clocks: int) -> core.Round:
     connect, destroy = a.run.steps[2 * a.index], a.run.steps[2 * a.index + 1]
     mine = tl.events_of_conn(a.tag)
     reply = next((e for e in mine if e.id == connect.id and e.type in steps.REPLY_TYPES), None)
     request = next((e for e in mine if e.type == "CONNECT_REQUEST"), None)
     accept, established = _passive(tl, mine)
     if not destroy.ran:
-        order = UNCLEAR
+        order = core.UNCLEAR
         why = f"connect {connect.result}, destroy {destroy.result}: the round did not race"
     else:
         order, why = classify(destroy, reply, accept, clocks, established)
     ids = (connect.id, request.id if request else None)
-    return Round(a.tag, a.offset_us, a.delay_us, order, why, ids, destroy.us)
+    return core.Round(a.tag, a.offset_us, a.delay_us, order, why, ids, destroy.us)
 
 
-RACE = register(
-    Race(
+RACE = core.register(
+    core.Race(
         "destroy_reply",
         "destroy vs CONNECT_REPLY",
         ("rdma_destroy_id (active)", "rdma_accept (passive, auto)"),

@@ -35,19 +35,10 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.races.aim import aim, aim_windows, aimed_delay
-from hil.cm.races.core import (
-    UNCLEAR,
-    Budget,
-    Race,
-    RaceSweep,
-    Round,
-    cross_host_uncertainty,
-    drive,
-    register,
-)
 from hil.cm.races.hold import HOLD_US, passive_held
 from hil.cm.scenario import ScenarioRun, Script, Step, StepRun, run
 from hil.judge.timeline import Event, Timeline
@@ -62,14 +53,14 @@ ORDERS = ("destroy_first", "in_flight", "terminate_first")
 # terminate_first is read on one clock; the other two compare the peer's close with the
 # destroy across the hosts (+/- 0.3-0.6 ms with the host-to-host clock).  Delays run from 0
 # (destroy_first) past the aim (in_flight, a 1-9 ms window) to the aim + the budget's
-# window (terminate_first): docs/cm-engine.md, "destroy vs an incoming TERMINATE".
+# window (terminate_first): docs/races.md, "destroy vs an incoming TERMINATE".
 CERTAIN = ("destroy_first", "terminate_first")
 AIMED = ("in_flight",)  # a bounded sweep with both outer orders spends its rest at the aim
 CALIBRATION_ROUNDS = 2
 ROUND_US = 100_000  # between two rounds' writes, past the window
 START_US = 200_000  # the first write: past the script's trip to its host (10-100 ms)
 POSTED_ONLY_S = 0.0  # a racing WRITE's wait: post it, do not poll its completion
-FULL = Budget(8_000, 250, rounds=1, hold_us=HOLD_US)
+FULL = core.Budget(8_000, 250, rounds=1, hold_us=HOLD_US)
 
 
 @dataclass(frozen=True)
@@ -87,7 +78,7 @@ def classify(
     """The order of a destroy and an incoming TERMINATE: ``mine`` is the destroying
     side's DISCONNECTED, ``peers`` the peer's (see the module)."""
     if destroy.t_us is None or destroy.host_t_us is None:
-        return UNCLEAR, f"the destroy did not run ({destroy.result})"
+        return core.UNCLEAR, f"the destroy did not run ({destroy.result})"
     if mine is not None and mine.host_t_us < destroy.host_t_us:
         return "terminate_first", f"DISCONNECTED {destroy.host_t_us - mine.host_t_us} µs before"
     clocks = f"clocks +/- {uncertainty_us} µs"
@@ -97,12 +88,12 @@ def classify(
         return "in_flight", f"the peer closed {destroy.t_us - peers.t_us} µs before ({clocks})"
     if peers.t_us - destroy.t_us > uncertainty_us:
         return "destroy_first", f"the peer closed {peers.t_us - destroy.t_us} µs after ({clocks})"
-    return UNCLEAR, f"the peer closed {peers.t_us - destroy.t_us:+d} µs from it, {clocks}"
+    return core.UNCLEAR, f"the peer closed {peers.t_us - destroy.t_us:+d} µs from it, {clocks}"
 
 
 def sweep_destroy_vs_terminate(
-    s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
-) -> RaceSweep:
+    s: PairSides, budget: core.Budget = FULL, wanted: tuple[str, ...] = ORDERS
+) -> core.RaceSweep:
     """Sweep the destroy over the budget's window around the aim (see the module); the
     window's low end, and any delay below 0, runs at 0: at the post's time (``aimed_delay``)."""
     with s.recording("race-destroy-vs-terminate") as rec, passive_held(s, rec, budget):
@@ -114,19 +105,19 @@ def sweep_destroy_vs_terminate(
 
         def batch(offset: int, n: int) -> None:
             tl = rec.timeline()
-            clocks = cross_host_uncertainty(tl)
+            clocks = core.cross_host_uncertainty(tl)
             calibrated = [w for c, write in calibration if (w := _window(tl, c, write, clocks))]
             measured = [w for a in asked if (w := _window(tl, a.conn, a.write, clocks))]
             aims.append(aim(aim_windows(calibrated, measured)) or _latency(tl, calibration))
             delay = aimed_delay(budget, aims[-1], offset)
             asked.extend(_rounds(rec, active, listener, len(asked), offset, delay, n))
 
-        early = drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked), AIMED)
+        early = core.drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked), AIMED)
         steps.destroy(listener.ep, listener.id)
     tl = rec.timeline()
     spread_of = f"{min(aims) / 1e3:.1f}-{max(aims) / 1e3:.1f}" if aims else "-"
-    return RaceSweep(
-        RACE, _classified(tl, asked), wanted, cross_host_uncertainty(tl), tl,
+    return core.RaceSweep(
+        RACE, _classified(tl, asked), wanted, core.cross_host_uncertainty(tl), tl,
         f"an aim of {spread_of} ms after the post (peer closed, not delivered)", early,
     )  # fmt: skip
 
@@ -234,19 +225,21 @@ def _finish(rec: Recording, conn: Conn) -> None:
     steps.destroy(conn.active, conn.active_id)
 
 
-def _classified(tl: Timeline, asked: list[_Asked]) -> tuple[Round, ...]:
-    clocks = cross_host_uncertainty(tl)
+def _classified(tl: Timeline, asked: list[_Asked]) -> tuple[core.Round, ...]:
+    clocks = core.cross_host_uncertainty(tl)
     done = []
     for a in asked:
         mine, peers = _down(tl, a.conn, a.conn.active_id), _down(tl, a.conn, a.conn.passive_id)
         order, why = classify(a.destroy, mine, peers, clocks)
         ids = (a.conn.active_id, a.conn.passive_id)
-        done.append(Round(a.conn.label, a.offset_us, a.delay_us, order, why, ids, a.destroy.us))
+        done.append(
+            core.Round(a.conn.label, a.offset_us, a.delay_us, order, why, ids, a.destroy.us)
+        )
     return tuple(done)
 
 
-RACE = register(
-    Race(
+RACE = core.register(
+    core.Race(
         "destroy_terminate",
         "destroy vs an incoming TERMINATE",
         ("rdma_destroy_id (active)", "the peer's TERMINATE for a refused WRITE"),

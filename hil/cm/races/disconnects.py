@@ -28,19 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.races.conns import Pair, connect_all
-from hil.cm.races.core import (
-    UNCLEAR,
-    Budget,
-    Race,
-    RaceSweep,
-    Round,
-    cross_host_uncertainty,
-    drive,
-    register,
-)
 from hil.cm.scenario import LEAD_S, ScenarioRun, Script, Step, StepRun, together
 from hil.judge.timeline import Event, Timeline
 
@@ -52,7 +43,7 @@ ORDERS = ("active_first", "crossed", "passive_first")
 CERTAIN = ORDERS  # each order is read on one host's clock: certain whatever the offsets
 GAP_US = 40_000  # between two rounds beyond the window: one round's close is over by then
 START_MARGIN_US = 100_000
-FULL = Budget(20_000, 1_000, rounds=2)
+FULL = core.Budget(20_000, 1_000, rounds=2)
 
 
 @dataclass(frozen=True)
@@ -68,11 +59,11 @@ def classify(
 ) -> tuple[str, str]:
     """The order of two rdma_disconnects on one connection, each host's view on its clock."""
     if active.host_t_us is None or passive.host_t_us is None:
-        return UNCLEAR, f"disconnects: active {active.result}, passive {passive.result}"
+        return core.UNCLEAR, f"disconnects: active {active.result}, passive {passive.result}"
     a_saw = active_down is not None and active_down.host_t_us < active.host_t_us
     p_saw = passive_down is not None and passive_down.host_t_us < passive.host_t_us
     if a_saw and p_saw:
-        return UNCLEAR, "both sides saw DISCONNECTED before they called rdma_disconnect"
+        return core.UNCLEAR, "both sides saw DISCONNECTED before they called rdma_disconnect"
     if p_saw:
         assert passive_down is not None
         ahead = passive.host_t_us - passive_down.host_t_us
@@ -85,8 +76,8 @@ def classify(
 
 
 def sweep_disconnects(
-    s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
-) -> RaceSweep:
+    s: PairSides, budget: core.Budget = FULL, wanted: tuple[str, ...] = ORDERS
+) -> core.RaceSweep:
     """Sweep the passive side's rdma_disconnect over the budget's window around the
     active side's, one connection per round."""
     with s.recording("race-disconnect-vs-disconnect") as rec:
@@ -108,11 +99,11 @@ def sweep_disconnects(
                 steps.destroy(active, p.active_id)
                 steps.destroy(listener.ep, p.passive_id)
 
-        early = drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked))
+        early = core.drive(budget, wanted, batch, lambda: _classified(rec.timeline(), asked))
         steps.destroy(listener.ep, listener.id)
     tl = rec.timeline()
-    return RaceSweep(
-        RACE, _classified(tl, asked), wanted, cross_host_uncertainty(tl), tl,
+    return core.RaceSweep(
+        RACE, _classified(tl, asked), wanted, core.cross_host_uncertainty(tl), tl,
         "the active side's rdma_disconnect", early,
     )  # fmt: skip
 
@@ -137,12 +128,12 @@ def _disconnect(
     return ra, rb
 
 
-def _classified(tl: Timeline, asked: list[_Asked]) -> tuple[Round, ...]:
-    clocks = cross_host_uncertainty(tl)
+def _classified(tl: Timeline, asked: list[_Asked]) -> tuple[core.Round, ...]:
+    clocks = core.cross_host_uncertainty(tl)
     return tuple(_round(tl, a, clocks) for a in asked)
 
 
-def _round(tl: Timeline, a: _Asked, clocks: int) -> Round:
+def _round(tl: Timeline, a: _Asked, clocks: int) -> core.Round:
     mine = tl.events_of_conn(a.pair.tag)
 
     def down(cm_id: str) -> Event | None:
@@ -152,11 +143,11 @@ def _round(tl: Timeline, a: _Asked, clocks: int) -> Round:
     if a.active.t_us is not None and a.passive.t_us is not None:
         why += f"; passive called {a.passive.t_us - a.active.t_us:+d} µs +/- {clocks} µs"
     ids = (a.pair.active_id, a.pair.passive_id)
-    return Round(a.pair.tag, a.offset_us, a.offset_us, order, why, ids, a.passive.us)
+    return core.Round(a.pair.tag, a.offset_us, a.offset_us, order, why, ids, a.passive.us)
 
 
-RACE = register(
-    Race(
+RACE = core.register(
+    core.Race(
         "disconnects",
         "disconnect vs the peer's disconnect",
         ("rdma_disconnect (active)", "rdma_disconnect (passive)"),

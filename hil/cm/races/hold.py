@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from hil.cm.sides import PairSides
 
 # Both races' hold: well past the hosts' clocks and the window's own jitter on the TCG
-# lab, short beside their 8-16 ms sweeps.  Measured on an idle lab (docs/cm-engine.md, "The
-# egress hold"): the full sweeps' in_flight went from 1 and 2 of 65 rounds unheld to 4 and 10
-# at 3 ms; in the suite budget's aimed rounds 2-3 of 8 at 3 ms, 5-6 of 8 at 6 ms.
+# lab, short beside their 8-16 ms sweeps.  Measured on an idle lab (docs/notes/race-holds.md):
+# the full sweeps' in_flight went from 1 and 2 of 65 rounds unheld to 4 and 10 at 3 ms; in
+# the suite budget's aimed rounds 2-3 of 8 at 3 ms, 5-6 of 8 at 6 ms.
 HOLD_US = 6_000
 
 

@@ -42,19 +42,10 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+import hil.cm.races.core as core
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.races.conns import dial_port, request_of
-from hil.cm.races.core import (
-    UNCLEAR,
-    Budget,
-    Race,
-    RaceSweep,
-    Round,
-    cross_host_uncertainty,
-    drive,
-    register,
-)
 from hil.cm.scenario import LEAD_S, Script, Step, StepRun, together
 from hil.judge.timeline import Event
 
@@ -66,7 +57,7 @@ if TYPE_CHECKING:
 ORDERS = ("during_reject", "reject_first", "upcall_first")
 # during_reject needs the next delivery inside one rdma_reject call (0.2-0.8 ms, up to 15 ms
 # on a loaded guest) while the requests' arrivals spread over 1-200 ms whatever the gap: it
-# cannot be aimed from user space here (docs/cm-engine.md): it comes in 4-13 % of the rounds,
+# cannot be aimed from user space here (docs/races.md): it comes in 4-13 % of the rounds,
 # so only sweeps of many rounds ask for it (suites/test_races.py's: up to 60, or full).
 CERTAIN = ("reject_first", "upcall_first")
 LISTEN_AHEAD_US = 50_000  # a listener is up this long before its connects
@@ -74,7 +65,7 @@ ROUND_US = 400_000  # one listener's connects (4 processes: 1-120 ms apart), rej
 START_MARGIN_US = 100_000  # past together()'s common start
 WAIT_S = 5.0  # a reject step's wait for its request
 REQUESTS = 4  # requests per listener: REQUESTS - 1 rounds
-FULL = Budget(5_000, 250, rounds=1)
+FULL = core.Budget(5_000, 250, rounds=1)
 
 
 @dataclass(frozen=True)
@@ -92,9 +83,9 @@ class _Asked:
 def classify(reject: StepRun, second: Event | None) -> tuple[str, str]:
     """Where the next request's delivery (``second``) fell against a request's reject."""
     if reject.host_t_us is None or not reject.ok:
-        return UNCLEAR, f"the first request's reject: {reject.result}"
+        return core.UNCLEAR, f"the first request's reject: {reject.result}"
     if second is None:
-        return UNCLEAR, "the second request was never delivered"
+        return core.UNCLEAR, "the second request was never delivered"
     begin, end = reject.host_t_us, reject.host_t_us + (reject.us or 0)
     if second.host_t_us < begin:
         return "upcall_first", f"second request delivered {begin - second.host_t_us} µs before"
@@ -108,8 +99,8 @@ def classify(reject: StepRun, second: Event | None) -> tuple[str, str]:
 
 
 def sweep_reject_vs_request(
-    s: PairSides, budget: Budget = FULL, wanted: tuple[str, ...] = ORDERS
-) -> RaceSweep:
+    s: PairSides, budget: core.Budget = FULL, wanted: tuple[str, ...] = ORDERS
+) -> core.RaceSweep:
     """Sweep the gap between requests to one listener that rejects each at once."""
     with s.recording("race-reject-vs-request") as rec:
         passive = rec.endpoint(s.passive)
@@ -121,11 +112,11 @@ def sweep_reject_vs_request(
             asked.extend(got)
             _settle(rec, actives, passive, got)
 
-        early = drive(budget, wanted, batch, lambda: _classified(asked))
+        early = core.drive(budget, wanted, batch, lambda: _classified(asked))
         steps.destroy(passive, *passive.handles())
     tl = rec.timeline()
-    return RaceSweep(
-        RACE, _classified(asked), wanted, cross_host_uncertainty(tl), tl,
+    return core.RaceSweep(
+        RACE, _classified(asked), wanted, core.cross_host_uncertainty(tl), tl,
         f"a {budget.window_us / 1e3:.1f} ms gap between {REQUESTS} requests", early,
     )  # fmt: skip
 
@@ -198,7 +189,7 @@ def _settle(
             steps.destroy(ep, connect.id)
 
 
-def _classified(asked: list[_Asked]) -> tuple[Round, ...]:
+def _classified(asked: list[_Asked]) -> tuple[core.Round, ...]:
     """Each reject against the next request delivered on its listener (the event that
     triggered the next reject step)."""
     done = []
@@ -208,13 +199,13 @@ def _classified(asked: list[_Asked]) -> tuple[Round, ...]:
             order, why = classify(reject, after.event)
             ids = (reject.id, after.event.id if after.event else None)
             done.append(
-                Round(f"{label}/{j + 1}", a.offset_us, a.gap_us, order, why, ids, reject.us)
+                core.Round(f"{label}/{j + 1}", a.offset_us, a.gap_us, order, why, ids, reject.us)
             )
     return tuple(done)
 
 
-RACE = register(
-    Race(
+RACE = core.register(
+    core.Race(
         "reject_request",
         "reject vs the CONNECT_REQUEST upcall",
         ("rdma_reject of a request (passive)", "the next request's upcall (passive)"),

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from hil.cm import steps
 from hil.cm.races.conns import dial
 from hil.cm.registry import sequence
-from hil.cm.regressions import held
 from hil.cm.regressions.evidence import note
+from hil.cm.regressions.held import look, wait_child
 from hil.cm.scenario import ScenarioRun, Script, Step, run
 from hil.errors import InputError
 from hil.judge.timeline import Event, Timeline
@@ -59,7 +59,7 @@ def regress_iwcm_refused_child(s: PairSides, connects: int = 4) -> Timeline:
         # ACCEPT ran stays in the TCP accept queue, never a request (held.py).  The
         # first is held once rdma_cm has its child (the passive host says so).
         first = _connect(rec, active, (Step("connect", **_dial(rec, listener, 0)),))
-        kids = held.wait_child(passive, listener.port, reply_s) if first else 0
+        kids = wait_child(passive, listener.port, reply_s) if first else 0
         rec.metric("first_held", float(kids))
         ids = first + _connect(rec, active, _in_turn(rec, listener, connects))
         want = len(ids) - len(first)  # a reply from every connect but the held one
@@ -70,7 +70,7 @@ def regress_iwcm_refused_child(s: PairSides, connects: int = 4) -> Timeline:
         unanswered = [i for i in ids if i not in replies]
         note(rec, "one_request_held_unretrieved", unanswered == first and kids == 1)
         if unanswered != first:  # why: a connection siw never accepted shows here
-            left = held.look(passive, listener.port)
+            left = look(passive, listener.port)
             rec.metric("unaccepted", float(-1 if left.unaccepted is None else left.unaccepted))
             rec.metric("children_in_connect", float(left.children))
         # The held child goes with its listener, its request never retrieved: rdma_ucm

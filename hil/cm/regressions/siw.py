@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hil.agent import protocol as wire
 from hil.agent.client import request
-from hil.agent.remote import protocol as wire
 from hil.cm import steps
 from hil.cm.races.conns import dial
 from hil.cm.registry import sequence

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hil.agent import protocol as wire
 from hil.agent.client import request
-from hil.agent.remote import protocol as wire
 from hil.cm.registry import sequence
 from hil.cm.regressions.evidence import note
 from hil.errors import InputError

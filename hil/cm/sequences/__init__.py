@@ -1,9 +1,10 @@
 """The built-in CM sequences: each runs on a pair's sides and returns a Timeline.
 
-Each registers itself under its name (:func:`hil.cm.registry.sequence`):
-``session.run(name, **params)`` on a :class:`~hil.cm.session.CMSession`, or
-``SEQUENCES[name](sides, **params) -> Timeline`` (:data:`hil.cm.registry.SEQUENCES`)
-on any :class:`~hil.cm.sides.PairSides`.  "active" and "passive" follow the
+Each registers itself under its name (:func:`hil.cm.registry.sequence`) and is
+here by that name: ``session.run(sequences.close, **params)`` on a
+:class:`~hil.cm.session.CMSession` (``session.run("close")`` from the CLI), or
+``sequences.close(sides, **params) -> Timeline`` on any
+:class:`~hil.cm.sides.PairSides`.  "active" and "passive" follow the
 session's direction.  Every sequence destroys what it made and closes its
 endpoints; its timeline carries both hosts' events, the controller's
 actions, the clock offsets, the resource counts before/after, the kernel log
@@ -41,5 +42,28 @@ Each, with its parameters, its steps and the metrics it records:
 """
 
 from hil.cm.sequences import connection, destroys, linkpull
+from hil.cm.sequences.connection import (
+    abort,
+    close,
+    connect,
+    no_listener,
+    reject,
+    remote_access_error,
+)
+from hil.cm.sequences.destroys import destroy_conn_sent, listener_destroy
+from hil.cm.sequences.linkpull import link_pull
 
-__all__ = ["connection", "destroys", "linkpull"]
+__all__ = [
+    "abort",
+    "close",
+    "connect",
+    "connection",
+    "destroy_conn_sent",
+    "destroys",
+    "link_pull",
+    "linkpull",
+    "listener_destroy",
+    "no_listener",
+    "reject",
+    "remote_access_error",
+]

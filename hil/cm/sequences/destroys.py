@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from hil.agent.remote import protocol as wire
+from hil.agent import protocol as wire
 from hil.cm import steps
 from hil.cm.races.conns import dial
 from hil.cm.registry import sequence

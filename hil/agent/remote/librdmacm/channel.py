@@ -15,7 +15,7 @@ import time
 from ctypes import byref, c_int, c_void_p
 from typing import TYPE_CHECKING
 
-from ..protocol import CMEvent, QPInfo
+from ...protocol import CMEvent, QPInfo
 from .cdll import RdmaError, RdmaUnavailable, call
 from .cmabi import MAX_PRIVATE_DATA, RDMA_PS_TCP, Lib, conn_param, sockaddr
 from .events import RawEvent, cook, read_event

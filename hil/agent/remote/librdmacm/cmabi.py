@@ -13,7 +13,7 @@ import socket
 import struct
 from ctypes import POINTER, Structure, c_int, c_uint8, c_uint32, c_void_p
 
-from ..protocol import CM_EVENT_TYPES
+from ...protocol import CM_EVENT_TYPES
 from .cdll import RdmaError, Signatures, load
 from .verbsabi import SIGNATURES as VERBS_SIGNATURES
 

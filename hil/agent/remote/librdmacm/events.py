@@ -14,7 +14,7 @@ import time
 from ctypes import POINTER, byref
 from typing import NamedTuple
 
-from ..protocol import CMEvent, CMEventType
+from ...protocol import CMEvent, CMEventType
 from .cdll import RdmaError
 from .cmabi import EVENT_NAMES, ROUTE_DST, ROUTE_SRC, SOCKADDR_IN6, CMEventStruct, sockaddr_text
 from .ids import IdTable

@@ -11,7 +11,7 @@ import ctypes
 import errno
 from ctypes import POINTER, byref, c_int, c_uint32, c_void_p
 
-from ..protocol import QPInfo
+from ...protocol import QPInfo
 from .cdll import RdmaError, call, fail
 from .verbsabi import (
     ACCESS_ALL,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 from ctypes import byref, c_uint32
 
-from ..protocol import QPInfo
+from ...protocol import QPInfo
 from .cdll import RdmaError, call
 from .cmabi import Lib
 from .ibverbs import QPResources, SharedPD

@@ -1,0 +1,165 @@
+"""A CM endpoint's operations (``cm_call``'s ``op``; cm/worker.py on the agent):
+their params and replies, each declared as a :class:`CMOp`.  The log and its
+``events`` op are in ``cmevents.py``, scripts in ``scenario.py``, storms in
+``storm.py``."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from .host import NoParams
+from .names import AutoAnswer, DestroyOrder, StreamMode
+from .spec import CMOp
+
+__all__ = [
+    "ListenParams", "ConnectParams", "IdParams", "AnswerParams", "DestroyParams", "RemoteBuffer",
+    "StreamStartParams", "WriteParams", "PauseParams", "TimedReply", "DestroyReply",
+    "IdTimedReply", "QPInfo", "ConnectReply", "AcceptReply", "StreamStats", "StreamStopReply",
+    "WriteReply", "HandlesReply", "CMErrorDetails", "OP_LISTEN", "OP_CONNECT", "OP_ACCEPT",
+    "OP_REJECT", "OP_DISCONNECT", "OP_QP_ERR", "OP_DESTROY", "OP_STREAM_START", "OP_STREAM_STOP",
+    "OP_STREAM_STATS", "OP_WRITE", "OP_PAUSE", "OP_HANDLES",
+]  # fmt: skip
+
+
+class _ListenRequired(TypedDict):
+    address: str
+    port: int
+
+
+class ListenParams(_ListenRequired, total=False):
+    backlog: int
+    auto: AutoAnswer | None
+    private_data: str  # hex
+
+
+class _ConnectRequired(TypedDict):
+    dst: str
+    port: int
+
+
+class ConnectParams(_ConnectRequired, total=False):
+    src: str | None
+    private_data: str  # hex
+    resolve_timeout: float
+
+
+class IdParams(TypedDict):
+    id: int  # a cm_id handle of the endpoint
+
+
+class AnswerParams(IdParams, total=False):
+    private_data: str  # hex
+
+
+class DestroyParams(IdParams, total=False):
+    order: DestroyOrder  # default qp_first
+
+
+class RemoteBuffer(TypedDict):
+    addr: int
+    rkey: int
+
+
+class StreamStartParams(IdParams, total=False):
+    mode: StreamMode
+    size: int
+    depth: int
+    remote: RemoteBuffer | None  # the peer's buffer, for RDMA WRITEs
+
+
+class _WriteRequired(IdParams):
+    remote: RemoteBuffer  # where to write: the peer's buffer, or a wrong rkey or address
+
+
+class WriteParams(_WriteRequired, total=False):
+    length: int
+    wait: float  # seconds to wait for the completion
+
+
+class PauseParams(TypedDict, total=False):
+    on: bool
+
+
+class TimedReply(TypedDict):
+    """An operation's start (host CLOCK_MONOTONIC, µs) and how long it took (µs)."""
+
+    t_us: int
+    us: int
+
+
+class DestroyReply(TimedReply, total=False):
+    """``us``: how long rdma_destroy_id blocked (with the QP's destroy before it, qp_first);
+    ``qp_us``: id_first's QP destroy after the id's."""
+
+    qp_us: int
+
+
+class IdTimedReply(TimedReply):
+    id: int  # the cm_id the operation made
+
+
+class QPInfo(TypedDict):
+    """A QP and its registered buffer: what a peer needs for RDMA WRITEs into it."""
+
+    qp_num: int
+    addr: int
+    rkey: int
+    length: int
+
+
+class ConnectReply(IdTimedReply):
+    qp: QPInfo
+
+
+class AcceptReply(TimedReply):
+    qp: QPInfo
+
+
+class StreamStats(TypedDict):
+    mode: StreamMode
+    ops: int
+    bytes: int
+    error: str | None  # the first failed post or completion
+    error_t_us: int | None
+
+
+class StreamStopReply(TimedReply, StreamStats):
+    pass
+
+
+class WriteReply(TimedReply):
+    """One signaled RDMA WRITE: posted at ``t_us``, completed ``us`` later with ``wc_status``."""
+
+    wr_id: int
+    wc_status: int  # enum ibv_wc_status (0 success, 5 flushed, 10 remote access error)
+    wc_status_name: str  # IBV_WC_REM_ACCESS_ERR
+    vendor_err: int
+
+
+class HandlesReply(TypedDict):
+    ids: list[int]
+
+
+class CMErrorDetails(TypedDict, total=False):
+    """``details`` of an ``rdma`` error: the errno, and when the operation ran."""
+
+    errno: int | None
+    errno_name: str
+    handle: int  # the cm_id it made before failing (connect)
+    t_us: int
+    us: int
+
+
+OP_LISTEN = CMOp("listen", ListenParams, IdTimedReply)
+OP_CONNECT = CMOp("connect", ConnectParams, ConnectReply)
+OP_ACCEPT = CMOp("accept", AnswerParams, AcceptReply)
+OP_REJECT = CMOp("reject", AnswerParams, TimedReply)
+OP_DISCONNECT = CMOp("disconnect", IdParams, TimedReply)
+OP_QP_ERR = CMOp("qp_err", IdParams, TimedReply)
+OP_DESTROY = CMOp("destroy", DestroyParams, DestroyReply)
+OP_STREAM_START = CMOp("stream_start", StreamStartParams, TimedReply)
+OP_STREAM_STOP = CMOp("stream_stop", IdParams, StreamStopReply)
+OP_STREAM_STATS = CMOp("stream_stats", IdParams, StreamStats)
+OP_WRITE = CMOp("write", WriteParams, WriteReply)
+OP_PAUSE = CMOp("pause", PauseParams, TimedReply)
+OP_HANDLES = CMOp("handles", NoParams, HandlesReply)

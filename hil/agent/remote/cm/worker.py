@@ -1,0 +1,294 @@
+"""A CM endpoint worker's operations: the requests its process serves (``server.py``).
+
+Each operation is a method of :class:`Worker` of the name a request gives
+(``protocol.CM_OPS``): it returns the reply dict, and RdmaError is its
+failure.  The worker holds the channel, its log (``log.py``), the poller
+that reads the channel (``poller.py``) and the connections' traffic
+streams (``stream.py``).
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+
+from ...protocol import (
+    CM_OP_NAMES,
+    DESTROY_ORDERS,
+    AcceptReply,
+    AutoAnswer,
+    CMActionEntry,
+    CMEventEntry,
+    CMEventType,
+    CMOpName,
+    ConnectReply,
+    DestroyOrder,
+    DestroyReply,
+    EventsReply,
+    HandlesReply,
+    IdTimedReply,
+    ScenarioParams,
+    ScenarioReply,
+    ScenarioStep,
+    StormParams,
+    StormReply,
+    StormRole,
+    TimedReply,
+)
+from ..hostclock import now_us
+from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
+from . import script, storm
+from .log import Log, matches
+from .poller import Poller
+from .stream import QP_DEPTH, Stream, StreamOps
+
+
+class Worker(StreamOps):
+    """The channel, its log and poller, and the traffic streams (their ops: StreamOps)."""
+
+    def __init__(self, channel: CMChannel) -> None:
+        self.ch = channel
+        self.log = Log()
+        self.poller = Poller(channel, self.log, self._auto_answer)
+        self.streams: dict[int, Stream] = {}
+
+    def _auto_answer(self, handle: int, how: AutoAnswer, pdata: bytes) -> None:
+        entry: CMActionEntry = {
+            "kind": "action",
+            "seq": 0,
+            "name": how,
+            "id": handle,
+            "params": {"private_data": pdata.hex(), "auto": True},
+            "result": "ok",
+            "t_us": 0,
+            "us": 0,
+        }
+        try:
+            if how == "accept":
+                accepted = self.accept(id=handle, private_data=pdata.hex())
+                entry["qp"] = accepted["qp"]
+                done: TimedReply = accepted
+            else:
+                done = self.reject(id=handle, private_data=pdata.hex())
+            entry["t_us"], entry["us"] = done["t_us"], done["us"]
+        except RdmaError as e:
+            entry["result"] = errno.errorcode.get(e.errno or 0, str(e.errno))
+            entry["t_us"] = now_us()
+        self.log.add(entry)
+
+    def _wait_event(
+        self, handle: int, types: list[CMEventType], after: int, timeout: float
+    ) -> CMEventEntry:
+        """The first event of ``types`` for ``handle`` logged after entry ``after``."""
+        for e in self.log.wait(after, types, handle, timeout):
+            if e["kind"] == "event" and matches(e, types, handle):
+                return e
+        raise RdmaError(
+            f"wait {'/'.join(types)}",
+            errno.ETIMEDOUT,
+            f"cm_id {handle}: no event within {timeout:g}s",
+        )
+
+    # -- operations (each returns a dict; RdmaError is the failure) -----------
+
+    def listen(
+        self,
+        address: str,
+        port: int,
+        backlog: int = 16,
+        auto: AutoAnswer | None = None,
+        private_data: str = "",
+    ) -> IdTimedReply:
+        """A listener bound to ``address:port``; ``auto`` = accept/reject answers requests."""
+        if auto not in (None, "accept", "reject"):
+            raise RdmaError("listen", errno.EINVAL, f"auto must be accept or reject, not {auto!r}")
+        h = self.ch.create_id()
+        try:
+            self.ch.bind(h, address, port)
+            t0 = now_us()
+            self.ch.listen(h, backlog)
+        except RdmaError:
+            self.ch.destroy_id(h)
+            raise
+        if auto:
+            self.poller.auto[h] = (auto, bytes.fromhex(private_data))
+        return {"id": h, "t_us": t0, "us": now_us() - t0}
+
+    def connect(
+        self,
+        dst: str,
+        port: int,
+        src: str | None = None,
+        private_data: str = "",
+        resolve_timeout: float = 10.0,
+    ) -> ConnectReply:
+        """Resolve address and route, make a QP, rdma_connect; the reply comes as an event."""
+        h = self.ch.create_id()
+        try:
+            mark = len(self.log.entries)
+            self.ch.resolve_addr(h, dst, port, src, RESOLVE_MS)
+            ev = self._wait_event(h, ["ADDR_RESOLVED", "ADDR_ERROR"], mark, resolve_timeout)
+            if ev["type"] != "ADDR_RESOLVED":
+                raise RdmaError("rdma_resolve_addr", -ev["status"] or errno.EHOSTUNREACH)
+            mark = len(self.log.entries)
+            self.ch.resolve_route(h, RESOLVE_MS)
+            ev = self._wait_event(h, ["ROUTE_RESOLVED", "ROUTE_ERROR"], mark, resolve_timeout)
+            if ev["type"] != "ROUTE_RESOLVED":
+                raise RdmaError("rdma_resolve_route", -ev["status"] or errno.EHOSTUNREACH)
+            qp = self.ch.create_qp(h, depth=QP_DEPTH)
+            self.ch.post_recv(h, QP_DEPTH)
+        except RdmaError as e:
+            e.handle = h  # type: ignore[attr-defined]
+            raise
+        t0 = now_us()
+        try:
+            self.ch.connect(h, bytes.fromhex(private_data))
+        except RdmaError as e:
+            e.handle, e.t_us, e.us = h, t0, now_us() - t0  # type: ignore[attr-defined]
+            raise
+        return {"id": h, "t_us": t0, "us": now_us() - t0, "qp": qp}
+
+    def accept(self, id: int, private_data: str = "") -> AcceptReply:
+        """Make a QP for a CONNECT_REQUEST's id, post receives, rdma_accept."""
+        qp = self.ch.create_qp(id, depth=QP_DEPTH)
+        self.ch.post_recv(id, QP_DEPTH)
+        return {**self._timed(self.ch.accept, id, bytes.fromhex(private_data)), "qp": qp}
+
+    def reject(self, id: int, private_data: str = "") -> TimedReply:
+        """rdma_reject with private data."""
+        return self._timed(self.ch.reject, id, bytes.fromhex(private_data))
+
+    def disconnect(self, id: int) -> TimedReply:
+        """rdma_disconnect (orderly close)."""
+        return self._timed(self.ch.disconnect, id)
+
+    def qp_err(self, id: int) -> TimedReply:
+        """Move the QP to ERR (abortive close)."""
+        return self._timed(self.ch.qp_to_error, id)
+
+    def destroy(self, id: int, order: DestroyOrder = "qp_first") -> DestroyReply:
+        """Stop the id's stream, destroy its QP and the id; ``us`` is how long destroy blocked.
+
+        ``order``: ``qp_first`` (as rdma_cm applications do: ``us`` covers
+        both), or ``id_first``: rdma_destroy_id while the QP still exists,
+        ``us`` the id's destroy alone and ``qp_us`` the QP's after it.
+        ``t_us + us`` must not come before rdma_destroy_id returned: the
+        contract compares every event of the id against it.  So both ends
+        are read here, around the call (the channel's own timing starts
+        later, and a thread preempted in between made that sum up to
+        milliseconds early on a loaded guest: docs/races.md).
+        """
+        if order not in DESTROY_ORDERS:
+            raise RdmaError("destroy", errno.EINVAL, f"order must be one of {DESTROY_ORDERS}")
+        stream = self.streams.pop(id, None)
+        if stream is not None:
+            stream.stop()
+        self.poller.auto.pop(id, None)
+        if order == "qp_first":
+            done = self._timed(self.ch.destroy_id, id)
+            return {"t_us": done["t_us"], "us": done["us"]}
+        t0 = now_us()
+        try:
+            returned = self.ch.destroy_id_first(id)
+        except RdmaError as e:
+            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            raise
+        return {"t_us": t0, "us": returned - t0, "qp_us": now_us() - returned}
+
+    def events(
+        self,
+        after: int = 0,
+        wait: float = 0.0,
+        types: list[CMEventType] | None = None,
+        id: int | None = None,
+    ) -> EventsReply:
+        """Log entries after ``after``, waiting up to ``wait`` s for a matching event."""
+        return {"log": self.log.wait(after, types, id, wait), "t_us": now_us()}
+
+    def pause(self, on: bool = True) -> TimedReply:
+        """Stop (or resume) reading events (:meth:`Poller.pause`): requests then stay
+        unretrieved in the kernel."""
+        return self.poller.pause(on)
+
+    def scenario(
+        self,
+        steps: list[ScenarioStep],
+        after: int = 0,
+        start_us: int = 0,
+        linger_s: float = 0.0,
+        deadline_s: float = script.DEFAULT_DEADLINE_S,
+    ) -> ScenarioReply:
+        """Run a script of steps here, each at its trigger (script.py); the whole log."""
+        params: ScenarioParams = {
+            "steps": steps,
+            "after": after,
+            "linger_s": linger_s,
+            "deadline_s": deadline_s,
+        }
+        if start_us:
+            params["start_us"] = start_us
+        return script.run(self, params)
+
+    def storm(
+        self,
+        role: StormRole,
+        count: int,
+        dst: str = "",
+        port: int = 0,
+        src: str = "",
+        parallel: int = 1,
+        traffic: int = 0,
+        tag: str = "hil-storm-",
+        listen_id: int = 0,
+        hold_s: float = 0.0,
+        idle_s: float = storm.DEFAULT_IDLE_S,
+        start_us: int = 0,
+        wait_s: float = storm.DEFAULT_WAIT_S,
+        deadline_s: float = storm.DEFAULT_DEADLINE_S,
+        after: int = 0,
+    ) -> StormReply:
+        """Run one role of a connection storm here (storm.py): every step, stamped."""
+        params: StormParams = {
+            "role": role,
+            "count": count,
+            "parallel": parallel,
+            "traffic": traffic,
+            "tag": tag,
+            "hold_s": hold_s,
+            "idle_s": idle_s,
+            "start_us": start_us,
+            "wait_s": wait_s,
+            "deadline_s": deadline_s,
+            "after": after,
+        }
+        if role == "connect":
+            params["dst"], params["port"] = dst, port
+            if src:
+                params["src"] = src
+        else:
+            params["listen_id"] = listen_id
+        return storm.run(self, params)
+
+    def handles(self) -> HandlesReply:
+        """The live cm_id handles."""
+        return {"ids": self.ch.handles()}
+
+    def close(self) -> None:
+        """Stop every stream, destroy every id and the channel."""
+        for stream in list(self.streams.values()):
+            stream.stop()
+        self.streams.clear()
+        self.ch.close()
+
+    def _timed(self, fn: Callable[..., object], *args: object) -> TimedReply:
+        t0 = now_us()
+        try:
+            fn(*args)
+        except RdmaError as e:
+            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            raise
+        return {"t_us": t0, "us": now_us() - t0}
+
+
+# The operations a request may name: Worker's methods of these names (protocol.CM_OPS).
+OPS: tuple[CMOpName, ...] = CM_OP_NAMES
