@@ -4,28 +4,24 @@ For every test on the pair (it uses ``hil_setup`` or ``hil_hosts``):
 
 - before the test, the store records that it is being tried on the pair
   (:meth:`Store.begin_attempt`); after, how it ended (``passed``, ``failed``,
-  ``skipped``, ``host crashed``);
+  ``skipped``, ``host crashed``, ...): the test's :class:`hil.run.testrun.TestRun`
+  writes both;
 - a marker a dead run left open on the pair's hosts is reported at the next
   session's start (it names the test the run died in) and closed as ``run died``;
 - a test that crashed a host before is skipped, saying so, until a later run of it
   passes (:func:`hil.reservation.attempt.crashers`), unless ``--hil-rerun-crashers``.
-
-Registered before :mod:`hil.plugin.crash`, so a crashed test's marker is closed
-before its host is recovered.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 import pytest
 
 from hil.errors import HilError
 from hil.plugin import SESSION_KEY, option_group
-from hil.report.crash import crashed
-from hil.reservation.attempt import HOST_CRASHED, crashers
+from hil.reservation.attempt import crashers
 
 if TYPE_CHECKING:
     from hil.plugin.session import HilSession
@@ -36,7 +32,6 @@ log = logging.getLogger(__name__)
 
 RUN_DIED = "run died"
 _CRASHERS = pytest.StashKey[dict[str, "Attempt"]]()  # nodeid -> its newest crash marker
-_OUTCOMES = pytest.StashKey[dict[str, str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -82,59 +77,6 @@ def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
         config.stash[_CRASHERS] = crashers(hs.store.attempts(hosts=hosts, limit=1000))
     except HilError as e:
         hs.progress(f"could not read the attempt markers: {e}")
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(
-    item: pytest.Item, nextitem: pytest.Item | None
-) -> Generator[None, object, object]:
-    """The attempt marker around the test."""
-    run, hs = pair_run(item), hil_session(item.config)
-    attempt = None
-    if run is not None and hs is not None and hs.store is not None and on_pair(item):
-        attempt = _begin(hs, run, item)
-    try:
-        return (yield)
-    finally:
-        if attempt is not None and hs is not None:
-            _end(hs, attempt, HOST_CRASHED if crashed(item) else _outcome(item))
-
-
-def _begin(hs: HilSession, run: PairRun, item: pytest.Item) -> int | None:
-    assert hs.store is not None and hs.reserved is not None
-    a, b = (h.name for h in run.pair.hosts)
-    try:
-        return hs.store.begin_attempt(item.nodeid, run.pair.name, (a, b), hs.reserved.lease.id)
-    except HilError as e:
-        log.warning("could not record the attempt of %s: %s", item.nodeid, e)
-        return None
-
-
-def _end(hs: HilSession, attempt: int, outcome: str) -> None:
-    assert hs.store is not None
-    try:
-        hs.store.end_attempt(attempt, outcome)
-    except HilError as e:
-        log.warning("could not end attempt %d: %s", attempt, e)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    item.stash.setdefault(_OUTCOMES, {})[report.when] = report.outcome
-    return report
-
-
-def _outcome(item: pytest.Item) -> str:
-    """passed, failed or skipped, from the phases' reports (any failure wins)."""
-    outcomes = item.stash.get(_OUTCOMES, {}).values()
-    if "failed" in outcomes:
-        return "failed"
-    if "skipped" in outcomes:
-        return "skipped"
-    return "passed"
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -3,13 +3,13 @@
 For every test on the pair (it uses ``hil_setup`` or ``hil_hosts``; its attempt
 marker is :mod:`hil.plugin.attempts`'):
 
-- **watch** (:class:`hil.host.liveness.Watch`) from the test's setup to the
-  end of its teardown, the settle and the after-test checks included: the
-  kernel log of both hosts and a liveness probe, bound ``--hil-liveness``.
-  A panic, an oops or a host silent past the bound ends the test at once
-  (a signal to the main thread fails it wherever it waits; the test's
-  :class:`~hil.run.testrun.TestRun` skips every stage that would ask the
-  hosts) with
+- **watch** (:class:`hil.host.liveness.Watch`, run by the test's
+  :class:`~hil.run.testrun.TestRun`) from the test's setup to the end of its
+  teardown, the settle and the after-test checks included: the kernel log of
+  both hosts and a liveness probe, bound ``--hil-liveness``.  A panic, an
+  oops or a host silent past the bound ends the test at once (a signal to
+  the main thread fails it wherever it waits; in the after-test stages, the
+  TestRun skips every stage that would ask the hosts) with
   ``hil: HostCrashed: HOST: host crashed (...) during TEST: ...``, its own
   report category, and the host's last kernel log lines attached: those the
   agent streamed, or a virtual lab guest's console when it has more
@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -36,11 +36,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from hil.errors import HilError
-from hil.host.liveness import DEFAULT_BOUND, Crash, Watch
+from hil.host.liveness import DEFAULT_BOUND, Crash
 from hil.plugin import option_group
-from hil.plugin.attempts import hil_session, on_pair, pair_run
+from hil.plugin.attempts import hil_session, pair_run
 from hil.plugin.consoles import mark_consoles, with_console
 from hil.report.crash import CRASH_KEY, attach_crash, crashed, message
+
+__all__ = ["arm", "crashed", "disarm", "report_crash", "signaller"]
 from hil.timeouts import seconds
 
 if TYPE_CHECKING:
@@ -62,7 +64,6 @@ class CrashState:
 
     summary: list[str] = field(default_factory=list)
     armed: pytest.Item | None = None
-    watch: Watch | None = None  # the armed test's
     lock: threading.Lock = field(default_factory=threading.Lock)
     previous_handler: Any = None
 
@@ -118,66 +119,16 @@ def _make_handler(state: CrashState) -> Any:
 
 
 # -- each test ------------------------------------------------------------------
+# The watch itself is the test's TestRun's (hil.run.testrun): the plugin's test fixture
+# (hil.plugin.testrun) gives it :func:`signaller`, arms the test for the call and its
+# fixtures, and disarms it before the TestRun's own after-test stages, which notice a
+# crash there themselves (the fixture then fails the test saying so).
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(
-    item: pytest.Item, nextitem: pytest.Item | None
-) -> Generator[None, object, object]:
-    """Watch the pair's hosts through the test's setup, call and teardown; after a crash,
-    the host recovered and the pair set up again, or a clean stop."""
+def signaller(item: pytest.Item) -> Callable[[Crash], None] | None:
+    """What the TestRun's watch calls on a crash: keep it, end the armed test at once."""
     state = item.config.stash.get(_STATE, None)
-    watch = _start_watch(item)
-    try:
-        return (yield)
-    finally:
-        if watch is not None and state is not None:
-            _disarm(state)
-            watch.stop()
-            state.watch = None
-        crash, run, hs = crashed(item), pair_run(item), hil_session(item.config)
-        if crash is not None and run is not None and hs is not None and hs.store is not None:
-            _after_crash(item, hs, run, crash)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """A call that failed because a host went down fails saying so."""
-    state = item.config.stash.get(_STATE, None)
-    watch = None if state is None else state.watch
-    if watch is None:
-        return (yield)
-    try:
-        result = yield
-    except _NOT_FAILURES:
-        raise
-    except BaseException:
-        # Failed on its own: was it because a host went down? Ask the watch first.
-        if crashed(item) is None and watch.confirm() is None:
-            raise
-        result = None
-    crash = crashed(item) or watch.crash
-    if crash is None:
-        return result
-    crash = with_console(item, crash)
-    _noticed(item, crash)
-    attach_crash(crash)
-    # The watch's signal may have come too late to end the call (or found it over).
-    pytest.fail(message(crash, item.nodeid), pytrace=False)
-
-
-def _disarm(state: CrashState) -> None:
-    """No signal into the main thread from here on (the watch may still look)."""
-    with state.lock:
-        state.armed = None
-
-
-def _start_watch(item: pytest.Item) -> Watch | None:
-    bound = item.config.getoption("hil_liveness")
-    run, state = pair_run(item), item.config.stash.get(_STATE, None)
-    if not bound or run is None or state is None or not on_pair(item):
-        return None
-    if threading.current_thread() is not threading.main_thread():
+    if state is None or threading.current_thread() is not threading.main_thread():
         return None
     main = threading.main_thread().ident
     assert main is not None
@@ -186,32 +137,73 @@ def _start_watch(item: pytest.Item) -> Watch | None:
         with state.lock:
             if state.armed is not item:
                 return
-            _noticed(item, crash)
+            item.stash[CRASH_KEY] = crash
             signal.pthread_kill(main, CRASH_SIGNAL)
-        # The test's own cleanup (closing its CM endpoints) must not wait out a call bound
-        # on the dead host: with its agent and session dropped, those calls fail at once.
-        hosts.forget(crash.host)
 
-    names = [h.name for h in run.pair.hosts]
-    hosts = run.hosts
-    try:
-        watch = Watch(hosts, names, on_crash, bound=bound).start()
-    except HilError as e:
-        log.warning("no crash watch for %s: %s", item.nodeid, e)
-        return None
+    return on_crash
+
+
+def arm(item: pytest.Item) -> None:
+    """From now on a crash ends ``item`` at once (a signal to the main thread)."""
+    state = item.config.stash.get(_STATE, None)
+    if state is None:
+        return
     mark_consoles(item)
     with state.lock:
         state.armed = item
-        state.watch = watch
-    return watch
 
 
-def _noticed(item: pytest.Item, crash: Crash) -> None:
-    """The crash kept for the report and the attempt marker, and told to the test's run."""
+def disarm(item: pytest.Item) -> None:
+    """No signal into the main thread from here on (the watch may still look)."""
+    state = item.config.stash.get(_STATE, None)
+    if state is not None:
+        with state.lock:
+            state.armed = None
+
+
+def report_crash(item: pytest.Item, crash: Crash) -> str:
+    """Keep the crash (with a lab guest's console tail) for the report; its message."""
+    crash = with_console(item, crash)
     item.stash[CRASH_KEY] = crash
+    attach_crash(crash)
+    return message(crash, item.nodeid)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """After a crash: the host recovered and the pair set up again, or a clean stop."""
+    try:
+        return (yield)
+    finally:
+        crash, run, hs = crashed(item), pair_run(item), hil_session(item.config)
+        if crash is not None and run is not None and hs is not None and hs.store is not None:
+            _after_crash(item, hs, run, crash)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A call that failed because a host went down fails saying so."""
     hs = hil_session(item.config)
-    if hs is not None and hs.current is not None:
-        hs.current.crash(crash)
+    t = None if hs is None else hs.current
+    if t is None:
+        return (yield)
+    try:
+        result = yield
+    except _NOT_FAILURES:
+        raise
+    except BaseException:
+        disarm(item)
+        # Failed on its own: was it because a host went down? Ask the watch first.
+        if crashed(item) is None and t.confirm_crash() is None:
+            raise
+        result = None
+    crash = crashed(item) or t.crashed
+    if crash is None:
+        return result
+    # The watch's signal may have come too late to end the call (or found it over).
+    pytest.fail(report_crash(item, crash), pytrace=False)
 
 
 # -- after the crashed test ---------------------------------------------------------

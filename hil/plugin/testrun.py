@@ -27,7 +27,7 @@ from hil.host.evidence import SETTLE_S
 from hil.judge import known
 from hil.judge.checks import compile_allow
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
-from hil.plugin import option_group, session_of
+from hil.plugin import crash, option_group, session_of
 from hil.run.testrun import WIRE_PACKETS, TestOptions
 
 if TYPE_CHECKING:
@@ -111,6 +111,7 @@ def test_options(config: pytest.Config) -> TestOptions:
         allow=(*DEFAULT_KERNEL_ALLOW, *allow),
         known=findings,
         hw_snapshots=writing and config.getoption("hil_hw_evidence") != "off",
+        liveness_s=config.getoption("hil_liveness"),
     )
 
 
@@ -128,28 +129,46 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def hil_test(request: pytest.FixtureRequest) -> Iterator[TestRun | None]:
-    """The test's :class:`TestRun` (None for a test that does not set the pair up)."""
+    """The test's :class:`TestRun`: every stage for a test that sets the pair up, the
+    attempt marker and the crash watch for one that only uses its hosts; None else."""
     hs = session_of(request.config)
-    if hs is None or "hil_setup" not in request.fixturenames:
+    names = set(request.fixturenames)
+    rdma = "hil_setup" in names
+    if hs is None or not (rdma or "hil_hosts" in names):
         yield None
         return
-    request.getfixturevalue("hil_setup")  # the pair set up before the test's first stage
+    # The pair set up (or its hosts opened) before the test's first stage.
+    request.getfixturevalue("hil_setup" if rdma else "hil_hosts")
     run = hs.require_run()
     if hs.test_options is None:
         hs.test_options = test_options(request.config)
-    with run.test(request.node.nodeid, hs.test_options) as t:
+    item = request.node
+    with run.test(item.nodeid, hs.test_options, rdma=rdma, on_crash=crash.signaller(item)) as t:
         hs.current = t
+        crash.arm(item)
         try:
             yield t
         finally:
+            # The after-test stages notice a crash themselves (no signal into them).
+            crash.disarm(item)
             hs.current = None
+    _conclude(item, t)
+
+
+def _conclude(item: pytest.Item, t: TestRun) -> None:
+    """The test's teardown fails with every failed verdict, or with a crash noticed in
+    the after-test stages; known kernel findings become report sections."""
     result = t.result
     assert result is not None
     check = None if result.evidence is None else result.evidence.check
     for match in () if check is None else check.known:
         name = f"known kernel finding {match.finding.id} on {match.report.host}"
-        request.node.add_report_section("teardown", name, match.report.text())
-    if result.crash is None and result.failures:
+        item.add_report_section("teardown", name, match.report.text())
+    if result.crash is not None:
+        if crash.crashed(item) is None:  # the call was over: say it here
+            pytest.fail(crash.report_crash(item, result.crash), pytrace=False)
+        return
+    if result.failures:
         pytest.fail("\n\n".join(result.failures), pytrace=False)
 
 

@@ -23,12 +23,15 @@ import time
 import traceback
 from collections.abc import Callable, Generator
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from hil.plugin import SESSION_KEY, option_group
 from hil.timeouts import DEFAULTS, configured, expired, seconds
+
+if TYPE_CHECKING:
+    from hil.run.testrun import TestRun
 
 _CONFIGURED = pytest.StashKey[ExitStack]()
 _DEADLINE = pytest.StashKey[tuple[float, float]]()  # when the session layer fires, its bound
@@ -130,6 +133,9 @@ def _arm(item: pytest.Item, seconds: float, ignore_debugger: bool) -> None:
         message = expired("test", seconds, f"{item.nodeid} to finish its {phase}")
         if phase != "teardown":
             message += "; its fixtures' teardown still runs"
+        current = _current(item)
+        if current is not None:
+            current.timeout(message)
         # Capitalised as pytest-timeout's own: the report files a test failed with
         # "Failed: Timeout ..." under lab errors (hil.report.categories).
         pytest.fail(message[0].upper() + message[1:])
@@ -191,6 +197,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         if item.config.stash.get(SESSION_KEY, None) is None:
             raise
         why = str(e) or "Ctrl-C"
+        current = _current(item)
+        if current is not None:
+            current.interrupt(why)
         item.session.shouldstop = f"interrupted ({why}) in {item.nodeid}"
         # "hil: <Class>: ": the report files it with the lab errors (hil.report.categories).
         pytest.fail(
@@ -198,6 +207,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
             "teardown restores the pair",
             pytrace=False,
         )
+
+
+def _current(item: pytest.Item) -> TestRun | None:
+    """The test's TestRun, when it runs on the pair."""
+    hs = item.config.stash.get(SESSION_KEY, None)
+    return None if hs is None else hs.current
 
 
 # -- the session layer -------------------------------------------------------

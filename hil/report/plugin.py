@@ -91,6 +91,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     quarantine.configure(config)  # a bad list stops the session before anything runs
+    hw = config.getoption("hil_hw_evidence", "failed")
+    config.stash[OBSERVER_KEY] = AllureTestObserver(pcap=config.getoption("hil_pcap"), hw=hw)
 
 
 def alluredir(config: pytest.Config) -> Path | None:
@@ -101,10 +103,7 @@ def alluredir(config: pytest.Config) -> Path | None:
 
 def pytest_hil_observers(config: pytest.Config) -> list[Observer]:
     """The report's observer of the session's pair run and its tests."""
-    hw = config.getoption("hil_hw_evidence", "failed")
-    observer = AllureTestObserver(pcap=config.getoption("hil_pcap"), hw=hw)
-    config.stash[OBSERVER_KEY] = observer
-    return [observer]
+    return [config.stash[OBSERVER_KEY]]
 
 
 def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:

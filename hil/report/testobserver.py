@@ -88,6 +88,11 @@ class AllureTestObserver(AllureObserver):
         ):
             for point, path in sorted(wire.pcaps.items()):
                 attach.attach_pcap(path, name=f"{point}.pcap")
-        if ev is not None and ev.hw is not None and (self.hw == "all" or failed):
+        if (
+            ev is not None
+            and ev.hw is not None
+            and self.hw != "off"
+            and (self.hw == "all" or failed)
+        ):
             attach.attach_hw_evidence(ev.hw)
         self._wire = self._evidence = None

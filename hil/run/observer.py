@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from hil.judge.timeline import Timeline
     from hil.wire.judge import WireReport
 
-Outcome = Literal["passed", "failed", "skipped", "error", "host crashed", "interrupted"]
+Outcome = Literal[
+    "passed", "failed", "skipped", "error", "host crashed", "interrupted", "timed out"
+]
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ What a run asks for (:class:`PairRequest`) is in :mod:`hil.run.request`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Self
 
 from hil.cm.observer import Observer, RunInfo
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from hil.cm.session import CMSession
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal, UndoReport
+    from hil.host.liveness import Crash
     from hil.host.pairsetup import PairState
     from hil.inventory.model import Inventory, Pair
     from hil.judge.profiles import Profiles
@@ -293,13 +294,24 @@ class PairRun:
             self._facts = PairFacts(self.hosts, (self.pair.host_a.name, self.pair.host_b.name))
         return self._facts
 
-    def test(self, name: str, options: TestOptions | None = None) -> TestRun:
-        """One test on the set-up pair, every stage around it in order
-        (:class:`hil.run.testrun.TestRun`; use it as a context manager)."""
+    def test(
+        self,
+        name: str,
+        options: TestOptions | None = None,
+        *,
+        rdma: bool = True,
+        on_crash: Callable[[Crash], None] | None = None,
+    ) -> TestRun:
+        """One test on the pair, every stage around it in order
+        (:class:`hil.run.testrun.TestRun`; use it as a context manager).  The pair is
+        set up first, unless ``rdma=False`` (a test of the hosts only)."""
         from hil.run.testrun import TestRun
 
-        self.set_up()
-        return TestRun(self, name, options)
+        if rdma:
+            self.set_up()
+        else:
+            self.open_hosts()
+        return TestRun(self, name, options, rdma=rdma, on_crash=on_crash)
 
     def skipped(self, name: str, reason: str) -> None:
         """Tell the observers of a test skipped before its setup (the pair lacks what it

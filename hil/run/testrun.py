@@ -9,25 +9,33 @@ in it, and so does ``hil cm run``, so both judge a test the same way::
 
 On entry, in this order (the capture and the baseline at once):
 
-1. observers told ``test_started``;
-2. the link's capture started (:mod:`hil.run.wirestage`);
-3. the baseline: each host's RDMA resource counts, its driver's own QP and
+1. the attempt marker written to the store (what ran when a run or host died:
+   docs/crashes.md);
+2. observers told ``test_started``;
+3. the link's capture started (:mod:`hil.run.wirestage`);
+4. the baseline: each host's RDMA resource counts, its driver's own QP and
    endpoint counts and a kernel-log cursor (:mod:`hil.host.evidence`), and
    the NIC counters and debugfs snapshots when asked for;
+5. the crash watch started (:class:`hil.host.liveness.Watch`, bound
+   ``liveness_s``): it covers the rest of the test's setup, its call, its
+   teardown, the settle and the checks;
 
 then the test runs; on exit:
 
-4. the settle: the counts given ``settle_s`` to come back to the baseline;
-5. at once: kmemleak scanned where the kernel has it, then the kernel log read
+6. the settle: the counts given ``settle_s`` to come back to the baseline;
+7. at once: kmemleak scanned where the kernel has it, then the kernel log read
    and the evidence judged (known kernel findings of this test told apart);
    and the capture stopped, decoded, placed and judged by the wire rules;
-6. every complete timeline the test recorded judged by the contract, also
+8. every complete timeline the test recorded judged by the contract, also
    those the test never handed to ``contract``;
-7. observers told ``kernel_findings``, ``evidence``, ``wire_verdict`` and
-   ``test_finished``; the capture's files removed.
+9. observers told ``kernel_findings``, ``evidence``, ``wire_verdict``; the
+   crash watch stopped; the attempt marker ended with the outcome; observers
+   told ``test_finished``; the capture's files removed.
 
-A crash of a pair host (:meth:`crash`) skips every stage that would ask the
-hosts; :meth:`interrupt` and :meth:`fail` record why the test itself ended.
+A test on a pair that is not set up for RDMA (``rdma=False``: it only uses
+the hosts) gets steps 1, 2, 5 and 9.  A crash of a pair host (:meth:`crash`,
+from the watch or told) skips every stage that would ask the hosts;
+:meth:`interrupt` and :meth:`fail` record why the test itself ended.
 The result (:class:`hil.run.observer.TestResult`) holds the contract, wire,
 evidence and kernel verdicts and the outcome; ``failures`` lists each failed
 verdict's text, ``lab_errors`` the stages that could not run.
@@ -38,7 +46,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
@@ -62,7 +70,7 @@ from hil.run.wirestage import WireStage
 
 if TYPE_CHECKING:
     from hil.host.hwevidence import HostSnapshot, HwEvidence, Target
-    from hil.host.liveness import Crash
+    from hil.host.liveness import Crash, Watch
     from hil.judge.known import KnownFinding
     from hil.run.pairrun import PairRun
     from hil.wire.judge import WireReport
@@ -85,6 +93,8 @@ class TestOptions:
     allow: tuple[str, ...] = DEFAULT_KERNEL_ALLOW
     known: tuple[KnownFinding, ...] = ()
     hw_snapshots: bool = False  # ethtool -S and debugfs before/after, for the report
+    liveness_s: float = 0.0  # the crash watch's bound (0: no watch)
+    attempts: bool = True  # the attempt marker in the store
 
 
 class _Keeper(CMObserver):
@@ -125,10 +135,22 @@ class TestRun:
 
     __test__ = False
 
-    def __init__(self, run: PairRun, name: str, options: TestOptions | None = None) -> None:
+    def __init__(
+        self,
+        run: PairRun,
+        name: str,
+        options: TestOptions | None = None,
+        *,
+        rdma: bool = True,
+        on_crash: Callable[[Crash], None] | None = None,
+    ) -> None:
         self.run = run
         self.name = name
         self.options = options or TestOptions()
+        self.rdma = rdma  # the pair is set up for RDMA: every stage; else marker and watch
+        self._on_crash = on_crash  # also told of a crash the watch declares (any thread)
+        self._watch: Watch | None = None
+        self._attempt: int | None = None
         self._keeper = _Keeper()
         self._wire: WireStage | None = None
         self._baseline: evidence.Baseline | None = None
@@ -149,6 +171,15 @@ class TestRun:
             if self._crash is None:
                 self._crash = crash
 
+    def confirm_crash(self) -> Crash | None:
+        """After the test failed: did a host crash?  The watch probes every host now
+        (bounded); the crash, or None when every host answered."""
+        if self._crash is None and self._watch is not None:
+            found = self._watch.confirm()
+            if found is not None:
+                self.crash(found)
+        return self._crash
+
     @property
     def crashed(self) -> Crash | None:
         """The crash of a pair host under this test, once noticed."""
@@ -157,6 +188,10 @@ class TestRun:
     def interrupt(self, why: str) -> None:
         """The test was interrupted (Ctrl-C, SIGTERM, a session bound)."""
         self._ended = ("interrupted", why)
+
+    def timeout(self, why: str) -> None:
+        """The test overran its bound (the test timeout layer)."""
+        self._ended = ("timed out", why)
 
     def fail(self, why: str, outcome: Outcome = "failed") -> None:
         """The test itself failed (or errored, or was skipped: ``outcome``)."""
@@ -181,25 +216,69 @@ class TestRun:
     def __enter__(self) -> Self:
         run = self.run
         self._started = time.monotonic()
+        self._begin_attempt()
         run.observers.add(self._keeper)
-        run.observers.test_started(self.info())
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            wire = pool.submit(self._start_wire) if self.options.wire else None
-            self._take_baseline()
-            self._wire = None if wire is None else wire.result()
+        try:
+            run.observers.test_started(self.info())
+            if self.rdma:
+                with ThreadPoolExecutor(max_workers=2) as pool:
+                    wire = pool.submit(self._start_wire) if self.options.wire else None
+                    self._take_baseline()
+                    self._wire = None if wire is None else wire.result()
+            self._start_watch()
+        except BaseException as e:
+            self.__exit__(type(e), e, None)
+            raise
         return self
 
     def info(self) -> TestInfo:
         """The test as observers see it."""
         run = self.run
+        names = (run.pair.host_a.name, run.pair.host_b.name)
+        if not self.rdma:
+            return TestInfo(self.name, run.pair.name, names, "", run.facts.kernels())
         return TestInfo(
-            self.name,
-            run.pair.name,
-            (run.pair.host_a.name, run.pair.host_b.name),
-            run.provider.driver,
-            run.facts.kernels(),
-            run.pinned,
+            self.name, run.pair.name, names, run.provider.driver, run.facts.kernels(), run.pinned
         )
+
+    def _begin_attempt(self) -> None:
+        run = self.run
+        if not self.options.attempts:
+            return
+        try:
+            names = (run.pair.host_a.name, run.pair.host_b.name)
+            self._attempt = run.store.begin_attempt(self.name, run.pair.name, names, run.lease.id)
+        except HilError as e:
+            log.warning("could not record the attempt of %s: %s", self.name, e)
+
+    def _end_attempt(self, outcome: str) -> None:
+        if self._attempt is None:
+            return
+        try:
+            self.run.store.end_attempt(self._attempt, outcome)
+        except HilError as e:
+            log.warning("could not end attempt %d: %s", self._attempt, e)
+
+    def _start_watch(self) -> None:
+        if not self.options.liveness_s:
+            return
+        from hil.host.liveness import Watch
+
+        run = self.run
+        names = [run.pair.host_a.name, run.pair.host_b.name]
+
+        def noticed(crash: Crash) -> None:
+            self.crash(crash)
+            if self._on_crash is not None:
+                self._on_crash(crash)
+            # The test's own cleanup must not wait out a call bound on the dead host:
+            # with its agent and session dropped, those calls fail at once.
+            run.hosts.forget(crash.host)
+
+        try:
+            self._watch = Watch(run.hosts, names, noticed, bound=self.options.liveness_s).start()
+        except HilError as e:
+            log.warning("no crash watch for %s: %s", self.name, e)
 
     def _start_wire(self) -> WireStage:
         run = self.run
@@ -236,12 +315,15 @@ class TestRun:
             self.fail(f"{type(error).__name__}: {error}", "error")
         found = _Collected()
         try:
-            if self._crash is None:
+            if self._crash is None and self.rdma:
                 self._judge_after(found)
             self._judge_timelines(found)
         finally:
+            if self._watch is not None:
+                self._watch.stop()
             self.run.observers.remove(self._keeper)
             self.result = self._result(found)
+            self._end_attempt(self.result.outcome)
             self.run.observers.test_finished(self.result)
             if self._wire is not None:
                 self._wire.close()

@@ -1,11 +1,11 @@
 """The hardware evidence in real allure-pytest results, by ``--hil-hw-evidence``.
 
 The snapshots are the recorded T6 pair's (tests/fake_hosts.py), t6a's
-``ethtool -S`` and debugfs changed between before and after, put where
-the ``hil_hw_evidence`` fixture puts them; the plugin's hook decides after
-each test's teardown (the after-test checks and the wire judge have spoken
-by then) whether to attach them.  The fixture itself, with a real ``ethtool
--S`` of a siw guest, runs in tests/plugin/test_plugin_fixtures_lab.py.
+``ethtool -S`` and debugfs changed between before and after, told to the
+report's observer as a TestRun tells it (``evidence``, then ``test_finished``
+with every verdict, the after-test checks' among them); the observer decides
+whether to attach them.  The TestRun itself, with a real ``ethtool -S`` of a
+siw guest, runs in tests/plugin/test_plugin_fixtures_lab.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ sys.path.insert(0, {repo!r})
 import pytest
 from hil.host import hwevidence
 from hil.host.hwevidence import HwEvidence
-from hil.plugin.hwevidence import EVIDENCE_KEY
+from hil.report.plugin import OBSERVER_KEY, failed
+from hil.run.observer import EvidenceReport, TestResult
 from tests.fake_hosts import T6_NETDEV, t6_hosts
 
 DIR = "/sys/kernel/debug/iw_cxgb4/0000:81:00.4"
@@ -44,12 +45,15 @@ def hw(request, tmp_path):
     stats = t6a.run(["ethtool", "-S", T6_NETDEV]).stdout
     t6a.record("ethtool -S " + T6_NETDEV, stats.replace(": 4286416", ": 4286420"))
     after = hwevidence.snapshot(t6a, target)
-    request.node.stash[EVIDENCE_KEY] = HwEvidence({{"t6a": before}}, {{"t6a": after}})
-
-@pytest.fixture
-def checks_fail_after():
-    yield
-    pytest.fail("after-test checks FAILED", pytrace=False)
+    observer = request.config.stash[OBSERVER_KEY]
+    observer.evidence(EvidenceReport(None, HwEvidence({{"t6a": before}}, {{"t6a": after}})))
+    checks = ("after-test checks FAILED",) if "checks_fail" in request.node.name else ()
+    outcome = "failed" if failed(request.node) else "passed"
+    observer.test_finished(
+        TestResult(request.node.nodeid, outcome, (), None, None, None, checks, ())
+    )
+    if checks:
+        pytest.fail(checks[0], pytrace=False)
 
 def test_passes():
     pass
@@ -57,7 +61,7 @@ def test_passes():
 def test_fails():
     assert False, "product failure on purpose"
 
-def test_after_test_checks_fail(checks_fail_after):
+def test_after_test_checks_fail():
     pass
 """
 

@@ -25,7 +25,7 @@ from hil.run.testrun import TestOptions, TestRun
 from hil.run.wirestage import WireStage
 from tests.judge.cmtimelines import orderly_close
 
-QUICK = TestOptions(wire=False, settle_s=0.5)
+QUICK = TestOptions(wire=False, settle_s=0.5, attempts=False)
 
 
 class Agent:
@@ -101,7 +101,23 @@ def _run(told: Observer) -> Any:
         profile=profile_for("siw"),
         observers=Observers([told]),
         pinned={},
+        store=Markers(),
+        lease=SimpleNamespace(id="L1"),
     )
+
+
+class Markers:
+    """The store's attempt markers, as the test's TestRun writes them."""
+
+    def __init__(self) -> None:
+        self.markers: list[list[str]] = []
+
+    def begin_attempt(self, test: str, pair: str, hosts: tuple[str, str], lease_id: str) -> int:
+        self.markers.append([test, pair, lease_id])
+        return len(self.markers) - 1
+
+    def end_attempt(self, attempt_id: int, outcome: str) -> None:
+        self.markers[attempt_id].append(outcome)
 
 
 def test_a_clean_test_passes_with_every_stage_told_in_order() -> None:
@@ -209,3 +225,24 @@ def test_a_link_with_no_capture_point_is_judged_with_every_rule_skipped() -> Non
     plan = SimpleNamespace(usable=False, reason="capture: none on link ab", points=())
     report = WireStage(plan, None, None).finish((), profile_for("siw"))  # type: ignore[arg-type]
     assert report.verdict.ok and report.verdict.count("skip") == len(report.verdict.results)
+
+
+def test_the_attempt_marker_brackets_the_test_and_ends_with_its_outcome() -> None:
+    run = _run(Told())
+    marked = TestOptions(wire=False, settle_s=0.5)
+    with TestRun(run, "test_ok", marked):
+        assert run.store.markers == [["test_ok", "ab", "L1"]]  # written before the test
+    with TestRun(run, "test_crash", marked) as t:
+        t.crash(Crash("lab-b", "unreachable", "no answer for 31 s"))
+    assert run.store.markers[0][-1] == "passed"
+    assert run.store.markers[1][-1] == "host crashed"
+
+
+def test_a_test_of_the_hosts_only_gets_its_marker_and_no_rdma_stage() -> None:
+    told = Told()
+    run = _run(told)
+    with TestRun(run, "test_hosts", TestOptions(settle_s=0.5), rdma=False) as t:
+        t.interrupt("signal 15 (SIGTERM): restoring before exit")
+    assert told.calls == ["started test_hosts on ('6.1.0-lab',)", "finished interrupted"]
+    assert run.agents["lab-a"].calls == []  # no baseline, no kernel log
+    assert run.store.markers == [["test_hosts", "ab", "L1", "interrupted"]]
