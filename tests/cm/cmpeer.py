@@ -55,7 +55,7 @@ def wait(ch: Any, types: set[str], timeout_s: float) -> dict[str, Any] | None:
     """Print events until one of ``types`` comes (returned) or the timeout passes."""
     deadline = time.monotonic() + timeout_s
     while (left := deadline - time.monotonic()) > 0:
-        ev = ch.poll_event(left)
+        ev: dict[str, Any] | None = ch.poll_event(left)
         if ev is None:
             continue
         emit(event=ev)

@@ -16,6 +16,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from hil.agent import protocol
 from hil.agent.client import AgentCallError
 from hil.agent.types import CommandResult, KernelLog
 from hil.cm.clock import controller_us
@@ -45,9 +46,9 @@ class FakeEp:
 
     host: FakeAgent
     number: int
-    log: list[dict] = field(default_factory=list)
+    log: list[protocol.CMLogEntry] = field(default_factory=list)
     ids: dict[int, Cid] = field(default_factory=dict)
-    next_handle: itertools.count = field(default_factory=lambda: itertools.count(1))
+    next_handle: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def new_id(self) -> Cid:
         cid = Cid(self, next(self.next_handle))
@@ -55,7 +56,12 @@ class FakeEp:
         return cid
 
     def event(
-        self, cid: Cid, kind: str, status: int = 0, pdata: bytes = b"", listen: Cid | None = None
+        self,
+        cid: Cid,
+        kind: protocol.CMEventType,
+        status: int = 0,
+        pdata: bytes = b"",
+        listen: Cid | None = None,
     ) -> None:
         self.log.append(
             {
@@ -98,13 +104,15 @@ class FakeAgent:
 
     # -- agent methods ---------------------------------------------------------
 
-    def cm_now(self) -> dict:
+    def cm_now(self) -> protocol.ClockReply:
         return {"t_us": self.now()}
 
-    def clock_echo(self, address: str, port: int) -> dict:
+    def clock_echo(self, address: str, port: int) -> protocol.ClockEchoReply:
         return {"answered": 0}  # clock_probe below plays both ends
 
-    def clock_probe(self, src: str, dst: str, port: int, count: int, budget_s: float) -> dict:
+    def clock_probe(
+        self, src: str, dst: str, port: int, count: int, budget_s: float
+    ) -> protocol.ClockProbeReply:
         """Probes to the host whose address is ``dst``: 40 µs one way, 10 µs turnaround."""
         peer = next(a for name, a in self.world.agents.items() if ADDRS[name] == dst)
         samples = []
@@ -114,16 +122,16 @@ class FakeAgent:
             samples.append([t1, t2, t2 + 10, t1 + 90])
         return {"samples": samples, "sent": count}
 
-    def cm_open(self) -> dict:
+    def cm_open(self) -> protocol.EndpointReply:
         n = next(self.numbers)
         self.eps[n] = FakeEp(self, n)
         return {"endpoint": n, "pid": 1000 + n}
 
-    def cm_close(self, endpoint: int) -> dict:
+    def cm_close(self, endpoint: int) -> protocol.CloseReply:
         self._drop_all(self.eps.pop(endpoint))
         return {"status": 0, "killed": False}
 
-    def cm_kill(self, endpoint: int) -> dict:
+    def cm_kill(self, endpoint: int) -> protocol.KillReply:
         t_us = self.now()
         self._drop_all(self.eps.pop(endpoint))
         return {"t_us": t_us, "pid": 1000 + endpoint}
@@ -140,7 +148,7 @@ class FakeAgent:
         """No command runs on the fake host but what a test scripts here (monkeypatch)."""
         raise AssertionError(f"the fake CM host runs no commands a test did not script: {argv}")
 
-    def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict]:
+    def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict[str, Any]]:
         """Only QPs: one per id that has one, ERR once closed."""
         assert kind == "qp", kind
         return [
@@ -161,24 +169,35 @@ class FakeAgent:
 
     # -- worker ops ----------------------------------------------------------
 
-    def _timed(self, **extra: Any) -> dict:
-        return {"t_us": self.now(), "us": 50, **extra}
+    def _timed(self) -> protocol.TimedReply:
+        return {"t_us": self.now(), "us": 50}
 
     def _rdma_error(self, op: str, err: int, handle: int | None = None) -> AgentCallError:
-        details = {"errno": err, "errno_name": errno.errorcode[err], "t_us": self.now(), "us": 40}
+        details: protocol.CMErrorDetails = {
+            "errno": err,
+            "errno_name": errno.errorcode[err],
+            "t_us": self.now(),
+            "us": 40,
+        }
         if handle is not None:  # the worker names an id only when it made one
             details["handle"] = handle
         return AgentCallError(
-            self.name, "cm_call", "rdma", f"cm {op}: {errno.errorcode[err]}", details
+            self.name, "cm_call", "rdma", f"cm {op}: {errno.errorcode[err]}", dict(details)
         )
 
     def op_listen(
-        self, ep: FakeEp, address: str, port: int, backlog: int, auto: str | None, private_data: str
-    ) -> dict:
+        self,
+        ep: FakeEp,
+        address: str,
+        port: int,
+        backlog: int,
+        auto: protocol.AutoAnswer | None,
+        private_data: str,
+    ) -> protocol.IdTimedReply:
         cid = ep.new_id()
         cid.state, cid.listen_on = "listen", (address, port)
         self.world.listeners[(address, port)] = (cid, auto)
-        return self._timed(id=cid.handle)
+        return {**self._timed(), "id": cid.handle}
 
     def op_connect(
         self,
@@ -188,7 +207,7 @@ class FakeAgent:
         src: str | None,
         private_data: str,
         resolve_timeout: float = 10.0,
-    ) -> dict:
+    ) -> protocol.ConnectReply:
         cid = ep.new_id()
         cid.local, cid.remote = f"{src or ADDRS[self.name]}:{40000 + cid.handle}", f"{dst}:{port}"
         ep.event(cid, "ADDR_RESOLVED")
@@ -196,7 +215,8 @@ class FakeAgent:
         found = self.world.listeners.get((dst, port))
         if found is None:
             raise self._rdma_error("connect", errno.ECONNREFUSED, cid.handle)
-        result = self._timed(id=cid.handle, qp={"addr": 1, "rkey": 2, "qp_num": 3, "length": 64})
+        qp: protocol.QPInfo = {"addr": 1, "rkey": 2, "qp_num": 3, "length": 64}
+        result: protocol.ConnectReply = {**self._timed(), "id": cid.handle, "qp": qp}
         cid.qpn = 3
         self.world.tick()
         listener, auto = found
@@ -210,12 +230,13 @@ class FakeAgent:
             listener.ep.host.op_accept(listener.ep, child.handle, "")
         return result
 
-    def op_accept(self, ep: FakeEp, id: int, private_data: str) -> dict:
+    def op_accept(self, ep: FakeEp, id: int, private_data: str) -> protocol.AcceptReply:
         child = ep.ids[id]
         assert child.peer is not None
         if child.peer.state == "gone":  # the peer gave the connect up: as siw_accept
             raise self._rdma_error("accept", errno.ECONNRESET, id)
-        result = self._timed(qp={"addr": 4, "rkey": 5, "qp_num": 6, "length": 64})
+        qp: protocol.QPInfo = {"addr": 4, "rkey": 5, "qp_num": 6, "length": 64}
+        result: protocol.AcceptReply = {**self._timed(), "qp": qp}
         child.state = child.peer.state = "up"
         child.qpn = 6
         child.ep.event(child, "ESTABLISHED")
@@ -223,7 +244,7 @@ class FakeAgent:
         child.peer.ep.event(child.peer, "ESTABLISHED", pdata=bytes.fromhex(private_data))
         return result
 
-    def op_reject(self, ep: FakeEp, id: int, private_data: str) -> dict:
+    def op_reject(self, ep: FakeEp, id: int, private_data: str) -> protocol.TimedReply:
         result = self._timed()
         child = ep.ids[id]
         assert child.peer is not None
@@ -231,17 +252,25 @@ class FakeAgent:
         child.state = child.peer.state = "idle"
         return result
 
-    def op_disconnect(self, ep: FakeEp, id: int) -> dict:
+    def op_disconnect(self, ep: FakeEp, id: int) -> protocol.TimedReply:
         result = self._timed()
         self._close(ep.ids[id])
         return result
 
     op_qp_err = op_disconnect
 
-    def op_write(self, ep: FakeEp, id: int, remote: dict, length: int, wait: float) -> dict:
+    def op_write(
+        self, ep: FakeEp, id: int, remote: protocol.RemoteBuffer, length: int, wait: float
+    ) -> protocol.WriteReply:
         """As siw: the WRITE completes once sent; one outside the acceptor's buffer
         (addr 4, rkey 5, 64 bytes: op_accept's) ends the connection on both sides."""
-        result = self._timed(wr_id=1, wc_status=0, wc_status_name="IBV_WC_SUCCESS", vendor_err=0)
+        result: protocol.WriteReply = {
+            **self._timed(),
+            "wr_id": 1,
+            "wc_status": 0,
+            "wc_status_name": "IBV_WC_SUCCESS",
+            "vendor_err": 0,
+        }
         if remote["rkey"] != 5 or not 4 <= remote["addr"] <= 4 + 64 - length:
             self.world.tick()
             self._close(ep.ids[id])
@@ -261,10 +290,15 @@ class FakeAgent:
             self.world.listeners.pop(cid.listen_on, None)
         cid.ep.ids.pop(cid.handle, None)
 
-    def op_destroy(self, ep: FakeEp, id: int, order: str = "qp_first") -> dict:
+    def op_destroy(
+        self, ep: FakeEp, id: int, order: protocol.DestroyOrder = "qp_first"
+    ) -> protocol.DestroyReply:
         if id not in ep.ids:
             raise self._rdma_error("destroy", errno.EBADF)
-        result = self._timed() if order == "qp_first" else self._timed(qp_us=30)
+        timed = self._timed()
+        result: protocol.DestroyReply = {"t_us": timed["t_us"], "us": timed["us"]}
+        if order != "qp_first":
+            result["qp_us"] = 30
         cid = ep.ids[id]
         cid.state = "gone"
         self._destroy(cid)
@@ -273,29 +307,29 @@ class FakeAgent:
     def op_scenario(
         self,
         ep: FakeEp,
-        steps: list[dict],
+        steps: list[protocol.ScenarioStep],
         after: int = 0,
         linger_s: float = 0.0,
         deadline_s: float = 30.0,
         start_us: int | None = None,
-    ) -> dict:
+    ) -> protocol.ScenarioReply:
         """Each step at once, in order (no trigger but the previous step's end), as
         the worker's script runs them (cm/script.py): results, and the log since ``after``."""
         names: dict[str, int] = {}
-        results = []
+        results: list[protocol.ScenarioStepResult] = []
         start = self.now()
         for i, step in enumerate(steps):
             params = dict(step.get("params", {}))
             if "id_of" in step or "id" in step:
                 params["id"] = names[step["id_of"]] if "id_of" in step else step["id"]
-            res: dict[str, Any] = {"index": i, "op": step["op"]}
+            res: protocol.ScenarioStepResult = {"index": i, "op": step["op"], "result": "ok"}
             try:
                 reply = getattr(self, "op_" + step["op"])(ep, **params)
             except AgentCallError as e:
-                res.update(result=e.details["errno_name"], t_us=e.details["t_us"], us=40)
+                res.update({"result": e.details["errno_name"], "t_us": e.details["t_us"], "us": 40})
                 results.append(res)
                 continue
-            res.update(result="ok", t_us=reply["t_us"], us=reply["us"])
+            res.update({"t_us": reply["t_us"], "us": reply["us"]})
             res["id"] = reply.get("id", params.get("id"))
             if "name" in step:
                 res["name"] = step["name"]
@@ -306,14 +340,19 @@ class FakeAgent:
         return {"t_us": start, "end_us": self.now(), "steps": results, "log": ep.log[after:]}
 
     def op_events(
-        self, ep: FakeEp, after: int, wait: float, types: list | None, id: int | None
-    ) -> dict:
+        self,
+        ep: FakeEp,
+        after: int,
+        wait: float,
+        types: list[protocol.CMEventType] | None,
+        id: int | None,
+    ) -> protocol.EventsReply:
         return {"log": ep.log[after:], "t_us": self.now()}
 
-    def op_handles(self, ep: FakeEp) -> dict:
+    def op_handles(self, ep: FakeEp) -> protocol.HandlesReply:
         return {"ids": sorted(ep.ids)}
 
-    def op_pause(self, ep: FakeEp, on: bool) -> dict:
+    def op_pause(self, ep: FakeEp, on: bool) -> protocol.TimedReply:
         return self._timed()
 
 

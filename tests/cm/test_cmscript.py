@@ -12,6 +12,7 @@ import io
 import json
 import threading
 import time
+from typing import cast
 
 import pytest
 from fake_rdma import FakeLib
@@ -158,7 +159,7 @@ def test_the_log_starts_after_the_callers_cursor_and_lingers(
     ],
 )
 def test_malformed_scripts_are_refused_before_any_step_runs(
-    worker: tuple[Worker, FakeLib], steps: list, says: str | None
+    worker: tuple[Worker, FakeLib], steps: list[dict[str, object]], says: str | None
 ) -> None:
     """The same check (protocol.scenario_problems) runs on the controller before sending."""
     w, lib = worker
@@ -172,8 +173,9 @@ def test_malformed_scripts_are_refused_before_any_step_runs(
     answer = json.loads(out.getvalue())["error"]
     assert answer["type"] == "bad_params" and says in answer["message"]
     assert lib.cm.calls == [] or all(n == "rdma_create_event_channel" for n, _ in lib.cm.calls)
+    # Called as the server calls it, with the wire's steps unchecked: the worker checks them.
     with pytest.raises(ScenarioError):
-        w.scenario(steps=steps)
+        w.scenario(steps=cast("list[protocol.ScenarioStep]", steps))
 
 
 def test_a_script_starts_at_its_start_time_and_its_first_step_says_how_late(

@@ -11,6 +11,7 @@ import io
 import json
 import threading
 import time
+from typing import Any
 
 import pytest
 from fake_rdma import FakeLib
@@ -24,14 +25,21 @@ from hil.agent.remote.librdmacm import RdmaError
 ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST, ESTABLISHED = 0, 2, 4, 9
 
 
+def only_events(log: list[protocol.CMLogEntry]) -> list[protocol.CMEventEntry]:
+    """``log``'s entries, each of which must be an event (no action, no read error)."""
+    events = [e for e in log if e["kind"] == "event"]
+    assert len(events) == len(log), log
+    return events
+
+
 def test_auto_accepting_listener_answers_in_the_worker(worker: tuple[Worker, FakeLib]) -> None:
     w, lib = worker
     listener = w.listen("198.18.0.2", 7471, backlog=4, auto="accept", private_data="6f6b")["id"]
     child = lib.cm.new_id()
     lib.cm.push(CONNECT_REQUEST, child, w.ch._id(listener).ptr, 0, b"hi")
     log = w.events(after=0, wait=2.0, types=["CONNECT_REQUEST"])["log"]
-    log = [e for e in log if e["kind"] == "event"]
-    assert [(e["type"], e["listen_id"], e["private_data"]) for e in log] == [
+    requests = [e for e in log if e["kind"] == "event"]
+    assert [(e["type"], e["listen_id"], e["private_data"]) for e in requests] == [
         ("CONNECT_REQUEST", listener, "6869")
     ]
     deadline = time.monotonic() + 2
@@ -41,7 +49,7 @@ def test_auto_accepting_listener_answers_in_the_worker(worker: tuple[Worker, Fak
     assert (action["kind"], action["name"], action["id"], action["result"]) == (
         "action",
         "accept",
-        log[0]["id"],
+        requests[0]["id"],
         "ok",
     )
     assert action["params"] == {"private_data": "6f6b", "auto": True}
@@ -55,7 +63,7 @@ def test_events_wait_for_a_match_and_time_out(worker: tuple[Worker, FakeLib]) ->
     assert w.events(after=0, wait=0.2, types=["ESTABLISHED"])["log"] == []
     assert 0.15 < time.monotonic() - start < 2
     lib.cm.push(ESTABLISHED, w.ch._id(h).ptr)
-    got = w.events(after=0, wait=2.0, types=["ESTABLISHED"], id=h)["log"]
+    got = only_events(w.events(after=0, wait=2.0, types=["ESTABLISHED"], id=h)["log"])
     assert [(e["type"], e["id"], e["seq"]) for e in got] == [("ESTABLISHED", h, 1)]
     assert w.events(after=1, wait=0.0)["log"] == []
 
@@ -179,9 +187,9 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     w, lib = worker
     out = io.BytesIO()
     server = Server(w, out)
-    answered: dict[str, dict] = {}
+    answered: dict[protocol.CMOpName, dict[str, Any]] = {}
 
-    def op(name: str, **params) -> dict:
+    def op(name: protocol.CMOpName, **params: Any) -> dict[str, Any]:
         server._run(len(answered) + 1, name, params)
         answer = json.loads(out.getvalue().splitlines()[-1])
         assert "result" in answer, answer

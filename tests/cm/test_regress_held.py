@@ -13,6 +13,7 @@ import socket
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,10 +68,11 @@ class ScriptedHost:
         self.calls.append([Path(argv[0]).name, *argv[1:]])
         return CommandResult(tuple(argv), 0, self.ss, "")
 
-    def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict]:
+    def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict[str, Any]]:
         self.calls.append(["rows", kind])
         seen = sum(1 for c in self.calls if c[0] == "rows")
-        return json.loads(self.ids[min(seen, len(self.ids)) - 1] or "[]")
+        rows: list[dict[str, Any]] = json.loads(self.ids[min(seen, len(self.ids)) - 1] or "[]")
+        return rows
 
 
 def test_waiting_for_the_first_child_looks_until_rdma_cm_has_it(

@@ -98,7 +98,7 @@ def endpoint(rec: Rec, side: str, worker: Worker, offset_us: int = 0) -> Endpoin
     return Endpoint(rec, side, host, agent, ClockOffset(host, offset_us, 300), 1, 4242)  # type: ignore[arg-type]
 
 
-def test_steps_go_out_as_the_hosts_handles_and_clock(workers: list) -> None:
+def test_steps_go_out_as_the_hosts_handles_and_clock(workers: list[tuple[Worker, FakeLib]]) -> None:
     (w, _), _ = workers
     ep = endpoint(Rec(), "b", w, offset_us=5_000_000)  # host clock = controller - 5 s
     step = Step("destroy", cm_id="b:1.7", at_us=9_000_000, after_us=40)
@@ -110,7 +110,9 @@ def test_steps_go_out_as_the_hosts_handles_and_clock(workers: list) -> None:
     assert Script((Step("pause"),)).starting_at(6_000_000).to_wire(ep)["start_us"] == 1_000_000
 
 
-def test_a_run_is_recorded_like_calls_and_events_come_once(workers: list) -> None:
+def test_a_run_is_recorded_like_calls_and_events_come_once(
+    workers: list[tuple[Worker, FakeLib]],
+) -> None:
     (w, lib), _ = workers
     rec = Rec()
     ep = endpoint(rec, "b", w, offset_us=1_000)
@@ -138,7 +140,9 @@ def test_a_run_is_recorded_like_calls_and_events_come_once(workers: list) -> Non
     assert got.step("c") is step and got.start_us <= step.t_us <= got.end_us
 
 
-def test_scripts_start_together_and_the_gap_is_read_back(workers: list) -> None:
+def test_scripts_start_together_and_the_gap_is_read_back(
+    workers: list[tuple[Worker, FakeLib]],
+) -> None:
     (wa, _), (wb, _) = workers
     rec = Rec()
     a, b = endpoint(rec, "a", wa), endpoint(rec, "b", wb)
@@ -154,7 +158,9 @@ def test_scripts_start_together_and_the_gap_is_read_back(workers: list) -> None:
     assert [x.name for x in rec.actions] == ["pause", "pause"]
 
 
-def test_two_hosts_known_to_each_other_are_apart_by_their_relative_clock(workers: list) -> None:
+def test_two_hosts_known_to_each_other_are_apart_by_their_relative_clock(
+    workers: list[tuple[Worker, FakeLib]],
+) -> None:
     """Host B's offset derived from A's through the host-to-host clock: two runs' times
     compare to that clock's uncertainty, not the sum of both offsets'."""
     (wa, _), (wb, _) = workers

@@ -109,6 +109,8 @@ def test_cm_workers_die_with_their_agent(cm_pair: CMPair, end: str) -> None:
     from hil.agent import Agent
 
     name = cm_pair.pair.host_a.name
+    address = cm_pair.pair.rnic_a.address
+    assert address is not None  # CMSession refuses a pair without data addresses
     probe = cm_pair.hosts.agent(name)
     before = probe.rdma_resources(["cm_id"])["cm_id"]
     extra = Agent.start(cm_pair.hosts.session(name), cm_pair.hosts.host(name))
@@ -118,7 +120,7 @@ def test_cm_workers_die_with_their_agent(cm_pair: CMPair, end: str) -> None:
             "cm_call",
             endpoint=worker["endpoint"],
             op="listen",
-            params={"address": str(cm_pair.pair.rnic_a.address.ip), "port": 7999},
+            params={"address": str(address.ip), "port": 7999},
         )
         assert probe.rdma_resources(["cm_id"])["cm_id"] == before + 1
         if end == "sigkill":

@@ -39,10 +39,10 @@ def test_clock_keeps_the_tightest_round_trip() -> None:
     samples = iter([1000 + 10 - 400, 5000 + 10 - 400, 9000 + 10 - 400])
     real = clock.controller_us
     try:
-        clock.controller_us = lambda: next(ticks)  # type: ignore[assignment]
+        clock.controller_us = lambda: next(ticks)
         off = clock.estimate("h", lambda: next(samples), rounds=3)
     finally:
-        clock.controller_us = real  # type: ignore[assignment]
+        clock.controller_us = real
     assert (off.offset_us, off.uncertainty_us) == (5050 - 4610, 50)
     with pytest.raises(InputError, match="rounds must be >= 1"):
         clock.estimate("h", lambda: 0, rounds=0)

@@ -15,6 +15,7 @@ import fake_cm
 import pytest
 from fake_cm import Cid, FakeAgent, FakeCMWorld, FakeEp
 
+from hil.agent import protocol
 from hil.cm import clock, endpointcore, recording, steps
 from hil.cm.sequences import linkpull
 from hil.cm.session import CMSession
@@ -53,7 +54,7 @@ class SlowClose:
         self.now, self.delay_us = now, int(delay_s * 1e6)
         self.pending: list[tuple[int, Cid]] = []
 
-    def disconnect(self, agent: FakeAgent, ep: FakeEp, id: int) -> dict[str, Any]:
+    def disconnect(self, agent: FakeAgent, ep: FakeEp, id: int) -> protocol.TimedReply:
         result = agent._timed()
         cid = ep.ids[id]
         peer = cid.peer
@@ -65,7 +66,7 @@ class SlowClose:
             self.pending.append((self.now.t_us + self.delay_us, cid))
         return result
 
-    def events(self, ep: FakeEp, after: int, wait: float, **_: Any) -> dict[str, Any]:
+    def events(self, ep: FakeEp, after: int, wait: float, **_: Any) -> protocol.EventsReply:
         due = [(t, c) for t, c in self.pending if c.ep is ep]
         if due and due[0][0] <= self.now.t_us + wait * 1e6:
             self.now.t_us = max(self.now.t_us, due[0][0])
