@@ -64,6 +64,7 @@ KEEP = 40  # kernel log lines kept per host, for the report
 CONSOLE_BEFORE = 10  # console lines kept before its first crash line
 R = TypeVar("R")
 DEFAULT_BOUND = 60.0  # seconds without an answer before a host is declared unreachable
+MESSAGE_PREFIX = "hil: HostCrashed: "  # how a test ended by a crash fails (its report category)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,12 @@ class Crash:
     def __str__(self) -> str:
         what = "kernel crash" if self.kind == "kernel_crash" else "unreachable"
         return f"{self.host}: {what}: {self.detail}"
+
+    def message(self, test: str) -> str:
+        """The failure message of ``test``, which this crash ended (the report files it
+        under **Host crashed**: hil.report.categories)."""
+        kind = "kernel crash" if self.kind == "kernel_crash" else "stopped answering"
+        return f"{MESSAGE_PREFIX}{self.host}: host crashed ({kind}) during {test}: {self.detail}"
 
     def with_console(self, lines: Sequence[str], source: str, fresh: Sequence[str]) -> Crash:
         """This crash with the host's console attached: around the first crash line of

@@ -40,9 +40,6 @@ from hil.host.liveness import DEFAULT_BOUND, Crash
 from hil.plugin import option_group
 from hil.plugin.attempts import hil_session, pair_run
 from hil.plugin.consoles import mark_consoles, with_console
-from hil.report.crash import CRASH_KEY, attach_crash, crashed, message
-
-__all__ = ["arm", "crashed", "disarm", "report_crash", "signaller"]
 from hil.timeouts import seconds
 
 if TYPE_CHECKING:
@@ -64,6 +61,8 @@ class CrashState:
 
     summary: list[str] = field(default_factory=list)
     armed: pytest.Item | None = None
+    crash: Crash | None = None  # the test under way's, once its TestRun noticed one
+    told: bool = False  # the test failed saying so already
     lock: threading.Lock = field(default_factory=threading.Lock)
     previous_handler: Any = None
 
@@ -109,11 +108,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _make_handler(state: CrashState) -> Any:
     def handler(signum: int, frame: FrameType | None) -> None:
         # No lock: the handler runs in the main thread, which may hold it (disarming).
-        item = state.armed
-        crash = None if item is None else crashed(item)
+        item, crash = state.armed, state.crash
         if item is None or crash is None:
             return  # a late signal: the test it was for is over
-        pytest.fail(message(crash, item.nodeid), pytrace=False)
+        state.told = True
+        pytest.fail(crash.message(item.nodeid), pytrace=False)
 
     return handler
 
@@ -125,22 +124,33 @@ def _make_handler(state: CrashState) -> Any:
 # crash there themselves (the fixture then fails the test saying so).
 
 
+def crashed(config: pytest.Config) -> Crash | None:
+    """The crash of a pair host under the test under way (or just over), once noticed."""
+    state = config.stash.get(_STATE, None)
+    return None if state is None else state.crash
+
+
 def signaller(item: pytest.Item) -> Callable[[Crash], None] | None:
     """What the TestRun's watch calls on a crash: keep it, end the armed test at once."""
     state = item.config.stash.get(_STATE, None)
     if state is None or threading.current_thread() is not threading.main_thread():
         return None
+    state.crash, state.told = None, False  # a new test
     main = threading.main_thread().ident
     assert main is not None
 
     def on_crash(crash: Crash) -> None:
         with state.lock:
-            if state.armed is not item:
-                return
-            item.stash[CRASH_KEY] = crash
-            signal.pthread_kill(main, CRASH_SIGNAL)
+            state.crash = crash
+            if state.armed is item:
+                signal.pthread_kill(main, CRASH_SIGNAL)
 
     return on_crash
+
+
+def describer(item: pytest.Item) -> Callable[[Crash], Crash]:
+    """A crash with a virtual lab guest's console tail, when the lab keeps one."""
+    return lambda crash: with_console(item, crash)
 
 
 def arm(item: pytest.Item) -> None:
@@ -161,12 +171,17 @@ def disarm(item: pytest.Item) -> None:
             state.armed = None
 
 
-def report_crash(item: pytest.Item, crash: Crash) -> str:
-    """Keep the crash (with a lab guest's console tail) for the report; its message."""
-    crash = with_console(item, crash)
-    item.stash[CRASH_KEY] = crash
-    attach_crash(crash)
-    return message(crash, item.nodeid)
+def noticed(item: pytest.Item, crash: Crash) -> str | None:
+    """Keep a crash the test's TestRun told; the test's failure message, or None when the
+    test failed saying so already."""
+    state = item.config.stash.get(_STATE, None)
+    if state is None:
+        return crash.message(item.nodeid)
+    state.crash = crash
+    if state.told:
+        return None
+    state.told = True
+    return crash.message(item.nodeid)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -177,7 +192,7 @@ def pytest_runtest_protocol(
     try:
         return (yield)
     finally:
-        crash, run, hs = crashed(item), pair_run(item), hil_session(item.config)
+        crash, run, hs = crashed(item.config), pair_run(item), hil_session(item.config)
         if crash is not None and run is not None and hs is not None and hs.store is not None:
             _after_crash(item, hs, run, crash)
 
@@ -189,21 +204,27 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     t = None if hs is None else hs.current
     if t is None:
         return (yield)
+    error: BaseException | None = None
     try:
         result = yield
     except _NOT_FAILURES:
         raise
-    except BaseException:
+    except BaseException as e:
         disarm(item)
         # Failed on its own: was it because a host went down? Ask the watch first.
-        if crashed(item) is None and t.confirm_crash() is None:
+        if t.confirm_crash() is None:
             raise
-        result = None
-    crash = crashed(item) or t.crashed
+        result, error = None, e
+    crash = t.crashed
     if crash is None:
         return result
+    why = noticed(item, crash)
+    if why is None:  # the watch's signal ended the call, saying so
+        if error is not None:
+            raise error
+        return result
     # The watch's signal may have come too late to end the call (or found it over).
-    pytest.fail(report_crash(item, crash), pytrace=False)
+    pytest.fail(why, pytrace=False)
 
 
 # -- after the crashed test ---------------------------------------------------------

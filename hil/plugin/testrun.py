@@ -143,7 +143,9 @@ def hil_test(request: pytest.FixtureRequest) -> Iterator[TestRun | None]:
     if hs.test_options is None:
         hs.test_options = test_options(request.config)
     item = request.node
-    with run.test(item.nodeid, hs.test_options, rdma=rdma, on_crash=crash.signaller(item)) as t:
+    signal = crash.signaller(item)
+    describe = crash.describer(item)
+    with run.test(item.nodeid, hs.test_options, rdma=rdma, on_crash=signal, describe=describe) as t:
         hs.current = t
         crash.arm(item)
         try:
@@ -165,8 +167,9 @@ def _conclude(item: pytest.Item, t: TestRun) -> None:
         name = f"known kernel finding {match.finding.id} on {match.report.host}"
         item.add_report_section("teardown", name, match.report.text())
     if result.crash is not None:
-        if crash.crashed(item) is None:  # the call was over: say it here
-            pytest.fail(crash.report_crash(item, result.crash), pytrace=False)
+        why = crash.noticed(item, result.crash)
+        if why is not None:  # noticed in the after-test stages: say it here
+            pytest.fail(why, pytrace=False)
         return
     if result.failures:
         pytest.fail("\n\n".join(result.failures), pytrace=False)

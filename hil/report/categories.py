@@ -10,7 +10,7 @@ The agreement with suites and the CM engine (see the package docstring):
   test with it);
 - a **host crashed** failure is a test whose host panicked, oopsed or
   stopped answering under it (the crash plugin fails it with
-  ``hil: HostCrashed: ...``, :mod:`hil.report.crash`); it is in no other
+  ``hil: HostCrashed: ...``, :meth:`hil.host.liveness.Crash.message`); it is in no other
   category;
 - a **lab / infrastructure error** is an exception of the ``hil.errors.HilError``
   tree (SSH, agent, reservation, lab), the hil plugin's ``hil: <Class>: ...``
@@ -42,7 +42,7 @@ TIMEOUT_MESSAGE = "Failed: Timeout"
 FIXTURE_FAILURE = r"Failed: hil: \w+: "
 INFRASTRUCTURE = "Lab / infrastructure errors"
 HOST_CRASHED = "Host crashed"
-# The crash plugin's failure (hil.report.crash.MESSAGE_PREFIX), as pytest.fail words it.
+# A crashed test's failure (hil.host.liveness.MESSAGE_PREFIX), as pytest.fail words it.
 CRASH_FAILURE = r"Failed: hil: HostCrashed: "
 KNOWN_FLAKY = "Known flaky"
 KNOWN_FLAKY_PREFIX = "known flaky: "

@@ -27,7 +27,7 @@ work only when allure-pytest writes results (``--alluredir``):
   the end (a failure's message starts ``known flaky:``, its own category);
 - at the end: ``categories.json``, ``executor.json`` (``HIL_BUILD_ORDER``
   numbers a run outside CI), ``environment.properties`` (read through the
-  agents after the first test on the pair, so that it never delays a setup;
+  agents before the first test on the pair, while its hosts answer;
   with ``provider``, ``profile`` and each host's ``HOST.provider``: what pair
   setup found, e.g. ``siw on siw_eth1 (siw fallback on HOST: the inventory
   says iw_cxgb4)``, never the inventory's claim)
@@ -49,7 +49,6 @@ import pytest
 
 from hil.report import attach, quarantine
 from hil.report.categories import write_categories
-from hil.report.crash import crashed
 from hil.report.environment import write_properties
 from hil.report.executor import write_executor
 from hil.report.labels import label_module_params, label_provider, labels_for
@@ -179,10 +178,10 @@ def _hil_report(request: pytest.FixtureRequest) -> Iterator[None]:
             request.getfixturevalue("hil_setup")  # the provider label is what setup found
         label_provider(item, observer)
         label_module_params(request)
-    yield
-    if on_pair and crashed(item) is None:  # a crashed host would only make us wait
-        # After the test, once: its commands never delay the pair's setup or a test.
+        # Once, before the first test on the pair: its hosts answer then (after a test,
+        # one that crashed would only make us wait).
         _gather_environment(request)
+    yield
     attach.attach_metrics(item.nodeid)
 
 

@@ -9,8 +9,9 @@
 - ``kernel_findings``: each host's kmemleak report;
 - ``wire_verdict``: the wire verdict, the decoded exchange and each
   timeline's picture with the wire lane;
-- ``test_finished``: the captures (``--hil-pcap``) and the NIC and debugfs
-  snapshots (``--hil-hw-evidence``) of a failed test, or of every test.
+- ``test_finished``: a crashed host's last kernel log lines; the captures
+  (``--hil-pcap``) and the NIC and debugfs snapshots (``--hil-hw-evidence``)
+  of a failed test, or of every test.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hil.report import attach
+from hil.report.crash import attach_crash
 from hil.report.observer import AllureObserver
 from hil.report.results import KNOWN_KERNEL_LABEL
 
@@ -81,6 +83,8 @@ class AllureTestObserver(AllureObserver):
             attach.attach_wire_timeline(tl, report.exchange, report.verdict, verdict)
 
     def test_finished(self, result: TestResult) -> None:
+        if result.crash is not None:
+            attach_crash(result.crash)
         failed = not result.ok
         wire, ev = self._wire, self._evidence
         if wire is not None and (

@@ -301,6 +301,7 @@ class PairRun:
         *,
         rdma: bool = True,
         on_crash: Callable[[Crash], None] | None = None,
+        describe: Callable[[Crash], Crash] | None = None,
     ) -> TestRun:
         """One test on the pair, every stage around it in order
         (:class:`hil.run.testrun.TestRun`; use it as a context manager).  The pair is
@@ -311,7 +312,7 @@ class PairRun:
             self.set_up()
         else:
             self.open_hosts()
-        return TestRun(self, name, options, rdma=rdma, on_crash=on_crash)
+        return TestRun(self, name, options, rdma=rdma, on_crash=on_crash, describe=describe)
 
     def skipped(self, name: str, reason: str) -> None:
         """Tell the observers of a test skipped before its setup (the pair lacks what it

@@ -67,6 +67,7 @@ from hil.run.observer import (
     TestResult,
 )
 from hil.run.wirestage import WireStage
+from hil.wire.capture import COUNT
 
 if TYPE_CHECKING:
     from hil.host.hwevidence import HostSnapshot, HwEvidence, Target
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WIRE_PACKETS = 2000  # hil.wire.capture.COUNT: the first N packets per point and test
+WIRE_PACKETS = COUNT  # the first N packets per capture point and test
 
 
 @dataclass(frozen=True)
@@ -143,12 +144,14 @@ class TestRun:
         *,
         rdma: bool = True,
         on_crash: Callable[[Crash], None] | None = None,
+        describe: Callable[[Crash], Crash] | None = None,
     ) -> None:
         self.run = run
         self.name = name
         self.options = options or TestOptions()
         self.rdma = rdma  # the pair is set up for RDMA: every stage; else marker and watch
         self._on_crash = on_crash  # also told of a crash the watch declares (any thread)
+        self._describe = describe  # adds what else is known of a crash (a console's tail)
         self._watch: Watch | None = None
         self._attempt: int | None = None
         self._keeper = _Keeper()
@@ -167,6 +170,8 @@ class TestRun:
 
     def crash(self, crash: Crash) -> None:
         """A host of the pair crashed: no stage asks the hosts any more (any thread)."""
+        if self._describe is not None:
+            crash = self._describe(crash)
         with self._lock:
             if self._crash is None:
                 self._crash = crash
@@ -269,8 +274,8 @@ class TestRun:
 
         def noticed(crash: Crash) -> None:
             self.crash(crash)
-            if self._on_crash is not None:
-                self._on_crash(crash)
+            if self._on_crash is not None and self._crash is not None:
+                self._on_crash(self._crash)
             # The test's own cleanup must not wait out a call bound on the dead host:
             # with its agent and session dropped, those calls fail at once.
             run.hosts.forget(crash.host)

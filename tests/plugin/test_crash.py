@@ -166,4 +166,4 @@ def test_a_crasher_is_not_run_again_unless_asked_and_a_dead_runs_marker_is_repor
     again.assert_outcomes(failed=1)
     again.stdout.fnmatch_lines(["*Timeout (test layer, 2 s)*test_change*"])
     with open_store(str(store)) as s:
-        assert json.dumps([x.outcome for x in s.attempts(limit=1)]) == '["failed"]'
+        assert json.dumps([x.outcome for x in s.attempts(limit=1)]) == '["timed out"]'

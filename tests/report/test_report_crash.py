@@ -6,7 +6,10 @@ import pytest
 
 from hil.host.liveness import Crash
 from hil.report.categories import HOST_CRASHED, INFRASTRUCTURE, KNOWN_FLAKY, category_of
-from hil.report.crash import message
+
+def message(crash: Crash, test: str) -> str:
+    return crash.message(test)
+
 
 PANIC = Crash("lab-1", "kernel_crash", "Kernel panic - not syncing: sysrq triggered crash")
 SILENT = Crash("lab-0", "unreachable", "no answer from its agent or SSH for 61 s")
