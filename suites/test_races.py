@@ -34,7 +34,7 @@ from hil.cm.session import CMSession
 from hil.judge.contract import check
 from hil.judge.profiles import Profiles
 from hil.plugin.api import Contract, explain, seen
-from hil.plugin.metrics import TestMetrics
+from hil.report.metricsfixture import TestMetrics
 from hil.report.attach import note
 
 # A sweep's suite budget: stop once each order of the race was reached once; capped.

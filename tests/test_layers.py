@@ -226,3 +226,21 @@ def test_the_agent_protocol_is_one_stdlib_package_both_ends_import() -> None:
         or (_under(d, "hil.agent.remote") and not _under(m, "hil.agent.remote"))
     ]
     assert not bad, "\n".join(bad)
+
+
+def test_the_pytest_plugin_reports_only_through_observers() -> None:
+    # The report is an observer of runs and tests (hil/run/observer.py) and a pytest plugin
+    # of its own (hil-report in pytest11); the hil plugin neither imports nor loads it.
+    bad = [
+        f"{m} imports {d}"
+        for m in GRAPH
+        if _under(m, "hil.plugin")
+        for d in GRAPH[m]
+        if _under(d, "hil.report")
+    ]
+    named = [
+        str(path.relative_to(HIL.parent))
+        for module, path in MODULES.items()
+        if _under(module, "hil.plugin") and '"hil.report' in path.read_text()
+    ]
+    assert not bad and not named, bad + named

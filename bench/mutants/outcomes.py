@@ -44,9 +44,11 @@ def junit_outcomes(path: Path, suite: str) -> tuple[list[tuple[str, str]], list[
     """Failed (id, reason) and errored ids, and the number of tests, from a JUnit report.
 
     A test fails in its call (an assertion, the contract) or in its teardown
-    with a verdict (``pytest.fail`` of the wire judge or the after-test
-    checks: "failed on teardown with "Failed: ..."): both kill.  Any other
-    error (setup, a crash of the harness) says nothing about the kernel.
+    with a verdict (``pytest.fail`` of the test's TestRun: the wire judge, the
+    after-test checks: "failed on teardown with "Failed: ..."): both kill.  A
+    teardown that starts with a lab error (``Failed: hil: LabError: ...``: a
+    stage could not run) and any other error (setup, a crash of the harness)
+    say nothing about the kernel.
     """
     failed: dict[str, str] = {}
     errored: list[str] = []
@@ -56,7 +58,9 @@ def junit_outcomes(path: Path, suite: str) -> tuple[list[tuple[str, str]], list[
         tests.add(test_id)  # a teardown error repeats the test case
         for bad in (e for e in case if e.tag in ("failure", "error")):
             message = f"{bad.get('message') or ''}\n{bad.text or ''}".strip()  # text: in full
-            verdict_ = bad.tag == "failure" or 'failed on teardown with "Failed: ' in message
+            on_teardown = 'failed on teardown with "Failed: ' in message
+            lab = 'failed on teardown with "Failed: hil: LabError: ' in message
+            verdict_ = bad.tag == "failure" or (on_teardown and not lab)
             if verdict_ and test_id not in failed:
                 failed[test_id] = _reason(message)
             elif not verdict_:

@@ -21,8 +21,8 @@ EPILOG = """exit codes:
   1  bad input (inventory, arguments, unknown names)
   2  busy or timed out (pair held by someone else, --wait expired)
   3  infrastructure error (store, SSH, agent, lab)
-  4  a rule was violated: the RDMA CM contract (hil cm run), a wire rule
-     (hil wire judge)
+  4  a rule was violated: the RDMA CM contract, a wire rule or the after-test
+     checks (hil cm run), a wire rule (hil wire judge)
   5  hosts not ready: a readiness check failed (hil host doctor, pair setup),
      a host failed hil lab-check or is quarantined
 

@@ -93,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     json_option(
         p,
         help='print one JSON object: {"lease", "setup", "provider", "timeline", "verdict", '
-        '"evidence", "wire", "outcome", "ok", "failures", "lab_errors"}',
+        '"evidence", "wire", "kmemleak", "outcome", "ok", "failures", "lab_errors"}',
     )
     p.set_defaults(func=_run)
 

@@ -3,7 +3,8 @@
 The text observer prints the timeline and each verdict as the test's stages
 give them; the JSON observer gathers one object printed at the end:
 ``{"lease", "setup", "provider", "timeline", "verdict", "evidence", "wire",
-"kmemleak", "outcome", "failures", "lab_errors"}``.
+"kmemleak", "outcome", "ok", "failures", "lab_errors"}`` (``kmemleak`` on a
+kernel that runs it).
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ lives and releases it at the end.  Tests get the pair from the ``hil_pair``
 session fixture; ``@pytest.mark.hil_requires("driver=iw_cxgb4", ...)`` skips
 a test whose requirements the reserved pair does not meet.
 
+The Allure report and the ``hil_metrics`` fixture are a plugin of their own
+(``hil-report``: :mod:`hil.report.plugin`), an observer of the runs and tests
+this one makes.
+
 Session fixtures (one :class:`hil.run.PairRun` behind them all): ``hil_run``,
 ``hil_pair``, ``hil_hosts``, ``hil_journal``, ``hil_setup``.  Per-test
 fixtures for CM tests (:mod:`hil.plugin.fixtures`): ``profile``, ``cm``,
@@ -44,8 +48,6 @@ pytest_plugins = [
     "hil.plugin.timeouts",  # the agent call, step, test and session timeout layers
     "hil.plugin.attempts",  # each test's attempt marker: what ran when a run or host died
     "hil.plugin.crash",  # a host that crashes under a test: noticed, recovered or quarantined
-    "hil.report.plugin",  # Allure labels, captures and run files (docs/reports.md)
-    "hil.plugin.metrics",  # hil_metrics: a test records a metric for the trends
 ]
 # pytest marks a pytest_plugins module for assertion rewriting only just before
 # it imports it, and refuses (PytestAssertRewriteWarning, an error under our

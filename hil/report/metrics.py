@@ -4,7 +4,7 @@ A metric is a name, a value, a unit and labels (``scenario=close``,
 ``step=connect``, ``race=destroy_vs_reply``): one *series* per name and label
 set, written ``name{k=v,...}`` (the key of the history, the trend charts and
 the thresholds, :mod:`hil.report.metrics_history`).  Tests record through the
-``hil_metrics`` fixture (:mod:`hil.plugin.metrics`, the same methods as
+``hil_metrics`` fixture (:mod:`hil.report.metricsfixture`, the same methods as
 :data:`RECORDER`); library code calls :data:`RECORDER` or
 :func:`hil.report.attach.metric`::
 

@@ -1,7 +1,9 @@
-"""The reporting half of the pytest plugin: Allure labels, packet captures, run files.
+"""The reporting plugin (``hil-report`` in ``pytest11``): Allure labels, captures, run files.
 
-Registered by ``hil.plugin``; it works with any test and does its Allure
-work only when allure-pytest writes results (``--alluredir``):
+An observer of the ``hil`` plugin's runs and tests; it works with any test
+and does its Allure work only when allure-pytest writes results
+(``--alluredir``).  It also gives tests ``hil_metrics``
+(:mod:`hil.report.metricsfixture`):
 
 - labels on every test (:mod:`hil.report.labels`): ``suite`` and
   ``parentSuite`` (the module without ``test_``; ``subSuite`` the test
@@ -67,6 +69,7 @@ ENV_KEY = pytest.StashKey[dict[str, str]]()
 REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 OBSERVER_KEY = pytest.StashKey[AllureTestObserver]()
 PAIR_KEY = pytest.StashKey[str]()
+pytest_plugins = ["hil.report.metricsfixture"]
 METRICS_GLOB = "hil-metrics*.json"  # one file per process: xdist workers write side by side
 
 

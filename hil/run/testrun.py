@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from hil.cm.observer import Observer as CMObserver
 from hil.errors import HilError
@@ -73,7 +73,15 @@ if TYPE_CHECKING:
     from hil.host.hwevidence import HostSnapshot, HwEvidence, Target
     from hil.host.liveness import Crash, Watch
     from hil.judge.known import KnownFinding
-    from hil.run.pairrun import PairRun
+    from hil.host.hosts import Hosts
+    from hil.host.pairsetup import PairState
+    from hil.inventory.model import Pair
+    from hil.judge.profiles import Profiles
+    from hil.reservation import Lease
+    from hil.reservation.store import Store
+    from hil.run.observer import Observers
+    from hil.run.pairfacts import PairFacts
+    from hil.run.provider import Provider
     from hil.wire.judge import WireReport
 
 log = logging.getLogger(__name__)
@@ -96,6 +104,31 @@ class TestOptions:
     hw_snapshots: bool = False  # ethtool -S and debugfs before/after, for the report
     liveness_s: float = 0.0  # the crash watch's bound (0: no watch)
     attempts: bool = True  # the attempt marker in the store
+
+
+class TestedPair(Protocol):
+    """What a TestRun needs of its pair run (:class:`hil.run.PairRun` is one)."""
+
+    @property
+    def pair(self) -> Pair: ...
+    @property
+    def hosts(self) -> Hosts: ...
+    @property
+    def provider(self) -> Provider: ...
+    @property
+    def state(self) -> PairState: ...
+    @property
+    def facts(self) -> PairFacts: ...
+    @property
+    def profile(self) -> Profiles: ...
+    @property
+    def pinned(self) -> dict[str, dict[str, str]]: ...
+    @property
+    def lease(self) -> Lease: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def observers(self) -> Observers: ...
 
 
 class _Keeper(CMObserver):
@@ -128,7 +161,6 @@ class _Collected:
 
     def lab_error(self, text: str) -> None:
         self.lab_errors.append(text)
-        self.failures.append(f"hil: LabError: {text}")
 
 
 class TestRun:
@@ -138,7 +170,7 @@ class TestRun:
 
     def __init__(
         self,
-        run: PairRun,
+        run: TestedPair,
         name: str,
         options: TestOptions | None = None,
         *,
@@ -421,7 +453,7 @@ class TestRun:
         outcome: Outcome = ended
         if self._crash is not None:
             outcome = "host crashed"
-        elif ended == "passed" and found.failures:
+        elif ended == "passed" and (found.failures or found.lab_errors):
             outcome = "failed"
         return TestResult(
             self.name,
@@ -430,19 +462,20 @@ class TestRun:
             found.wire,
             found.evidence,
             found.kernel,
-            tuple(found.failures),
+            # Lab errors first: the report files a failure by how its message starts.
+            (*(f"hil: LabError: {e}" for e in found.lab_errors), *found.failures),
             tuple(found.lab_errors),
             self._crash,
         )
 
 
-def _counter(run: PairRun, target: Target) -> evidence.Counter:
+def _counter(run: TestedPair, target: Target) -> evidence.Counter:
     from hil.host import hwevidence
 
     return hwevidence.counter(run.hosts.agent(target.host), target)
 
 
-def tell_skipped(run: PairRun, name: str, reason: str) -> None:
+def tell_skipped(run: TestedPair, name: str, reason: str) -> None:
     """Observers told of a test skipped before it touched the pair (no stage ran)."""
     try:
         kernels = run.facts.kernels()

@@ -36,6 +36,9 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
     <error message='failed on teardown with "Failed: wire FAILED: 1 violation'>wire FAILED
   [fin-after-close] fail no FIN seen</error>
   </testcase>
+  <testcase classname="suites.test_close" name="test_not_captured">
+    <error message='failed on teardown with "Failed: hil: LabError: not judged on the wire: x'>e</error>
+  </testcase>
   <testcase classname="suites.test_close" name="test_setup_broke">
     <error message="failed on setup with &quot;HostError: ssh timed out&quot;">trace</error>
   </testcase>
@@ -57,13 +60,14 @@ def test_junit_outcomes_tell_verdicts_from_harness_errors(tmp_path: Path) -> Non
     junit = tmp_path / "junit.xml"
     junit.write_text(JUNIT)
     failed, errored, tests = out.junit_outcomes(junit, "suites/test_close.py")
-    assert tests == 5
+    assert tests == 6
     assert dict(failed) == {
         "test_close.py::test_contract": "contract: disconnected-once, no-event-after-destroy",
         "test_close.py::test_wire": "wire: fin-after-close",
         "test_close.py::test_plain": "AssertionError: 3 != 4",
     }
-    assert errored == ["test_close.py::test_setup_broke"]
+    # A stage that could not run (the capture) says nothing about the kernel: no kill.
+    assert errored == ["test_close.py::test_not_captured", "test_close.py::test_setup_broke"]
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import pytest
 from hil.host.liveness import Crash
 from hil.report.categories import HOST_CRASHED, INFRASTRUCTURE, KNOWN_FLAKY, category_of
 
+
 def message(crash: Crash, test: str) -> str:
     return crash.message(test)
 
