@@ -11,7 +11,11 @@ README: the agreement between the suites, the CM engine and the report
   (the first words of ``WireVerdict.to_text()``).
 - **Lab / infrastructure errors** are exceptions of the ``hil.errors.HilError``
   tree (raise them, do not wrap them in AssertionError), the hil plugin's
-  ``hil: <Class>: ...`` fixture failures, and pytest-timeout's timeouts.
+  ``hil: <Class>: ...`` fixture failures (among them a test's stage that could
+  not run: ``hil: LabError: not judged on the wire: ...``), and
+  pytest-timeout's timeouts.
+- **Host crashed** failures start ``hil: HostCrashed: `` (the message of
+  :meth:`hil.host.liveness.Crash.message`).
 - Every other assertion failure is a **product failure**, every other
   exception a **test defect**.
 - Labels come from test parameters named ``direction`` and ``pull_mode``
@@ -20,17 +24,24 @@ README: the agreement between the suites, the CM engine and the report
 - The session's pair run is observed (:mod:`hil.report.observer`):
   each ``run(name, **params)`` is a step, with its actions as sub-steps and
   its timeline (SVG + JSON), verdict, kernel log and resource counts
-  attached; ``Timeline.metrics`` feed the trends.  Code that does not go
-  through ``CMSession.run`` calls :mod:`hil.report.attach` itself:
+  attached; ``Timeline.metrics`` feed the trends.  Each test on the pair is
+  observed too (:mod:`hil.report.testobserver`, the events of
+  :mod:`hil.run.observer` its :class:`~hil.run.testrun.TestRun` tells): its
+  ``kernel`` label, the after-test evidence, kmemleak reports, the wire
+  verdict with its exchange and pictures, a crashed host's kernel lines.
+  Code that does not go through ``CMSession.run`` calls
+  :mod:`hil.report.attach` itself:
   ``step(name, **params)``, ``attach_timeline``, ``attach_verdict``,
   ``attach_kernel_log``, ``attach_resources``, ``attach_pcap``, ``metric``,
   and for the wire ``attach_wire_timeline``, ``attach_wire_verdict``,
   ``attach_exchange`` (all no-ops without ``--alluredir``).
 
 Modules: svg (timeline picture), wirelane (what its wire lane shows),
-attach (helpers), observer (pair-run observer), plugin (pytest: the
-``pytest_hil_wire`` attachments and ``--hil-pcap``, run files), labels (the
-labels the plugin gives each test),
+attach (helpers), observer (pair-run observer), testobserver (each test's
+observer: evidence, wire, kernel findings, ``--hil-pcap``,
+``--hil-hw-evidence``), crash (a crashed host's kernel lines), plugin
+(pytest: labels, the environment, run files), labels (the labels the plugin
+gives each test),
 environment, categories, executor (run files), history (kept runs, trend),
 results (result files read back), flaky (each test's outcome per night, the
 flip ranking), quarantine (the known-flaky list), metrics (what tests record,

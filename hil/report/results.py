@@ -17,7 +17,7 @@ from hil.report.categories import category_in
 
 NODEID_LABEL = "nodeid"
 KNOWN_FLAKY_TAG = "known-flaky"  # an Allure tag the report plugin gives quarantined tests
-# A label per known kernel finding the after-test checks told apart (hil.plugin.known).
+# A label per known kernel finding the after-test checks told apart (hil.judge.known).
 KNOWN_KERNEL_LABEL = "known_kernel_finding"
 FAILING = ("failed", "broken")
 
