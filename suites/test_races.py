@@ -34,8 +34,8 @@ from hil.cm.session import CMSession
 from hil.judge.contract import check
 from hil.judge.profiles import Profiles
 from hil.plugin.api import Contract, explain, seen
-from hil.report.metricsfixture import TestMetrics
 from hil.report.attach import note
+from hil.report.metricsfixture import TestMetrics
 
 # A sweep's suite budget: stop once each order of the race was reached once; capped.
 # destroy_reply, destroy_terminate and destroy_listen aim at their narrow middle order: the

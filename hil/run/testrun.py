@@ -70,12 +70,12 @@ from hil.run.wirestage import WireStage
 from hil.wire.capture import COUNT
 
 if TYPE_CHECKING:
+    from hil.host.hosts import Hosts
     from hil.host.hwevidence import HostSnapshot, HwEvidence, Target
     from hil.host.liveness import Crash, Watch
-    from hil.judge.known import KnownFinding
-    from hil.host.hosts import Hosts
     from hil.host.pairsetup import PairState
     from hil.inventory.model import Pair
+    from hil.judge.known import KnownFinding
     from hil.judge.profiles import Profiles
     from hil.reservation import Lease
     from hil.reservation.store import Store
