@@ -37,7 +37,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
   [fin-after-close] fail no FIN seen</error>
   </testcase>
   <testcase classname="suites.test_close" name="test_not_captured">
-    <error message='failed on teardown with "Failed: hil: LabError: not judged on the wire: x'>e</error>
+    <error message='failed on teardown with "Failed: hil: LabError: not judged: x'>e</error>
   </testcase>
   <testcase classname="suites.test_close" name="test_setup_broke">
     <error message="failed on setup with &quot;HostError: ssh timed out&quot;">trace</error>

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from hil.agent.types import CommandResult, KernelLog, KmsgRecord
+from hil.errors import HilError
 from hil.host.liveness import Crash
 from hil.judge.profiles import profile_for
-from hil.run import wirestage
 from hil.run.observer import EvidenceReport, Observer, Observers, TestInfo, TestResult
 from hil.run.pairfacts import PairFacts
 from hil.run.testrun import TestOptions, TestRun
@@ -216,7 +216,7 @@ def test_a_point_that_delivered_no_file_is_a_lab_error(tmp_path: Path) -> None:
     captured = SimpleNamespace(files={}, notes=("capture point lab-a:eth1: capture lost: EOF",))
     capture = SimpleNamespace(stop=lambda directory, known: captured, discard=lambda: None)
     stage = WireStage(_usable_plan(), capture, None)  # type: ignore[arg-type]
-    with pytest.raises(wirestage.HilError, match="lab-a:eth1 delivered no file: .*capture lost"):
+    with pytest.raises(HilError, match="lab-a:eth1 delivered no file: .*capture lost"):
         stage.finish((), profile_for("siw"))
     stage.close()
 
