@@ -37,6 +37,11 @@ def test_bad_input_is_one_line_and_exit_1_before_any_pair_is_reserved(
 ) -> None:
     import hil.inventory
     import hil.reservation
+    from hil.cli import build_parser
+
+    # Every command module imported first: one imported under the patch below would keep
+    # the stand-in for good (a module-level "from hil.reservation import open_store").
+    build_parser()
 
     def reserve(*args: object) -> None:
         raise AssertionError("hil cm run opened the inventory or the store on bad input")
