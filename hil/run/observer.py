@@ -85,6 +85,9 @@ class TestResult:
     failures: tuple[str, ...]  # one text per failed verdict or lab error, in stage order
     lab_errors: tuple[str, ...]  # stages that could not run (a subset of failures)
     crash: Crash | None = None
+    # Seconds per stage (hil.run.testrun: "before", "test", "after" and the stages in them;
+    # stages at once overlap); "test" is the test itself.
+    stages: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -46,8 +46,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, Self
 
@@ -146,7 +147,9 @@ class _Keeper(CMObserver):
         self.verdicts.append((timeline, verdict))
 
     def verdict_of(self, timeline: Timeline) -> Verdict | None:
-        return next((v for t, v in self.verdicts if t is timeline), None)
+        # Equal, not the same object: a recording tells one copy of its timeline and
+        # returns another.
+        return next((v for t, v in self.verdicts if t == timeline), None)
 
 
 @dataclass
@@ -196,6 +199,8 @@ class TestRun:
         self._crash: Crash | None = None
         self._ended: tuple[Outcome, str] | None = None  # how the test itself ended, and why
         self._started = 0.0
+        self._body_started = 0.0
+        self.stages: dict[str, float] = {}  # seconds per stage (test: the test itself)
         self.result: TestResult | None = None
 
     # -- states ------------------------------------------------------------------
@@ -250,22 +255,36 @@ class TestRun:
 
     # -- entry ---------------------------------------------------------------------
 
+    @contextmanager
+    def _timed(self, stage: str) -> Iterator[None]:
+        """How long ``stage`` took, in :attr:`stages` (seconds; stages may overlap)."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.stages[stage] = self.stages.get(stage, 0.0) + time.monotonic() - start
+
     def __enter__(self) -> Self:
         run = self.run
         self._started = time.monotonic()
-        self._begin_attempt()
+        with self._timed("marker"):
+            self._begin_attempt()
         run.observers.add(self._keeper)
         try:
-            run.observers.test_started(self.info())
-            if self.rdma:
-                with ThreadPoolExecutor(max_workers=2) as pool:
-                    wire = pool.submit(self._start_wire) if self.options.wire else None
-                    self._take_baseline()
-                    self._wire = None if wire is None else wire.result()
-            self._start_watch()
+            with self._timed("before"):
+                run.observers.test_started(self.info())
+                if self.rdma:
+                    with ThreadPoolExecutor(max_workers=2) as pool:
+                        wire = pool.submit(self._start_wire) if self.options.wire else None
+                        with self._timed("baseline"):
+                            self._take_baseline()
+                        self._wire = None if wire is None else wire.result()
+                with self._timed("watch start"):
+                    self._start_watch()
         except BaseException as e:
             self.__exit__(type(e), e, None)
             raise
+        self._body_started = time.monotonic()
         return self
 
     def info(self) -> TestInfo:
@@ -319,7 +338,10 @@ class TestRun:
 
     def _start_wire(self) -> WireStage:
         run = self.run
-        return WireStage.start(run.hosts, run.pair, run.provider.driver, self.options.wire_packets)
+        with self._timed("capture start"):
+            return WireStage.start(
+                run.hosts, run.pair, run.provider.driver, self.options.wire_packets
+            )
 
     def _take_baseline(self) -> None:
         if not self.options.evidence:
@@ -348,14 +370,19 @@ class TestRun:
     # -- exit ----------------------------------------------------------------------
 
     def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        if self._body_started:
+            self.stages["test"] = time.monotonic() - self._body_started
         if error is not None and self._ended is None:
             self.fail(f"{type(error).__name__}: {error}", "error")
         found = _Collected()
+        after = time.monotonic()
         try:
             if self._crash is None and self.rdma:
                 self._judge_after(found)
-            self._judge_timelines(found)
+            with self._timed("contract"):
+                self._judge_timelines(found)
         finally:
+            self.stages["after"] = time.monotonic() - after
             if self._watch is not None:
                 self._watch.stop()
             self.run.observers.remove(self._keeper)
@@ -385,13 +412,16 @@ class TestRun:
     ) -> None:
         """Settle; then the wire judge beside kmemleak and the kernel log; judge them."""
         run = self.run
-        resources, waited = evidence.settle(agents, base, self.options.settle_s)
+        with self._timed("settle"):
+            resources, waited = evidence.settle(agents, base, self.options.settle_s)
         # The last FIN or RST is in once the stack settled: stop the capture now.
         with ThreadPoolExecutor(max_workers=1) as pool:
             wire = pool.submit(self._wire_after_settle, found)
             try:
-                found.kernel = self._kmemleak()
-                log_lines, lost = evidence.read_kernel_log(agents, base)
+                with self._timed("kmemleak"):
+                    found.kernel = self._kmemleak()
+                with self._timed("kernel log"):
+                    log_lines, lost = evidence.read_kernel_log(agents, base)
             except HilError as e:
                 found.lab_error(f"evidence not taken after the test: {e}")
                 wire.result()
@@ -433,7 +463,8 @@ class TestRun:
         if self._wire is None:
             return
         try:
-            found.wire = self._wire.finish(tuple(self._keeper.timelines), self.run.profile)
+            with self._timed("wire judge"):
+                found.wire = self._wire.finish(tuple(self._keeper.timelines), self.run.profile)
         except HilError as e:
             found.lab_error(str(e))
             return
@@ -445,7 +476,7 @@ class TestRun:
         that timeline itself (it failed then, or meant to look at the violation)."""
         for timeline in self._keeper.timelines:
             verdict = self._verdict(timeline)
-            if not verdict.ok and not any(t is timeline for t in self._handed):
+            if not verdict.ok and timeline not in self._handed:
                 found.failures.append(explain(timeline, verdict.to_text()))
 
     def _result(self, found: _Collected) -> TestResult:
@@ -466,6 +497,7 @@ class TestRun:
             (*(f"hil: LabError: {e}" for e in found.lab_errors), *found.failures),
             tuple(found.lab_errors),
             self._crash,
+            dict(self.stages),
         )
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from vlab import VirtualLab
 
 from hil.report.categories import HOST_CRASHED, categories, category_in
 from hil.reservation import open_store
+from tests.report.test_report_plugin import _all_attachments
 
 pytest_plugins = ["pytester"]
 pytestmark = [pytest.mark.lab, pytest.mark.restarts_guests]
@@ -145,15 +145,10 @@ def _check_allure(results: Path, a: str, b: str) -> None:
     for name, host in (("test_killed[a-b]", b), ("test_frozen[a-b]", a)):
         category, r = crashed[name]
         assert category == HOST_CRASHED, r.get("statusDetails")
-        attachments = [x for x in _attachments(r) if x["name"].startswith("kernel log of")]
+        # Attached when the test's TestRun finished: under its fixtures' tear-down.
+        every = _all_attachments(results, r)
+        attachments = [x for x in every if x["name"].startswith("kernel log of")]
         (log,) = attachments
         assert log["name"].startswith(f"kernel log of {host} before the crash (console ")
         console = (results / log["source"]).read_text()
         assert console.strip(), "the guest's console tail is empty"
-
-
-def _attachments(result: dict[str, Any]) -> list[dict[str, str]]:
-    found: list[dict[str, str]] = list(result.get("attachments", []))
-    for step in result.get("steps", []):
-        found += _attachments(step)
-    return found

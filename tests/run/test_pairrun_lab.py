@@ -1,5 +1,8 @@
 """One pair run, one verdict: ``hil cm run`` and pytest judge the same pair alike.
 
+Both run the close in a TestRun (hil/run/testrun.py): the contract verdict,
+every wire rule's outcome and the after-test evidence must agree.
+
 On the session's virtual lab (real siw guests), for the lab's own inventory
 (siw, with the siw fallback) and for one that claims the ports are Chelsio
 (``driver: iw_cxgb4``, device ``cxgb4_0``, absent: setup falls back to siw):
@@ -33,9 +36,13 @@ TIMEOUT = 600.0  # a TCG pair: setup, agents warm-up, one close each way
 
 OBSERVER_PLUGIN = """
 import json, os
-from hil.cm.observer import Observer
+from hil.run.observer import Observer
 
 class Verdicts(Observer):
+    def wire_verdict(self, report):
+        self._write({"wire": {r.rule: r.outcome.status for r in report.verdict.results}})
+    def evidence(self, report):
+        self._write({"evidence": None if report.check is None else report.check.ok})
     def run_started(self, info):
         self._write({"run": info.provider, "profile": info.profile})
     def verdict(self, timeline, verdict):
@@ -160,6 +167,13 @@ def test_cli_and_pytest_give_the_same_profile_and_verdict(
     assert judged[0]["profile"] == doc["verdict"]["profile"]
     assert judged[0]["ok"] is doc["verdict"]["ok"] is True
     assert judged[0]["rules"] == doc["verdict"]["rules"]
+    # The same wire and evidence verdicts: the CLI goes through the same TestRun.
+    (wire,) = [x["wire"] for x in lines if "wire" in x]
+    cli_wire = {r["rule"]: r["outcome"]["status"] for r in doc["wire"]["results"]}
+    assert wire == cli_wire, (wire, cli_wire)
+    assert "fail" not in wire.values() and "pass" in wire.values(), wire
+    assert [x["evidence"] for x in lines if "evidence" in x] == [doc["evidence"]["ok"]] == [True]
+    assert doc["outcome"] == "passed" and doc["ok"] is True, doc["failures"]
 
     # What runs is siw, and every output of the run says so (the fallback too).
     said = f"hil: pair {pair} runs siw on both hosts"

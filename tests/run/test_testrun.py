@@ -18,6 +18,7 @@ import pytest
 from hil.agent.types import CommandResult, KernelLog, KmsgRecord
 from hil.errors import HilError
 from hil.host.liveness import Crash
+from hil.judge.contract import check
 from hil.judge.profiles import profile_for
 from hil.run.observer import EvidenceReport, Observer, Observers, TestInfo, TestResult
 from hil.run.pairfacts import PairFacts
@@ -127,6 +128,9 @@ def test_a_clean_test_passes_with_every_stage_told_in_order() -> None:
         run.observers.timeline(orderly_close(), True)
     assert t.result is not None and t.result.ok, t.result
     assert told.calls == ["started test_x on ('6.1.0-lab',)", "evidence", "finished passed"]
+    stages = t.result.stages
+    assert {"marker", "before", "baseline", "test", "after", "settle", "kernel log"} <= set(stages)
+    assert stages["before"] >= stages["baseline"] and stages["after"] >= stages["settle"]
     assert [c for c in run.agents["lab-a"].calls if c.startswith("kmsg")] == [
         "kmsg_cursor",
         "kmsg_read",
@@ -246,3 +250,21 @@ def test_a_test_of_the_hosts_only_gets_its_marker_and_no_rdma_stage() -> None:
     assert told.calls == ["started test_hosts on ('6.1.0-lab',)", "finished interrupted"]
     assert run.agents["lab-a"].calls == []  # no baseline, no kernel log
     assert run.store.markers == [["test_hosts", "ab", "L1", "interrupted"]]
+
+
+def test_a_timeline_told_as_one_copy_and_judged_as_another_is_judged_once() -> None:
+    # A recording tells the observers one copy of its timeline and returns another, which
+    # the CM session judges: the TestRun must not judge (and report) it a second time.
+    verdicts: list[object] = []
+
+    class Verdicts(Observer):
+        def verdict(self, timeline: Any, verdict: Any) -> None:
+            verdicts.append(verdict)
+
+    run = _run(Verdicts())
+    with TestRun(run, "test_x", QUICK) as t:
+        run.observers.timeline(orderly_close(), True)  # what the recording told
+        returned = orderly_close()  # what it returned, which the CM session judged
+        run.observers.verdict(returned, check(returned, run.profile))
+        assert t.contract(returned).ok  # the test reads that verdict
+    assert t.result is not None and len(t.result.contract) == 1 and len(verdicts) == 1
