@@ -195,7 +195,7 @@ def _run(args: argparse.Namespace) -> int:
     from hil.inventory import load_from_args
     from hil.reservation import open_store
     from hil.run import PairRequest, PairRun
-    from hil.run.testrun import TestOptions
+    from hil.run.testparts import TestOptions
     from hil.timeouts import configured
 
     params = sequence_params(args.sequence, args.param, args.mode)

@@ -26,7 +26,8 @@ from hil.reservation.store import Store
 from hil.run import PairRequest, PairRun
 
 if TYPE_CHECKING:
-    from hil.run.testrun import TestOptions, TestRun
+    from hil.run.testparts import TestOptions
+    from hil.run.testrun import TestRun
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from hil.judge import known
 from hil.judge.checks import compile_allow
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.plugin import crash, option_group, session_of
-from hil.run.testrun import WIRE_PACKETS, TestOptions
+from hil.run.testparts import WIRE_PACKETS, TestOptions
 
 if TYPE_CHECKING:
     from hil.run.testrun import TestRun

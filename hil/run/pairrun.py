@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     from hil.judge.profiles import Profiles
     from hil.reservation.store import Store
     from hil.run.provider import Provider
-    from hil.run.testrun import TestOptions, TestRun
+    from hil.run.testparts import TestOptions
+    from hil.run.testrun import TestRun
 
 log = logging.getLogger(__name__)
 

@@ -49,16 +49,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import TYPE_CHECKING, Self
 
-from hil.cm.observer import Observer as CMObserver
 from hil.errors import HilError
 from hil.host import evidence, kmemleak
-from hil.host.evidence import SETTLE_S
 from hil.judge.checks import AfterState, Known, assess
 from hil.judge.contract import Verdict, check
-from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.judge.timeline import Timeline, explain
 from hil.run.observer import (
     EvidenceReport,
@@ -67,103 +63,14 @@ from hil.run.observer import (
     TestInfo,
     TestResult,
 )
+from hil.run.testparts import Collected, Keeper, TestedPair, TestOptions
 from hil.run.wirestage import WireStage
-from hil.wire.capture import COUNT
 
 if TYPE_CHECKING:
-    from hil.host.hosts import Hosts
     from hil.host.hwevidence import HostSnapshot, HwEvidence, Target
     from hil.host.liveness import Crash, Watch
-    from hil.host.pairsetup import PairState
-    from hil.inventory.model import Pair
-    from hil.judge.known import KnownFinding
-    from hil.judge.profiles import Profiles
-    from hil.reservation import Lease
-    from hil.reservation.store import Store
-    from hil.run.observer import Observers
-    from hil.run.pairfacts import PairFacts
-    from hil.run.provider import Provider
-    from hil.wire.judge import WireReport
 
 log = logging.getLogger(__name__)
-
-WIRE_PACKETS = COUNT  # the first N packets per capture point and test
-
-
-@dataclass(frozen=True)
-class TestOptions:
-    """Which stages a test gets and their bounds (pytest's ``--hil-*`` options, the CLI's)."""
-
-    __test__ = False
-
-    wire: bool = True  # capture the link and judge it by the wire rules
-    wire_packets: int = WIRE_PACKETS
-    evidence: bool = True  # resources and kernel log after the test (kmemleak with it)
-    settle_s: float = SETTLE_S
-    allow: tuple[str, ...] = DEFAULT_KERNEL_ALLOW
-    known: tuple[KnownFinding, ...] = ()
-    hw_snapshots: bool = False  # ethtool -S and debugfs before/after, for the report
-    liveness_s: float = 0.0  # the crash watch's bound (0: no watch)
-    attempts: bool = True  # the attempt marker in the store
-
-
-class TestedPair(Protocol):
-    """What a TestRun needs of its pair run (:class:`hil.run.PairRun` is one)."""
-
-    @property
-    def pair(self) -> Pair: ...
-    @property
-    def hosts(self) -> Hosts: ...
-    @property
-    def provider(self) -> Provider: ...
-    @property
-    def state(self) -> PairState: ...
-    @property
-    def facts(self) -> PairFacts: ...
-    @property
-    def profile(self) -> Profiles: ...
-    @property
-    def pinned(self) -> dict[str, dict[str, str]]: ...
-    @property
-    def lease(self) -> Lease: ...
-    @property
-    def store(self) -> Store: ...
-    @property
-    def observers(self) -> Observers: ...
-
-
-class _Keeper(CMObserver):
-    """The timelines a test records and the verdicts the CM session gave them."""
-
-    def __init__(self) -> None:
-        self.timelines: list[Timeline] = []
-        self.verdicts: list[tuple[Timeline, Verdict]] = []
-
-    def timeline(self, timeline: Timeline, complete: bool) -> None:
-        if complete:
-            self.timelines.append(timeline)
-
-    def verdict(self, timeline: Timeline, verdict: Verdict) -> None:
-        self.verdicts.append((timeline, verdict))
-
-    def verdict_of(self, timeline: Timeline) -> Verdict | None:
-        # Equal, not the same object: a recording tells one copy of its timeline and
-        # returns another.
-        return next((v for t, v in self.verdicts if t == timeline), None)
-
-
-@dataclass
-class _Collected:
-    """What the exit stages found, filled in as they run."""
-
-    failures: list[str] = field(default_factory=list)
-    lab_errors: list[str] = field(default_factory=list)
-    wire: WireReport | None = None
-    evidence: EvidenceReport | None = None
-    kernel: KernelFindings | None = None
-
-    def lab_error(self, text: str) -> None:
-        self.lab_errors.append(text)
 
 
 class TestRun:
@@ -189,7 +96,7 @@ class TestRun:
         self._describe = describe  # adds what else is known of a crash (a console's tail)
         self._watch: Watch | None = None
         self._attempt: int | None = None
-        self._keeper = _Keeper()
+        self._keeper = Keeper()
         self._wire: WireStage | None = None
         self._baseline: evidence.Baseline | None = None
         self._before: dict[str, HostSnapshot] | None = None
@@ -374,7 +281,7 @@ class TestRun:
             self.stages["test"] = time.monotonic() - self._body_started
         if error is not None and self._ended is None:
             self.fail(f"{type(error).__name__}: {error}", "error")
-        found = _Collected()
+        found = Collected()
         after = time.monotonic()
         try:
             if self._crash is None and self.rdma:
@@ -392,7 +299,7 @@ class TestRun:
             if self._wire is not None:
                 self._wire.close()
 
-    def _judge_after(self, found: _Collected) -> None:
+    def _judge_after(self, found: Collected) -> None:
         """Settle, then the evidence and kmemleak beside the wire judge."""
         run, base = self.run, self._baseline
         if base is None:
@@ -408,7 +315,7 @@ class TestRun:
             run.observers.wire_verdict(found.wire)
 
     def _evidence(
-        self, agents: Mapping[str, evidence.Probe], base: evidence.Baseline, found: _Collected
+        self, agents: Mapping[str, evidence.Probe], base: evidence.Baseline, found: Collected
     ) -> None:
         """Settle; then the wire judge beside kmemleak and the kernel log; judge them."""
         run = self.run
@@ -459,7 +366,7 @@ class TestRun:
         after = self._snapshots(targets, "after")
         return None if after is None else HwEvidence(self._before, after)
 
-    def _wire_after_settle(self, found: _Collected) -> None:
+    def _wire_after_settle(self, found: Collected) -> None:
         if self._wire is None:
             return
         try:
@@ -471,7 +378,7 @@ class TestRun:
         if not found.wire.verdict.ok:
             found.failures.append(found.wire.verdict.to_text())
 
-    def _judge_timelines(self, found: _Collected) -> None:
+    def _judge_timelines(self, found: Collected) -> None:
         """Every complete timeline judged; a violation fails the test unless the test judged
         that timeline itself (it failed then, or meant to look at the violation)."""
         for timeline in self._keeper.timelines:
@@ -479,7 +386,7 @@ class TestRun:
             if not verdict.ok and timeline not in self._handed:
                 found.failures.append(explain(timeline, verdict.to_text()))
 
-    def _result(self, found: _Collected) -> TestResult:
+    def _result(self, found: Collected) -> TestResult:
         ended, _ = self._ended or ("passed", "")
         outcome: Outcome = ended
         if self._crash is not None:

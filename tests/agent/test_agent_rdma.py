@@ -34,6 +34,12 @@ LINK_SHOW = [
 ]
 QP_SHOW = [{"ifindex": 0, "ifname": "siw0", "lqpn": 1}, {"ifindex": 0, "ifname": "siw0", "lqpn": 2}]
 CM_ID_SHOW = [{"ifindex": 0, "ifname": "siw0", "state": "LISTEN"}]
+# `rdma -j resource show`: each device's summary (iproute2 6.1 on a lab guest printed
+# [{"ifindex":0,"ifname":"siw_data0","pd":0,"cq":0,"qp":0,"cm_id":0,"mr":0,"ctx":0,"srq":0}]).
+SUMMARY = [
+    {"ifindex": 0, "ifname": "siw0", "pd": 1, "cq": 0, "qp": 2, "cm_id": 1, "mr": 0, "ctx": 1},
+    {"ifindex": 1, "ifname": "siw1", "pd": 0, "cq": 0, "qp": 0, "cm_id": 0, "mr": 0, "ctx": 0},
+]
 FAKE_RDMA = f"""#!/bin/sh
 echo "$*" >> "$(dirname "$0")/calls"
 case "$*" in
@@ -41,6 +47,7 @@ case "$*" in
 "-j link show") echo '{json.dumps(LINK_SHOW)}' ;;
 "-j resource show qp") echo '{json.dumps(QP_SHOW)}' ;;
 "-j resource show cm_id") echo '{json.dumps(CM_ID_SHOW)}' ;;
+"-j resource show") echo '{json.dumps(SUMMARY)}' ;;
 "-j resource show "*) echo '[]' ;;
 "link add siw0 type siw netdev eth1") ;;
 *) echo "error: no such link: $*" >&2; exit 1 ;;
@@ -91,10 +98,12 @@ def test_missing_rdma_tool_is_a_structured_error() -> None:
 def test_devices_links_and_resource_counts_from_rdma_json(
     fake_rdma: tuple[StrictAgent, Path],
 ) -> None:
-    agent, _ = fake_rdma
+    agent, calls = fake_rdma
     assert agent.rdma_devices() == [RdmaDevice("siw0", 0, "rnic", None, GUID)]
     assert agent.rdma_links() == [RdmaLink("siw0", 1, "ACTIVE", "LINK_UP", "eth1")]
     assert agent.rdma_resources() == {"cm_id": 1, "qp": 2, "cq": 0, "mr": 0}
+    # One rdma process for all the counts: the devices' summaries, summed.
+    assert calls.read_text().splitlines().count("-j resource show") == 1
     assert agent.rdma_resources(["qp"]) == {"qp": 2}
     with pytest.raises(AgentCallError, match=r"unknown RDMA resource types \['pd'\]"):
         agent.rdma_resources(["pd"])

@@ -22,7 +22,8 @@ from hil.judge.contract import check
 from hil.judge.profiles import profile_for
 from hil.run.observer import EvidenceReport, Observer, Observers, TestInfo, TestResult
 from hil.run.pairfacts import PairFacts
-from hil.run.testrun import TestOptions, TestRun
+from hil.run.testparts import TestOptions
+from hil.run.testrun import TestRun
 from hil.run.wirestage import WireStage
 from tests.judge.cmtimelines import orderly_close
 

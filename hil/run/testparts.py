@@ -1,0 +1,105 @@
+"""The parts of a TestRun (:mod:`hil.run.testrun`): its options, what it needs of its pair
+run, and what it keeps while the test runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from hil.cm.observer import Observer as CMObserver
+from hil.host.evidence import SETTLE_S
+from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
+from hil.wire.capture import COUNT
+
+if TYPE_CHECKING:
+    from hil.host.hosts import Hosts
+    from hil.host.pairsetup import PairState
+    from hil.inventory.model import Pair
+    from hil.judge.contract import Verdict
+    from hil.judge.known import KnownFinding
+    from hil.judge.profiles import Profiles
+    from hil.judge.timeline import Timeline
+    from hil.reservation import Lease
+    from hil.reservation.store import Store
+    from hil.run.observer import EvidenceReport, KernelFindings, Observers
+    from hil.run.pairfacts import PairFacts
+    from hil.run.provider import Provider
+    from hil.wire.judge import WireReport
+
+WIRE_PACKETS = COUNT  # the first N packets per capture point and test
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    """Which stages a test gets and their bounds (pytest's ``--hil-*`` options, the CLI's)."""
+
+    __test__ = False
+
+    wire: bool = True  # capture the link and judge it by the wire rules
+    wire_packets: int = WIRE_PACKETS
+    evidence: bool = True  # resources and kernel log after the test (kmemleak with it)
+    settle_s: float = SETTLE_S
+    allow: tuple[str, ...] = DEFAULT_KERNEL_ALLOW
+    known: tuple[KnownFinding, ...] = ()
+    hw_snapshots: bool = False  # ethtool -S and debugfs before/after, for the report
+    liveness_s: float = 0.0  # the crash watch's bound (0: no watch)
+    attempts: bool = True  # the attempt marker in the store
+
+
+class TestedPair(Protocol):
+    """What a TestRun needs of its pair run (:class:`hil.run.PairRun` is one)."""
+
+    @property
+    def pair(self) -> Pair: ...
+    @property
+    def hosts(self) -> Hosts: ...
+    @property
+    def provider(self) -> Provider: ...
+    @property
+    def state(self) -> PairState: ...
+    @property
+    def facts(self) -> PairFacts: ...
+    @property
+    def profile(self) -> Profiles: ...
+    @property
+    def pinned(self) -> dict[str, dict[str, str]]: ...
+    @property
+    def lease(self) -> Lease: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def observers(self) -> Observers: ...
+
+
+class Keeper(CMObserver):
+    """The timelines a test records and the verdicts the CM session gave them."""
+
+    def __init__(self) -> None:
+        self.timelines: list[Timeline] = []
+        self.verdicts: list[tuple[Timeline, Verdict]] = []
+
+    def timeline(self, timeline: Timeline, complete: bool) -> None:
+        if complete:
+            self.timelines.append(timeline)
+
+    def verdict(self, timeline: Timeline, verdict: Verdict) -> None:
+        self.verdicts.append((timeline, verdict))
+
+    def verdict_of(self, timeline: Timeline) -> Verdict | None:
+        # Equal, not the same object: a recording tells one copy of its timeline and
+        # returns another.
+        return next((v for t, v in self.verdicts if t == timeline), None)
+
+
+@dataclass
+class Collected:
+    """What the exit stages found, filled in as they run."""
+
+    failures: list[str] = field(default_factory=list)
+    lab_errors: list[str] = field(default_factory=list)
+    wire: WireReport | None = None
+    evidence: EvidenceReport | None = None
+    kernel: KernelFindings | None = None
+
+    def lab_error(self, text: str) -> None:
+        self.lab_errors.append(text)
