@@ -90,8 +90,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.netns)
         item.add_marker(pytest.mark.xdist_group(_group(item)))
     items.sort(key=_rank)
-    if config.getoption("dist", "no") != "no":
-        # xdist hands the groups out in this order (with --no-loadscope-reorder).
+    if hasattr(config, "workerinput"):
+        # An xdist worker: the controller hands the groups out in this order (with
+        # --no-loadscope-reorder).
         items.sort(key=lambda item: not item.get_closest_marker("lab"))
 
 
