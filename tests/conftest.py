@@ -42,6 +42,16 @@ def netns_unavailable() -> str | None:
     return None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--lab-tests",
+        choices=("all", "only", "none"),
+        default="all",
+        help="run every test (all), only those marked lab (only), or all others (none); "
+        "ci/tests runs 'only' and 'none' side by side",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "takes_lab_down: stops the session's virtual lab; runs after every other test"
@@ -51,21 +61,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "restarts_guests: crashes and recovers the session lab's guests; runs after the "
         "other tests, before those that take the lab down",
     )
-    if hasattr(config, "workerinput"):
-        # An xdist worker of ci/tests: the pytest runs its tests start (pytester) are
-        # not workers, and hil's plugin in them must not take them for one (it names
-        # its holder and metrics file after the worker).
-        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-            os.environ.pop(name, None)
 
 
 # The order tests run in: those that need no virtual lab first (on a fresh machine
 # ci/tests builds the lab kernel meanwhile), then the lab tests; the lab's guests
 # are restarted only once every test that needs them as booted has run, and
-# stopped last.  Under xdist (ci/tests) the lab tests come first instead, as one
-# group: the lab, the longest part of the run, starts at once on one worker while
-# the other workers take the rest (and, on a fresh machine, the build runs beside
-# them as the lab's worker waits for it).
+# stopped last.
 _LAST = ("lab", "restarts_guests", "takes_lab_down")
 
 
@@ -73,27 +74,19 @@ def _rank(item: pytest.Item) -> int:
     return max((i + 1 for i, m in enumerate(_LAST) if item.get_closest_marker(m)), default=0)
 
 
-def _group(item: pytest.Item) -> str:
-    """The xdist group of a test: ``lab`` for every test that needs the virtual lab, so
-    that one worker boots the one lab they share; the module for the others, so that a
-    module's fixtures are set up once."""
-    return "lab" if item.get_closest_marker("lab") else item.nodeid.split("::")[0]
-
-
-# tryfirst: xdist's own hook reads the groups (--dist loadgroup) off the marks.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that uses the netns lab, so ``-m 'not netns'`` leaves it out;
-    put each test in its xdist group; order the tests as ``_LAST`` says."""
+    leave out what ``--lab-tests`` says; order the tests as ``_LAST`` says."""
     for item in items:
         if "netns_lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.netns)
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    part = config.getoption("lab_tests")
+    if part != "all":
+        wanted = part == "only"
+        keep = [i for i in items if bool(i.get_closest_marker("lab")) == wanted]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
     items.sort(key=_rank)
-    if hasattr(config, "workerinput"):
-        # An xdist worker: the controller hands the groups out in this order (with
-        # --no-loadscope-reorder).
-        items.sort(key=lambda item: not item.get_closest_marker("lab"))
 
 
 @pytest.fixture(scope="session")
