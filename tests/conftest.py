@@ -9,6 +9,9 @@
   the others, and those marked ``takes_lab_down`` after every other test.
 - ``store``: a fresh SQLite reservation store (tests/reservation has its own,
   which also runs on PostgreSQL).
+
+``--lab-tests only`` runs just the tests marked ``lab``, ``--lab-tests none``
+all the others: ci/tests runs the two halves side by side, one lab for the first.
 """
 
 from __future__ import annotations
@@ -63,10 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-# The order tests run in: those that need no virtual lab first (on a fresh machine
-# ci/tests builds the lab kernel meanwhile), then the lab tests; the lab's guests
-# are restarted only once every test that needs them as booted has run, and
-# stopped last.
+# The order tests run in: those that need no virtual lab first (the lab kernel,
+# on a fresh machine, is built meanwhile), then the lab tests (ci/tests runs the
+# two parts side by side, see --lab-tests); the lab's guests are restarted only
+# once every test that needs them as booted has run, and stopped last.
 _LAST = ("lab", "restarts_guests", "takes_lab_down")
 
 
