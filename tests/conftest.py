@@ -9,6 +9,9 @@
   the others, and those marked ``takes_lab_down`` after every other test.
 - ``store``: a fresh SQLite reservation store (tests/reservation has its own,
   which also runs on PostgreSQL).
+
+``--lab-tests only`` runs just the tests marked ``lab``, ``--lab-tests none``
+all the others: ci/tests runs the two halves side by side, one lab for the first.
 """
 
 from __future__ import annotations
@@ -42,6 +45,16 @@ def netns_unavailable() -> str | None:
     return None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--lab-tests",
+        choices=("all", "only", "none"),
+        default="all",
+        help="run every test (all), only those marked lab (only), or all others (none); "
+        "ci/tests runs 'only' and 'none' side by side",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "takes_lab_down: stops the session's virtual lab; runs after every other test"
@@ -53,10 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-# The order tests run in: those that need no virtual lab first (on a fresh machine
-# ci/tests builds the lab kernel meanwhile), then the lab tests; the lab's guests
-# are restarted only once every test that needs them as booted has run, and
-# stopped last.
+# The order tests run in: those that need no virtual lab first (the lab kernel,
+# on a fresh machine, is built meanwhile), then the lab tests (ci/tests runs the
+# two parts side by side, see --lab-tests); the lab's guests are restarted only
+# once every test that needs them as booted has run, and stopped last.
 _LAST = ("lab", "restarts_guests", "takes_lab_down")
 
 
@@ -64,12 +77,18 @@ def _rank(item: pytest.Item) -> int:
     return max((i + 1 for i, m in enumerate(_LAST) if item.get_closest_marker(m)), default=0)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that uses the netns lab, so ``-m 'not netns'`` leaves it out;
-    order the tests as ``_LAST`` says."""
+    leave out what ``--lab-tests`` says; order the tests as ``_LAST`` says."""
     for item in items:
         if "netns_lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.netns)
+    part = config.getoption("lab_tests")
+    if part != "all":
+        wanted = part == "only"
+        keep = [i for i in items if bool(i.get_closest_marker("lab")) == wanted]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
     items.sort(key=_rank)
 
 

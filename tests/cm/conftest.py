@@ -3,15 +3,15 @@
 ``cm_pair`` is the pair the hil plugin reserved and set up when the run has a
 lab inventory (``--hil-inventory``, e.g. the shared dev lab); otherwise it
 takes the session's virtual lab of two siw guests (``virtual_lab``, shared
-with tests/lab), reserves its pair in a throwaway store and sets it up,
-restoring it at the end.
+with tests/lab), reserves its pair in a throwaway store and sets it up once
+for the lab tests here, restoring it after the last of them.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import ExitStack
 
 import pytest
 from cmlab import CMPair
@@ -22,23 +22,65 @@ from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.librdmacm import CMChannel
 
 
-# Module scope: the pair is restored before tests/lab takes the shared lab down.
-@pytest.fixture(scope="module")
-def cm_pair(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[CMPair]:
+class _LabPair:
+    """The virtual lab's pair, set up once for the lab tests of tests/cm that run one
+    after another (four modules; a setup takes 13-16 s on the TCG guests, measured in
+    ci/tests's --durations), and restored once they are done."""
+
+    def __init__(self) -> None:
+        self._stack: ExitStack | None = None
+        self._pair: CMPair | None = None
+
+    def get(self, lab: VirtualLab, tmp: pytest.TempPathFactory) -> CMPair:
+        """The set-up pair, set up now if it is not."""
+        if self._pair is None:
+            scratch = tmp.mktemp("cm")
+            stack = ExitStack()
+            run = stack.enter_context(lab_pair_run(lab, scratch, "tests/cm"))
+            self._stack = stack
+            self._pair = CMPair(run, str(lab.inventory.path), str(scratch / "store.db"))
+        return self._pair
+
+    def close(self) -> None:
+        """Restore and release the pair, if it is set up."""
+        stack, self._stack, self._pair = self._stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+_LAB_PAIR = _LabPair()
+
+
+@pytest.fixture(scope="session")
+def _lab_pair() -> Iterator[_LabPair]:
+    """The holder, which restores the pair at the session's end too (an interrupted one)."""
+    try:
+        yield _LAB_PAIR
+    finally:
+        _LAB_PAIR.close()
+
+
+@pytest.fixture
+def cm_pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> CMPair:
     """A set-up lab pair (the plugin's, or one of the session's virtual lab)."""
     if request.config.getoption("hil_inventory") or request.config.getoption("hil_lease"):
         run = request.getfixturevalue("hil_run")
         request.getfixturevalue("hil_setup")
-        yield CMPair(run, str(run.inventory.path), request.config.getoption("hil_store"))
-        return
-    yield from _own_lab(request.getfixturevalue("virtual_lab"), tmp_path_factory.mktemp("cm"))
+        return CMPair(run, str(run.inventory.path), request.config.getoption("hil_store"))
+    # The lab first: torn down after the holder, it is still up for the restore.
+    lab = request.getfixturevalue("virtual_lab")
+    holder: _LabPair = request.getfixturevalue("_lab_pair")
+    return holder.get(lab, tmp_path_factory)
 
 
-def _own_lab(lab: VirtualLab, scratch: Path) -> Iterator[CMPair]:
-    with lab_pair_run(lab, scratch, "tests/cm") as run:
-        yield CMPair(run, str(lab.inventory.path), str(scratch / "store.db"))
+# trylast: after the test's own fixtures are torn down.
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Restore the lab pair once the next test does not use it: before the other lab
+    tests set the same pair up on stores of their own, and before tests/lab takes the
+    lab down."""
+    if "cm_pair" not in getattr(nextitem, "fixturenames", ()):
+        _LAB_PAIR.close()
 
 
 @pytest.fixture

@@ -23,6 +23,12 @@ def namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+def own_namespaces() -> set[str]:
+    """The namespaces of this process's labs (``hil-<pid>-<n>``): other processes, such
+    as the other xdist worker of ci/tests, make and delete theirs meanwhile."""
+    return {n for n in namespaces() if n.startswith(f"hil-{os.getpid()}-")}
+
+
 def running(pattern: str) -> bool:
     return subprocess.run(["pgrep", "-f", pattern], capture_output=True, timeout=10).returncode == 0
 
@@ -97,7 +103,7 @@ def test_nothing_is_left_behind_even_when_the_body_fails() -> None:
 
 
 def test_an_interrupt_while_building_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = namespaces()
+    before = own_namespaces()
 
     def interrupted(self: NetnsLab, host: object) -> None:
         raise KeyboardInterrupt
@@ -107,19 +113,19 @@ def test_an_interrupt_while_building_leaves_nothing(monkeypatch: pytest.MonkeyPa
     with pytest.raises(KeyboardInterrupt):
         with lab:
             pass
-    assert namespaces() == before
+    assert own_namespaces() == before
     assert not lab.tmpdir.exists()
 
 
 def test_an_sshd_that_cannot_start_is_reported_with_its_log(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    before = namespaces()
+    before = own_namespaces()
     monkeypatch.setattr(netnslab_module, "SSHD", "/nonexistent/sshd")
     with pytest.raises(LabError, match=r"sshd of ns0 \(hil-\d+-\d+\) did not start: .*nonexistent"):
         with NetnsLab(hosts=1):
             pass
-    assert namespaces() == before
+    assert own_namespaces() == before
 
 
 def test_cleanup_stale_removes_labs_of_dead_processes(netns_lab: NetnsLab) -> None:
