@@ -1,7 +1,8 @@
 """One registry type for every extension point: named items of one kind, in registration order.
 
 Contract rules, wire rules, CM sequences, races, providers, pull modes, power
-modes and undo kinds each live in a :class:`Registry`.  Register by call or as
+modes and undo kinds each live in a :class:`Registry`; so do a run's observers
+(:class:`hil.cm.observer.Observers`, by each one's ``name``).  Register by call or as
 a decorator, when the item names itself::
 
     SEQUENCES = Registry[Sequence]("CM sequence", name_of=lambda fn: fn.__name__)
@@ -16,11 +17,6 @@ A name registered twice is an InputError, unless the registry was given a
 was imported twice).  An unknown name is an
 InputError naming the kind and the names known.  Iteration gives the items in
 the order they were registered, so a verdict lists its rules in that order.
-
-The run observers (:mod:`hil.cm.observer`, given to ``PairRun(observers=...)``
-and by the ``pytest_hil_observers`` hook) are the one extension point not here
-yet: they are being reworked (issue 24, item 2), and would join as a
-``Registry[Observer]`` once they register by name.
 
 It sits at the bottom of hil (it needs only :mod:`hil.errors`), so the judge,
 host control, the CM runner and the wire judge can all use it.

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 class TextOutput(Observer):
     """Prints each stage's result as it comes (see the module doc)."""
 
+    name = "text"
+
     def verdict(self, timeline: Timeline, verdict: Verdict) -> None:
         print_timeline(timeline)
         print(verdict.to_text())
@@ -49,6 +51,8 @@ class TextOutput(Observer):
 
 class JsonOutput(Observer):
     """Gathers the run's verdicts into one JSON-ready object (``doc``)."""
+
+    name = "json"
 
     def __init__(self) -> None:
         self.doc: dict[str, Any] = {}

@@ -19,7 +19,9 @@ it calls the contract itself.
 The Allure report is one observer, the wire judge's timeline keeper another; a lab adds its
 own by registering it (``PairRun(..., observers=[...])``, or in pytest the
 ``pytest_hil_observers`` hook).  Subclass :class:`Observer` and override what
-you need: every method is a no-op here.  An observer must not raise; a
+you need: every method is a no-op here.  A run's observers are a
+:class:`hil.registry.Registry` of them by :attr:`Observer.name` (its class's
+name unless it says otherwise): one run takes a name once.  An observer must not raise; a
 failing one is logged and the run goes on (a report is never worth a test).
 """
 
@@ -30,6 +32,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from hil.registry import Registry
 
 if TYPE_CHECKING:
     from hil.judge.contract import Verdict
@@ -61,6 +65,11 @@ class StepInfo:
 class Observer:
     """Base class of observers: override the events you want (see the module doc)."""
 
+    @property
+    def name(self) -> str:
+        """What it is registered under among a run's observers (default: its class's name)."""
+        return type(self).__name__
+
     def run_started(self, info: RunInfo) -> None:
         """The pair is reserved, set up, and its profile known."""
 
@@ -90,15 +99,16 @@ class Observers(Observer):
     """Several observers as one: each call goes to each, a failing one is logged."""
 
     def __init__(self, observers: Iterable[Observer] = ()) -> None:
-        self._all: list[Observer] = list(observers)
+        self._all = Registry[Observer]("run observer", name_of=lambda o: o.name, items=observers)
 
     def add(self, observer: Observer) -> None:
-        """Register one more observer."""
-        self._all.append(observer)
+        """Register one more observer (InputError when its name is taken)."""
+        self._all.register(observer)
 
     def remove(self, observer: Observer) -> None:
         """Stop telling ``observer`` (registered with :meth:`add`)."""
-        self._all = [o for o in self._all if o is not observer]
+        if self._all.get(observer.name) is observer:
+            self._all.unregister(observer.name)
 
     def __iter__(self) -> Iterator[Observer]:
         return iter(self._all)

@@ -20,18 +20,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from hil.errors import HilError
-from hil.plugin import SESSION_KEY, option_group
+from hil.plugin import option_group, session_of
 from hil.reservation.attempt import crashers
 
 if TYPE_CHECKING:
-    from hil.plugin.session import HilSession
-    from hil.reservation.attempt import Attempt
     from hil.run import PairRun
 
 log = logging.getLogger(__name__)
 
 RUN_DIED = "run died"
-_CRASHERS = pytest.StashKey[dict[str, "Attempt"]]()  # nodeid -> its newest crash marker
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,11 +39,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def hil_session(config: pytest.Config) -> HilSession | None:
-    """The session's hil state, when the plugin made one."""
-    return config.stash.get(SESSION_KEY, None)
-
-
 def on_pair(item: pytest.Item) -> bool:
     """True when the test runs on the reserved pair (it uses its setup or hosts)."""
     names = set(getattr(item, "fixturenames", ()))
@@ -55,12 +47,12 @@ def on_pair(item: pytest.Item) -> bool:
 
 def pair_run(item: pytest.Item) -> PairRun | None:
     """The session's pair run once a pair is reserved, else None."""
-    hs = hil_session(item.config)
+    hs = session_of(item.config)
     return None if hs is None or hs.reserved is None else hs.run
 
 
 def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
-    hs = hil_session(config)
+    hs = session_of(config)
     if hs is None or hs.store is None or hs.run is None:
         return
     hosts = [h.name for h in hs.run.pair.hosts]
@@ -74,17 +66,17 @@ def pytest_hil_reserved(config: pytest.Config, pair: str) -> None:
                 "the likely cause"
             )
             hs.store.end_attempt(attempt.id, RUN_DIED)
-        config.stash[_CRASHERS] = crashers(hs.store.attempts(hosts=hosts, limit=1000))
+        hs.crashers = crashers(hs.store.attempts(hosts=hosts, limit=1000))
     except HilError as e:
         hs.progress(f"could not read the attempt markers: {e}")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    crashers = item.config.stash.get(_CRASHERS, None)
-    if not crashers or item.config.getoption("hil_rerun_crashers"):
+    hs = session_of(item.config)
+    if hs is None or not hs.crashers or item.config.getoption("hil_rerun_crashers"):
         return
-    attempt = crashers.get(item.nodeid)
+    attempt = hs.crashers.get(item.nodeid)
     if attempt is not None and on_pair(item):
         pytest.skip(
             f"hil: not run: it crashed a host before ({attempt}); "

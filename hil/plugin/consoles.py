@@ -15,12 +15,11 @@ from hil.errors import HilError
 from hil.host.liveness import Crash
 
 CONSOLE_LINES = 40
-_CONSOLE_AT = pytest.StashKey[dict[str, int]]()  # each lab guest's console size at the call
 
 
-def _consoles(item: pytest.Item) -> dict[str, Path]:
+def _consoles(config: pytest.Config) -> dict[str, Path]:
     """Each virtual lab guest's console log, when the inventory is a lab's (none else)."""
-    path = item.config.getoption("hil_inventory")
+    path = config.getoption("hil_inventory")
     if not path:
         return {}
     from hil.lab.state import load
@@ -32,27 +31,34 @@ def _consoles(item: pytest.Item) -> dict[str, Path]:
     return {} if lab is None else {g.name: Path(g.log) for g in lab.guests}
 
 
-def mark_consoles(item: pytest.Item) -> None:
-    """Note where each guest's console ends now: what it takes after is the test's."""
-    sizes = {}
-    for host, log_path in _consoles(item).items():
+class GuestConsoles:
+    """The guests' consoles as one test sees them: what each took since :meth:`mark`
+    is the test's.  Made per test; its TestRun holds :meth:`describe`."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._at: dict[str, int] = {}  # each guest's console size when the test was armed
+
+    def mark(self) -> None:
+        """Note where each guest's console ends now: what it takes after is the test's."""
+        sizes = {}
+        for host, log_path in _consoles(self._config).items():
+            try:
+                sizes[host] = log_path.stat().st_size
+            except OSError:
+                continue
+        self._at = sizes
+
+    def describe(self, crash: Crash) -> Crash:
+        """The crash with a virtual lab guest's console tail, when the lab keeps one."""
+        log_path = _consoles(self._config).get(crash.host)
+        if log_path is None:
+            return crash
         try:
-            sizes[host] = log_path.stat().st_size
+            data = log_path.read_bytes()
         except OSError:
-            continue
-    item.stash[_CONSOLE_AT] = sizes
-
-
-def with_console(item: pytest.Item, crash: Crash) -> Crash:
-    """The crash with a virtual lab guest's console tail, when the lab keeps one."""
-    log_path = _consoles(item).get(crash.host)
-    if log_path is None:
-        return crash
-    try:
-        data = log_path.read_bytes()
-    except OSError:
-        return crash
-    since = item.stash.get(_CONSOLE_AT, {}).get(crash.host, len(data))
-    tail = data.decode(errors="replace").splitlines()[-CONSOLE_LINES:]
-    fresh = data[since:].decode(errors="replace").splitlines()
-    return crash.with_console(tail, f"console {log_path}", fresh)
+            return crash
+        since = self._at.get(crash.host, len(data))
+        tail = data.decode(errors="replace").splitlines()[-CONSOLE_LINES:]
+        fresh = data[since:].decode(errors="replace").splitlines()
+        return crash.with_console(tail, f"console {log_path}", fresh)

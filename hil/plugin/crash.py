@@ -29,7 +29,6 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -37,34 +36,20 @@ import pytest
 
 from hil.errors import HilError
 from hil.host.liveness import DEFAULT_BOUND, Crash
-from hil.plugin import option_group
-from hil.plugin.attempts import hil_session, pair_run
-from hil.plugin.consoles import mark_consoles, with_console
+from hil.plugin import option_group, session_of
+from hil.plugin.attempts import pair_run
 from hil.timeouts import seconds
 
 if TYPE_CHECKING:
-    from hil.plugin.session import HilSession
+    from hil.plugin.session import CrashState, HilSession
     from hil.run import PairRun
 
 log = logging.getLogger(__name__)
 
 CRASH_SIGNAL = signal.SIGUSR1  # how the watch's thread ends the test in the main thread
 RECOVER_TIMEOUT = 600.0
-_STATE = pytest.StashKey["CrashState"]()
 # Ends of a call that are no failure of the test: skip, exit, Ctrl-C or SIGTERM.
 _NOT_FAILURES = (pytest.skip.Exception, pytest.exit.Exception, KeyboardInterrupt)
-
-
-@dataclass
-class CrashState:
-    """The session's crashes and the armed test."""
-
-    summary: list[str] = field(default_factory=list)
-    armed: pytest.Item | None = None
-    crash: Crash | None = None  # the test under way's, once its TestRun noticed one
-    told: bool = False  # the test failed saying so already
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    previous_handler: Any = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -89,10 +74,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(trylast=True)  # after the plugin's own made the session (SESSION_KEY)
 def pytest_configure(config: pytest.Config) -> None:
-    if hil_session(config) is None:
+    hs = session_of(config)
+    if hs is None:
         return
-    state = CrashState()
-    config.stash[_STATE] = state
+    state = hs.crashes
     # Installed for the whole session and only ever firing into an armed test: putting
     # the default back between tests could let a late signal end the process.
     if threading.current_thread() is threading.main_thread():
@@ -100,7 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(_STATE, None)
+    state = _state(config)
     if state is not None and state.previous_handler is not None:
         signal.signal(CRASH_SIGNAL, state.previous_handler)
 
@@ -117,6 +102,12 @@ def _make_handler(state: CrashState) -> Any:
     return handler
 
 
+def _state(config: pytest.Config) -> CrashState | None:
+    """The session's crash state, when the plugin is active."""
+    hs = session_of(config)
+    return None if hs is None else hs.crashes
+
+
 # -- each test ------------------------------------------------------------------
 # The watch itself is the test's TestRun's (hil.run.testrun): the plugin's test fixture
 # (hil.plugin.testrun) gives it :func:`signaller`, arms the test for the call and its
@@ -126,13 +117,13 @@ def _make_handler(state: CrashState) -> Any:
 
 def crashed(config: pytest.Config) -> Crash | None:
     """The crash of a pair host under the test under way (or just over), once noticed."""
-    state = config.stash.get(_STATE, None)
+    state = _state(config)
     return None if state is None else state.crash
 
 
 def signaller(item: pytest.Item) -> Callable[[Crash], None] | None:
     """What the TestRun's watch calls on a crash: keep it, end the armed test at once."""
-    state = item.config.stash.get(_STATE, None)
+    state = _state(item.config)
     if state is None or threading.current_thread() is not threading.main_thread():
         return None
     state.crash, state.told = None, False  # a new test
@@ -148,24 +139,18 @@ def signaller(item: pytest.Item) -> Callable[[Crash], None] | None:
     return on_crash
 
 
-def describer(item: pytest.Item) -> Callable[[Crash], Crash]:
-    """A crash with a virtual lab guest's console tail, when the lab keeps one."""
-    return lambda crash: with_console(item, crash)
-
-
 def arm(item: pytest.Item) -> None:
     """From now on a crash ends ``item`` at once (a signal to the main thread)."""
-    state = item.config.stash.get(_STATE, None)
+    state = _state(item.config)
     if state is None:
         return
-    mark_consoles(item)
     with state.lock:
         state.armed = item
 
 
 def disarm(item: pytest.Item) -> None:
     """No signal into the main thread from here on (the watch may still look)."""
-    state = item.config.stash.get(_STATE, None)
+    state = _state(item.config)
     if state is not None:
         with state.lock:
             state.armed = None
@@ -174,7 +159,7 @@ def disarm(item: pytest.Item) -> None:
 def noticed(item: pytest.Item, crash: Crash) -> str | None:
     """Keep a crash the test's TestRun told; the test's failure message, or None when the
     test failed saying so already."""
-    state = item.config.stash.get(_STATE, None)
+    state = _state(item.config)
     if state is None:
         return crash.message(item.nodeid)
     state.crash = crash
@@ -192,7 +177,7 @@ def pytest_runtest_protocol(
     try:
         return (yield)
     finally:
-        crash, run, hs = crashed(item.config), pair_run(item), hil_session(item.config)
+        crash, run, hs = crashed(item.config), pair_run(item), session_of(item.config)
         if crash is not None and run is not None and hs is not None and hs.store is not None:
             _after_crash(item, hs, run, crash)
 
@@ -200,7 +185,7 @@ def pytest_runtest_protocol(
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """A call that failed because a host went down fails saying so."""
-    hs = hil_session(item.config)
+    hs = session_of(item.config)
     t = None if hs is None else hs.current
     if t is None:
         return (yield)
@@ -238,7 +223,7 @@ def _after_crash(item: pytest.Item, hs: HilSession, run: PairRun, crash: Crash) 
 
     assert hs.store is not None
     store = hs.store
-    state = item.config.stash[_STATE]
+    state = hs.crashes
     note_failure(store, crash.host, crash.kind, f"during {item.nodeid}: {crash.detail}")
     head = f"host {crash}, during {item.nodeid}"
     if may_cycle(run.inventory.host(crash.host)):
@@ -286,6 +271,6 @@ def _recover(item: pytest.Item, hs: HilSession, run: PairRun, crash: Crash) -> s
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    state = config.stash.get(_STATE, None)
+    state = _state(config)
     for line in [] if state is None else state.summary:
         terminalreporter.write_line(f"hil: {line}")

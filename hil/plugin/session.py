@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,6 +27,8 @@ from hil.reservation.store import Store
 from hil.run import PairRequest, PairRun
 
 if TYPE_CHECKING:
+    from hil.host.liveness import Crash
+    from hil.reservation.attempt import Attempt
     from hil.run.testparts import TestOptions
     from hil.run.testrun import TestRun
 
@@ -41,6 +44,18 @@ class Reserved:
     inventory: Inventory
 
 
+@dataclass
+class CrashState:
+    """The session's crashes and the armed test (:mod:`hil.plugin.crash`)."""
+
+    summary: list[str] = field(default_factory=list)
+    armed: pytest.Item | None = None
+    crash: Crash | None = None  # the test under way's, once its TestRun noticed one
+    told: bool = False  # the test failed saying so already
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    previous_handler: Any = None
+
+
 class HilSession:
     """Reserve (or adopt) a pair at start, renew it, release it at the end."""
 
@@ -52,7 +67,10 @@ class HilSession:
         self.error: HilError | None = None
         self.store: Store | None = None
         self.current: TestRun | None = None  # the test on the pair under way
-        self.test_options: TestOptions | None = None  # read from the options at first use
+        # Read from the options at configure time (hil.plugin.testrun), once.
+        self.test_options: TestOptions | None = None
+        self.crashes = CrashState()
+        self.crashers: dict[str, Attempt] = {}  # nodeid -> its newest crash marker
         self._signals = ExitStack()
 
     def request(self) -> PairRequest:

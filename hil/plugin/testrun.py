@@ -28,6 +28,7 @@ from hil.judge import known
 from hil.judge.checks import compile_allow
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.plugin import crash, option_group, session_of
+from hil.plugin.consoles import GuestConsoles
 from hil.run.testparts import WIRE_PACKETS, TestOptions
 
 if TYPE_CHECKING:
@@ -123,8 +124,13 @@ def _findings(config: pytest.Config) -> tuple[known.KnownFinding, ...]:
     return known.load(path, config.rootpath)
 
 
+@pytest.hookimpl(trylast=True)  # after the plugin's own made the session (SESSION_KEY)
 def pytest_configure(config: pytest.Config) -> None:
-    test_options(config)  # a bad allow pattern or findings list stops the session at once
+    # Read once, and now: a bad allow pattern or findings list stops the session at once.
+    options = test_options(config)
+    hs = session_of(config)
+    if hs is not None:
+        hs.test_options = options
 
 
 @pytest.fixture(autouse=True)
@@ -137,16 +143,18 @@ def hil_test(request: pytest.FixtureRequest) -> Iterator[TestRun | None]:
     if hs is None or not (rdma or "hil_hosts" in names):
         yield None
         return
-    # The pair set up (or its hosts opened) before the test's first stage.
+    # The pair set up (or its hosts opened) before the test's first stage: a session
+    # fixture, asked for by name because which one depends on what the test uses.
     request.getfixturevalue("hil_setup" if rdma else "hil_hosts")
-    run = hs.require_run()
-    if hs.test_options is None:
-        hs.test_options = test_options(request.config)
-    item = request.node
+    run, options = hs.require_run(), hs.test_options
+    assert options is not None  # set at configure
+    item, consoles = request.node, GuestConsoles(request.config)
     signal = crash.signaller(item)
-    describe = crash.describer(item)
-    with run.test(item.nodeid, hs.test_options, rdma=rdma, on_crash=signal, describe=describe) as t:
+    with run.test(
+        item.nodeid, options, rdma=rdma, on_crash=signal, describe=consoles.describe
+    ) as t:
         hs.current = t
+        consoles.mark()  # what the guests' consoles take from here on is the test's
         crash.arm(item)
         try:
             yield t

@@ -23,22 +23,16 @@ import time
 import traceback
 from collections.abc import Callable, Generator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hil.plugin import SESSION_KEY, option_group
+from hil.plugin import option_group, session_of
 from hil.timeouts import DEFAULTS, configured, expired, seconds
 
 if TYPE_CHECKING:
     from hil.run.testrun import TestRun
-
-_CONFIGURED = pytest.StashKey[ExitStack]()
-_DEADLINE = pytest.StashKey[tuple[float, float]]()  # when the session layer fires, its bound
-_STOPPED = pytest.StashKey[str]()
-_CANCEL = pytest.StashKey[Callable[[], None]]()
-_PHASE = pytest.StashKey[str]()
-_ARMED = pytest.StashKey[tuple[float, bool]]()  # the test's bound, whether to ignore a debugger
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -99,13 +93,73 @@ def pytest_configure(config: pytest.Config) -> None:
             step_slack_s=config.getoption("hil_timeout_step_slack"),
         )
     )
-    config.stash[_CONFIGURED] = stack
+    config.add_cleanup(stack.close)
+    # The layers work in any session, with or without a pair (so not on its HilSession):
+    # their state is an object of its own, registered beside the hooks below.
+    config.pluginmanager.register(TimeoutState(), STATE_NAME)
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    stack = config.stash.get(_CONFIGURED, None)
-    if stack is not None:
-        stack.close()
+STATE_NAME = "hil-timeout-state"
+
+
+@dataclass
+class TestClock:
+    """The test layer's timer of one test: its bound, the phase it runs, how to stop it."""
+
+    __test__ = False
+
+    item: pytest.Item
+    phase: str = "setup"
+    armed: tuple[float, bool] | None = None  # the test's bound, whether to ignore a debugger
+    cancel: Callable[[], None] | None = None
+
+    def arm(self, seconds: float, ignore_debugger: bool) -> None:
+        """SIGALRM in ``seconds`` fails the test (its phase named); :attr:`cancel` stops it."""
+        item = self.item
+
+        def handler(signum: int, frame: Any) -> None:
+            if not ignore_debugger and sys.gettrace() is not None:
+                return  # a debugger is stepping through the test
+            _dump_other_threads()
+            message = expired("test", seconds, f"{item.nodeid} to finish its {self.phase}")
+            if self.phase != "teardown":
+                message += "; its fixtures' teardown still runs"
+            current = _current(item)
+            if current is not None:
+                current.timeout(message)
+            # Capitalised as pytest-timeout's own: the report files a test failed with
+            # "Failed: Timeout ..." under lab errors (hil.report.categories).
+            pytest.fail(message[0].upper() + message[1:])
+
+        def cancel() -> None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+        self.cancel = cancel
+        self.armed = (seconds, ignore_debugger)
+        signal.signal(signal.SIGALRM, handler)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+class TimeoutState:
+    """The test and session layers' state in one pytest session."""
+
+    def __init__(self) -> None:
+        self._clock: TestClock | None = None
+        self.deadline: tuple[float, float] | None = None  # when the session layer fires, its bound
+        self.stopped: str | None = None  # why the session layer stopped the session
+
+    def clock(self, item: pytest.Item) -> TestClock:
+        """The test layer's timer of ``item`` (a fresh one for a new test)."""
+        if self._clock is None or self._clock.item is not item:
+            self._clock = TestClock(item)
+        return self._clock
+
+
+def _state(config: pytest.Config) -> TimeoutState:
+    state = config.pluginmanager.get_plugin(STATE_NAME)
+    assert isinstance(state, TimeoutState)  # registered at configure time
+    return state
 
 
 # -- the test layer ----------------------------------------------------------
@@ -118,56 +172,18 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     thread: the expiry message names the layer, the test and its phase."""
     if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
         return None  # pytest-timeout's own (the thread method ends the process: no restore)
-    _arm(item, float(settings.timeout), bool(settings.disable_debugger_detection))
+    clock = _state(item.config).clock(item)
+    clock.arm(float(settings.timeout), bool(settings.disable_debugger_detection))
     return True
-
-
-def _arm(item: pytest.Item, seconds: float, ignore_debugger: bool) -> None:
-    """SIGALRM in ``seconds`` fails the test (its phase named); cancelled through the stash."""
-
-    def handler(signum: int, frame: Any) -> None:
-        if not ignore_debugger and sys.gettrace() is not None:
-            return  # a debugger is stepping through the test
-        _dump_other_threads()
-        phase = item.stash.get(_PHASE, "setup")
-        message = expired("test", seconds, f"{item.nodeid} to finish its {phase}")
-        if phase != "teardown":
-            message += "; its fixtures' teardown still runs"
-        current = _current(item)
-        if current is not None:
-            current.timeout(message)
-        # Capitalised as pytest-timeout's own: the report files a test failed with
-        # "Failed: Timeout ..." under lab errors (hil.report.categories).
-        pytest.fail(message[0].upper() + message[1:])
-
-    def cancel() -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-
-    item.stash[_CANCEL] = cancel
-    item.stash[_ARMED] = (seconds, ignore_debugger)
-    signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
-def _dump_other_threads() -> None:
-    """Where every other thread is (the test's own place is the failure's traceback),
-    into the test's captured stderr."""
-    frames = sys._current_frames()
-    for thread in threading.enumerate():
-        frame = frames.get(thread.ident or -1)
-        if thread is not threading.current_thread() and frame is not None:
-            stack = "".join(traceback.format_stack(frame))
-            print(f"thread {thread.name} at the timeout:\n{stack}", file=sys.stderr)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
-    cancel = item.stash.get(_CANCEL, None)
-    if cancel is None:
+    clock = _state(item.config).clock(item)
+    if clock.cancel is None:
         return None
-    cancel()
-    del item.stash[_CANCEL]
+    clock.cancel()
+    clock.cancel = None
     return True
 
 
@@ -175,10 +191,10 @@ def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     # Teardown restores the pair: a test that overran must not cut it short, so it
     # gets a bound of its own, as long as the test's.
-    armed = item.stash.get(_ARMED, None)
-    if armed is not None and pytest_timeout_cancel_timer(item):
-        item.stash[_PHASE] = "teardown"
-        _arm(item, *armed)
+    clock = _state(item.config).clock(item)
+    if clock.armed is not None and pytest_timeout_cancel_timer(item):
+        clock.phase = "teardown"
+        clock.arm(*clock.armed)
 
 
 # -- an interrupted test ------------------------------------------------------
@@ -190,11 +206,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     runner's, Ctrl-C): that test fails saying so, not passed or lost, and the
     session stops after it, its teardown restoring the pair.  (Also marks the call
     phase for the test layer's message.)"""
-    item.stash[_PHASE] = "call"
+    _state(item.config).clock(item).phase = "call"
     try:
         return (yield)
     except KeyboardInterrupt as e:
-        if item.config.stash.get(SESSION_KEY, None) is None:
+        if session_of(item.config) is None:
             raise
         why = str(e) or "Ctrl-C"
         current = _current(item)
@@ -209,12 +225,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         )
 
 
-def _current(item: pytest.Item) -> TestRun | None:
-    """The test's TestRun, when it runs on the pair."""
-    hs = item.config.stash.get(SESSION_KEY, None)
-    return None if hs is None else hs.current
-
-
 # -- the session layer -------------------------------------------------------
 
 
@@ -223,7 +233,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if seconds is None:
         seconds = DEFAULTS.session_s
     if seconds is not None:
-        session.config.stash[_DEADLINE] = (time.monotonic() + seconds, seconds)
+        _state(session.config).deadline = (time.monotonic() + seconds, seconds)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -236,8 +246,8 @@ def pytest_runtest_protocol(
 
 
 def _stop_if_overrun(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    config = item.config
-    deadline, seconds = config.stash.get(_DEADLINE, (None, 0.0))
+    state = _state(item.config)
+    deadline, seconds = state.deadline or (None, 0.0)
     if deadline is None or nextitem is None or time.monotonic() < deadline:
         return
     items = item.session.items
@@ -247,11 +257,28 @@ def _stop_if_overrun(item: pytest.Item, nextitem: pytest.Item | None) -> None:
         f"stopped after {item.nodeid}, {left} not run; the session's teardown restores "
         "the pair as at any end"
     )
-    config.stash[_STOPPED] = message
+    state.stopped = message
     item.session.shouldstop = message
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    message = config.stash.get(_STOPPED, None)
+    message = _state(config).stopped
     if message is not None:
         terminalreporter.write_line(f"hil: {message}")
+
+
+def _dump_other_threads() -> None:
+    """Where every other thread is (the test's own place is the failure's traceback),
+    into the test's captured stderr."""
+    frames = sys._current_frames()
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident or -1)
+        if thread is not threading.current_thread() and frame is not None:
+            stack = "".join(traceback.format_stack(frame))
+            print(f"thread {thread.name} at the timeout:\n{stack}", file=sys.stderr)
+
+
+def _current(item: pytest.Item) -> TestRun | None:
+    """The test's TestRun, when it runs on the pair."""
+    hs = session_of(item.config)
+    return None if hs is None else hs.current

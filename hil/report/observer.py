@@ -4,9 +4,7 @@ Each sequence run becomes an Allure step with its parameters, each
 controller action a sub-step with its parameters and result; a complete
 run's timeline (picture and JSON), contract verdict, kernel log and resource
 counts are attached, and so is the partial timeline of a run that failed
-half-way.  The provider the run really found is kept for the test's labels,
-and each judged timeline's contract verdict for the test's picture with the
-wire lane (the plugin clears them when a test begins).
+half-way.  The provider the run really found is kept for the test's labels.
 """
 
 from __future__ import annotations
@@ -28,10 +26,11 @@ from hil.report.attach import (
 class AllureObserver(Observer):
     """Steps and attachments for every CM run of the session's pair run."""
 
+    name = "allure"
+
     def __init__(self) -> None:
         self.run: RunInfo | None = None
         self._open: list[ExitStack] = []
-        self.verdicts: list[tuple[Timeline, Verdict]] = []
 
     def run_started(self, info: RunInfo) -> None:
         self.run = info
@@ -65,14 +64,9 @@ class AllureObserver(Observer):
             attach_timeline(timeline)
 
     def verdict(self, timeline: Timeline, verdict: Verdict) -> None:
-        self.verdicts.append((timeline, verdict))
         attach_timeline(timeline, verdict)
         attach_verdict(verdict)
         if timeline.kernel_log:
             attach_kernel_log(timeline.kernel_log)
         if timeline.resources:
             attach_resource_counts(timeline.resources)
-
-    def verdict_of(self, timeline: Timeline) -> Verdict | None:
-        """The contract verdict of a timeline judged since the test began, if any."""
-        return next((v for t, v in self.verdicts if t == timeline), None)

@@ -7,11 +7,11 @@
   note, and each known kernel finding of the test (attached, labelled
   ``known_kernel_finding``, linked to where it is filed);
 - ``kernel_findings``: each host's kmemleak report;
-- ``wire_verdict``: the wire verdict, the decoded exchange and each
-  timeline's picture with the wire lane;
-- ``test_finished``: a crashed host's last kernel log lines; the captures
-  (``--hil-pcap``) and the NIC and debugfs snapshots (``--hil-hw-evidence``)
-  of a failed test, or of every test.
+- ``wire_verdict``: the wire verdict and the decoded exchange;
+- ``test_finished``: each timeline's picture with the wire lane and the
+  contract verdict the test's result holds; a crashed host's last kernel
+  log lines; the captures (``--hil-pcap``) and the NIC and debugfs
+  snapshots (``--hil-hw-evidence``) of a failed test, or of every test.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ class AllureTestObserver(AllureObserver):
         self._evidence: EvidenceReport | None = None
 
     def test_started(self, info: TestInfo) -> None:
-        self.verdicts.clear()  # only this test's timelines get their contract verdict
         self._wire = self._evidence = None
         for release in info.kernels:
             attach.label("kernel", release)
@@ -75,18 +74,21 @@ class AllureTestObserver(AllureObserver):
     def wire_verdict(self, report: WireReport) -> None:
         self._wire = report
         attach.attach_wire_verdict(report.verdict)
-        if report.exchange is None:
-            return
-        attach.attach_exchange(report.exchange)
-        for tl in report.timelines:
-            verdict = self.verdict_of(tl)
-            attach.attach_wire_timeline(tl, report.exchange, report.verdict, verdict)
+        if report.exchange is not None:
+            attach.attach_exchange(report.exchange)
 
     def test_finished(self, result: TestResult) -> None:
+        wire = self._wire
+        # Drawn now: the result holds every timeline's contract verdict, those judged
+        # after the wire stage too.
+        if wire is not None and wire.exchange is not None:
+            for tl in wire.timelines:
+                verdict = result.verdict_of(tl)
+                attach.attach_wire_timeline(tl, wire.exchange, wire.verdict, verdict)
         if result.crash is not None:
             attach_crash(result.crash)
         failed = not result.ok
-        wire, ev = self._wire, self._evidence
+        ev = self._evidence
         if wire is not None and (
             self.pcap == "all" or (self.pcap == "failed" and (failed or not wire.verdict.ok))
         ):

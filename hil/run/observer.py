@@ -18,6 +18,7 @@ An observer must not raise: a failing one is logged and the test goes on.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -93,6 +94,17 @@ class TestResult:
     def ok(self) -> bool:
         """True when the test passed (or was skipped) and every verdict held."""
         return self.outcome in ("passed", "skipped") and not self.failures
+
+    def verdict_of(self, timeline: Timeline) -> Verdict | None:
+        """The contract verdict of one of the test's timelines, if it was judged."""
+        return verdict_of(self.contract, timeline)
+
+
+def verdict_of(verdicts: Iterable[tuple[Timeline, Verdict]], timeline: Timeline) -> Verdict | None:
+    """The verdict of ``timeline`` among ``verdicts``, or None."""
+    # Equal, not the same object: a recording tells one copy of its timeline and
+    # returns another.
+    return next((v for t, v in verdicts if t == timeline), None)
 
 
 class Observer(cm_observer.Observer):

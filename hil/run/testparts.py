@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from hil.cm.observer import Observer as CMObserver
 from hil.host.evidence import SETTLE_S
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
+from hil.run.observer import verdict_of
 from hil.wire.capture import COUNT
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class TestedPair(Protocol):
 class Keeper(CMObserver):
     """The timelines a test records and the verdicts the CM session gave them."""
 
+    name = "keeper"
+
     def __init__(self) -> None:
         self.timelines: list[Timeline] = []
         self.verdicts: list[tuple[Timeline, Verdict]] = []
@@ -86,9 +89,8 @@ class Keeper(CMObserver):
         self.verdicts.append((timeline, verdict))
 
     def verdict_of(self, timeline: Timeline) -> Verdict | None:
-        # Equal, not the same object: a recording tells one copy of its timeline and
-        # returns another.
-        return next((v for t, v in self.verdicts if t == timeline), None)
+        """The verdict the CM session gave ``timeline``, if any."""
+        return verdict_of(self.verdicts, timeline)
 
 
 @dataclass

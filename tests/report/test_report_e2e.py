@@ -17,9 +17,9 @@ from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
+from browser import chromium_missing, dump_dom, screenshot, serve
 
 from hil.report import history, pipeline
-from tests.report.browser import chromium_missing, dump_dom, screenshot, serve
 
 JUDGE_TESTS = Path(__file__).resolve().parents[1] / "judge"
 REPORT_TESTS = Path(__file__).resolve().parent

@@ -16,8 +16,8 @@ PARAMS = "/sys/module/iw_cxgb4/parameters"
 def test_every_known_parameter_is_recorded_per_host_as_read_there(tmp_path: Path) -> None:
     hosts = t6_hosts(tmp_path)
     hosts.recorded("t6b").write(f"{PARAMS}/ep_timeout_secs", "10\n")  # as a pin left it
-    a = module_properties(hosts.agent("t6a"), "t6a", "iw_cxgb4")  # type: ignore[arg-type]
-    b = module_properties(hosts.agent("t6b"), "t6b", "iw_cxgb4")  # type: ignore[arg-type]
+    a = module_properties(hosts.agent("t6a"), "t6a", "iw_cxgb4")
+    b = module_properties(hosts.agent("t6b"), "t6b", "iw_cxgb4")
     assert (a["t6a.iw_cxgb4.ep_timeout_secs"], b["t6b.iw_cxgb4.ep_timeout_secs"]) == ("60", "10")
     assert a["t6a.iw_cxgb4.c4iw_wr_log_size_order"] == "12"
     assert len(b) == 19
@@ -25,13 +25,13 @@ def test_every_known_parameter_is_recorded_per_host_as_read_there(tmp_path: Path
 
 def test_a_driver_without_parameters_adds_nothing(tmp_path: Path) -> None:
     hosts = t6_hosts(tmp_path)
-    assert module_properties(hosts.agent("t6a"), "t6a", "siw") == {}  # type: ignore[arg-type]
+    assert module_properties(hosts.agent("t6a"), "t6a", "siw") == {}
 
 
 def test_a_module_not_loaded_is_recorded_as_unknown_saying_why(tmp_path: Path) -> None:
     hosts = t6_hosts(tmp_path)
     shutil.rmtree(hosts.recorded("t6a").file("/sys/module/iw_cxgb4"))
-    props = module_properties(hosts.agent("t6a"), "t6a", "iw_cxgb4")  # type: ignore[arg-type]
+    props = module_properties(hosts.agent("t6a"), "t6a", "iw_cxgb4")
     assert list(props) == ["t6a.iw_cxgb4"]
     assert props["t6a.iw_cxgb4"].startswith(
         "unknown: reading module parameters failed on t6a: module iw_cxgb4 is not loaded"

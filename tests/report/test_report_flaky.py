@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,7 +155,11 @@ def test_summary_and_environment_lines() -> None:
 def test_the_summary_lists_each_known_kernel_finding_with_its_tests(tmp_path: Path) -> None:
     label = {"name": "known_kernel_finding", "value": "siw-x"}
     for name, labels in (("t2", [label]), ("t1", [label]), ("t3", [])):
-        data = {"name": name, "status": "passed", "labels": [{"name": "nodeid", "value": name}]}
+        data: dict[str, Any] = {
+            "name": name,
+            "status": "passed",
+            "labels": [{"name": "nodeid", "value": name}],
+        }
         data["labels"] += labels
         (tmp_path / f"{name}-result.json").write_text(json.dumps(data))
     read = results.read(tmp_path)

@@ -24,11 +24,11 @@ from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
+from browser import chromium_missing, dump_dom, serve
+from test_report_e2e import _section
 
 from hil.report import flaky, history, metrics_history, pipeline
 from hil.report.svgdraw import BAD_COLOR
-from tests.report.browser import chromium_missing, dump_dom, serve
-from tests.report.test_report_e2e import _section
 
 SUITE = """
 import pathlib

@@ -14,8 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.report.test_report_plugin import _all_attachments, results
+from test_report_plugin import _all_attachments, results
 
 pytest_plugins = ["pytester"]
 
