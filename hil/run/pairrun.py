@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from hil.run.provider import Provider
     from hil.run.testparts import TestOptions
     from hil.run.testrun import TestRun
+    from hil.run.wirestage import LinkWire
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class PairRun:
         self._provider: Provider | None = None
         self._pinned: dict[str, dict[str, str]] = {}
         self._facts: PairFacts | None = None
+        self._wire: LinkWire | None = None  # the link's capture, from the first test's on
         self._kept = False
 
     # -- stages ---------------------------------------------------------------
@@ -153,13 +155,15 @@ class PairRun:
 
         report = None
         try:
+            if self._wire is not None:
+                self._wire.discard()
             if self._provider is not None:
                 self.observers.run_finished(self.info, error)
             if self._journal is not None and not self._kept:
                 report = self._journal.close()
                 note_undo_failures(self.store, report)  # host health: restore failed
         finally:
-            self._provider = self._state = self._journal = self._facts = None
+            self._provider = self._state = self._journal = self._facts = self._wire = None
             self._pinned = {}
             hosts, self._hosts = self._hosts, None
             if hosts is not None:
@@ -294,6 +298,15 @@ class PairRun:
         if self._facts is None:
             self._facts = PairFacts(self.hosts, (self.pair.host_a.name, self.pair.host_b.name))
         return self._facts
+
+    @property
+    def wire(self) -> LinkWire:
+        """The link's capture over the run, cut into a window per test (started by the first)."""
+        if self._wire is None:
+            from hil.run.wirestage import LinkWire
+
+            self._wire = LinkWire(self.hosts, self.pair, self.provider.driver)
+        return self._wire
 
     def test(
         self,

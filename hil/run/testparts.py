@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from hil.run.observer import EvidenceReport, KernelFindings, Observers
     from hil.run.pairfacts import PairFacts
     from hil.run.provider import Provider
+    from hil.run.wirestage import LinkWire
     from hil.wire.judge import WireReport
 
 WIRE_PACKETS = COUNT  # the first N packets per capture point and test
@@ -70,6 +71,8 @@ class TestedPair(Protocol):
     def store(self) -> Store: ...
     @property
     def observers(self) -> Observers: ...
+    @property
+    def wire(self) -> LinkWire: ...
 
 
 class Keeper(CMObserver):

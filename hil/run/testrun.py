@@ -7,12 +7,14 @@ in it, and so does ``hil cm run``, so both judge a test the same way::
         timeline = run.session("a-b").run("close")
     print(t.result.outcome, t.result.failures)
 
-On entry, in this order (the capture and the baseline at once):
+On entry, in this order (the capture's window and the baseline at once):
 
 1. the attempt marker written to the store (what ran when a run or host died:
    docs/crashes.md);
 2. observers told ``test_started``;
-3. the link's capture started (:mod:`hil.run.wirestage`);
+3. the test's window of the link's capture begun (:mod:`hil.run.wirestage`: one
+   capture runs for the pair run; it is started by the first test, and again
+   where it stopped);
 4. the baseline: each host's RDMA resource counts, its driver's own QP and
    endpoint counts and a kernel-log cursor (:mod:`hil.host.evidence`), and
    the NIC counters and debugfs snapshots when asked for;
@@ -25,12 +27,12 @@ then the test runs; on exit:
 6. the settle: the counts given ``settle_s`` to come back to the baseline;
 7. at once: kmemleak scanned where the kernel has it, then the kernel log read
    and the evidence judged (known kernel findings of this test told apart);
-   and the capture stopped, decoded, placed and judged by the wire rules;
+   and the capture's window cut, decoded, placed and judged by the wire rules;
 8. every complete timeline the test recorded judged by the contract, also
    those the test never handed to ``contract``;
 9. observers told ``kernel_findings``, ``evidence``, ``wire_verdict``; the
    crash watch stopped; the attempt marker ended with the outcome; observers
-   told ``test_finished``; the capture's files removed.
+   told ``test_finished``; the window's files removed.
 
 A test on a pair that is not set up for RDMA (``rdma=False``: it only uses
 the hosts) gets steps 1, 2, 5 and 9.  A crash of a pair host (:meth:`crash`,
@@ -64,11 +66,11 @@ from hil.run.observer import (
     TestResult,
 )
 from hil.run.testparts import Collected, Keeper, TestedPair, TestOptions
-from hil.run.wirestage import WireStage
 
 if TYPE_CHECKING:
     from hil.host.hwevidence import HostSnapshot, HwEvidence, Target
     from hil.host.liveness import Crash, Watch
+    from hil.run.wirestage import WireStage
 
 log = logging.getLogger(__name__)
 
@@ -246,9 +248,7 @@ class TestRun:
     def _start_wire(self) -> WireStage:
         run = self.run
         with self._timed("capture start"):
-            return WireStage.start(
-                run.hosts, run.pair, run.provider.driver, self.options.wire_packets
-            )
+            return run.wire.begin(self.options.wire_packets)
 
     def _take_baseline(self) -> None:
         if not self.options.evidence:
@@ -286,6 +286,8 @@ class TestRun:
         try:
             if self._crash is None and self.rdma:
                 self._judge_after(found)
+            elif self._wire is not None:
+                self._wire.discard()  # a crashed host's capture is gone: the next test starts one
             with self._timed("contract"):
                 self._judge_timelines(found)
         finally:

@@ -37,6 +37,7 @@ from hil import tools
 from hil.errors import CommandTimeout, HilError, SSHError
 from hil.ssh import SSHSession
 from hil.ssh.channel import RemoteProcess
+from hil.wire import pcapwindow
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,13 @@ _STAT = re.compile(r"^(\d+) packets? (captured|dropped by kernel)$", re.MULTILIN
 # of the test (a close's last ACK), which the wire rules then miss.
 DRAIN_S = 0.2
 DRAIN_STEPS = 10
+# A cut (a capture that goes on) polls the file's size over SFTP, which costs no
+# process on the host; the size kept still for CUT_QUIET says tcpdump has caught up.
+CUT_QUIET = 0.1
+# A capture that is cut goes on for the next test, until its file holds ROLL_BYTES
+# (a host's /tmp may be its RAM); a new one starts at the next test then.
+ROLL_BYTES = 32 << 20
+_CUT_POLL = 0.03
 _WRAPPER = (
     "trap '' HUP PIPE; f=$1; shift; exec 3<&0; \"$@\" & pid=$!; "
     "{ read -r _ <&3; n=0; s=-1; "
@@ -89,6 +97,9 @@ class Capture:
         self.process = process
         self.count = count
         self._err = bytearray()  # tcpdump's stderr so far
+        self._header = b""  # the file's global header, once a cut read it
+        self._at = pcapwindow.HEADER  # where the next cut's records start
+        self.status: int | None = None  # tcpdump's exit status, once it ended by itself
 
     @classmethod
     def start(
@@ -214,6 +225,73 @@ class Capture:
             self._remove()
         # After the wrapper ended: tcpdump's statistics have all arrived by then.
         return Fetched(local, tuple(self._notes(status, self._stderr())))
+
+    @property
+    def reusable(self) -> bool:
+        """Another cut can follow: tcpdump still captures, over a connection that is still
+        up, into a file under ROLL_BYTES (a larger one is started anew)."""
+        chan = self.process.channel
+        return (
+            self.status is None
+            and self._at < ROLL_BYTES
+            and self.session.is_alive()
+            and not (chan.closed or chan.eof_received or chan.recv_ready())
+        )
+
+    def cut(self, local: Path, count: int) -> Fetched:
+        """The packets since the last cut (the first ``count``) written to ``local`` as a
+        pcap of their own; tcpdump goes on.  Waits first until the file stops growing
+        (tcpdump has written what its socket held).  SSHError when it cannot be read."""
+        try:
+            size = self._settled_size()
+            with self.session.sftp().open(self.remote, "rb") as f:
+                if not self._header:
+                    self._header = f.read(pcapwindow.HEADER)
+                f.seek(self._at)
+                data = f.read(max(size - self._at, 0))
+            order = pcapwindow.byte_order(self._header)
+        except (OSError, paramiko.SSHException, EOFError, HilError) as e:
+            raise SSHError(
+                self.session.name, f"cannot read the capture {self.remote}: {e}"
+            ) from None
+        found = pcapwindow.records(data, order, count)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(self._header + data[: found.kept])
+        self._at += found.complete
+        notes = self._ended_notes()
+        if found.packets > count:
+            notes.append(
+                f"{self.session.name} {self.netdev}: the test sent {found.packets} packets; "
+                f"the first {count} are kept, what came later is not in the capture"
+            )
+        return Fetched(local, tuple(notes))
+
+    def _settled_size(self) -> int:
+        """The file's size once it kept still for CUT_QUIET (at most DRAIN_S * DRAIN_STEPS)."""
+        sftp = self.session.sftp()
+        size = sftp.stat(self.remote).st_size or 0
+        start = still = time.monotonic()
+        while (
+            time.monotonic() - still < CUT_QUIET
+            and time.monotonic() - start < DRAIN_S * DRAIN_STEPS
+        ):
+            time.sleep(_CUT_POLL)
+            now = sftp.stat(self.remote).st_size or 0
+            if now != size:
+                size, still = now, time.monotonic()
+        return size
+
+    def _ended_notes(self) -> list[str]:
+        """Once tcpdump ended by itself (its packet bound, an error): why, as notes."""
+        if self.status is not None or not self.process.channel.recv_ready():
+            return []
+        line = self.process.readline(STOP_TIMEOUT).strip()
+        self.status = int(line) if line.isdigit() else -1
+        err = self._stderr()
+        notes = self._notes(self.status, err)
+        if self.status != 0 and not notes:
+            notes.append(f"{self.session.name} {self.netdev}: tcpdump ended: {err[-300:]}")
+        return notes
 
     def discard(self) -> None:
         """Stop the capture and remove its file without fetching it; never raises."""

@@ -38,6 +38,7 @@ class CommandCapture:
         self.point = point
         self.id = capture_id
         self.remote = f"/tmp/{capture_id}.pcap"
+        self._stopped = False
 
     @classmethod
     def start(cls, session: SSHSession, point: CommandPoint) -> CommandCapture:
@@ -78,8 +79,22 @@ class CommandCapture:
             self._remove()
         return Fetched(local)
 
+    def cut(self, local: Path, count: int) -> Fetched:
+        """A tool's capture cannot be cut while it runs: it is stopped and fetched to
+        ``local`` (no longer :attr:`reusable`: the next window starts it again)."""
+        del count  # the tool keeps its own bound
+        self._stopped = True
+        return self.stop(local)
+
+    @property
+    def reusable(self) -> bool:
+        """Not stopped (a cut stops it), over a connection that is still up."""
+        return not self._stopped and self.session.is_alive()
+
     def discard(self) -> None:
-        """Run ``stop`` without fetching; never raises."""
+        """Run ``stop`` without fetching (unless a cut stopped it); never raises."""
+        if self._stopped:
+            return
         try:
             self.session.run(self._argv("stop"), timeout=STOP_TIMEOUT, check=True)
         except HilError as e:

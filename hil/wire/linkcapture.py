@@ -33,7 +33,7 @@ from hil.cm.clock import agent_now, estimate, wall_sample
 from hil.errors import HilError, InputError
 from hil.judge.timeline import ClockOffset, WallSample
 from hil.wire import clock
-from hil.wire.capture import COUNT, SNAPLEN, Capture
+from hil.wire.capture import COUNT, SNAPLEN, Capture, Fetched
 from hil.wire.command import CommandCapture
 from hil.wire.plan import CapturePlan, CapturePoint, TcpdumpPoint
 
@@ -104,6 +104,24 @@ class LinkCapture:
             log.warning("capture point %s: %s", point.name, e)
             self.notes.append(f"capture point {point.name}: not captured: {e}")
 
+    def begin(self, count: int = COUNT, snaplen: int = SNAPLEN) -> list[str]:
+        """A new window, for the next :meth:`cut`: a point that no longer captures (its
+        tool was cut, its tcpdump ended, its host's connection went) is started again,
+        each other point's clock is sampled.  The points that do not capture now."""
+        self.notes = []
+
+        def begin_one(point: CapturePoint) -> None:
+            cap = self.running.get(point.name)
+            if cap is not None and cap.reusable:
+                self._before[point.name] = self._sample(point, "before the window")
+                return
+            if cap is not None:
+                self.running.pop(point.name).discard()
+            self._start(point, count, snaplen)
+
+        _each_host(self.plan.points, begin_one)
+        return [p.name for p in self.plan.points if p.name not in self.running]
+
     def _sample(self, point: CapturePoint, when: str) -> WallSample | None:
         try:
             return wall_sample(self.hosts.agent(point.host))
@@ -115,18 +133,48 @@ class LinkCapture:
         """Stop every point, fetch each capture to ``directory/POINT.pcap``, sample the
         clocks; what failed is in the notes.  A host whose offset is ``known`` (the run's
         own, which the timelines were placed with) is not measured again."""
+        try:
+            return self._collect(directory, known, lambda cap, path: cap.stop(path), keep=False)
+        finally:
+            self.discard()  # what an interrupt left running
+
+    def cut(
+        self, directory: Path, known: Iterable[ClockOffset] = (), count: int = COUNT
+    ) -> Captured:
+        """Like :meth:`stop`, but each tcpdump goes on: the window since :meth:`begin` (its
+        first ``count`` packets per point) is written to ``directory/POINT.pcap``.  A point
+        whose capture could not be read is dropped (:meth:`begin` starts it again)."""
+        try:
+            return self._collect(
+                directory, known, lambda cap, path: cap.cut(path, count), keep=True
+            )
+        except BaseException:
+            self.discard()  # an interrupt mid-cut: nothing is known of what is left
+            raise
+
+    def _collect(
+        self,
+        directory: Path,
+        known: Iterable[ClockOffset],
+        take: Callable[[Capture | CommandCapture, Path], Fetched],
+        *,
+        keep: bool,
+    ) -> Captured:
+        """``take`` each point's capture into ``directory``; ``keep`` it running after."""
         files: dict[str, Path] = {}
         after: dict[str, WallSample | None] = {}
         offsets: dict[str, ClockOffset | None] = {o.host: o for o in known}
 
-        def stop_one(point: CapturePoint) -> None:
-            cap = self.running.pop(point.name, None)
+        def take_one(point: CapturePoint) -> None:
+            cap = self.running.get(point.name) if keep else self.running.pop(point.name, None)
             if cap is None:
                 return
             try:
-                fetched = cap.stop(directory / f"{point.name}.pcap")
+                fetched = take(cap, directory / f"{point.name}.pcap")
             except HilError as e:
                 self.notes.append(f"capture point {point.name}: capture lost: {e}")
+                if keep:
+                    self.running.pop(point.name).discard()
                 return
             files[point.name] = fetched.path
             self.notes.extend(fetched.notes)
@@ -134,10 +182,7 @@ class LinkCapture:
             if point.host not in offsets:
                 offsets[point.host] = self._offset(point.host)
 
-        try:
-            _each_host(self.plan.points, stop_one)
-        finally:
-            self.discard()  # what an interrupt left running
+        _each_host(self.plan.points, take_one)
         delivered = [p for p in self.plan.points if p.name in files]
         samples: Samples = {p.name: (self._before.get(p.name), after[p.name]) for p in delivered}
         hosts = dict.fromkeys(p.host for p in delivered)

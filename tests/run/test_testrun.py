@@ -24,7 +24,7 @@ from hil.run.observer import EvidenceReport, Observer, Observers, TestInfo, Test
 from hil.run.pairfacts import PairFacts
 from hil.run.testparts import TestOptions
 from hil.run.testrun import TestRun
-from hil.run.wirestage import WireStage
+from hil.run.wirestage import LinkWire, WireStage
 from tests.judge.cmtimelines import orderly_close
 
 QUICK = TestOptions(wire=False, settle_s=0.5, attempts=False)
@@ -93,7 +93,7 @@ def _run(told: Observer) -> Any:
     )
     facts = PairFacts(hosts, ("lab-a", "lab-b"))  # type: ignore[arg-type]
     facts._targets = {}  # siw: no driver debugfs to count
-    return SimpleNamespace(
+    run = SimpleNamespace(
         pair=pair,
         hosts=hosts,
         agents=agents,
@@ -106,6 +106,8 @@ def _run(told: Observer) -> Any:
         store=Markers(),
         lease=SimpleNamespace(id="L1"),
     )
+    run.wire = LinkWire(hosts, pair, "siw")  # type: ignore[arg-type]
+    return run
 
 
 class Markers:
@@ -219,16 +221,29 @@ def test_a_capture_that_did_not_start_is_a_lab_error_not_a_skip(
 
 def test_a_point_that_delivered_no_file_is_a_lab_error(tmp_path: Path) -> None:
     captured = SimpleNamespace(files={}, notes=("capture point lab-a:eth1: capture lost: EOF",))
-    capture = SimpleNamespace(stop=lambda directory, known: captured, discard=lambda: None)
-    stage = WireStage(_usable_plan(), capture, None)  # type: ignore[arg-type]
+    link = SimpleNamespace(cut=lambda directory, timelines, count: captured)
+    stage = WireStage(link, _usable_plan(), None, 10)  # type: ignore[arg-type]
     with pytest.raises(HilError, match="lab-a:eth1 delivered no file: .*capture lost"):
+        stage.finish((), profile_for("siw"))
+    stage.close()
+
+
+def test_a_capture_that_stopped_during_the_test_is_a_lab_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hil.wire import plan
+
+    monkeypatch.setattr(plan, "capture_plan", lambda pair, driver: _usable_plan())
+    link = LinkWire(None, None, "siw")  # type: ignore[arg-type]
+    stage = WireStage(link, _usable_plan(), None, 10)  # type: ignore[arg-type]
+    with pytest.raises(HilError, match="the capture stopped during the test"):
         stage.finish((), profile_for("siw"))
     stage.close()
 
 
 def test_a_link_with_no_capture_point_is_judged_with_every_rule_skipped() -> None:
     plan = SimpleNamespace(usable=False, reason="capture: none on link ab", points=())
-    report = WireStage(plan, None, None).finish((), profile_for("siw"))  # type: ignore[arg-type]
+    report = WireStage(None, plan, None, 10).finish((), profile_for("siw"))  # type: ignore[arg-type]
     assert report.verdict.ok and report.verdict.count("skip") == len(report.verdict.results)
 
 

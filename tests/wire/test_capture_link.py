@@ -242,3 +242,41 @@ def test_an_offloading_provider_without_a_capture_point_is_refused(
     assert not plan.usable
     with pytest.raises(InputError, match="runs its TCP on the RNIC"):
         LinkCapture.start(hosts, plan)
+
+
+def test_a_link_capture_is_cut_into_windows_and_goes_on(
+    netns_lab: NetnsLab, hosts: Hosts, pair: Pair, tmp_path: Path
+) -> None:
+    plan = capture_plan(pair, "siw")
+    with LinkCapture.start(hosts, plan) as link:
+        files = remote_files(link)
+        _ping(netns_lab, count=2)
+        first = link.cut(tmp_path / "1")
+        assert link.begin() == []  # every point still captures: nothing started again
+        assert remote_files(link) == files
+        _ping(netns_lab, count=3)
+        second = link.cut(tmp_path / "2")
+    assert left(files) == []
+    for captured, pings in ((first, 2), (second, 3)):
+        assert captured.notes == ()
+        assert set(captured.files) == {"ns0", "ns1"}
+        for pcap in captured.files.values():
+            assert len(_echo_times(pcap)) == 2 * pings  # requests and replies, this window's
+    assert set(second.placement().shift_us) == {"ns0", "ns1"}
+
+
+def test_a_vendor_tool_is_stopped_at_a_cut_and_started_again_by_the_next_window(
+    netns_lab: NetnsLab, hosts: Hosts, pair: Pair, tmp_path: Path
+) -> None:
+    with LinkCapture.start(hosts, _command_plan(pair, TOOL)) as link:
+        _ping(netns_lab, count=1)
+        first = link.cut(tmp_path / "1")
+        assert tcpdumps(netns_lab) == []  # the tool cannot be cut while it runs
+        assert link.begin() == []
+        assert len(tcpdumps(netns_lab)) == 1
+        _ping(netns_lab, count=2)
+        second = link.cut(tmp_path / "2")
+        files = remote_files(link)
+    assert left(files) == []
+    assert len(_echo_times(first.files["ns0"])) == 2
+    assert len(_echo_times(second.files["ns0"])) == 4
