@@ -20,7 +20,7 @@ from vlab import VirtualLab
 
 from hil.report.categories import HOST_CRASHED, categories, category_in
 from hil.reservation import open_store
-from tests.report.test_report_plugin import _all_attachments
+from tests.report.allureresults import all_attachments
 
 pytest_plugins = ["pytester"]
 pytestmark = [pytest.mark.lab, pytest.mark.restarts_guests]
@@ -146,7 +146,7 @@ def _check_allure(results: Path, a: str, b: str) -> None:
         category, r = crashed[name]
         assert category == HOST_CRASHED, r.get("statusDetails")
         # Attached when the test's TestRun finished: under its fixtures' tear-down.
-        every = _all_attachments(results, r)
+        every = all_attachments(results, r)
         attachments = [x for x in every if x["name"].startswith("kernel log of")]
         (log,) = attachments
         assert log["name"].startswith(f"kernel log of {host} before the crash (console ")

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from vlab import VirtualLab
 
-from tests.report.test_report_hwevidence import assert_siw_guests_evidence
-from tests.report.test_report_plugin import _all_attachments, results
+from tests.report.allureresults import all_attachments, assert_siw_guests_evidence, results
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.lab
@@ -45,7 +44,7 @@ def assert_timelines_and_verdicts_attached_once(
     """Each scenario's timeline (picture and JSON) once, and one verdict per timeline:
     the one ``cm.run`` judged and the one the test recorded and judged itself."""
     (result,) = [r for r in results(alluredir) if r["name"].startswith(test)]
-    names = [a["name"] for a in _all_attachments(alluredir, result)]
+    names = [a["name"] for a in all_attachments(alluredir, result)]
     for scenario in scenarios:
         for name in (f"timeline {scenario}", f"timeline {scenario} (json)"):
             assert names.count(name) == 1, f"{name!r} attached {names.count(name)} times: {names}"

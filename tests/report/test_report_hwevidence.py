@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_report_plugin import _all_attachments, results
+from allureresults import JSON_NAME, NAME, all_attachments, results
 
 pytest_plugins = ["pytester"]
 
@@ -64,8 +64,6 @@ def test_after_test_checks_fail():
     pass
 """
 
-NAME = "hardware evidence (ethtool -S, debugfs)"
-JSON_NAME = "hardware evidence (json)"
 EXPECTED = {
     "failed": {"test_fails", "test_after_test_checks_fail"},
     "all": {"test_passes", "test_fails", "test_after_test_checks_fail"},
@@ -85,7 +83,7 @@ def test_the_evidence_goes_to_the_tests_the_option_names(
     run.assert_outcomes(passed=2, failed=1, errors=1)
     attached = {}
     for r in results(out):
-        found = {a["name"]: a for a in _all_attachments(out, r)}
+        found = {a["name"]: a for a in all_attachments(out, r)}
         if NAME in found:
             attached[r["name"]] = (found[NAME], found[JSON_NAME])
     assert set(attached) == EXPECTED[mode]
@@ -99,23 +97,3 @@ def test_the_evidence_goes_to_the_tests_the_option_names(
         assert data["t6a"]["changed"] == [
             {"name": "tx_frames_ok", "before": 4286416, "after": 4286420, "delta": 4}
         ]
-
-
-def assert_siw_guests_evidence(alluredir: Path, test: str) -> None:
-    """The lab's check: ``test``'s result carries each siw guest's real ``ethtool -S``
-    (virtio_net's per-queue counters, which the test's traffic moved) and says that
-    siw has no debugfs."""
-    (result,) = [r for r in results(alluredir) if r["name"].startswith(test)]
-    found = {a["name"]: a for a in _all_attachments(alluredir, result)}
-    assert NAME in found, f"{test} has no hardware evidence: {sorted(found)}"
-    text = (alluredir / found[NAME]["source"]).read_text()
-    data = json.loads((alluredir / found[JSON_NAME]["source"]).read_text())
-    assert len(data) == 2, text  # both guests
-    for host, snaps in data.items():
-        # virtnet_get_ethtool_stats (drivers/net/virtio_net.c): rx_queue_N_*, tx_queue_N_*
-        deltas = {c["name"]: c["delta"] for c in snaps["changed"]}
-        assert deltas.get("tx_queue_0_packets", 0) > 0, (host, text)
-        assert deltas.get("rx_queue_0_bytes", 0) > 0, (host, text)
-        assert snaps["before"]["debugfs"] is None and snaps["after"]["debugfs"] is None
-        assert "siw has no debugfs files" in snaps["after"]["debugfs_absent"]
-    assert "debugfs: absent: siw has no debugfs files (only iw_cxgb4 has)" in text

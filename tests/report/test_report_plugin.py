@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from allureresults import all_attachments, results
 from netnslab import NetnsLab
 
 pytest_plugins = ["pytester"]
@@ -112,10 +113,6 @@ def test_wire_fails(wire):
 """
 
 
-def results(alluredir: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
-
-
 def labels(result: dict[str, Any]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for label in result["labels"]:
@@ -215,23 +212,7 @@ def test_a_failed_test_on_the_pair_gets_labels_evidence_and_the_environment(
     env = (out / "environment.properties").read_text()
     assert "pair=ns0-ns1" in env and "ns0.data0.driver=veth" in env
     # A test that does not set the pair up runs outside a TestRun: no evidence is taken.
-    assert not [a for a in _all_attachments(out, r) if a["name"].startswith("evidence")]
-
-
-def _all_attachments(alluredir: Path, result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The attachments of a test and of its fixtures' set-up and tear-down (containers)."""
-    blocks: list[dict[str, Any]] = [result]
-    for path in alluredir.glob("*-container.json"):
-        container = json.loads(path.read_text())
-        if result["uuid"] in container.get("children", []):
-            blocks += container.get("befores", []) + container.get("afters", [])
-    found: list[dict[str, Any]] = []
-    todo = list(blocks)
-    while todo:
-        s = todo.pop()
-        found += s.get("attachments", [])
-        todo += s.get("steps", [])
-    return found
+    assert not [a for a in all_attachments(out, r) if a["name"].startswith("evidence")]
 
 
 @pytest.mark.parametrize("pcap", ["failed", "all", "none"])
@@ -243,7 +224,7 @@ def test_the_wire_hook_attaches_verdict_exchange_picture_and_the_kept_captures(
     pytester.runpytest_subprocess(
         f"--alluredir={out}", f"--hil-pcap={pcap}", "-p", "no:cacheprovider"
     ).assert_outcomes(passed=2, failed=1)
-    by_name = {r["name"]: _all_attachments(out, r) for r in results(out)}
+    by_name = {r["name"]: all_attachments(out, r) for r in results(out)}
     for name, attachments in by_name.items():
         names = {a["name"]: a for a in attachments}
         word = "FAILED" if name == "test_wire_fails" else "passed"

@@ -235,7 +235,7 @@ def test_a_capture_that_stopped_during_the_test_is_a_lab_error(
 
     monkeypatch.setattr(plan, "capture_plan", lambda pair, driver: _usable_plan())
     link = LinkWire(None, None, "siw")  # type: ignore[arg-type]
-    stage = WireStage(link, _usable_plan(), None, 10)  # type: ignore[arg-type]
+    stage = WireStage(link, _usable_plan(), None, 10)
     with pytest.raises(HilError, match="the capture stopped during the test"):
         stage.finish((), profile_for("siw"))
     stage.close()
