@@ -138,25 +138,35 @@ def test_the_stop_waits_until_the_file_stops_growing_before_it_ends_tcpdump(
     assert not out.exists()  # the second line (EOF) removed the file
 
 
-def _icmp(pcap: Path) -> list[str]:
-    out = subprocess.run(
-        ["tcpdump", "-n", "-r", str(pcap), "icmp"],
+def _read(pcap: Path) -> list[str]:
+    """tcpdump's line per packet of ``pcap``."""
+    return subprocess.run(
+        ["tcpdump", "-n", "-r", str(pcap)],
         capture_output=True, text=True, timeout=30, check=True,
-    ).stdout  # fmt: skip
-    return [line for line in out.splitlines() if "ICMP echo request" in line]
+    ).stdout.splitlines()  # fmt: skip
+
+
+def _icmp(pcap: Path) -> list[str]:
+    return [line for line in _read(pcap) if "ICMP echo request" in line]
+
+
+def _ping(lab: NetnsLab, count: int) -> str:
+    """``count`` pings from ns0 to its peer; the netdev they leave by."""
+    port = lab.hosts[0].ports[0]
+    peer = lab.hosts[1].port(port.peer_port).address.ip
+    lab.exec(0, ["ping", "-c", str(count), "-i", "0.2", str(peer)])
+    return port.netdev
 
 
 def test_a_cut_capture_goes_on_and_each_window_holds_only_its_own_packets(
     netns_lab: NetnsLab, ns0: SSHSession, tmp_path: Path
 ) -> None:
-    port = netns_lab.hosts[0].ports[0]
-    peer = netns_lab.hosts[1].port(port.peer_port).address.ip
-    cap = Capture.start(ns0, port.netdev)
+    cap = Capture.start(ns0, netns_lab.hosts[0].ports[0].netdev)
     try:
-        netns_lab.exec(0, ["ping", "-c", "2", "-i", "0.2", "-p", "aa", str(peer)])
+        _ping(netns_lab, 2)
         first = cap.cut(tmp_path / "1.pcap", count=1000)
         assert cap.reusable and tcpdumps(netns_lab)  # tcpdump goes on
-        netns_lab.exec(0, ["ping", "-c", "3", "-i", "0.2", "-p", "bb", str(peer)])
+        _ping(netns_lab, 3)
         second = cap.cut(tmp_path / "2.pcap", count=1000)
         third = cap.cut(tmp_path / "3.pcap", count=1000)
     finally:
@@ -171,37 +181,29 @@ def test_a_cut_capture_goes_on_and_each_window_holds_only_its_own_packets(
 def test_a_window_keeps_its_first_packets_and_says_how_many_it_left_out(
     netns_lab: NetnsLab, ns0: SSHSession, tmp_path: Path
 ) -> None:
-    port = netns_lab.hosts[0].ports[0]
-    peer = netns_lab.hosts[1].port(port.peer_port).address.ip
-    cap = Capture.start(ns0, port.netdev)
+    cap = Capture.start(ns0, netns_lab.hosts[0].ports[0].netdev)
     try:
-        netns_lab.exec(0, ["ping", "-c", "4", "-i", "0.2", str(peer)])
+        netdev = _ping(netns_lab, 4)
         window = cap.cut(tmp_path / "w.pcap", count=3)
     finally:
         cap.discard()
     (note,) = window.notes
-    assert note.startswith(f"ns0 {port.netdev}: the test sent ") and "the first 3 are kept" in note
-    lines = subprocess.run(
-        ["tcpdump", "-n", "-r", str(window.path)],
-        capture_output=True, text=True, timeout=30, check=True,
-    ).stdout.splitlines()  # fmt: skip
-    assert len(lines) == 3
+    assert note.startswith(f"ns0 {netdev}: the test sent ") and "the first 3 are kept" in note
+    assert len(_read(window.path)) == 3
 
 
 def test_a_capture_that_hit_its_bound_is_not_reusable_and_says_why(
     netns_lab: NetnsLab, ns0: SSHSession, tmp_path: Path
 ) -> None:
-    port = netns_lab.hosts[0].ports[0]
-    peer = netns_lab.hosts[1].port(port.peer_port).address.ip
-    cap = Capture.start(ns0, port.netdev, count=2)
+    cap = Capture.start(ns0, netns_lab.hosts[0].ports[0].netdev, count=2)
     try:
-        netns_lab.exec(0, ["ping", "-c", "3", "-i", "0.2", str(peer)])
+        netdev = _ping(netns_lab, 3)
         time.sleep(0.3)  # tcpdump has ended at its bound and said so
         window = cap.cut(tmp_path / "w.pcap", count=100)
         assert not cap.reusable
     finally:
         cap.discard()
     assert window.notes == (
-        f"ns0 {port.netdev}: the capture stopped at its bound of 2 packets; "
+        f"ns0 {netdev}: the capture stopped at its bound of 2 packets; "
         "what came later is not in it",
     )
