@@ -11,8 +11,14 @@ Closing stdin is also what a lost controller or connection does, so a
 capture never outlives its channel.
 
     cap = Capture.start(session, "data0")
-    ...                                   # the test
-    fetched = cap.stop(Path("out/lab-a.pcap"))   # .path, and .notes
+    ...                                   # a test
+    window = cap.cut(Path("out/t1.pcap"), count=20000)   # tcpdump goes on
+    ...                                   # the next test
+    fetched = cap.stop(Path("out/t2.pcap"))   # .path, and .notes
+
+A cut (:meth:`Capture.cut`) hands over the packets since the last one as a
+pcap of their own (:mod:`hil.wire.pcapwindow`), read over SFTP once the file
+kept still, so that one tcpdump serves a whole pair run.
 
 A capture keeps the first ``count`` packets (tcpdump ``-c``) of ``snaplen``
 bytes each: the first, because the dissector decodes FPDUs only after it
