@@ -241,13 +241,14 @@ class Agent(AgentClient):
     def rdma_resources(
         self, types: Sequence[str] | None = None, timeout: float | None = None
     ) -> dict[str, int]:
-        """Counts of RDMA resources by type (cm_id, qp, cq, mr)."""
+        """Counts of RDMA resources by type (cm_id, qp, cq, mr, pd, ctx, srq); a type the
+        host's ``rdma resource show`` summary does not list is absent from the reply."""
         params = ResourcesParams(types=list(types) if types else None)
         return request(self, RDMA_RESOURCES, params, timeout)
 
     def rdma_resource_rows(self, kind: str, timeout: float | None = None) -> list[dict[str, Any]]:
-        """Every RDMA resource of ``kind`` (cm_id, qp, cq, mr) as ``rdma -j resource show``
-        prints it on the host (keys vary with its iproute2)."""
+        """Every RDMA resource of ``kind`` (cm_id, qp, cq, mr, pd, ctx, srq) as
+        ``rdma -j resource show`` prints it on the host (keys vary with its iproute2)."""
         params = ResourceRowsParams(type=kind)
         return request(self, RDMA_RESOURCE_ROWS, params, timeout)
 

@@ -1,8 +1,12 @@
 """Before/after evidence on a pair's hosts: RDMA resource counts and the kernel log.
 
-Invariant 11 of docs/contract.md needs, on each host, the counts of
-``rdma resource show cm_id|qp|cq|mr`` before and after a test (or a CM run)
-and every kernel log line logged in between.  This is the one place that
+Invariant 11 of docs/contract.md needs, on each host, the count of every
+RDMA resource type the kernel tracks (:data:`KINDS`: cm_id, qp, cq, mr, pd,
+ctx, srq, each device's ``rdma resource show`` summary summed) before and
+after a test (or a CM run) and every kernel log line logged in between.  A
+type the host's summary does not list (an older kernel tracks no srq or ctx)
+is not counted: :func:`not_counted` names it and the report says so, rather
+than compare two zeros nobody read.  This is the one place that
 takes them; the CM recording (:mod:`hil.cm.recording`), the after-test
 checks of each test (:mod:`hil.run.testrun`)
 all use it::
@@ -38,18 +42,19 @@ wolf, and a real leak costs a failing test 5 s more.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from hil.agent.protocol import RESOURCE_TYPES
 from hil.agent.types import KernelLog
 from hil.judge.checks import AfterState, CheckResult, Known, assess
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW
 from hil.judge.profiles import Profiles
 from hil.judge.timeline import KernelLogLine, ResourceCount
 
-KINDS = ("cm_id", "qp", "cq", "mr")
+KINDS = RESOURCE_TYPES  # every type `rdma resource show`'s summary may list
 SETTLE_S = 10.0  # how long resources may take to come back to the baseline (see above)
 POLL_S = 0.25
 P = TypeVar("P")
@@ -106,7 +111,7 @@ def settle(
     while True:
         now = _all_counts(probes, baseline.extra)
         counts = tuple(
-            ResourceCount(host, kind, baseline.counts[host].get(kind, 0), now[host].get(kind, 0))
+            ResourceCount(host, kind, baseline.counts[host][kind], now[host][kind])
             for host in probes
             for kind in _kinds(baseline.counts[host], now[host])
         )
@@ -139,7 +144,9 @@ def collect(
     """Let the counts settle, then read the kernel log since the baseline (closing its cursors)."""
     resources, waited = settle(probes, baseline, settle_s)
     kernel_log, lost = read_kernel_log(probes, baseline)
-    return AfterState(resources, kernel_log, lost, waited)
+    return AfterState(
+        resources, kernel_log, lost, waited, not_counted=not_counted(probes, resources)
+    )
 
 
 def finish(
@@ -169,13 +176,26 @@ def _all_counts(
     return each({host: host for host in probes}, counts)
 
 
-def _kinds(before: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
-    """:data:`KINDS`, then the extra kinds counted both before and now.
+def not_counted(
+    hosts: Iterable[str], resources: Iterable[ResourceCount]
+) -> dict[str, tuple[str, ...]]:
+    """Per host, the :data:`KINDS` its counts lack (its summary did not list them), if any."""
+    counted: dict[str, set[str]] = {}
+    for r in resources:
+        counted.setdefault(r.host, set()).add(r.kind)
+    missing = {h: tuple(k for k in KINDS if k not in counted.get(h, set())) for h in hosts}
+    return {h: kinds for h, kinds in missing.items() if kinds}
 
-    An extra count that could not be read on one side (debugfs gone) has
-    nothing to compare: it is left out rather than taken as 0.
+
+def _kinds(before: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
+    """The kinds counted both before and now (:data:`KINDS` first, then the extra ones).
+
+    A count that could not be read on one side (a type the host's ``rdma
+    resource`` summary does not list, debugfs gone) has nothing to compare:
+    it is left out rather than taken as 0 (:func:`not_counted` names the
+    ``rdma resource`` ones).
     """
-    return [*KINDS, *(k for k in before if k not in KINDS and k in now)]
+    return [k for k in before if k in now]
 
 
 def each(items: Mapping[str, P], fn: Callable[[P], T]) -> dict[str, T]:

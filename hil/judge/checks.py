@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hil.errors import InputError
 from hil.judge.contract import Verdict, Violation, check, rule_named
@@ -44,12 +44,15 @@ class Known:
 
 @dataclass(frozen=True)
 class AfterState:
-    """What the hosts showed after a test: counts before/after, kernel lines, records lost."""
+    """What the hosts showed after a test: counts before/after, kernel lines, records lost,
+    and the resource types a host could not count (its ``rdma resource`` summary lacks them)."""
 
     resources: tuple[ResourceCount, ...]
     kernel_log: tuple[KernelLogLine, ...]
     lost: Mapping[str, int]  # host -> kernel log records overwritten before we read them
     waited_s: float  # how long the counts were given to come back
+    # host -> the types it could not count: said in the report, neither passed nor failed
+    not_counted: Mapping[str, tuple[str, ...]] = field(default_factory=dict, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,11 @@ class CheckResult(AfterState):
             f"      {r.host} {r.kind}: {r.before} -> {r.after}"
             + ("   <-- leaked" if r.after > r.before else "")
             for r in self.resources
+        ]
+        lines += [
+            f"      {host} {', '.join(kinds)}: not counted (its `rdma resource show` summary "
+            "does not list them)"
+            for host, kinds in self.not_counted.items()
         ]
         excused = {id(k) for m in self.known for k in m.report.lines}
         lines += [f"    {m.line()}: reported apart, not judged" for m in self.known]
@@ -168,6 +176,7 @@ def assess(
         verdict,
         told.known,
         told.elsewhere,
+        not_counted=after.not_counted,
     )
 
 

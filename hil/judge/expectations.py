@@ -278,8 +278,10 @@ def _disconnect_within(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
 @rule(
     "resources-back-to-baseline",
     11,
-    "After the test each host holds no more cm_id, QP, CQ or MR than before it",
-    "[src] rdma resource show; issue 5",
+    "After the test each host holds no more of each RDMA resource type than before it: "
+    "cm_id, QP, CQ, MR, PD, ucontext (ctx), SRQ, the types its `rdma resource show` "
+    "summary lists",
+    "[src] nldev.c fill_res_info, iproute2 rdma/res.c res_print_summary; issues 5, 25",
 )
 def _resources(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for r in tl.resources:

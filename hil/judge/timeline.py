@@ -44,7 +44,8 @@ HOLD_EGRESS = "hold_egress"
 
 @dataclass(frozen=True)
 class ResourceCount:
-    """How many objects of a kind (cm_id, qp, cq, mr) a host held before and after."""
+    """How many objects of a kind (cm_id, qp, cq, mr, pd, ctx, srq, or a driver's own list)
+    a host held before and after."""
 
     host: str
     kind: str

@@ -336,7 +336,8 @@ class TestRun:
                 wire.result()
                 return
             wire.result()
-        after = AfterState(resources, log_lines, lost, waited)
+        uncounted = evidence.not_counted(agents, resources)
+        after = AfterState(resources, log_lines, lost, waited, not_counted=uncounted)
         names = (run.pair.host_a.name, run.pair.host_b.name)
         known = Known(self.options.known, self.name, run.facts.kernels())
         result = assess(after, run.profile, names, self.options.allow, known)

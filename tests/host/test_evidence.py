@@ -1,6 +1,8 @@
 """The evidence of invariant 11 (hil.host.evidence): baseline, settle wait, kernel-log cursor.
 
-Fake probes stand in for the agents' resource counts; the kernel-log part
+Fake probes stand in for the agents' resource counts (or, in
+:class:`SummaryProbe`, for the host's ``rdma`` tool, its JSON summed by the
+agent's own code); the kernel-log part
 also runs against the real agent and the real /dev/kmsg of this machine
 (the suites run the whole after-test check against the virtual lab's
 guests).  What the checks make of the evidence: tests/judge/test_checks.py.
@@ -14,6 +16,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from hil.agent import Agent
+from hil.agent.remote import rdma
 from hil.agent.types import KernelLog, KmsgRecord
 from hil.host import evidence
 from hil.judge import checks
@@ -37,7 +40,7 @@ class FakeProbe:
         self, types: Sequence[str] | None = None, timeout: float = 30.0
     ) -> dict[str, int]:
         counts = self.series[0] if len(self.series) == 1 else self.series.pop(0)
-        return {t: counts.get(t, 0) for t in (types or evidence.KINDS)}
+        return {t: counts[t] for t in (types or evidence.KINDS) if t in counts}
 
     def kmsg_cursor(self) -> int:
         return 7
@@ -48,6 +51,47 @@ class FakeProbe:
 
     def kmsg_close(self, cursor: int) -> None:
         self.closed.append(cursor)
+
+
+# `rdma -j resource show` of an idle host with one siw device: its summary lists every type
+# the kernel tracks (iproute2 rdma/res.c `res_print_summary` prints nldev.c
+# `fill_res_info`'s names; a 6.1 lab guest printed this, tests/agent/test_agent_rdma.py).
+IDLE = [
+    {
+        "ifindex": 0,
+        "ifname": "siw_data0",
+        "pd": 0,
+        "cq": 0,
+        "qp": 0,
+        "cm_id": 0,
+        "mr": 0,
+        "ctx": 0,
+        "srq": 0,
+    }
+]
+# The same on an older kernel, whose fill_res_info names pd, cq, qp, cm_id and mr only.
+OLD_IDLE = [{"ifindex": 0, "ifname": "siw_data0", "pd": 0, "cq": 0, "qp": 0, "cm_id": 0, "mr": 0}]
+LEAKABLE = ("mr", "cq", "pd", "ctx", "srq")
+
+
+def _holding(summary: list[dict[str, object]], **counts: int) -> list[dict[str, object]]:
+    """``summary`` with its first device holding ``counts``."""
+    return [{**summary[0], **counts}, *summary[1:]]
+
+
+class SummaryProbe(FakeProbe):
+    """A host whose ``rdma -j resource show`` prints ``summaries`` in turn (the last one
+    from then on), counted as the agent counts them."""
+
+    def __init__(self, summaries: Sequence[list[dict[str, object]]]) -> None:
+        super().__init__([])
+        self.summaries = list(summaries)
+
+    def rdma_resources(
+        self, types: Sequence[str] | None = None, timeout: float = 30.0
+    ) -> dict[str, int]:
+        one = self.summaries[0] if len(self.summaries) == 1 else self.summaries.pop(0)
+        return rdma.summary_counts(one, list(types or evidence.KINDS))
 
 
 def _zero() -> dict[str, int]:
@@ -85,6 +129,43 @@ def test_a_leak_fails_naming_host_and_kind_with_counts() -> None:
     assert "hb holds 3 cm_id after the test, 2 before: 1 leaked" in text
     assert "hb mr: 0 -> 1   <-- leaked" in text
     assert result.waited_s >= 0.3
+
+
+@pytest.mark.parametrize("kind", LEAKABLE)
+def test_a_leak_of_each_type_the_summary_lists_fails_naming_it(kind: str) -> None:
+    b = SummaryProbe([_holding(IDLE, cm_id=1), _holding(IDLE, cm_id=1, **{kind: 1})])
+    result = _run(SummaryProbe([IDLE]), b, settle_s=0.3)
+    assert [v.message for v in result.verdict.violations] == [
+        f"hb holds 1 {kind} after the test, 0 before: 1 leaked"
+    ]
+    assert f"hb {kind}: 0 -> 1   <-- leaked" in result.to_text()
+
+
+@pytest.mark.parametrize("kind", LEAKABLE)
+def test_the_same_count_of_each_type_after_passes(kind: str) -> None:
+    held = _holding(IDLE, **{kind: 2})
+    result = _run(SummaryProbe([held]), SummaryProbe([held]))
+    assert result.ok, result.to_text()
+    assert f"ha {kind}: 2 -> 2" in result.to_text() and not result.not_counted
+    assert {r.kind for r in result.resources} == set(evidence.KINDS)
+
+
+def test_types_a_hosts_summary_lacks_are_said_not_counted_not_passed_as_zero() -> None:
+    result = _run(SummaryProbe([IDLE]), SummaryProbe([OLD_IDLE]))
+    assert result.ok, result.to_text()
+    assert result.not_counted == {"hb": ("ctx", "srq")}
+    text = result.to_text()
+    assert "hb ctx, srq: not counted (its `rdma resource show` summary does not list them)" in text
+    assert "hb srq:" not in text and "ha srq: 0 -> 0" in text
+
+
+def test_a_host_that_counts_fewer_types_still_fails_a_leak_of_one_it_counts() -> None:
+    b = SummaryProbe([OLD_IDLE, _holding(OLD_IDLE, pd=1)])
+    result = _run(SummaryProbe([IDLE]), b, settle_s=0.3)
+    assert [v.message for v in result.verdict.violations] == [
+        "hb holds 1 pd after the test, 0 before: 1 leaked"
+    ]
+    assert result.not_counted == {"hb": ("ctx", "srq")}
 
 
 def test_fewer_resources_than_before_is_fine() -> None:

@@ -14,7 +14,8 @@ from hil.judge import checks
 from hil.judge.profiles import SIW
 from hil.judge.timeline import KernelLogLine, ResourceCount
 
-KINDS = ("cm_id", "qp", "cq", "mr")
+# The types a host's `rdma resource show` summary lists (hil.agent.protocol.RESOURCE_TYPES).
+KINDS = ("cm_id", "qp", "cq", "mr", "pd", "ctx", "srq")
 
 
 def _assess(
@@ -44,6 +45,33 @@ def test_a_clean_state_passes_and_shows_every_count() -> None:
     text = result.to_text()
     assert text.startswith("after-test checks PASSED (waited 1.0 s for resources)")
     assert "ha qp: 0 -> 0" in text and "siw: device registered" not in text
+
+
+@pytest.mark.parametrize("kind", ["mr", "cq", "pd", "ctx", "srq"])
+def test_a_leak_of_each_type_fails_naming_host_type_and_counts(kind: str) -> None:
+    resources = tuple(ResourceCount("hb", k, 1, 2 if k == kind else 1) for k in KINDS)
+    result = checks.assess(checks.AfterState(resources, (), {}, 1.0), SIW, ("ha", "hb"))
+    assert [v.message for v in result.verdict.violations] == [
+        f"hb holds 2 {kind} after the test, 1 before: 1 leaked"
+    ]
+    assert f"hb {kind}: 1 -> 2   <-- leaked" in result.to_text()
+
+
+def test_the_same_counts_after_pass() -> None:
+    resources = tuple(ResourceCount(h, k, 3, 3) for h in ("ha", "hb") for k in KINDS)
+    result = checks.assess(checks.AfterState(resources, (), {}, 1.0), SIW, ("ha", "hb"))
+    assert result.ok, result.to_text()
+
+
+def test_types_not_counted_are_said_and_judge_nothing() -> None:
+    resources = tuple(ResourceCount("hb", k, 0, 0) for k in KINDS[:5])
+    after = checks.AfterState(resources, (), {}, 1.0, not_counted={"hb": ("ctx", "srq")})
+    result = checks.assess(after, SIW, ("ha", "hb"))
+    assert result.ok and result.not_counted == {"hb": ("ctx", "srq")}
+    assert (
+        "hb ctx, srq: not counted (its `rdma resource show` summary does not list them)"
+        in result.to_text()
+    )
 
 
 def test_a_leak_fails_naming_host_and_kind_with_counts() -> None:

@@ -36,6 +36,8 @@ class Agent:
     def __init__(self, name: str) -> None:
         self.name = name
         self.qp = 0
+        # The types its `rdma resource show` summary lists: a 6.1 lab guest's seven.
+        self.types = ["cm_id", "qp", "cq", "mr", "pd", "ctx", "srq"]
         self.log: list[str] = []
         self.calls: list[str] = []
 
@@ -43,7 +45,7 @@ class Agent:
         self, types: Sequence[str] | None = None, timeout: float = 30
     ) -> dict[str, int]:
         self.calls.append("rdma_resources")
-        return {"cm_id": 0, "qp": self.qp, "cq": 0, "mr": 0}
+        return {**dict.fromkeys(self.types, 0), "qp": self.qp}
 
     def kmsg_cursor(self) -> int:
         self.calls.append("kmsg_cursor")
@@ -172,6 +174,18 @@ def test_resources_not_back_and_a_bad_kernel_line_fail_the_evidence() -> None:
     (text,) = told.result.failures
     assert "qp" in text and "NULL pointer" in text
     assert told.evidence_report is not None and told.evidence_report.check is not None
+
+
+def test_types_a_hosts_summary_lacks_reach_the_evidence_as_not_counted() -> None:
+    told = Told()
+    run = _run(told)
+    run.agents["lab-b"].types = ["cm_id", "qp", "cq", "mr", "pd"]  # an older kernel's
+    with TestRun(run, "test_x", QUICK) as t:
+        pass
+    assert t.result is not None and t.result.ok, t.result
+    report = told.evidence_report
+    assert report is not None and report.check is not None
+    assert report.check.not_counted == {"lab-b": ("ctx", "srq")}
 
 
 def test_a_crashed_host_skips_every_stage_that_asks_the_hosts() -> None:

@@ -99,7 +99,9 @@ class AddSiwParams(TypedDict):
 
 
 class ResourcesParams(TypedDict, total=False):
-    types: list[str] | None  # of RESOURCE_TYPES; None for all
+    # of RESOURCE_TYPES; None for all.  The reply leaves out a type no device's summary
+    # lists (an older kernel's): it is not counted, which is not 0.
+    types: list[str] | None
 
 
 class ResourceRowsParams(TypedDict):

@@ -127,7 +127,11 @@ StreamMode = Literal["write", "send", "sink"]
 # destroy: the QP before the id (rdma_cm's documented order), or the id while its QP
 # still exists (librdmacm's rdma_destroy_id leaves it; the QP is destroyed after).
 DestroyOrder = Literal["qp_first", "id_first"]
-ResourceType = Literal["cm_id", "qp", "cq", "mr"]
+# The kernel's resource tracker types as `rdma resource show` names them: the names of
+# drivers/infiniband/core/nldev.c `fill_res_info`, which iproute2's rdma/res.c
+# `res_print_summary` prints verbatim as the JSON keys of each device's summary.  The lab's
+# 6.1 guests list all seven; older kernels list fewer (no srq, no ctx), newer ones more.
+ResourceType = Literal["cm_id", "qp", "cq", "mr", "pd", "ctx", "srq"]
 
 METHOD_NAMES: tuple[MethodName, ...] = get_args(MethodName)
 CM_EVENT_TYPES: tuple[CMEventType, ...] = get_args(CMEventType)

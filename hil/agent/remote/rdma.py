@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..protocol import RESOURCE_TYPES, MethodName, RdmaDeviceReply, RdmaLinkReply
@@ -107,7 +107,8 @@ def delete_link(name: str, timeout: float) -> None:
 
 
 def resources(timeout: float, types: list[str] | None = None) -> dict[str, int]:
-    """How many of each resource type (cm_id, qp, cq, mr) exist now."""
+    """How many of each resource type (RESOURCE_TYPES: cm_id, qp, cq, mr, pd, ctx, srq)
+    exist now; a type the devices' summaries do not list is left out, not counted as 0."""
     wanted = list(types) if types else list(RESOURCE_TYPES)
     unknown = sorted(set(wanted) - set(RESOURCE_TYPES))
     if unknown:
@@ -115,8 +116,18 @@ def resources(timeout: float, types: list[str] | None = None) -> dict[str, int]:
     # One `rdma resource show`: each device's summary counts (nldev's RES_SUMMARY, the
     # kernel's rdma_restrack_count per type), summed over the devices.  One process, not
     # one per type: a spawn costs 0.1-0.2 s in a TCG guest, and the checks ask twice a test.
-    per_device = _json(["resource", "show"], timeout)
-    return {t: sum(int(d.get(t, 0)) for d in per_device) for t in wanted}
+    return summary_counts(_json(["resource", "show"], timeout), wanted)
+
+
+def summary_counts(per_device: list[dict[str, Any]], types: Sequence[str]) -> dict[str, int]:
+    """Each of ``types`` summed over the devices' summaries (``rdma -j resource show``),
+    leaving out a type no summary lists.
+
+    The summary lists the types the kernel tracks (nldev.c ``fill_res_info``): one it
+    does not list is unknown here, not 0.  With no device at all, every count is truly 0.
+    """
+    listed = [t for t in types if not per_device or any(t in d for d in per_device)]
+    return {t: sum(int(d.get(t, 0)) for d in per_device) for t in listed}
 
 
 def resource_rows(type: str, timeout: float) -> list[dict[str, Any]]:
