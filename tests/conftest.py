@@ -64,6 +64,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "restarts_guests: crashes and recovers the session lab's guests; runs after the "
         "other tests, before those that take the lab down",
     )
+    if hasattr(config, "workerinput"):
+        # An xdist worker (ci/tests runs the tests without a lab on several): the pytest
+        # runs its tests start (pytester) are not workers, and hil's plugin in them must
+        # not take them for one (it names its holder and metrics file after the worker).
+        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+            os.environ.pop(name, None)
 
 
 # The order tests run in: those that need no virtual lab first (the lab kernel,
