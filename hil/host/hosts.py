@@ -96,13 +96,17 @@ class Hosts:
         with self._lock:
             agent = self._agents.pop(name, None)
             pool = self._pool
+        # The session first: on a frozen host its connection still looks open, and closing
+        # the agent over it would wait out the agent's close bound (10 s, then a TERM that
+        # cannot arrive) before a recovery's power cycle.  Without the session the agent's
+        # channel closes at once; a host that still runs ends the agent as its stdin closes.
+        if pool is not None:
+            pool.drop(name)
         if agent is not None:
             try:
                 agent.close()
             except Exception as e:  # noqa: BLE001 -- a dead host's agent may fail any way
                 log.info("%s: closing the old agent failed: %s", name, e)
-        if pool is not None:
-            pool.drop(name)
 
     def close(self) -> None:
         """Stop every agent, then close every SSH session; errors are logged, not raised."""
