@@ -11,10 +11,7 @@
   which also runs on PostgreSQL).
 
 ``--lab-tests only`` runs just the tests marked ``lab``, ``--lab-tests none``
-all the others; ``steady`` and ``restarts`` split the lab tests into those that
-keep the guests up and those that restart or stop them.  ci/tests runs
-``none`` (over xdist workers), ``steady`` and ``restarts`` side by side, each lab
-part on a lab of its own.
+all the others: ci/tests runs the two halves side by side, one lab for the first.
 """
 
 from __future__ import annotations
@@ -51,11 +48,10 @@ def netns_unavailable() -> str | None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--lab-tests",
-        choices=("all", "only", "none", "steady", "restarts"),
+        choices=("all", "only", "none"),
         default="all",
         help="run every test (all), only those marked lab (only), or all others (none); "
-        "of the lab tests, those that keep the guests up (steady) or those that restart "
-        "or stop them (restarts); ci/tests runs 'none', 'steady' and 'restarts' side by side",
+        "ci/tests runs 'only' and 'none' side by side",
     )
 
 
@@ -78,7 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # The order tests run in: those that need no virtual lab first (the lab kernel,
 # on a fresh machine, is built meanwhile), then the lab tests (ci/tests runs the
-# parts side by side, see --lab-tests); the lab's guests are restarted only
+# two parts side by side, see --lab-tests); the lab's guests are restarted only
 # once every test that needs them as booted has run, and stopped last.
 _LAST = ("lab", "restarts_guests", "takes_lab_down")
 
@@ -95,26 +91,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.netns)
     part = config.getoption("lab_tests")
     if part != "all":
-        keep = [i for i in items if _part(i) in _PARTS[part]]
+        wanted = part == "only"
+        keep = [i for i in items if bool(i.get_closest_marker("lab")) == wanted]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     items.sort(key=_rank)
-
-
-# What each --lab-tests value runs, by _part.
-_PARTS = {
-    "only": ("steady", "restarts"),
-    "none": ("none",),
-    "steady": ("steady",),
-    "restarts": ("restarts",),
-}
-
-
-def _part(item: pytest.Item) -> str:
-    """``none`` (no lab), ``restarts`` (it restarts or stops the lab's guests) or ``steady``."""
-    if not item.get_closest_marker("lab"):
-        return "none"
-    return "restarts" if _rank(item) > 1 else "steady"
 
 
 @pytest.fixture(scope="session")
