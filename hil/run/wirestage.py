@@ -75,16 +75,13 @@ class LinkWire:
         try:
             if self._capture is None:
                 self._capture = LinkCapture.start(self.hosts, self.plan, count=ROLL_PACKETS)
-                capture = self._capture
             else:
-                capture = self._capture
-                capture.begin(ROLL_PACKETS)
+                self._capture.begin(ROLL_PACKETS)
         except HilError as e:
             self.discard()
             return WireStage(self, self.plan, f"the capture did not start: {e}", count)
-        missing = [p.name for p in self.plan.points if p.name not in capture.running]
-        if missing:
-            why = "; ".join(capture.notes) or f"{', '.join(missing)} not capturing"
+        if missing := self._capture.missing:
+            why = "; ".join(self._capture.notes) or f"{', '.join(missing)} not capturing"
             self.discard()
             return WireStage(self, self.plan, f"the capture did not start: {why}", count)
         return WireStage(self, self.plan, None, count)

@@ -104,10 +104,15 @@ class LinkCapture:
             log.warning("capture point %s: %s", point.name, e)
             self.notes.append(f"capture point {point.name}: not captured: {e}")
 
-    def begin(self, count: int = COUNT, snaplen: int = SNAPLEN) -> list[str]:
+    @property
+    def missing(self) -> list[str]:
+        """The plan's points that do not capture (their start failed: see the notes)."""
+        return [p.name for p in self.plan.points if p.name not in self.running]
+
+    def begin(self, count: int = COUNT, snaplen: int = SNAPLEN) -> None:
         """A new window, for the next :meth:`cut`: a point that no longer captures (its
-        tool was cut, its tcpdump ended, its host's connection went) is started again,
-        each other point's clock is sampled.  The points that do not capture now."""
+        tool was cut, its tcpdump ended, its host's connection went) is started again
+        (:attr:`missing` if that failed), each other point's clock is sampled."""
         self.notes = []
 
         def begin_one(point: CapturePoint) -> None:
@@ -120,7 +125,6 @@ class LinkCapture:
             self._start(point, count, snaplen)
 
         _each_host(self.plan.points, begin_one)
-        return [p.name for p in self.plan.points if p.name not in self.running]
 
     def _sample(self, point: CapturePoint, when: str) -> WallSample | None:
         try:

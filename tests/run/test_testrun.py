@@ -220,6 +220,7 @@ def test_a_capture_that_did_not_start_is_a_lab_error_not_a_skip(
     monkeypatch.setattr(plan, "capture_plan", lambda pair, driver: _usable_plan())
     not_started = SimpleNamespace(
         running={},
+        missing=["lab-a:eth1"],
         notes=["capture point lab-a:eth1: not captured: tcpdump: permission denied"],
         discard=lambda: None,
     )
