@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 
 __all__ = ["OPEN_TIMEOUT", "Endpoint", "Outcome"]
 
+# What a connect's or accept's action shows of its reply: the id's rdma_get_local_addr
+# and rdma_get_peer_addr, which the contract's event-addresses-are-the-ids compares with
+# its events'.
+ADDRESSES = ("local", "remote")
 OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest (or the agent layer's)
 
 
@@ -96,6 +100,7 @@ class Endpoint(EndpointCore):
                 "private_data": private_data.hex(),
                 "listener": listener,
             },
+            keep=ADDRESSES,
             timeout=timeout + 5,
         )
 
@@ -103,7 +108,12 @@ class Endpoint(EndpointCore):
         """rdma_accept a CONNECT_REQUEST (with a fresh QP)."""
         params = wire.AnswerParams(id=self.handle(cm_id), private_data=private_data.hex())
         return self.act(
-            "accept", wire.OP_ACCEPT, params, cm_id, record={"private_data": private_data.hex()}
+            "accept",
+            wire.OP_ACCEPT,
+            params,
+            cm_id,
+            record={"private_data": private_data.hex()},
+            keep=ADDRESSES,
         )
 
     def reject(self, cm_id: str, private_data: bytes = b"") -> Outcome:

@@ -85,6 +85,14 @@ class Profile:
     remote_access_statuses: frozenset[int]
     # What the provider puts on the wire (the wire rules).
     wire: WireExpect
+    # Each RDMA CM event type's statuses, as cma.c and the host's driver make them
+    # (an empty set: the type never comes on iWARP); a type missing is a profile
+    # error, never a pass (the rule event-status-in-profile).
+    event_statuses: tuple[tuple[str, frozenset[int]], ...] = ()
+
+    def statuses_of(self, event_type: str) -> frozenset[int] | None:
+        """The statuses an event of ``event_type`` may carry; None: the profile has no set."""
+        return next((s for t, s in self.event_statuses if t == event_type), None)
 
     def of(self, host: str) -> Profile:
         """The profile of ``host``: this one, for every host (see :class:`PairProfile`)."""

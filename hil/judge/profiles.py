@@ -23,6 +23,38 @@ from hil.registry import Registry
 IBV_WC_SUCCESS = 0
 IBV_WC_WR_FLUSH_ERR = 5
 
+# Event statuses cma.c decides alone, whatever the iWARP provider (6.1.192 line numbers).
+CORE_EVENT_STATUSES: tuple[tuple[str, frozenset[int]], ...] = (
+    ("ADDR_RESOLVED", frozenset({0})),  # cma.c:3497 addr_handler: status 0 on success
+    # cma.c:3494 addr_handler passes addr.c's error: -ETIMEDOUT (addr.c:621, the
+    # neighbour never resolved), -EADDRNOTAVAIL (236, 308, 441), -ENODEV (270, 506),
+    # -EINVAL (552-743), -ENODATA (164-328), or the route lookup's -ENETUNREACH,
+    # -EHOSTUNREACH (addr4_resolve/addr6_resolve: ip_route_output_key's error).
+    (
+        "ADDR_ERROR",
+        frozenset(
+            -e
+            for e in (
+                errno.ETIMEDOUT,
+                errno.EADDRNOTAVAIL,
+                errno.ENODEV,
+                errno.EINVAL,
+                errno.ENODATA,
+                errno.ENETUNREACH,
+                errno.EHOSTUNREACH,
+            )
+        ),
+    ),
+    ("ROUTE_RESOLVED", frozenset({0})),  # cma.c:3156 cma_resolve_iw_route: a work, no error
+    ("ROUTE_ERROR", frozenset()),  # cma.c:3156: an iWARP route never fails
+    # cma.c:2544 iw_conn_req_handler: the event is zeroed and its status never set.
+    ("CONNECT_REQUEST", frozenset({0})),
+    # cma.c:5216 cma_send_device_removal_put: a zeroed event (siw: `rdma link delete`).
+    ("DEVICE_REMOVAL", frozenset({0})),
+    # cma.c:2511 cma_iw_handler: CONNECT_REPLY -ETIMEDOUT alone becomes UNREACHABLE.
+    ("UNREACHABLE", frozenset({-errno.ETIMEDOUT})),
+)
+
 
 def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
     """The soft-iWARP profile for a host whose ``net.ipv4.tcp_retries2`` and
@@ -65,6 +97,21 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS}),
         remote_access_statuses=frozenset({0}),
         wire=SIW_WIRE,
+        # siw_cm.c (6.1.192) upcalls, mapped by cma.c:2480 cma_iw_handler.
+        event_statuses=(
+            *CORE_EVENT_STATUSES,
+            # CONNECT_REPLY 0 (siw_cm.c:908); passive: siw_cm.c:134, 1693 upcall 0.
+            ("ESTABLISHED", frozenset({0})),
+            # siw_cm.c:767 (MPA reply with the reject flag) and 1093 (dropped while
+            # awaiting the reply): -ECONNRESET; [lab] -104 for a reject and for requests
+            # pending at a listener destroy.  784's -ECONNREFUSED answers a reply asking
+            # for markers, which siw never sends (nor cxgb4 at markers_enabled=0).
+            ("REJECTED", frozenset({-errno.ECONNRESET})),
+            # siw_cm.c:417, 917: every other failed MPA reply is -EINVAL.
+            ("CONNECT_ERROR", frozenset({-errno.EINVAL})),
+            # siw_cm.c:424, 1082, 1101: every CLOSE upcall carries 0.
+            ("DISCONNECTED", frozenset({0})),
+        ),
     )
 
 
@@ -107,6 +154,37 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS, IBV_WC_WR_FLUSH_ERR}),
         remote_access_statuses=frozenset({0, -errno.ECONNRESET}),
         wire=CXGB4_WIRE,
+        # cxgb4 cm.c (6.1.192) upcalls, mapped by cma.c:2480 cma_iw_handler.
+        event_statuses=(
+            *CORE_EVENT_STATUSES,
+            # cm.c:1399 established_upcall: a zeroed event; active: CONNECT_REPLY 0.
+            ("ESTABLISHED", frozenset({0})),
+            # cm.c:1538 (MPA reject: -ECONNREFUSED), 2261, 2737, 2870 and
+            # status2errno's CPL_ERR_CONN_RESET (-ECONNRESET: a RST, no listener).
+            ("REJECTED", frozenset({-errno.ECONNREFUSED, -errno.ECONNRESET})),
+            # cm.c:432 status2errno (-EHOSTUNREACH, -ENOMEM, -EADDRINUSE, -EIO), 553,
+            # 957, 1264, and process_mpa_reply's -EINVAL, -EPROTO (1480-1524).
+            (
+                "CONNECT_ERROR",
+                frozenset(
+                    -e
+                    for e in (
+                        errno.EHOSTUNREACH,
+                        errno.ENOMEM,
+                        errno.EADDRINUSE,
+                        errno.EIO,
+                        errno.EINVAL,
+                        errno.EPROTO,
+                    )
+                ),
+            ),
+            # cm.c close_complete_upcall: 0 (2781, 3006), -ECONNRESET (1953), -EIO
+            # (3663, 3725), -ETIMEDOUT (4256).
+            (
+                "DISCONNECTED",
+                frozenset({0, -errno.ECONNRESET, -errno.EIO, -errno.ETIMEDOUT}),
+            ),
+        ),
     )
 
 

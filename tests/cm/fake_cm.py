@@ -216,7 +216,13 @@ class FakeAgent:
         if found is None:
             raise self._rdma_error("connect", errno.ECONNREFUSED, cid.handle)
         qp: protocol.QPInfo = {"addr": 1, "rkey": 2, "qp_num": 3, "length": 64}
-        result: protocol.ConnectReply = {**self._timed(), "id": cid.handle, "qp": qp}
+        result: protocol.ConnectReply = {
+            **self._timed(),
+            "id": cid.handle,
+            "qp": qp,
+            "local": cid.local,
+            "remote": cid.remote,
+        }
         cid.qpn = 3
         self.world.tick()
         listener, auto = found
@@ -236,7 +242,12 @@ class FakeAgent:
         if child.peer.state == "gone":  # the peer gave the connect up: as siw_accept
             raise self._rdma_error("accept", errno.ECONNRESET, id)
         qp: protocol.QPInfo = {"addr": 4, "rkey": 5, "qp_num": 6, "length": 64}
-        result: protocol.AcceptReply = {**self._timed(), "qp": qp}
+        result: protocol.AcceptReply = {
+            **self._timed(),
+            "qp": qp,
+            "local": child.local,
+            "remote": child.remote,
+        }
         child.state = child.peer.state = "up"
         child.qpn = 6
         child.ep.event(child, "ESTABLISHED")

@@ -52,7 +52,8 @@ def test_auto_accepting_listener_answers_in_the_worker(worker: tuple[Worker, Fak
         requests[0]["id"],
         "ok",
     )
-    assert action["params"] == {"private_data": "6f6b", "auto": True}
+    # The fake id's route.addr is zeroed: its addresses are unknown ("").
+    assert action["params"] == {"private_data": "6f6b", "auto": True, "local": "", "remote": ""}
     assert any(name == "rdma_accept" for name, _ in lib.cm.calls)
 
 

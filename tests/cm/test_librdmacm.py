@@ -205,6 +205,24 @@ def test_events_carry_their_ids_endpoints_as_librdmacm_holds_them() -> None:
         assert ev is not None and (ev["local"], ev["remote"]) == ("", "")
 
 
+def test_an_ids_addresses_are_read_apart_from_its_events() -> None:
+    """rdma_get_local_addr / rdma_get_peer_addr: the id's route.addr when asked, whatever
+    its events carried (an event is a copy taken when it was read)."""
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        listener = ch.create_id()
+        child_ptr = lib.cm.new_id()
+        lib.cm.set_route(child_ptr, ("198.18.0.2", 7471), ("198.18.0.1", 40001))
+        lib.cm.push(4, child_ptr, ch._id(listener).ptr)
+        ev = ch.poll_event(1.0)
+        assert ev is not None and ev["id"] is not None
+        assert ch.addresses(ev["id"]) == ("198.18.0.2:7471", "198.18.0.1:40001")
+        lib.cm.set_route(child_ptr, ("198.18.0.2", 7471), ("198.18.0.1", 40002))
+        assert ch.addresses(ev["id"])[1] == "198.18.0.1:40002"
+        assert ev["remote"] == "198.18.0.1:40001"
+        assert ch.addresses(listener) == ("", "")  # nothing bound in the fake: unspecified
+
+
 def test_a_raw_read_is_the_event_before_its_dict_and_cooks_into_it() -> None:
     """read_event (a storm's read inside a timed step) keeps the event as read; cook makes
     the same dict poll_event returns."""

@@ -156,7 +156,9 @@ def no_listener(provider: str, result: str | int, reply: str | None = None) -> T
     b = Builder("no-listener", provider)
     b.act("a", "connect", "a:1", 1, result, listener=False)
     if reply:
-        b.ev("a", reply, "a:1", 3, -errno.ECONNRESET)
+        # cma.c cma_iw_handler: the CONNECT_REPLY status decides the event type.
+        status = {"UNREACHABLE": -errno.ETIMEDOUT, "CONNECT_ERROR": -errno.EHOSTUNREACH}
+        b.ev("a", reply, "a:1", 3, status.get(reply, -errno.ECONNRESET))
     return b.build()
 
 

@@ -108,11 +108,20 @@ class QPInfo(TypedDict):
 
 
 class ConnectReply(IdTimedReply):
+    """``local``, ``remote``: the id's rdma_get_local_addr / rdma_get_peer_addr when
+    rdma_connect returned, ``ip:port`` ("" while unknown), read apart from its events."""
+
     qp: QPInfo
+    local: str
+    remote: str
 
 
 class AcceptReply(TimedReply):
+    """``local``, ``remote``: the id's addresses when rdma_accept returned (as ConnectReply's)."""
+
     qp: QPInfo
+    local: str
+    remote: str
 
 
 class StreamStats(TypedDict):

@@ -67,6 +67,7 @@ class Worker(StreamOps):
             if how == "accept":
                 accepted = self.accept(id=handle, private_data=pdata.hex())
                 entry["qp"] = accepted["qp"]
+                entry["params"].update(local=accepted["local"], remote=accepted["remote"])
                 done: TimedReply = accepted
             else:
                 done = self.reject(id=handle, private_data=pdata.hex())
@@ -146,13 +147,17 @@ class Worker(StreamOps):
         except RdmaError as e:
             e.handle, e.t_us, e.us = h, t0, now_us() - t0  # type: ignore[attr-defined]
             raise
-        return {"id": h, "t_us": t0, "us": now_us() - t0, "qp": qp}
+        took = now_us() - t0
+        local, remote = self.ch.addresses(h)
+        return {"id": h, "t_us": t0, "us": took, "qp": qp, "local": local, "remote": remote}
 
     def accept(self, id: int, private_data: str = "") -> AcceptReply:
         """Make a QP for a CONNECT_REQUEST's id, post receives, rdma_accept."""
         qp = self.ch.create_qp(id, depth=QP_DEPTH)
         self.ch.post_recv(id, QP_DEPTH)
-        return {**self._timed(self.ch.accept, id, bytes.fromhex(private_data)), "qp": qp}
+        done = self._timed(self.ch.accept, id, bytes.fromhex(private_data))
+        local, remote = self.ch.addresses(id)
+        return {**done, "qp": qp, "local": local, "remote": remote}
 
     def reject(self, id: int, private_data: str = "") -> TimedReply:
         """rdma_reject with private data."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ...protocol import CMEvent, QPInfo
 from .cdll import RdmaError, RdmaUnavailable, call
-from .cmabi import MAX_PRIVATE_DATA, RDMA_PS_TCP, Lib, conn_param, sockaddr
+from .cmabi import MAX_PRIVATE_DATA, RDMA_PS_TCP, Lib, conn_param, sockaddr, sockaddr_text
 from .events import RawEvent, cook, read_event
 from .ibverbs import QPResources, SharedPD
 from .ids import CMId, IdTable
@@ -71,6 +71,13 @@ class CMChannel:
         if res is None:
             raise RdmaError(op, errno.EINVAL, f"cm_id {handle} has no QP: call create_qp first")
         return res
+
+    def addresses(self, handle: int) -> tuple[str, str]:
+        """The id's own and its peer's address now, ``ip:port`` ("" while unknown): what
+        rdma_get_local_addr and rdma_get_peer_addr return (inline in rdma_cma.h: the id's
+        route.addr; rdma_get_local_addr(3)), read apart from any event."""
+        head = self._id(handle).head()
+        return sockaddr_text(bytes(head.src)), sockaddr_text(bytes(head.dst))
 
     def create_id(self) -> int:
         """A new RDMA_PS_TCP cm_id on this channel; returns its handle."""
