@@ -9,6 +9,7 @@ name.  docs/wire.md states each rule and its source.  A lab adds its own with
 from __future__ import annotations
 
 from hil.registry import Registry
+from hil.wire.addr_rules import event_addresses
 from hil.wire.cause_rules import every_event_has_cause
 from hil.wire.close_rules import abortive_close, access_error, no_listener, orderly_close
 from hil.wire.mpa_rules import reject_on_wire, reply_pdata, request_pdata, revision_and_flags
@@ -82,6 +83,13 @@ WIRE_RULES = Registry[WireRule](
             "reject, FIN, RST, TERMINATE) on the wire before it, within the clock uncertainty.",
             every_event_has_cause,
             needs_clock=True,
+        ),
+        WireRule(
+            "event-addresses-on-the-wire",
+            "Each event's local and remote address are the 4-tuple of the TCP connection that "
+            "carried its connection's MPA request and reply, from its end (the contract's "
+            "event-addresses-are-the-ids compares them with the id's).",
+            event_addresses,
         ),
     ),
 )
