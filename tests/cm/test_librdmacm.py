@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from fake_rdma import FakeLib
 
+from hil.agent.protocol import CMEvent
 from hil.agent.remote import librdmacm
 from hil.agent.remote.librdmacm import (
     CMChannel,
@@ -189,20 +190,26 @@ def test_sockaddr_text_of_an_unspecified_family_is_empty() -> None:
     assert cmabi.sockaddr_text(bytes(128)) == ""
 
 
+def _request(lib: FakeLib, ch: CMChannel, listener: int) -> tuple[int, CMEvent]:
+    """A CONNECT_REQUEST through ``listener`` whose new id holds 198.18.0.2:7471 <->
+    198.18.0.1:40001, as polled: the new id's pointer and the event."""
+    child_ptr = lib.cm.new_id()
+    lib.cm.set_route(child_ptr, ("198.18.0.2", 7471), ("198.18.0.1", 40001))
+    lib.cm.push(4, child_ptr, ch._id(listener).ptr)
+    ev = ch.poll_event(1.0)
+    assert ev is not None
+    return child_ptr, ev
+
+
 def test_events_carry_their_ids_endpoints_as_librdmacm_holds_them() -> None:
     lib = FakeLib()
     with CMChannel(lib) as ch:  # type: ignore[arg-type]
-        listener = ch.create_id()
-        child_ptr = lib.cm.new_id()
-        lib.cm.set_route(child_ptr, ("198.18.0.2", 7471), ("198.18.0.1", 40001))
-        lib.cm.push(4, child_ptr, ch._id(listener).ptr)
-        ev = ch.poll_event(1.0)
-        assert ev is not None
+        _, ev = _request(lib, ch, ch.create_id())
         assert (ev["local"], ev["remote"]) == ("198.18.0.2:7471", "198.18.0.1:40001")
         fresh = lib.cm.new_id()  # nothing resolved yet: both unspecified
         lib.cm.push(1, fresh, status=-110)
-        ev = ch.poll_event(1.0)
-        assert ev is not None and (ev["local"], ev["remote"]) == ("", "")
+        unresolved = ch.poll_event(1.0)
+        assert unresolved is not None and (unresolved["local"], unresolved["remote"]) == ("", "")
 
 
 def test_an_ids_addresses_are_read_apart_from_its_events() -> None:
@@ -211,11 +218,8 @@ def test_an_ids_addresses_are_read_apart_from_its_events() -> None:
     lib = FakeLib()
     with CMChannel(lib) as ch:  # type: ignore[arg-type]
         listener = ch.create_id()
-        child_ptr = lib.cm.new_id()
-        lib.cm.set_route(child_ptr, ("198.18.0.2", 7471), ("198.18.0.1", 40001))
-        lib.cm.push(4, child_ptr, ch._id(listener).ptr)
-        ev = ch.poll_event(1.0)
-        assert ev is not None and ev["id"] is not None
+        child_ptr, ev = _request(lib, ch, listener)
+        assert ev["id"] is not None
         assert ch.addresses(ev["id"]) == ("198.18.0.2:7471", "198.18.0.1:40001")
         lib.cm.set_route(child_ptr, ("198.18.0.2", 7471), ("198.18.0.1", 40002))
         assert ch.addresses(ev["id"])[1] == "198.18.0.1:40002"
