@@ -72,7 +72,8 @@ def test_an_uncertainty_wide_enough_to_see_is_drawn_around_each_event() -> None:
 
 def test_a_violation_is_shown_in_the_header_and_ringed_on_its_event() -> None:
     tl = cmtimelines.qp_err_close("siw", -110, 0)
-    verdict = check(tl, profile_for("siw"))
+    # One rule: the status also breaks event-status-in-profile, on the same event.
+    verdict = check(tl, profile_for("siw"), rules=["close-status"])
     assert not verdict.ok
     root = parse(render_timeline(tl, verdict))
     assert any("contract FAILED (1 violations)" in t for t in texts(root))
