@@ -51,6 +51,7 @@ def test_a_passive_event_with_swapped_ports_fails_naming_the_wires_4_tuple() -> 
     got = run(handshake() + fin_close(), *addressed(passive=swapped))[RULE]
     assert got.status == "fail"
     assert len(got.findings) == 2  # b:2's CONNECT_REQUEST and ESTABLISHED
+    assert got.reason == "2 of 3 broken"  # of the three addressed events
     finding = got.findings[0]
     assert finding.message.startswith(
         f"b:2 CONNECT_REQUEST on hB carries {swapped[0]} <-> {swapped[1]}, but the TCP "
