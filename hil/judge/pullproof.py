@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hil.judge.profiles import PORT_ACTIVE, PORT_ERR, Profiles
+from hil.judge.profiles import PORT_ACTIVE, PORT_ERR, PortPromise, Profiles
 from hil.judge.rule import Finding, actor, host_of, rule
 from hil.judge.timeline import Action, Timeline
 
@@ -37,6 +37,22 @@ def _pulls(tl: Timeline) -> Iterator[tuple[Action, Action | None]]:
     for pull in (a for a in tl.actions if a.name == "pull" and a.ok):
         restore = next((a for a in tl.actions if a.name == "restore" and a.t_us > pull.t_us), None)
         yield pull, restore
+
+
+def _method(pull: Action) -> str:
+    """The pull's mode as the inventory names it (``carrier``, ``blackhole``, ...)."""
+    return str(pull.params.get("method", pull.params.get("mode")))
+
+
+def _promised(
+    tl: Timeline, profile: Profiles
+) -> Iterator[tuple[Action, Action | None, str, PortPromise]]:
+    """Each pull whose host's profile says what its port shows in the pull's mode: the
+    pull, its restore, the mode and that promise."""
+    for pull, restore in _pulls(tl):
+        promise = actor(profile, tl, pull).port_promise(_method(pull))
+        if promise is not None:
+            yield pull, restore, _method(pull), promise
 
 
 def _sample(tl: Timeline, pull: Action, phase: str) -> Action | None:
@@ -77,7 +93,7 @@ def _shown(ends: list[dict[str, Any]]) -> str:
 )
 def link_pull_effective(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for pull, restore in _pulls(tl):
-        how = f"{pull.params.get('method', pull.params.get('mode'))} pull on side {pull.side}"
+        how = f"{_method(pull)} pull on side {pull.side}"
         pulled = _sample(tl, pull, "pulled")
         if pulled is None:
             yield Finding(f"pull not effective: the {how} was not checked", (), (pull,))
@@ -121,11 +137,7 @@ def _pulled_end(tl: Timeline, pull: Action, sample: Action) -> dict[str, Any] | 
     "cxgb4: not known, not judged",
 )
 def link_pull_port_state(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for pull, restore in _pulls(tl):
-        method = str(pull.params.get("method", pull.params.get("mode")))
-        promise = actor(profile, tl, pull).port_promise(method)
-        if promise is None:
-            continue
+    for pull, restore, method, promise in _promised(tl, profile):
         checks = [("pulled", pull, promise.state, "while pulled")]
         if restore is not None:
             checks.append(("restored", restore, "ACTIVE", "after the restore"))
@@ -152,11 +164,7 @@ def link_pull_port_state(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     "seen by ibv_asyncwatch",
 )
 def link_pull_port_events(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for pull, restore in _pulls(tl):
-        method = str(pull.params.get("method", pull.params.get("mode")))
-        promise = actor(profile, tl, pull).port_promise(method)
-        if promise is None:
-            continue
+    for pull, restore, method, promise in _promised(tl, profile):
         watch = _watch(tl, pull)
         if watch is None:
             yield Finding(
