@@ -68,8 +68,9 @@ class Profile:
     pull_idle_basis: str
     # Link set administratively down on one host (None: as carrier lost).
     admin_down_bound_s: float | None
-    # Whether that host's device then reports IBV_EVENT_PORT_ERR to its verbs users.
-    admin_down_port_event: bool
+    # What the pulled host's RDMA port shows in each pull mode (absent: not known,
+    # not judged): its state while pulled and the async events of the pull and restore.
+    pull_ports: tuple[tuple[str, PortPromise], ...]
     # Whether `rdma resource show qp` shows a QP's real state (its query_qp fills it).
     qp_state_reported: bool
     # A connect to a peer that black-holes it (the link pulled, no answer at all):
@@ -103,6 +104,11 @@ class Profile:
             return self.orderly_close_statuses | self.abort_statuses
         return self.abort_statuses
 
+    def port_promise(self, method: str) -> PortPromise | None:
+        """What the pulled host's RDMA port shows in pull mode ``method`` (``admin``,
+        ``carrier``, ``blackhole``, ...), or None when the profile does not know."""
+        return dict(self.pull_ports).get(method)
+
     def link_pull_bound_s(self, mode: str, traffic: bool) -> float | None:
         """Within how many seconds a pulled link must end a connection, or None.
 
@@ -125,6 +131,19 @@ class Profile:
         else:
             basis = self.pull_idle_basis
         return PullPromise(self.name, bound, basis)
+
+
+@dataclass(frozen=True)
+class PortPromise:
+    """What a pulled host's RDMA port shows in one pull mode: its state (``rdma link``,
+    ``ibv_devinfo``: ib_query_port) while the link is pulled, the async events the
+    pull (``down``) and the restore (``up``) deliver to its verbs users, and the
+    driver source or measurement that says so."""
+
+    state: str
+    down: tuple[str, ...]
+    up: tuple[str, ...]
+    source: str
 
 
 @dataclass(frozen=True)

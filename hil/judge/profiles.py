@@ -14,7 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hil.errors import InputError
-from hil.judge.profile import PairProfile, Profile, Profiles, PullPromise, pair_profile
+from hil.judge.profile import (
+    PairProfile,
+    PortPromise,
+    Profile,
+    Profiles,
+    PullPromise,
+    pair_profile,
+)
 from hil.judge.tcpmodel import tcp_retries2_timeout_s
 from hil.judge.wireexpect import CXGB4_WIRE, SIW_WIRE, WireExpect
 from hil.registry import Registry
@@ -22,6 +29,25 @@ from hil.registry import Registry
 # enum ibv_wc_status values the profiles name.
 IBV_WC_SUCCESS = 0
 IBV_WC_WR_FLUSH_ERR = 5
+
+PORT_ERR, PORT_ACTIVE = "IBV_EVENT_PORT_ERR", "IBV_EVENT_PORT_ACTIVE"
+# siw's port follows its netdev's administrative state only (6.1): siw_netdev_event
+# sets sdev->state and dispatches the port event on NETDEV_DOWN / NETDEV_UP
+# (siw_main.c:441-453) and ignores NETDEV_CHANGE, a carrier change (siw_main.c:474-476);
+# siw_query_port reports sdev->state (siw_verbs.c:182), overwriting the carrier-based
+# state iw_query_port filled in (core/device.c:2051-2071).
+_SIW_NETDEV = "siw_main.c siw_netdev_event, siw_verbs.c siw_query_port (6.1)"
+SIW_PULL_PORTS = (
+    ("admin", PortPromise("DOWN", (PORT_ERR,), (PORT_ACTIVE,), f"[src] {_SIW_NETDEV}")),
+    (
+        "carrier",
+        PortPromise("ACTIVE", (), (), f"[src] {_SIW_NETDEV}: NETDEV_CHANGE not handled"),
+    ),
+    (
+        "blackhole",
+        PortPromise("ACTIVE", (), (), f"[src] {_SIW_NETDEV}: nftables leaves the netdev as it was"),
+    ),
+)
 
 
 def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
@@ -51,7 +77,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         pull_idle_basis="siw sets no TCP keepalive: an idle connection sends nothing, so "
         "it never notices a lost carrier [inferred]",
         admin_down_bound_s=2.0,  # siw moves every QP of the netdev to ERR at once
-        admin_down_port_event=True,  # siw_main.c siw_netdev_event: NETDEV_DOWN -> PORT_ERR
+        pull_ports=SIW_PULL_PORTS,
         # siw_query_qp (6.1) never sets qp_attr->qp_state: nldev prints whatever its
         # stack held (RESET on the lab, whatever the QP's state).  [src, lab]
         qp_state_reported=False,
@@ -95,7 +121,7 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         pull_idle_basis="an idle connection notices only by the firmware's keepalive, "
         "whose interval is adapter configuration [inferred]",
         admin_down_bound_s=None,
-        admin_down_port_event=False,  # not known: a firmware link event [inferred]
+        pull_ports=(),  # not known: the firmware's link events are not read yet [inferred]
         qp_state_reported=True,  # c4iw_ib_query_qp fills qp_state [src]
         # act_open_rpl CPL_ERR_CONN_TIMEDOUT -> CONNECT_REPLY -ETIMEDOUT: UNREACHABLE;
         # the firmware's SYN retries are not measured: a generous bound [inferred].
@@ -197,6 +223,7 @@ __all__ = [
     "Profile",
     "Profiles",
     "ProviderSpec",
+    "PortPromise",
     "PullPromise",
     "cxgb4_profile",
     "pair_profile",

@@ -11,11 +11,12 @@ from fake_cm import SKEW_US, FakeCMWorld
 from hil.cli.cm_cmd import sequence_params
 from hil.cm import clock, steps
 from hil.cm.registry import SEQUENCES, lookup, sequence
+from hil.cm.sequences.linkpull import detection_us
 from hil.cm.session import CMSession
 from hil.errors import InputError
 from hil.judge.contract import check
 from hil.judge.profiles import SIW
-from hil.judge.timeline import Timeline, WallSample
+from hil.judge.timeline import Event, Timeline, WallSample
 
 
 @pytest.fixture
@@ -266,3 +267,17 @@ def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
             sequence(other)
     finally:
         SEQUENCES.unregister("hil_test_listen_only")
+
+
+def _disconnected(t_us: int, side: str = "a") -> Event:
+    host = "lab-a" if side == "a" else "lab-b"
+    return Event(host, side, t_us, t_us, "DISCONNECTED", 0, f"{side}:1", None, "", "c1", 0)
+
+
+def test_link_pull_detection_counts_only_a_disconnected_after_the_pull() -> None:
+    pull_us = 1_000_000
+    # A DISCONNECTED 50 ms before the pull (the connection dropped by itself) detects nothing.
+    assert detection_us([_disconnected(pull_us - 50_000), None], pull_us) is None
+    assert detection_us([None, _disconnected(pull_us + 12_000, "b")], pull_us) == 12_000
+    early_a, late_b = _disconnected(pull_us - 1), _disconnected(pull_us + 3_000, "b")
+    assert detection_us([early_a, late_b], pull_us) == 3_000

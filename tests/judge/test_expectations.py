@@ -212,16 +212,6 @@ def test_link_pull_admin_down_is_immediate_on_siw() -> None:
     breaks(link_pull(5_000, mode="admin"), LAB_SIW, "link-pull-detected-within", "bound 2.0 s")
 
 
-def test_admin_down_on_siw_reports_the_port_error() -> None:
-    conforms(link_pull(500, mode="admin"), LAB_SIW)
-    rule = "admin-down-port-error"
-    breaks(link_pull(500, mode="admin", watched=()), LAB_SIW, rule, "(async events seen: none)")
-    breaks(link_pull(500, mode="admin", watched=None), LAB_SIW, rule, "was not watched")
-    failed = link_pull(500, mode="admin", watched=(), watch_result="exit 127: no such file")
-    breaks(failed, LAB_SIW, rule, "watch on side a failed: exit 127")
-    conforms(link_pull(500, mode="carrier", watched=None), LAB_SIW)  # no port event then
-
-
 def test_resources_back_to_baseline() -> None:
     conforms(with_evidence(orderly_close()), SIW)
     breaks(

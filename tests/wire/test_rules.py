@@ -288,7 +288,8 @@ def test_a_pulled_writer_sends_nothing_that_arrives_until_the_link_is_back() -> 
     traffic = [pkt(6, A, "ACK,PSH", 2.8, length=100)]
     quiet = run(handshake() + traffic, *_pull("carrier", side="a"))["link-pull-on-the-wire"]
     assert quiet.status == "pass"
-    arrived = [replace(pkt(7, A, "ACK,PSH", 5.0, length=100), point="hB")]
+    # seq 100: not the segment hA saw leave before the pull (seq 0), which was in flight.
+    arrived = [replace(pkt(7, A, "ACK,PSH", 5.0, length=100, seq=100), point="hB")]
     leaked = run(handshake() + traffic + arrived, *_pull("carrier", side="a"))
     outcome = leaked["link-pull-on-the-wire"]
     assert outcome.status == "fail" and "reached its peer" in outcome.findings[0].message
