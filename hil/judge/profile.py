@@ -23,6 +23,24 @@ from hil.judge.wireexpect import WireExpect
 
 
 @dataclass(frozen=True)
+class PdataLimits:
+    """The most private data (bytes) each call takes; a call given more fails ``refusal``
+    (an errno name) and sends nothing."""
+
+    connect: int
+    accept: int
+    reject: int
+    refusal: str = "EINVAL"
+
+    def of(self, call: str) -> int:
+        """The limit of ``call`` (connect, accept or reject); InputError for another."""
+        limits = {"connect": self.connect, "accept": self.accept, "reject": self.reject}
+        if call not in limits:
+            raise InputError(f"no private data limit for {call!r} (known: {', '.join(limits)})")
+        return limits[call]
+
+
+@dataclass(frozen=True)
 class Profile:
     """What one provider promises where the iWARP CM contract leaves room.
 
@@ -83,6 +101,9 @@ class Profile:
     # verbs' answer is 10, IBV_WC_REM_ACCESS_ERR), and both sides' DISCONNECTED.
     remote_access_write_statuses: frozenset[int]
     remote_access_statuses: frozenset[int]
+    # The most private data rdma_connect, rdma_accept and rdma_reject take, and
+    # how a longer one is refused (docs/contract.md "Private data").
+    private_data: PdataLimits
     # What the provider puts on the wire (the wire rules).
     wire: WireExpect
 

@@ -14,7 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hil.errors import InputError
-from hil.judge.profile import PairProfile, Profile, Profiles, PullPromise, pair_profile
+from hil.judge.profile import (
+    PairProfile,
+    PdataLimits,
+    Profile,
+    Profiles,
+    PullPromise,
+    pair_profile,
+)
 from hil.judge.tcpmodel import tcp_retries2_timeout_s
 from hil.judge.wireexpect import CXGB4_WIRE, SIW_WIRE, WireExpect
 from hil.registry import Registry
@@ -22,6 +29,20 @@ from hil.registry import Registry
 # enum ibv_wc_status values the profiles name.
 IBV_WC_SUCCESS = 0
 IBV_WC_WR_FLUSH_ERR = 5
+
+
+# rdma_cm carries at most 255 bytes: rdma_conn_param.private_data_len and rdma_reject's
+# length are uint8_t (rdma-core librdmacm/rdma_cma.h); the agent refuses a longer one
+# EINVAL before the call, as nothing longer can be passed (cmabi.conn_param).
+# siw (MPA v2 always, siw_main.c:54): siw_connect refuses more than MPA_MAX_PRIVDATA
+# (RDMA_MAX_PRIVATE_DATA, 256; siw_cm.c:1368), siw_accept more than 256 less the four
+# IRD/ORD bytes of an enhanced (v2) connection (siw_cm.c:1603-1605), both EINVAL;
+# siw_reject checks nothing (siw_cm.c:1726).  Linux 6.1.192.
+SIW_PDATA = PdataLimits(connect=255, accept=252, reject=255)
+# iw_cxgb4 under mpa_rev=2: MPA_MAX_PRIVATE_DATA (256, iw_cxgb4.h:666) less the four
+# MPA v2 bytes, which the peer counts in its limit (cm.c:1515, :1758).  [inferred]: c4iw
+# checks no length at the call (cm.c c4iw_connect, c4iw_accept_cr, c4iw_reject_cr).
+CXGB4_PDATA = PdataLimits(connect=252, accept=252, reject=252)
 
 
 def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
@@ -64,6 +85,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         # TERMINATE comes later and only ends the connection.
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS}),
         remote_access_statuses=frozenset({0}),
+        private_data=SIW_PDATA,
         wire=SIW_WIRE,
     )
 
@@ -106,6 +128,7 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         # before the TERMINATE, or is flushed by it; the TERMINATE aborts (RST).
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS, IBV_WC_WR_FLUSH_ERR}),
         remote_access_statuses=frozenset({0, -errno.ECONNRESET}),
+        private_data=CXGB4_PDATA,
         wire=CXGB4_WIRE,
     )
 
@@ -194,6 +217,7 @@ __all__ = [
     "PROVIDERS",
     "SIW",
     "PairProfile",
+    "PdataLimits",
     "Profile",
     "Profiles",
     "ProviderSpec",

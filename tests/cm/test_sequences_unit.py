@@ -11,6 +11,7 @@ from fake_cm import SKEW_US, FakeCMWorld
 from hil.cli.cm_cmd import sequence_params
 from hil.cm import clock, steps
 from hil.cm.registry import SEQUENCES, lookup, sequence
+from hil.cm.sequences.pdata import pattern
 from hil.cm.session import CMSession
 from hil.errors import InputError
 from hil.judge.contract import check
@@ -266,3 +267,33 @@ def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
             sequence(other)
     finally:
         SEQUENCES.unregister("hil_test_listen_only")
+
+
+@pytest.mark.parametrize("call", ["connect", "accept", "reject"])
+@pytest.mark.parametrize("extra", [0, 1], ids=["max", "max+1"])
+def test_private_data_at_the_limit_is_delivered_and_past_it_refused_and_cleaned_up(
+    world: FakeCMWorld, call: str, extra: int
+) -> None:
+    length = SIW.private_data.of(call) + extra
+    tl = session(world).run("private_data", call=call, length=length)
+    (act,) = [a for a in tl.actions if a.name == call and a.params.get("private_data")]
+    assert act.params["private_data"] == pattern(length).hex()
+    assert check(tl, SIW).ok, check(tl, SIW).to_text()
+    if extra:
+        assert act.result == "EINVAL"
+        assert "ESTABLISHED" not in kinds(tl, "a") + kinds(tl, "b")
+    else:
+        receiver, event = ("b", "CONNECT_REQUEST") if call == "connect" else ("a", None)
+        event = event or ("ESTABLISHED" if call == "accept" else "REJECTED")
+        (got,) = [e for e in tl.events if e.side == receiver and e.type == event]
+        assert got.private_bytes == pattern(length)
+    assert tl.resources and all(r.before == r.after for r in tl.resources), tl.resources
+
+
+def test_private_data_pattern_and_bad_parameters(world: FakeCMWorld) -> None:
+    assert pattern(0) == b"" and 0 not in pattern(255) and len(pattern(255)) == 255
+    assert all(a != b for a, b in zip(pattern(255), pattern(255)[1:], strict=False))
+    with pytest.raises(InputError, match="call must be one of connect, accept, reject"):
+        session(world).run("private_data", call="listen")
+    with pytest.raises(InputError, match="length must be 0..256, not 257"):
+        session(world).run("private_data", length=257)
