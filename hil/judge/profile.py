@@ -24,20 +24,32 @@ from hil.judge.wireexpect import WireExpect
 
 @dataclass(frozen=True)
 class PdataLimits:
-    """The most private data (bytes) each call takes; a call given more fails ``refusal``
-    (an errno name) and sends nothing."""
+    """The most private data (bytes) each call delivers exactly, and the most the call
+    itself takes (``taken``: connect, accept, reject; None: the same).  Past what it
+    takes a call fails ``refusal`` (an errno name) and sends nothing.  A call that takes
+    more than it delivers is a provider bug, ``broken`` says which."""
 
     connect: int
     accept: int
     reject: int
+    taken: tuple[int, int, int] | None = None
     refusal: str = "EINVAL"
+    broken: str = ""
 
     def of(self, call: str) -> int:
-        """The limit of ``call`` (connect, accept or reject); InputError for another."""
-        limits = {"connect": self.connect, "accept": self.accept, "reject": self.reject}
-        if call not in limits:
-            raise InputError(f"no private data limit for {call!r} (known: {', '.join(limits)})")
-        return limits[call]
+        """The most ``call`` (connect, accept or reject) delivers; InputError for another."""
+        return (self.connect, self.accept, self.reject)[_call_index(call)]
+
+    def taken_by(self, call: str) -> int:
+        """The most ``call`` takes before it refuses."""
+        return self.of(call) if self.taken is None else self.taken[_call_index(call)]
+
+
+def _call_index(call: str) -> int:
+    calls = ("connect", "accept", "reject")
+    if call not in calls:
+        raise InputError(f"no private data limit for {call!r} (known: {', '.join(calls)})")
+    return calls.index(call)
 
 
 @dataclass(frozen=True)

@@ -187,8 +187,8 @@ class FakeAgent:
         )
 
     def _pdata_taken(self, call: str, private_data: str, handle: int) -> None:
-        """Refuse private data longer than siw's profile takes for ``call``, EINVAL."""
-        if len(private_data) // 2 > SIW.private_data.of(call):
+        """Refuse private data longer than siw's ``call`` takes, EINVAL (its profile)."""
+        if len(private_data) // 2 > SIW.private_data.taken_by(call):
             raise self._rdma_error(call, errno.EINVAL, handle)
 
     def op_listen(

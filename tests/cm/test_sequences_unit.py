@@ -270,16 +270,17 @@ def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
 
 
 @pytest.mark.parametrize("call", ["connect", "accept", "reject"])
-@pytest.mark.parametrize("extra", [0, 1], ids=["max", "max+1"])
+@pytest.mark.parametrize("refused", [False, True], ids=["max", "taken+1"])
 def test_private_data_at_the_limit_is_delivered_and_past_it_refused_and_cleaned_up(
-    world: FakeCMWorld, call: str, extra: int
+    world: FakeCMWorld, call: str, refused: bool
 ) -> None:
-    length = SIW.private_data.of(call) + extra
+    limits = SIW.private_data
+    length = limits.taken_by(call) + 1 if refused else limits.of(call)
     tl = session(world).run("private_data", call=call, length=length)
     (act,) = [a for a in tl.actions if a.name == call and a.params.get("private_data")]
     assert act.params["private_data"] == pattern(length).hex()
     assert check(tl, SIW).ok, check(tl, SIW).to_text()
-    if extra:
+    if refused:
         assert act.result == "EINVAL"
         assert "ESTABLISHED" not in kinds(tl, "a") + kinds(tl, "b")
     else:

@@ -22,7 +22,7 @@ from kernellines import HARMLESS, REPORTS, STILL_REPORTS
 from hil.errors import InputError
 from hil.judge.contract import check, rules_with
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW, kernel_log_clean
-from hil.judge.profiles import IW_CXGB4, SIW, Profile, profile_for
+from hil.judge.profiles import IW_CXGB4, SIW, PdataLimits, Profile, profile_for
 from hil.judge.timeline import Timeline
 
 RESET, REFUSED, TIMEDOUT = -errno.ECONNRESET, -errno.ECONNREFUSED, -errno.ETIMEDOUT
@@ -325,11 +325,9 @@ def _limit_call(call: str, length: int, result: str) -> Timeline:
     return b.build()
 
 
-@pytest.mark.parametrize(
-    "call, limit", [("connect", 255), ("accept", 252), ("reject", 255)], ids=str
-)
-def test_private_data_over_the_limit_must_be_refused(call: str, limit: int) -> None:
-    rules = ["pdata-over-limit-refused"]
+@pytest.mark.parametrize("call", ["connect", "accept", "reject"])
+def test_private_data_over_the_limit_must_be_refused(call: str) -> None:
+    limit, rules = SIW.private_data.of(call), ["pdata-over-limit-refused"]
     assert check(_limit_call(call, limit + 1, "EINVAL"), SIW, rules=rules).ok
     assert check(_limit_call(call, limit, "ok"), SIW, rules=rules).ok
     breaks(
@@ -337,11 +335,10 @@ def test_private_data_over_the_limit_must_be_refused(call: str, limit: int) -> N
         SIW,
         "pdata-over-limit-refused",
         f"{call} with {limit + 1} bytes of private data (limit {limit}) returned ok, "
-        "expected EINVAL",
+        "expected EINVAL (siw_send_mpareqrep's u8 PD_Length wraps",
     )
-    breaks(
-        _limit_call(call, limit + 1, "ECONNRESET"), SIW, "pdata-over-limit-refused", "ECONNRESET"
-    )
+    taken = SIW.private_data.taken_by(call)
+    breaks(_limit_call(call, taken + 1, "ECONNRESET"), SIW, "pdata-over-limit-refused", "RESET")
     breaks(
         _limit_call(call, limit, "EINVAL"),
         SIW,
@@ -350,9 +347,22 @@ def test_private_data_over_the_limit_must_be_refused(call: str, limit: int) -> N
     )
 
 
+def test_a_provider_bug_is_named_only_within_what_the_call_takes() -> None:
+    over = _limit_call("accept", SIW.private_data.taken_by("accept") + 1, "ok")
+    (found,) = [v for v in check(over, SIW).violations if v.rule == "pdata-over-limit-refused"]
+    assert found.message.endswith("returned ok, expected EINVAL")
+
+
+def test_a_limit_taken_as_delivered_unless_said() -> None:
+    limits = PdataLimits(connect=10, accept=11, reject=12)
+    assert [limits.taken_by(c) for c in ("connect", "accept", "reject")] == [10, 11, 12]
+    assert SIW.private_data.taken_by("accept") == 252 and SIW.private_data.of("accept") == 251
+
+
 def test_the_limit_is_the_acting_hosts() -> None:
-    tl = _limit_call("accept", 253, "ok")  # b accepts: iw_cxgb4's limit is 252 too
-    breaks(tl, IW_CXGB4, "pdata-over-limit-refused", "(limit 252)")
+    tl = _limit_call("accept", 252, "ok")  # b accepts: iw_cxgb4 delivers 252, siw 251
+    assert check(tl, IW_CXGB4, rules=["pdata-over-limit-refused"]).ok
+    breaks(tl, SIW, "pdata-over-limit-refused", "(limit 251)")
 
 
 def test_an_unknown_call_has_no_limit() -> None:

@@ -331,3 +331,19 @@ def test_a_connection_made_by_hand_outside_the_cm_is_not_judged_but_noted() -> N
         "made by hand outside the CM (raw_tcp): 198.18.0.1:40000 > 198.18.0.2:7174" in n
         for n in verdict.notes
     )
+
+
+def test_a_rejected_after_the_peers_fin_before_any_mpa_reply_has_its_cause() -> None:
+    """siw closes the socket of an rdma_accept it refused: the active side's REJECTED
+    follows the FIN (siw_cm.c:1086-1095); with neither FIN, RST nor reject it fails."""
+    request = ev("b", 1.5, "CONNECT_REQUEST", "b:2", "686966")
+    refused = Action(t_us=1600, side="b", name="accept", id="b:2", result="EINVAL")
+    rejected = ev("a", 2.5, "REJECTED", "a:1", "", -104)
+    fin = [pkt(5, P, "FIN,ACK", 2.0), pkt(6, A, "FIN,ACK", 2.6), pkt(7, P, "ACK", 2.7)]
+    got = run(handshake()[:4] + fin, connect(), request, refused, rejected)
+    assert got["every-teardown-event-has-a-cause"].status == "pass"
+    silent = run(handshake()[:4], connect(), request, refused, rejected)
+    assert (
+        "no MPA reject, RST or FIN"
+        in silent["every-teardown-event-has-a-cause"].findings[0].message
+    )
