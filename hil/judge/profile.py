@@ -23,6 +23,36 @@ from hil.judge.wireexpect import WireExpect
 
 
 @dataclass(frozen=True)
+class PdataLimits:
+    """The most private data (bytes) each call delivers exactly, and the most the call
+    itself takes (``taken``: connect, accept, reject; None: the same).  Past what it
+    takes a call fails ``refusal`` (an errno name) and sends nothing.  A call that takes
+    more than it delivers is a provider bug, ``broken`` says which."""
+
+    connect: int
+    accept: int
+    reject: int
+    taken: tuple[int, int, int] | None = None
+    refusal: str = "EINVAL"
+    broken: str = ""
+
+    def of(self, call: str) -> int:
+        """The most ``call`` (connect, accept or reject) delivers; InputError for another."""
+        return (self.connect, self.accept, self.reject)[_call_index(call)]
+
+    def taken_by(self, call: str) -> int:
+        """The most ``call`` takes before it refuses."""
+        return self.of(call) if self.taken is None else self.taken[_call_index(call)]
+
+
+def _call_index(call: str) -> int:
+    calls = ("connect", "accept", "reject")
+    if call not in calls:
+        raise InputError(f"no private data limit for {call!r} (known: {', '.join(calls)})")
+    return calls.index(call)
+
+
+@dataclass(frozen=True)
 class Profile:
     """What one provider promises where the iWARP CM contract leaves room.
 
@@ -84,6 +114,9 @@ class Profile:
     # verbs' answer is 10, IBV_WC_REM_ACCESS_ERR), and both sides' DISCONNECTED.
     remote_access_write_statuses: frozenset[int]
     remote_access_statuses: frozenset[int]
+    # The most private data rdma_connect, rdma_accept and rdma_reject take, and
+    # how a longer one is refused (docs/contract.md "Private data").
+    private_data: PdataLimits
     # What the provider puts on the wire (the wire rules).
     wire: WireExpect
 

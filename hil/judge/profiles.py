@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from hil.errors import InputError
 from hil.judge.profile import (
     PairProfile,
+    PdataLimits,
     PortPromise,
     Profile,
     Profiles,
@@ -47,6 +48,36 @@ SIW_PULL_PORTS = (
         "blackhole",
         PortPromise("ACTIVE", (), (), f"[src] {_SIW_NETDEV}: nftables leaves the netdev as it was"),
     ),
+)
+
+
+# rdma_cm carries at most 255 bytes: rdma_conn_param.private_data_len and rdma_reject's
+# length are uint8_t (rdma-core librdmacm/rdma_cma.h:151, :531); the agent refuses a
+# longer one EINVAL before the call, as nothing longer can be passed (cmabi.conn_param).
+# siw (always MPA v2, siw_main.c:54; Linux 6.1.192): siw_connect refuses more than
+# MPA_MAX_PRIVDATA, 256 (siw_cm.c:1368), siw_accept more than 256 less the 4 IRD/ORD
+# bytes (siw_cm.c:1602-1605), EINVAL; siw_reject checks nothing.  siw_send_mpareqrep
+# counts PD_Length, the 4 bytes included, in a u8 (siw_cm.c:471, :500): past 251 bytes
+# it wraps and the peer drops the frame.  [lab] 251 delivered by all three calls; 252
+# taken by each, then connect: no CONNECT_REQUEST, accept and reject: CONNECT_ERROR(-22).
+SIW_PDATA = PdataLimits(
+    connect=251,
+    accept=251,
+    reject=251,
+    taken=(255, 252, 255),
+    broken="siw_send_mpareqrep's u8 PD_Length wraps past 251 bytes plus the 4 MPA v2 "
+    "bytes (siw_cm.c:471, :500, Linux 6.1.192): the call succeeds, the connection fails",
+)
+# iw_cxgb4 under mpa_rev=2: MPA_MAX_PRIVATE_DATA (256, iw_cxgb4.h:666) less the four
+# MPA v2 bytes, which the peer counts in its limit (cm.c:1515, :1758).  [inferred]: c4iw
+# checks no length at the call (cm.c c4iw_connect, c4iw_accept_cr, c4iw_reject_cr).
+CXGB4_PDATA = PdataLimits(
+    connect=252,
+    accept=252,
+    reject=252,
+    taken=(255, 255, 255),
+    broken="iw_cxgb4 checks no private data length at the call (cm.c:3094-3111, :3332; "
+    "[inferred]): the peer refuses the MPA frame, -EPROTO (cm.c:1515, :1758)",
 )
 
 
@@ -90,6 +121,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         # TERMINATE comes later and only ends the connection.
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS}),
         remote_access_statuses=frozenset({0}),
+        private_data=SIW_PDATA,
         wire=SIW_WIRE,
     )
 
@@ -132,6 +164,7 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         # before the TERMINATE, or is flushed by it; the TERMINATE aborts (RST).
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS, IBV_WC_WR_FLUSH_ERR}),
         remote_access_statuses=frozenset({0, -errno.ECONNRESET}),
+        private_data=CXGB4_PDATA,
         wire=CXGB4_WIRE,
     )
 
@@ -220,6 +253,7 @@ __all__ = [
     "PROVIDERS",
     "SIW",
     "PairProfile",
+    "PdataLimits",
     "Profile",
     "Profiles",
     "ProviderSpec",

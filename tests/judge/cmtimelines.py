@@ -94,14 +94,14 @@ def connect(
     b: Builder, conn: str = "c1", a_id: str = "a:1", b_id: str = "b:2", t0: float = 0.0
 ) -> Builder:
     """A successful connect from side a to a listener b:1 on side b, with private data
-    both ways (the accept's arrives padded, as a provider may)."""
+    both ways, each delivered exactly."""
     b.act("a", "connect", a_id, t0 + 1, listener=True, private_data="C0FFEE")
     b.ev("a", "ADDR_RESOLVED", a_id, t0 + 0.5, conn=conn)
     b.ev("a", "ROUTE_RESOLVED", a_id, t0 + 0.8, conn=conn)
     b.ev("b", "CONNECT_REQUEST", b_id, t0 + 3, conn=conn, listen_id="b:1", pdata="c0ffee")
     b.act("b", "accept", b_id, t0 + 4, private_data="0a0b")
     b.ev("b", "ESTABLISHED", b_id, t0 + 6, conn=conn)
-    b.ev("a", "ESTABLISHED", a_id, t0 + 7, conn=conn, pdata="0a0b0000")
+    b.ev("a", "ESTABLISHED", a_id, t0 + 7, conn=conn, pdata="0a0b")
     return b
 
 
