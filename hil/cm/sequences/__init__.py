@@ -13,7 +13,8 @@ and ``metrics`` (µs unless named otherwise).
 One module per kind (each registers its sequences when this package is
 imported): :mod:`~hil.cm.sequences.connection` (connect, close, abort, reject,
 no_listener, remote_access_error), :mod:`~hil.cm.sequences.linkpull`,
-:mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy); what
+:mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy),
+:mod:`~hil.cm.sequences.pdata` (private_data); what
 they share is :mod:`~hil.cm.sequences.common`.
 
 Each, with its parameters, its steps and the metrics it records:
@@ -39,9 +40,12 @@ Each, with its parameters, its steps and the metrics it records:
   signaled RDMA WRITE by the active side with a wrong rkey or one byte past the
   end of the peer's buffer (action ``write``: its completion's ``wc_status``),
   DISCONNECTED both. Metrics: ``detection_us``.
+- ``private_data`` (``call`` = connect/accept/reject, ``length``): one connection
+  whose ``call`` carries ``length`` bytes of private data, the others none; a
+  refused call (past the provider's limit) is recorded and cleaned up.
 """
 
-from hil.cm.sequences import connection, destroys, linkpull
+from hil.cm.sequences import connection, destroys, linkpull, pdata
 from hil.cm.sequences.connection import (
     abort,
     close,
@@ -52,6 +56,7 @@ from hil.cm.sequences.connection import (
 )
 from hil.cm.sequences.destroys import destroy_conn_sent, listener_destroy
 from hil.cm.sequences.linkpull import link_pull
+from hil.cm.sequences.pdata import private_data
 
 __all__ = [
     "abort",
@@ -64,6 +69,8 @@ __all__ = [
     "linkpull",
     "listener_destroy",
     "no_listener",
+    "pdata",
+    "private_data",
     "reject",
     "remote_access_error",
 ]
