@@ -87,11 +87,14 @@ def test_connect_records_both_sides_and_passes_the_contract(
         "connect",
         "accept",
         "destroy",
+        "payload",
+        "payload",
         "disconnect",
         "destroy",
         "destroy",
     ]
     assert all(a.side == active for a in tl.actions if a.name in ("connect", "disconnect"))
+    assert {a.side for a in tl.actions if a.name == "payload"} == {"a", "b"}
     assert tl.metrics["connect_us"] >= 0 and tl.pair == ("h0", "h1")
     assert [(r.kind, r.before, r.after) for r in tl.resources if r.kind == "cm_id"] == [
         ("cm_id", 0, 0),
@@ -281,3 +284,15 @@ def test_link_pull_detection_counts_only_a_disconnected_after_the_pull() -> None
     assert detection_us([None, _disconnected(pull_us + 12_000, "b")], pull_us) == 12_000
     early_a, late_b = _disconnected(pull_us - 1), _disconnected(pull_us + 3_000, "b")
     assert detection_us([early_a, late_b], pull_us) == 3_000
+
+
+def test_a_connection_whose_payload_arrives_broken_fails_payload_intact(
+    world: FakeCMWorld,
+) -> None:
+    """open_conn checks every connection's payload: a bad WRITE into b is a violation."""
+    world.agents["h1"].bad_payload = {"write"}
+    tl = session(world).run("connect")
+    verdict = check(tl, SIW)
+    assert [v.rule for v in verdict.violations] == ["payload-intact"]
+    assert "RDMA WRITE of 64 bytes into side b: first bad byte at offset 1" in verdict.to_text()
+    assert len([a for a in tl.actions if a.name == "payload"]) == 2
