@@ -39,7 +39,7 @@ __all__ = ["OPEN_TIMEOUT", "Endpoint", "Outcome"]
 
 OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest (or the agent layer's)
 # A payload check's whole run past its one wait that failed (its steps took 0.1-0.5 s on
-# the lab's TCG guests; docs/contract.md#payload).
+# the lab's TCG guests; docs/contract.md, "Payload").
 PAYLOAD_SLACK_S = 30.0
 
 
