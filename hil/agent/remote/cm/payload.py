@@ -147,9 +147,9 @@ class _QP:
     def _poll(self, what: str) -> None:
         try:
             for wc in self.res.poll(16):
-                if wc["status"] != 0:
+                if wc["status"] != 0:  # only wr_id and status are valid then (ibv_poll_cq(3))
                     name = wc_status_name(wc["status"])
-                    raise PayloadError(f"completion {name} (opcode {wc['opcode']}) during {what}")
+                    raise PayloadError(f"completion {name} (wr {wc['wr_id']}) during {what}")
                 if wc["opcode"] & IBV_WC_RECV:
                     self._received.append(wc["byte_len"])
                     self.res.post_recv(1)  # as many receives posted after as before
