@@ -42,6 +42,9 @@ __all__ = ["OPEN_TIMEOUT", "Endpoint", "Outcome"]
 # its events'.
 ADDRESSES = ("local", "remote")
 OPEN_TIMEOUT = 30.0  # python start and librdmacm load in a TCG guest (or the agent layer's)
+# A payload check's whole run past its one wait that failed (its steps took 0.1-0.5 s on
+# the lab's TCG guests; docs/contract.md, "Payload").
+PAYLOAD_SLACK_S = 30.0
 
 
 class Endpoint(EndpointCore):
@@ -183,6 +186,38 @@ class Endpoint(EndpointCore):
             record={"addr": addr, "rkey": rkey, "length": length, **note},
             keep=("wc_status", "wc_status_name", "vendor_err"),
             timeout=timeout + 5,
+        )
+
+    def payload(
+        self,
+        cm_id: str,
+        first: bool,
+        peer: Mapping[str, int],
+        peer_address: str,
+        seed: int,
+        wait: float = 10.0,
+    ) -> Outcome:
+        """This end's part of the payload check (both ends run theirs at once): recorded
+        as action ``payload`` whose params keep the agreed ``mtu`` and ``sizes``, every
+        check this end made and the ``error`` that stopped it, if any."""
+        params = wire.PayloadParams(
+            id=self.handle(cm_id),
+            first=first,
+            peer=wire.QPInfo(
+                qp_num=peer["qp_num"], addr=peer["addr"], rkey=peer["rkey"], length=peer["length"]
+            ),
+            peer_address=peer_address,
+            seed=seed,
+            wait=wait,
+        )
+        return self.act(
+            "payload",
+            wire.OP_PAYLOAD,
+            params,
+            cm_id,
+            record={"seed": seed},
+            keep=("mtu", "sizes", "checks", "error"),
+            timeout=wait + PAYLOAD_SLACK_S,
         )
 
     def stream_stop(self, cm_id: str) -> wire.StreamStopReply:

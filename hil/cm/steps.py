@@ -16,7 +16,9 @@ step that runs out says so (``timeout (step layer, 75 s: iw_cxgb4 close bound
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -229,6 +231,25 @@ def accepted(
         conn,
         est.t_us,
     )
+
+
+def payload(conn: Conn) -> tuple[Outcome, Outcome]:
+    """Check the connection's payload byte for byte, both ends at once (the agent's
+    ``payload`` op): SEND, RDMA WRITE and RDMA READ each way, at 1 byte, the MTU - 1
+    and + 1 and the largest message; each end's checks are its ``payload`` action,
+    which the contract's ``payload-intact`` judges.  The pattern's seed is the label's."""
+    s = conn.active.rec.session
+    seed = zlib.crc32(conn.label.encode()) & 0xFFFF
+    ends = (
+        (conn.active, conn.active_id, True, conn.passive_qp, s.address(conn.passive.side)),
+        (conn.passive, conn.passive_id, False, conn.active_qp, s.address(conn.active.side)),
+    )
+    with ThreadPoolExecutor(2, thread_name_prefix="payload") as pool:
+        runs = [
+            pool.submit(ep.payload, i, first, qp, addr, seed) for ep, i, first, qp, addr in ends
+        ]
+        active, passive = (r.result() for r in runs)
+    return active, passive
 
 
 def wait_disconnected(

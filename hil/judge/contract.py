@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hil.errors import InputError
-from hil.judge import access, eventfacts, expectations, invariants, pullproof, staysup
+from hil.judge import access, eventfacts, expectations, invariants, payload, pullproof, staysup
 from hil.judge.profiles import Profiles
 from hil.judge.rule import Rule
 from hil.judge.timeline import Action, Event, Timeline
@@ -93,6 +93,7 @@ RULES = Registry[Rule](
         *staysup.RULES,
         *pullproof.RULES,
         *eventfacts.RULES,
+        *payload.RULES,
     ),
 )
 

@@ -85,6 +85,7 @@ class FakeAgent:
 
     def __init__(self, world: FakeCMWorld, name: str) -> None:
         self.world, self.name = world, name
+        self.bad_payload: set[str] = set()  # ops whose payload checks op_payload fails
         self.eps: dict[int, FakeEp] = {}
         self.numbers = itertools.count(1)
         self.calls: list[str] = []
@@ -295,6 +296,39 @@ class FakeAgent:
             self.world.tick()
             self._close(ep.ids[id])
         return result
+
+    def op_payload(
+        self,
+        ep: FakeEp,
+        id: int,
+        first: bool,
+        peer: protocol.QPInfo,
+        peer_address: str,
+        seed: int = 0,
+        mtu: int = 0,
+        wait: float = 10.0,
+    ) -> protocol.PayloadReply:
+        """As a sound end: every op at every size (those that fit the 64-byte buffers)
+        checked and right, but the ops in ``bad_payload`` (this host's checks of them
+        wrong at offset 1, expected 0x11, got 0xee)."""
+        if id not in ep.ids:
+            raise self._rdma_error("payload", errno.EBADF)
+        sizes = [1, peer["length"]]
+        checks: list[protocol.PayloadCheck] = []
+        for op in protocol.PAYLOAD_OPS:
+            for n in sizes:
+                bad = op in self.bad_payload and n > 1
+                checks.append(
+                    {
+                        "op": op,
+                        "size": n,
+                        "ok": not bad,
+                        "offset": 1 if bad else -1,
+                        "expected": 0x11 if bad else -1,
+                        "got": 0xEE if bad else -1,
+                    }
+                )
+        return {**self._timed(), "mtu": 1500, "sizes": sizes, "checks": checks, "error": None}
 
     def _close(self, cid: Cid) -> None:
         for c in (cid, cid.peer):

@@ -191,9 +191,69 @@ class FakeVerbs:
         return 0
 
 
+class WiredVerbs(FakeVerbs):
+    """A provider whose one QP is joined to another's (:meth:`join`), as an RC QP's peer.
+
+    A SEND fills the peer's oldest posted receive; an RDMA WRITE or READ copies
+    between the two buffers (one process, so addresses are real); each
+    completion lands on its own CQ with its opcode.  ``flip``: an offset whose
+    byte every data transfer longer than it inverts, as a broken provider would.
+    """
+
+    WC_OPCODES = {
+        verbsabi.IBV_WR_SEND: 0,
+        verbsabi.IBV_WR_RDMA_WRITE: 1,
+        verbsabi.IBV_WR_RDMA_READ: 2,
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.peer: WiredVerbs | None = None
+        self.flip: int | None = None
+        self.posted: list[tuple[int, int]] = []  # receives: wr_id, address
+        self.cqes: list[tuple[int, int, int]] = []  # wr_id, opcode, byte_len
+
+    def join(self, peer: WiredVerbs) -> None:
+        self.peer, peer.peer = peer, self
+
+    def _recv(self, qp: int, wr: Any, bad: Any) -> int:
+        self.posted.append((wr.contents.wr_id, wr.contents.sg_list.contents.addr))
+        return 0
+
+    def _send(self, qp: int, wr: Any, bad: Any) -> int:
+        w, peer = wr.contents, self.peer
+        assert peer is not None
+        local = w.sg_list.contents.addr
+        length = w.sg_list.contents.length if w.num_sge else 0
+        if w.opcode == verbsabi.IBV_WR_SEND:
+            wr_id, dst = peer.posted.pop(0)
+            self._copy(dst, local, length)
+            peer.cqes.append((wr_id, verbsabi.IBV_WC_RECV, length))
+        elif w.opcode == verbsabi.IBV_WR_RDMA_WRITE:
+            self._copy(w.remote_addr, local, length)
+        else:  # RDMA READ
+            self._copy(local, w.remote_addr, length)
+        self.cqes.append((w.wr_id, self.WC_OPCODES[w.opcode], length))
+        return 0
+
+    def _copy(self, dst: int, src: int, length: int) -> None:
+        ctypes.memmove(dst, src, length)
+        if self.flip is not None and length > self.flip:
+            byte = ctypes.c_uint8.from_address(dst + self.flip)
+            byte.value ^= 0xFF
+
+    def _poll(self, cq: int, n: int, wcs: Any) -> int:
+        done = self.cqes[:n]
+        for i, (wr_id, opcode, length) in enumerate(done):
+            wcs[i].wr_id, wcs[i].opcode, wcs[i].byte_len = wr_id, opcode, length
+            wcs[i].status = self.wc_status
+        del self.cqes[: len(done)]
+        return len(done)
+
+
 class FakeLib:
     """Stands in for :class:`hil.agent.remote.librdmacm.Lib`."""
 
-    def __init__(self) -> None:
-        self.verbs = FakeVerbs()
+    def __init__(self, verbs: FakeVerbs | None = None) -> None:
+        self.verbs = verbs or FakeVerbs()
         self.cm = FakeCM(ctypes.addressof(self.verbs.context))

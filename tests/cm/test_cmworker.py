@@ -224,6 +224,9 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     op("stream_stats", id=mine[0])
     assert op("stream_stop", id=mine[0])["error"] is None
     assert op("write", id=mine[0], remote={"addr": 4, "rkey": 5}, length=8)["wc_status"] == 0
+    peer = {"qp_num": 78, "addr": 4, "rkey": 5, "length": 65536}
+    checked = op("payload", id=mine[0], first=True, peer=peer, peer_address="198.18.0.1", wait=0.1)
+    assert "no completion within 0.1s" in str(checked["error"])  # no peer sends its MTU here
     op("disconnect", id=mine[0])
     op("qp_err", id=mine[0])
     op("pause", on=True)

@@ -88,11 +88,14 @@ def test_connect_records_both_sides_and_passes_the_contract(
         "connect",
         "accept",
         "destroy",
+        "payload",
+        "payload",
         "disconnect",
         "destroy",
         "destroy",
     ]
     assert all(a.side == active for a in tl.actions if a.name in ("connect", "disconnect"))
+    assert {a.side for a in tl.actions if a.name == "payload"} == {"a", "b"}
     assert tl.metrics["connect_us"] >= 0 and tl.pair == ("h0", "h1")
     assert [(r.kind, r.before, r.after) for r in tl.resources if r.kind == "cm_id"] == [
         ("cm_id", 0, 0),
@@ -313,3 +316,15 @@ def test_private_data_pattern_and_bad_parameters(world: FakeCMWorld) -> None:
         session(world).run("private_data", call="listen")
     with pytest.raises(InputError, match="length must be 0..256, not 257"):
         session(world).run("private_data", length=257)
+
+
+def test_a_connection_whose_payload_arrives_broken_fails_payload_intact(
+    world: FakeCMWorld,
+) -> None:
+    """open_conn checks every connection's payload: a bad WRITE into b is a violation."""
+    world.agents["h1"].bad_payload = {"write"}
+    tl = session(world).run("connect")
+    verdict = check(tl, SIW)
+    assert [v.rule for v in verdict.violations] == ["payload-intact"]
+    assert "RDMA WRITE of 64 bytes into side b: first bad byte at offset 1" in verdict.to_text()
+    assert len([a for a in tl.actions if a.name == "payload"]) == 2

@@ -16,6 +16,7 @@ Callers import the package; it names every module's public declarations
 - ``cmops``: a CM endpoint's operations (``cm_call``'s ``op``);
 - ``cmevents``: a CM endpoint's log (events, its own actions) and ``events``;
 - ``scenario``: scripts an endpoint runs by itself; ``storm``: storms;
+- ``payload``: a connection's payload checked byte for byte;
 - ``spec``: :class:`Method` and :class:`CMOp`, and their tables;
 - ``checks``: checking a value against its declaration.
 
@@ -49,6 +50,7 @@ from .endpoints import *  # noqa: F403
 from .envelope import *  # noqa: F403
 from .host import *  # noqa: F403
 from .names import *  # noqa: F403
+from .payload import *  # noqa: F403
 from .probes import *  # noqa: F403
 from .scenario import *  # noqa: F403
 from .spec import *  # noqa: F403

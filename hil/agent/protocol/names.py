@@ -117,6 +117,7 @@ CMOpName = Literal[
     "handles",
     "scenario",
     "storm",
+    "payload",
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[

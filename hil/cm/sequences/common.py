@@ -1,5 +1,6 @@
 """What the built-in sequences share: a checked choice parameter, one connection
-opened (and its connect time recorded) with the listener gone again."""
+opened (and its connect time recorded) with the listener gone again and its
+payload checked."""
 
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ def open_conn(
     rec: Recording, label: str = "c1", private_data: bytes = b"hil", metric: str = "connect_us"
 ) -> Conn:
     """A connection from the session's active side to a listener on its passive side,
-    its connect time recorded as ``metric``; the listener is destroyed again."""
+    its connect time recorded as ``metric``; the listener is destroyed again, then the
+    connection's payload is checked both ways (:func:`steps.payload`)."""
     s = rec.session
     listener = steps.listen(rec, s.passive)
     conn = steps.establish(rec, rec.endpoint(s.active), listener, label, private_data)
     rec.metric(metric, conn.established_us - conn.connect.action.t_us)
     steps.destroy(listener.ep, listener.id)
+    steps.payload(conn)
     return conn

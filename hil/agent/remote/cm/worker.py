@@ -27,6 +27,9 @@ from ...protocol import (
     EventsReply,
     HandlesReply,
     IdTimedReply,
+    PayloadParams,
+    PayloadReply,
+    QPInfo,
     ScenarioParams,
     ScenarioReply,
     ScenarioStep,
@@ -37,7 +40,7 @@ from ...protocol import (
 )
 from ..hostclock import now_us
 from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
-from . import script, storm
+from . import payload, script, storm
 from .log import Log, matches
 from .poller import Poller
 from .stream import QP_DEPTH, Stream, StreamOps
@@ -273,6 +276,31 @@ class Worker(StreamOps):
         else:
             params["listen_id"] = listen_id
         return storm.run(self, params)
+
+    def payload(
+        self,
+        id: int,
+        first: bool,
+        peer: QPInfo,
+        peer_address: str,
+        seed: int = 0,
+        mtu: int = 0,
+        wait: float = 10.0,
+    ) -> PayloadReply:
+        """This end's part of the connection's payload check (payload.py), run while the
+        other end runs its own: what it checked, byte for byte."""
+        if id in self.streams:
+            raise RdmaError("payload", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        params: PayloadParams = {
+            "id": id,
+            "first": first,
+            "peer": peer,
+            "peer_address": peer_address,
+            "seed": seed,
+            "mtu": mtu,
+            "wait": wait,
+        }
+        return payload.run(self.ch.resources(id), params)
 
     def handles(self) -> HandlesReply:
         """The live cm_id handles."""

@@ -174,6 +174,11 @@ class CMChannel:
         """Post one signaled SEND, or RDMA WRITE to ``remote`` = (addr, rkey); returns wr_id."""
         return self._res(handle, "ibv_post_send").post_send(length, remote)
 
+    def resources(self, handle: int) -> QPResources:
+        """The cm_id's QP, CQ and registered buffer, for work that posts and reads them
+        itself (the payload check)."""
+        return self._res(handle, "ibv_post_send")
+
     def poll_cq(self, handle: int, max_entries: int = 16) -> list[dict[str, int]]:
         """Completions ready on the cm_id's CQ (never waits)."""
         return self._res(handle, "ibv_poll_cq").poll(max_entries)

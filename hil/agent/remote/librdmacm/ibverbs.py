@@ -133,13 +133,25 @@ class QPResources:
         """Post one signaled SEND, or RDMA WRITE to ``remote`` = (addr, rkey); returns wr_id."""
         if not 0 < length <= len(self.buf):
             raise RdmaError("ibv_post_send", errno.EINVAL, f"length must be 1..{len(self.buf)}")
+        return self.post(IBV_WR_SEND if remote is None else IBV_WR_RDMA_WRITE, length, 0, remote)
+
+    def post(
+        self, opcode: int, length: int, offset: int, remote: tuple[int, int] | None = None
+    ) -> int:
+        """Post one signaled work request on ``length`` bytes of the buffer from ``offset``
+        (0 bytes: no SGE, a zero-length SEND); returns its wr_id."""
+        if length < 0 or offset < 0 or offset + length > len(self.buf):
+            raise RdmaError(
+                "ibv_post_send", errno.EINVAL, f"bytes {offset}..{offset + length} past the buffer"
+            )
         self._wr_id += 1
         sge = self._sge(length)
+        sge.addr += offset
         wr = SendWR(
             wr_id=self._wr_id,
             sg_list=ctypes.pointer(sge),
-            num_sge=1,
-            opcode=IBV_WR_SEND if remote is None else IBV_WR_RDMA_WRITE,
+            num_sge=1 if length else 0,
+            opcode=opcode,
             send_flags=IBV_SEND_SIGNALED,
         )
         if remote is not None:

@@ -1,0 +1,58 @@
+"""A connection's payload checked byte for byte (``cm_call`` op ``payload``; cm/payload.py
+on the agent): both ends of one connection run it at once, each with the other's buffer."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from .cmops import IdParams, QPInfo, TimedReply
+from .spec import CMOp
+
+__all__ = [
+    "PayloadOpName", "PAYLOAD_OPS", "PayloadParams", "PayloadCheck", "PayloadReply", "OP_PAYLOAD",
+]  # fmt: skip
+
+# What carries the data a side checks: the peer's SEND or RDMA WRITE into this side's
+# buffer, or this side's RDMA READ of the peer's buffer.
+PayloadOpName = Literal["send", "write", "read"]
+PAYLOAD_OPS: tuple[PayloadOpName, ...] = ("send", "write", "read")
+
+
+class _PayloadRequired(IdParams):
+    first: bool  # the end that acts first in each pair of steps (the active side)
+    peer: QPInfo  # the other end's buffer (connect's or accept's reply)
+    peer_address: str  # the other end's data address: the route's MTU is read toward it
+
+
+class PayloadParams(_PayloadRequired, total=False):
+    seed: int  # the pattern's seed (both ends the same)
+    mtu: int  # 0 (default): the route's (IP_MTU toward peer_address)
+    wait: float  # seconds each completion may take
+
+
+class PayloadCheck(TypedDict):
+    """One message this side checked: the data came from the peer (``op`` says how).
+
+    ``offset`` is the first bad byte (-1 when all are right; the message's length
+    when fewer bytes came than sent) and ``expected``/``got`` its values (-1: none).
+    """
+
+    op: PayloadOpName
+    size: int
+    ok: bool
+    offset: int
+    expected: int
+    got: int
+
+
+class PayloadReply(TimedReply):
+    """What this side checked, the sizes both ends agreed on, and the first error (a
+    failed post, an error completion, a timeout) that stopped the run, if any."""
+
+    mtu: int  # the smaller of the two ends' route MTUs
+    sizes: list[int]
+    checks: list[PayloadCheck]
+    error: str | None
+
+
+OP_PAYLOAD = CMOp("payload", PayloadParams, PayloadReply)

@@ -1,0 +1,263 @@
+"""A connection's payload checked byte for byte, against a pattern both ends compute.
+
+Both ends of one connection run :func:`run` at once (the controller calls both
+workers together), each on its cm_id's QP and its one registered buffer, with
+the other end's buffer (addr, rkey, length) as its connect or accept reply
+gave it.  Nothing of the pattern crosses the wire but the data itself: byte
+``i`` of step ``k``'s message is :func:`pattern`'s byte ``i`` for seed + k, so
+data left over from an earlier step never passes for the current one.
+
+Sizes: 1 byte, the route's MTU - 1 and + 1, and the largest message here.
+The MTU is the link's as the route toward the peer holds it (``IP_MTU``,
+ip(7)), the smaller of the two ends' (swapped first, as 4-byte SENDs): the
+size an application sets and sees; a DDP segment carries less (the TCP, MPA
+and DDP/RDMAP headers come off it), so MTU - 1 already takes two segments
+on a 1500-byte link and MTU + 1 crosses the link MTU itself.  The largest is
+the smaller of the two ends' buffers (64 KiB): every receive is posted on the
+whole buffer, so a longer SEND finds no room; the devices allow more (siw's
+``max_msg_sz`` is 2^32 - 1, siw_verbs.c ``siw_query_port``, 6.1).
+
+Every receive lands at the buffer's offset 0, so a step's data must be
+checked before the next lands there: each step ends with a zero-length SEND
+from the end that checked, which the other end waits for before it goes on.
+For each op, each size, the first end acting first, then the other:
+
+- ``send``: the actor fills its buffer and SENDs it; the peer checks the
+  receive's length and bytes;
+- ``write``: the actor fills its buffer, RDMA WRITEs it into the peer's, then
+  SENDs zero bytes; when that SEND completes at the peer the WRITE is placed
+  there (RFC 5040 section 5.5: an RDMA Write's data is placed before a later
+  Send on the same stream is delivered), and the peer checks its buffer;
+- ``read``: the peer fills its buffer and SENDs zero bytes; the actor RDMA
+  READs the peer's buffer into its own and checks it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import socket
+import struct
+import time
+from collections.abc import Callable
+
+from ...protocol import (
+    PAYLOAD_OPS,
+    PayloadCheck,
+    PayloadOpName,
+    PayloadParams,
+    PayloadReply,
+    QPInfo,
+)
+from ..hostclock import now_us
+from ..librdmacm import RdmaError
+from ..librdmacm.ibverbs import QPResources
+from ..librdmacm.verbsabi import (
+    IBV_WC_RECV,
+    IBV_WR_RDMA_READ,
+    IBV_WR_RDMA_WRITE,
+    IBV_WR_SEND,
+    wc_status_name,
+)
+
+SPAN = 1 << 16  # the pattern's period: no byte of a 64 KiB buffer repeats another's place
+IP_MTU, IPV6_MTU = 14, 24  # linux/in.h, linux/in6.h (python's socket module may lack them)
+POLL_S = 0.0002  # between CQ polls while a step waits
+_BASE = bytes((i + (i >> 8) * 31) & 0xFF for i in range(SPAN))
+
+
+class PayloadError(Exception):
+    """A step that could not run: a failed post, an error completion, a timeout."""
+
+
+def pattern(seed: int, length: int) -> bytes:
+    """``length`` bytes of the pattern: byte ``i`` is ``(i + (i >> 8) * 31 + seed) & 0xff``.
+
+    Period 64 KiB: a byte moved by any distance short of that, or a segment
+    placed at another offset, differs from what belongs there."""
+    if not 0 <= length <= SPAN:
+        raise ValueError(f"a pattern is 0..{SPAN} bytes, not {length}")
+    shift = bytes((j + seed) & 0xFF for j in range(256))
+    return _BASE[:length].translate(shift)
+
+
+def first_difference(want: bytes, got: bytes) -> tuple[int, int, int]:
+    """The first offset where ``got`` differs from ``want`` and both bytes there (-1: the
+    shorter has none), or (-1, -1, -1) when they are equal."""
+    if want == got:
+        return -1, -1, -1
+    common = min(len(want), len(got))
+    i = next((i for i in range(common) if want[i] != got[i]), common)  # zip's strict is 3.10
+    return i, want[i] if i < len(want) else -1, got[i] if i < len(got) else -1
+
+
+def route_mtu(address: str) -> int:
+    """The MTU of the route toward ``address``: ``IP_MTU`` (ip(7)) or ``IPV6_MTU``
+    (ipv6(7)) of a UDP socket connected there (nothing is sent)."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    level, opt = (socket.IPPROTO_IPV6, IPV6_MTU) if ":" in address else (socket.IPPROTO_IP, IP_MTU)
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((address, 9))
+            return int(s.getsockopt(level, opt))
+    except OSError as e:
+        raise PayloadError(f"no route MTU toward {address!r}: {e.strerror or e}") from None
+
+
+def sizes(mtu: int, largest: int) -> list[int]:
+    """1, ``mtu`` - 1, ``mtu`` + 1 and ``largest``: those that fit in ``largest``."""
+    return sorted({n for n in (1, mtu - 1, mtu + 1, largest) if 1 <= n <= largest})
+
+
+class _QP:
+    """One end's QP seen as the steps need it: posts, and completions waited for."""
+
+    def __init__(self, res: QPResources, wait_s: float, peer_rkey: int) -> None:
+        self.res, self.wait_s, self.peer_rkey = res, wait_s, peer_rkey
+        self.addr = ctypes.addressof(res.buf)
+        self._sent = 0  # send-queue completions not yet waited for
+        self._received: list[int] = []  # byte_len of receives not yet waited for
+
+    def post(self, opcode: int, length: int, offset: int = 0, remote: int | None = None) -> None:
+        """One signaled work request; ``remote``: an address in the peer's buffer."""
+        target = None if remote is None else (remote, self.peer_rkey)
+        try:
+            self.res.post(opcode, length, offset, target)
+        except RdmaError as e:
+            raise PayloadError(str(e)) from None
+
+    def sent(self, what: str, count: int = 1) -> None:
+        """Wait for ``count`` send-queue completions."""
+        self._until(lambda: self._sent >= count, what)
+        self._sent -= count
+
+    def received(self, what: str) -> int:
+        """Wait for the next receive; its length (a receive is reposted at once)."""
+        self._until(lambda: bool(self._received), what)
+        return self._received.pop(0)
+
+    def _until(self, done: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + self.wait_s
+        while not done():
+            if time.monotonic() > deadline:
+                raise PayloadError(f"no completion within {self.wait_s:g}s waiting for {what}")
+            self._poll(what)
+            if not done():
+                time.sleep(POLL_S)
+
+    def _poll(self, what: str) -> None:
+        try:
+            for wc in self.res.poll(16):
+                if wc["status"] != 0:  # only wr_id and status are valid then (ibv_poll_cq(3))
+                    name = wc_status_name(wc["status"])
+                    raise PayloadError(f"completion {name} (wr {wc['wr_id']}) during {what}")
+                if wc["opcode"] & IBV_WC_RECV:
+                    self._received.append(wc["byte_len"])
+                    self.res.post_recv(1)  # as many receives posted after as before
+                else:
+                    self._sent += 1
+        except RdmaError as e:
+            raise PayloadError(str(e)) from None
+
+
+class Run:
+    """One end's part of the payload check (:func:`run`)."""
+
+    def __init__(self, res: QPResources, params: PayloadParams) -> None:
+        self.peer: QPInfo = params["peer"]
+        self.qp = _QP(res, params.get("wait", 10.0), self.peer["rkey"])
+        self.first = params["first"]
+        self.seed = params.get("seed", 0)
+        self.own_mtu, self.peer_address = params.get("mtu", 0), params["peer_address"]
+        self.largest = min(len(res.buf), self.peer["length"])
+        self.checks: list[PayloadCheck] = []
+
+    def swap_mtu(self) -> int:
+        """Send this end's MTU, receive the peer's; the smaller.  Sent from the buffer's
+        end, as the peer's lands at its start."""
+        own = self.own_mtu or route_mtu(self.peer_address)
+        end = len(self.qp.res.buf) - 4
+        struct.pack_into("!I", self.qp.res.buf, end, own)
+        self.qp.post(IBV_WR_SEND, 4, end)
+        self.qp.sent("the MTU sent")
+        got = self.qp.received("the peer's MTU")
+        if got != 4:
+            raise PayloadError(f"the peer's MTU came as {got} bytes, not 4")
+        return min(own, int(struct.unpack_from("!I", self.qp.res.buf, 0)[0]))
+
+    def steps(self, mtu: int) -> list[tuple[PayloadOpName, int, bool]]:
+        """Every step: op, size, and whether this end acts (both ends list the same)."""
+        return [
+            (op, size, actor == self.first)
+            for op in PAYLOAD_OPS
+            for size in sizes(mtu, self.largest)
+            for actor in (True, False)
+        ]
+
+    def step(self, k: int, op: PayloadOpName, size: int, acting: bool) -> None:
+        """Step ``k``: this end's part of it (the module's doc)."""
+        seed, what = self.seed + k, f"{op} of {size} bytes (step {k})"
+        if op == "read" and acting:
+            self.qp.received(f"the peer's buffer ready for the {what}")
+            self.qp.post(IBV_WR_RDMA_READ, size, 0, self.peer["addr"])
+            self.qp.sent(what)
+            self._check(op, size, seed, size)
+            self._done(what)
+        elif op == "read":
+            self._fill(seed, size)
+            self.qp.post(IBV_WR_SEND, 0)
+            self.qp.sent(f"the ready notice of the {what}")
+            self.qp.received(f"the end of the {what}")
+        elif acting:
+            self._fill(seed, size)
+            if op == "write":
+                self.qp.post(IBV_WR_RDMA_WRITE, size, 0, self.peer["addr"])
+            self.qp.post(IBV_WR_SEND, size if op == "send" else 0)
+            self.qp.sent(what, 2 if op == "write" else 1)
+            self.qp.received(f"the end of the {what}")
+        else:
+            got = self.qp.received(what)
+            self._check(op, size, seed, got if op == "send" else size)
+            self._done(what)
+
+    def _fill(self, seed: int, size: int) -> None:
+        ctypes.memmove(self.qp.addr, pattern(seed, size), size)
+
+    def _check(self, op: PayloadOpName, size: int, seed: int, length: int) -> None:
+        got = ctypes.string_at(self.qp.addr, min(length, len(self.qp.res.buf)))
+        offset, expected, value = first_difference(pattern(seed, size), got)
+        self.checks.append(
+            {
+                "op": op,
+                "size": size,
+                "ok": offset < 0,
+                "offset": offset,
+                "expected": expected,
+                "got": value,
+            }
+        )
+
+    def _done(self, what: str) -> None:
+        self.qp.post(IBV_WR_SEND, 0)
+        self.qp.sent(f"the end of the {what}")
+
+
+def run(res: QPResources, params: PayloadParams) -> PayloadReply:
+    """This end's part of the payload check: what it checked, the agreed MTU and
+    sizes, and the error that stopped it (the peer then stops at its wait)."""
+    t0 = now_us()
+    check = Run(res, params)
+    mtu, error = 0, None
+    try:
+        mtu = check.swap_mtu()
+        for k, (op, size, acting) in enumerate(check.steps(mtu)):
+            check.step(k, op, size, acting)
+    except PayloadError as e:
+        error = str(e)
+    return {
+        "t_us": t0,
+        "us": now_us() - t0,
+        "mtu": mtu,
+        "sizes": sizes(mtu, check.largest) if mtu else [],
+        "checks": check.checks,
+        "error": error,
+    }

@@ -1,0 +1,129 @@
+"""The payload check's agent side (hil/agent/remote/cm/payload.py) over two fake QPs
+joined to each other (fake_rdma.WiredVerbs): both ends run at once, as on a pair."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fake_rdma import FakeLib, WiredVerbs
+
+from hil.agent import protocol
+from hil.agent.remote.cm import payload
+from hil.agent.remote.cm.worker import Worker
+from hil.agent.remote.librdmacm import CMChannel, RdmaError
+
+BUFFER = 8192  # small buffers keep the fake's copies short; the MTU is given
+MTU = 1500
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[Worker, Worker, WiredVerbs, dict[str, Any]]]:
+    """Two workers, one connected QP each (ids made, receives posted as connect does)."""
+    verbs = WiredVerbs(), WiredVerbs()
+    verbs[0].join(verbs[1])
+    workers = [Worker(CMChannel(FakeLib(v))) for v in verbs]  # type: ignore[arg-type]
+    qps = []
+    for w in workers:
+        h = w.ch.create_id()
+        qps.append(w.ch.create_qp(h, depth=16, buf_size=BUFFER))
+        w.ch.post_recv(h, 16)
+    yield workers[0], workers[1], verbs[1], {"a": qps[0], "b": qps[1]}
+    for w in workers:
+        w.close()
+
+
+def both(
+    a: Worker, b: Worker, qps: dict[str, Any], **extra: Any
+) -> tuple[protocol.PayloadReply, protocol.PayloadReply]:
+    """Each worker's payload op on its one id (handle 1), both at once."""
+    replies: dict[str, protocol.PayloadReply] = {}
+
+    def side(name: str, w: Worker, first: bool, peer: protocol.QPInfo) -> None:
+        replies[name] = w.payload(1, first, peer, "127.0.0.1", seed=7, mtu=MTU, **extra)
+
+    threads = [
+        threading.Thread(target=side, args=("a", a, True, qps["b"])),
+        threading.Thread(target=side, args=("b", b, False, qps["a"])),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    return replies["a"], replies["b"]
+
+
+def test_every_op_and_size_is_checked_on_both_ends(pair: Any) -> None:
+    a, b, _, qps = pair
+    for reply in both(a, b, qps):
+        assert reply["error"] is None and reply["mtu"] == MTU
+        assert reply["sizes"] == [1, MTU - 1, MTU + 1, BUFFER]
+        assert [(c["op"], c["size"]) for c in reply["checks"]] == [
+            (op, size) for op in ("send", "write", "read") for size in reply["sizes"]
+        ]
+        assert all(c["ok"] and c["offset"] == -1 for c in reply["checks"])
+
+
+def test_a_flipped_byte_is_reported_with_its_op_size_offset_and_values(pair: Any) -> None:
+    """b's provider inverts byte 1500 of every transfer it makes: b's SENDs and WRITEs
+    into a's buffer, and b's READs of a's into its own."""
+    a, b, b_verbs, qps = pair
+    b_verbs.flip = MTU
+    got_a, got_b = both(a, b, qps)
+    bad_a = [(c["op"], c["size"]) for c in got_a["checks"] if not c["ok"]]
+    assert bad_a == [("send", MTU + 1), ("send", BUFFER), ("write", MTU + 1), ("write", BUFFER)]
+    assert [(c["op"], c["size"]) for c in got_b["checks"] if not c["ok"]] == [
+        ("read", MTU + 1),
+        ("read", BUFFER),
+    ]
+    bad = next(c for c in got_b["checks"] if not c["ok"])
+    # Steps go op by op, size by size, a then b: b's READ of MTU + 1 is step 16 + 2 * 2 + 1.
+    want = payload.pattern(7 + 21, MTU + 1)[MTU]
+    assert (bad["offset"], bad["expected"], bad["got"]) == (MTU, want, want ^ 0xFF)
+    assert got_a["error"] is None and got_b["error"] is None
+
+
+def test_a_short_send_is_reported_at_its_end() -> None:
+    assert payload.first_difference(b"abc", b"ab") == (2, ord("c"), -1)
+    assert payload.first_difference(b"abc", b"abc") == (-1, -1, -1)
+
+
+def test_the_pattern_never_repeats_within_a_buffer_and_depends_on_the_seed() -> None:
+    p = payload.pattern(3, 1 << 16)
+    assert len(p) == 1 << 16 and p != payload.pattern(4, 1 << 16)
+    assert all(p[i] == (i + (i >> 8) * 31 + 3) & 0xFF for i in (0, 255, 256, 65535))
+    assert all(p[:4096] != p[d : d + 4096] for d in (1, 256, 1448, 2048, 4096))
+    with pytest.raises(ValueError, match="0..65536 bytes"):
+        payload.pattern(0, 70000)
+
+
+def test_sizes_fit_the_buffer() -> None:
+    assert payload.sizes(1500, 65536) == [1, 1499, 1501, 65536]
+    assert payload.sizes(65536, 65536) == [1, 65535, 65536]
+
+
+def test_an_error_completion_stops_the_run_naming_what_it_waited_for(pair: Any) -> None:
+    a, b, b_verbs, qps = pair
+    b_verbs.wc_status = 5  # every completion of b's flushed
+    got_a, got_b = both(a, b, qps, wait=0.5)
+    assert got_b["error"] is not None and "IBV_WC_WR_FLUSH_ERR" in got_b["error"]
+    assert got_a["error"] is not None and "no completion within 0.5s" in got_a["error"]
+
+
+def test_a_streaming_id_is_refused(pair: Any) -> None:
+    a, _, _, qps = pair
+    a.stream_start(1, mode="sink")
+    with pytest.raises(RdmaError, match="EBUSY"):
+        a.payload(1, True, qps["b"], "127.0.0.1")
+
+
+def test_the_route_mtu_is_read_from_the_kernel() -> None:
+    assert payload.route_mtu("127.0.0.1") >= 1280
+
+
+def test_no_route_to_the_peer_is_an_error_not_a_traceback(pair: Any) -> None:
+    a, _, _, qps = pair
+    got = a.payload(1, True, qps["b"], "not-an-address", wait=0.1)
+    assert got["error"] is not None and "no route MTU toward 'not-an-address'" in got["error"]
