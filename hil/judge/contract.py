@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hil.errors import InputError
-from hil.judge import access, expectations, invariants, staysup
+from hil.judge import access, expectations, invariants, listeners, staysup
 from hil.judge.profiles import Profiles
 from hil.judge.rule import Rule
 from hil.judge.timeline import Action, Event, Timeline
@@ -86,7 +86,13 @@ class Verdict:
 RULES = Registry[Rule](
     "contract rule",
     name_of=lambda r: r.name,
-    items=(*invariants.RULES, *expectations.RULES, *access.RULES, *staysup.RULES),
+    items=(
+        *invariants.RULES,
+        *expectations.RULES,
+        *access.RULES,
+        *staysup.RULES,
+        *listeners.RULES,
+    ),
 )
 
 
