@@ -11,6 +11,7 @@ from __future__ import annotations
 from hil.registry import Registry
 from hil.wire.cause_rules import every_event_has_cause
 from hil.wire.close_rules import abortive_close, access_error, no_listener, orderly_close
+from hil.wire.listener_rules import listener_destroy_keeps_accepted
 from hil.wire.mpa_rules import reject_on_wire, reply_pdata, request_pdata, revision_and_flags
 from hil.wire.pull_rules import link_pull
 from hil.wire.rule import WireRule
@@ -81,6 +82,13 @@ WIRE_RULES = Registry[WireRule](
             "Each ESTABLISHED, REJECTED and DISCONNECTED has the packet that caused it (MPA reply, "
             "reject, FIN, RST, TERMINATE) on the wire before it, within the clock uncertainty.",
             every_event_has_cause,
+            needs_clock=True,
+        ),
+        WireRule(
+            "listener-destroy-keeps-accepted",
+            "A listener's destroy puts no FIN, RST or TERMINATE on its accepted connections "
+            "before the test itself closes them.",
+            listener_destroy_keeps_accepted,
             needs_clock=True,
         ),
     ),
