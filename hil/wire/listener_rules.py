@@ -93,7 +93,7 @@ def listener_destroy_keeps_accepted(case: WireCase) -> Outcome:
 
 
 def _kinds(packets: list[Packet]) -> list[str]:
-    found = {f for p in packets for f in ("FIN", "RST") if f in p.flags}
+    found: set[str] = {f for p in packets for f in ("FIN", "RST") if f in p.flags}
     if any(p.terminate is not None for p in packets):
         found.add("TERMINATE")
     return sorted(found)

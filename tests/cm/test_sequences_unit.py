@@ -266,3 +266,38 @@ def test_a_new_sequence_registers_and_runs_by_name(world: FakeCMWorld) -> None:
             sequence(other)
     finally:
         SEQUENCES.unregister("hil_test_listen_only")
+
+
+def test_a_listener_accepts_the_next_request_after_a_reject(world: FakeCMWorld) -> None:
+    tl = session(world).run("reject_then_accept")
+    assert [(e.conn, e.type) for e in tl.events if e.side == "a" and e.type != "ROUTE_RESOLVED"][
+        1:
+    ] == [
+        ("c1", "REJECTED"),
+        ("c2", "ADDR_RESOLVED"),
+        ("c2", "ESTABLISHED"),
+        ("c2", "DISCONNECTED"),
+    ]
+    listen = next(a.id for a in tl.actions if a.name == "listen")
+    assert {e.listen_id for e in tl.events if e.type == "CONNECT_REQUEST"} == {listen}
+    assert check(tl, SIW).ok
+
+
+def test_a_wildcard_listener_beside_a_specific_one_each_get_their_own(world: FakeCMWorld) -> None:
+    tl = session(world).run("listener_addresses", kind="wildcard")
+    listens = [a for a in tl.actions if a.name == "listen"]
+    assert [(a.params["address"], a.result) for a in listens] == [
+        ("0.0.0.0", "ok"),
+        ("198.18.0.2", "EADDRNOTAVAIL"),
+        ("198.18.0.2", "ok"),
+    ]
+    by_conn = {e.conn: e.listen_id for e in tl.events if e.type == "CONNECT_REQUEST"}
+    assert by_conn == {"c1": listens[0].id, "c2": listens[2].id}
+    assert check(tl, SIW).ok
+
+
+def test_listeners_on_two_addresses_need_a_journal(world: FakeCMWorld) -> None:
+    with pytest.raises(InputError, match="adds an address: it needs a journal"):
+        session(world).run("listener_addresses")
+    with pytest.raises(InputError, match="kind must be one of addresses, wildcard"):
+        session(world).run("listener_addresses", kind="loopback")

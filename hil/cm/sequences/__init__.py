@@ -13,7 +13,8 @@ and ``metrics`` (µs unless named otherwise).
 One module per kind (each registers its sequences when this package is
 imported): :mod:`~hil.cm.sequences.connection` (connect, close, abort, reject,
 no_listener, remote_access_error), :mod:`~hil.cm.sequences.linkpull`,
-:mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy); what
+:mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy),
+:mod:`~hil.cm.sequences.listeners` (reject_then_accept, listener_addresses); what
 they share is :mod:`~hil.cm.sequences.common`.
 
 Each, with its parameters, its steps and the metrics it records:
@@ -35,13 +36,18 @@ Each, with its parameters, its steps and the metrics it records:
   ``destroy_blocked_us``, ``qp_destroy_us`` (id_first: the QP's after the id's).
 - ``listener_destroy`` (``pending``, ``accepted``): accept some, leave others
   unretrieved, destroy the listener. Metrics: ``destroy_blocked_us``.
+- ``reject_then_accept``: listen, connect, reject, connect again, accept on the same
+  listener, ESTABLISHED both, close.
+- ``listener_addresses`` (``kind`` = addresses/wildcard): two listeners on the passive
+  host (one port, two addresses, the second added for the run; or the wildcard and a
+  specific one), a connection to each, closed.
 - ``remote_access_error`` (``how`` = bad_rkey/past_end, ``length``): connect, one
   signaled RDMA WRITE by the active side with a wrong rkey or one byte past the
   end of the peer's buffer (action ``write``: its completion's ``wc_status``),
   DISCONNECTED both. Metrics: ``detection_us``.
 """
 
-from hil.cm.sequences import connection, destroys, linkpull
+from hil.cm.sequences import connection, destroys, linkpull, listeners
 from hil.cm.sequences.connection import (
     abort,
     close,
@@ -52,6 +58,7 @@ from hil.cm.sequences.connection import (
 )
 from hil.cm.sequences.destroys import destroy_conn_sent, listener_destroy
 from hil.cm.sequences.linkpull import link_pull
+from hil.cm.sequences.listeners import listener_addresses, reject_then_accept
 
 __all__ = [
     "abort",
@@ -62,8 +69,11 @@ __all__ = [
     "destroys",
     "link_pull",
     "linkpull",
+    "listener_addresses",
     "listener_destroy",
+    "listeners",
     "no_listener",
     "reject",
+    "reject_then_accept",
     "remote_access_error",
 ]
