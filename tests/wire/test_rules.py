@@ -313,7 +313,9 @@ def _listener_destroyed_then_closed(close_ms: float) -> list[Action | Event]:
     """c1 accepted through listener b:1, which is destroyed at 3 ms; the test closes c1
     at ``close_ms``."""
     items = connected()
-    items[1] = replace(items[1], listen_id="b:1")  # c1's CONNECT_REQUEST
+    request = items[1]  # c1's CONNECT_REQUEST
+    assert isinstance(request, Event)
+    items[1] = replace(request, listen_id="b:1")
     return [
         Action(t_us=0, side="b", name="listen", id="b:1", params={"port": P[1]}),
         *items,
