@@ -5,8 +5,10 @@ reserved link does not offer skips, naming what it offers) and ``traffic``
 (RDMA WRITEs in flight, or idle).  Each run connects, pulls, waits for
 detection within the profile's bound (or holds the link down when the
 provider promises none), restores the link and connects again.  The
-contract judges ``link-pull-detected-within`` and, for an admin pull,
-``admin-down-port-error`` (siw reports IBV_EVENT_PORT_ERR); the tests add
+contract judges ``link-pull-detected-within``, that the pull took the link
+down and the restore brought it back (``link-pull-effective``), and the
+pulled host's RDMA port state and port events in every mode as its profile
+says (``link-pull-port-state``, ``link-pull-port-events``); the tests add
 that the detection happened when the profile promises it, and that the
 reconnect after the restore worked.  What the profile promises, or that it
 promises nothing (siw idle: no keepalive), is said in the test's output and

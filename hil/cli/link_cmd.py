@@ -102,4 +102,6 @@ def _print_state(state: LinkState) -> None:
         ]
         if end.blackholed:
             flags.append("blackholed")
+        if end.port_state:
+            flags.append(f"rdma-port-{end.port_state}")
         print(f"  {end.host}:{end.port} {end.netdev}: {' '.join(flags)}")

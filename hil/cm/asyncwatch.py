@@ -3,10 +3,10 @@
 A port going down is announced to every verbs context of the device as an
 async event (``IBV_EVENT_PORT_ERR``), not as a CM event: siw sends it when
 its netdev goes administratively down (siw_main.c ``siw_netdev_event``).
-The contract's ``admin-down-port-error`` rule judges what a watch saw::
+The contract's ``link-pull-port-events`` rule judges what a watch saw::
 
-    with AsyncWatch(rec, side, seconds=5.0):
-        ...pull the link on ``side``...
+    with AsyncWatch(rec, side, seconds=30.0):
+        ...pull the link on ``side``, restore it...
 
 records an ``async_watch`` action on ``side`` (from the watch's start to its
 end) with params ``events``: the event names in the order the tool printed

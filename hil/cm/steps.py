@@ -216,10 +216,17 @@ def establish(
 ) -> Conn:
     """Connect and accept (explicitly, from the controller); both sides ESTABLISHED."""
     conn, req = request(rec, active, listener, label, private_data)
-    assert conn.id is not None  # request() made sure
     acc = listener.ep.accept(req.id, accept_data)
     if not acc.ok:
         raise StepFailed(listener.ep.host, f"accept {label} failed: {acc.action.result}")
+    return accepted(active, listener, label, conn, req, acc)
+
+
+def accepted(
+    active: Endpoint, listener: Listener, label: str, conn: Outcome, req: Event, acc: Outcome
+) -> Conn:
+    """A request ``req`` for connect ``conn`` that ``acc`` accepted: both sides ESTABLISHED."""
+    assert conn.id is not None  # request() made sure
     est = expect(active, REPLY_TYPES, conn.id, f"connect {label}")
     if est.type != "ESTABLISHED":
         raise StepFailed(active.host, f"connect {label}: got {est.brief()}, not ESTABLISHED")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hil.cm import steps
-from hil.cm.clock import controller_us
+from hil.cm.pulls import pulled
 from hil.cm.registry import sequence
 from hil.cm.steps import step_slack_s
 from hil.errors import InputError
@@ -46,20 +46,13 @@ def unreachable(s: PairSides, mode: str = "blackhole") -> Timeline:
         warm = steps.establish(rec, active, listener, "c0")
         steps.close(warm, "active")
         steps.teardown(warm)
-        start = controller_us()
-        lc.pull(s.pair.link, mode)
-        rec.controller_action(side, "pull", start, mode="carrier", method=mode, traffic=False)
-        try:
+        with pulled(rec, lc, s.pair.link, mode, side, False, 2 * wait_s):
             out = active.connect(
                 s.address(s.passive), listener.port, s.address(s.active), PDATA, wait_s
             )
             if out.ok and out.id:
                 rec.label("c1", out.id)
                 active.wait(steps.REPLY_TYPES, out.id, wait_s)
-        finally:
-            start = controller_us()
-            lc.restore(s.pair.link, mode)
-            rec.controller_action(side, "restore", start, mode="carrier", method=mode)
         steps.destroy(active, *([out.id] if out.id else []))
         steps.destroy(listener.ep, listener.id)
     return rec.timeline()

@@ -32,6 +32,7 @@ from hil.agent.client import AgentCallError
 from hil.errors import HilError, InputError, RemoteError
 from hil.host.extensions import ExtensionRegistry
 from hil.host.journal import UndoReport, agent_undo, ssh_undo
+from hil.host.rdmadev import rdma_ports
 from hil.inventory import templates
 from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
 
@@ -64,6 +65,9 @@ class EndState:
     carrier: bool
     operstate: str
     blackholed: bool
+    # The state of the RDMA port on the netdev (``rdma link``: ib_query_port), "" when
+    # the host has none or RDMA is unavailable.
+    port_state: str = ""
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,11 @@ class LinkControl:
         agent = self.hosts.agent(end.host)
         info = agent.link(netdev)
         holed = self._blackholed(end.host, netdev, need_nft=False)
-        return EndState(end.host, end.port, netdev, info.up, info.carrier, info.operstate, holed)
+        ports, _ = rdma_ports(agent)
+        port = next((p.state or "" for p in ports if p.netdev == netdev), "")
+        return EndState(
+            end.host, end.port, netdev, info.up, info.carrier, info.operstate, holed, port
+        )
 
     def _blackholed(self, host: str, netdev: str, need_nft: bool) -> bool:
         """Whether hil's blackhole table of ``netdev`` exists on ``host``."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hil.judge.profiles import Profiles
-from hil.judge.rule import Finding, errno_name, rule
-from hil.judge.timeline import Timeline
+from hil.judge.rule import Finding, actor, errno_name, rule
+from hil.judge.timeline import Action, Timeline
 
 # How long after a peer's destroy returned its close is taken to have reached this host.
 PEER_ABORT_SETTLE_S = 1.0
@@ -21,7 +21,8 @@ PEER_ABORT_SETTLE_S = 1.0
     "no-event-before-accept",
     4,
     "A new id sees no event between CONNECT_REQUEST and accept (none at all if never "
-    "accepted); accept fails only with ECONNRESET (peer aborted first)",
+    "accepted); accept fails only with ECONNRESET (peer aborted first), or refusing "
+    "private data past the host's limit",
     "[src] iwcm.c iw_cm_accept, cm_conn_req_handler",
 )
 def no_event_before_accept(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
@@ -37,10 +38,21 @@ def no_event_before_accept(tl: Timeline, profile: Profiles) -> Iterator[Finding]
             when = "before accept" if accepts else "though it was never accepted"
             yield Finding(f"{req.id} got events {when}", (req, *early), tuple(accepts[:1]))
         for act in accepts[:1]:  # a later one answers no request: answer-on-closed-id-fails
-            if not act.ok and errno_name(act.result) != "ECONNRESET":
+            if (
+                not act.ok
+                and errno_name(act.result) != "ECONNRESET"
+                and not _over_limit(act, profile, tl)
+            ):
                 yield Finding(
                     f"accept on {req.id} failed with {act.result}, not ECONNRESET", (req,), (act,)
                 )
+
+
+def _over_limit(act: Action, profile: Profiles, tl: Timeline) -> bool:
+    """Whether ``act`` gave more private data than its host takes: refused for that, as
+    ``pdata-over-limit-refused`` judges, before it looks at the request."""
+    pdata = str(act.params.get("private_data", ""))
+    return len(pdata) // 2 > actor(profile, tl, act).private_data.of(act.name)
 
 
 @rule(

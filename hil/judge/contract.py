@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hil.errors import InputError
-from hil.judge import access, expectations, invariants, listeners, staysup
+from hil.judge import access, expectations, invariants, listeners, pullproof, staysup
 from hil.judge.profiles import Profiles
 from hil.judge.rule import Rule
 from hil.judge.timeline import Action, Event, Timeline
@@ -91,6 +91,7 @@ RULES = Registry[Rule](
         *expectations.RULES,
         *access.RULES,
         *staysup.RULES,
+        *pullproof.RULES,
         *listeners.RULES,
     ),
 )

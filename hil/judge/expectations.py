@@ -110,52 +110,106 @@ def _reject_status(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
                 (got,),
                 (act,),
             )
-        elif act.name == "reject" and not got.private_data.startswith(pdata.lower()):
-            yield Finding(f"REJECTED lacks the reject's private data {pdata!r}", (got,), (act,))
+        elif act.name == "reject" and (wrong := pdata_mismatch(pdata, got.private_data)):
+            yield Finding(f"REJECTED on {got.id} {wrong} the reject gave", (got,), (act,))
+
+
+def pdata_mismatch(sent: str, got: str) -> str | None:
+    """How delivered private data ``got`` differs from ``sent`` (both hex), said to end
+    in "... the call gave"; None when they are the same bytes."""
+    sent, got = sent.lower(), got.lower()
+    if got == sent:
+        return None
+    n_sent, n_got = len(sent) // 2, len(got) // 2
+    at = next(
+        (i for i in range(min(n_sent, n_got)) if sent[2 * i : 2 * i + 2] != got[2 * i : 2 * i + 2]),
+        None,
+    )
+    where = f", first differing at byte {at}" if at is not None else ""
+    return (
+        f"carries {n_got} bytes of private data {_brief(got)}{where}, not the "
+        f"{n_sent} bytes {_brief(sent)}"
+    )
+
+
+def _brief(hexdata: str) -> str:
+    """Hex private data as a message shows it: up to 16 bytes, then its length left."""
+    if len(hexdata) <= 32:
+        return repr(hexdata)
+    return f"'{hexdata[:32]}...' (+{len(hexdata) // 2 - 16})"
 
 
 def _pdata_delivered(tl: Timeline, action: str, event: str, reason: str) -> Iterator[Finding]:
-    """Each ``action`` with private data: the peer's ``event`` of its connection starts with it.
+    """Each ``action``: the peer's ``event`` of its connection carries exactly its private
+    data, no byte more or less (none when it gave none).
 
-    Only the leading bytes count: a provider may pad what it delivers.  An
-    action on an unlabelled connection, or whose peer never got ``event``,
-    finds nothing here (invariant 1 judges a connect without a reply).
+    iWARP delivers the MPA frame's private data as it is (RFC 5044 7.1: its
+    length is in the frame), so a provider has nothing to pad; an action on an
+    unlabelled connection, or whose peer never got ``event``, finds nothing here
+    (invariant 1 judges a connect without a reply).
     """
     for act in (a for a in tl.actions if a.name == action and a.ok and a.id):
-        pdata = str(act.params.get("private_data", "")).lower()
-        if not pdata:
-            continue
+        pdata = str(act.params.get("private_data", ""))
         for got in _peer_events(tl, act.id, act.side, (event,)):
-            if not got.private_data.startswith(pdata):
-                delivered = f"only {got.private_data!r}" if got.private_data else "none"
-                yield Finding(
-                    f"{event} on {got.id} lacks the {reason} private data {pdata!r} ({delivered})",
-                    (got,),
-                    (act,),
-                )
+            if wrong := pdata_mismatch(pdata, got.private_data):
+                yield Finding(f"{event} on {got.id} {wrong} the {reason} gave", (got,), (act,))
 
 
 @rule(
     "connect-pdata-delivered",
     None,
-    "The private data given to rdma_connect arrives in the peer's CONNECT_REQUEST "
-    "(its leading bytes: a provider may pad)",
-    "[lab] siw delivers it exactly; [src] cma.c iw_conn_req_handler passes the MPA request's",
+    "The private data given to rdma_connect arrives in the peer's CONNECT_REQUEST, "
+    "exactly: its length and bytes",
+    "[src] RFC 5044 7.1 (PD_Length, Private Data); cma.c iw_conn_req_handler passes the "
+    "MPA request's; [lab] siw delivers it exactly, 0 to its limit",
 )
 def _connect_pdata(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    yield from _pdata_delivered(tl, "connect", "CONNECT_REQUEST", "connect's")
+    yield from _pdata_delivered(tl, "connect", "CONNECT_REQUEST", "connect")
 
 
 @rule(
     "accept-pdata-delivered",
     None,
-    "The private data given to rdma_accept arrives in the active side's ESTABLISHED "
-    "(its leading bytes: a provider may pad)",
-    "[lab] siw delivers it exactly; [src] cma.c cma_iw_handler passes the MPA reply's "
-    "with CONNECT_REPLY",
+    "The private data given to rdma_accept arrives in the active side's ESTABLISHED, "
+    "exactly: its length and bytes",
+    "[src] RFC 5044 7.1; cma.c cma_iw_handler passes the MPA reply's with CONNECT_REPLY; "
+    "[lab] siw delivers it exactly, 0 to its limit",
 )
 def _accept_pdata(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    yield from _pdata_delivered(tl, "accept", "ESTABLISHED", "accept's")
+    yield from _pdata_delivered(tl, "accept", "ESTABLISHED", "accept")
+
+
+PDATA_CALLS = ("connect", "accept", "reject")
+
+
+@rule(
+    "pdata-over-limit-refused",
+    None,
+    "rdma_connect, rdma_accept and rdma_reject take private data up to the acting host's "
+    "limit for the call and refuse a longer one with the profile's errno",
+    "[src] rdma_cma.h private_data_len is a uint8_t; siw_cm.c siw_connect, siw_accept, "
+    "siw_send_mpareqrep (6.1.192); RFC 5044 7.1, RFC 6581 5; [lab] siw (docs/contract.md)",
+)
+def _pdata_limit(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
+    for act in (a for a in tl.actions if a.name in PDATA_CALLS and "private_data" in a.params):
+        length = len(str(act.params["private_data"])) // 2
+        limits = actor(profile, tl, act).private_data
+        limit, result = limits.of(act.name), errno_name(act.result)
+        if length > limit and result != limits.refusal:
+            known = f" ({limits.broken})" if length <= limits.taken_by(act.name) else ""
+            yield Finding(
+                f"{act.name} with {length} bytes of private data (limit {limit}) returned "
+                f"{act.result}, expected {limits.refusal}{known}",
+                (),
+                (act,),
+            )
+        elif length <= limit and result == limits.refusal:
+            yield Finding(
+                f"{act.name} with {length} bytes of private data, within the limit {limit}, "
+                f"was refused {result}",
+                (),
+                (act,),
+            )
 
 
 @rule(
@@ -316,6 +370,7 @@ RULES = (
     _reject_status,
     _connect_pdata,
     _accept_pdata,
+    _pdata_limit,
     _no_listener,
     _close_status,
     _disconnect_within,

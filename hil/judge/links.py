@@ -1,12 +1,11 @@
-"""The contract's link rules: a pulled link detected within the profile's bound, and the
-port error an administratively downed port reports to its verbs users.
+"""The contract's link rules: a pulled link detected within the profile's bound, and a
+connect made while the link is pulled (what a pull must show of itself is
+:mod:`hil.judge.pullproof`).
 
 ``link-pull-detected-within`` reads the pair's bound for the pull's kind
 (:meth:`~hil.judge.profiles.Profile.link_pull_bound_s`; a pair of two
 profiles: the later of their bounds) and finds nothing where the profile
-promises nothing (siw idle: no keepalive).  ``admin-down-port-error`` reads
-the ``async_watch`` action a sequence records around an admin pull
-(:mod:`hil.cm.asyncwatch`).  ``unreachable-connect-ends`` judges a connect
+promises nothing (siw idle: no keepalive).  ``unreachable-connect-ends`` judges a connect
 made while a carrier-kind pull is in effect (the ``unreachable`` sequence).
 """
 
@@ -17,8 +16,6 @@ from collections.abc import Iterator
 from hil.judge.profiles import Profile, Profiles
 from hil.judge.rule import Finding, actor, errno_name, ms, replies, rule
 from hil.judge.timeline import Action, Event, Timeline
-
-PORT_ERR = "IBV_EVENT_PORT_ERR"
 
 
 @rule(
@@ -57,49 +54,6 @@ def _conns_up_at(tl: Timeline, t_us: int) -> list[str]:
     up = {e.conn for e in tl.events if e.conn and e.type == "ESTABLISHED" and e.t_us < t_us}
     down = {e.conn for e in tl.events if e.conn and e.type == "DISCONNECTED" and e.t_us < t_us}
     return sorted(c for c in up - down if c is not None)
-
-
-@rule(
-    "admin-down-port-error",
-    None,
-    "A port set administratively down reports IBV_EVENT_PORT_ERR to its verbs users "
-    "while it is down, where the pulled host's profile promises it (siw)",
-    "[src] siw_main.c siw_netdev_event: NETDEV_DOWN -> siw_port_event(IB_EVENT_PORT_ERR); "
-    "[lab] siw: seen by ibv_asyncwatch",
-)
-def _admin_down_port_error(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for pull in (a for a in tl.actions if a.name == "pull" and a.ok):
-        if pull.params.get("mode") != "admin" or not actor(profile, tl, pull).admin_down_port_event:
-            continue
-        watch = next(
-            (
-                a
-                for a in tl.actions
-                if a.name == "async_watch"
-                and a.side == pull.side
-                and a.t_us <= pull.t_us
-                and pull.t_us <= a.end_us
-            ),
-            None,
-        )
-        if watch is None:
-            yield Finding(
-                f"the admin pull on side {pull.side} was not watched for async events", (), (pull,)
-            )
-        elif not watch.ok:
-            yield Finding(
-                f"the async event watch on side {pull.side} failed: {watch.result}",
-                (),
-                (pull, watch),
-            )
-        elif PORT_ERR not in watch.params.get("events", []):
-            seen = ", ".join(watch.params.get("events", [])) or "none"
-            yield Finding(
-                f"no {PORT_ERR} on side {pull.side} after its port went down "
-                f"(async events seen: {seen})",
-                (),
-                (pull, watch),
-            )
 
 
 @rule(
@@ -181,4 +135,4 @@ def _pulled_at(tl: Timeline, t_us: int) -> Action | None:
     return None
 
 
-RULES = (_link_pull, _admin_down_port_error, _unreachable)
+RULES = (_link_pull, _unreachable)

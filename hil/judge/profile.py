@@ -23,6 +23,36 @@ from hil.judge.wireexpect import WireExpect
 
 
 @dataclass(frozen=True)
+class PdataLimits:
+    """The most private data (bytes) each call delivers exactly, and the most the call
+    itself takes (``taken``: connect, accept, reject; None: the same).  Past what it
+    takes a call fails ``refusal`` (an errno name) and sends nothing.  A call that takes
+    more than it delivers is a provider bug, ``broken`` says which."""
+
+    connect: int
+    accept: int
+    reject: int
+    taken: tuple[int, int, int] | None = None
+    refusal: str = "EINVAL"
+    broken: str = ""
+
+    def of(self, call: str) -> int:
+        """The most ``call`` (connect, accept or reject) delivers; InputError for another."""
+        return (self.connect, self.accept, self.reject)[_call_index(call)]
+
+    def taken_by(self, call: str) -> int:
+        """The most ``call`` takes before it refuses."""
+        return self.of(call) if self.taken is None else self.taken[_call_index(call)]
+
+
+def _call_index(call: str) -> int:
+    calls = ("connect", "accept", "reject")
+    if call not in calls:
+        raise InputError(f"no private data limit for {call!r} (known: {', '.join(calls)})")
+    return calls.index(call)
+
+
+@dataclass(frozen=True)
 class Profile:
     """What one provider promises where the iWARP CM contract leaves room.
 
@@ -68,8 +98,9 @@ class Profile:
     pull_idle_basis: str
     # Link set administratively down on one host (None: as carrier lost).
     admin_down_bound_s: float | None
-    # Whether that host's device then reports IBV_EVENT_PORT_ERR to its verbs users.
-    admin_down_port_event: bool
+    # What the pulled host's RDMA port shows in each pull mode (absent: not known,
+    # not judged): its state while pulled and the async events of the pull and restore.
+    pull_ports: tuple[tuple[str, PortPromise], ...]
     # Whether `rdma resource show qp` shows a QP's real state (its query_qp fills it).
     qp_state_reported: bool
     # A connect to a peer that black-holes it (the link pulled, no answer at all):
@@ -83,6 +114,9 @@ class Profile:
     # verbs' answer is 10, IBV_WC_REM_ACCESS_ERR), and both sides' DISCONNECTED.
     remote_access_write_statuses: frozenset[int]
     remote_access_statuses: frozenset[int]
+    # The most private data rdma_connect, rdma_accept and rdma_reject take, and
+    # how a longer one is refused (docs/contract.md "Private data").
+    private_data: PdataLimits
     # What the provider puts on the wire (the wire rules).
     wire: WireExpect
 
@@ -102,6 +136,11 @@ class Profile:
         if actor.abortive_peer_looks_orderly:
             return self.orderly_close_statuses | self.abort_statuses
         return self.abort_statuses
+
+    def port_promise(self, method: str) -> PortPromise | None:
+        """What the pulled host's RDMA port shows in pull mode ``method`` (``admin``,
+        ``carrier``, ``blackhole``, ...), or None when the profile does not know."""
+        return dict(self.pull_ports).get(method)
 
     def link_pull_bound_s(self, mode: str, traffic: bool) -> float | None:
         """Within how many seconds a pulled link must end a connection, or None.
@@ -125,6 +164,19 @@ class Profile:
         else:
             basis = self.pull_idle_basis
         return PullPromise(self.name, bound, basis)
+
+
+@dataclass(frozen=True)
+class PortPromise:
+    """What a pulled host's RDMA port shows in one pull mode: its state (``rdma link``,
+    ``ibv_devinfo``: ib_query_port) while the link is pulled, the async events the
+    pull (``down``) and the restore (``up``) deliver to its verbs users, and the
+    driver source or measurement that says so."""
+
+    state: str
+    down: tuple[str, ...]
+    up: tuple[str, ...]
+    source: str
 
 
 @dataclass(frozen=True)

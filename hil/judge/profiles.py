@@ -14,7 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hil.errors import InputError
-from hil.judge.profile import PairProfile, Profile, Profiles, PullPromise, pair_profile
+from hil.judge.profile import (
+    PairProfile,
+    PdataLimits,
+    PortPromise,
+    Profile,
+    Profiles,
+    PullPromise,
+    pair_profile,
+)
 from hil.judge.tcpmodel import tcp_retries2_timeout_s
 from hil.judge.wireexpect import CXGB4_WIRE, SIW_WIRE, WireExpect
 from hil.registry import Registry
@@ -22,6 +30,55 @@ from hil.registry import Registry
 # enum ibv_wc_status values the profiles name.
 IBV_WC_SUCCESS = 0
 IBV_WC_WR_FLUSH_ERR = 5
+
+PORT_ERR, PORT_ACTIVE = "IBV_EVENT_PORT_ERR", "IBV_EVENT_PORT_ACTIVE"
+# siw's port follows its netdev's administrative state only (6.1): siw_netdev_event
+# sets sdev->state and dispatches the port event on NETDEV_DOWN / NETDEV_UP
+# (siw_main.c:441-453) and ignores NETDEV_CHANGE, a carrier change (siw_main.c:474-476);
+# siw_query_port reports sdev->state (siw_verbs.c:182), overwriting the carrier-based
+# state iw_query_port filled in (core/device.c:2051-2071).
+_SIW_NETDEV = "siw_main.c siw_netdev_event, siw_verbs.c siw_query_port (6.1)"
+SIW_PULL_PORTS = (
+    ("admin", PortPromise("DOWN", (PORT_ERR,), (PORT_ACTIVE,), f"[src] {_SIW_NETDEV}")),
+    (
+        "carrier",
+        PortPromise("ACTIVE", (), (), f"[src] {_SIW_NETDEV}: NETDEV_CHANGE not handled"),
+    ),
+    (
+        "blackhole",
+        PortPromise("ACTIVE", (), (), f"[src] {_SIW_NETDEV}: nftables leaves the netdev as it was"),
+    ),
+)
+
+
+# rdma_cm carries at most 255 bytes: rdma_conn_param.private_data_len and rdma_reject's
+# length are uint8_t (rdma-core librdmacm/rdma_cma.h:151, :531); the agent refuses a
+# longer one EINVAL before the call, as nothing longer can be passed (cmabi.conn_param).
+# siw (always MPA v2, siw_main.c:54; Linux 6.1.192): siw_connect refuses more than
+# MPA_MAX_PRIVDATA, 256 (siw_cm.c:1368), siw_accept more than 256 less the 4 IRD/ORD
+# bytes (siw_cm.c:1602-1605), EINVAL; siw_reject checks nothing.  siw_send_mpareqrep
+# counts PD_Length, the 4 bytes included, in a u8 (siw_cm.c:471, :500): past 251 bytes
+# it wraps and the peer drops the frame.  [lab] 251 delivered by all three calls; 252
+# taken by each, then connect: no CONNECT_REQUEST, accept and reject: CONNECT_ERROR(-22).
+SIW_PDATA = PdataLimits(
+    connect=251,
+    accept=251,
+    reject=251,
+    taken=(255, 252, 255),
+    broken="siw_send_mpareqrep's u8 PD_Length wraps past 251 bytes plus the 4 MPA v2 "
+    "bytes (siw_cm.c:471, :500, Linux 6.1.192): the call succeeds, the connection fails",
+)
+# iw_cxgb4 under mpa_rev=2: MPA_MAX_PRIVATE_DATA (256, iw_cxgb4.h:666) less the four
+# MPA v2 bytes, which the peer counts in its limit (cm.c:1515, :1758).  [inferred]: c4iw
+# checks no length at the call (cm.c c4iw_connect, c4iw_accept_cr, c4iw_reject_cr).
+CXGB4_PDATA = PdataLimits(
+    connect=252,
+    accept=252,
+    reject=252,
+    taken=(255, 255, 255),
+    broken="iw_cxgb4 checks no private data length at the call (cm.c:3094-3111, :3332; "
+    "[inferred]): the peer refuses the MPA frame, -EPROTO (cm.c:1515, :1758)",
+)
 
 
 def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
@@ -51,7 +108,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         pull_idle_basis="siw sets no TCP keepalive: an idle connection sends nothing, so "
         "it never notices a lost carrier [inferred]",
         admin_down_bound_s=2.0,  # siw moves every QP of the netdev to ERR at once
-        admin_down_port_event=True,  # siw_main.c siw_netdev_event: NETDEV_DOWN -> PORT_ERR
+        pull_ports=SIW_PULL_PORTS,
         # siw_query_qp (6.1) never sets qp_attr->qp_state: nldev prints whatever its
         # stack held (RESET on the lab, whatever the QP's state).  [src, lab]
         qp_state_reported=False,
@@ -64,6 +121,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         # TERMINATE comes later and only ends the connection.
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS}),
         remote_access_statuses=frozenset({0}),
+        private_data=SIW_PDATA,
         wire=SIW_WIRE,
     )
 
@@ -95,7 +153,7 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         pull_idle_basis="an idle connection notices only by the firmware's keepalive, "
         "whose interval is adapter configuration [inferred]",
         admin_down_bound_s=None,
-        admin_down_port_event=False,  # not known: a firmware link event [inferred]
+        pull_ports=(),  # not known: the firmware's link events are not read yet [inferred]
         qp_state_reported=True,  # c4iw_ib_query_qp fills qp_state [src]
         # act_open_rpl CPL_ERR_CONN_TIMEDOUT -> CONNECT_REPLY -ETIMEDOUT: UNREACHABLE;
         # the firmware's SYN retries are not measured: a generous bound [inferred].
@@ -106,6 +164,7 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         # before the TERMINATE, or is flushed by it; the TERMINATE aborts (RST).
         remote_access_write_statuses=frozenset({IBV_WC_SUCCESS, IBV_WC_WR_FLUSH_ERR}),
         remote_access_statuses=frozenset({0, -errno.ECONNRESET}),
+        private_data=CXGB4_PDATA,
         wire=CXGB4_WIRE,
     )
 
@@ -194,9 +253,11 @@ __all__ = [
     "PROVIDERS",
     "SIW",
     "PairProfile",
+    "PdataLimits",
     "Profile",
     "Profiles",
     "ProviderSpec",
+    "PortPromise",
     "PullPromise",
     "cxgb4_profile",
     "pair_profile",

@@ -11,7 +11,7 @@ from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged
 
 CAUSES = {
     "ESTABLISHED": "MPA reply",
-    "REJECTED": "MPA reject or RST",
+    "REJECTED": "MPA reject, RST or FIN",
     "DISCONNECTED": "FIN, RST or TERMINATE",
 }
 
@@ -20,7 +20,10 @@ def _is_cause(kind: str, p: Packet) -> bool:
     if kind == "ESTABLISHED":
         return p.mpa is not None and p.mpa.kind == "reply" and not p.mpa.reject
     if kind == "REJECTED":
-        return "RST" in p.flags or (p.mpa is not None and p.mpa.reject)
+        # A peer that closes before its MPA reply rejects too: siw upcalls CONNECT_REPLY
+        # -ECONNRESET on a FIN while awaiting it (siw_cm.c:1086-1095, Linux 6.1.192), as
+        # after an rdma_accept it refused (its error path releases the socket).
+        return bool(p.flags & {"RST", "FIN"}) or (p.mpa is not None and p.mpa.reject)
     return bool(p.flags & {"FIN", "RST"}) or p.terminate is not None
 
 

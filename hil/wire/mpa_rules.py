@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hil.judge.expectations import pdata_mismatch
 from hil.judge.profiles import WireExpect
 from hil.judge.timeline import Action
 from hil.wire.link import Link
@@ -22,12 +23,11 @@ def _reached_mpa(lk: Link) -> bool:
 def _pdata_differs(lk: Link, frame: Packet, want: str, call: str) -> list[WireFinding]:
     """A finding when MPA ``frame`` does not carry the private data ``call`` was given."""
     assert frame.mpa is not None
-    got = frame.mpa.private_data
-    if got == want:
+    wrong = pdata_mismatch(want, frame.mpa.private_data)
+    if wrong is None:
         return []
     name = lk.wire.name if lk.wire else None
-    text = f"MPA {frame.mpa.kind} carries private data {got!r}, {call} gave {want!r}"
-    return [WireFinding(text, name, evidence(frame))]
+    return [WireFinding(f"MPA {frame.mpa.kind} {wrong} {call} gave", name, evidence(frame))]
 
 
 def request_pdata(case: WireCase) -> Outcome:
@@ -121,14 +121,10 @@ def reject_on_wire(case: WireCase) -> Outcome:
     for conn, reply, action in _reject_replies(case):
         count += 1
         assert reply.mpa is not None
-        if action is not None and reply.mpa.private_data != _pdata(action):
+        wrong = action and pdata_mismatch(_pdata(action), reply.mpa.private_data)
+        if wrong:
             findings.append(
-                WireFinding(
-                    f"MPA reject carries {reply.mpa.private_data!r}, "
-                    f"rdma_reject gave {_pdata(action)!r}",
-                    conn.name,
-                    evidence(reply),
-                )
+                WireFinding(f"MPA reject {wrong} rdma_reject gave", conn.name, evidence(reply))
             )
         end = _teardown_after(conn, reply)
         rejecter = case.host_of(conn, conn.role(reply))

@@ -44,9 +44,15 @@ def _pull_findings(lk: Link, pull: Action, restore: Action | None) -> list[WireF
 
     A carrier pull (the host does not see it): when the writer is the other
     host, its retransmissions on the old 4-tuple, then silence or a RST; when
-    the writer is the pulled host, nothing of it reaches the peer until the
-    link is back (a pulled host's own capture never sees what it sends, so
-    its retransmissions cannot be shown).  An admin pull is seen by the host:
+    the writer is the pulled host, nothing it sent after the pull returned
+    reaches the peer until the link is back (a segment already in flight may:
+    :func:`_in_flight`).  A pulled host's own capture stops seeing what it
+    sends once the kernel acts on the carrier loss: linkwatch, not urgent for a
+    carrier off (link_watch.c linkwatch_urgent_event, 6.1: up to a second
+    later), runs dev_deactivate_many, which puts noop_qdisc in place and frees
+    the skbs the qdisc still held (sch_generic.c:1353-1373) before they reach
+    dev_queue_xmit_nit's taps; so its retransmissions cannot be shown.  An
+    admin pull is seen by the host:
     siw ends its QPs at once, and the bytes its socket still held go out when
     the link is back, so only the reconnect's new 4-tuple is judged.
     """
@@ -85,12 +91,39 @@ def _retransmitted(lk: Link, after: list[Packet], pull: Action) -> list[WireFind
     return []
 
 
+def _in_flight(packets: tuple[Packet, ...], arrived: Packet, writer: str, returned_us: int) -> bool:
+    """Whether ``arrived`` (a segment the peer captured) was already on its way when the
+    pull returned: the pulled host's own capture saw it leave by ``returned_us``.
+
+    Once QEMU's ``set_link`` (the lab's carrier pull) has returned, the NIC's and
+    its backend's ``link_down`` are set and ``qemu_deliver_packet_iov`` drops
+    every frame the guest hands over (QEMU net/net.c): nothing sent later leaves
+    the host.  A frame handed over before it may still sit in the UDP socket
+    between the two QEMUs, or in the peer guest's receive queue, and the peer's
+    capture stamps it when its kernel takes it in: measured on the lab, 5.8 ms
+    after the pull returned (issue 25).  The pulled host's capture stamps the
+    same segment (same 4-tuple direction, raw sequence number and length) when
+    its kernel hands it to the NIC, so its earliest copy says when it was sent.
+    A segment its capture never saw cannot be shown in flight.
+    """
+    sent = [
+        p.t_us
+        for p in packets
+        if p.point == writer
+        and p.t_us is not None
+        and (p.src, p.dst, p.seq, p.length)
+        == (arrived.src, arrived.dst, arrived.seq, arrived.length)
+    ]
+    return bool(sent) and min(sent) <= returned_us
+
+
 def _pulled_writer(
     lk: Link, after: list[Packet], pull: Action, restore: Action | None
 ) -> list[WireFinding]:
     assert lk.wire is not None
     writer = lk.timeline.pair[0 if lk.active_side == "a" else 1]
     until = restore.t_us if restore is not None else None
+    returned = pull.end_us + lk.timeline.uncertainty_us(*lk.timeline.pair)
     arrived = [
         p
         for p in after
@@ -98,7 +131,8 @@ def _pulled_writer(
         and p.src == lk.wire.active
         and p.length
         and (until is None or (p.t_us or 0) < until)
-        and (p.t_us or 0) > pull.end_us + lk.timeline.uncertainty_us(*lk.timeline.pair)
+        and (p.t_us or 0) > returned
+        and not _in_flight(lk.wire.packets, p, writer, returned)
     ]
     if arrived:
         return [

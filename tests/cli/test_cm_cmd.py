@@ -78,6 +78,7 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "listener_addresses",
             "listener_destroy",
             "no_listener",
+            "private_data",
             "race_destroy_listen",
             "race_destroy_reply",
             "race_destroy_terminate",

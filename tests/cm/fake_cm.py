@@ -21,6 +21,7 @@ from hil.agent.client import AgentCallError
 from hil.agent.types import CommandResult, KernelLog
 from hil.cm.clock import controller_us
 from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
+from hil.judge.profiles import SIW
 
 ADDRS = {"h0": "198.18.0.1", "h1": "198.18.0.2"}
 SKEW_US = {"h0": -5_000_000, "h1": 7_000_000}  # host clock = controller clock + skew
@@ -186,6 +187,11 @@ class FakeAgent:
             self.name, "cm_call", "rdma", f"cm {op}: {errno.errorcode[err]}", dict(details)
         )
 
+    def _pdata_taken(self, call: str, private_data: str, handle: int) -> None:
+        """Refuse private data longer than siw's ``call`` takes, EINVAL (its profile)."""
+        if len(private_data) // 2 > SIW.private_data.taken_by(call):
+            raise self._rdma_error(call, errno.EINVAL, handle)
+
     def op_listen(
         self,
         ep: FakeEp,
@@ -219,6 +225,7 @@ class FakeAgent:
         found = self.world.listeners.get((dst, port)) or self.world.listeners.get((WILDCARD, port))
         if found is None:
             raise self._rdma_error("connect", errno.ECONNREFUSED, cid.handle)
+        self._pdata_taken("connect", private_data, cid.handle)
         qp: protocol.QPInfo = {"addr": 1, "rkey": 2, "qp_num": 3, "length": 64}
         result: protocol.ConnectReply = {**self._timed(), "id": cid.handle, "qp": qp}
         cid.qpn = 3
@@ -239,6 +246,7 @@ class FakeAgent:
         assert child.peer is not None
         if child.peer.state == "gone":  # the peer gave the connect up: as siw_accept
             raise self._rdma_error("accept", errno.ECONNRESET, id)
+        self._pdata_taken("accept", private_data, id)
         qp: protocol.QPInfo = {"addr": 4, "rkey": 5, "qp_num": 6, "length": 64}
         result: protocol.AcceptReply = {**self._timed(), "qp": qp}
         child.state = child.peer.state = "up"
@@ -249,6 +257,7 @@ class FakeAgent:
         return result
 
     def op_reject(self, ep: FakeEp, id: int, private_data: str) -> protocol.TimedReply:
+        self._pdata_taken("reject", private_data, id)
         result = self._timed()
         child = ep.ids[id]
         assert child.peer is not None

@@ -1,7 +1,7 @@
 """The async event watch around a step: what the tool printed becomes the action's events.
 
 The agent is faked at its boundary (``run``): the lab test is
-suites/test_link_pull.py's admin pulls (``admin-down-port-error``).
+suites/test_link_pull.py's admin pulls (``link-pull-port-events``).
 """
 
 from __future__ import annotations

@@ -14,11 +14,13 @@ from hil.cli.cm_cmd import sequence_params
 from hil.cm import clock, steps
 from hil.cm.registry import SEQUENCES, lookup, sequence
 from hil.cm.sequences import listeners
+from hil.cm.sequences.linkpull import detection_us
+from hil.cm.sequences.pdata import pattern
 from hil.cm.session import CMSession
 from hil.errors import InputError
 from hil.judge.contract import check
 from hil.judge.profiles import SIW
-from hil.judge.timeline import Timeline, WallSample
+from hil.judge.timeline import Event, Timeline, WallSample
 
 
 @pytest.fixture
@@ -372,3 +374,48 @@ def test_a_subnet_with_no_free_address_is_refused_naming_it() -> None:
     with pytest.raises(InputError, match="subnet 10.0.0.0/30 has no free address"):
         with listeners._extra_address(s):  # type: ignore[arg-type]
             pass
+
+
+def _disconnected(t_us: int, side: str = "a") -> Event:
+    host = "lab-a" if side == "a" else "lab-b"
+    return Event(host, side, t_us, t_us, "DISCONNECTED", 0, f"{side}:1", None, "", "c1", 0)
+
+
+def test_link_pull_detection_counts_only_a_disconnected_after_the_pull() -> None:
+    pull_us = 1_000_000
+    # A DISCONNECTED 50 ms before the pull (the connection dropped by itself) detects nothing.
+    assert detection_us([_disconnected(pull_us - 50_000), None], pull_us) is None
+    assert detection_us([None, _disconnected(pull_us + 12_000, "b")], pull_us) == 12_000
+    early_a, late_b = _disconnected(pull_us - 1), _disconnected(pull_us + 3_000, "b")
+    assert detection_us([early_a, late_b], pull_us) == 3_000
+
+
+@pytest.mark.parametrize("call", ["connect", "accept", "reject"])
+@pytest.mark.parametrize("refused", [False, True], ids=["max", "taken+1"])
+def test_private_data_at_the_limit_is_delivered_and_past_it_refused_and_cleaned_up(
+    world: FakeCMWorld, call: str, refused: bool
+) -> None:
+    limits = SIW.private_data
+    length = limits.taken_by(call) + 1 if refused else limits.of(call)
+    tl = session(world).run("private_data", call=call, length=length)
+    (act,) = [a for a in tl.actions if a.name == call and a.params.get("private_data")]
+    assert act.params["private_data"] == pattern(length).hex()
+    assert check(tl, SIW).ok, check(tl, SIW).to_text()
+    if refused:
+        assert act.result == "EINVAL"
+        assert "ESTABLISHED" not in kinds(tl, "a") + kinds(tl, "b")
+    else:
+        receiver, event = ("b", "CONNECT_REQUEST") if call == "connect" else ("a", None)
+        event = event or ("ESTABLISHED" if call == "accept" else "REJECTED")
+        (got,) = [e for e in tl.events if e.side == receiver and e.type == event]
+        assert got.private_bytes == pattern(length)
+    assert tl.resources and all(r.before == r.after for r in tl.resources), tl.resources
+
+
+def test_private_data_pattern_and_bad_parameters(world: FakeCMWorld) -> None:
+    assert pattern(0) == b"" and 0 not in pattern(255) and len(pattern(255)) == 255
+    assert all(a != b for a, b in zip(pattern(255), pattern(255)[1:], strict=False))
+    with pytest.raises(InputError, match="call must be one of connect, accept, reject"):
+        session(world).run("private_data", call="listen")
+    with pytest.raises(InputError, match="length must be 0..256, not 257"):
+        session(world).run("private_data", length=257)

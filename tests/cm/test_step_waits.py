@@ -16,8 +16,7 @@ import pytest
 from fake_cm import Cid, FakeAgent, FakeCMWorld, FakeEp
 
 from hil.agent import protocol
-from hil.cm import clock, endpointcore, recording, steps
-from hil.cm.sequences import linkpull
+from hil.cm import clock, endpointcore, pulls, recording, steps
 from hil.cm.session import CMSession
 from hil.judge.contract import check
 from hil.judge.profiles import SIW, PairProfile, Profiles, cxgb4_profile
@@ -38,7 +37,7 @@ class VirtualClock:
 @pytest.fixture
 def virtual(monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
     now = VirtualClock()
-    for module in (clock, endpointcore, recording, linkpull, fake_cm):
+    for module in (clock, endpointcore, recording, pulls, fake_cm):
         monkeypatch.setattr(module, "controller_us", now)
     return now
 

@@ -94,14 +94,14 @@ def connect(
     b: Builder, conn: str = "c1", a_id: str = "a:1", b_id: str = "b:2", t0: float = 0.0
 ) -> Builder:
     """A successful connect from side a to a listener b:1 on side b, with private data
-    both ways (the accept's arrives padded, as a provider may)."""
+    both ways, each delivered exactly."""
     b.act("a", "connect", a_id, t0 + 1, listener=True, private_data="C0FFEE")
     b.ev("a", "ADDR_RESOLVED", a_id, t0 + 0.5, conn=conn)
     b.ev("a", "ROUTE_RESOLVED", a_id, t0 + 0.8, conn=conn)
     b.ev("b", "CONNECT_REQUEST", b_id, t0 + 3, conn=conn, listen_id="b:1", pdata="c0ffee")
     b.act("b", "accept", b_id, t0 + 4, private_data="0a0b")
     b.ev("b", "ESTABLISHED", b_id, t0 + 6, conn=conn)
-    b.ev("a", "ESTABLISHED", a_id, t0 + 7, conn=conn, pdata="0a0b0000")
+    b.ev("a", "ESTABLISHED", a_id, t0 + 7, conn=conn, pdata="0a0b")
     return b
 
 
@@ -193,24 +193,75 @@ def listener_destroyed(
     return b.build()
 
 
+# What each siw pull mode leaves on the pulled end (lab-a) while pulled: netdev up,
+# carrier, operstate, blackholed, RDMA port state; and the port events of pull and restore.
+PULLED = {
+    "admin": (False, False, "DOWN", False, "DOWN"),
+    "carrier": (True, False, "DOWN", False, "ACTIVE"),
+    "blackhole": (True, True, "UP", True, "ACTIVE"),
+}
+PORT_EVENTS = {"admin": ("IBV_EVENT_PORT_ERR", "IBV_EVENT_PORT_ACTIVE")}
+UP = (True, True, "UP", False, "ACTIVE")
+
+
+def end(host: str, state: tuple[bool, bool, str, bool, str] = UP) -> dict[str, Any]:
+    """One end of the link as a ``link_state`` action records it."""
+    up, carrier, operstate, blackholed, port = state
+    return {
+        "host": host,
+        "port": "p1",
+        "netdev": "eth1",
+        "up": up,
+        "carrier": carrier,
+        "operstate": operstate,
+        "blackholed": blackholed,
+        "port_state": port,
+    }
+
+
 def link_pull(
     detect_ms: float | None,
     traffic: bool = True,
     restore_ms: float = 60_000,
     mode: str = "carrier",
-    watched: tuple[str, ...] | None = ("IBV_EVENT_PORT_ERR",),
+    watched: tuple[str, ...] | None | bool = True,
     watch_result: str = "ok",
+    pulled: tuple[bool, bool, str, bool, str] | None = None,
+    restored: tuple[bool, bool, str, bool, str] = UP,
 ) -> Timeline:
-    """Connect, pull the link at 100 ms, maybe DISCONNECTED, restore; an admin pull is
-    watched for async events from 50 ms for 5 s (``watched``: what it saw, None: no watch)."""
+    """Connect, pull the link (side a) at 100 ms, maybe DISCONNECTED, its ends sampled at
+    ``restore_ms`` - 100 (``pulled``: side a's end, by default as siw's ``mode`` leaves
+    it), restore, sampled again (``restored``); watched for async events from 60 ms
+    until after the restore (``watched``: what it saw, True: what siw reports, None: no
+    watch)."""
     b = connected()
     b.scenario = "link-pull"
-    if mode == "admin" and watched is not None:
-        b.act("a", "async_watch", None, 50, watch_result, duration_ms=5_000, events=list(watched))
-    b.act("a", "pull", None, 100, mode=mode, traffic=traffic)
+    if watched is not None:
+        seen = list(PORT_EVENTS.get(mode, ())) if watched is True else list(watched or ())
+        b.act("a", "async_watch", None, 60, watch_result, restore_ms + 1_000, events=seen)
+    b.act(
+        "a",
+        "pull",
+        None,
+        100,
+        mode="admin" if mode == "admin" else "carrier",
+        method=mode,
+        traffic=traffic,
+    )
     if detect_ms is not None:
         b.ev("a", "DISCONNECTED", "a:1", 100 + detect_ms)
-    b.act("a", "restore", None, restore_ms, mode=mode)
+    ends = [end("lab-a", pulled or PULLED[mode]), end("lab-b")]
+    b.act("a", "link_state", None, restore_ms - 100, phase="pulled", ends=ends)
+    b.act(
+        "a",
+        "restore",
+        None,
+        restore_ms,
+        mode="admin" if mode == "admin" else "carrier",
+        method=mode,
+    )
+    ends = [end("lab-a", restored), end("lab-b")]
+    b.act("a", "link_state", None, restore_ms + 500, phase="restored", ends=ends)
     return b.build()
 
 

@@ -43,6 +43,14 @@ def test_accept_may_fail_only_with_econnreset(result: str | int, ok: bool) -> No
         breaks(b.build(), SIW, "no-event-before-accept", "failed with EINVAL, not ECONNRESET")
 
 
+def test_an_accept_refusing_private_data_past_the_limit_is_no_early_failure() -> None:
+    """pdata-over-limit-refused judges that refusal; within the limit EINVAL still breaks."""
+    for length, ok in ((SIW.private_data.accept + 1, True), (SIW.private_data.accept, False)):
+        b = Builder("x").ev("b", "CONNECT_REQUEST", "b:2", 1, listen_id="b:1")
+        b.act("b", "accept", "b:2", 2, "EINVAL", private_data=bytes(length).hex())
+        assert bool(violations(b.build(), SIW, "no-event-before-accept")) is not ok
+
+
 @pytest.mark.parametrize("answer", ["accept", "reject"])
 def test_an_answer_on_a_closed_id_fails_with_einval(answer: str) -> None:
     b = orderly_close_builder()

@@ -19,9 +19,10 @@ from cmtimelines import (
 from contractcheck import breaks, conforms
 from kernellines import HARMLESS, REPORTS, STILL_REPORTS
 
+from hil.errors import InputError
 from hil.judge.contract import check, rules_with
 from hil.judge.expectations import DEFAULT_KERNEL_ALLOW, kernel_log_clean
-from hil.judge.profiles import IW_CXGB4, SIW, Profile, profile_for
+from hil.judge.profiles import IW_CXGB4, SIW, PdataLimits, Profile, profile_for
 from hil.judge.timeline import Timeline
 
 RESET, REFUSED, TIMEDOUT = -errno.ECONNRESET, -errno.ECONNREFUSED, -errno.ETIMEDOUT
@@ -46,8 +47,17 @@ def test_reject_must_reject() -> None:
     )
 
 
-def test_reject_carries_private_data() -> None:
-    breaks(rejected(pdata=""), SIW, "reject-status", "lacks the reject's private data 'ABCD'")
+@pytest.mark.parametrize(
+    "pdata, says",
+    [
+        ("", "carries 0 bytes of private data '', not the 2 bytes 'abcd' the reject gave"),
+        ("ab", "carries 1 bytes of private data 'ab', not the 2 bytes"),
+        ("abcd00", "carries 3 bytes of private data 'abcd00', not the 2 bytes"),
+    ],
+    ids=["none", "truncated", "extended"],
+)
+def test_reject_carries_exactly_its_private_data(pdata: str, says: str) -> None:
+    breaks(rejected(pdata=pdata), SIW, "reject-status", says)
 
 
 def test_destroying_an_unanswered_request_rejects() -> None:
@@ -73,26 +83,57 @@ def _with_pdata(connect_request: str, established: str) -> Timeline:
     return replace(tl, events=events)
 
 
-def test_private_data_arrives_both_ways_padding_allowed() -> None:
+def test_private_data_arrives_both_ways_exactly() -> None:
     conforms(_with_pdata("c0ffee", "0a0b"), SIW)
-    conforms(_with_pdata("c0ffee00", "0a0b0000"), SIW)
 
 
 @pytest.mark.parametrize(
     "connect_request, established, rule, says",
     [
-        ("", "0a0b", "connect-pdata-delivered", "lacks the connect's private data 'c0ffee' (none)"),
-        ("c0ff", "0a0b", "connect-pdata-delivered", "(only 'c0ff')"),
-        ("c0ffee", "", "accept-pdata-delivered", "ESTABLISHED on a:1 lacks the accept's"),
-        ("c0ffee", "0a0c", "accept-pdata-delivered", "private data '0a0b' (only '0a0c')"),
+        ("", "0a0b", "connect-pdata-delivered", "carries 0 bytes of private data '', not the 3"),
+        ("c0ff", "0a0b", "connect-pdata-delivered", "carries 2 bytes of private data 'c0ff', not"),
+        ("c0ffee00", "0a0b", "connect-pdata-delivered", "4 bytes of private data 'c0ffee00'"),
+        ("c0ffee", "", "accept-pdata-delivered", "ESTABLISHED on a:1 carries 0 bytes"),
+        ("c0ffee", "0a0b00", "accept-pdata-delivered", "3 bytes of private data '0a0b00'"),
+        ("c0ffee", "0a0c", "accept-pdata-delivered", "first differing at byte 1, not the 2 bytes"),
+    ],
+    ids=[
+        "connect-none",
+        "connect-truncated",
+        "connect-extended",
+        "accept-none",
+        "accept-extended",
+        "accept-other",
     ],
 )
-def test_private_data_that_does_not_arrive_breaks_its_rule(
+def test_private_data_not_delivered_exactly_breaks_its_rule(
     connect_request: str, established: str, rule: str, says: str
 ) -> None:
     breaks(_with_pdata(connect_request, established), SIW, rule, says)
     other = ({"connect-pdata-delivered", "accept-pdata-delivered"} - {rule}).pop()
     assert check(_with_pdata(connect_request, established), SIW, rules=[other]).ok
+
+
+def test_no_private_data_sent_means_none_delivered() -> None:
+    tl = _with_pdata("c0ffee", "0a0b")
+    actions = tuple(replace(a, params={**a.params, "private_data": ""}) for a in tl.actions)
+    breaks(replace(tl, actions=actions), SIW, "connect-pdata-delivered", "not the 0 bytes ''")
+
+
+def test_the_largest_private_data_less_its_last_byte_breaks_the_rule() -> None:
+    sent = bytes(range(1, 253)).hex()
+    tl = _with_pdata(sent[:-2], "0a0b")
+    actions = tuple(
+        replace(a, params={**a.params, "private_data": sent}) if a.name == "connect" else a
+        for a in tl.actions
+    )
+    breaks(
+        replace(tl, actions=actions),
+        SIW,
+        "connect-pdata-delivered",
+        "carries 251 bytes of private data '0102030405060708090a0b0c0d0e0f10...' (+235), "
+        "not the 252 bytes",
+    )
 
 
 def test_unlabelled_or_unanswered_connections_are_not_judged_on_private_data() -> None:
@@ -212,16 +253,6 @@ def test_link_pull_admin_down_is_immediate_on_siw() -> None:
     breaks(link_pull(5_000, mode="admin"), LAB_SIW, "link-pull-detected-within", "bound 2.0 s")
 
 
-def test_admin_down_on_siw_reports_the_port_error() -> None:
-    conforms(link_pull(500, mode="admin"), LAB_SIW)
-    rule = "admin-down-port-error"
-    breaks(link_pull(500, mode="admin", watched=()), LAB_SIW, rule, "(async events seen: none)")
-    breaks(link_pull(500, mode="admin", watched=None), LAB_SIW, rule, "was not watched")
-    failed = link_pull(500, mode="admin", watched=(), watch_result="exit 127: no such file")
-    breaks(failed, LAB_SIW, rule, "watch on side a failed: exit 127")
-    conforms(link_pull(500, mode="carrier", watched=None), LAB_SIW)  # no port event then
-
-
 def test_resources_back_to_baseline() -> None:
     conforms(with_evidence(orderly_close()), SIW)
     breaks(
@@ -273,3 +304,57 @@ def test_kernel_log_allowlist() -> None:
     assert not check(noisy, SIW).ok
     allow = kernel_log_clean(allow=(*DEFAULT_KERNEL_ALLOW, r"known noise"))
     assert check(noisy, SIW, rules=rules_with(allow)).ok
+
+
+def _limit_call(call: str, length: int, result: str) -> Timeline:
+    """connected(), then one more ``call`` (on an id of its own) given ``length`` bytes of
+    private data, returning ``result``."""
+    b = connected()
+    side, cm_id = ("a", "a:9") if call == "connect" else ("b", "b:9")
+    b.act(side, call, cm_id, 50, result, private_data=bytes(length).hex(), listener=True)
+    return b.build()
+
+
+@pytest.mark.parametrize("call", ["connect", "accept", "reject"])
+def test_private_data_over_the_limit_must_be_refused(call: str) -> None:
+    limit, rules = SIW.private_data.of(call), ["pdata-over-limit-refused"]
+    assert check(_limit_call(call, limit + 1, "EINVAL"), SIW, rules=rules).ok
+    assert check(_limit_call(call, limit, "ok"), SIW, rules=rules).ok
+    breaks(
+        _limit_call(call, limit + 1, "ok"),
+        SIW,
+        "pdata-over-limit-refused",
+        f"{call} with {limit + 1} bytes of private data (limit {limit}) returned ok, "
+        "expected EINVAL (siw_send_mpareqrep's u8 PD_Length wraps",
+    )
+    taken = SIW.private_data.taken_by(call)
+    breaks(_limit_call(call, taken + 1, "ECONNRESET"), SIW, "pdata-over-limit-refused", "RESET")
+    breaks(
+        _limit_call(call, limit, "EINVAL"),
+        SIW,
+        "pdata-over-limit-refused",
+        f"{call} with {limit} bytes of private data, within the limit {limit}, was refused EINVAL",
+    )
+
+
+def test_a_provider_bug_is_named_only_within_what_the_call_takes() -> None:
+    over = _limit_call("accept", SIW.private_data.taken_by("accept") + 1, "ok")
+    (found,) = [v for v in check(over, SIW).violations if v.rule == "pdata-over-limit-refused"]
+    assert found.message.endswith("returned ok, expected EINVAL")
+
+
+def test_a_limit_taken_as_delivered_unless_said() -> None:
+    limits = PdataLimits(connect=10, accept=11, reject=12)
+    assert [limits.taken_by(c) for c in ("connect", "accept", "reject")] == [10, 11, 12]
+    assert SIW.private_data.taken_by("accept") == 252 and SIW.private_data.of("accept") == 251
+
+
+def test_the_limit_is_the_acting_hosts() -> None:
+    tl = _limit_call("accept", 252, "ok")  # b accepts: iw_cxgb4 delivers 252, siw 251
+    assert check(tl, IW_CXGB4, rules=["pdata-over-limit-refused"]).ok
+    breaks(tl, SIW, "pdata-over-limit-refused", "(limit 251)")
+
+
+def test_an_unknown_call_has_no_limit() -> None:
+    with pytest.raises(InputError, match="no private data limit for 'listen'"):
+        SIW.private_data.of("listen")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cmtimelines import Builder
+from cmtimelines import PULLED, Builder, end
 from contractcheck import breaks, conforms
 
 from hil.judge.contract import check
@@ -24,12 +24,17 @@ def blackholed(
     (and ``reply`` at ``reply_ms``), the link restored at ``restore_ms``."""
     b = Builder("unreachable-blackhole")
     b.act("b", "listen", "b:1", 0, backlog=8)
+    b.act("b", "async_watch", None, 5, duration_ms=restore_ms + 1_000, events=[])
     b.act("b", "pull", None, 10, mode="carrier", method="blackhole", traffic=False)
     b.act("a", "connect", "a:1", 20, result, duration_ms=took_ms, listener=True)
     if reply:
         b.ev("a", "ADDR_RESOLVED", "a:1", 19)
         b.ev("a", reply, "a:1", reply_ms, -110)
+    ends = [end("lab-a"), end("lab-b", PULLED["blackhole"])]
+    b.act("b", "link_state", None, restore_ms - 100, phase="pulled", ends=ends)
     b.act("b", "restore", None, restore_ms, mode="carrier", method="blackhole")
+    ends = [end("lab-a"), end("lab-b")]
+    b.act("b", "link_state", None, restore_ms + 500, phase="restored", ends=ends)
     return b.build()
 
 

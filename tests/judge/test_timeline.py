@@ -23,7 +23,11 @@ def test_round_trip_keeps_action_params_and_none_ids() -> None:
     tl = link_pull(detect_ms=5000)
     again = Timeline.from_json(tl.to_json())
     pull = next(a for a in again.actions if a.name == "pull")
-    assert pull.id is None and pull.params == {"mode": "carrier", "traffic": True}
+    assert pull.id is None and pull.params == {
+        "mode": "carrier",
+        "method": "carrier",
+        "traffic": True,
+    }
 
 
 def test_host_stamps_follow_offsets() -> None:

@@ -186,6 +186,30 @@ def test_private_data_on_the_wire_and_in_events() -> None:
     assert bad["mpa-reply-carries-accept-pdata"].status == "fail"
 
 
+@pytest.mark.parametrize(
+    "on_wire, says",
+    [("6869", "carries 2 bytes"), ("68696600", "carries 4 bytes"), ("686967", "at byte 2")],
+    ids=["truncated", "extended", "other"],
+)
+def test_private_data_on_the_wire_must_be_exactly_the_calls(on_wire: str, says: str) -> None:
+    """The MPA request, reply and reject each carry exactly what the call gave: one byte
+    lost, added or changed fails its rule."""
+    req = run(handshake(req_pdata=on_wire) + fin_close(), *connected())
+    text = req["mpa-request-carries-connect-pdata"].findings[0].message
+    assert says in text and "not the 3 bytes '686966' rdma_connect gave" in text
+    rep = run(handshake(rep_pdata=on_wire) + fin_close(), *connected(accept_pdata="686966"))
+    assert says in rep["mpa-reply-carries-accept-pdata"].findings[0].message
+    rejected = [
+        *handshake()[:4],
+        pkt(5, P, "ACK,PSH", 2.0, mpa=mpa("reply", on_wire, reject=True)),
+        *fin_close(),
+    ]
+    reject = Action(t_us=1600, side="b", name="reject", id="b:2", params={"private_data": "686966"})
+    request = ev("b", 1.5, "CONNECT_REQUEST", "b:2", "686966")
+    got = run(rejected, connect(), request, reject, ev("a", 2.5, "REJECTED", "a:1", on_wire, -104))
+    assert says in got["reject-on-the-wire"].findings[0].message
+
+
 def test_an_event_before_its_cause_is_found() -> None:
     items = connected()
     early = [
@@ -288,7 +312,8 @@ def test_a_pulled_writer_sends_nothing_that_arrives_until_the_link_is_back() -> 
     traffic = [pkt(6, A, "ACK,PSH", 2.8, length=100)]
     quiet = run(handshake() + traffic, *_pull("carrier", side="a"))["link-pull-on-the-wire"]
     assert quiet.status == "pass"
-    arrived = [replace(pkt(7, A, "ACK,PSH", 5.0, length=100), point="hB")]
+    # seq 100: not the segment hA saw leave before the pull (seq 0), which was in flight.
+    arrived = [replace(pkt(7, A, "ACK,PSH", 5.0, length=100, seq=100), point="hB")]
     leaked = run(handshake() + traffic + arrived, *_pull("carrier", side="a"))
     outcome = leaked["link-pull-on-the-wire"]
     assert outcome.status == "fail" and "reached its peer" in outcome.findings[0].message
@@ -348,3 +373,19 @@ def test_a_connection_the_test_closed_before_the_listener_destroy_is_not_judged(
     items = _listener_destroyed_then_closed(2.9)
     got = run(handshake() + fin_close(t_ms=3.5), *items)
     assert got["listener-destroy-keeps-accepted"].status == "n/a"
+
+
+def test_a_rejected_after_the_peers_fin_before_any_mpa_reply_has_its_cause() -> None:
+    """siw closes the socket of an rdma_accept it refused: the active side's REJECTED
+    follows the FIN (siw_cm.c:1086-1095); with neither FIN, RST nor reject it fails."""
+    request = ev("b", 1.5, "CONNECT_REQUEST", "b:2", "686966")
+    refused = Action(t_us=1600, side="b", name="accept", id="b:2", result="EINVAL")
+    rejected = ev("a", 2.5, "REJECTED", "a:1", "", -104)
+    fin = [pkt(5, P, "FIN,ACK", 2.0), pkt(6, A, "FIN,ACK", 2.6), pkt(7, P, "ACK", 2.7)]
+    got = run(handshake()[:4] + fin, connect(), request, refused, rejected)
+    assert got["every-teardown-event-has-a-cause"].status == "pass"
+    silent = run(handshake()[:4], connect(), request, refused, rejected)
+    assert (
+        "no MPA reject, RST or FIN"
+        in silent["every-teardown-event-has-a-cause"].findings[0].message
+    )

@@ -191,7 +191,10 @@ def test_a_request_without_the_connects_private_data_fails_request_carries_pdata
     assert (request.mpa.wire_private_data, request.mpa.ird, request.mpa.ord) == ("00010001", 1, 1)
     got = outcomes(ex, connected_and_closed(conn))
     text = failed(got, "mpa-request-carries-connect-pdata")
-    assert f"MPA request carries private data '', rdma_connect gave {CONNECT!r}" in text
+    assert (
+        f"MPA request carries 0 bytes of private data '', not the {len(CONNECT) // 2} bytes "
+        f"{CONNECT!r} rdma_connect gave" in text
+    )
     assert conn.name in text and "MPA request" in text  # the connection and the packet
     for rule in (
         "mpa-reply-carries-accept-pdata",
@@ -210,7 +213,8 @@ def test_a_reject_with_other_private_data_and_no_teardown_fails_reject_on_the_wi
     got = outcomes(ex, rejected(conn))
     text = failed(got, "reject-on-the-wire")
     wrong = mc.WRONG_REJECT_PDATA.hex()
-    assert f"MPA reject carries {wrong!r}, rdma_reject gave {REJECT!r}" in text
+    assert f"MPA reject carries {len(wrong) // 2} bytes of private data {wrong!r}" in text
+    assert f"not the {len(REJECT) // 2} bytes {REJECT!r} rdma_reject gave" in text
     assert (
         "after its MPA reject the rejecting side sent no FIN or RST (expected FIN or RST)" in text
     )

@@ -95,7 +95,7 @@ def test_siw_closing_with_rst_fails_orderly_close_is_fin() -> None:
 def test_siw_accepting_without_private_data_fails_mpa_reply_carries_accept_pdata() -> None:
     _, verdict = recorded("connect-no-accept-pdata-fault-siw")
     found = failure(verdict, "mpa-reply-carries-accept-pdata")
-    assert "MPA reply carries private data ''" in found
+    assert "MPA reply carries 0 bytes of private data ''" in found
 
 
 def test_siw_abort_is_fin_only_which_an_offloading_profile_refuses() -> None:

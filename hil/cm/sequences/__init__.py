@@ -14,7 +14,8 @@ One module per kind (each registers its sequences when this package is
 imported): :mod:`~hil.cm.sequences.connection` (connect, close, abort, reject,
 no_listener, remote_access_error), :mod:`~hil.cm.sequences.linkpull`,
 :mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy),
-:mod:`~hil.cm.sequences.listeners` (reject_then_accept, listener_addresses); what
+:mod:`~hil.cm.sequences.listeners` (reject_then_accept, listener_addresses),
+:mod:`~hil.cm.sequences.pdata` (private_data); what
 they share is :mod:`~hil.cm.sequences.common`.
 
 Each, with its parameters, its steps and the metrics it records:
@@ -45,9 +46,12 @@ Each, with its parameters, its steps and the metrics it records:
   signaled RDMA WRITE by the active side with a wrong rkey or one byte past the
   end of the peer's buffer (action ``write``: its completion's ``wc_status``),
   DISCONNECTED both. Metrics: ``detection_us``.
+- ``private_data`` (``call`` = connect/accept/reject, ``length``): one connection
+  whose ``call`` carries ``length`` bytes of private data, the others none; a
+  refused call (past the provider's limit) is recorded and cleaned up.
 """
 
-from hil.cm.sequences import connection, destroys, linkpull, listeners
+from hil.cm.sequences import connection, destroys, linkpull, listeners, pdata
 from hil.cm.sequences.connection import (
     abort,
     close,
@@ -59,6 +63,7 @@ from hil.cm.sequences.connection import (
 from hil.cm.sequences.destroys import destroy_conn_sent, listener_destroy
 from hil.cm.sequences.linkpull import link_pull
 from hil.cm.sequences.listeners import listener_addresses, reject_then_accept
+from hil.cm.sequences.pdata import private_data
 
 __all__ = [
     "abort",
@@ -73,6 +78,8 @@ __all__ = [
     "listener_destroy",
     "listeners",
     "no_listener",
+    "pdata",
+    "private_data",
     "reject",
     "reject_then_accept",
     "remote_access_error",

@@ -1,25 +1,25 @@
-"""Pulling the pair's link: idle or under traffic, detection, restore, reconnect."""
+"""Pulling the pair's link: idle or under traffic, detection, restore, reconnect.
+
+The pull proves itself (:func:`hil.cm.pulls.pulled`); ``detection_us`` counts
+only a DISCONNECTED that came after it.
+"""
 
 from __future__ import annotations
 
 import time
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from hil.cm import asyncwatch, steps
-from hil.cm.asyncwatch import AsyncWatch
-from hil.cm.clock import controller_us
+from hil.cm import steps
+from hil.cm.pulls import pulled
 from hil.cm.registry import sequence
 from hil.cm.sequences.common import open_conn
 from hil.cm.steps import Conn, StepFailed, step_slack_s
 from hil.errors import InputError
-from hil.judge.timeline import Timeline
+from hil.judge.timeline import Event, Timeline
 
 if TYPE_CHECKING:
-    from hil.cm.recording import Recording
     from hil.cm.sides import PairSides
-
-WATCH_MARGIN_S = 2.0  # an admin pull's async watch outlasts the profile's bound by this
 
 
 @sequence
@@ -43,21 +43,14 @@ def link_pull(
         conn = open_conn(rec)
         if traffic:
             _start_traffic(conn)
-        with _port_watch(rec, side, kind, bound):
-            start = controller_us()
-            lc.pull(s.pair.link, mode)
-            rec.controller_action(side, "pull", start, mode=kind, method=mode, traffic=traffic)
-            found = steps.wait_disconnected(
-                conn, bound + step_slack_s() if bound else hold_s, ("active",)
-            )
-        if found["active"] is None:
-            found = steps.wait_disconnected(conn, 1.0, ("passive",))
-        hit = next((e for e in found.values() if e is not None), None)
-        if hit is not None:
-            rec.metric("detection_us", hit.t_us - start)
-        start = controller_us()
-        lc.restore(s.pair.link, mode)
-        rec.controller_action(side, "restore", start, mode=kind, method=mode)
+        wait_s = bound + step_slack_s() if bound else hold_s
+        with pulled(rec, lc, s.pair.link, mode, side, traffic, wait_s + 1.0) as start:
+            found = steps.wait_disconnected(conn, wait_s, ("active",))
+            if found["active"] is None:
+                found = steps.wait_disconnected(conn, 1.0, ("passive",))
+        took = detection_us(found.values(), start)
+        if took is not None:
+            rec.metric("detection_us", took)
         if traffic:
             rec.metric("traffic_ops", _stop_traffic(conn))
         _drop(conn)
@@ -68,15 +61,13 @@ def link_pull(
     return rec.timeline()
 
 
-def _port_watch(
-    rec: Recording, side: str, kind: str, bound: float | None
-) -> AbstractContextManager[object]:
-    """Watch the pulled host's async events when its profile promises a port event for an
-    admin pull (``admin-down-port-error`` judges what it saw), else nothing."""
-    promised = rec.session.profile.of(rec.session.host(side)).admin_down_port_event
-    if kind != "admin" or not promised:
-        return nullcontext()
-    return AsyncWatch(rec, side, asyncwatch.OPEN_S + (bound or 0.0) + WATCH_MARGIN_S)
+def detection_us(found: Iterable[Event | None], pull_us: int) -> int | None:
+    """How long after the pull at ``pull_us`` the first DISCONNECTED of ``found`` came, or
+    None: one from before the pull ended the connection by something else, and detects
+    nothing."""
+    return min(
+        (e.t_us - pull_us for e in found if e is not None and e.t_us >= pull_us), default=None
+    )
 
 
 def _start_traffic(conn: Conn) -> None:
