@@ -77,7 +77,7 @@ class Endpoint(EndpointCore):
             "listen",
             wire.OP_LISTEN,
             params,
-            record={"port": port, "backlog": backlog, "auto": auto},
+            record={"address": address, "port": port, "backlog": backlog, "auto": auto},
         )
 
     def connect(

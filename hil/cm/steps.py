@@ -16,6 +16,7 @@ step that runs out says so (``timeout (step layer, 75 s: iw_cxgb4 close bound
 
 from __future__ import annotations
 
+import ipaddress
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -94,11 +95,19 @@ class StepFailed(RemoteError):
 
 @dataclass(frozen=True)
 class Listener:
-    """A listening cm_id: its endpoint, id and port."""
+    """A listening cm_id: its endpoint, id, port and the address it is bound to."""
 
     ep: Endpoint
     id: str
     port: int
+    address: str = ""
+
+    def target(self, data_address: str) -> str:
+        """Where a connect to this listener goes: its own address, or ``data_address`` (the
+        host's data address) when it is bound to none or to the wildcard."""
+        if not self.address or ipaddress.ip_address(self.address).is_unspecified:
+            return data_address
+        return self.address
 
 
 @dataclass(frozen=True)
@@ -123,15 +132,19 @@ def listen(
     private_data: bytes = b"",
     backlog: int = 16,
     ep: Endpoint | None = None,
+    address: str | None = None,
+    port: int | None = None,
 ) -> Listener:
-    """A listener on ``side``'s data address and a fresh port (a new endpoint unless ``ep``)."""
+    """A listener on ``side``'s data address (or ``address``) and a fresh port (or
+    ``port``), on a new endpoint unless ``ep``."""
     s = rec.session
     ep = ep or rec.endpoint(side)
-    port = s.port()
-    got = ep.listen(s.address(side), port, backlog, auto, private_data)
+    address = address or s.address(side)
+    port = port or s.port()
+    got = ep.listen(address, port, backlog, auto, private_data)
     if not got.ok or got.id is None:
-        raise StepFailed(ep.host, f"cannot listen on {s.address(side)}:{port}: {got.action.result}")
-    return Listener(ep, got.id, port)
+        raise StepFailed(ep.host, f"cannot listen on {address}:{port}: {got.action.result}")
+    return Listener(ep, got.id, port, address)
 
 
 def start_connect(
@@ -144,7 +157,7 @@ def start_connect(
     """rdma_connect from ``active`` to the listener's address and port (no waiting)."""
     s = rec.session
     return active.connect(
-        s.address(listener.ep.side),
+        listener.target(s.address(listener.ep.side)),
         listener.port,
         src=s.address(active.side),
         private_data=private_data,

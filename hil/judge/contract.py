@@ -22,7 +22,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hil.errors import InputError
-from hil.judge import access, eventfacts, expectations, invariants, payload, pullproof, staysup
+from hil.judge import (
+    access,
+    eventfacts,
+    expectations,
+    invariants,
+    listeners,
+    payload,
+    pullproof,
+    staysup,
+)
 from hil.judge.profiles import Profiles
 from hil.judge.rule import Rule
 from hil.judge.timeline import Action, Event, Timeline
@@ -94,6 +103,7 @@ RULES = Registry[Rule](
         *pullproof.RULES,
         *eventfacts.RULES,
         *payload.RULES,
+        *listeners.RULES,
     ),
 )
 

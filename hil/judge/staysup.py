@@ -56,9 +56,9 @@ HOST_ENDERS = frozenset({"pull", "delete_netdev", "close_channel"})
 )
 def connection_stays_up(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for e in (e for e in tl.events if e.type == "DISCONNECTED"):
-        ids = _ids_of(tl, e)
-        if any(_causes(tl, a, e, ids) for a in tl.actions):
+        if explained(tl, e):
             continue
+        ids = _ids_of(tl, e)
         last = _last_actions(tl, e, ids)
         yield Finding(
             f"{_name(tl, e)} got DISCONNECTED({e.status}){_up_for(tl, e)} with no close, "
@@ -66,6 +66,13 @@ def connection_stays_up(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
             (e,),
             last,
         )
+
+
+def explained(tl: Timeline, e: Event) -> bool:
+    """Whether an action of ``tl`` (a close, an abort, a pull, ...) may have ended the
+    connection of DISCONNECTED ``e`` before ``e`` was delivered."""
+    ids = _ids_of(tl, e)
+    return any(_causes(tl, a, e, ids) for a in tl.actions)
 
 
 def _ids_of(tl: Timeline, e: Event) -> frozenset[str] | None:

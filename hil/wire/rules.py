@@ -12,6 +12,7 @@ from hil.registry import Registry
 from hil.wire.addr_rules import event_addresses
 from hil.wire.cause_rules import every_event_has_cause
 from hil.wire.close_rules import abortive_close, access_error, no_listener, orderly_close
+from hil.wire.listener_rules import listener_destroy_keeps_accepted
 from hil.wire.mpa_rules import reject_on_wire, reply_pdata, request_pdata, revision_and_flags
 from hil.wire.pull_rules import link_pull
 from hil.wire.rule import WireRule
@@ -90,6 +91,13 @@ WIRE_RULES = Registry[WireRule](
             "carried its connection's MPA request and reply, from its end (the contract's "
             "event-addresses-are-the-ids compares them with the id's).",
             event_addresses,
+        ),
+        WireRule(
+            "listener-destroy-keeps-accepted",
+            "A listener's destroy puts no FIN, RST or TERMINATE on its accepted connections "
+            "before the test itself closes them.",
+            listener_destroy_keeps_accepted,
+            needs_clock=True,
         ),
     ),
 )

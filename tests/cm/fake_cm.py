@@ -25,6 +25,7 @@ from hil.judge.profiles import SIW
 
 ADDRS = {"h0": "198.18.0.1", "h1": "198.18.0.2"}
 SKEW_US = {"h0": -5_000_000, "h1": 7_000_000}  # host clock = controller clock + skew
+WILDCARD = "0.0.0.0"
 
 
 @dataclass
@@ -201,6 +202,9 @@ class FakeAgent:
         auto: protocol.AutoAnswer | None,
         private_data: str,
     ) -> protocol.IdTimedReply:
+        # rdma_cm's cma_check_port (6.1): the wildcard shares a port with no other listener.
+        if any(p == port and WILDCARD in (a, address) for a, p in self.world.listeners):
+            raise self._rdma_error("listen", errno.EADDRNOTAVAIL)
         cid = ep.new_id()
         cid.state, cid.listen_on = "listen", (address, port)
         self.world.listeners[(address, port)] = (cid, auto)
@@ -219,7 +223,7 @@ class FakeAgent:
         cid.local, cid.remote = f"{src or ADDRS[self.name]}:{40000 + cid.handle}", f"{dst}:{port}"
         ep.event(cid, "ADDR_RESOLVED")
         ep.event(cid, "ROUTE_RESOLVED")
-        found = self.world.listeners.get((dst, port))
+        found = self.world.listeners.get((dst, port)) or self.world.listeners.get((WILDCARD, port))
         if found is None:
             raise self._rdma_error("connect", errno.ECONNREFUSED, cid.handle)
         self._pdata_taken("connect", private_data, cid.handle)

@@ -177,8 +177,11 @@ def listener_destroyed(
     accepted_lost: bool = False,
     destroy_ms: float = 1,
     destroy_result: str = "ok",
+    own_close_ms: float | None = None,
 ) -> Timeline:
-    """c1 accepted, c2 pending (not retrieved) when the listener b:1 is destroyed."""
+    """c1 accepted, c2 pending (not retrieved) when the listener b:1 is destroyed at
+    30 ms; ``accepted_lost``: c1's passive end DISCONNECTED at 34 ms; ``own_close_ms``:
+    the test's own close of c1 then."""
     b = connected()
     b.scenario = "listener-destroy"
     b.act("a", "connect", "a:3", 20, listener=True)
@@ -187,6 +190,8 @@ def listener_destroyed(
     b.ev("a", pending_reply, "a:3", 30 + destroy_ms + 2, -errno.ECONNRESET, conn="c2")
     if accepted_lost:
         b.ev("b", "DISCONNECTED", "b:2", 34)
+    if own_close_ms is not None:
+        b.act("a", "disconnect", "a:1", own_close_ms)
     return b.build()
 
 

@@ -113,6 +113,22 @@ def test_listener_destroy_keeps_accepted() -> None:
     )
 
 
+def test_the_tests_own_close_after_it_does_not_excuse_an_accepted_id_the_destroy_closed() -> None:
+    """The destroy closed the accepted c1 (DISCONNECTED at 34 ms); the test's own close at
+    400 ms then succeeds on an id already closed (rdma_disconnect is idempotent)."""
+    breaks(
+        listener_destroyed(accepted_lost=True, own_close_ms=400),
+        SIW,
+        "listener-destroy-rejects-pending",
+        "accepted b:2 was disconnected when listener b:1 was destroyed",
+    )
+
+
+def test_an_accepted_id_the_test_closed_after_the_listener_destroy_is_not_lost() -> None:
+    tl = listener_destroyed(accepted_lost=True, own_close_ms=33)
+    assert violations(tl, SIW, "listener-destroy-rejects-pending") == ()
+
+
 @pytest.mark.parametrize(
     "profile, ms, ok",
     [(SIW, 9_900, True), (SIW, 20_000, False), (IW_CXGB4, 20_000, True), (IW_CXGB4, 70_000, False)],

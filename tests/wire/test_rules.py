@@ -334,6 +334,47 @@ def test_a_connection_made_by_hand_outside_the_cm_is_not_judged_but_noted() -> N
     )
 
 
+def _listener_destroyed_then_closed(close_ms: float) -> list[Action | Event]:
+    """c1 accepted through listener b:1, which is destroyed at 3 ms; the test closes c1
+    at ``close_ms``."""
+    items = connected()
+    request = items[1]  # c1's CONNECT_REQUEST
+    assert isinstance(request, Event)
+    items[1] = replace(request, listen_id="b:1")
+    return [
+        Action(t_us=0, side="b", name="listen", id="b:1", params={"port": P[1]}),
+        *items,
+        Action(t_us=3000, side="b", name="destroy", id="b:1"),
+        Action(t_us=int(close_ms * 1000), side="a", name="disconnect", id="a:1"),
+    ]
+
+
+def test_a_listener_destroy_must_leave_its_accepted_connection_alone_on_the_wire() -> None:
+    """siw closing accepted sockets with the listener's: FINs 0.5 ms after the destroy, the
+    DISCONNECTED come before the test's own close, which then succeeds on a closed id."""
+    rule = "listener-destroy-keeps-accepted"
+    good = run(handshake() + fin_close(t_ms=20.0), *_listener_destroyed_then_closed(19.9))
+    assert good[rule].status == "pass", good[rule]
+    closed = [pkt(6, P, "FIN,ACK", 3.5), pkt(7, A, "FIN,ACK", 3.6), pkt(8, P, "ACK", 3.7)]
+    events = [ev("b", 3.8, "DISCONNECTED", "b:2"), ev("a", 3.9, "DISCONNECTED", "a:1")]
+    bad = run(handshake() + closed, *_listener_destroyed_then_closed(19.9), *events)
+    assert bad[rule].status == "fail"
+    assert bad["orderly-close-is-fin"].status == "pass"  # what judged it before: blind to it
+    (finding,) = bad[rule].findings
+    assert finding.message == (
+        "b:destroy b:1 -> ok @3.000ms (the listener) was followed by FIN on its accepted "
+        "connection before a:disconnect a:1 -> ok @19.900ms"
+    )
+    rst = run(handshake() + [pkt(6, P, "RST,ACK", 3.5)], *_listener_destroyed_then_closed(19.9))
+    assert "RST on its accepted connection" in rst[rule].findings[0].message
+
+
+def test_a_connection_the_test_closed_before_the_listener_destroy_is_not_judged() -> None:
+    items = _listener_destroyed_then_closed(2.9)
+    got = run(handshake() + fin_close(t_ms=3.5), *items)
+    assert got["listener-destroy-keeps-accepted"].status == "n/a"
+
+
 def test_a_rejected_after_the_peers_fin_before_any_mpa_reply_has_its_cause() -> None:
     """siw closes the socket of an rdma_accept it refused: the active side's REJECTED
     follows the FIN (siw_cm.c:1086-1095); with neither FIN, RST nor reject it fails."""

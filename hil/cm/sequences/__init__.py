@@ -14,6 +14,7 @@ One module per kind (each registers its sequences when this package is
 imported): :mod:`~hil.cm.sequences.connection` (connect, close, abort, reject,
 no_listener, remote_access_error), :mod:`~hil.cm.sequences.linkpull`,
 :mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy),
+:mod:`~hil.cm.sequences.listeners` (reject_then_accept, listener_addresses),
 :mod:`~hil.cm.sequences.pdata` (private_data); what
 they share is :mod:`~hil.cm.sequences.common`.
 
@@ -36,6 +37,11 @@ Each, with its parameters, its steps and the metrics it records:
   ``destroy_blocked_us``, ``qp_destroy_us`` (id_first: the QP's after the id's).
 - ``listener_destroy`` (``pending``, ``accepted``): accept some, leave others
   unretrieved, destroy the listener. Metrics: ``destroy_blocked_us``.
+- ``reject_then_accept``: listen, connect, reject, connect again, accept on the same
+  listener, ESTABLISHED both, close.
+- ``listener_addresses`` (``kind`` = addresses/wildcard): two listeners on the passive
+  host (one port, two addresses, the second added for the run; or the wildcard and a
+  specific one), a connection to each, closed.
 - ``remote_access_error`` (``how`` = bad_rkey/past_end, ``length``): connect, one
   signaled RDMA WRITE by the active side with a wrong rkey or one byte past the
   end of the peer's buffer (action ``write``: its completion's ``wc_status``),
@@ -45,7 +51,7 @@ Each, with its parameters, its steps and the metrics it records:
   refused call (past the provider's limit) is recorded and cleaned up.
 """
 
-from hil.cm.sequences import connection, destroys, linkpull, pdata
+from hil.cm.sequences import connection, destroys, linkpull, listeners, pdata
 from hil.cm.sequences.connection import (
     abort,
     close,
@@ -56,6 +62,7 @@ from hil.cm.sequences.connection import (
 )
 from hil.cm.sequences.destroys import destroy_conn_sent, listener_destroy
 from hil.cm.sequences.linkpull import link_pull
+from hil.cm.sequences.listeners import listener_addresses, reject_then_accept
 from hil.cm.sequences.pdata import private_data
 
 __all__ = [
@@ -67,10 +74,13 @@ __all__ = [
     "destroys",
     "link_pull",
     "linkpull",
+    "listener_addresses",
     "listener_destroy",
+    "listeners",
     "no_listener",
     "pdata",
     "private_data",
     "reject",
+    "reject_then_accept",
     "remote_access_error",
 ]
