@@ -55,6 +55,18 @@ def _over_limit(act: Action, profile: Profiles, tl: Timeline) -> bool:
     return len(pdata) // 2 > actor(profile, tl, act).private_data.of(act.name)
 
 
+def no_longer_pending(tl: Timeline, act: Action) -> bool:
+    """Whether ``act`` (an accept or reject) came after its id was answered already or
+    its connection closed (DISCONNECTED): not a pending request any more."""
+    assert act.id is not None
+    answered = any(
+        a.name in ("accept", "reject") and a.ok and a.t_us < act.t_us
+        for a in tl.actions_for(act.id)
+    )
+    closed = any(e.type == "DISCONNECTED" and e.t_us < act.t_us for e in tl.events_for(act.id))
+    return answered or closed
+
+
 @rule(
     "answer-on-closed-id-fails",
     4,
@@ -64,6 +76,8 @@ def _over_limit(act: Action, profile: Profiles, tl: Timeline) -> bool:
 )
 def answer_on_closed_id(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for act in (a for a in tl.actions if a.name in ("accept", "reject") and a.id):
+        if not no_longer_pending(tl, act):
+            continue
         earlier = [
             a
             for a in tl.actions_for(act.id)
@@ -72,8 +86,6 @@ def answer_on_closed_id(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
         closed = [
             e for e in tl.events_for(act.id) if e.type == "DISCONNECTED" and e.t_us < act.t_us
         ]
-        if not (earlier or closed):
-            continue
         if act.ok or errno_name(act.result) != "EINVAL":
             got = "succeeded" if act.ok else f"failed with {act.result}"
             why = "closed" if closed else "answered already"

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from hil.judge import links
+from hil.judge.answers import no_longer_pending
 from hil.judge.profiles import Profiles
 from hil.judge.rule import (
     CLOSE_ACTIONS,
@@ -203,13 +204,19 @@ def _pdata_limit(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
                 (),
                 (act,),
             )
-        elif length <= limit and result == limits.refusal:
+        elif length <= limit and result == limits.refusal and not _refused_for_state(tl, act):
             yield Finding(
                 f"{act.name} with {length} bytes of private data, within the limit {limit}, "
                 f"was refused {result}",
                 (),
                 (act,),
             )
+
+
+def _refused_for_state(tl: Timeline, act: Action) -> bool:
+    """An answer on an id that is no longer a pending request is refused EINVAL for
+    that (``answer-on-closed-id-fails`` judges it), whatever its private data."""
+    return act.name in ("accept", "reject") and act.id is not None and no_longer_pending(tl, act)
 
 
 @rule(

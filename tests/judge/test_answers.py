@@ -64,6 +64,19 @@ def test_an_answer_on_a_closed_id_fails_with_einval(answer: str) -> None:
     breaks(b.build(), SIW, "answer-on-closed-id-fails", "failed with EBADF: expected EINVAL")
 
 
+@pytest.mark.parametrize("answer", ["accept", "reject"])
+def test_an_answer_with_private_data_on_a_closed_id_is_refused_for_its_state(answer: str) -> None:
+    """Its EINVAL is answer-on-closed-id-fails's, not a private data refusal (the
+    disconnect-twice suite test rejects with 8 bytes after its close)."""
+    b = orderly_close_builder()
+    b.act("b", answer, "b:2", 150, "EINVAL", private_data=bytes(8).hex())
+    assert not violations(b.build(), SIW, "pdata-over-limit-refused")
+    assert not violations(b.build(), SIW, "answer-on-closed-id-fails")
+    b = Builder("x").ev("b", "CONNECT_REQUEST", "b:2", 1, listen_id="b:1")
+    b.act("b", answer, "b:2", 2, "EINVAL", private_data=bytes(8).hex())
+    breaks(b.build(), SIW, "pdata-over-limit-refused", "within the limit 251, was refused EINVAL")
+
+
 def test_a_second_answer_to_a_request_fails() -> None:
     b = connected()  # b:2 accepted at connect
     b.act("b", "reject", "b:2", 50)
