@@ -14,7 +14,12 @@ from hil.judge.timeline import Timeline
 
 RULE = "remote-access-error-completes-and-disconnects"
 RESET = -errno.ECONNRESET
-NAMES = {0: "IBV_WC_SUCCESS", 2: "IBV_WC_LOC_QP_OP_ERR", 5: "IBV_WC_WR_FLUSH_ERR", 10: "IBV_WC_REM_ACCESS_ERR"}
+NAMES = {
+    0: "IBV_WC_SUCCESS",
+    2: "IBV_WC_LOC_QP_OP_ERR",
+    5: "IBV_WC_WR_FLUSH_ERR",
+    10: "IBV_WC_REM_ACCESS_ERR",
+}
 
 
 def refused_write(
@@ -52,7 +57,9 @@ def test_siw_as_measured_conforms(how: str) -> None:
 
 def test_cxgb4_may_flush_the_write_and_reset_the_connection() -> None:
     conforms(tl(provider="iw_cxgb4", wc_status=5, statuses=(RESET, 0)), IW_CXGB4)
-    breaks(tl(wc_status=5), SIW, RULE, "completed with IBV_WC_WR_FLUSH_ERR(5), expected one of [0, 2]")
+    breaks(
+        tl(wc_status=5), SIW, RULE, "completed with IBV_WC_WR_FLUSH_ERR(5), expected one of [0, 2]"
+    )
     breaks(tl(statuses=(RESET, 0)), SIW, RULE, "side a got DISCONNECTED(-104), expected one of [0]")
 
 
