@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from hil.inventory.hostmodel import FAMILIES, Family
 from hil.errors import HilError
+from hil.inventory.hostmodel import FAMILIES, Family
 from hil.judge.contract import Verdict
 from hil.judge.timeline import explain
 from hil.plugin import option_group, session_of

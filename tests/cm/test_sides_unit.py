@@ -44,7 +44,9 @@ def test_the_ipv6_family_listens_and_connects_on_the_ports_address6() -> None:
     assert connect.params["dst"] == "2001:db8:5::2"
     # The fake agent gives the listener's and the connect's source address back as is.
     request = next(e for e in tl.events if e.type == "CONNECT_REQUEST")
-    assert request.local.startswith("2001:db8:5::2:") and request.remote.startswith("2001:db8:5::1:")
+    assert request.local.startswith("2001:db8:5::2:") and request.remote.startswith(
+        "2001:db8:5::1:"
+    )
 
 
 def test_without_a_family_a_session_takes_the_first_the_pair_offers() -> None:

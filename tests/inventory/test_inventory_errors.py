@@ -70,7 +70,9 @@ CAPTURE_COMMAND = """\
       fetch: [cap, get, "{id}", "{pcap}"]
       vars: {tool: t1}
 """
-RNIC_ALLOWED = "address, address6, driver, fallback, firmware, mtu, name, netdev, rdma_device, speed"
+RNIC_ALLOWED = (
+    "address, address6, driver, fallback, firmware, mtu, name, netdev, rdma_device, speed"
+)
 
 # (id, text to replace in BASE (first occurrence), replacement, expected message)
 CASES = [

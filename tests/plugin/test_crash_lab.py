@@ -112,9 +112,11 @@ def test_a_guest_killed_and_a_guest_frozen_mid_test_are_host_crashed_recovered_a
     )
     result.stdout.fnmatch_lines(
         [
-            f"hil: host {b}: unreachable: *, during test_lab_crashes.py::test_killed[[]a-b-ipv4[]]: "
+            f"hil: host {b}: unreachable: *, during "
+            "test_lab_crashes.py::test_killed[[]a-b-ipv4[]]: "
             "recovered, the pair set up again; the session went on",
-            f"hil: host {a}: unreachable: *, during test_lab_crashes.py::test_frozen[[]a-b-ipv4[]]: "
+            f"hil: host {a}: unreachable: *, during "
+            "test_lab_crashes.py::test_frozen[[]a-b-ipv4[]]: "
             "recovered, the pair set up again; the session went on",
         ]
     )

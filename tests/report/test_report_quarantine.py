@@ -72,7 +72,9 @@ def test_an_entry_without_parameters_covers_every_variant() -> None:
 def test_an_entry_without_a_family_covers_both_families() -> None:
     entry = quarantine.Entry("f.py::test_pull[a-b]", "r", "i", dt.date(2026, 1, 1))
     assert entry.matches("f.py::test_pull[a-b-ipv4]") and entry.matches("f.py::test_pull[a-b-ipv6]")
-    assert not entry.matches("f.py::test_pull[a-b-c]") and not entry.matches("f.py::test_pull[b-a-ipv6]")
+    assert not entry.matches("f.py::test_pull[a-b-c]") and not entry.matches(
+        "f.py::test_pull[b-a-ipv6]"
+    )
     one = quarantine.Entry("f.py::test_pull[a-b-ipv6]", "r", "i", dt.date(2026, 1, 1))
     assert one.matches("f.py::test_pull[a-b-ipv6]") and not one.matches("f.py::test_pull[a-b-ipv4]")
 
