@@ -24,7 +24,7 @@ from netnslab import NetnsLab
 REPO = Path(__file__).resolve().parents[1]
 # Needs pair setup (every suite test does) but no listener on the far side:
 # the shortest sequence of the suites.
-SUITE_TEST = "suites/test_connect.py::test_connect_with_no_listener_is_refused[a-b]"
+SUITE_TEST = "suites/test_connect.py::test_connect_with_no_listener_is_refused[a-b-ipv4]"
 PIP_TIMEOUT = 900.0  # a cold pip cache downloads and builds every dependency
 VENV_TIMEOUT = 120.0
 SUITE_TIMEOUT = 600.0

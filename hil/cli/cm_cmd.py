@@ -35,6 +35,7 @@ from hil.cli.options import (
 from hil.cm import registry
 from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION, InputError
 from hil.host.evidence import SETTLE_S
+from hil.inventory.model import FAMILIES
 from hil.registry import Registry
 
 
@@ -62,6 +63,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         choices=("a-b", "b-a"),
         default="a-b",
         help="which host connects: a-b (default) or b-a",
+    )
+    p.add_argument(
+        "--family",
+        choices=FAMILIES,
+        default=None,
+        help="the data addresses to use: ipv4 or ipv6 (default: the first the pair offers, "
+        "ipv4 when it has both; ipv6 needs both ports' address6 in the inventory)",
     )
     p.add_argument(
         "--mode", metavar="MODE", help="link pull mode (link_pull; default: the link's first)"
@@ -223,8 +231,10 @@ def _run(args: argparse.Namespace) -> int:
                     setup=run.state.to_json(),
                     provider=_provider_json(run),
                 )
+            # Made first: a family the pair does not offer is bad input, not a failed test.
+            session = run.session(args.direction, family=args.family)
             with run.test(f"hil cm run {args.sequence}", options) as t:
-                run.session(args.direction).run(args.sequence, **params)
+                session.run(args.sequence, **params)
     assert t.result is not None
     if isinstance(output, JsonOutput):
         print(json.dumps(output.doc))

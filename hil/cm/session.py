@@ -11,7 +11,7 @@ API (for suites and the CLI)::
     verdict = check(timeline, session.profile)
 
 - ``CMSession(hosts, pair, *, profile, direction="a-b", journal=None,
-  evidence=True, observers=None)``: ``hosts`` is a :class:`hil.host.hosts.Hosts`
+  evidence=True, observers=None, family=None)``: ``hosts`` is a :class:`hil.host.hosts.Hosts`
   (one agent per host), ``pair`` the reserved
   :class:`~hil.inventory.model.Pair`, already set up
   (:func:`hil.host.pairsetup.setup_pair`).  ``profile`` is the contract profile of
@@ -22,7 +22,9 @@ API (for suites and the CLI)::
   ``journal`` is needed only for link pulls.  ``evidence`` takes resource
   counts and the kernel log around every run (invariant 11).  ``observers``
   (:class:`hil.cm.observer.Observers`) hear of every run, action, event
-  batch, timeline and verdict.
+  batch, timeline and verdict.  ``family`` ("ipv4" or "ipv6") picks the
+  ports' data addresses (:meth:`~hil.inventory.model.Rnic.address_of`); None
+  takes the first the pair offers (``pair.families``).
 - ``session.run(sequence, **params) -> Timeline``: ``sequence`` is the
   function (a suite's way: it type-checks and an editor finds it) or the
   name it is registered under (the CLI's: :mod:`hil.cm.registry`); the

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal
     from hil.host.linkctl import LinkControl
-    from hil.inventory.model import Pair, Rnic
+    from hil.inventory.model import Family, Pair, Rnic
     from hil.judge.profiles import Profiles
 
 log = logging.getLogger(__name__)
@@ -46,9 +46,11 @@ class PairSides:
         journal: Journal | None = None,
         evidence: bool = True,
         observers: Observers | None = None,
+        family: Family | None = None,
     ) -> None:
         if direction not in DIRECTIONS:
             raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+        self.family = _family(pair, family)
         self.hosts = hosts
         self.pair = pair
         self.direction = direction
@@ -59,13 +61,6 @@ class PairSides:
         self._offsets: dict[str, ClockOffset] = {}
         self._relative: RelativeClock | None = None
         self._ports = itertools.count(random.randint(*PORT_RANGE))
-        for side in SIDES:
-            if self.rnic(side).address is None:
-                raise InputError(
-                    f"pair {pair.name}: port {self.rnic(side).name} of "
-                    f"{self.host(side)} has no address in the inventory; "
-                    "CM sequences need the data addresses"
-                )
         self.profile = profile
 
     # -- the pair ------------------------------------------------------------
@@ -83,9 +78,9 @@ class PairSides:
         return self.hosts.agent(self.host(side))
 
     def address(self, side: str) -> str:
-        """The data IP address of the port on ``side``."""
-        address = self.rnic(side).address
-        assert address is not None  # checked in __init__
+        """The data IP address of the session's family of the port on ``side``."""
+        address = self.rnic(side).address_of(self.family)
+        assert address is not None  # checked in __init__ (_family)
         return str(address.ip)
 
     def other(self, side: str) -> str:
@@ -174,6 +169,26 @@ class PairSides:
     def recording(self, scenario: str) -> Recording:
         """A new recording for one run (a context manager)."""
         return Recording(self, scenario, evidence=self.evidence)
+
+
+def _family(pair: Pair, family: Family | None) -> Family:
+    """``family`` when both ports have an address of it; None: the first the pair offers.
+
+    InputError naming what each port has otherwise.
+    """
+    offered = pair.families
+    if family is None and offered:
+        return offered[0]
+    if family is not None and family in offered:
+        return family
+    have = "; ".join(
+        f"port {r.name} of {h.name}: {', '.join(r.families) or 'none'}"
+        for h, r in ((pair.host_a, pair.rnic_a), (pair.host_b, pair.rnic_b))
+    )
+    raise InputError(
+        f"pair {pair.name}: CM sequences need an {family or 'IP'} address on both ports "
+        f"(address, or address6 for IPv6), and the inventory gives {have}"
+    )
 
 
 def _side(side: str) -> str:

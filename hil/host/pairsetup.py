@@ -34,7 +34,7 @@ from hil.host.rdmadev import (
     wrong_netdev,
 )
 from hil.host.readiness import pair_readiness
-from hil.inventory.model import Host, Pair, Rnic
+from hil.inventory.model import Family, Host, Pair, Rnic
 
 if TYPE_CHECKING:
     from hil.agent import Agent
@@ -120,18 +120,28 @@ def _configure_port(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> N
         what = f"set {netdev} down again"
         journal.change(host.name, agent_undo("set_link", what, netdev=netdev, up=False))
         agent.set_link(netdev, up=True)
-    if rnic.address is not None:
-        present = {a.address for a in agent.addresses(netdev)}
-        if rnic.address not in present:
-            undo = agent_undo(
-                "delete_address",
-                f"remove {rnic.address} from {netdev}",
-                netdev=netdev,
-                address=str(rnic.address),
-            )
-            undo["missing_ok"] = True
-            journal.change(host.name, undo)
-            agent.add_address(netdev, rnic.address)
+    _add_addresses(agent, journal, host, rnic)
+
+
+def _add_addresses(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> None:
+    """Give the port its inventory addresses (``address``, ``address6``) it lacks, each
+    removal journaled first, so a killed run's replay removes it too."""
+    wanted = [a for a in (rnic.address, rnic.address6) if a is not None]
+    if not wanted:
+        return
+    present = {a.address for a in agent.addresses(rnic.netdev)}
+    for address in wanted:
+        if address in present:
+            continue
+        undo = agent_undo(
+            "delete_address",
+            f"remove {address} from {rnic.netdev}",
+            netdev=rnic.netdev,
+            address=str(address),
+        )
+        undo["missing_ok"] = True
+        journal.change(host.name, undo)
+        agent.add_address(rnic.netdev, address)
 
 
 def _wait_carrier(agent: Agent, host: Host, rnic: Rnic, peer: str) -> int:
@@ -147,12 +157,22 @@ def _wait_carrier(agent: Agent, host: Host, rnic: Rnic, peer: str) -> int:
 
 
 def _check_reach(hosts: Hosts, pair: Pair, timeout: float) -> bool:
-    """Ping B's data address from A's port; False when an address is not in the inventory."""
-    ra, rb = pair.rnic_a, pair.rnic_b
-    if ra.address is None or rb.address is None:
+    """Ping B's data address of every family the pair offers from A's port; False when
+    the pair offers none (a port without an address in the inventory)."""
+    if not pair.families:
         log.warning("pair %s: a port has no address in the inventory; reach not checked", pair.name)
         return False
-    target = str(rb.address.ip)
+    for family in pair.families:
+        _ping(hosts, pair, family, timeout)
+    return True
+
+
+def _ping(hosts: Hosts, pair: Pair, family: Family, timeout: float) -> None:
+    ra, rb = pair.rnic_a, pair.rnic_b
+    source, dest = ra.address_of(family), rb.address_of(family)
+    assert source is not None and dest is not None  # in pair.families
+    target = str(dest.ip)
+    # iputils ping picks ICMPv6 for an IPv6 target by itself (ping(8), -4/-6).
     argv = tools.argv(
         "ping", "-n", "-c", "1", "-w", f"{max(1, round(timeout))}", "-I", ra.netdev, target
     )
@@ -161,11 +181,10 @@ def _check_reach(hosts: Hosts, pair: Pair, timeout: float) -> bool:
         seen = (result.stdout + result.stderr).strip().splitlines()[-2:]
         raise RemoteError(
             pair.host_a.name,
-            f"cannot reach {pair.host_b.name} at {target} from {ra.netdev} ({ra.address}) "
+            f"cannot reach {pair.host_b.name} at {target} from {ra.netdev} ({source}) "
             f"within {timeout:g}s ({' / '.join(seen)}); check the cable, both addresses "
             "and prefixes, and any firewall on the data path",
         )
-    return True
 
 
 def _pick_rdma(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> tuple[str, bool]:

@@ -93,6 +93,7 @@ def _rnic(rnic: Rnic) -> dict[str, Any]:
         "driver": rnic.driver,
         "rdma_device": rnic.rdma_device,
         "address": str(rnic.address) if rnic.address is not None else None,
+        "address6": str(rnic.address6) if rnic.address6 is not None else None,
         "mtu": rnic.mtu,
         "speed": rnic.speed,
         "firmware": rnic.firmware,

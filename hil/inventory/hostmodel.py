@@ -15,6 +15,10 @@ from hil import tools
 from hil.inventory.secret import Secret
 
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
+# The address families a port can offer the CM runner; each suite test runs once per
+# family its pair's link offers (hil.plugin.fixtures).
+Family = Literal["ipv4", "ipv6"]
+FAMILIES: tuple[Family, ...] = ("ipv4", "ipv6")
 HostKeyPolicy = Literal["strict", "accept-new"]
 # How doctor and pair setup compare a port's ``firmware`` with what the card
 # runs: the same text, at least that version (dotted numbers), or only recorded.
@@ -62,11 +66,28 @@ class Rnic:
     driver: str
     rdma_device: str | None = None
     address: IPInterface | None = None
+    # The port's IPv6 address beside an IPv4 ``address`` (docs/inventory.md).
+    address6: ipaddress.IPv6Interface | None = None
     mtu: int | None = None
     speed: int | None = None  # Mb/s
     firmware: str | None = None
     # "siw": when the hardware RDMA device is absent, create siw on netdev.
     fallback: Literal["siw"] | None = None
+
+    def address_of(self, family: Family) -> IPInterface | None:
+        """The port's address of ``family``: ``address6`` or an IPv6 ``address`` for
+        ipv6, an IPv4 ``address`` for ipv4; None when it has none."""
+        if family == "ipv6" and self.address6 is not None:
+            return self.address6
+        wanted = 6 if family == "ipv6" else 4
+        if self.address is not None and self.address.version == wanted:
+            return self.address
+        return None
+
+    @property
+    def families(self) -> tuple[Family, ...]:
+        """The address families the port has an address of, IPv4 first."""
+        return tuple(f for f in FAMILIES if self.address_of(f) is not None)
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,12 @@ from typing import TypeVar
 
 from hil.errors import InputError
 from hil.inventory.hostmodel import (
+    FAMILIES,
     FIRMWARE_POLICIES,
     POWER_ACTIONS,
     POWER_FIELDS,
     POWER_MODES,
+    Family,
     FirmwarePolicy,
     Host,
     HostKeyPolicy,
@@ -73,6 +75,11 @@ class Pair:
         return self.host_b.rnic(self.link.b.port)
 
     @property
+    def families(self) -> tuple[Family, ...]:
+        """The address families both ends have an address of: what the pair's CM runs use."""
+        return tuple(f for f in self.rnic_a.families if f in self.rnic_b.families)
+
+    @property
     def module_params(self) -> dict[str, dict[str, str]]:
         """The module parameters the pair's runs pin: driver -> {parameter: value}."""
         return params_by_driver(self.link.module_params)
@@ -124,11 +131,13 @@ __all__ = [
     "CAPTURE_MODES",
     "CaptureMode",
     "CaptureSpec",
+    "FAMILIES",
     "FIRMWARE_POLICIES",
     "FirmwarePolicy",
     "HOST_TCP_DRIVERS",
     "Host",
     "HostKeyPolicy",
+    "Family",
     "IPInterface",
     "Inventory",
     "Link",

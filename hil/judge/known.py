@@ -49,6 +49,20 @@ END = re.compile(r"</TASK>|---\[ end trace")
 ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 
 
+# The address families the plugin gives suite tests (hil.plugin.fixtures): the last
+# part of their parameters' id, "-ipv4" or "-ipv6".
+FAMILY_IDS = ("ipv4", "ipv6")
+
+
+def covers(entry: str, nodeid: str) -> bool:
+    """Whether a list's node id ``entry`` covers the test ``nodeid``: the same id; an entry
+    without ``[params]`` every variant; an entry without a family (``[a-b]``) every family
+    (``[a-b-ipv4]``, ``[a-b-ipv6]``)."""
+    if "[" not in entry:
+        return nodeid.split("[")[0] == entry
+    return nodeid == entry or any(nodeid == f"{entry[:-1]}-{f}]" for f in FAMILY_IDS)
+
+
 @dataclass(frozen=True)
 class KnownFinding:
     """One known kernel report: how to recognise it, where it is known, where it is filed."""
@@ -69,7 +83,7 @@ class KnownFinding:
 
     def known_in(self, test: str, releases: Iterable[str]) -> bool:
         """Whether the entry covers this test on one of these kernel releases."""
-        in_test = any(test == t or ("[" not in t and test.split("[")[0] == t) for t in self.tests)
+        in_test = any(covers(t, test) for t in self.tests)
         return in_test and any(_release_of(r, k) for r in releases for k in self.kernels)
 
 

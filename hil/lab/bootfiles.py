@@ -96,9 +96,10 @@ def write_guest(
     (conf / "authorized_keys").write_text(client_pub + "\n")
     (conf / "sshd_config").write_text(SSHD_CONFIG)
     mgmt = mgmt_nic(index)
-    nics = [(mgmt.mac, mgmt.netdev, mgmt.address)]
-    nics += [(n.mac, n.netdev, n.address) for _, n in data_nics(index, lab_cables)]
-    (conf / "nics").write_text("".join(f"{m} {n} {a}\n" for m, n, a in nics))
+    nics = [(mgmt.mac, mgmt.netdev, mgmt.address, mgmt.address6)]
+    nics += [(n.mac, n.netdev, n.address, n.address6) for _, n in data_nics(index, lab_cables)]
+    # "-": no IPv6 address (the management NIC); guest_boot.sh reads the four columns.
+    (conf / "nics").write_text("".join(f"{m} {n} {a} {a6 or '-'}\n" for m, n, a, a6 in nics))
     (conf / "sysctls").write_text("".join(f"{k}={v}\n" for k, v in GUEST_SYSCTLS))
     siw = [(rdma_device(n.netdev), n.netdev) for _, n in data_nics(index, lab_cables)]
     (conf / "siw").write_text("".join(f"{d} {n}\n" for d, n in siw))

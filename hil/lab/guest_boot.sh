@@ -28,9 +28,11 @@ cat "$run/shadow" > /etc/shadow
 mount -t tmpfs -o mode=700 tmpfs /root
 
 ip link set dev lo up
-# Each line: MAC NAME ADDRESS/PREFIX.  NICs are found by their fixed MAC and
-# renamed, so the guest's names match the QEMU netdev ids and the inventory.
-while read -r mac name addr; do
+# Each line: MAC NAME ADDRESS/PREFIX ADDRESS6/PREFIX ("-": none).  NICs are
+# found by their fixed MAC and renamed, so the guest's names match the QEMU
+# netdev ids and the inventory.  The IPv6 address skips duplicate address
+# detection, as pair setup's does (hil/agent/remote/netlink.py says why).
+while read -r mac name addr addr6; do
     dev=""
     for d in /sys/class/net/*; do
         if [ "$(cat "$d/address")" = "$mac" ]; then dev=${d##*/}; fi
@@ -41,6 +43,7 @@ while read -r mac name addr; do
         ip link set dev "$dev" name "$name"
     fi
     ip addr add "$addr" dev "$name"
+    if [ "$addr6" != "-" ]; then ip -6 addr add "$addr6" dev "$name" nodad; fi
     ip link set dev "$name" up
 done < "$run/nics"
 

@@ -4,7 +4,8 @@ Hosts are reached on 127.0.0.1 with the lab's key and strictly checked host
 keys; hosts are named as the guests (``ID-I``, with the lab's id, see
 ``network``) and powered through QMP (``power: {mode: qmp}``, see
 ``hil.lab.power``); each data NIC is an RNIC port ``pK`` (``driver: siw``, the siw
-device the lab created, ``fallback: siw``); each cable is a link ``ID-I-J``
+device the lab created, ``fallback: siw``, its IPv4 ``address`` and IPv6
+``address6``); each cable is a link ``ID-I-J``
 with ``carrier`` (QMP), ``admin`` and ``blackhole`` pulls.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 import yaml
 
 from hil.lab.bootfiles import CLIENT_KEY, GUEST_SYSCTLS, KNOWN_HOSTS, rdma_device
-from hil.lab.network import Cable, CableEnd, data_nics
+from hil.lab.network import Cable, CableEnd, Nic, data_nics
 from hil.lab.state import LabState
 
 INVENTORY_FILE = "inventory.yaml"
@@ -47,7 +48,7 @@ def document(state: LabState, lab_cables: list[Cable]) -> dict[str, Any]:
             "python": "/usr/bin/python3",
             "tags": ["virtual", "siw"],
             "sysctls": dict(GUEST_SYSCTLS),
-            "rnics": [_rnic(nic.netdev, nic.address) for _, nic in data_nics(g.index, lab_cables)],
+            "rnics": [_rnic(nic) for _, nic in data_nics(g.index, lab_cables)],
             # Cycled through QEMU's monitor, started again from the lab when QEMU is gone.
             "power": {"mode": "qmp", "qmp": g.qmp, "lab": state.dir},
         }
@@ -55,14 +56,15 @@ def document(state: LabState, lab_cables: list[Cable]) -> dict[str, Any]:
     return {"version": 1, "hosts": hosts, "links": links}
 
 
-def _rnic(netdev: str, address: str) -> dict[str, Any]:
+def _rnic(nic: Nic) -> dict[str, Any]:
     return {
-        "name": port_name(netdev),
-        "netdev": netdev,
+        "name": port_name(nic.netdev),
+        "netdev": nic.netdev,
         "driver": "siw",
-        "rdma_device": rdma_device(netdev),
+        "rdma_device": rdma_device(nic.netdev),
         "fallback": "siw",
-        "address": address,
+        "address": nic.address,
+        "address6": nic.address6,
         "mtu": DATA_MTU,
     }
 

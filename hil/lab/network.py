@@ -9,7 +9,8 @@ ID-(N-1)``.  Cable ``c`` (link ``ID-c-(c+1)``) joins guest ``c`` and guest
 its frames to the other end's (connectionless, so either guest's QEMU can
 be restarted alone and the cable works again, which a TCP socket netdev's
 ``connect`` side never does); it carries the subnet ``198.18.c.0/24``
-(``.1`` on the lower guest, ``.2`` on the upper one), and ends on each
+(``.1`` on the lower guest, ``.2`` on the upper one) and the IPv6 subnet
+``2001:2:0:c::/64`` (``::1`` and ``::2``; ``c`` in hex), and ends on each
 guest in a data NIC whose QEMU netdev id and guest interface name are both
 ``dataK`` (K counts that guest's cables).
 For two guests this is one cable, ``ID-0-1``: ID-0:data0 to ID-1:data0.  The
@@ -31,6 +32,10 @@ from hil.errors import InputError, LabError
 
 MAX_GUESTS = 32  # a chain of 31 cables: far more than two cores can run
 MGMT_ADDRESS = "10.0.2.15/24"  # QEMU user networking's guest address
+# The data links' prefixes: the benchmarking ranges, never routed (IPv4 198.18.0.0/15,
+# RFC 2544 appendix C.2.2 and RFC 5735; IPv6 2001:2::/48, RFC 5180 section 8).
+DATA_V4 = "198.18.{cable}.0/24"
+DATA_V6 = "2001:2:0:{cable:x}::/64"
 # 4 hex digits: names stay short in timelines and reports, and two labs on
 # one machine share an id with a chance of 1 in 65536.
 LAB_ID_DIGITS = 4
@@ -47,6 +52,7 @@ class Nic:
     netdev: str
     mac: str
     address: str  # interface address with prefix, "198.18.0.1/24"
+    address6: str | None = None  # IPv6 interface address with prefix, "2001:2::1/64"
 
 
 @dataclass(frozen=True)
@@ -118,13 +124,19 @@ def cables(lab: str, n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
     nic_count = [0] * n
     result = []
     for c in range(n - 1):
-        subnet = ipaddress.IPv4Network(f"198.18.{c}.0/24")
+        subnet = ipaddress.IPv4Network(DATA_V4.format(cable=c))
+        subnet6 = ipaddress.IPv6Network(DATA_V6.format(cable=c))
         ends = []
         for side, guest in enumerate((c, c + 1)):
             k = nic_count[guest]
             nic_count[guest] += 1
             mac = f"52:54:00:01:{guest:02x}:{k:02x}"
-            nic = Nic(f"data{k}", mac, f"{subnet[side + 1]}/{subnet.prefixlen}")
+            nic = Nic(
+                f"data{k}",
+                mac,
+                f"{subnet[side + 1]}/{subnet.prefixlen}",
+                f"{subnet6[side + 1]}/{subnet6.prefixlen}",
+            )
             ends.append(CableEnd(guest, nic, cable_ports[2 * c + side]))
         result.append(Cable(lab, c, ends[0], ends[1]))
     return result

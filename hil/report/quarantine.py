@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from hil.errors import InputError
-from hil.judge.known import no_repeats, yaml_entries, yaml_mapping
+from hil.judge.known import covers, no_repeats, yaml_entries, yaml_mapping
 from hil.report.categories import KNOWN_FLAKY_PREFIX
 from hil.report.results import FAILING, KNOWN_FLAKY_TAG, labels
 
@@ -53,7 +53,7 @@ class Entry:
 
     def matches(self, nodeid: str) -> bool:
         """Whether the entry covers the test with this node id."""
-        return nodeid == self.test or ("[" not in self.test and nodeid.split("[")[0] == self.test)
+        return covers(self.test, nodeid)
 
 
 LIST_KEY = pytest.StashKey[tuple[Path, list[Entry]]]()  # the loaded list, per process

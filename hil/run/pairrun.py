@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Self
 
 from hil.cm.observer import Observer, RunInfo
 from hil.errors import HilError, InputError, LeaseLost
-from hil.inventory.model import PinnedParam
+from hil.inventory.model import Family, PinnedParam
 from hil.reservation import Heartbeat, Lease
 from hil.run.observer import Observers
 from hil.run.pairfacts import PairFacts
@@ -335,8 +335,11 @@ class PairRun:
 
         tell_skipped(self, name, reason)
 
-    def session(self, direction: str = "a-b", *, evidence: bool = True) -> CMSession:
-        """A CM session on the set-up pair, judged by the run's profile, told to the observers."""
+    def session(
+        self, direction: str = "a-b", *, evidence: bool = True, family: Family | None = None
+    ) -> CMSession:
+        """A CM session on the set-up pair, judged by the run's profile, told to the observers;
+        on the data addresses of ``family`` (None: the first the pair offers)."""
         from hil.cm.session import CMSession
 
         return CMSession(
@@ -347,4 +350,5 @@ class PairRun:
             journal=self.journal,
             evidence=evidence,
             observers=self.observers,
+            family=family,
         )

@@ -53,6 +53,17 @@ def test_bad_input_is_one_line_and_exit_1_before_any_pair_is_reserved(
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_a_family_other_than_ipv4_or_ipv6_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["cm", "run", "connect", "--family", "ipv5"])
+    assert done.value.code == 1
+    err = capsys.readouterr().err
+    assert "argument --family: invalid choice: 'ipv5' (choose from" in err
+    assert "Traceback" not in err
+
+
 def test_good_parameters_take_their_annotated_types() -> None:
     from hil.cli.cm_cmd import sequence_params
 

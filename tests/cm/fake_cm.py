@@ -116,8 +116,9 @@ class FakeAgent:
     def clock_probe(
         self, src: str, dst: str, port: int, count: int, budget_s: float
     ) -> protocol.ClockProbeReply:
-        """Probes to the host whose address is ``dst``: 40 µs one way, 10 µs turnaround."""
-        peer = next(a for name, a in self.world.agents.items() if ADDRS[name] == dst)
+        """Probes to the other host (at ``dst``, of either family): 40 µs one way, 10 µs
+        turnaround."""
+        peer = next(a for name, a in self.world.agents.items() if name != self.name)
         samples = []
         for _ in range(count):
             t1 = self.now()

@@ -349,14 +349,16 @@ class _Addresses:
 
 def _sides(cidr: str, peer: str, agent: _Addresses, journal: _Journal) -> SimpleNamespace:
     """What _extra_address reads of a PairSides: the passive side b's port at ``cidr``."""
-    rnic = SimpleNamespace(name="p0", netdev="data0", address=ipaddress.ip_interface(cidr))
+    iface = ipaddress.ip_interface(cidr)
+    rnic = SimpleNamespace(name="p0", netdev="data0", address_of=lambda family: iface)
     return SimpleNamespace(
         journal=journal,
         passive="b",
+        family="ipv6" if iface.version == 6 else "ipv4",
         rnic=lambda side: rnic,
         host=lambda side: "h1",
         agent=lambda side: agent,
-        address=lambda side: str(rnic.address.ip) if side == "b" else peer,
+        address=lambda side: str(iface.ip) if side == "b" else peer,
     )
 
 
@@ -369,6 +371,14 @@ def test_the_second_listener_address_is_journaled_first_and_removed_after() -> N
         assert journal.log == [("journaled", {"netdev": "data0", "address": "198.18.0.254/24"})]
         assert agent.log == [("added", "data0", "198.18.0.254/24")]
     assert journal.log[-1] == ("undone", journal.log[0][1]) and not journal.entries
+
+
+def test_an_ipv6_session_takes_the_second_listener_address_from_the_ipv6_subnet() -> None:
+    agent = _Addresses([])
+    s = _sides("2001:2::2/64", "2001:2::1", agent, _Journal(agent))
+    with listeners._extra_address(s) as got:  # type: ignore[arg-type]
+        assert got == "2001:2::ffff:ffff:ffff:fffe"
+        assert agent.log == [("added", "data0", "2001:2::ffff:ffff:ffff:fffe/64")]
 
 
 def test_a_subnet_with_no_free_address_is_refused_naming_it() -> None:

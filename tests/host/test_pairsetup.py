@@ -14,7 +14,7 @@ from netnslab.lab import NetnsLab
 
 from hil.errors import RemoteError
 from hil.host.hosts import Hosts
-from hil.host.journal import Journal
+from hil.host.journal import Journal, replay
 from hil.host.pairsetup import setup_pair
 from hil.inventory.model import Host, Inventory
 from hil.reservation import Store
@@ -174,3 +174,52 @@ def test_siw_fallback_on_a_kernel_without_rdma_fails_clearly_and_journals_nothin
             assert entries and not any("siw" in e.entry["what"] for e in entries)
         finally:
             journal.close().check("teardown")
+
+
+def _addresses6(lab: NetnsLab, n: int) -> dict[str, bool]:
+    """The global IPv6 addresses of host ns<n>'s data0, each with whether it is tentative."""
+    import json
+
+    link = json.loads(lab.exec(n, ["ip", "-j", "addr", "show", "dev", "data0"]).stdout)[0]
+    return {
+        f"{a['local']}/{a['prefixlen']}": bool(a.get("tentative"))
+        for a in link["addr_info"]
+        if a["family"] == "inet6" and a["scope"] == "global"
+    }
+
+
+@pytest.mark.netns
+def test_address6_is_added_usable_reached_and_undone_also_after_a_killed_run(
+    lab: NetnsLab, store: Store
+) -> None:
+    before = [_addresses6(lab, n) for n in (0, 1)]
+    inv = lab.inventory()
+    six = {
+        h: dataclasses.replace(
+            inv.hosts[h],
+            rnics=(
+                dataclasses.replace(
+                    inv.hosts[h].rnics[0],
+                    address6=ipaddress.IPv6Interface(f"2001:db8:7::{i + 1}/64"),
+                ),
+            ),
+        )
+        for i, h in enumerate(sorted(inv.hosts))
+    }
+    inv = dataclasses.replace(inv, hosts=six)
+    pair = inv.pair("ns0-ns1")
+    assert pair.families == ("ipv4", "ipv6")
+    with Hosts(inv, store) as hosts:
+        journal = Journal(hosts, store, f"setup-{uuid.uuid4().hex[:8]}")
+        # _check_reach pinged 2001:db8:7::2 from ns0: a tentative address would not answer.
+        assert setup_pair(hosts, pair, journal, rdma=False).reached
+        # Added without DAD: usable at once (hil/agent/remote/netlink.py).
+        assert _addresses6(lab, 1) == {**before[1], "2001:db8:7::2/64": False}
+        # The run dies here: its journal stays in the store, never closed.
+    with Hosts(inv, store) as hosts:
+        report = replay(hosts, pair)
+    assert report.undone == (  # newest first
+        "ns1: remove 2001:db8:7::2/64 from data0",
+        "ns0: remove 2001:db8:7::1/64 from data0",
+    )
+    assert [_addresses6(lab, n) for n in (0, 1)] == before

@@ -70,7 +70,9 @@ CAPTURE_COMMAND = """\
       fetch: [cap, get, "{id}", "{pcap}"]
       vars: {tool: t1}
 """
-RNIC_ALLOWED = "address, driver, fallback, firmware, mtu, name, netdev, rdma_device, speed"
+RNIC_ALLOWED = (
+    "address, address6, driver, fallback, firmware, mtu, name, netdev, rdma_device, speed"
+)
 
 # (id, text to replace in BASE (first occurrence), replacement, expected message)
 CASES = [
@@ -87,6 +89,55 @@ CASES = [
         (
             "lab.yaml:16: hosts.a.rnics[0].address: '198.18.0.1' has no prefix length "
             "(write ADDRESS/PREFIX, like 198.18.0.1/24)"
+        ),
+    ),
+    (
+        "address6-not-an-address",
+        "address: 198.18.0.1/24\n",
+        "address: 198.18.0.1/24\n        address6: fd00::zz/64\n",
+        (
+            "lab.yaml:17: hosts.a.rnics[0].address6: 'fd00::zz/64' is not an IPv6 address "
+            "with prefix (like fd00::1/64)"
+        ),
+    ),
+    (
+        "address6-ipv4",
+        "address: 198.18.0.1/24\n",
+        "address: 198.18.0.1/24\n        address6: 198.18.0.5/24\n",
+        (
+            "lab.yaml:17: hosts.a.rnics[0].address6: '198.18.0.5/24' is an IPv4 address; "
+            "address6 takes an IPv6 one (like fd00::1/64), address the IPv4 one"
+        ),
+    ),
+    (
+        "address6-without-prefix",
+        "address: 198.18.0.1/24\n",
+        "address: 198.18.0.1/24\n        address6: fd00::1\n",
+        (
+            "lab.yaml:17: hosts.a.rnics[0].address6: 'fd00::1' has no prefix length "
+            "(write ADDRESS/PREFIX, like fd00::1/64)"
+        ),
+    ),
+    (
+        "address6-beside-ipv6-address",
+        "address: 198.18.0.1/24\n",
+        "address: fd00::9/64\n        address6: fd00::1/64\n",
+        (
+            "lab.yaml:17: hosts.a.rnics[0].address6: address fd00::9/64 is IPv6 already; "
+            "address6 is the IPv6 address beside an IPv4 address: give address an IPv4 "
+            "address or drop address6"
+        ),
+    ),
+    (
+        "address6-twice-on-a-host",
+        "        speed: 10000\n",
+        (
+            "        speed: 10000\n        address6: fd00::1/64\n"
+            "      - {name: p1, netdev: eth2, driver: siw, address6: 'fd00::1/128'}\n"
+        ),
+        (
+            "lab.yaml:20: hosts.a.rnics[1].address6: fd00::1 is already the address6 of "
+            "port 'p0' of this host; each port needs its own address"
         ),
     ),
     (
@@ -492,6 +543,17 @@ links:
   l2:
     ends: [a:p1, c:p0]
 """
+
+
+def test_both_ends_of_a_link_with_one_address6_are_refused(tmp_path: Path) -> None:
+    six = "        address6: fd00::1/64\n"
+    text = BASE.replace("        speed: 10000\n", "        speed: 10000\n" + six)
+    (tmp_path / "lab.yaml").write_text(text.replace("198.18.0.2/24\n", "198.18.0.2/24\n" + six))
+    with pytest.raises(InventoryError) as caught:
+        load(tmp_path / "lab.yaml")
+    assert str(caught.value).endswith(
+        ":33: links.l1.ends: both ends have the address6 fd00::1; each end of a link needs its own"
+    )
 
 
 def test_two_links_on_one_host_through_two_ports_are_valid(tmp_path: Path) -> None:

@@ -254,3 +254,20 @@ def test_document_loads_back_into_an_equal_inventory(example: Inventory, tmp_pat
     again = load(_write(tmp_path / "again.yaml", json.dumps(doc)))
     assert again.hosts == example.hosts
     assert again.links == example.links
+
+
+def test_a_pair_offers_the_families_both_ends_have_an_address_of(example: Inventory) -> None:
+    t6 = example.pair("t6-pair-1")
+    assert t6.rnic_a.address6 == ipaddress.IPv6Interface("2001:db8:1::1/64")
+    assert t6.rnic_a.address_of("ipv6") == t6.rnic_a.address6
+    assert t6.rnic_a.address_of("ipv4") == ipaddress.ip_interface("198.18.1.1/24")
+    assert t6.families == ("ipv4", "ipv6")
+    assert example.pair("t5-pair-1").families == ("ipv4",)
+
+
+def test_an_ipv6_address_alone_offers_ipv6_only(tmp_path: Path) -> None:
+    text = MINIMAL.replace("driver: siw", "driver: siw, address: 'fd00::1/64'", 1)
+    rnic = load(_write(tmp_path / "lab.yaml", text)).hosts["a"].rnic("p0")
+    assert (rnic.families, rnic.address_of("ipv6"), rnic.address_of("ipv4")) == (
+        ("ipv6",), ipaddress.ip_interface("fd00::1/64"), None,
+    )  # fmt: skip

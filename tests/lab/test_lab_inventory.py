@@ -63,6 +63,7 @@ def test_two_guest_inventory_loads_with_strict_host_keys_and_siw(tmp_path: Path)
         1500,
     )
     assert p0.address == ipaddress.ip_interface("198.18.0.2/24")
+    assert p0.address6 == ipaddress.IPv6Interface("2001:2::2/64")
     pair = inv.pair(f"{lab}-0-1")
     assert (str(pair.link.a), str(pair.link.b)) == (f"{lab}-0:p0", f"{lab}-1:p0")
     carrier = pair.link.pull("carrier")
@@ -100,8 +101,8 @@ def test_guest_boot_files_match_the_inventory(tmp_path: Path) -> None:
     conf = bootfiles.guest_conf_dir(tmp_path, name)
     assert (conf / "authorized_keys").read_text().strip() == client
     assert (conf / "nics").read_text().splitlines() == [
-        "52:54:00:00:01:00 mgmt0 10.0.2.15/24",
-        "52:54:00:01:01:00 data0 198.18.0.2/24",
+        "52:54:00:00:01:00 mgmt0 10.0.2.15/24 -",
+        "52:54:00:01:01:00 data0 198.18.0.2/24 2001:2::2/64",
     ]
     assert (conf / "siw").read_text() == "siw_data0 data0\n"
     assert "net.ipv4.tcp_retries2=5" in (conf / "sysctls").read_text().splitlines()

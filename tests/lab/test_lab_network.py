@@ -27,9 +27,9 @@ def test_three_guests_chain_and_the_middle_one_has_two_data_nics() -> None:
     cables = network.cables(LAB, 3, (1, 2, 3, 4))
     assert [c.name for c in cables] == ["lab1a2b-0-1", "lab1a2b-1-2"]
     middle = network.data_nics(1, cables)
-    assert [(c.name, n.netdev, n.address) for c, n in middle] == [
-        ("lab1a2b-0-1", "data0", "198.18.0.2/24"),
-        ("lab1a2b-1-2", "data1", "198.18.1.1/24"),
+    assert [(c.name, n.netdev, n.address, n.address6) for c, n in middle] == [
+        ("lab1a2b-0-1", "data0", "198.18.0.2/24", "2001:2::2/64"),
+        ("lab1a2b-1-2", "data1", "198.18.1.1/24", "2001:2:0:1::1/64"),
     ]
 
 

@@ -36,7 +36,8 @@ from pathlib import Path
 import pytest
 from hil.lab.qmp import QMPClient
 
-pytestmark = pytest.mark.parametrize("direction", ["a-b"])
+# One variant (a guest crashes once): direction and family pinned.
+pytestmark = pytest.mark.parametrize(("direction", "family"), [("a-b", "ipv4")])
 
 def guest(name):
     state = json.loads((Path(os.environ["LAB_DIR"]) / "lab.json").read_text())
@@ -104,26 +105,28 @@ def test_a_guest_killed_and_a_guest_frozen_mid_test_are_host_crashed_recovered_a
     result.stdout.fnmatch_lines(
         [
             f"hil: HostCrashed: {b}: host crashed (stopped answering) during "
-            "test_lab_crashes.py::test_killed[[]a-b[]]: no answer from its agent or SSH *",
+            "test_lab_crashes.py::test_killed[[]a-b-ipv4[]]: no answer from its agent or SSH *",
             f"hil: HostCrashed: {a}: host crashed (stopped answering) during "
-            "test_lab_crashes.py::test_frozen[[]a-b[]]: no answer from its agent or SSH *",
+            "test_lab_crashes.py::test_frozen[[]a-b-ipv4[]]: no answer from its agent or SSH *",
         ]
     )
     result.stdout.fnmatch_lines(
         [
-            f"hil: host {b}: unreachable: *, during test_lab_crashes.py::test_killed[[]a-b[]]: "
+            f"hil: host {b}: unreachable: *, during "
+            "test_lab_crashes.py::test_killed[[]a-b-ipv4[]]: "
             "recovered, the pair set up again; the session went on",
-            f"hil: host {a}: unreachable: *, during test_lab_crashes.py::test_frozen[[]a-b[]]: "
+            f"hil: host {a}: unreachable: *, during "
+            "test_lab_crashes.py::test_frozen[[]a-b-ipv4[]]: "
             "recovered, the pair set up again; the session went on",
         ]
     )
     with open_store(str(store)) as s:
         outcomes = {x.test.split("::")[1]: x.outcome for x in s.attempts()}
         assert outcomes == {
-            "test_killed[a-b]": "host crashed",
-            "test_after_kill[a-b]": "passed",
-            "test_frozen[a-b]": "host crashed",
-            "test_after_freeze[a-b]": "passed",
+            "test_killed[a-b-ipv4]": "host crashed",
+            "test_after_kill[a-b-ipv4]": "passed",
+            "test_frozen[a-b-ipv4]": "host crashed",
+            "test_after_freeze[a-b-ipv4]": "passed",
         }
         for host in (a, b):
             (health,) = s.host_health([host])
@@ -144,8 +147,8 @@ def _check_allure(results: Path, a: str, b: str) -> None:
         message = r.get("statusDetails", {}).get("message", "")
         if r["status"] == "failed":
             crashed[r["name"]] = (category_in(cats, r["status"], message), r)
-    assert set(crashed) == {"test_killed[a-b]", "test_frozen[a-b]"}
-    for name, host in (("test_killed[a-b]", b), ("test_frozen[a-b]", a)):
+    assert set(crashed) == {"test_killed[a-b-ipv4]", "test_frozen[a-b-ipv4]"}
+    for name, host in (("test_killed[a-b-ipv4]", b), ("test_frozen[a-b-ipv4]", a)):
         category, r = crashed[name]
         assert category == HOST_CRASHED, r.get("statusDetails")
         # Attached when the test's TestRun finished: under its fixtures' tear-down.

@@ -35,7 +35,8 @@ def test_a_suite_outside_suites_gets_cm_profile_and_contract(
     pytester.makepyfile(test_own_suite=OWN_SUITE)
     args = [*_on_the_lab(virtual_lab, tmp_path), "-p", "no:cacheprovider"]
     result = pytester.runpytest_subprocess(*args, timeout=600)
-    result.assert_outcomes(passed=2)  # one per direction: a-b and b-a
+    # One per direction (a-b, b-a) and address family the lab's link offers.
+    result.assert_outcomes(passed=2 * len(virtual_lab.pair.families))
 
 
 def assert_timelines_and_verdicts_attached_once(
@@ -77,7 +78,7 @@ WIRE_SUITE = """
 import pytest
 from hil.cm import steps
 
-@pytest.mark.parametrize("direction", ["a-b"])
+@pytest.mark.parametrize(("direction", "family"), [("a-b", "ipv4")])
 def test_connect(cm, contract, direction):
     contract(cm.run("connect"))
     with cm.recording("own-listen") as rec:  # recorded by the test itself

@@ -34,9 +34,9 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 600.0  # a TCG pair: setup, agents, one connect each way, the report
-TEST = "suites/test_connect.py::test_connect_with_no_listener_is_refused[a-b]"
+TEST = "suites/test_connect.py::test_connect_with_no_listener_is_refused[a-b-ipv4]"
 CONNECT = (
-    "suites/test_connect.py::test_connect_establishes_both_sides_and_carries_private_data[a-b]"
+    "suites/test_connect.py::test_connect_establishes_both_sides_and_carries_private_data[a-b-ipv4]"
 )
 SVG = "{http://www.w3.org/2000/svg}"
 KNOWN_FLAKY = """

@@ -69,6 +69,16 @@ def test_an_entry_without_parameters_covers_every_variant() -> None:
     assert exact.matches("f.py::test_pull[a]") and not exact.matches("f.py::test_pull[b]")
 
 
+def test_an_entry_without_a_family_covers_both_families() -> None:
+    entry = quarantine.Entry("f.py::test_pull[a-b]", "r", "i", dt.date(2026, 1, 1))
+    assert entry.matches("f.py::test_pull[a-b-ipv4]") and entry.matches("f.py::test_pull[a-b-ipv6]")
+    assert not entry.matches("f.py::test_pull[a-b-c]") and not entry.matches(
+        "f.py::test_pull[b-a-ipv6]"
+    )
+    one = quarantine.Entry("f.py::test_pull[a-b-ipv6]", "r", "i", dt.date(2026, 1, 1))
+    assert one.matches("f.py::test_pull[a-b-ipv6]") and not one.matches("f.py::test_pull[a-b-ipv4]")
+
+
 ENTRY = "- test: suites/test_link.py::test_close\n  issue: https://x/1\n  since: 2026-11-21\n"
 
 

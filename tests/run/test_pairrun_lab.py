@@ -150,6 +150,8 @@ def test_cli_and_pytest_give_the_same_profile_and_verdict(
             store,
             "--hil-pair",
             pair,
+            "--hil-family",  # the CLI's default: the first family the pair offers
+            "ipv4",
             "--alluredir",
             str(alluredir),
             "-p",

@@ -164,6 +164,9 @@ def set_link(netdev: str, up: bool | None = None, mtu: int | None = None) -> Lin
         return before
 
 
+_IFA_F_NODAD = 0x02  # include/uapi/linux/if_addr.h
+
+
 def _interface(address: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
     try:
         return ipaddress.ip_interface(address)
@@ -174,12 +177,18 @@ def _interface(address: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interfac
 def _change_address(command: Literal["add", "del"], what: str, netdev: str, address: str) -> None:
     """``ip address {command}`` of ``address`` on ``netdev``; ``what`` names it in errors."""
     iface = _interface(address)
+    # An IPv6 address is added without duplicate address detection: DAD keeps it
+    # "tentative" for dad_transmits x retrans_timer (1 s by default, RFC 4862 5.4), and
+    # binding a tentative address fails (EADDRNOTAVAIL), which a CM listen right after
+    # pair setup would meet.  The data link is a point-to-point cable hil owns.
+    flags = {"flags": _IFA_F_NODAD} if command == "add" and iface.version == 6 else {}
     with _iproute(f"{what} address {iface}", netdev) as ipr:
         ipr.addr(
             command,
             index=_index(ipr, netdev),
             address=str(iface.ip),
             prefixlen=iface.network.prefixlen,
+            **flags,
         )
 
 

@@ -94,13 +94,15 @@ def _one_each(rec: Recording, listeners: tuple[Listener, ...]) -> None:
 @contextmanager
 def _extra_address(s: PairSides) -> Iterator[str]:
     """A second address on the passive port for the block: the last free address of its
-    subnet (the lab's 198.18.c.0/24: .254), journaled before it is added and removed
+    subnet in the session's family (the lab's 198.18.c.0/24: .254; 2001:2:0:c::/64:
+    ...:fffe), journaled before it is added and removed
     after (one already there is used as it is)."""
     if s.journal is None:
         raise InputError("listener_addresses kind=addresses adds an address: it needs a journal")
     rnic, host = s.rnic(s.passive), s.host(s.passive)
-    assert rnic.address is not None  # PairSides checked
-    net = rnic.address.network
+    address = rnic.address_of(s.family)  # the session's family: the active connects on it
+    assert address is not None  # PairSides checked
+    net = address.network
     taken = {ipaddress.ip_address(s.address(side)) for side in ("a", "b")}
     last = [net.broadcast_address - k for k in (1, 2)] if net.num_addresses >= 4 else []
     free = [str(a) for a in last if a not in taken]

@@ -1,0 +1,65 @@
+"""PairSides' address family: which data addresses a session's sequences use, and the
+error when the pair has none of the asked family (the agents faked: fake_cm)."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+
+import pytest
+from fake_cm import FakeCMWorld
+
+from hil.cm.session import CMSession
+from hil.errors import InputError
+from hil.inventory.model import Pair
+from hil.judge.profiles import SIW
+
+
+def _dual(pair: Pair) -> Pair:
+    """``pair`` with an address6 on both ports (2001:db8:5::1 and ::2)."""
+    hosts = [
+        dataclasses.replace(
+            h,
+            rnics=(
+                dataclasses.replace(
+                    h.rnics[0], address6=ipaddress.IPv6Interface(f"2001:db8:5::{n + 1}/64")
+                ),
+            ),
+        )
+        for n, h in enumerate(pair.hosts)
+    ]
+    return Pair(pair.link, hosts[0], hosts[1])
+
+
+def _session(world: FakeCMWorld, pair: Pair, **kw: object) -> CMSession:
+    return CMSession(world, pair, profile=SIW, **kw)  # type: ignore[arg-type]
+
+
+def test_the_ipv6_family_listens_and_connects_on_the_ports_address6() -> None:
+    world = FakeCMWorld()
+    s = _session(world, _dual(world.pair), family="ipv6")
+    assert (s.family, s.address("a"), s.address("b")) == ("ipv6", "2001:db8:5::1", "2001:db8:5::2")
+    tl = s.run("connect")
+    connect = next(a for a in tl.actions if a.name == "connect")
+    assert connect.params["dst"] == "2001:db8:5::2"
+    # The fake agent gives the listener's and the connect's source address back as is.
+    request = next(e for e in tl.events if e.type == "CONNECT_REQUEST")
+    assert request.local.startswith("2001:db8:5::2:") and request.remote.startswith(
+        "2001:db8:5::1:"
+    )
+
+
+def test_without_a_family_a_session_takes_the_first_the_pair_offers() -> None:
+    world = FakeCMWorld()
+    s = _session(world, _dual(world.pair))
+    assert (s.family, s.address("a")) == ("ipv4", str(world.pair.rnic_a.address.ip))  # type: ignore[union-attr]
+
+
+def test_a_family_the_pair_does_not_offer_says_what_each_port_has() -> None:
+    world = FakeCMWorld()
+    with pytest.raises(InputError) as e:
+        _session(world, world.pair, family="ipv6")
+    assert str(e.value) == (
+        "pair l01: CM sequences need an ipv6 address on both ports (address, or address6 "
+        "for IPv6), and the inventory gives port p0 of h0: ipv4; port p0 of h1: ipv4"
+    )
