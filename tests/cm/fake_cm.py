@@ -342,6 +342,10 @@ class FakeAgent:
                 c.ep.event(c, "DISCONNECTED")
 
     def _destroy(self, cid: Cid) -> None:
+        if cid.state == "recv" and cid.peer is not None and cid.peer.state == "sent":
+            # A request destroyed unanswered is rejected (iwcm.c destroy_cm_id: iw_cm_reject).
+            cid.peer.state = "idle"
+            cid.peer.ep.event(cid.peer, "REJECTED", -errno.ECONNRESET)
         if cid.peer is not None and cid.peer.state == "up":
             cid.peer.state = "closed"
             cid.peer.ep.event(cid.peer, "DISCONNECTED")
@@ -359,8 +363,8 @@ class FakeAgent:
         if order != "qp_first":
             result["qp_us"] = 30
         cid = ep.ids[id]
-        cid.state = "gone"
         self._destroy(cid)
+        cid.state = "gone"
         return result
 
     def op_scenario(
