@@ -1,15 +1,17 @@
-"""Wire rules of the MPA exchange: private data, revision and flags, rejects (docs/wire.md)."""
+"""Wire rules of the MPA exchange: private data, revision and flags, rejects, the MPA v2
+IRD/ORD words (docs/wire.md, docs/ird-ord.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from hil.judge.expectations import pdata_mismatch
+from hil.judge.irdord import Depths, reported
 from hil.judge.profiles import WireExpect
 from hil.judge.timeline import Action
 from hil.wire.link import Link
 from hil.wire.model import Connection, Mpa, Packet
-from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged, missing
+from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged, link_host, missing
 
 
 def _pdata(action: Action) -> str:
@@ -141,3 +143,48 @@ def reject_on_wire(case: WireCase) -> Outcome:
                 )
             )
     return judged(findings, count, "no reject in this test")
+
+
+def _words(m: Mpa) -> Depths:
+    assert m.ird is not None and m.ord is not None
+    return m.ird, m.ord
+
+
+def _depths_differ(lk: Link, case: WireCase, frame: Packet) -> Iterator[str]:
+    """What the events of ``lk`` report against the IRD/ORD words of MPA ``frame``."""
+    assert frame.mpa is not None
+    ird, ord_ = _words(frame.mpa)
+    passive = "b" if lk.active_side == "a" else "a"
+    for e in lk.events():
+        p = case.profile.of(link_host(lk, "active" if e.side == lk.active_side else "passive"))
+        got = reported(e, p.ird_ord) if p.ird_ord else None
+        if got is None:
+            continue
+        # The request's words are the initiator's: the passive side's CONNECT_REQUEST
+        # reports them mirrored; the reply's are the responder's own, the initiator's
+        # ESTABLISHED their mirror (RFC 6581 section 3).
+        if frame.mpa.kind == "request" and e.type == "CONNECT_REQUEST":
+            want = (ord_, ird)
+        elif frame.mpa.kind == "reply" and e.type == "ESTABLISHED":
+            want = (ird, ord_) if e.side == passive else (ord_, ird)
+        else:
+            continue
+        if got != want:
+            yield (
+                f"MPA {frame.mpa.kind} carries IRD {ird} / ORD {ord_}, but side {e.side}'s "
+                f"{e.type} reports IRD {got[0]} / ORD {got[1]} (expected {want[0]} / {want[1]})"
+            )
+
+
+def ird_ord_words(case: WireCase) -> Outcome:
+    findings, count = [], 0
+    for lk in case.links:
+        for kind in ("request", "reply"):
+            frame = lk.wire.mpa(kind) if lk.wire else None
+            if frame is None or frame.mpa is None or frame.mpa.reject or frame.mpa.ird is None:
+                continue
+            wrong = list(_depths_differ(lk, case, frame))
+            count += 1
+            name = lk.wire.name if lk.wire else None
+            findings += [WireFinding(w, name, evidence(frame)) for w in wrong]
+    return judged(findings, count, "no MPA v2 IRD/ORD words on the wire")
