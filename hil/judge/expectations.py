@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from hil.judge import links
+from hil.judge.irdord import asks_past_limit
 from hil.judge.profiles import Profiles
 from hil.judge.rule import (
     CLOSE_ACTIONS,
@@ -203,7 +204,7 @@ def _pdata_limit(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
                 (),
                 (act,),
             )
-        elif length <= limit and result == limits.refusal:
+        elif length <= limit and result == limits.refusal and not asks_past_limit(act, profile, tl):
             yield Finding(
                 f"{act.name} with {length} bytes of private data, within the limit {limit}, "
                 f"was refused {result}",

@@ -78,6 +78,14 @@ def over_limit(action: Action, p: IrdOrdPromise) -> list[str]:
     ]
 
 
+def asks_past_limit(action: Action, profile: Profiles, tl: Timeline) -> bool:
+    """Whether connect or accept ``action`` asked an IRD or ORD past its host's limit: a
+    call refused for that (``ird-ord-over-limit-refused``), not for its private data or
+    the request's state."""
+    p = promise(profile, tl, action.side)
+    return p is not None and bool(over_limit(action, p))
+
+
 def requested(n: Negotiation, p: IrdOrdPromise) -> Depths:
     """What the passive side's CONNECT_REQUEST must report as its (IRD, ORD): the
     initiator's ORD and IRD, mirrored, at most the provider's limits."""

@@ -127,3 +127,46 @@ def test_no_route_to_the_peer_is_an_error_not_a_traceback(pair: Any) -> None:
     a, _, _, qps = pair
     got = a.payload(1, True, qps["b"], "not-an-address", wait=0.1)
     assert got["error"] is not None and "no route MTU toward 'not-an-address'" in got["error"]
+
+
+def reads_both(
+    a: Worker, b: Worker, qps: dict[str, Any], count: int
+) -> tuple[protocol.ReadsReply, protocol.ReadsReply]:
+    """a READs ``count`` slices of b's buffer at once while b serves them."""
+    replies: dict[str, protocol.ReadsReply] = {}
+
+    def side(name: str, w: Worker, reader: bool, peer: protocol.QPInfo) -> None:
+        replies[name] = w.reads(1, reader, peer, count, seed=9, wait=5.0)
+
+    threads = [
+        threading.Thread(target=side, args=("a", a, True, qps["b"])),
+        threading.Thread(target=side, args=("b", b, False, qps["a"])),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    return replies["a"], replies["b"]
+
+
+def test_concurrent_reads_each_check_their_own_slice(pair: Any) -> None:
+    a, b, _, qps = pair
+    reader, server = reads_both(a, b, qps, 4)
+    assert reader["error"] is None and server["error"] is None
+    assert (reader["count"], reader["size"]) == (4, BUFFER // 4)
+    assert [c["ok"] for c in reader["checks"]] == [True] * 4 and server["checks"] == []
+
+
+def test_a_bad_byte_is_named_by_its_offset_within_its_own_read(pair: Any) -> None:
+    """a's provider inverts byte 1500 of every transfer it makes: of each 2048-byte READ."""
+    a, b, _, qps = pair
+    a.ch._lib.verbs.flip = MTU  # type: ignore[attr-defined]
+    reader, _ = reads_both(a, b, qps, 4)
+    assert [(c["ok"], c["offset"]) for c in reader["checks"]] == [(False, MTU)] * 4
+
+
+def test_no_reads_is_no_handshake_and_more_than_the_send_queue_is_refused(pair: Any) -> None:
+    a, b, _, qps = pair
+    assert reads_both(a, b, qps, 0)[0]["checks"] == []
+    with pytest.raises(RdmaError, match="count must be 0..16"):
+        a.reads(1, True, qps["b"], 17)
