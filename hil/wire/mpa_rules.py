@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from hil.judge.expectations import pdata_mismatch
 from hil.judge.irdord import Depths, reported
 from hil.judge.profiles import WireExpect
-from hil.judge.timeline import Action
+from hil.judge.timeline import Action, Event
 from hil.wire.link import Link
 from hil.wire.model import Connection, Mpa, Packet
 from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged, link_host, missing
@@ -150,30 +150,26 @@ def _words(m: Mpa) -> Depths:
     return m.ird, m.ord
 
 
-def _depths_differ(lk: Link, case: WireCase, frame: Packet) -> Iterator[str]:
-    """What the events of ``lk`` report against the IRD/ORD words of MPA ``frame``."""
+def _depths_compared(
+    lk: Link, case: WireCase, frame: Packet
+) -> Iterator[tuple[Event, Depths, Depths]]:
+    """Each event of ``lk`` that reports IRD/ORD words of MPA ``frame``: the event, what
+    it reports and what the frame's words say it should (its host's profile reads it)."""
     assert frame.mpa is not None
     ird, ord_ = _words(frame.mpa)
     passive = "b" if lk.active_side == "a" else "a"
     for e in lk.events():
         p = case.profile.of(link_host(lk, "active" if e.side == lk.active_side else "passive"))
         got = reported(e, p.ird_ord) if p.ird_ord else None
-        if got is None:
-            continue
         # The request's words are the initiator's: the passive side's CONNECT_REQUEST
         # reports them mirrored; the reply's are the responder's own, the initiator's
         # ESTABLISHED their mirror (RFC 6581 section 3).
-        if frame.mpa.kind == "request" and e.type == "CONNECT_REQUEST":
-            want = (ord_, ird)
-        elif frame.mpa.kind == "reply" and e.type == "ESTABLISHED":
-            want = (ird, ord_) if e.side == passive else (ord_, ird)
-        else:
+        if got is None:
             continue
-        if got != want:
-            yield (
-                f"MPA {frame.mpa.kind} carries IRD {ird} / ORD {ord_}, but side {e.side}'s "
-                f"{e.type} reports IRD {got[0]} / ORD {got[1]} (expected {want[0]} / {want[1]})"
-            )
+        if frame.mpa.kind == "request" and e.type == "CONNECT_REQUEST":
+            yield e, got, (ord_, ird)
+        elif frame.mpa.kind == "reply" and e.type == "ESTABLISHED":
+            yield e, got, (ird, ord_) if e.side == passive else (ord_, ird)
 
 
 def ird_ord_words(case: WireCase) -> Outcome:
@@ -183,8 +179,18 @@ def ird_ord_words(case: WireCase) -> Outcome:
             frame = lk.wire.mpa(kind) if lk.wire else None
             if frame is None or frame.mpa is None or frame.mpa.reject or frame.mpa.ird is None:
                 continue
-            wrong = list(_depths_differ(lk, case, frame))
-            count += 1
+            compared = list(_depths_compared(lk, case, frame))
+            count += bool(compared)
             name = lk.wire.name if lk.wire else None
-            findings += [WireFinding(w, name, evidence(frame)) for w in wrong]
-    return judged(findings, count, "no MPA v2 IRD/ORD words on the wire")
+            findings += [
+                WireFinding(
+                    f"MPA {kind} carries IRD {frame.mpa.ird} / ORD {frame.mpa.ord}, but side "
+                    f"{e.side}'s {e.type} reports IRD {got[0]} / ORD {got[1]} (expected "
+                    f"{want[0]} / {want[1]})",
+                    name,
+                    evidence(frame),
+                )
+                for e, got, want in compared
+                if got != want
+            ]
+    return judged(findings, count, "no MPA v2 IRD/ORD words the events report")
