@@ -38,7 +38,8 @@ CASES: dict[str, tuple[int | str, ...]] = {
 
 
 def _value(v: int | str, limit: int) -> int:
-    return {"max": limit, "max+1": limit + 1}.get(str(v), v) if isinstance(v, str) else v
+    """``v``, with "max" and "max+1" read against ``limit``."""
+    return v if isinstance(v, int) else {"max": limit, "max+1": limit + 1}[v]
 
 
 @pytest.mark.parametrize("direction", ["a-b"])

@@ -156,7 +156,7 @@ def test_concurrent_reads_each_check_their_own_slice(pair: Any) -> None:
 def test_a_bad_byte_is_named_by_its_offset_within_its_own_read(pair: Any) -> None:
     """a's provider inverts byte 1500 of every transfer it makes: of each 2048-byte READ."""
     a, b, _, qps = pair
-    a.ch._lib.verbs.flip = MTU  # type: ignore[attr-defined]
+    a.ch._lib.verbs.flip = MTU
     reader, _ = reads_both(a, b, qps, 4)
     assert [(c["ok"], c["offset"]) for c in reader["checks"]] == [(False, MTU)] * 4
 

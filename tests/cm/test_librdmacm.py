@@ -84,29 +84,49 @@ def test_inline_verbs_offsets_match_rdma_core() -> None:
     assert cmabi.RDMA_PS_TCP == 262 and verbsabi.IBV_QPS_ERR == 6
 
 
+U8, U16, U32 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32
+
+
 class _GlobalRoute(ctypes.Structure):
-    _fields_ = [("dgid", ctypes.c_uint64 * 2), ("flow_label", ctypes.c_uint32)] + [
-        (n, ctypes.c_uint8) for n in ("sgid_index", "hop_limit", "traffic_class")
+    _fields_ = [
+        ("dgid", ctypes.c_uint64 * 2),
+        ("flow_label", U32),
+        ("sgid_index", U8),
+        ("hop_limit", U8),
+        ("traffic_class", U8),
     ]
 
 
 class _AhAttr(ctypes.Structure):
-    _fields_ = [("grh", _GlobalRoute), ("dlid", ctypes.c_uint16)] + [
-        (n, ctypes.c_uint8) for n in ("sl", "src_path_bits", "static_rate", "is_global", "port")
+    _fields_ = [
+        ("grh", _GlobalRoute),
+        ("dlid", U16),
+        ("sl", U8),
+        ("src_path_bits", U8),
+        ("static_rate", U8),
+        ("is_global", U8),
+        ("port_num", U8),
     ]
 
 
 class _QPAttr(ctypes.Structure):
-    """struct ibv_qp_attr as verbs.h declares it, to its two RDMA READ depths."""
+    """struct ibv_qp_attr as verbs.h declares it (qp_state .. qp_access_flags are nine
+    u32s, min_rnr_timer .. alt_timeout seven u8s)."""
 
-    _fields_ = (
-        [(f"u32_{i}", ctypes.c_uint32) for i in range(9)]  # qp_state .. qp_access_flags
-        + [("cap", ctypes.c_uint32 * 5), ("ah_attr", _AhAttr), ("alt_ah_attr", _AhAttr)]
-        + [("pkey_index", ctypes.c_uint16), ("alt_pkey_index", ctypes.c_uint16)]
-        + [(n, ctypes.c_uint8) for n in ("en_sqd", "sq_draining", "rd", "dest_rd")]
-        + [(f"u8_{i}", ctypes.c_uint8) for i in range(7)]  # min_rnr_timer .. alt_timeout
-        + [("rate_limit", ctypes.c_uint32)]
-    )
+    _fields_ = [
+        ("u32s", U32 * 9),
+        ("cap", U32 * 5),
+        ("ah_attr", _AhAttr),
+        ("alt_ah_attr", _AhAttr),
+        ("pkey_index", U16),
+        ("alt_pkey_index", U16),
+        ("en_sqd_async_notify", U8),
+        ("sq_draining", U8),
+        ("rd", U8),
+        ("dest_rd", U8),
+        ("u8s", U8 * 7),
+        ("rate_limit", U32),
+    ]
 
 
 def test_the_qp_attr_depth_offsets_follow_verbs_h_layout() -> None:

@@ -189,7 +189,8 @@ def test_reads_past_the_ord_are_judged_as_the_profile_says() -> None:
         "ird-ord-reads",
         "9 concurrent RDMA READs (negotiated ORD 8, 1 past the ORD): stopped: completion",
     )
-    unjudged = replace(SIW, ird_ord=replace(SIW.ird_ord, reads_past_ord=None))  # type: ignore[arg-type]
+    assert SIW.ird_ord is not None
+    unjudged = replace(SIW, ird_ord=replace(SIW.ird_ord, reads_past_ord=None))
     assert not violations(negotiated(extra=[stopped]), unjudged, "ird-ord-reads")
 
 
