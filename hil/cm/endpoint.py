@@ -88,10 +88,19 @@ class Endpoint(EndpointCore):
         private_data: bytes = b"",
         timeout: float = 10.0,
         listener: bool = True,
+        ird: int = 1,
+        ord: int = 1,
     ) -> Outcome:
-        """Resolve, make a QP and rdma_connect; ``listener=False`` marks a no-listener try."""
+        """Resolve, make a QP and rdma_connect asking for ``ird`` and ``ord``;
+        ``listener=False`` marks a no-listener try."""
         params = wire.ConnectParams(
-            dst=dst, port=port, src=src, private_data=private_data.hex(), resolve_timeout=timeout
+            dst=dst,
+            port=port,
+            src=src,
+            private_data=private_data.hex(),
+            resolve_timeout=timeout,
+            ird=ird,
+            ord=ord,
         )
         return self.act(
             "connect",
@@ -102,20 +111,24 @@ class Endpoint(EndpointCore):
                 "port": port,
                 "private_data": private_data.hex(),
                 "listener": listener,
+                "ird": ird,
+                "ord": ord,
             },
             keep=ADDRESSES,
             timeout=timeout + 5,
         )
 
-    def accept(self, cm_id: str, private_data: bytes = b"") -> Outcome:
-        """rdma_accept a CONNECT_REQUEST (with a fresh QP)."""
-        params = wire.AnswerParams(id=self.handle(cm_id), private_data=private_data.hex())
+    def accept(self, cm_id: str, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> Outcome:
+        """rdma_accept a CONNECT_REQUEST (with a fresh QP) with ``ird`` and ``ord``."""
+        params = wire.AcceptParams(
+            id=self.handle(cm_id), private_data=private_data.hex(), ird=ird, ord=ord
+        )
         return self.act(
             "accept",
             wire.OP_ACCEPT,
             params,
             cm_id,
-            record={"private_data": private_data.hex()},
+            record={"private_data": private_data.hex(), "ird": ird, "ord": ord},
             keep=ADDRESSES,
         )
 
@@ -203,9 +216,7 @@ class Endpoint(EndpointCore):
         params = wire.PayloadParams(
             id=self.handle(cm_id),
             first=first,
-            peer=wire.QPInfo(
-                qp_num=peer["qp_num"], addr=peer["addr"], rkey=peer["rkey"], length=peer["length"]
-            ),
+            peer=_qp_info(peer),
             peer_address=peer_address,
             seed=seed,
             wait=wait,
@@ -218,6 +229,37 @@ class Endpoint(EndpointCore):
             record={"seed": seed},
             keep=("mtu", "sizes", "checks", "error"),
             timeout=wait + PAYLOAD_SLACK_S,
+        )
+
+    def reads(
+        self, cm_id: str, reader: bool, peer: Mapping[str, int], count: int, seed: int
+    ) -> Outcome:
+        """This end's part of ``count`` concurrent RDMA READs by the ``reader`` end of the
+        other end's buffer (both ends run theirs at once): recorded as action ``reads``
+        whose params keep the ``size`` of each, the reader's ``checks`` and the ``error``
+        that stopped it, if any."""
+        params = wire.ReadsParams(
+            id=self.handle(cm_id), reader=reader, peer=_qp_info(peer), count=count, seed=seed
+        )
+        return self.act(
+            "reads",
+            wire.OP_READS,
+            params,
+            cm_id,
+            record={"reader": reader, "count": count, "seed": seed},
+            keep=("size", "checks", "error"),
+            timeout=10.0 + PAYLOAD_SLACK_S,
+        )
+
+    def query_qp(self, cm_id: str) -> Outcome:
+        """ibv_query_qp's RDMA READ depths of the id's QP: action ``query_qp`` keeping
+        ``max_rd_atomic`` and ``max_dest_rd_atomic``."""
+        return self.act(
+            "query_qp",
+            wire.OP_QUERY_QP,
+            self._id(cm_id),
+            cm_id,
+            keep=("max_rd_atomic", "max_dest_rd_atomic"),
         )
 
     def stream_stop(self, cm_id: str) -> wire.StreamStopReply:
@@ -258,3 +300,10 @@ class Endpoint(EndpointCore):
         finally:
             self.alive = False
             request(self.agent, wire.CM_CLOSE, wire.EndpointParams(endpoint=self.number), timeout)
+
+
+def _qp_info(peer: Mapping[str, int]) -> wire.QPInfo:
+    """The peer's QP and buffer as the protocol carries them."""
+    return wire.QPInfo(
+        qp_num=peer["qp_num"], addr=peer["addr"], rkey=peer["rkey"], length=peer["length"]
+    )

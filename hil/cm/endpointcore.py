@@ -223,6 +223,8 @@ class EndpointCore:
             seq=self.number * SEQ_STRIDE + raw["seq"],
             local=raw["local"],
             remote=raw["remote"],
+            responder_resources=raw.get("responder_resources"),
+            initiator_depth=raw.get("initiator_depth"),
         )
 
     def add_host_action(self, raw: wire.CMActionEntry | wire.StormActionEntry) -> None:

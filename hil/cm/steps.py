@@ -153,8 +153,10 @@ def start_connect(
     listener: Listener,
     private_data: bytes = b"",
     listener_present: bool = True,
+    depths: tuple[int, int] = (1, 1),
 ) -> Outcome:
-    """rdma_connect from ``active`` to the listener's address and port (no waiting)."""
+    """rdma_connect from ``active`` to the listener's address and port (no waiting),
+    asking ``depths`` = (IRD, ORD)."""
     s = rec.session
     return active.connect(
         listener.target(s.address(listener.ep.side)),
@@ -162,6 +164,8 @@ def start_connect(
         src=s.address(active.side),
         private_data=private_data,
         listener=listener_present,
+        ird=depths[0],
+        ord=depths[1],
     )
 
 

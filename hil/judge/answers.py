@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hil.judge.irdord import asks_past_limit
 from hil.judge.profiles import Profiles
 from hil.judge.rule import Finding, actor, errno_name, rule
 from hil.judge.timeline import Action, Timeline
@@ -49,10 +50,12 @@ def no_event_before_accept(tl: Timeline, profile: Profiles) -> Iterator[Finding]
 
 
 def _over_limit(act: Action, profile: Profiles, tl: Timeline) -> bool:
-    """Whether ``act`` gave more private data than its host takes: refused for that, as
-    ``pdata-over-limit-refused`` judges, before it looks at the request."""
+    """Whether ``act`` gave more private data than its host takes, or an IRD/ORD past its
+    limit: refused for that, as ``pdata-over-limit-refused`` and
+    ``ird-ord-over-limit-refused`` judge, before it looks at the request."""
     pdata = str(act.params.get("private_data", ""))
-    return len(pdata) // 2 > actor(profile, tl, act).private_data.of(act.name)
+    too_long = len(pdata) // 2 > actor(profile, tl, act).private_data.of(act.name)
+    return too_long or asks_past_limit(act, profile, tl)
 
 
 def no_longer_pending(tl: Timeline, act: Action) -> bool:

@@ -27,6 +27,7 @@ from hil.judge import (
     eventfacts,
     expectations,
     invariants,
+    irdord,
     listeners,
     payload,
     pullproof,
@@ -104,6 +105,7 @@ RULES = Registry[Rule](
         *eventfacts.RULES,
         *payload.RULES,
         *listeners.RULES,
+        *irdord.RULES,
     ),
 )
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from hil.judge import links
 from hil.judge.answers import no_longer_pending
+from hil.judge.irdord import asks_past_limit
 from hil.judge.profiles import Profiles
 from hil.judge.rule import (
     CLOSE_ACTIONS,
@@ -204,7 +205,12 @@ def _pdata_limit(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
                 (),
                 (act,),
             )
-        elif length <= limit and result == limits.refusal and not _refused_for_state(tl, act):
+        elif (
+            length <= limit
+            and result == limits.refusal
+            and not _refused_for_state(tl, act)
+            and not asks_past_limit(act, profile, tl)
+        ):
             yield Finding(
                 f"{act.name} with {length} bytes of private data, within the limit {limit}, "
                 f"was refused {result}",

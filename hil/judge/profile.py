@@ -53,6 +53,34 @@ def _call_index(call: str) -> int:
 
 
 @dataclass(frozen=True)
+class IrdOrdPromise:
+    """How a provider negotiates a connection's IRD and ORD (RFC 6581 section 3) and
+    reports them (docs/ird-ord.md has each value's source).
+
+    ``max_ird``/``max_ord``: the most a connect or accept takes (ibv_query_device's
+    ``max_qp_rd_atom`` and ``max_qp_init_rd_atom``, librdmacm's limits); past them the
+    call fails ``refusal``.  ``relaxed``: the responder raises its IRD to the
+    initiator's ORD and lowers its ORD to the initiator's IRD rather than refusing.
+    ``established_swapped``: ESTABLISHED's ``initiator_depth`` carries the side's IRD and
+    ``responder_resources`` its ORD (the reverse of rdma_conn_param's meaning).
+    ``qp_swapped``/``qp_pow2``: ibv_query_qp's ``max_rd_atomic`` holds the IRD (and
+    ``max_dest_rd_atomic`` the ORD), each rounded up to a power of two.
+    ``reads_past_ord``: what RDMA READs posted past the ORD do: ``complete`` (they wait
+    for a free slot and complete), None: not judged.
+    """
+
+    max_ird: int
+    max_ord: int
+    refusal: str
+    relaxed: bool
+    established_swapped: bool
+    qp_swapped: bool
+    qp_pow2: bool
+    reads_past_ord: str | None
+    source: str
+
+
+@dataclass(frozen=True)
 class Profile:
     """What one provider promises where the iWARP CM contract leaves room.
 
@@ -123,6 +151,8 @@ class Profile:
     # (an empty set: the type never comes on iWARP); a type missing is a profile
     # error, never a pass (the rule event-status-in-profile).
     event_statuses: tuple[tuple[str, frozenset[int]], ...] = ()
+    # IRD/ORD negotiation and how it is reported (None: not judged).
+    ird_ord: IrdOrdPromise | None = None
 
     def statuses_of(self, event_type: str) -> frozenset[int] | None:
         """The statuses an event of ``event_type`` may carry; None: the profile has no set."""

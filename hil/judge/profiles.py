@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from hil.errors import InputError
 from hil.judge.profile import (
+    IrdOrdPromise,
     PairProfile,
     PdataLimits,
     PortPromise,
@@ -114,6 +115,34 @@ CXGB4_PDATA = PdataLimits(
 )
 
 
+# siw (Linux 6.1.192).  Limits: SIW_MAX_IRD_QP = SIW_MAX_ORD_QP = 128 (siw.h:24-25),
+# siw_main.c:359-360 max_ord/max_ird, reported as max_qp_rd_atom and max_qp_init_rd_atom
+# (siw_verbs.c:145-146); librdmacm refuses more with EINVAL before the kernel
+# (ucma_valid_param; 255 asks for the maximum, rdma_connect and rdma_accept), and so would
+# siw_connect (-ENOMEM, siw_cm.c:1371) and siw_accept (siw_cm.c:1593).  Negotiation:
+# relaxed_ird_negotiation = true (siw_cm.c:32): siw_accept lowers the ORD to the
+# initiator's IRD and raises the IRD to its ORD (siw_cm.c:1613-1628); the initiator takes
+# the reply's words as its own, mirrored (siw_cm.c:828-829).  Reports: CONNECT_REQUEST
+# mirrors the request (siw_cm.c:333-334), ESTABLISHED gives cep->ird/ord unmirrored
+# (siw_cm.c:330-331), which cma_iw_handler puts into initiator_depth and
+# responder_resources (cma.c:2504-2505, 2521-2522).  The QP: siw_query_qp reports
+# irq_size as max_rd_atomic and orq_size as max_dest_rd_atomic (siw_verbs.c:520-521),
+# each rounded up to a power of two (siw_qp.c:203, 211).  READs past the ORD wait in the
+# send queue for a free ORQ slot (siw_qp.c:940-952, the ORQ fence).
+SIW_IRD_ORD = IrdOrdPromise(
+    max_ird=128,
+    max_ord=128,
+    refusal="EINVAL",
+    relaxed=True,
+    established_swapped=True,
+    qp_swapped=True,
+    qp_pow2=True,
+    reads_past_ord="complete",
+    source="[src] siw.h:24-25, siw_cm.c:32, 330-334, 828-829, 1613-1628, siw_verbs.c:520-521, "
+    "siw_qp.c:203-211, 940-952 (6.1.192); cma.c:2504-2557; librdmacm ucma_valid_param",
+)
+
+
 def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
     """The soft-iWARP profile for a host whose ``net.ipv4.tcp_retries2`` and
     ``net.ipv4.tcp_syn_retries`` are given."""
@@ -160,6 +189,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         remote_access_statuses=frozenset({0}),
         private_data=SIW_PDATA,
         wire=SIW_WIRE,
+        ird_ord=SIW_IRD_ORD,
         # siw_cm.c (6.1.192) upcalls, mapped by cma.c:2480 cma_iw_handler.
         event_statuses=(
             *CORE_EVENT_STATUSES,
@@ -335,6 +365,7 @@ __all__ = [
     "IW_CXGB4",
     "PROVIDERS",
     "SIW",
+    "IrdOrdPromise",
     "PairProfile",
     "PdataLimits",
     "Profile",

@@ -24,6 +24,8 @@ class Event:
     both sides together (filled by the sequence when it knows).  ``local``
     and ``remote`` are the id's endpoints when the event came, ``"ip:port"``
     (``"[v6]:port"``), "" when not known: the connection's 4-tuple on the wire.
+    ``responder_resources`` and ``initiator_depth`` are the event's ``param.conn``
+    IRD/ORD words as reported (rdma_get_cm_event(3); None: not read).
     """
 
     host: str
@@ -39,6 +41,8 @@ class Event:
     seq: int = 0
     local: str = ""
     remote: str = ""
+    responder_resources: int | None = None
+    initiator_depth: int | None = None
 
     def __post_init__(self) -> None:
         if self.side not in SIDES:

@@ -1,15 +1,17 @@
-"""Wire rules of the MPA exchange: private data, revision and flags, rejects (docs/wire.md)."""
+"""Wire rules of the MPA exchange: private data, revision and flags, rejects, the MPA v2
+IRD/ORD words (docs/wire.md, docs/ird-ord.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from hil.judge.expectations import pdata_mismatch
+from hil.judge.irdord import Depths, reported
 from hil.judge.profiles import WireExpect
-from hil.judge.timeline import Action
+from hil.judge.timeline import Action, Event
 from hil.wire.link import Link
 from hil.wire.model import Connection, Mpa, Packet
-from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged, missing
+from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged, link_host, missing
 
 
 def _pdata(action: Action) -> str:
@@ -141,3 +143,54 @@ def reject_on_wire(case: WireCase) -> Outcome:
                 )
             )
     return judged(findings, count, "no reject in this test")
+
+
+def _words(m: Mpa) -> Depths:
+    assert m.ird is not None and m.ord is not None
+    return m.ird, m.ord
+
+
+def _depths_compared(
+    lk: Link, case: WireCase, frame: Packet
+) -> Iterator[tuple[Event, Depths, Depths]]:
+    """Each event of ``lk`` that reports IRD/ORD words of MPA ``frame``: the event, what
+    it reports and what the frame's words say it should (its host's profile reads it)."""
+    assert frame.mpa is not None
+    ird, ord_ = _words(frame.mpa)
+    passive = "b" if lk.active_side == "a" else "a"
+    for e in lk.events():
+        p = case.profile.of(link_host(lk, "active" if e.side == lk.active_side else "passive"))
+        got = reported(e, p.ird_ord) if p.ird_ord else None
+        # The request's words are the initiator's: the passive side's CONNECT_REQUEST
+        # reports them mirrored; the reply's are the responder's own, the initiator's
+        # ESTABLISHED their mirror (RFC 6581 section 3).
+        if got is None:
+            continue
+        if frame.mpa.kind == "request" and e.type == "CONNECT_REQUEST":
+            yield e, got, (ord_, ird)
+        elif frame.mpa.kind == "reply" and e.type == "ESTABLISHED":
+            yield e, got, (ird, ord_) if e.side == passive else (ord_, ird)
+
+
+def ird_ord_words(case: WireCase) -> Outcome:
+    findings, count = [], 0
+    for lk in case.links:
+        for kind in ("request", "reply"):
+            frame = lk.wire.mpa(kind) if lk.wire else None
+            if frame is None or frame.mpa is None or frame.mpa.reject or frame.mpa.ird is None:
+                continue
+            compared = list(_depths_compared(lk, case, frame))
+            count += bool(compared)
+            name = lk.wire.name if lk.wire else None
+            findings += [
+                WireFinding(
+                    f"MPA {kind} carries IRD {frame.mpa.ird} / ORD {frame.mpa.ord}, but side "
+                    f"{e.side}'s {e.type} reports IRD {got[0]} / ORD {got[1]} (expected "
+                    f"{want[0]} / {want[1]})",
+                    name,
+                    evidence(frame),
+                )
+                for e, got, want in compared
+                if got != want
+            ]
+    return judged(findings, count, "no MPA v2 IRD/ORD words the events report")

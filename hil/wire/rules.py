@@ -13,7 +13,13 @@ from hil.wire.addr_rules import event_addresses
 from hil.wire.cause_rules import every_event_has_cause
 from hil.wire.close_rules import abortive_close, access_error, no_listener, orderly_close
 from hil.wire.listener_rules import listener_destroy_keeps_accepted
-from hil.wire.mpa_rules import reject_on_wire, reply_pdata, request_pdata, revision_and_flags
+from hil.wire.mpa_rules import (
+    ird_ord_words,
+    reject_on_wire,
+    reply_pdata,
+    request_pdata,
+    revision_and_flags,
+)
 from hil.wire.pull_rules import link_pull
 from hil.wire.rule import WireRule
 
@@ -46,6 +52,13 @@ WIRE_RULES = Registry[WireRule](
             "followed by the teardown the profile names.",
             reject_on_wire,
             needs_timeline=False,
+        ),
+        WireRule(
+            "mpa-ird-ord-words",
+            "The MPA v2 IRD/ORD words are what the events report: the request's the passive "
+            "side's CONNECT_REQUEST mirrored, the reply's the passive side's ESTABLISHED and "
+            "the active side's mirrored (the contract's ird-ord-* rules judge the values).",
+            ird_ord_words,
         ),
         WireRule(
             "orderly-close-is-fin",

@@ -85,6 +85,7 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "close",
             "connect",
             "destroy_conn_sent",
+            "ird_ord",
             "link_pull",
             "listener_addresses",
             "listener_destroy",

@@ -40,6 +40,7 @@ class Cid:
     local: str = ""  # "ip:port", as the real agent reports an id's addresses
     remote: str = ""
     qpn: int | None = None
+    depths: tuple[int, int] = (1, 1)  # (IRD, ORD): asked on connect, negotiated once up
 
 
 @dataclass
@@ -64,7 +65,9 @@ class FakeEp:
         status: int = 0,
         pdata: bytes = b"",
         listen: Cid | None = None,
+        depths: tuple[int, int] = (0, 0),
     ) -> None:
+        """Log an event; ``depths``: its responder_resources and initiator_depth."""
         self.log.append(
             {
                 "kind": "event",
@@ -76,6 +79,8 @@ class FakeEp:
                 "host_t_us": self.host.now(),
                 "local": cid.local,
                 "remote": cid.remote,
+                "responder_resources": depths[0],
+                "initiator_depth": depths[1],
                 "seq": len(self.log) + 1,
             }
         )
@@ -194,6 +199,14 @@ class FakeAgent:
         if len(private_data) // 2 > SIW.private_data.taken_by(call):
             raise self._rdma_error(call, errno.EINVAL, handle)
 
+    def _depths_taken(self, call: str, ird: int, ord: int, handle: int) -> tuple[int, int]:
+        """``ird``, ``ord`` (255: the maximum); past siw's maximum EINVAL (its profile)."""
+        limits = SIW.ird_ord
+        assert limits is not None
+        if (ird != 255 and ird > limits.max_ird) or (ord != 255 and ord > limits.max_ord):
+            raise self._rdma_error(call, errno.EINVAL, handle)
+        return (limits.max_ird if ird == 255 else ird, limits.max_ord if ord == 255 else ord)
+
     def op_listen(
         self,
         ep: FakeEp,
@@ -219,8 +232,11 @@ class FakeAgent:
         src: str | None,
         private_data: str,
         resolve_timeout: float = 10.0,
+        ird: int = 1,
+        ord: int = 1,
     ) -> protocol.ConnectReply:
         cid = ep.new_id()
+        cid.depths = self._depths_taken("connect", ird, ord, cid.handle)
         cid.local, cid.remote = f"{src or ADDRS[self.name]}:{40000 + cid.handle}", f"{dst}:{port}"
         ep.event(cid, "ADDR_RESOLVED")
         ep.event(cid, "ROUTE_RESOLVED")
@@ -243,18 +259,30 @@ class FakeAgent:
         cid.state, child.state, cid.peer, child.peer = "sent", "recv", child, cid
         child.local, child.remote = cid.remote, cid.local
         listener.ep.event(
-            child, "CONNECT_REQUEST", pdata=bytes.fromhex(private_data), listen=listener
+            child,
+            "CONNECT_REQUEST",
+            pdata=bytes.fromhex(private_data),
+            listen=listener,
+            depths=(cid.depths[1], cid.depths[0]),  # the request, mirrored (cma.c:2556)
         )
         if auto == "accept":
             listener.ep.host.op_accept(listener.ep, child.handle, "")
         return result
 
-    def op_accept(self, ep: FakeEp, id: int, private_data: str) -> protocol.AcceptReply:
+    def op_accept(
+        self, ep: FakeEp, id: int, private_data: str, ird: int = 1, ord: int = 1
+    ) -> protocol.AcceptReply:
         child = ep.ids[id]
         assert child.peer is not None
         if child.peer.state == "gone":  # the peer gave the connect up: as siw_accept
             raise self._rdma_error("accept", errno.ECONNRESET, id)
         self._pdata_taken("accept", private_data, id)
+        ird, ord = self._depths_taken("accept", ird, ord, id)
+        # siw's relaxed negotiation: the IRD raised to the initiator's ORD, the ORD lowered
+        # to its IRD; the initiator mirrors the reply's words (swapped: the mutant's).
+        child.depths = max(ird, child.peer.depths[1]), min(ord, child.peer.depths[0])
+        reply = child.depths if self.world.swapped_reply else child.depths[::-1]
+        child.peer.depths = (reply[0], reply[1])
         qp: protocol.QPInfo = {"addr": 4, "rkey": 5, "qp_num": 6, "length": 64}
         result: protocol.AcceptReply = {
             **self._timed(),
@@ -264,9 +292,15 @@ class FakeAgent:
         }
         child.state = child.peer.state = "up"
         child.qpn = 6
-        child.ep.event(child, "ESTABLISHED")
+        # ESTABLISHED: initiator_depth the IRD, responder_resources the ORD (siw, cma.c:2504).
+        child.ep.event(child, "ESTABLISHED", depths=child.depths[::-1])
         # The active side's ESTABLISHED carries the accept's private data (siw, lab).
-        child.peer.ep.event(child.peer, "ESTABLISHED", pdata=bytes.fromhex(private_data))
+        child.peer.ep.event(
+            child.peer,
+            "ESTABLISHED",
+            pdata=bytes.fromhex(private_data),
+            depths=child.peer.depths[::-1],
+        )
         return result
 
     def op_reject(self, ep: FakeEp, id: int, private_data: str) -> protocol.TimedReply:
@@ -334,6 +368,30 @@ class FakeAgent:
                     }
                 )
         return {**self._timed(), "mtu": 1500, "sizes": sizes, "checks": checks, "error": None}
+
+    def op_query_qp(self, ep: FakeEp, id: int) -> protocol.QueryQPReply:
+        """As siw_query_qp: max_rd_atomic the IRD, max_dest_rd_atomic the ORD, each a
+        power of two."""
+        ird, ord = (1 << (d - 1).bit_length() if d else 0 for d in ep.ids[id].depths)
+        return {**self._timed(), "max_rd_atomic": ird, "max_dest_rd_atomic": ord}
+
+    def op_reads(
+        self,
+        ep: FakeEp,
+        id: int,
+        reader: bool,
+        peer: protocol.QPInfo,
+        count: int,
+        seed: int = 0,
+        wait: float = 10.0,
+    ) -> protocol.ReadsReply:
+        """As a sound end: every READ's slice right."""
+        size = peer["length"] // max(count, 1)
+        ok: protocol.PayloadCheck = {
+            "op": "read", "size": size, "ok": True, "offset": -1, "expected": -1, "got": -1
+        }  # fmt: skip
+        checks = [ok] * count if reader else []
+        return {**self._timed(), "count": count, "size": size, "checks": checks, "error": None}
 
     def _close(self, cid: Cid) -> None:
         for c in (cid, cid.peer):
@@ -425,6 +483,7 @@ class FakeCMWorld:
     def __init__(self) -> None:
         self.listeners: dict[tuple[str, int], tuple[Cid, str | None]] = {}
         self.agents = {name: FakeAgent(self, name) for name in ADDRS}
+        self.swapped_reply = False  # the accept's IRD/ORD words swapped (ird-ord-swapped)
         hosts = [
             Host(
                 name,

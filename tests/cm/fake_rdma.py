@@ -54,9 +54,17 @@ class FakeCM:
             ctypes.memmove(ctypes.addressof(head) + getattr(CMIdHead, field).offset, raw, len(raw))
 
     def push(
-        self, kind: int, id_ptr: int, listen_ptr: int = 0, status: int = 0, pdata: bytes = b""
+        self,
+        kind: int,
+        id_ptr: int,
+        listen_ptr: int = 0,
+        status: int = 0,
+        pdata: bytes = b"",
+        depths: tuple[int, int] = (0, 0),
     ) -> None:
+        """Queue an event; ``depths``: its responder_resources and initiator_depth."""
         ev = CMEventStruct(id=id_ptr, listen_id=listen_ptr or None, event=kind, status=status)
+        ev.conn.responder_resources, ev.conn.initiator_depth = depths
         if pdata:
             buf = ctypes.create_string_buffer(pdata, len(pdata))
             self._keep.append(buf)
@@ -120,6 +128,8 @@ class FakeVerbs:
         self.recvs = 0
         self.wc_status = 0  # the status every completion carries (10: remote access error)
         self.modified: list[int] = []
+        self.queried: list[int] = []  # ibv_query_qp's masks
+        self.rd_atomic = (0, 0)  # what ibv_query_qp reports: max_rd_atomic, max_dest_rd_atomic
         self.cq = ctypes.create_string_buffer(64)
         self.mr = verbsabi.MR(lkey=11, rkey=22)
         self.released: list[str] = []
@@ -168,6 +178,13 @@ class FakeVerbs:
     def ibv_reg_mr(self, *args: Any) -> Any:
         self.made.append("mr")
         return ctypes.pointer(self.mr)
+
+    def ibv_query_qp(self, qp: int, attr: Any, mask: int, init: Any) -> int:
+        """Fill max_rd_atomic and max_dest_rd_atomic with ``rd_atomic``, as a provider."""
+        self.queried.append(mask)
+        attr[verbsabi.QP_ATTR_MAX_RD_ATOMIC] = self.rd_atomic[0]
+        attr[verbsabi.QP_ATTR_MAX_DEST_RD_ATOMIC] = self.rd_atomic[1]
+        return 0
 
     def ibv_modify_qp(self, qp: int, attr: Any, mask: int) -> int:
         self.modified.append(c_int.from_buffer(attr).value)

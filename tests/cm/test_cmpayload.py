@@ -4,8 +4,8 @@ joined to each other (fake_rdma.WiredVerbs): both ends run at once, as on a pair
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 from fake_rdma import FakeLib, WiredVerbs
@@ -15,6 +15,7 @@ from hil.agent.remote.cm import payload
 from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.librdmacm import CMChannel, RdmaError
 
+R = TypeVar("R")
 BUFFER = 8192  # small buffers keep the fake's copies short; the MTU is given
 MTU = 1500
 
@@ -35,24 +36,29 @@ def pair() -> Iterator[tuple[Worker, Worker, WiredVerbs, dict[str, Any]]]:
         w.close()
 
 
-def both(
-    a: Worker, b: Worker, qps: dict[str, Any], **extra: Any
-) -> tuple[protocol.PayloadReply, protocol.PayloadReply]:
-    """Each worker's payload op on its one id (handle 1), both at once."""
-    replies: dict[str, protocol.PayloadReply] = {}
+def at_once(run_a: Callable[[], R], run_b: Callable[[], R]) -> tuple[R, R]:
+    """Both ends' runs at once, as on a pair (each waits for the other's posts)."""
+    replies: dict[str, R] = {}
 
-    def side(name: str, w: Worker, first: bool, peer: protocol.QPInfo) -> None:
-        replies[name] = w.payload(1, first, peer, "127.0.0.1", seed=7, mtu=MTU, **extra)
+    def side(name: str, run: Callable[[], R]) -> None:
+        replies[name] = run()
 
-    threads = [
-        threading.Thread(target=side, args=("a", a, True, qps["b"])),
-        threading.Thread(target=side, args=("b", b, False, qps["a"])),
-    ]
+    threads = [threading.Thread(target=side, args=x) for x in (("a", run_a), ("b", run_b))]
     for t in threads:
         t.start()
     for t in threads:
         t.join(20)
     return replies["a"], replies["b"]
+
+
+def both(
+    a: Worker, b: Worker, qps: dict[str, Any], **extra: Any
+) -> tuple[protocol.PayloadReply, protocol.PayloadReply]:
+    """Each worker's payload op on its one id (handle 1), both at once."""
+    return at_once(
+        lambda: a.payload(1, True, qps["b"], "127.0.0.1", seed=7, mtu=MTU, **extra),
+        lambda: b.payload(1, False, qps["a"], "127.0.0.1", seed=7, mtu=MTU, **extra),
+    )
 
 
 def test_every_op_and_size_is_checked_on_both_ends(pair: Any) -> None:
@@ -127,3 +133,36 @@ def test_no_route_to_the_peer_is_an_error_not_a_traceback(pair: Any) -> None:
     a, _, _, qps = pair
     got = a.payload(1, True, qps["b"], "not-an-address", wait=0.1)
     assert got["error"] is not None and "no route MTU toward 'not-an-address'" in got["error"]
+
+
+def reads_both(
+    a: Worker, b: Worker, qps: dict[str, Any], count: int
+) -> tuple[protocol.ReadsReply, protocol.ReadsReply]:
+    """a READs ``count`` slices of b's buffer at once while b serves them."""
+    return at_once(
+        lambda: a.reads(1, True, qps["b"], count, seed=9, wait=5.0),
+        lambda: b.reads(1, False, qps["a"], count, seed=9, wait=5.0),
+    )
+
+
+def test_concurrent_reads_each_check_their_own_slice(pair: Any) -> None:
+    a, b, _, qps = pair
+    reader, server = reads_both(a, b, qps, 4)
+    assert reader["error"] is None and server["error"] is None
+    assert (reader["count"], reader["size"]) == (4, BUFFER // 4)
+    assert [c["ok"] for c in reader["checks"]] == [True] * 4 and server["checks"] == []
+
+
+def test_a_bad_byte_is_named_by_its_offset_within_its_own_read(pair: Any) -> None:
+    """a's provider inverts byte 1500 of every transfer it makes: of each 2048-byte READ."""
+    a, b, _, qps = pair
+    a.ch._lib.verbs.flip = MTU
+    reader, _ = reads_both(a, b, qps, 4)
+    assert [(c["ok"], c["offset"]) for c in reader["checks"]] == [(False, MTU)] * 4
+
+
+def test_no_reads_is_no_handshake_and_more_than_the_send_queue_is_refused(pair: Any) -> None:
+    a, b, _, qps = pair
+    assert reads_both(a, b, qps, 0)[0]["checks"] == []
+    with pytest.raises(RdmaError, match="count must be 0..16"):
+        a.reads(1, True, qps["b"], 17)

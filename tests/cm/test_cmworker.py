@@ -227,6 +227,10 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     peer = {"qp_num": 78, "addr": 4, "rkey": 5, "length": 65536}
     checked = op("payload", id=mine[0], first=True, peer=peer, peer_address="198.18.0.1", wait=0.1)
     assert "no completion within 0.1s" in str(checked["error"])  # no peer sends its MTU here
+    read = op("reads", id=mine[0], reader=True, peer=peer, count=2, wait=0.1)
+    assert "no completion within 0.1s" in str(read["error"])  # no peer says it is ready
+    lib.verbs.rd_atomic = (2, 4)
+    assert op("query_qp", id=mine[0])["max_dest_rd_atomic"] == 4
     op("disconnect", id=mine[0])
     op("qp_err", id=mine[0])
     op("pause", on=True)

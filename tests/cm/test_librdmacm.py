@@ -84,6 +84,61 @@ def test_inline_verbs_offsets_match_rdma_core() -> None:
     assert cmabi.RDMA_PS_TCP == 262 and verbsabi.IBV_QPS_ERR == 6
 
 
+U8, U16, U32 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32
+
+
+class _GlobalRoute(ctypes.Structure):
+    _fields_ = [
+        ("dgid", ctypes.c_uint64 * 2),
+        ("flow_label", U32),
+        ("sgid_index", U8),
+        ("hop_limit", U8),
+        ("traffic_class", U8),
+    ]
+
+
+class _AhAttr(ctypes.Structure):
+    _fields_ = [
+        ("grh", _GlobalRoute),
+        ("dlid", U16),
+        ("sl", U8),
+        ("src_path_bits", U8),
+        ("static_rate", U8),
+        ("is_global", U8),
+        ("port_num", U8),
+    ]
+
+
+class _QPAttr(ctypes.Structure):
+    """struct ibv_qp_attr as verbs.h declares it (qp_state .. qp_access_flags are nine
+    u32s, min_rnr_timer .. alt_timeout seven u8s)."""
+
+    _fields_ = [
+        ("u32s", U32 * 9),
+        ("cap", U32 * 5),
+        ("ah_attr", _AhAttr),
+        ("alt_ah_attr", _AhAttr),
+        ("pkey_index", U16),
+        ("alt_pkey_index", U16),
+        ("en_sqd_async_notify", U8),
+        ("sq_draining", U8),
+        ("rd", U8),
+        ("dest_rd", U8),
+        ("u8s", U8 * 7),
+        ("rate_limit", U32),
+    ]
+
+
+def test_the_qp_attr_depth_offsets_follow_verbs_h_layout() -> None:
+    """max_rd_atomic and max_dest_rd_atomic where ctypes lays out verbs.h's fields, in a
+    struct of the size rdma-core's sizeof(struct ibv_qp_attr) gives."""
+    assert ctypes.sizeof(_QPAttr) == verbsabi.QP_ATTR_SIZE
+    assert (_QPAttr.rd.offset, _QPAttr.dest_rd.offset) == (
+        verbsabi.QP_ATTR_MAX_RD_ATOMIC,
+        verbsabi.QP_ATTR_MAX_DEST_RD_ATOMIC,
+    )
+
+
 def test_real_libraries_load_and_type_every_function() -> None:
     lib = Lib()
     assert lib.cm.rdma_get_cm_event.argtypes and lib.verbs.ibv_reg_mr.restype
@@ -361,15 +416,50 @@ def test_id_first_destroys_the_id_while_its_qp_lives_then_the_qp() -> None:
         assert lib.verbs.released == ["qp", "mr", "cq", "pd"] and ch.handles() == []
 
 
-def test_connect_passes_private_data() -> None:
+def test_connect_passes_private_data_ird_and_ord() -> None:
     lib = FakeLib()
     with CMChannel(lib) as ch:  # type: ignore[arg-type]
         h = ch.create_id()
-        ch.connect(h, b"hello", depth=2)
+        ch.connect(h, b"hello", ird=2, ord=5)
         name, (_, param) = lib.cm.calls[-1]
         p = param._obj
         assert name == "rdma_connect" and ctypes.string_at(p.private_data, 5) == b"hello"
-        assert (p.private_data_len, p.initiator_depth, p.responder_resources) == (5, 2, 2)
+        assert (p.private_data_len, p.responder_resources, p.initiator_depth) == (5, 2, 5)
+        ch.accept(h, b"", ird=7, ord=0)
+        name, (_, param) = lib.cm.calls[-1]
+        assert name == "rdma_accept"
+        assert (param._obj.responder_resources, param._obj.initiator_depth) == (7, 0)
+
+
+@pytest.mark.parametrize("ird, ord", [(256, 1), (1, -1)])
+def test_an_ird_or_ord_no_uint8_holds_is_refused_before_the_call(ird: int, ord: int) -> None:
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        with pytest.raises(RdmaError, match="must be 0..255") as got:
+            ch.connect(h, b"", ird=ird, ord=ord)
+        assert got.value.errno == errno.EINVAL
+        assert not [c for c in lib.cm.calls if c[0] == "rdma_connect"]
+
+
+def test_an_event_reports_its_responder_resources_and_initiator_depth() -> None:
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        lib.cm.push(9, ch._id(h).ptr, depths=(8, 3))  # ESTABLISHED
+        ev = ch.poll_event(1.0)
+        assert ev is not None and ev["type"] == "ESTABLISHED"
+        assert (ev["responder_resources"], ev["initiator_depth"]) == (8, 3)
+
+
+def test_the_qps_rdma_read_depths_are_read_with_ibv_query_qp() -> None:
+    lib = FakeLib()
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        ch.create_qp(h, depth=4, buf_size=4096)
+        lib.verbs.rd_atomic = (4, 8)
+        assert ch.rd_atomic(h) == (4, 8)
+        assert lib.verbs.queried == [verbsabi.IBV_QP_MAX_QP_RD_ATOMIC | (1 << 17)]
 
 
 def test_an_event_for_a_destroyed_id_names_the_id_it_was() -> None:

@@ -444,3 +444,55 @@ def test_a_connection_whose_payload_arrives_broken_fails_payload_intact(
     assert [v.rule for v in verdict.violations] == ["payload-intact"]
     assert "RDMA WRITE of 64 bytes into side b: first bad byte at offset 1" in verdict.to_text()
     assert len([a for a in tl.actions if a.name == "payload"]) == 2
+
+
+@pytest.mark.parametrize(
+    "asked, reads",
+    [((2, 4, 8, 1), [8, 9]), ((4, 2, 1, 8), [2, 3]), ((0, 0, 0, 0), []), ((255,) * 4, [])],
+    ids=["asymmetric-raise", "asymmetric-lower", "zero", "max"],
+)
+def test_ird_ord_connects_reads_both_qps_and_issues_reads_within_and_past_the_ord(
+    world: FakeCMWorld, asked: tuple[int, int, int, int], reads: list[int]
+) -> None:
+    ird, ord_, accept_ird, accept_ord = asked
+    tl = session(world).run(
+        "ird_ord", ird=ird, ord=ord_, accept_ird=accept_ird, accept_ord=accept_ord
+    )
+    assert check(tl, SIW).ok, check(tl, SIW).to_text()
+    assert [a.params["ird"] for a in tl.actions if a.name in ("connect", "accept")] == [
+        ird,
+        accept_ird,
+    ]
+    assert len([a for a in tl.actions if a.name == "query_qp" and a.ok]) == 2
+    got = [a.params["count"] for a in tl.actions if a.name == "reads" and a.params["reader"]]
+    assert got == reads
+    assert tl.resources and all(r.before == r.after for r in tl.resources), tl.resources
+
+
+@pytest.mark.parametrize("asked", [(129, 1, 1, 1), (1, 1, 1, 129)], ids=["connect", "accept"])
+def test_ird_ord_past_the_maximum_is_refused_and_cleaned_up(
+    world: FakeCMWorld, asked: tuple[int, int, int, int]
+) -> None:
+    ird, ord_, accept_ird, accept_ord = asked
+    tl = session(world).run(
+        "ird_ord", ird=ird, ord=ord_, accept_ird=accept_ird, accept_ord=accept_ord
+    )
+    assert check(tl, SIW).ok, check(tl, SIW).to_text()
+    refused = [a.name for a in tl.actions if a.result == "EINVAL"]
+    assert refused == ["connect" if ird > 128 else "accept"]
+    assert "ESTABLISHED" not in kinds(tl, "a") + kinds(tl, "b")
+    assert tl.resources and all(r.before == r.after for r in tl.resources), tl.resources
+
+
+def test_ird_ord_reply_words_swapped_break_the_negotiation(world: FakeCMWorld) -> None:
+    """The mutant ird-ord-swapped, played by the fake: the initiator ends with the
+    responder's own IRD/ORD."""
+    world.swapped_reply = True
+    tl = session(world).run("ird_ord", ird=2, ord=4, accept_ird=8, accept_ord=1)
+    broken = {v.rule for v in check(tl, SIW).violations}
+    assert {"ird-ord-negotiated", "ird-ord-qp-depths"} <= broken, check(tl, SIW).to_text()
+
+
+def test_ird_ord_bad_parameters() -> None:
+    with pytest.raises(InputError, match="accept_ord must be 0..255"):
+        session(FakeCMWorld()).run("ird_ord", accept_ord=256)

@@ -122,9 +122,9 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
             readers.append((threading.get_ident(), ev.type))
         return ev
 
-    def issue(handle: int, private_data: bytes = b"", depth: int = 1) -> None:
+    def issue(handle: int, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> None:
         connecting.add(threading.get_ident())
-        connect(handle, private_data, depth)
+        connect(handle, private_data, ird, ord)
         time.sleep(0.005)  # as siw's blocks: the fake kernel has answered before it returns
 
     w.ch.read_event, w.ch.connect = read, issue  # type: ignore[method-assign]
@@ -154,9 +154,9 @@ def test_a_storm_runs_without_garbage_collection_and_restores_it(
     seen: list[bool] = []
     connect = w.ch.connect
 
-    def spy(handle: int, private_data: bytes = b"", depth: int = 1) -> None:
+    def spy(handle: int, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> None:
         seen.append(gc.isenabled())
-        connect(handle, private_data, depth)
+        connect(handle, private_data, ird, ord)
 
     w.ch.connect = spy  # type: ignore[method-assign]
     assert gc.isenabled()
@@ -278,9 +278,9 @@ def test_serve_accepts_a_request_first_and_keeps_its_bookkeeping_for_after(
     at_accept: list[tuple[int, int]] = []
     accept = w.ch.accept
 
-    def spy(handle: int, private_data: bytes = b"", depth: int = 1) -> None:
+    def spy(handle: int, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> None:
         at_accept.append((len(w.log.entries), len(lib.cm.qp_pds)))
-        accept(handle, private_data, depth)
+        accept(handle, private_data, ird, ord)
 
     def peer() -> None:
         time.sleep(0.2)
@@ -319,9 +319,9 @@ def test_a_connect_step_s_events_are_logged_once_its_span_ended(
     def logged() -> int:
         return sum(e["kind"] == "event" and e["type"] == "ESTABLISHED" for e in w.log.entries)
 
-    def slow_connect(handle: int, private_data: bytes = b"", depth: int = 1) -> None:
+    def slow_connect(handle: int, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> None:
         established_at.append(logged())
-        connect(handle, private_data, depth)
+        connect(handle, private_data, ird, ord)
         time.sleep(0.005)  # the fake kernel answers meanwhile: read before the next call
 
     def spy(handle: int) -> None:

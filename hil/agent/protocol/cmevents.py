@@ -33,6 +33,10 @@ class CMEvent(TypedDict):
     host_t_us: int  # the host's CLOCK_MONOTONIC, µs
     local: str  # the id's own address, "ip:port" ("[v6]:port"); "" while unknown
     remote: str  # its peer's, likewise
+    # param.conn's IRD/ORD words as the event reports them (rdma_get_cm_event(3)); how
+    # each maps to this side's IRD and ORD is the provider's (docs/ird-ord.md)
+    responder_resources: int
+    initiator_depth: int
 
 
 class CMEventEntry(CMEvent):

@@ -12,12 +12,13 @@ from .names import AutoAnswer, DestroyOrder, StreamMode
 from .spec import CMOp
 
 __all__ = [
-    "ListenParams", "ConnectParams", "IdParams", "AnswerParams", "DestroyParams", "RemoteBuffer",
+    "ListenParams", "ConnectParams", "IdParams", "AnswerParams", "AcceptParams", "DestroyParams",
+    "RemoteBuffer",
     "StreamStartParams", "WriteParams", "PauseParams", "TimedReply", "DestroyReply",
     "IdTimedReply", "QPInfo", "ConnectReply", "AcceptReply", "StreamStats", "StreamStopReply",
     "WriteReply", "HandlesReply", "CMErrorDetails", "OP_LISTEN", "OP_CONNECT", "OP_ACCEPT",
     "OP_REJECT", "OP_DISCONNECT", "OP_QP_ERR", "OP_DESTROY", "OP_STREAM_START", "OP_STREAM_STOP",
-    "OP_STREAM_STATS", "OP_WRITE", "OP_PAUSE", "OP_HANDLES",
+    "OP_STREAM_STATS", "OP_WRITE", "OP_PAUSE", "OP_HANDLES", "QueryQPReply", "OP_QUERY_QP",
 ]  # fmt: skip
 
 
@@ -41,6 +42,8 @@ class ConnectParams(_ConnectRequired, total=False):
     src: str | None
     private_data: str  # hex
     resolve_timeout: float
+    ird: int  # rdma_conn_param.responder_resources (default 1; 255: the device's maximum)
+    ord: int  # rdma_conn_param.initiator_depth (likewise)
 
 
 class IdParams(TypedDict):
@@ -49,6 +52,11 @@ class IdParams(TypedDict):
 
 class AnswerParams(IdParams, total=False):
     private_data: str  # hex
+
+
+class AcceptParams(AnswerParams, total=False):
+    ird: int  # as ConnectParams'
+    ord: int
 
 
 class DestroyParams(IdParams, total=False):
@@ -124,6 +132,15 @@ class AcceptReply(TimedReply):
     remote: str
 
 
+class QueryQPReply(TimedReply):
+    """ibv_query_qp(3)'s ``max_rd_atomic`` (the RDMA READs this QP may have outstanding
+    as initiator: its ORD) and ``max_dest_rd_atomic`` (those it takes as responder: its
+    IRD), as the provider fills them."""
+
+    max_rd_atomic: int
+    max_dest_rd_atomic: int
+
+
 class StreamStats(TypedDict):
     mode: StreamMode
     ops: int
@@ -161,7 +178,7 @@ class CMErrorDetails(TypedDict, total=False):
 
 OP_LISTEN = CMOp("listen", ListenParams, IdTimedReply)
 OP_CONNECT = CMOp("connect", ConnectParams, ConnectReply)
-OP_ACCEPT = CMOp("accept", AnswerParams, AcceptReply)
+OP_ACCEPT = CMOp("accept", AcceptParams, AcceptReply)
 OP_REJECT = CMOp("reject", AnswerParams, TimedReply)
 OP_DISCONNECT = CMOp("disconnect", IdParams, TimedReply)
 OP_QP_ERR = CMOp("qp_err", IdParams, TimedReply)
@@ -172,3 +189,4 @@ OP_STREAM_STATS = CMOp("stream_stats", IdParams, StreamStats)
 OP_WRITE = CMOp("write", WriteParams, WriteReply)
 OP_PAUSE = CMOp("pause", PauseParams, TimedReply)
 OP_HANDLES = CMOp("handles", NoParams, HandlesReply)
+OP_QUERY_QP = CMOp("query_qp", IdParams, QueryQPReply)

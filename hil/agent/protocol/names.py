@@ -118,6 +118,8 @@ CMOpName = Literal[
     "scenario",
     "storm",
     "payload",
+    "reads",
+    "query_qp",
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[

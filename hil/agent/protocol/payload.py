@@ -10,6 +10,7 @@ from .spec import CMOp
 
 __all__ = [
     "PayloadOpName", "PAYLOAD_OPS", "PayloadParams", "PayloadCheck", "PayloadReply", "OP_PAYLOAD",
+    "ReadsParams", "ReadsReply", "OP_READS",
 ]  # fmt: skip
 
 # What carries the data a side checks: the peer's SEND or RDMA WRITE into this side's
@@ -56,3 +57,27 @@ class PayloadReply(TimedReply):
 
 
 OP_PAYLOAD = CMOp("payload", PayloadParams, PayloadReply)
+
+
+class _ReadsRequired(IdParams):
+    reader: bool  # this end posts the READs; the other end's buffer is read
+    peer: QPInfo  # the other end's buffer
+    count: int  # READs posted at once, each of an equal slice of the buffers
+
+
+class ReadsParams(_ReadsRequired, total=False):
+    seed: int  # the pattern's seed (both ends the same)
+    wait: float  # seconds each completion may take
+
+
+class ReadsReply(TimedReply):
+    """``count`` RDMA READs posted at once by the reader, each of ``size`` bytes at its own
+    offset: the reader's check of each (``op`` read), and the error that stopped it."""
+
+    count: int
+    size: int
+    checks: list[PayloadCheck]
+    error: str | None
+
+
+OP_READS = CMOp("reads", ReadsParams, ReadsReply)

@@ -15,7 +15,8 @@ imported): :mod:`~hil.cm.sequences.connection` (connect, close, abort, reject,
 no_listener, remote_access_error), :mod:`~hil.cm.sequences.linkpull`,
 :mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy),
 :mod:`~hil.cm.sequences.listeners` (reject_then_accept, listener_addresses),
-:mod:`~hil.cm.sequences.pdata` (private_data); what
+:mod:`~hil.cm.sequences.pdata` (private_data), :mod:`~hil.cm.sequences.irdord`
+(ird_ord); what
 they share is :mod:`~hil.cm.sequences.common`.
 
 Each, with its parameters, its steps and the metrics it records:
@@ -49,9 +50,13 @@ Each, with its parameters, its steps and the metrics it records:
 - ``private_data`` (``call`` = connect/accept/reject, ``length``): one connection
   whose ``call`` carries ``length`` bytes of private data, the others none; a
   refused call (past the provider's limit) is recorded and cleaned up.
+- ``ird_ord`` (``ird``, ``ord``, ``accept_ird``, ``accept_ord``): one connection
+  asking those IRD/ORD on connect and accept; both QPs' depths read
+  (``query_qp``), the active side's concurrent RDMA READs within and one past its
+  ORD (``reads``), closed; a refused call is recorded and cleaned up.
 """
 
-from hil.cm.sequences import connection, destroys, linkpull, listeners, pdata
+from hil.cm.sequences import connection, destroys, irdord, linkpull, listeners, pdata
 from hil.cm.sequences.connection import (
     abort,
     close,
@@ -61,6 +66,7 @@ from hil.cm.sequences.connection import (
     remote_access_error,
 )
 from hil.cm.sequences.destroys import destroy_conn_sent, listener_destroy
+from hil.cm.sequences.irdord import ird_ord
 from hil.cm.sequences.linkpull import link_pull
 from hil.cm.sequences.listeners import listener_addresses, reject_then_accept
 from hil.cm.sequences.pdata import private_data
@@ -72,6 +78,8 @@ __all__ = [
     "connection",
     "destroy_conn_sent",
     "destroys",
+    "ird_ord",
+    "irdord",
     "link_pull",
     "linkpull",
     "listener_addresses",

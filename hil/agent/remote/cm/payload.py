@@ -30,6 +30,10 @@ For each op, each size, the first end acting first, then the other:
   Send on the same stream is delivered), and the peer checks its buffer;
 - ``read``: the peer fills its buffer and SENDs zero bytes; the actor RDMA
   READs the peer's buffer into its own and checks it.
+
+:func:`reads` is the ``read`` step with ``count`` READs posted at once, each of
+its own slice of the buffers: a connection's RDMA READs within (and past) its
+negotiated ORD (docs/ird-ord.md).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ from ...protocol import (
     PayloadParams,
     PayloadReply,
     QPInfo,
+    ReadsParams,
+    ReadsReply,
 )
 from ..hostclock import now_us
 from ..librdmacm import RdmaError
@@ -260,4 +266,56 @@ def run(res: QPResources, params: PayloadParams) -> PayloadReply:
         "sizes": sizes(mtu, check.largest) if mtu else [],
         "checks": check.checks,
         "error": error,
+    }
+
+
+def reads(res: QPResources, params: ReadsParams) -> ReadsReply:
+    """This end's part of ``count`` concurrent RDMA READs (the module's doc): the other
+    end fills its buffer and says so; the reader posts every READ, each of an equal slice
+    of the buffer at its own offset, waits for them all and checks each slice."""
+    t0, count = now_us(), params["count"]
+    qp = _QP(res, params.get("wait", 10.0), params["peer"]["rkey"])
+    size = min(len(res.buf), params["peer"]["length"]) // max(count, 1)
+    want = pattern(params.get("seed", 0), size * count)
+    checks: list[PayloadCheck] = []
+    error = None
+    try:
+        if count and params["reader"]:
+            qp.received("the peer's buffer ready for the READs")
+            for k in range(count):
+                qp.post(IBV_WR_RDMA_READ, size, k * size, params["peer"]["addr"] + k * size)
+            qp.sent(f"{count} concurrent READs of {size} bytes", count)
+            got = ctypes.string_at(qp.addr, size * count)
+            checks = [_slice_check(want, got, k, size) for k in range(count)]
+            qp.post(IBV_WR_SEND, 0)
+            qp.sent("the end of the READs")
+        elif count:
+            ctypes.memmove(qp.addr, want, len(want))
+            qp.post(IBV_WR_SEND, 0)
+            qp.sent("the ready notice of the READs")
+            qp.received("the end of the READs")
+    except PayloadError as e:
+        error = str(e)
+    return {
+        "t_us": t0,
+        "us": now_us() - t0,
+        "count": count,
+        "size": size,
+        "checks": checks,
+        "error": error,
+    }
+
+
+def _slice_check(want: bytes, got: bytes, k: int, size: int) -> PayloadCheck:
+    """The check of READ ``k``: its slice of ``got`` against the pattern's."""
+    offset, expected, value = first_difference(
+        want[k * size : (k + 1) * size], got[k * size : (k + 1) * size]
+    )
+    return {
+        "op": "read",
+        "size": size,
+        "ok": offset < 0,
+        "offset": offset,
+        "expected": expected,
+        "got": value,
     }

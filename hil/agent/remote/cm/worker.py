@@ -30,6 +30,9 @@ from ...protocol import (
     PayloadParams,
     PayloadReply,
     QPInfo,
+    QueryQPReply,
+    ReadsParams,
+    ReadsReply,
     ScenarioParams,
     ScenarioReply,
     ScenarioStep,
@@ -125,8 +128,11 @@ class Worker(StreamOps):
         src: str | None = None,
         private_data: str = "",
         resolve_timeout: float = 10.0,
+        ird: int = 1,
+        ord: int = 1,
     ) -> ConnectReply:
-        """Resolve address and route, make a QP, rdma_connect; the reply comes as an event."""
+        """Resolve address and route, make a QP, rdma_connect asking for ``ird`` and ``ord``;
+        the reply comes as an event."""
         h = self.ch.create_id()
         try:
             mark = len(self.log.entries)
@@ -146,7 +152,7 @@ class Worker(StreamOps):
             raise
         t0 = now_us()
         try:
-            self.ch.connect(h, bytes.fromhex(private_data))
+            self.ch.connect(h, bytes.fromhex(private_data), ird, ord)
         except RdmaError as e:
             e.handle, e.t_us, e.us = h, t0, now_us() - t0  # type: ignore[attr-defined]
             raise
@@ -154,11 +160,12 @@ class Worker(StreamOps):
         local, remote = self.ch.addresses(h)
         return {"id": h, "t_us": t0, "us": took, "qp": qp, "local": local, "remote": remote}
 
-    def accept(self, id: int, private_data: str = "") -> AcceptReply:
-        """Make a QP for a CONNECT_REQUEST's id, post receives, rdma_accept."""
+    def accept(self, id: int, private_data: str = "", ird: int = 1, ord: int = 1) -> AcceptReply:
+        """Make a QP for a CONNECT_REQUEST's id, post receives, rdma_accept with ``ird``
+        and ``ord``."""
         qp = self.ch.create_qp(id, depth=QP_DEPTH)
         self.ch.post_recv(id, QP_DEPTH)
-        done = self._timed(self.ch.accept, id, bytes.fromhex(private_data))
+        done = self._timed(self.ch.accept, id, bytes.fromhex(private_data), ird, ord)
         local, remote = self.ch.addresses(id)
         return {**done, "qp": qp, "local": local, "remote": remote}
 
@@ -301,6 +308,42 @@ class Worker(StreamOps):
             "wait": wait,
         }
         return payload.run(self.ch.resources(id), params)
+
+    def reads(
+        self,
+        id: int,
+        reader: bool,
+        peer: QPInfo,
+        count: int,
+        seed: int = 0,
+        wait: float = 10.0,
+    ) -> ReadsReply:
+        """This end's part of ``count`` concurrent RDMA READs (payload.py :func:`reads`),
+        run while the other end runs its own."""
+        if id in self.streams:
+            raise RdmaError("reads", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        if not 0 <= count <= QP_DEPTH:
+            raise RdmaError("reads", errno.EINVAL, f"count must be 0..{QP_DEPTH} (the send queue)")
+        params: ReadsParams = {
+            "id": id,
+            "reader": reader,
+            "peer": peer,
+            "count": count,
+            "seed": seed,
+            "wait": wait,
+        }
+        return payload.reads(self.ch.resources(id), params)
+
+    def query_qp(self, id: int) -> QueryQPReply:
+        """The cm_id's QP's RDMA READ depths as ibv_query_qp(3) reports them."""
+        t0 = now_us()
+        initiator, responder = self.ch.rd_atomic(id)
+        return {
+            "t_us": t0,
+            "us": now_us() - t0,
+            "max_rd_atomic": initiator,
+            "max_dest_rd_atomic": responder,
+        }
 
     def handles(self) -> HandlesReply:
         """The live cm_id handles."""

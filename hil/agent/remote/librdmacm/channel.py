@@ -134,14 +134,16 @@ class CMChannel:
         (:meth:`DeviceQPs.create_bare`); returns its qp_num."""
         return self._qps.create_bare(self._id(handle), handle)
 
-    def connect(self, handle: int, private_data: bytes = b"", depth: int = 1) -> None:
-        """rdma_connect with private data; needs a QP (:meth:`create_qp`)."""
-        param = conn_param(private_data, depth)
+    def connect(self, handle: int, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> None:
+        """rdma_connect with private data, asking for ``ird`` and ``ord``; needs a QP
+        (:meth:`create_qp`)."""
+        param = conn_param(private_data, ird, ord)
         call("rdma_connect", self._lib.cm.rdma_connect, self._id(handle).ptr, byref(param))
 
-    def accept(self, handle: int, private_data: bytes = b"", depth: int = 1) -> None:
-        """rdma_accept a CONNECT_REQUEST's id with private data; needs a QP."""
-        param = conn_param(private_data, depth)
+    def accept(self, handle: int, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> None:
+        """rdma_accept a CONNECT_REQUEST's id with private data, ``ird`` and ``ord``;
+        needs a QP."""
+        param = conn_param(private_data, ird, ord)
         call("rdma_accept", self._lib.cm.rdma_accept, self._id(handle).ptr, byref(param))
 
     def reject(self, handle: int, private_data: bytes = b"") -> None:
@@ -178,6 +180,10 @@ class CMChannel:
         """The cm_id's QP, CQ and registered buffer, for work that posts and reads them
         itself (the payload check)."""
         return self._res(handle, "ibv_post_send")
+
+    def rd_atomic(self, handle: int) -> tuple[int, int]:
+        """The cm_id's QP's ``max_rd_atomic`` and ``max_dest_rd_atomic`` (ibv_query_qp)."""
+        return self._res(handle, "ibv_query_qp").rd_atomic()
 
     def poll_cq(self, handle: int, max_entries: int = 16) -> list[dict[str, int]]:
         """Completions ready on the cm_id's CQ (never waits)."""

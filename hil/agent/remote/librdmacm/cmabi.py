@@ -21,6 +21,9 @@ from .verbsabi import SIGNATURES as VERBS_SIGNATURES
 EVENT_NAMES = CM_EVENT_TYPES
 RDMA_PS_TCP = 0x0106
 MAX_PRIVATE_DATA = 255  # rdma_conn_param.private_data_len is a uint8_t
+# responder_resources (IRD) and initiator_depth (ORD) are uint8_t too; librdmacm reads
+# 255 as "the device's maximum" (RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH, rdma_cma.h).
+MAX_DEPTH = 255
 # rdma_resolve_addr's and rdma_resolve_route's timeout: far above a lab's, a bound still
 RESOLVE_MS = 2000
 
@@ -106,18 +109,24 @@ class Lib:
         self.verbs = load(verbs, VERBS_SIGNATURES, "libibverbs1")
 
 
-def conn_param(private_data: bytes, depth: int) -> ConnParam:
-    """The struct rdma_conn_param of a connect or an accept: private data, depth, retries."""
+def conn_param(private_data: bytes, ird: int = 1, ord: int = 1) -> ConnParam:
+    """The struct rdma_conn_param of a connect or an accept: private data, the IRD
+    (``responder_resources``) and ORD (``initiator_depth``) asked for, retries."""
     if len(private_data) > MAX_PRIVATE_DATA:
         raise RdmaError(
             "conn_param", errno.EINVAL, f"private data longer than {MAX_PRIVATE_DATA} bytes"
         )
+    for name, value in (("ird", ird), ("ord", ord)):
+        if not 0 <= value <= MAX_DEPTH:
+            raise RdmaError(
+                "conn_param", errno.EINVAL, f"{name} must be 0..{MAX_DEPTH}, not {value}"
+            )
     buf = ctypes.create_string_buffer(private_data, len(private_data) or 1)
     param = ConnParam(
         private_data=ctypes.addressof(buf) if private_data else None,
         private_data_len=len(private_data),
-        responder_resources=depth,
-        initiator_depth=depth,
+        responder_resources=ird,
+        initiator_depth=ord,
         retry_count=7,
         rnr_retry_count=7,
     )

@@ -22,7 +22,8 @@ from .ids import IdTable
 
 class RawEvent(NamedTuple):
     """One CM event as :func:`read_event` copied it (acked already): its ids as
-    handles, its route's two sockaddrs as bytes ("" when the id was not live)."""
+    handles, its route's two sockaddrs as bytes ("" when the id was not live), and
+    ``param.conn``'s responder_resources and initiator_depth as the event reports them."""
 
     type: CMEventType
     status: int
@@ -32,6 +33,8 @@ class RawEvent(NamedTuple):
     host_t_us: int
     src: bytes
     dst: bytes
+    responder_resources: int = 0
+    initiator_depth: int = 0
 
 
 def cook(raw: RawEvent) -> CMEvent:
@@ -45,6 +48,8 @@ def cook(raw: RawEvent) -> CMEvent:
         "host_t_us": raw.host_t_us,
         "local": sockaddr_text(raw.src) if raw.src else "",
         "remote": sockaddr_text(raw.dst) if raw.dst else "",
+        "responder_resources": raw.responder_resources,
+        "initiator_depth": raw.initiator_depth,
     }
 
 
@@ -72,6 +77,7 @@ def read_event(
             else b""
         )
         id_ptr, listen_ptr, status = int(e.id or 0), int(e.listen_id or 0), e.status
+        depths = int(e.conn.responder_resources), int(e.conn.initiator_depth)
         # Name the ids before the ack: until then rdma_destroy_id of this
         # id blocks, so a destroy racing this event cannot unmap it first.
         if kind == "CONNECT_REQUEST" and not ids.live(id_ptr):
@@ -94,4 +100,4 @@ def read_event(
             f"event number {number} (status {status}) is not a protocol "
             "CMEventType; acked and dropped",
         )
-    return RawEvent(kind, status, handle, listen_handle, pdata, host_t_us, src, dst)
+    return RawEvent(kind, status, handle, listen_handle, pdata, host_t_us, src, dst, *depths)

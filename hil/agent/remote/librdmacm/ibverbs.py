@@ -15,6 +15,8 @@ from ...protocol import QPInfo
 from .cdll import RdmaError, call, fail
 from .verbsabi import (
     ACCESS_ALL,
+    IBV_QP_MAX_DEST_RD_ATOMIC,
+    IBV_QP_MAX_QP_RD_ATOMIC,
     IBV_QP_STATE,
     IBV_QPS_ERR,
     IBV_QPT_RC,
@@ -27,7 +29,10 @@ from .verbsabi import (
     POLL_CQ,
     POST_RECV,
     POST_SEND,
+    QP_ATTR_MAX_DEST_RD_ATOMIC,
+    QP_ATTR_MAX_RD_ATOMIC,
     QP_ATTR_SIZE,
+    QP_INIT_ATTR_SIZE,
     QP_NUM_OFFSET,
     SGE,
     WC,
@@ -115,6 +120,14 @@ class QPResources:
         attr = ctypes.create_string_buffer(QP_ATTR_SIZE)
         c_int.from_buffer(attr).value = IBV_QPS_ERR  # qp_state is the first field
         call("ibv_modify_qp", self._lib.ibv_modify_qp, self.qp, attr, IBV_QP_STATE)
+
+    def rd_atomic(self) -> tuple[int, int]:
+        """ibv_query_qp's ``max_rd_atomic`` and ``max_dest_rd_atomic`` of the QP."""
+        attr = ctypes.create_string_buffer(QP_ATTR_SIZE)
+        init = ctypes.create_string_buffer(QP_INIT_ATTR_SIZE)
+        mask = IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC
+        call("ibv_query_qp", self._lib.ibv_query_qp, self.qp, attr, mask, init)
+        return attr.raw[QP_ATTR_MAX_RD_ATOMIC], attr.raw[QP_ATTR_MAX_DEST_RD_ATOMIC]
 
     def _sge(self, length: int) -> SGE:
         assert self.mr is not None

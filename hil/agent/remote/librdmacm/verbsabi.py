@@ -22,6 +22,12 @@ IBV_SEND_SIGNALED = 2
 ACCESS_ALL = 1 | 2 | 4  # IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ
 QP_ATTR_SIZE = 144  # sizeof(struct ibv_qp_attr): only qp_state is set, the rest zero
 QP_NUM_OFFSET = 52  # offsetof(struct ibv_qp, qp_num)
+# ibv_query_qp's mask bits and where struct ibv_qp_attr keeps the two depths (each a
+# uint8_t): after 9 u32s, ibv_qp_cap (20 bytes), two ibv_ah_attr (32 each), two u16s
+# and two u8s.
+IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 13, 1 << 17
+QP_ATTR_MAX_RD_ATOMIC, QP_ATTR_MAX_DEST_RD_ATOMIC = 126, 127
+QP_INIT_ATTR_SIZE = 64  # sizeof(struct ibv_qp_init_attr)
 # ibv_post_send/recv and ibv_poll_cq are inline in verbs.h: they call through
 # struct ibv_context's ops table, at these byte offsets.
 OPS_POLL_CQ, OPS_POST_SEND, OPS_POST_RECV = 96, 208, 216
@@ -153,5 +159,6 @@ SIGNATURES: Signatures = {
     "ibv_reg_mr": (POINTER(MR), [c_void_p, c_void_p, ctypes.c_size_t, c_int]),
     "ibv_dereg_mr": (c_int, [POINTER(MR)]),
     "ibv_modify_qp": (c_int, [c_void_p, c_void_p, c_int]),
+    "ibv_query_qp": (c_int, [c_void_p, c_void_p, c_int, c_void_p]),
     "ibv_destroy_qp": (c_int, [c_void_p]),
 }
