@@ -3,29 +3,20 @@ statistics and the report (the bench itself runs on a lab: docs/profile-measure.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmod import load_bench
 
 from hil.judge.profile import bound_fields
 from hil.judge.profiles import SIW
 from hil.judge.records import Action, Event
 from hil.judge.timeline import Timeline
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "profile_measure.py"
-
 
 @pytest.fixture(scope="module")
 def pm() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("profile_measure", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["profile_measure"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("profile_measure", "profile_measure.py")
 
 
 def _tl(*items: Action | Event, **metrics: float) -> Timeline:
