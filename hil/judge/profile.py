@@ -16,9 +16,10 @@ on an action by the profile of the host that acted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from hil.errors import InputError
+from hil.judge.provenance import Provenance, problems
 from hil.judge.wireexpect import WireExpect
 
 
@@ -123,6 +124,19 @@ class Profile:
     # (an empty set: the type never comes on iWARP); a type missing is a profile
     # error, never a pass (the rule event-status-in-profile).
     event_statuses: tuple[tuple[str, frozenset[int]], ...] = ()
+    # Each time bound's source, by field name (every *_bound_s and *_min_s has one:
+    # tests/judge/test_provenance.py; docs/contract.md "Bounds and their provenance").
+    provenance: tuple[tuple[str, Provenance], ...] = ()
+
+    def provenance_of(self, bound: str) -> Provenance | None:
+        """Where the time bound named ``bound`` (a field name) comes from; None: unsaid."""
+        return dict(self.provenance).get(bound)
+
+    def provenance_problems(self) -> list[str]:
+        """Each time bound without a provenance, and each measured one looser than its
+        p99 allows (:func:`hil.judge.provenance.problems`)."""
+        bounds = {name: getattr(self, name) for name in bound_fields()}
+        return [f"{self.name} {p}" for p in problems(bounds, dict(self.provenance))]
 
     def statuses_of(self, event_type: str) -> frozenset[int] | None:
         """The statuses an event of ``event_type`` may carry; None: the profile has no set."""
@@ -172,6 +186,11 @@ class Profile:
         else:
             basis = self.pull_idle_basis
         return PullPromise(self.name, bound, basis)
+
+
+def bound_fields() -> tuple[str, ...]:
+    """The names of a profile's time bounds: its ``*_bound_s`` and ``*_min_s`` fields."""
+    return tuple(f.name for f in fields(Profile) if f.name.endswith(("_bound_s", "_min_s")))
 
 
 @dataclass(frozen=True)
