@@ -251,6 +251,58 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
     )
 
 
+_CXGB4_TIMER = "cm.c:111 ep_timeout_secs (default 60), armed by start_ep_timer cm.c:177"
+CXGB4_PROVENANCE = (
+    (
+        "local_close_bound_s",
+        Provenance(
+            "src",
+            f"{_CXGB4_TIMER}: a close waits that long for the peer's FIN, then "
+            "-ETIMEDOUT; + 5 s margin (Linux 6.1.192)",
+        ),
+    ),
+    (
+        "conn_sent_destroy_bound_s",
+        Provenance("src", f"{_CXGB4_TIMER} runs in MPA_REQ_SENT; + 5 s margin (Linux 6.1.192)"),
+    ),
+    (
+        "conn_sent_destroy_min_s",
+        Provenance("inferred", "a cxgb4 peer's own timers may end the connect sooner: none"),
+    ),
+    (
+        "listener_destroy_bound_s",
+        Provenance(
+            "src",
+            "c4iw_destroy_listen cm.c:3604-3627 waits for CLOSE_LISTSRV_RPL, C4IW_WR_TO "
+            "60 s (iw_cxgb4.h:208, :271); + 5 s margin (Linux 6.1.192)",
+        ),
+    ),
+    (
+        "pull_traffic_bound_s",
+        Provenance(
+            "inferred",
+            "the firmware's retransmit abort, not measured: 2 x ep_timeout_secs + 5 s",
+        ),
+    ),
+    (
+        "pull_idle_bound_s",
+        Provenance("inferred", "keepalive is adapter configuration: no promise"),
+    ),
+    (
+        "admin_down_bound_s",
+        Provenance("inferred", "no netdev-down handling known: judged as a carrier loss"),
+    ),
+    (
+        "unreachable_bound_s",
+        Provenance(
+            "inferred",
+            "the firmware's SYN retries (act_open_rpl CPL_ERR_CONN_TIMEDOUT), not "
+            "measured: 2 x ep_timeout_secs + 5 s",
+        ),
+    ),
+)
+
+
 def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
     """The Chelsio iw_cxgb4 profile for the module's ``ep_timeout_secs``."""
     margin = 5.0
@@ -324,58 +376,6 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
             ),
         ),
     )
-
-
-_CXGB4_TIMER = "cm.c:111 ep_timeout_secs (default 60), armed by start_ep_timer cm.c:177"
-CXGB4_PROVENANCE = (
-    (
-        "local_close_bound_s",
-        Provenance(
-            "src",
-            f"{_CXGB4_TIMER}: a close waits that long for the peer's FIN, then "
-            "-ETIMEDOUT; + 5 s margin (Linux 6.1.192)",
-        ),
-    ),
-    (
-        "conn_sent_destroy_bound_s",
-        Provenance("src", f"{_CXGB4_TIMER} runs in MPA_REQ_SENT; + 5 s margin (Linux 6.1.192)"),
-    ),
-    (
-        "conn_sent_destroy_min_s",
-        Provenance("inferred", "a cxgb4 peer's own timers may end the connect sooner: none"),
-    ),
-    (
-        "listener_destroy_bound_s",
-        Provenance(
-            "src",
-            "c4iw_destroy_listen cm.c:3604-3627 waits for CLOSE_LISTSRV_RPL, C4IW_WR_TO "
-            "60 s (iw_cxgb4.h:208, :271); + 5 s margin (Linux 6.1.192)",
-        ),
-    ),
-    (
-        "pull_traffic_bound_s",
-        Provenance(
-            "inferred",
-            "the firmware's retransmit abort, not measured: 2 x ep_timeout_secs + 5 s",
-        ),
-    ),
-    (
-        "pull_idle_bound_s",
-        Provenance("inferred", "keepalive is adapter configuration: no promise"),
-    ),
-    (
-        "admin_down_bound_s",
-        Provenance("inferred", "no netdev-down handling known: judged as a carrier loss"),
-    ),
-    (
-        "unreachable_bound_s",
-        Provenance(
-            "inferred",
-            "the firmware's SYN retries (act_open_rpl CPL_ERR_CONN_TIMEDOUT), not "
-            "measured: 2 x ep_timeout_secs + 5 s",
-        ),
-    ),
-)
 
 
 SIW = siw_profile()
