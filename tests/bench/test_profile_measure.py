@@ -3,6 +3,7 @@ statistics and the report (the bench itself runs on a lab: docs/profile-measure.
 
 from __future__ import annotations
 
+import argparse
 from types import ModuleType
 
 import pytest
@@ -111,3 +112,17 @@ def test_bad_input_gets_a_message_not_a_traceback(
     assert "no bounded sequence 'nope' (known: local_close" in capsys.readouterr().err
     assert pm.main(["--runs", "0"]) == 1
     assert "--runs must be at least 1" in capsys.readouterr().err
+
+
+def test_a_bound_two_plans_measure_gets_one_row_of_all_their_runs(
+    pm: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    idle, busy = pm.plan_named("admin_down"), pm.plan_named("admin_down_traffic")
+    bound = idle.bounds[0]
+    args = argparse.Namespace(margin=2.5, floor_ms=100.0)
+    together = {"admin_down_bound_s": (bound, [0.03, 0.08, 0.22])}
+    pm.report_together(together, [idle, busy], SIW, args)
+    out = capsys.readouterr().out
+    assert "admin_down_bound_s, all plans' runs together" in out and "runs   3" in out
+    pm.report_together(together, [idle], SIW, args)
+    assert capsys.readouterr().out == ""  # one plan: its own report says it all
