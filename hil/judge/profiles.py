@@ -139,11 +139,13 @@ SIW_LOCAL_CLOSE = _siw_measured(
 SIW_LISTENER_DESTROY = _siw_measured(
     "listener_destroy", "rdma_destroy_id on a listener, 2 requests pending", 0.0137
 )
-SIW_ADMIN_DOWN = Provenance(
-    "src",
-    "siw_main.c:396-415 siw_netdev_down moves every QP to ERR, a work queued at "
-    "NETDEV_GOING_DOWN (:447): nothing waits; 2 s for the work and the upcalls on TCG "
-    "(Linux 6.1.192)",
+SIW_ADMIN_DOWN = _siw_measured(
+    "admin_down --only admin_down_traffic",
+    "detection_us of an admin pull, idle (22-80 ms) and under traffic (59-460 ms): "
+    "siw_netdev_down (siw_main.c:396-415, queued at NETDEV_GOING_DOWN :447) moves every "
+    "QP to ERR, nothing waits",
+    0.4605,
+    runs=40,
 )
 _MPA_TIMER = "siw_cm.h:74 MPAREQ_TIMEOUT (HZ * 10), armed siw_cm.c:1224 (Linux 6.1.192)"
 _TCP_MODEL = "tcp_timer.c:178 tcp_model_timeout, :205 retransmits_timed_out (Linux 6.1.192)"
@@ -216,7 +218,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         pull_idle_basis="siw sets no TCP keepalive: an idle connection sends nothing, so "
         "it never notices a lost carrier [inferred]",
         # siw_netdev_down (a work queued at NETDEV_GOING_DOWN) moves every QP to ERR
-        admin_down_bound_s=2.0,
+        admin_down_bound_s=_bound(SIW_ADMIN_DOWN),
         pull_ports=SIW_PULL_PORTS,
         # siw_query_qp (6.1) never sets qp_attr->qp_state: nldev prints whatever its
         # stack held (RESET on the lab, whatever the QP's state).  [src, lab]
