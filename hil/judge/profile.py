@@ -16,9 +16,10 @@ on an action by the profile of the host that acted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from hil.errors import InputError
+from hil.judge.provenance import Provenance, problems
 from hil.judge.wireexpect import WireExpect
 
 
@@ -154,6 +155,20 @@ class Profile:
     # IRD/ORD negotiation and how it is reported (None: not judged).
     ird_ord: IrdOrdPromise | None = None
 
+    # Each time bound's source, by field name (every *_bound_s and *_min_s has one:
+    # tests/judge/test_provenance.py; docs/contract.md "Bounds and their provenance").
+    provenance: tuple[tuple[str, Provenance], ...] = ()
+
+    def provenance_of(self, bound: str) -> Provenance | None:
+        """Where the time bound named ``bound`` (a field name) comes from; None: unsaid."""
+        return dict(self.provenance).get(bound)
+
+    def provenance_problems(self) -> list[str]:
+        """Each time bound without a provenance, and each measured one looser than its
+        p99 allows (:func:`hil.judge.provenance.problems`)."""
+        bounds = {name: getattr(self, name) for name in bound_fields()}
+        return [f"{self.name} {p}" for p in problems(bounds, dict(self.provenance))]
+
     def statuses_of(self, event_type: str) -> frozenset[int] | None:
         """The statuses an event of ``event_type`` may carry; None: the profile has no set."""
         return next((s for t, s in self.event_statuses if t == event_type), None)
@@ -202,6 +217,11 @@ class Profile:
         else:
             basis = self.pull_idle_basis
         return PullPromise(self.name, bound, basis)
+
+
+def bound_fields() -> tuple[str, ...]:
+    """The names of a profile's time bounds: its ``*_bound_s`` and ``*_min_s`` fields."""
+    return tuple(f.name for f in fields(Profile) if f.name.endswith(("_bound_s", "_min_s")))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from hil.judge.profile import (
     PullPromise,
     pair_profile,
 )
+from hil.judge.provenance import Provenance, margin_rule, propose_s
 from hil.judge.tcpmodel import tcp_retries2_timeout_s
 from hil.judge.wireexpect import CXGB4_WIRE, SIW_WIRE, WireExpect
 from hil.registry import Registry
@@ -143,6 +144,82 @@ SIW_IRD_ORD = IrdOrdPromise(
 )
 
 
+# siw's measured bounds: bench/profile_measure.py on the virtual lab (6.1.192, TCG guests on
+# a shared 2-core machine), 20 runs each; each bound is its p99 under the margin rule
+# (hil.judge.provenance.propose_s).  The runs: docs/notes/profile-measure.md.
+MEASURE_CMD = "flock /tmp/hil-lab.lock .venv/bin/python bench/profile_measure.py --only {}"
+SIW_MEASURED_ON = "2026-12-05"
+
+
+def _siw_measured(only: str, basis: str, p99_s: float, runs: int = 20) -> Provenance:
+    return Provenance(
+        "measured",
+        basis,
+        command=MEASURE_CMD.format(only),
+        runs=runs,
+        p99_s=p99_s,
+        margin=margin_rule(),
+        date=SIW_MEASURED_ON,
+    )
+
+
+SIW_LOCAL_CLOSE = _siw_measured(
+    "local_close", "initiator DISCONNECTED after rdma_disconnect", 0.0123
+)
+SIW_LISTENER_DESTROY = _siw_measured(
+    "listener_destroy", "rdma_destroy_id on a listener, 2 requests pending", 0.0137
+)
+SIW_ADMIN_DOWN = _siw_measured(
+    "admin_down --only admin_down_traffic",
+    "detection_us of an admin pull, idle (22-80 ms) and under traffic (59-460 ms): "
+    "siw_netdev_down (siw_main.c:396-415, queued at NETDEV_GOING_DOWN :447) moves every "
+    "QP to ERR, nothing waits",
+    0.4605,
+    runs=40,
+)
+_MPA_TIMER = "siw_cm.h:74 MPAREQ_TIMEOUT (HZ * 10), armed siw_cm.c:1224 (Linux 6.1.192)"
+_TCP_MODEL = "tcp_timer.c:178 tcp_model_timeout, :205 retransmits_timed_out (Linux 6.1.192)"
+SIW_PROVENANCE = (
+    ("local_close_bound_s", SIW_LOCAL_CLOSE),
+    (
+        "conn_sent_destroy_bound_s",
+        Provenance("src", f"{_MPA_TIMER}: the destroy waits for it; + 3 s margin"),
+    ),
+    (
+        "conn_sent_destroy_min_s",
+        Provenance("src", f"{_MPA_TIMER}: a jiffies timer never fires early; - 0.5 s slack"),
+    ),
+    ("listener_destroy_bound_s", SIW_LISTENER_DESTROY),
+    (
+        "pull_traffic_bound_s",
+        Provenance(
+            "src",
+            f"{_TCP_MODEL} for the host's tcp_retries2: x 2 (the timer fires at RTO steps) + 2 s",
+        ),
+    ),
+    (
+        "pull_idle_bound_s",
+        Provenance("inferred", "siw sets no TCP keepalive: an idle connection never notices"),
+    ),
+    ("admin_down_bound_s", SIW_ADMIN_DOWN),
+    (
+        "unreachable_bound_s",
+        Provenance(
+            "src",
+            "tcp_timer.c:227 tcp_write_timeout: SYN_SENT gives up after tcp_syn_retries "
+            "(tcp_model_timeout from TCP_TIMEOUT_INIT 1 s, tcp.h:149) + 3 s, the SYNs lost "
+            "at the peer; [lab] 2.5 s when the host's own egress drops them "
+            "(TCP_RESOURCE_PROBE_INTERVAL retries, Linux 6.1.192)",
+        ),
+    ),
+)
+
+
+def _bound(prov: Provenance) -> float:
+    """A measured bound: its p99 under the margin rule."""
+    return propose_s(prov.p99_s or 0.0)  # a measured Provenance always has its p99
+
+
 def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
     """The soft-iWARP profile for a host whose ``net.ipv4.tcp_retries2`` and
     ``net.ipv4.tcp_syn_retries`` are given."""
@@ -157,19 +234,21 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         orderly_close_statuses=frozenset({0}),
         abort_statuses=frozenset({0}),
         abortive_peer_looks_orderly=True,
-        local_close_bound_s=1.0,
+        local_close_bound_s=_bound(SIW_LOCAL_CLOSE),
         conn_sent_destroy_bound_s=10.0 + 3.0,  # MPAREQ_TIMEOUT plus margin
         # MPAREQ_TIMEOUT (10 s) runs from the MPA request, sent inside rdma_connect;
         # the jiffies timer never fires early: 0.5 s is only the stamps' slack.
         conn_sent_destroy_min_s=10.0 - 0.5,
-        listener_destroy_bound_s=2.0,  # siw_destroy_listen and siw_reject: no waits
+        # siw_destroy_listen and siw_reject do not wait
+        listener_destroy_bound_s=_bound(SIW_LISTENER_DESTROY),
         mpa_v1_retry=False,
         disconnected_means_tcp_down=False,
         pull_traffic_bound_s=pull_bound,
         pull_idle_bound_s=None,  # no keepalive: an idle connection never notices
         pull_idle_basis="siw sets no TCP keepalive: an idle connection sends nothing, so "
         "it never notices a lost carrier [inferred]",
-        admin_down_bound_s=2.0,  # siw moves every QP of the netdev to ERR at once
+        # siw_netdev_down (a work queued at NETDEV_GOING_DOWN) moves every QP to ERR
+        admin_down_bound_s=_bound(SIW_ADMIN_DOWN),
         pull_ports=SIW_PULL_PORTS,
         # siw_query_qp (6.1) never sets qp_attr->qp_state: nldev prints whatever its
         # stack held (RESET on the lab, whatever the QP's state).  [src, lab]
@@ -190,6 +269,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         private_data=SIW_PDATA,
         wire=SIW_WIRE,
         ird_ord=SIW_IRD_ORD,
+        provenance=SIW_PROVENANCE,
         # siw_cm.c (6.1.192) upcalls, mapped by cma.c:2480 cma_iw_handler.
         event_statuses=(
             *CORE_EVENT_STATUSES,
@@ -206,6 +286,58 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
             ("DISCONNECTED", frozenset({0})),
         ),
     )
+
+
+_CXGB4_TIMER = "cm.c:111 ep_timeout_secs (default 60), armed by start_ep_timer cm.c:177"
+CXGB4_PROVENANCE = (
+    (
+        "local_close_bound_s",
+        Provenance(
+            "src",
+            f"{_CXGB4_TIMER}: a close waits that long for the peer's FIN, then "
+            "-ETIMEDOUT; + 5 s margin (Linux 6.1.192)",
+        ),
+    ),
+    (
+        "conn_sent_destroy_bound_s",
+        Provenance("src", f"{_CXGB4_TIMER} runs in MPA_REQ_SENT; + 5 s margin (Linux 6.1.192)"),
+    ),
+    (
+        "conn_sent_destroy_min_s",
+        Provenance("inferred", "a cxgb4 peer's own timers may end the connect sooner: none"),
+    ),
+    (
+        "listener_destroy_bound_s",
+        Provenance(
+            "src",
+            "c4iw_destroy_listen cm.c:3604-3627 waits for CLOSE_LISTSRV_RPL, C4IW_WR_TO "
+            "60 s (iw_cxgb4.h:208, :271); + 5 s margin (Linux 6.1.192)",
+        ),
+    ),
+    (
+        "pull_traffic_bound_s",
+        Provenance(
+            "inferred",
+            "the firmware's retransmit abort, not measured: 2 x ep_timeout_secs + 5 s",
+        ),
+    ),
+    (
+        "pull_idle_bound_s",
+        Provenance("inferred", "keepalive is adapter configuration: no promise"),
+    ),
+    (
+        "admin_down_bound_s",
+        Provenance("inferred", "no netdev-down handling known: judged as a carrier loss"),
+    ),
+    (
+        "unreachable_bound_s",
+        Provenance(
+            "inferred",
+            "the firmware's SYN retries (act_open_rpl CPL_ERR_CONN_TIMEDOUT), not "
+            "measured: 2 x ep_timeout_secs + 5 s",
+        ),
+    ),
+)
 
 
 def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
@@ -248,6 +380,7 @@ def cxgb4_profile(ep_timeout_secs: int = 60) -> Profile:
         remote_access_statuses=frozenset({0, -errno.ECONNRESET}),
         private_data=CXGB4_PDATA,
         wire=CXGB4_WIRE,
+        provenance=CXGB4_PROVENANCE,
         # cxgb4 cm.c (6.1.192) upcalls, mapped by cma.c:2480 cma_iw_handler.
         event_statuses=(
             *CORE_EVENT_STATUSES,

@@ -3,23 +3,16 @@ itself runs on the lab: its numbers are in docs/storm.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "cm_rate.py"
+from benchmod import load_bench
 
 
 @pytest.fixture(scope="module")
 def cm_rate() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cm_rate", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("cm_rate", "cm_rate.py")
 
 
 def test_hil_and_cmtime_take_turns_going_first(cm_rate: ModuleType) -> None:

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmod import load_bench
 
 MUTANTS = Path(__file__).resolve().parents[2] / "bench" / "mutants"
 
 
 def _outcomes() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mutant_outcomes", MUTANTS / "outcomes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("mutant_outcomes", "mutants/outcomes.py")
 
 
 out = _outcomes()

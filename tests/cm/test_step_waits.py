@@ -94,7 +94,7 @@ def session(world: FakeCMWorld, profile: Profiles) -> CMSession:
 @pytest.mark.parametrize(
     "profile, reply_s, close_s, destroy_s",
     [
-        (SIW, 13 + 10, 1 + 10, 13 + 10),
+        (SIW, 13 + 10, SIW.local_close_bound_s + 10, 13 + 10),
         # iw_cxgb4's listener destroy waits for the firmware: up to C4IW_WR_TO, 60 s (+ 5).
         (cxgb4_profile(10), 15 + 10, 15 + 10, 65 + 10),
         (cxgb4_profile(60), 65 + 10, 65 + 10, 65 + 10),

@@ -23,7 +23,7 @@ def test_a_link_pull_promise_says_what_it_promises_and_why() -> None:
     busy = siw.link_pull_promise("carrier", traffic=True)
     assert busy.bound_s == siw.link_pull_bound_s("carrier", True)
     assert "promises detection within" in str(busy) and "retransmission" in busy.basis
-    assert siw.link_pull_promise("admin", traffic=False).bound_s == 2.0
+    assert siw.link_pull_promise("admin", traffic=False).bound_s == siw.admin_down_bound_s
     mixed = PairProfile((("a", siw), ("b", profile_for("iw_cxgb4", ep_timeout_secs=10))))
     both = mixed.link_pull_promise("carrier", traffic=False)
     assert both.bound_s is None and "siw sets no TCP keepalive" in both.basis
