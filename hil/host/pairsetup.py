@@ -120,7 +120,26 @@ def _configure_port(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> N
         what = f"set {netdev} down again"
         journal.change(host.name, agent_undo("set_link", what, netdev=netdev, up=False))
         agent.set_link(netdev, up=True)
+    if rnic.address6 is not None:
+        _keep_ipv6_on_down(agent, journal, host, netdev)
     _add_addresses(agent, journal, host, rnic)
+
+
+def _keep_ipv6_on_down(agent: Agent, journal: Journal, host: Host, netdev: str) -> None:
+    """Keep the port's IPv6 addresses when its link goes down.
+
+    By default Linux flushes an interface's IPv6 addresses, static ones included, when
+    it goes administratively down (Documentation/networking/ip-sysctl.rst,
+    ``keep_addr_on_down``: 0, the default, removes them): an admin link pull would take
+    ``address6`` with it and every later IPv6 test would fail.  Set per port, journaled.
+    """
+    name = f"net/ipv6/conf/{netdev}/keep_addr_on_down"  # slashes: a netdev may hold dots
+    old = agent.sysctl(name)
+    if old.strip() == "1":
+        return
+    undo = agent_undo("sysctl_set", f"restore sysctl {name}={old}", name=name, value=old)
+    journal.change(host.name, undo)
+    agent.set_sysctl(name, "1")
 
 
 def _add_addresses(agent: Agent, journal: Journal, host: Host, rnic: Rnic) -> None:

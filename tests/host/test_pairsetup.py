@@ -215,11 +215,19 @@ def test_address6_is_added_usable_reached_and_undone_also_after_a_killed_run(
         assert setup_pair(hosts, pair, journal, rdma=False).reached
         # Added without DAD: usable at once (hil/agent/remote/netlink.py).
         assert _addresses6(lab, 1) == {**before[1], "2001:db8:7::2/64": False}
+        # An admin link pull keeps it (keep_addr_on_down; by default Linux flushes it).
+        lab.exec(1, ["ip", "link", "set", "data0", "down"])
+        lab.exec(1, ["ip", "link", "set", "data0", "up"])
+        assert "2001:db8:7::2/64" in _addresses6(lab, 1)
         # The run dies here: its journal stays in the store, never closed.
     with Hosts(inv, store) as hosts:
         report = replay(hosts, pair)
+    keep = "net/ipv6/conf/data0/keep_addr_on_down"
     assert report.undone == (  # newest first
         "ns1: remove 2001:db8:7::2/64 from data0",
+        f"ns1: restore sysctl {keep}=0",
         "ns0: remove 2001:db8:7::1/64 from data0",
+        f"ns0: restore sysctl {keep}=0",
     )
     assert [_addresses6(lab, n) for n in (0, 1)] == before
+    assert [lab.exec(n, ["cat", f"/proc/sys/{keep}"]).stdout.strip() for n in (0, 1)] == ["0"] * 2
