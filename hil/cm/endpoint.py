@@ -231,6 +231,21 @@ class Endpoint(EndpointCore):
             timeout=wait + PAYLOAD_SLACK_S,
         )
 
+    def flushed(self, cm_id: str, wait: float = 10.0) -> Outcome:
+        """Drain the QP's CQ after it went to ERR: recorded as action ``flushed`` whose
+        params keep the work requests ``posted`` (and not yet completed) when the drain
+        began, every completion the CQ gave (``wr_id``, ``status``) and the ``error``
+        that stopped the drain, if any; the contract's ``abort-flushes`` judges it."""
+        params = wire.FlushedParams(id=self.handle(cm_id), wait=wait)
+        return self.act(
+            "flushed",
+            wire.OP_FLUSHED,
+            params,
+            cm_id,
+            keep=("posted", "completions", "error"),
+            timeout=wait + PAYLOAD_SLACK_S,
+        )
+
     def reads(
         self, cm_id: str, reader: bool, peer: Mapping[str, int], count: int, seed: int
     ) -> Outcome:

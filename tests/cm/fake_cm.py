@@ -92,6 +92,7 @@ class FakeAgent:
     def __init__(self, world: FakeCMWorld, name: str) -> None:
         self.world, self.name = world, name
         self.bad_payload: set[str] = set()  # ops whose payload checks op_payload fails
+        self.flush_twice = False  # op_flushed completes a receive twice
         self.eps: dict[int, FakeEp] = {}
         self.numbers = itertools.count(1)
         self.calls: list[str] = []
@@ -368,6 +369,16 @@ class FakeAgent:
                     }
                 )
         return {**self._timed(), "mtu": 1500, "sizes": sizes, "checks": checks, "error": None}
+
+    def op_flushed(self, ep: FakeEp, id: int, wait: float = 10.0) -> protocol.FlushedReply:
+        """As siw after ibv_modify_qp to ERR: each of the two receives posted flushed
+        once, or ``flush_twice`` (the first one completed twice)."""
+        if id not in ep.ids:
+            raise self._rdma_error("flushed", errno.EBADF)
+        posted = [1, 2]
+        done = [1, 1, 2] if self.flush_twice else posted
+        completions: list[protocol.FlushedWC] = [{"wr_id": w, "status": 5} for w in done]
+        return {**self._timed(), "posted": posted, "completions": completions, "error": None}
 
     def op_query_qp(self, ep: FakeEp, id: int) -> protocol.QueryQPReply:
         """As siw_query_qp: max_rd_atomic the IRD, max_dest_rd_atomic the ORD, each a

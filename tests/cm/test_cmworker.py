@@ -233,6 +233,8 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     assert op("query_qp", id=mine[0])["max_dest_rd_atomic"] == 4
     op("disconnect", id=mine[0])
     op("qp_err", id=mine[0])
+    drained = op("flushed", id=mine[0], wait=0.1)
+    assert "no completion within 0.1s" in str(drained["error"])  # this fake flushes nothing
     op("pause", on=True)
     op("pause", on=False)
     resolver = threading.Thread(target=resolve_when_asked, daemon=True)

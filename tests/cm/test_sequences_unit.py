@@ -140,7 +140,17 @@ def test_abort_records_the_abortive_action_and_peer_detection(world: FakeCMWorld
     assert "DISCONNECTED" in kinds(tl, "a") and "detection_us" in tl.metrics
     reads = [(a.side, a.params["state"]) for a in tl.actions if a.name == "qp_state"]
     assert reads == ([("a", "ERR"), ("b", "ERR")] if how == "qp_err" else [("a", "ERR")])
+    drains = [(a.side, a.params["posted"]) for a in tl.actions if a.name == "flushed"]
+    assert drains == ([("b", [1, 2])] if how == "qp_err" else [])
     assert check(tl, SIW).ok
+
+
+def test_an_abort_that_completes_a_receive_twice_fails_abort_flushes(world: FakeCMWorld) -> None:
+    """The qp_err abort drains the aborting side's CQ: a double completion is a violation."""
+    world.agents["h0"].flush_twice = True
+    verdict = check(session(world).run("abort", how="qp_err"), SIW)
+    assert [v.rule for v in verdict.violations] == ["abort-flushes"]
+    assert "wr 1 completed 2 times" in verdict.to_text()
 
 
 def test_waits_see_events_another_wait_fetched(world: FakeCMWorld) -> None:

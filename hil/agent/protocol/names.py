@@ -120,6 +120,7 @@ CMOpName = Literal[
     "payload",
     "reads",
     "query_qp",
+    "flushed",
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[

@@ -10,7 +10,8 @@ from .spec import CMOp
 
 __all__ = [
     "PayloadOpName", "PAYLOAD_OPS", "PayloadParams", "PayloadCheck", "PayloadReply", "OP_PAYLOAD",
-    "ReadsParams", "ReadsReply", "OP_READS",
+    "ReadsParams", "ReadsReply", "OP_READS", "FlushedParams", "FlushedWC", "FlushedReply",
+    "OP_FLUSHED",
 ]  # fmt: skip
 
 # What carries the data a side checks: the peer's SEND or RDMA WRITE into this side's
@@ -81,3 +82,27 @@ class ReadsReply(TimedReply):
 
 
 OP_READS = CMOp("reads", ReadsParams, ReadsReply)
+
+
+class FlushedParams(IdParams, total=False):
+    wait: float  # seconds every posted work request may take to complete
+
+
+class FlushedWC(TypedDict):
+    """One completion the CQ gave: its work request and status (ibv_wc_status)."""
+
+    wr_id: int
+    status: int
+
+
+class FlushedReply(TimedReply):
+    """A QP's CQ drained after it went to ERR: the work requests ``posted`` and not yet
+    completed when the drain began, every completion the CQ then gave, in order (a
+    double one included), and the error that stopped the drain, if any."""
+
+    posted: list[int]
+    completions: list[FlushedWC]
+    error: str | None
+
+
+OP_FLUSHED = CMOp("flushed", FlushedParams, FlushedReply)

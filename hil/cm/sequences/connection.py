@@ -67,6 +67,8 @@ def abort(s: PairSides, how: str = "qp_err", by: str = "active") -> Timeline:
             rec.metric("detection_us", got.t_us - start)
         if how == "qp_err":
             steps.wait_disconnected(conn, waits(s).close_s, (by,))
+            # The receives open_conn left posted: each flushed once (abort-flushes).
+            ep.flushed(cm_id)
         # Invariant 9: each QP whose id is still alive is held, in ERR, until destroyed.
         for end in (peer, by) if how == "qp_err" else (peer,):
             ep, cm_id, qpn = _side_qp(conn, end)

@@ -46,6 +46,9 @@ from collections.abc import Callable
 
 from ...protocol import (
     PAYLOAD_OPS,
+    FlushedParams,
+    FlushedReply,
+    FlushedWC,
     PayloadCheck,
     PayloadOpName,
     PayloadParams,
@@ -68,6 +71,10 @@ from ..librdmacm.verbsabi import (
 SPAN = 1 << 16  # the pattern's period: no byte of a 64 KiB buffer repeats another's place
 IP_MTU, IPV6_MTU = 14, 24  # linux/in.h, linux/in6.h (python's socket module may lack them)
 POLL_S = 0.0002  # between CQ polls while a step waits
+# How long a drain goes on polling once every posted work request has completed: a
+# second completion of one would come with the flush (siw_qp.c siw_rq_flush and
+# siw_sq_flush complete every queued entry in one pass, 6.1.192).
+QUIET_S = 0.05
 _BASE = bytes((i + (i >> 8) * 31) & 0xFF for i in range(SPAN))
 
 
@@ -318,4 +325,32 @@ def _slice_check(want: bytes, got: bytes, k: int, size: int) -> PayloadCheck:
         "offset": offset,
         "expected": expected,
         "got": value,
+    }
+
+
+def flushed(res: QPResources, params: FlushedParams) -> FlushedReply:
+    """Drain the CQ of a QP moved to ERR: every completion it gives until each work
+    request posted and not yet completed has one, and for :data:`QUIET_S` after (a
+    double completion is kept, not merged); ``wait`` bounds the whole drain."""
+    t0, wait = now_us(), params.get("wait", 10.0)
+    posted = sorted(res.outstanding)
+    completions: list[FlushedWC] = []
+    error, deadline, quiet_at = None, time.monotonic() + wait, None
+    try:
+        while quiet_at is None or time.monotonic() < quiet_at:
+            completions += [{"wr_id": w["wr_id"], "status": w["status"]} for w in res.poll(16)]
+            if quiet_at is None and set(posted) <= {c["wr_id"] for c in completions}:
+                quiet_at = time.monotonic() + QUIET_S
+            elif quiet_at is None and time.monotonic() > deadline:
+                error = f"no completion within {wait:g}s for every posted work request"
+                break
+            time.sleep(POLL_S)
+    except RdmaError as e:
+        error = str(e)
+    return {
+        "t_us": t0,
+        "us": now_us() - t0,
+        "posted": posted,
+        "completions": completions,
+        "error": error,
     }

@@ -25,6 +25,7 @@ from ...protocol import (
     DestroyOrder,
     DestroyReply,
     EventsReply,
+    FlushedReply,
     HandlesReply,
     IdTimedReply,
     PayloadParams,
@@ -333,6 +334,13 @@ class Worker(StreamOps):
             "wait": wait,
         }
         return payload.reads(self.ch.resources(id), params)
+
+    def flushed(self, id: int, wait: float = 10.0) -> FlushedReply:
+        """The completions the cm_id's QP's CQ gives after it went to ERR, drained
+        (payload.py :func:`flushed`): one per posted work request, flushed."""
+        if id in self.streams:
+            raise RdmaError("flushed", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        return payload.flushed(self.ch.resources(id), {"id": id, "wait": wait})
 
     def query_qp(self, id: int) -> QueryQPReply:
         """The cm_id's QP's RDMA READ depths as ibv_query_qp(3) reports them."""
