@@ -24,6 +24,7 @@ from typing import Any
 from hil.errors import InputError
 from hil.judge import (
     access,
+    closedata,
     eventfacts,
     expectations,
     flush,
@@ -106,6 +107,7 @@ RULES = Registry[Rule](
         *eventfacts.RULES,
         *payload.RULES,
         *flush.RULES,
+        *closedata.RULES,
         *listeners.RULES,
         *irdord.RULES,
     ),

@@ -201,3 +201,40 @@ def test_a_streaming_id_is_not_drained(pair: Any) -> None:
     a.stream_start(1, mode="sink")
     with pytest.raises(RdmaError, match="EBUSY"):
         a.flushed(1)
+
+
+def test_the_sends_before_a_close_arrive_whole_and_in_order(pair: Any) -> None:
+    a, b, _, _ = pair
+    sent = a.last_sends(1, 4, seed=3)
+    assert sent["error"] is None and sent["lengths"] == [1024, 768, 512, 256]
+    got = payload.last_receives(b.ch.resources(1), {"id": 1, "count": 4, "seed": 3}, lambda: 77)
+    assert got["error"] is None and got["event_us"] == 77 and got["seen_us"] > 77
+    assert [(c["status"], c["byte_len"]) for c in got["completions"]] == [
+        (0, n) for n in sent["lengths"]
+    ]
+    assert all(c["poll_us"] <= got["seen_us"] for c in got["completions"])
+    assert [c["ok"] for c in got["checks"]] == [True] * 4
+
+
+def test_a_byte_no_later_send_overwrote_is_checked(pair: Any) -> None:
+    a, b, _, _ = pair
+    a.last_sends(1, 4, seed=3)
+    res = b.ch.resources(1)
+    res.buf[600] = res.buf[600][0] ^ 0xFF  # SEND 2 (768 bytes) owns bytes 512..767
+    got = payload.last_receives(res, {"id": 1, "count": 4, "seed": 3}, lambda: 77)
+    bad = [(c["size"], c["offset"]) for c in got["checks"] if not c["ok"]]
+    assert bad == [(768, 600)]
+
+
+def test_a_drain_with_no_disconnected_stops_at_its_wait(pair: Any) -> None:
+    a, b, _, _ = pair
+    a.last_sends(1, 2)
+    got = b.last_receives(1, 2, wait=0.1)
+    assert len(got["completions"]) == 2 and got["seen_us"] == 0
+    assert got["error"] == "within 0.1s: 2 of 2 SENDs, DISCONNECTED not seen"
+
+
+def test_a_send_count_past_the_limit_is_refused(pair: Any) -> None:
+    a, _, _, _ = pair
+    with pytest.raises(RdmaError, match="count must be 1..8"):
+        a.last_sends(1, 9)

@@ -37,7 +37,9 @@ def close(s: PairSides, by: str = "active") -> Timeline:
     choice("by", by, BYS)
     with s.recording(f"close-{by}") as rec:
         conn = open_conn(rec)
-        out = steps.close(conn, by)
+        # SENDs completed before the close reach the peer before its DISCONNECTED.
+        with steps.last_sends(conn, by, waits(s).close_s):
+            out = steps.close(conn, by)
         last = max(e.t_us for e in rec.events() if e.type == "DISCONNECTED")
         rec.metric("close_us", last - out.action.t_us)
         steps.teardown(conn)
