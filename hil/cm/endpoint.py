@@ -231,6 +231,54 @@ class Endpoint(EndpointCore):
             timeout=wait + PAYLOAD_SLACK_S,
         )
 
+    def flushed(self, cm_id: str, wait: float = 10.0) -> Outcome:
+        """Drain the QP's CQ after it went to ERR: recorded as action ``flushed`` whose
+        params keep the work requests ``posted`` (and not yet completed) when the drain
+        began, every completion the CQ gave (``wr_id``, ``status``) and the ``error``
+        that stopped the drain, if any; the contract's ``abort-flushes`` judges it."""
+        params = wire.FlushedParams(id=self.handle(cm_id), wait=wait)
+        return self.act(
+            "flushed",
+            wire.OP_FLUSHED,
+            params,
+            cm_id,
+            keep=("posted", "completions", "error"),
+            timeout=wait + PAYLOAD_SLACK_S,
+        )
+
+    def last_sends(self, cm_id: str, count: int, seed: int, wait: float = 10.0) -> Outcome:
+        """Post ``count`` SENDs of distinct lengths and patterns and wait for them, right
+        before this end closes: recorded as action ``last_sends`` whose params keep their
+        ``lengths`` and the ``error`` that stopped them, if any."""
+        params = wire.LastSendsParams(id=self.handle(cm_id), count=count, seed=seed, wait=wait)
+        return self.act(
+            "last_sends",
+            wire.OP_LAST_SENDS,
+            params,
+            cm_id,
+            record={"count": count, "seed": seed},
+            keep=("lengths", "error"),
+            timeout=wait + PAYLOAD_SLACK_S,
+        )
+
+    def last_receives(self, cm_id: str, count: int, seed: int, wait: float = 10.0) -> Outcome:
+        """The receiving end of the peer's :meth:`last_sends` and close: recorded as action
+        ``last_receives`` whose params keep the ``lengths`` sent, the first ``count``
+        ``completions`` (status, length, ``poll_us``), ``event_us`` and ``seen_us``
+        (host times: this end's DISCONNECTED, and the first poll after the agent saw
+        it), the ``checks`` of each SEND's bytes and the ``error``; the contract's
+        ``close-delivers`` judges it."""
+        params = wire.LastReceivesParams(id=self.handle(cm_id), count=count, seed=seed, wait=wait)
+        return self.act(
+            "last_receives",
+            wire.OP_LAST_RECEIVES,
+            params,
+            cm_id,
+            record={"count": count, "seed": seed},
+            keep=("lengths", "completions", "event_us", "seen_us", "checks", "error"),
+            timeout=wait + PAYLOAD_SLACK_S,
+        )
+
     def reads(
         self, cm_id: str, reader: bool, peer: Mapping[str, int], count: int, seed: int
     ) -> Outcome:

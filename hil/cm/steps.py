@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ipaddress
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -267,6 +268,27 @@ def payload(conn: Conn) -> tuple[Outcome, Outcome]:
         ]
         active, passive = (r.result() for r in runs)
     return active, passive
+
+
+LAST_SENDS = 4  # SENDs before an orderly close (the agent's last_lengths: 1024..256 bytes)
+
+
+@contextmanager
+def last_sends(conn: Conn, by: str, timeout: float) -> Iterator[None]:
+    """Around a close by ``by``: the peer starts draining its CQ (the agent's
+    ``last_receives``, until its DISCONNECTED), then ``by`` sends :data:`LAST_SENDS`
+    SENDs and waits for them; the body closes.  The contract's ``close-delivers``
+    judges the peer's ``last_receives`` action.  Seeded by the label, as the payload."""
+    ep, cm_id = (conn.active, conn.active_id) if by == "active" else (conn.passive, conn.passive_id)
+    peer, peer_id = (
+        (conn.passive, conn.passive_id) if by == "active" else (conn.active, conn.active_id)
+    )
+    seed = zlib.crc32(conn.label.encode()) & 0xFFFF
+    with ThreadPoolExecutor(1, thread_name_prefix="last-receives") as pool:
+        drain = pool.submit(peer.last_receives, peer_id, LAST_SENDS, seed, timeout)
+        ep.last_sends(cm_id, LAST_SENDS, seed)
+        yield
+        drain.result()
 
 
 def wait_disconnected(

@@ -24,8 +24,10 @@ from typing import Any
 from hil.errors import InputError
 from hil.judge import (
     access,
+    closedata,
     eventfacts,
     expectations,
+    flush,
     invariants,
     irdord,
     listeners,
@@ -104,6 +106,8 @@ RULES = Registry[Rule](
         *pullproof.RULES,
         *eventfacts.RULES,
         *payload.RULES,
+        *flush.RULES,
+        *closedata.RULES,
         *listeners.RULES,
         *irdord.RULES,
     ),

@@ -18,6 +18,7 @@ from typing import Any
 
 from hil.agent import protocol
 from hil.agent.client import AgentCallError
+from hil.agent.remote.cm.payload import last_lengths
 from hil.agent.types import CommandResult, KernelLog
 from hil.cm.clock import controller_us
 from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
@@ -92,6 +93,8 @@ class FakeAgent:
     def __init__(self, world: FakeCMWorld, name: str) -> None:
         self.world, self.name = world, name
         self.bad_payload: set[str] = set()  # ops whose payload checks op_payload fails
+        self.flush_twice = False  # op_flushed completes a receive twice
+        self.last_late = False  # op_last_receives polls the last SEND past DISCONNECTED
         self.eps: dict[int, FakeEp] = {}
         self.numbers = itertools.count(1)
         self.calls: list[str] = []
@@ -368,6 +371,51 @@ class FakeAgent:
                     }
                 )
         return {**self._timed(), "mtu": 1500, "sizes": sizes, "checks": checks, "error": None}
+
+    def op_flushed(self, ep: FakeEp, id: int, wait: float = 10.0) -> protocol.FlushedReply:
+        """As siw after ibv_modify_qp to ERR: each of the two receives posted flushed
+        once, or ``flush_twice`` (the first one completed twice)."""
+        if id not in ep.ids:
+            raise self._rdma_error("flushed", errno.EBADF)
+        posted = [1, 2]
+        done = [1, 1, 2] if self.flush_twice else posted
+        completions: list[protocol.FlushedWC] = [{"wr_id": w, "status": 5} for w in done]
+        return {**self._timed(), "posted": posted, "completions": completions, "error": None}
+
+    def op_last_sends(
+        self, ep: FakeEp, id: int, count: int, seed: int = 0, wait: float = 10.0
+    ) -> protocol.LastSendsReply:
+        """As a sound end: every SEND posted and completed."""
+        if id not in ep.ids:
+            raise self._rdma_error("last_sends", errno.EBADF)
+        return {**self._timed(), "lengths": last_lengths(count), "error": None}
+
+    def op_last_receives(
+        self, ep: FakeEp, id: int, count: int, seed: int = 0, wait: float = 10.0
+    ) -> protocol.LastReceivesReply:
+        """As a sound end: every SEND received, right and in order, each polled before
+        the DISCONNECTED; the last one polled late when ``last_late``."""
+        if id not in ep.ids:
+            raise self._rdma_error("last_receives", errno.EBADF)
+        lengths, now = last_lengths(count), self.now()
+        done: list[protocol.LastWC] = [
+            {"status": 0, "byte_len": n, "poll_us": now + i} for i, n in enumerate(lengths)
+        ]
+        if self.last_late:
+            done[-1]["poll_us"] = now + 5000
+        checks: list[protocol.PayloadCheck] = [
+            {"op": "send", "size": n, "ok": True, "offset": -1, "expected": -1, "got": -1}
+            for n in lengths
+        ]
+        return {
+            **self._timed(),
+            "lengths": lengths,
+            "completions": done,
+            "event_us": now + 100,
+            "seen_us": now + 150,
+            "checks": checks,
+            "error": None,
+        }
 
     def op_query_qp(self, ep: FakeEp, id: int) -> protocol.QueryQPReply:
         """As siw_query_qp: max_rd_atomic the IRD, max_dest_rd_atomic the ORD, each a

@@ -215,6 +215,8 @@ class WiredVerbs(FakeVerbs):
     between the two buffers (one process, so addresses are real); each
     completion lands on its own CQ with its opcode.  ``flip``: an offset whose
     byte every data transfer longer than it inverts, as a broken provider would.
+    Moved to ERR, the QP flushes its posted receives (``IBV_WC_WR_FLUSH_ERR``),
+    the first ``flush_twice`` times over, as a broken provider would.
     """
 
     WC_OPCODES = {
@@ -228,7 +230,9 @@ class WiredVerbs(FakeVerbs):
         self.peer: WiredVerbs | None = None
         self.flip: int | None = None
         self.posted: list[tuple[int, int]] = []  # receives: wr_id, address
-        self.cqes: list[tuple[int, int, int]] = []  # wr_id, opcode, byte_len
+        # wr_id, opcode, byte_len, status (0: wc_status's, as polled)
+        self.cqes: list[tuple[int, int, int, int]] = []
+        self.flush_twice = False
 
     def join(self, peer: WiredVerbs) -> None:
         self.peer, peer.peer = peer, self
@@ -245,13 +249,21 @@ class WiredVerbs(FakeVerbs):
         if w.opcode == verbsabi.IBV_WR_SEND:
             wr_id, dst = peer.posted.pop(0)
             self._copy(dst, local, length)
-            peer.cqes.append((wr_id, verbsabi.IBV_WC_RECV, length))
+            peer.cqes.append((wr_id, verbsabi.IBV_WC_RECV, length, 0))
         elif w.opcode == verbsabi.IBV_WR_RDMA_WRITE:
             self._copy(w.remote_addr, local, length)
         else:  # RDMA READ
             self._copy(local, w.remote_addr, length)
-        self.cqes.append((w.wr_id, self.WC_OPCODES[w.opcode], length))
+        self.cqes.append((w.wr_id, self.WC_OPCODES[w.opcode], length, 0))
         return 0
+
+    def ibv_modify_qp(self, qp: int, attr: Any, mask: int) -> int:
+        if c_int.from_buffer(attr).value == verbsabi.IBV_QPS_ERR:
+            flushed = self.posted[:1] * self.flush_twice + self.posted
+            flush = verbsabi.WC_STATUS_NAMES.index("IBV_WC_WR_FLUSH_ERR")
+            self.cqes += [(w, verbsabi.IBV_WC_RECV, 0, flush) for w, _ in flushed]
+            self.posted.clear()
+        return super().ibv_modify_qp(qp, attr, mask)
 
     def _copy(self, dst: int, src: int, length: int) -> None:
         ctypes.memmove(dst, src, length)
@@ -261,9 +273,9 @@ class WiredVerbs(FakeVerbs):
 
     def _poll(self, cq: int, n: int, wcs: Any) -> int:
         done = self.cqes[:n]
-        for i, (wr_id, opcode, length) in enumerate(done):
+        for i, (wr_id, opcode, length, status) in enumerate(done):
             wcs[i].wr_id, wcs[i].opcode, wcs[i].byte_len = wr_id, opcode, length
-            wcs[i].status = self.wc_status
+            wcs[i].status = status or self.wc_status  # a flush's own, or every one's
         del self.cqes[: len(done)]
         return len(done)
 

@@ -13,7 +13,7 @@ from fake_rdma import FakeLib, WiredVerbs
 from hil.agent import protocol
 from hil.agent.remote.cm import payload
 from hil.agent.remote.cm.worker import Worker
-from hil.agent.remote.librdmacm import CMChannel, RdmaError
+from hil.agent.remote.librdmacm import CMChannel, RdmaError, verbsabi
 
 R = TypeVar("R")
 BUFFER = 8192  # small buffers keep the fake's copies short; the MTU is given
@@ -166,3 +166,75 @@ def test_no_reads_is_no_handshake_and_more_than_the_send_queue_is_refused(pair: 
     assert reads_both(a, b, qps, 0)[0]["checks"] == []
     with pytest.raises(RdmaError, match="count must be 0..16"):
         a.reads(1, True, qps["b"], 17)
+
+
+def test_a_qp_moved_to_err_flushes_each_posted_receive_once(pair: Any) -> None:
+    a, b, b_verbs, qps = pair
+    both(a, b, qps)  # receives are reposted one for one: 16 still posted after
+    b.qp_err(1)
+    got = b.flushed(1, wait=1.0)
+    assert got["error"] is None and len(got["posted"]) == 16
+    assert [c["wr_id"] for c in got["completions"]] == got["posted"]
+    assert {verbsabi.wc_status_name(c["status"]) for c in got["completions"]} == {
+        "IBV_WC_WR_FLUSH_ERR"
+    }
+
+
+def test_a_drain_keeps_a_double_completion(pair: Any) -> None:
+    _, b, b_verbs, _ = pair
+    b_verbs.flush_twice = True
+    b.qp_err(1)
+    got = b.flushed(1, wait=1.0)
+    wr_ids = [c["wr_id"] for c in got["completions"]]
+    assert got["error"] is None and wr_ids == [got["posted"][0], *got["posted"]]
+
+
+def test_a_request_never_completed_stops_the_drain_at_its_wait(pair: Any) -> None:
+    _, b, _, _ = pair  # not moved to ERR: nothing flushed
+    got = b.flushed(1, wait=0.1)
+    assert got["completions"] == [] and len(got["posted"]) == 16
+    assert got["error"] == "no completion within 0.1s for every posted work request"
+
+
+def test_a_streaming_id_is_not_drained(pair: Any) -> None:
+    a, _, _, _ = pair
+    a.stream_start(1, mode="sink")
+    with pytest.raises(RdmaError, match="EBUSY"):
+        a.flushed(1)
+
+
+def test_the_sends_before_a_close_arrive_whole_and_in_order(pair: Any) -> None:
+    a, b, _, _ = pair
+    sent = a.last_sends(1, 4, seed=3)
+    assert sent["error"] is None and sent["lengths"] == [1024, 768, 512, 256]
+    got = payload.last_receives(b.ch.resources(1), {"id": 1, "count": 4, "seed": 3}, lambda: 77)
+    assert got["error"] is None and got["event_us"] == 77 and got["seen_us"] > 77
+    assert [(c["status"], c["byte_len"]) for c in got["completions"]] == [
+        (0, n) for n in sent["lengths"]
+    ]
+    assert all(c["poll_us"] <= got["seen_us"] for c in got["completions"])
+    assert [c["ok"] for c in got["checks"]] == [True] * 4
+
+
+def test_a_byte_no_later_send_overwrote_is_checked(pair: Any) -> None:
+    a, b, _, _ = pair
+    a.last_sends(1, 4, seed=3)
+    res = b.ch.resources(1)
+    res.buf[600] = res.buf[600][0] ^ 0xFF  # SEND 2 (768 bytes) owns bytes 512..767
+    got = payload.last_receives(res, {"id": 1, "count": 4, "seed": 3}, lambda: 77)
+    bad = [(c["size"], c["offset"]) for c in got["checks"] if not c["ok"]]
+    assert bad == [(768, 600)]
+
+
+def test_a_drain_with_no_disconnected_stops_at_its_wait(pair: Any) -> None:
+    a, b, _, _ = pair
+    a.last_sends(1, 2)
+    got = b.last_receives(1, 2, wait=0.1)
+    assert len(got["completions"]) == 2 and got["seen_us"] == 0
+    assert got["error"] == "within 0.1s: 2 of 2 SENDs, DISCONNECTED not seen"
+
+
+def test_a_send_count_past_the_limit_is_refused(pair: Any) -> None:
+    a, _, _, _ = pair
+    with pytest.raises(RdmaError, match="count must be 1..8"):
+        a.last_sends(1, 9)

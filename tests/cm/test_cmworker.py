@@ -229,10 +229,15 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     assert "no completion within 0.1s" in str(checked["error"])  # no peer sends its MTU here
     read = op("reads", id=mine[0], reader=True, peer=peer, count=2, wait=0.1)
     assert "no completion within 0.1s" in str(read["error"])  # no peer says it is ready
+    assert op("last_sends", id=mine[0], count=2, wait=0.1)["lengths"] == [512, 256]
+    last = op("last_receives", id=mine[0], count=2, wait=0.1)
+    assert "DISCONNECTED not seen" in str(last["error"])  # nothing closed here
     lib.verbs.rd_atomic = (2, 4)
     assert op("query_qp", id=mine[0])["max_dest_rd_atomic"] == 4
     op("disconnect", id=mine[0])
     op("qp_err", id=mine[0])
+    drained = op("flushed", id=mine[0], wait=0.1)
+    assert "no completion within 0.1s" in str(drained["error"])  # this fake flushes nothing
     op("pause", on=True)
     op("pause", on=False)
     resolver = threading.Thread(target=resolve_when_asked, daemon=True)

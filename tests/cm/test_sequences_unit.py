@@ -140,7 +140,35 @@ def test_abort_records_the_abortive_action_and_peer_detection(world: FakeCMWorld
     assert "DISCONNECTED" in kinds(tl, "a") and "detection_us" in tl.metrics
     reads = [(a.side, a.params["state"]) for a in tl.actions if a.name == "qp_state"]
     assert reads == ([("a", "ERR"), ("b", "ERR")] if how == "qp_err" else [("a", "ERR")])
+    drains = [(a.side, a.params["posted"]) for a in tl.actions if a.name == "flushed"]
+    assert drains == ([("b", [1, 2])] if how == "qp_err" else [])
     assert check(tl, SIW).ok
+
+
+@pytest.mark.parametrize("by", ["active", "passive"])
+def test_close_sends_before_it_and_the_peer_drains_them(world: FakeCMWorld, by: str) -> None:
+    tl = session(world).run("close", by=by)
+    sends = [a.side for a in tl.actions if a.name == "last_sends"]
+    drains = [a for a in tl.actions if a.name == "last_receives"]
+    assert sends == (["a"] if by == "active" else ["b"])
+    assert [a.side for a in drains] == (["b"] if by == "active" else ["a"])
+    assert drains[0].params["lengths"] == [1024, 768, 512, 256]
+    assert check(tl, SIW).ok
+
+
+def test_a_send_taken_after_the_disconnected_fails_close_delivers(world: FakeCMWorld) -> None:
+    world.agents["h1"].last_late = True
+    verdict = check(session(world).run("close"), SIW)
+    assert [v.rule for v in verdict.violations] == ["close-delivers"]
+    assert "SEND 4 of 4 (256 bytes) taken from the CQ" in verdict.to_text()
+
+
+def test_an_abort_that_completes_a_receive_twice_fails_abort_flushes(world: FakeCMWorld) -> None:
+    """The qp_err abort drains the aborting side's CQ: a double completion is a violation."""
+    world.agents["h0"].flush_twice = True
+    verdict = check(session(world).run("abort", how="qp_err"), SIW)
+    assert [v.rule for v in verdict.violations] == ["abort-flushes"]
+    assert "wr 1 completed 2 times" in verdict.to_text()
 
 
 def test_waits_see_events_another_wait_fetched(world: FakeCMWorld) -> None:

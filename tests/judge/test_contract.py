@@ -21,7 +21,7 @@ HERE = Path(__file__).parent
 
 def test_rules_have_unique_names_statements_and_sources() -> None:
     names = [r.name for r in RULES]
-    assert len(names) == len(set(names)) == 38
+    assert len(names) == len(set(names)) == 40
     for r in RULES:
         assert r.statement and r.source.startswith("[") and "\n" not in r.statement
 
@@ -65,7 +65,7 @@ def test_verdict_text_and_json_name_rule_profile_and_events() -> None:
     verdict = check(rejected("iw_cxgb4", status=-104), IW_CXGB4)
     assert not verdict.ok
     text = verdict.to_text()
-    assert text.startswith("contract FAILED: scenario reject, profile iw_cxgb4, 38 rules, 1 viol")
+    assert text.startswith("contract FAILED: scenario reject, profile iw_cxgb4, 40 rules, 1 viol")
     assert "[reject-status] (profile iw_cxgb4)" in text
     assert "event  a:1 REJECTED(-104)" in text and "action b:reject b:2 -> ok" in text
     data = json.loads(verdict.to_json())

@@ -120,6 +120,9 @@ CMOpName = Literal[
     "payload",
     "reads",
     "query_qp",
+    "flushed",
+    "last_sends",
+    "last_receives",
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[

@@ -10,7 +10,9 @@ from .spec import CMOp
 
 __all__ = [
     "PayloadOpName", "PAYLOAD_OPS", "PayloadParams", "PayloadCheck", "PayloadReply", "OP_PAYLOAD",
-    "ReadsParams", "ReadsReply", "OP_READS",
+    "ReadsParams", "ReadsReply", "OP_READS", "FlushedParams", "FlushedWC", "FlushedReply",
+    "OP_FLUSHED", "LastSendsParams", "LastSendsReply", "OP_LAST_SENDS", "LastReceivesParams",
+    "LastWC", "LastReceivesReply", "OP_LAST_RECEIVES",
 ]  # fmt: skip
 
 # What carries the data a side checks: the peer's SEND or RDMA WRITE into this side's
@@ -81,3 +83,77 @@ class ReadsReply(TimedReply):
 
 
 OP_READS = CMOp("reads", ReadsParams, ReadsReply)
+
+
+class FlushedParams(IdParams, total=False):
+    wait: float  # seconds every posted work request may take to complete
+
+
+class FlushedWC(TypedDict):
+    """One completion the CQ gave: its work request and status (ibv_wc_status)."""
+
+    wr_id: int
+    status: int
+
+
+class FlushedReply(TimedReply):
+    """A QP's CQ drained after it went to ERR: the work requests ``posted`` and not yet
+    completed when the drain began, every completion the CQ then gave, in order (a
+    double one included), and the error that stopped the drain, if any."""
+
+    posted: list[int]
+    completions: list[FlushedWC]
+    error: str | None
+
+
+OP_FLUSHED = CMOp("flushed", FlushedParams, FlushedReply)
+
+
+class _LastRequired(IdParams):
+    count: int  # SENDs posted right before the close (each of its own length and seed)
+
+
+class LastSendsParams(_LastRequired, total=False):
+    seed: int  # the pattern's seed (both ends the same): SEND i carries seed + i
+    wait: float  # seconds the SENDs' completions may take
+
+
+class LastSendsReply(TimedReply):
+    """The ``count`` SENDs posted and completed right before this end closes: their
+    ``lengths`` in posting order, and the error (a failed post or completion, a
+    timeout) that stopped them, if any."""
+
+    lengths: list[int]
+    error: str | None
+
+
+class LastReceivesParams(_LastRequired, total=False):
+    seed: int
+    wait: float  # seconds the SENDs and the DISCONNECTED may take
+
+
+class LastWC(TypedDict):
+    """One completion of the receiving end: status, length, and ``poll_us``, the host
+    time (CLOCK_MONOTONIC, as events' ``host_t_us``) the poll that returned it began."""
+
+    status: int
+    byte_len: int
+    poll_us: int
+
+
+class LastReceivesReply(TimedReply):
+    """The receiving end of the SENDs posted before a close: the first ``count``
+    completions its CQ gave; ``event_us``, the DISCONNECTED's host time (0: none came);
+    ``seen_us``, the start of the first poll begun after this end saw it (0: none); the
+    check of each SEND's bytes (``op`` send) and the error that stopped it."""
+
+    lengths: list[int]
+    completions: list[LastWC]
+    event_us: int
+    seen_us: int
+    checks: list[PayloadCheck]
+    error: str | None
+
+
+OP_LAST_SENDS = CMOp("last_sends", LastSendsParams, LastSendsReply)
+OP_LAST_RECEIVES = CMOp("last_receives", LastReceivesParams, LastReceivesReply)

@@ -37,7 +37,9 @@ def close(s: PairSides, by: str = "active") -> Timeline:
     choice("by", by, BYS)
     with s.recording(f"close-{by}") as rec:
         conn = open_conn(rec)
-        out = steps.close(conn, by)
+        # SENDs completed before the close reach the peer before its DISCONNECTED.
+        with steps.last_sends(conn, by, waits(s).close_s):
+            out = steps.close(conn, by)
         last = max(e.t_us for e in rec.events() if e.type == "DISCONNECTED")
         rec.metric("close_us", last - out.action.t_us)
         steps.teardown(conn)
@@ -67,6 +69,8 @@ def abort(s: PairSides, how: str = "qp_err", by: str = "active") -> Timeline:
             rec.metric("detection_us", got.t_us - start)
         if how == "qp_err":
             steps.wait_disconnected(conn, waits(s).close_s, (by,))
+            # The receives open_conn left posted: each flushed once (abort-flushes).
+            ep.flushed(cm_id)
         # Invariant 9: each QP whose id is still alive is held, in ERR, until destroyed.
         for end in (peer, by) if how == "qp_err" else (peer,):
             ep, cm_id, qpn = _side_qp(conn, end)

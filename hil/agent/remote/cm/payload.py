@@ -46,6 +46,14 @@ from collections.abc import Callable
 
 from ...protocol import (
     PAYLOAD_OPS,
+    FlushedParams,
+    FlushedReply,
+    FlushedWC,
+    LastReceivesParams,
+    LastReceivesReply,
+    LastSendsParams,
+    LastSendsReply,
+    LastWC,
     PayloadCheck,
     PayloadOpName,
     PayloadParams,
@@ -68,6 +76,12 @@ from ..librdmacm.verbsabi import (
 SPAN = 1 << 16  # the pattern's period: no byte of a 64 KiB buffer repeats another's place
 IP_MTU, IPV6_MTU = 14, 24  # linux/in.h, linux/in6.h (python's socket module may lack them)
 POLL_S = 0.0002  # between CQ polls while a step waits
+# How long a drain goes on polling once every posted work request has completed: a
+# second completion of one would come with the flush (siw_qp.c siw_rq_flush and
+# siw_sq_flush complete every queued entry in one pass, 6.1.192).
+QUIET_S = 0.05
+LAST_SLICE = 256  # the SENDs before a close: SEND i of count is (count - i) * 256 bytes
+LATE_S = 0.2  # how long the receiving end waits for a SEND late past its DISCONNECTED
 _BASE = bytes((i + (i >> 8) * 31) & 0xFF for i in range(SPAN))
 
 
@@ -230,17 +244,7 @@ class Run:
 
     def _check(self, op: PayloadOpName, size: int, seed: int, length: int) -> None:
         got = ctypes.string_at(self.qp.addr, min(length, len(self.qp.res.buf)))
-        offset, expected, value = first_difference(pattern(seed, size), got)
-        self.checks.append(
-            {
-                "op": op,
-                "size": size,
-                "ok": offset < 0,
-                "offset": offset,
-                "expected": expected,
-                "got": value,
-            }
-        )
+        self.checks.append(checked(op, size, pattern(seed, size), got))
 
     def _done(self, what: str) -> None:
         self.qp.post(IBV_WR_SEND, 0)
@@ -308,14 +312,127 @@ def reads(res: QPResources, params: ReadsParams) -> ReadsReply:
 
 def _slice_check(want: bytes, got: bytes, k: int, size: int) -> PayloadCheck:
     """The check of READ ``k``: its slice of ``got`` against the pattern's."""
-    offset, expected, value = first_difference(
-        want[k * size : (k + 1) * size], got[k * size : (k + 1) * size]
-    )
+    part = slice(k * size, (k + 1) * size)
+    return checked("read", size, want[part], got[part])
+
+
+def flushed(res: QPResources, params: FlushedParams) -> FlushedReply:
+    """Drain the CQ of a QP moved to ERR: every completion it gives until each work
+    request posted and not yet completed has one, and for :data:`QUIET_S` after (a
+    double completion is kept, not merged); ``wait`` bounds the whole drain."""
+    t0, wait = now_us(), params.get("wait", 10.0)
+    posted = sorted(res.outstanding)
+    completions: list[FlushedWC] = []
+    error, deadline, quiet_at = None, time.monotonic() + wait, None
+    try:
+        while quiet_at is None or time.monotonic() < quiet_at:
+            completions += [{"wr_id": w["wr_id"], "status": w["status"]} for w in res.poll(16)]
+            if quiet_at is None and set(posted) <= {c["wr_id"] for c in completions}:
+                quiet_at = time.monotonic() + QUIET_S
+            elif quiet_at is None and time.monotonic() > deadline:
+                error = f"no completion within {wait:g}s for every posted work request"
+                break
+            time.sleep(POLL_S)
+    except RdmaError as e:
+        error = str(e)
     return {
-        "op": "read",
+        "t_us": t0,
+        "us": now_us() - t0,
+        "posted": posted,
+        "completions": completions,
+        "error": error,
+    }
+
+
+def last_lengths(count: int) -> list[int]:
+    """The lengths of the ``count`` SENDs before a close, longest first: each lands at
+    the receive buffer's offset 0, so SEND i's last ``LAST_SLICE`` bytes outlive
+    the later, shorter ones and every SEND's bytes stay checkable, in order."""
+    return [(count - i) * LAST_SLICE for i in range(count)]
+
+
+def last_sends(res: QPResources, params: LastSendsParams) -> LastSendsReply:
+    """Post the ``count`` SENDs (:func:`last_lengths`; SEND i carries the pattern of
+    seed + i), each from its own stretch of the buffer, and wait for their completions:
+    rdma_disconnect(3) flushes work requests still posted, so only SENDs completed
+    before the close are owed to the peer."""
+    t0, seed, count = now_us(), params.get("seed", 0), params["count"]
+    qp = _QP(res, params.get("wait", 10.0), 0)
+    lengths, offset, error = last_lengths(count), 0, None
+    try:
+        for i, n in enumerate(lengths):
+            ctypes.memmove(qp.addr + offset, pattern(seed + i, n), n)
+            qp.post(IBV_WR_SEND, n, offset)
+            offset += n
+        qp.sent(f"the {count} SENDs before the close", count)
+    except PayloadError as e:
+        error = str(e)
+    return {"t_us": t0, "us": now_us() - t0, "lengths": lengths, "error": error}
+
+
+def last_receives(
+    res: QPResources, params: LastReceivesParams, disconnected: Callable[[], int | None]
+) -> LastReceivesReply:
+    """The receiving end of :func:`last_sends`: poll the CQ, each completion stamped
+    with the start of its poll, until the first ``count`` have come and this end's
+    DISCONNECTED (``disconnected()``: its host time once the poller has read it) is
+    seen, or for :data:`LATE_S` past it; then check every SEND's surviving bytes."""
+    t0, count, seed = now_us(), params["count"], params.get("seed", 0)
+    lengths, wait = last_lengths(count), params.get("wait", 10.0)
+    got: list[LastWC] = []
+    event_us, seen_us, error = 0, 0, None
+    deadline = time.monotonic() + wait
+    try:
+        while not (seen_us and (len(got) >= count or now_us() - seen_us > LATE_S * 1e6)):
+            if time.monotonic() > deadline:
+                error = f"within {wait:g}s: {len(got)} of {count} SENDs, DISCONNECTED " + (
+                    "seen" if event_us else "not seen"
+                )
+                break
+            event_us = event_us or (disconnected() or 0)
+            start = now_us()
+            wcs = res.poll(16)
+            seen_us = seen_us or (start if event_us else 0)
+            got += [
+                {"status": w["status"], "byte_len": w["byte_len"], "poll_us": start}
+                for w in wcs
+                if w["status"] or w["opcode"] & IBV_WC_RECV
+            ]
+            time.sleep(POLL_S)
+    except RdmaError as e:
+        error = str(e)
+    return {
+        "t_us": t0,
+        "us": now_us() - t0,
+        "lengths": lengths,
+        "completions": got[:count],
+        "event_us": event_us,
+        "seen_us": seen_us,
+        "checks": _last_checks(res, seed, lengths),
+        "error": error,
+    }
+
+
+def _last_checks(res: QPResources, seed: int, lengths: list[int]) -> list[PayloadCheck]:
+    """Each SEND's bytes that no later one overwrote: SEND i's from the next one's
+    length to its own."""
+    buf = ctypes.string_at(ctypes.addressof(res.buf), lengths[0] if lengths else 0)
+    lows = [*lengths[1:], 0]  # each SEND's bytes past the next one's (zip's strict is 3.10)
+    return [
+        checked("send", n, pattern(seed + i, n)[lows[i] :], buf[lows[i] : n], lows[i])
+        for i, n in enumerate(lengths)
+    ]
+
+
+def checked(op: PayloadOpName, size: int, want: bytes, got: bytes, base: int = 0) -> PayloadCheck:
+    """The check of a message of ``size`` bytes: ``got`` against ``want``, which start at
+    the message's offset ``base`` (its first bad byte's offset is the message's)."""
+    offset, expected, value = first_difference(want, got)
+    return {
+        "op": op,
         "size": size,
         "ok": offset < 0,
-        "offset": offset,
+        "offset": offset + base if offset >= 0 else -1,
         "expected": expected,
         "got": value,
     }

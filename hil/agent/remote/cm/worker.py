@@ -25,8 +25,13 @@ from ...protocol import (
     DestroyOrder,
     DestroyReply,
     EventsReply,
+    FlushedReply,
     HandlesReply,
     IdTimedReply,
+    LastReceivesParams,
+    LastReceivesReply,
+    LastSendsParams,
+    LastSendsReply,
     PayloadParams,
     PayloadReply,
     QPInfo,
@@ -47,6 +52,10 @@ from . import payload, script, storm
 from .log import Log, matches
 from .poller import Poller
 from .stream import QP_DEPTH, Stream, StreamOps
+
+# The SENDs before a close: fewer than the receives the peer keeps posted (QP_DEPTH),
+# their lengths' sum (payload.last_lengths) well inside the 64 KiB buffer.
+LAST_MAX = 8
 
 
 class Worker(StreamOps):
@@ -333,6 +342,44 @@ class Worker(StreamOps):
             "wait": wait,
         }
         return payload.reads(self.ch.resources(id), params)
+
+    def flushed(self, id: int, wait: float = 10.0) -> FlushedReply:
+        """The completions the cm_id's QP's CQ gives after it went to ERR, drained
+        (payload.py :func:`flushed`): one per posted work request, flushed."""
+        if id in self.streams:
+            raise RdmaError("flushed", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        return payload.flushed(self.ch.resources(id), {"id": id, "wait": wait})
+
+    def last_sends(self, id: int, count: int, seed: int = 0, wait: float = 10.0) -> LastSendsReply:
+        """Post ``count`` SENDs of distinct lengths and patterns and wait for them, right
+        before this end closes (payload.py :func:`last_sends`)."""
+        if id in self.streams:
+            raise RdmaError(
+                "last_sends", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's"
+            )
+        if not 1 <= count <= LAST_MAX:
+            raise RdmaError("last_sends", errno.EINVAL, f"count must be 1..{LAST_MAX}")
+        params: LastSendsParams = {"id": id, "count": count, "seed": seed, "wait": wait}
+        return payload.last_sends(self.ch.resources(id), params)
+
+    def last_receives(
+        self, id: int, count: int, seed: int = 0, wait: float = 10.0
+    ) -> LastReceivesReply:
+        """The receiving end of the peer's :meth:`last_sends` and its close: each
+        completion's poll time against this end's DISCONNECTED (payload.py)."""
+        if id in self.streams:
+            raise RdmaError("last_receives", errno.EBUSY, f"cm_id {id} streams")
+        if not 1 <= count <= LAST_MAX:
+            raise RdmaError("last_receives", errno.EINVAL, f"count must be 1..{LAST_MAX}")
+        params: LastReceivesParams = {"id": id, "count": count, "seed": seed, "wait": wait}
+        return payload.last_receives(self.ch.resources(id), params, lambda: self._gone_us(id))
+
+    def _gone_us(self, id: int) -> int | None:
+        """The host time of the id's DISCONNECTED, once the poller has read it."""
+        for e in list(self.log.entries):
+            if e["kind"] == "event" and e["type"] == "DISCONNECTED" and e["id"] == id:
+                return e["host_t_us"]
+        return None
 
     def query_qp(self, id: int) -> QueryQPReply:
         """The cm_id's QP's RDMA READ depths as ibv_query_qp(3) reports them."""

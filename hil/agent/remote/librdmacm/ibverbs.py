@@ -98,6 +98,7 @@ class QPResources:
             self.release()
             raise RdmaError(op, err)
         self._wr_id = 0
+        self.outstanding: set[int] = set()  # wr_ids posted and not yet polled
 
     def init_attr(self) -> QPInitAttr:
         """The struct ibv_qp_init_attr for an RC QP on this CQ."""
@@ -141,6 +142,7 @@ class QPResources:
             sge = self._sge(len(self.buf))
             wr = RecvWR(wr_id=self._wr_id, sg_list=ctypes.pointer(sge), num_sge=1)
             call("ibv_post_recv", post, self.qp, byref(wr), byref(POINTER(RecvWR)()))
+            self.outstanding.add(self._wr_id)
 
     def post_send(self, length: int, remote: tuple[int, int] | None) -> int:
         """Post one signaled SEND, or RDMA WRITE to ``remote`` = (addr, rkey); returns wr_id."""
@@ -171,6 +173,7 @@ class QPResources:
             wr.remote_addr, wr.rkey = remote
         post = POST_SEND(_op(self.qp, OPS_POST_SEND))
         call("ibv_post_send", post, self.qp, byref(wr), byref(POINTER(SendWR)()))
+        self.outstanding.add(self._wr_id)
         return self._wr_id
 
     def poll(self, max_entries: int) -> list[dict[str, int]]:
@@ -181,6 +184,7 @@ class QPResources:
         n = POLL_CQ(_op(self.cq, OPS_POLL_CQ))(self.cq, max_entries, wcs)
         if n < 0:
             raise RdmaError("ibv_poll_cq", -n if n < -1 else errno.EIO)
+        self.outstanding.difference_update(w.wr_id for w in wcs[:n])
         return [
             {
                 "wr_id": w.wr_id,
