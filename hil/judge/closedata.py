@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hil.judge.payload import _bad, _where
+from hil.judge.payload import action_where, bad_check
 from hil.judge.profiles import Profiles
 from hil.judge.rule import Finding, rule
 from hil.judge.timeline import Action, Timeline
@@ -55,14 +55,16 @@ def close_delivers(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for a in tl.actions:
         if a.name == "last_sends" and (not a.ok or a.params.get("error")):
             why = a.params.get("error") or a.result
-            yield Finding(f"{_where(tl, a)}: the SENDs before the close failed: {why}", (), (a,))
+            yield Finding(
+                f"{action_where(tl, a)}: the SENDs before the close failed: {why}", (), (a,)
+            )
         elif a.name == "last_receives":
             yield from _findings(tl, a)
 
 
 def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:
     """What is wrong with the receiving end's ``last_receives`` action."""
-    where = _where(tl, a)
+    where = action_where(tl, a)
     if not a.ok:
         yield Finding(f"{where}: the receiving end could not drain: {a.result}", (), (a,))
         return
@@ -85,7 +87,7 @@ def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:
                 (a,),
             )
     for c in (c for c in a.params.get("checks") or [] if not c.get("ok")):
-        yield Finding(f"{where}: {_bad(c, a.side)}", (), (a,))
+        yield Finding(f"{where}: {bad_check(c, a.side)}", (), (a,))
     if len(done) < len(lengths) or not seen or not lengths:
         error = a.params.get("error") or "the drain ended"
         yield Finding(

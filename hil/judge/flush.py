@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from hil.judge.payload import _where
+from hil.judge.payload import action_where
 from hil.judge.profiles import Profiles
 from hil.judge.rule import Finding, rule
 from hil.judge.timeline import Action, Timeline
@@ -49,7 +49,7 @@ def abort_flushes(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
 
 def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:
     """What is wrong with one ``flushed`` action."""
-    where = _where(tl, a)
+    where = action_where(tl, a)
     if not a.ok:
         yield Finding(f"{where}: the CQ was not drained: {a.result}", (), (a,))
         return

@@ -49,13 +49,13 @@ def payload_intact(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
 
 def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:
     """What is wrong with one end's ``payload`` action."""
-    where = _where(tl, a)
+    where = action_where(tl, a)
     if not a.ok:
         yield Finding(f"{where}: the payload check did not run: {a.result}", (), (a,))
         return
     checks: list[dict[str, Any]] = list(a.params.get("checks") or [])
     for c in (c for c in checks if not c.get("ok")):
-        yield Finding(f"{where}: {_bad(c, a.side)}", (), (a,))
+        yield Finding(f"{where}: {bad_check(c, a.side)}", (), (a,))
     error = a.params.get("error")
     if error:
         yield Finding(f"{where}: the payload check stopped: {error}", (), (a,))
@@ -72,7 +72,7 @@ def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:
         yield Finding(f"{where}: never checked {what}", (), (a,))
 
 
-def _bad(c: dict[str, Any], side: str) -> str:
+def bad_check(c: dict[str, Any], side: str) -> str:
     """``RDMA WRITE of 1501 bytes into side b: first bad byte at offset 1500, expected
     0x3c, got 0xc3``."""
     op, size, offset = c.get("op", "?"), c.get("size", "?"), c.get("offset", -1)
@@ -90,7 +90,7 @@ def _hex(byte: int) -> str:
     return f"0x{byte:02x}"
 
 
-def _where(tl: Timeline, a: Action) -> str:
+def action_where(tl: Timeline, a: Action) -> str:
     """``connection c1, side b (lab-b) b:2``."""
     label = next((e.conn for e in tl.events_for(a.id) if e.conn), None) if a.id else None
     conn = f"connection {label}" if label else "an unlabelled connection"
