@@ -205,9 +205,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         return result
     why = noticed(item, crash)
     if why is None:  # the watch's signal ended the call, saying so
-        if error is not None:
+        if error is None:
+            return result
+        if isinstance(error, pytest.fail.Exception):
             raise error
-        return result
+        # Something the signal unwound through (a cleanup on the dead host) raised its
+        # own error in place of the crash's: the test still failed because of the crash.
+        why = crash.message(item.nodeid)
     # The watch's signal may have come too late to end the call (or found it over).
     pytest.fail(why, pytrace=False)
 

@@ -161,7 +161,7 @@ class SSHSession:
         except (paramiko.SSHException, OSError, EOFError) as e:
             raise SSHError(self.name, f"{shlex.join(argv)}: connection failed: {e}") from None
         finally:
-            chan.close()
+            _close_quietly(chan)
 
     def open_process(
         self, argv: list[str], *, sudo: bool = False, start_timeout: float = 30
@@ -178,7 +178,7 @@ class SSHSession:
         try:
             chan.exec_command(shlex.join(wrapped))
         except (paramiko.SSHException, OSError, EOFError) as e:
-            chan.close()
+            _close_quietly(chan)
             raise SSHError(self.name, f"cannot start {shlex.join(argv)}: {e}") from None
 
         def kill_group(pgid: int, signal: str) -> bool:
@@ -265,3 +265,16 @@ def _checked(argv: list[str]) -> list[str]:
     if not argv or not all(isinstance(a, str) for a in argv):
         raise InputError(f"a command is a non-empty list of strings, not {argv!r}")
     return list(argv)
+
+
+def _close_quietly(chan: paramiko.Channel) -> None:
+    """Close a channel that is done with, whatever state its transport is in.
+
+    A host that went away (a guest's QEMU gone with a panic) makes the close's own
+    message fail with EOFError; raised from a ``finally`` that would replace the
+    error that ended the command (the crash watch's, a timeout's) with a bare one.
+    """
+    try:
+        chan.close()
+    except (paramiko.SSHException, OSError, EOFError):
+        pass

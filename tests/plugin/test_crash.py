@@ -27,7 +27,9 @@ from hil.reservation import open_store
 pytest_plugins = ["pytester"]
 
 # test_change (test_plugin_hosts) changes host A's MTU through the journal, then freezes
-# host B (when FREEZE is set) and sleeps far past the liveness bound; test_after is harmless.
+# host B (when FREEZE is set) and sleeps far past the liveness bound; a cleanup that the
+# crash unwinds through raises an error of its own (as closing an SSH channel to a host
+# whose QEMU is gone does); test_after is harmless.
 FREEZE = """
 import os, subprocess, time
 
@@ -47,7 +49,8 @@ def test_after(hil_pair, hil_hosts):
 
 
 def crashy(mtu: int) -> str:
-    return FREEZE + CHANGE_MTU.format(mtu=mtu, after="freeze(); time.sleep(120)") + AFTER
+    after = "freeze()\n    try:\n        time.sleep(120)\n    finally:\n        raise EOFError()"
+    return FREEZE + CHANGE_MTU.format(mtu=mtu, after=after) + AFTER
 
 
 def netns_pids(netns: str) -> list[str]:

@@ -9,6 +9,7 @@ import shutil
 import time
 from pathlib import Path
 
+import paramiko
 import pytest
 from netnslab import NetnsLab
 from sshtest import inventory_of, with_ssh
@@ -191,3 +192,21 @@ def test_put_file_to_a_missing_directory_says_where(session: SSHSession, tmp_pat
     local.write_text("x")
     with pytest.raises(SSHError, match=f"ns0: cannot upload {local} to /nonexistent/dir/f"):
         session.put_file(local, "/nonexistent/dir/f")
+
+
+def test_a_channel_whose_close_fails_does_not_hide_the_commands_end(
+    session: SSHSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host gone away (a panicked guest's QEMU) fails the channel's close with EOFError;
+    the command's own result, or the error that ended it, still comes out."""
+
+    close = paramiko.Channel.close
+
+    def failing_close(chan: paramiko.Channel) -> None:
+        close(chan)
+        raise EOFError()
+
+    monkeypatch.setattr(paramiko.Channel, "close", failing_close)
+    assert session.run(["echo", "done"]).stdout == "done\n"
+    with pytest.raises(CommandTimeout):
+        session.run(["sleep", "5"], timeout=0.5)
