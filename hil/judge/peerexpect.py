@@ -225,9 +225,7 @@ RFC: Mapping[Scenario, RfcExpect] = {
     S.BASE_BOUNDS: _fpdu_error(
         "WRITE past the region's bounds", (_t(_DDP_TAGGED, 0x01), (0, 1, 0x01)), "RFC 5041 7.2"
     ),
-    S.ACCESS_RIGHTS: _fpdu_error(
-        "WRITE to a region without remote write", ((0, 1, 0x02),), "RFC 5040 7.4"
-    ),
+    S.ACCESS_RIGHTS: _fpdu_error("WRITE to a region without remote write", ((0, 1, 0x02),)),
     S.INVALID_QN: _fpdu_error(
         "SEND on a QN other than 0", (_t(_DDP_UNTAGGED, 0x01),), "RFC 5041 7.2"
     ),
