@@ -1,8 +1,8 @@
 """The built-in peer scenarios, written as data and checked by the same loader as a file.
 
-Each names the class of the DUT's expected reaction (``expectation``); what
-that class expects of each provider, with its sources, is
-hil/judge/peerexpect.py's.  The ``within`` bounds here only end a wait: the
+Each names the class of the DUT's expected reaction (``expectation``: a
+``hil.judge.peerexpect.Scenario`` value); what that class expects of the RFCs
+and of each provider, with its sources, is hil/judge/peerexpect.py's.  The ``within`` bounds here only end a wait: the
 expectation class judges the reaction's timing from the peer's record.
 ``SCENARIOS`` is the registry the fuzzer and the suites look names up in; a
 lab's own scenarios register there too (``SCENARIOS.register(load(path))``).
@@ -52,28 +52,28 @@ _BUILT_IN: list[dict[str, Any]] = [
     {
         "name": "v2-connect-send",
         "role": "active",
-        "expectation": "ok",
+        "expectation": "mpa_rev2",
         "description": "MPA v2 connect to the DUT's listener, one SEND delivered",
         "steps": [*_CONNECTED, _SEND_HIL, _RECV_HIL],
     },
     {
         "name": "mpa-bad-key",
         "role": "active",
-        "expectation": "mpa.bad_key",
+        "expectation": "wrong_key",
         "description": "an MPA request carrying the reply's key",
         "steps": [*_LISTEN, {"step": "send", "frame": "mpa_request", "key": REPLY_KEY}, _CLOSED],
     },
     {
         "name": "mpa-unknown-revision",
         "role": "active",
-        "expectation": "mpa.bad_revision",
+        "expectation": "unknown_revision",
         "description": "an MPA request of revision 3 (RFC 5044 knows 1, RFC 6581 2)",
         "steps": [*_LISTEN, {"step": "send", "frame": "mpa_request", "rev": 3}, _CLOSED],
     },
     {
         "name": "mpa-pd-too-long",
         "role": "active",
-        "expectation": "mpa.pd_too_long",
+        "expectation": "pd_length_over_rfc_limit",
         "description": "an MPA request with 513 bytes of private data (RFC 5044 7.1: 512 at most)",
         "steps": [
             *_LISTEN,
@@ -84,7 +84,7 @@ _BUILT_IN: list[dict[str, Any]] = [
     {
         "name": "mpa-incomplete-request",
         "role": "active",
-        "expectation": "mpa.timeout",
+        "expectation": "incomplete_request",
         "description": "10 bytes of an MPA request, never the rest: the DUT's MPA timeout ends it",
         "steps": [
             *_LISTEN,
@@ -95,14 +95,14 @@ _BUILT_IN: list[dict[str, Any]] = [
     {
         "name": "send-bad-crc",
         "role": "active",
-        "expectation": "mpa.bad_crc",
+        "expectation": "bad_crc",
         "description": "a SEND whose MPA CRC is wrong, CRC negotiated",
         "steps": [*_CONNECTED, {**_SEND_HIL, "crc": "bad"}, *_TERMINATED],
     },
     {
         "name": "write-invalid-stag",
         "role": "active",
-        "expectation": "ddp.invalid_stag",
+        "expectation": "invalid_stag",
         "description": "an RDMA WRITE to a STag the DUT never advertised",
         "steps": [
             *_CONNECTED,
@@ -113,7 +113,7 @@ _BUILT_IN: list[dict[str, Any]] = [
     {
         "name": "reply-with-first-fpdu",
         "role": "passive",
-        "expectation": "ok",
+        "expectation": "reply_and_fpdu_one_segment",
         "description": "the DUT connects; the MPA reply and a SEND reach it in one segment",
         "steps": [
             {"step": "dut", "action": "post_recv", "args": {"length": 64}},
@@ -127,7 +127,7 @@ _BUILT_IN: list[dict[str, Any]] = [
     {
         "name": "request-one-byte-segments",
         "role": "active",
-        "expectation": "ok",
+        "expectation": "one_byte_segments",
         "description": "an MPA v2 request written 1 byte at a time (RFC 5044 Appendix A)",
         "steps": [
             *_LISTEN,

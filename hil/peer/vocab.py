@@ -2,22 +2,25 @@
 
 The names are the shared ones of issue 26 (docs/peer-scenarios.md lists them):
 a scenario's send step overrides these fields of the frame it sends, an expect
-step compares them with the frame it receives.  :func:`problem` says what is
+step compares them with the frame it receives.  :meth:`Field.problem` says what is
 wrong with one value, so the scenario loader names the file, the step and the
 field; the fuzzer draws its values from :meth:`Field.boundaries` and
 :meth:`Field.draw`, so every mutated frame stays within this vocabulary and its
 replay file loads again.
 
-Names this module adds to the shared vocabulary (said in the report of the
-branch that added them):
+Names beyond the shared vocabulary:
 
-- ``opcode`` may also be an integer 0..15, the raw 4-bit field (RFC 5040 4.3),
-  so a scenario can send the reserved opcodes 8..15 ("an invalid opcode");
-- ``terminated_ddp_header`` and ``terminated_rdmap_header``: the copied headers
-  of a TERMINATE (RFC 5040 4.8), as hex;
-- ``truncate`` (a send step's, beside ``segments``): only the first N bytes of
-  the step's frames are written, the rest never (an MPA request that never
-  completes, the DUT's MPA timeout, RFC 5044 7.1; a cut FPDU).
+- the peer codec's own (hil/agent/remote/peer on engineer peercore's branch):
+  ``v2`` (the MPA v2 words present), ``rdmap_rsvd`` and ``rsvdulp`` (the RDMAP
+  control byte's reserved bits, the untagged header's 32-bit RsvdULP),
+  ``term_rsvd``, ``ddp_header`` and ``rdma_header`` (a TERMINATE's reserved
+  bits and its copied headers, hex), ``crc`` "none" (left out though
+  negotiated); its ``rtrs`` (a list of RTR kinds) is not one here yet;
+- the codec's and this module's: ``opcode`` may be an integer 0..15, the raw field (RFC
+  5040 4.3), so a scenario can send the reserved opcodes 8..15; ``truncate``
+  (a send step's, beside ``segments``): only the first N bytes of the step's
+  frames are written, the rest never (an MPA request that never completes: the
+  DUT's MPA timeout, RFC 5044 7.1; a cut FPDU).
 """
 
 from __future__ import annotations
@@ -77,7 +80,8 @@ class Field:
             names = RTR_KINDS if self.kind == "choice" else OPCODES
             return None if value in names else f"{value!r} is not one of: {', '.join(names)}"
         if self.kind == "crc" and isinstance(value, str):
-            return None if value in ("good", "bad") else f"{value!r} is not good, bad or a number"
+            ok = value in ("good", "bad", "none")
+            return None if ok else f"{value!r} is not good, bad, none or a number"
         return _integer_problem(value, self.high)
 
     def boundaries(self) -> tuple[Value, ...]:
@@ -91,7 +95,7 @@ class Field:
         if self.kind == "opcode":
             return (*OPCODES, 8, 15)  # 8..15: reserved (RFC 5040 4.3)
         edges: tuple[Value, ...] = (0, 1, self.high - 1, self.high, *self.special)
-        return (*edges, "bad") if self.kind == "crc" else edges
+        return (*edges, "bad", "none") if self.kind == "crc" else edges
 
     def draw(self, rng: random.Random) -> Value:
         """A random value of this field."""
@@ -118,6 +122,7 @@ MPA = (
     *_bits("m c r", "RFC 5044 7.1"),
     Field("res", "int", "RFC 5044 7.1", high=0x1F),
     Field("rev", "int", "RFC 5044 7.1; RFC 6581 5", high=0xFF, special=(1, 2, 3)),
+    Field("v2", "bool", "RFC 6581 5.1"),
     # RFC 5044 7.1: PD_Length at most 512.
     Field("pd_length", "int", "RFC 5044 7.1", high=0xFFFF, length=True, special=(512, 513)),
     Field("private_data", "hex", "RFC 5044 7.1"),
@@ -137,6 +142,8 @@ DDP = (
     # DDP's version is 1 and RDMAP's 1 (RFC 5041 4, RFC 5040 4); RDMAP uses queues 0..2 only.
     Field("dv", "int", "RFC 5041 4", high=3, special=(1,)),
     Field("rsvd", "int", "RFC 5041 4", high=0xF),
+    Field("rdmap_rsvd", "int", "RFC 5040 4", high=3),
+    Field("rsvdulp", "int", "RFC 5041 4; RFC 5040 4.3", high=_U32),
     Field("stag", "int", "RFC 5041 4", high=_U32),
     Field("to", "int", "RFC 5041 4", high=_U64),
     Field("qn", "int", "RFC 5041 4", high=_U32, special=(3,)),
@@ -156,8 +163,9 @@ RDMAP = (
     Field("ecode", "int", "RFC 5040 4.8", high=0xFF),
     *_bits("hdrct_m hdrct_d hdrct_r", "RFC 5040 4.8"),
     Field("ddp_seg_len", "int", "RFC 5040 4.8", high=0xFFFF, length=True),
-    Field("terminated_ddp_header", "hex", "RFC 5040 4.8"),
-    Field("terminated_rdmap_header", "hex", "RFC 5040 4.8"),
+    Field("term_rsvd", "int", "RFC 5040 4.8", high=0x1FFF),
+    Field("ddp_header", "hex", "RFC 5040 4.8"),
+    Field("rdma_header", "hex", "RFC 5040 4.8"),
     Field("payload", "hex", "RFC 5040 4"),
 )
 

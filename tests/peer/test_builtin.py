@@ -11,15 +11,15 @@ from hil.peer.scenario import Send
 
 def test_the_issue_s_examples_are_built_in_with_their_expectation_classes() -> None:
     assert {name: s.expectation for name, s in SCENARIOS.items()} == {
-        "v2-connect-send": "ok",
-        "mpa-bad-key": "mpa.bad_key",
-        "mpa-unknown-revision": "mpa.bad_revision",
-        "mpa-pd-too-long": "mpa.pd_too_long",
-        "mpa-incomplete-request": "mpa.timeout",
-        "send-bad-crc": "mpa.bad_crc",
-        "write-invalid-stag": "ddp.invalid_stag",
-        "reply-with-first-fpdu": "ok",
-        "request-one-byte-segments": "ok",
+        "v2-connect-send": "mpa_rev2",
+        "mpa-bad-key": "wrong_key",
+        "mpa-unknown-revision": "unknown_revision",
+        "mpa-pd-too-long": "pd_length_over_rfc_limit",
+        "mpa-incomplete-request": "incomplete_request",
+        "send-bad-crc": "bad_crc",
+        "write-invalid-stag": "invalid_stag",
+        "reply-with-first-fpdu": "reply_and_fpdu_one_segment",
+        "request-one-byte-segments": "one_byte_segments",
     }
 
 
