@@ -80,8 +80,8 @@ class Field:
             names = RTR_KINDS if self.kind == "choice" else OPCODES
             return None if value in names else f"{value!r} is not one of: {', '.join(names)}"
         if self.kind == "crc" and isinstance(value, str):
-            ok = value in ("good", "bad", "none")
-            return None if ok else f"{value!r} is not good, bad, none or a number"
+            named = value in ("good", "bad", "none")
+            return None if named else f"{value!r} is not good, bad, none or a number"
         return _integer_problem(value, self.high)
 
     def boundaries(self) -> tuple[Value, ...]:
