@@ -33,6 +33,7 @@ LAYERS = [
     "host",
     "cm",
     "wire",
+    "peer",  # hil/peer: scenarios as data and the fuzzer's engine, for run, plugin and cli
     "run",  # hil/run: a pair run and its tests, which capture and judge the wire
     "report",
     "lab",

@@ -1,0 +1,281 @@
+"""The fuzzer's engine: seeded mutations of scenarios, the case loop, progress and findings.
+
+Case ``n`` of seed ``s`` is a pure function of ``(s, n)`` and the scenarios
+given: its random generator is seeded by both, so ``hil peer fuzz --seed s``
+makes the same cases on every host and run, and one case is made again alone
+from its number.  A case picks one scenario and applies 1 to
+:data:`MAX_MUTATIONS` mutations, each of one kind (:data:`KINDS`):
+
+- ``value``: a field of a sent frame set to a random value of its type;
+- ``boundary``: a field set to an edge of its range or a value an RFC makes
+  special (PD_Length 512 and 513, a reserved opcode, CRC "bad", ...);
+- ``length``: a length field (PD_Length, ULPDU_Length, size, DDP segment
+  length) set to an edge or one off its current value;
+- ``truncate``: only the first bytes of a send step written, never the rest;
+- ``duplicate``: a send step sent twice;
+- ``reorder``: two send steps of one connection swapped;
+- ``segment``: a send step written in 1-byte or random segments, or
+  coalesced with the next send.
+
+Every value comes from :mod:`hil.peer.vocab`, so a case is a valid scenario
+and its replay file loads again.  :func:`fuzz` runs the cases through a
+``fails(scenario) -> bool`` callable (the runner: the case on the DUT, then the
+DUT's kernel log, leaks and a normal connect), shrinks each failing one
+(:mod:`hil.peer.shrink`) and reports progress and findings as they come.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, get_args
+
+from hil.errors import InputError
+from hil.peer.scenario import Dut, Expect, Scenario, Send, Step
+from hil.peer.shrink import Shrunk, shrink
+from hil.peer.vocab import FIELDS, Field, Value
+
+MutationKind = Literal["value", "boundary", "length", "truncate", "duplicate", "reorder", "segment"]
+KINDS: tuple[MutationKind, ...] = get_args(MutationKind)
+MAX_MUTATIONS = 3
+MAX_TRUNCATE = 31  # bytes: within an MPA request's 20-byte header or an FPDU's first header
+Steps = tuple[Step, ...]
+Applied = tuple[Steps, int, str]  # the new steps, the step changed (0-based), what was done
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One change a case made: its kind, the step (counted from 1) and what it did."""
+
+    kind: MutationKind
+    step: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} at step {self.step}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Case:
+    """Case ``number`` of ``seed``: the scenario ``base`` mutated into ``scenario``."""
+
+    seed: int
+    number: int
+    base: str
+    scenario: Scenario
+    mutations: tuple[Mutation, ...]
+
+
+def make_case(scenarios: Sequence[Scenario], seed: int, number: int) -> Case:
+    """Case ``number`` of ``seed`` (the same for the same arguments, anywhere)."""
+    if not scenarios:
+        raise InputError("the fuzzer needs at least one scenario to mutate")
+    rng = random.Random(f"hil-peer-fuzz:{seed}:{number}")
+    base = scenarios[rng.randrange(len(scenarios))]
+    scenario, done = base, []
+    for _ in range(rng.randint(1, MAX_MUTATIONS)):
+        applied = mutate(rng, scenario)
+        if applied is not None:
+            scenario, mutation = applied
+            done.append(mutation)
+    named = replace(scenario, name=f"{base.name}-fuzz-{seed}-{number}")
+    return Case(seed, number, base.name, named, tuple(done))
+
+
+def mutate(
+    rng: random.Random, scenario: Scenario, kind: MutationKind | None = None
+) -> tuple[Scenario, Mutation] | None:
+    """One mutation of ``kind`` (default: a random kind that applies); None if none applies."""
+    kinds = [kind] if kind else rng.sample(KINDS, len(KINDS))
+    for k in kinds:
+        applied = _MUTATORS[k](rng, scenario.steps)
+        if applied is not None:
+            steps, index, detail = applied
+            return replace(scenario, steps=steps), Mutation(k, index + 1, detail)
+    return None
+
+
+def _pick_send(rng: random.Random, steps: Steps) -> tuple[int, Send] | None:
+    """A random send step whose frame has fields (not a bare close), and its index."""
+    framed = [(i, s) for i, s in enumerate(steps) if isinstance(s, Send) and FIELDS[s.frame]]
+    return rng.choice(framed) if framed else None
+
+
+def _with(steps: Steps, index: int, step: Step) -> Steps:
+    return (*steps[:index], step, *steps[index + 1 :])
+
+
+def _set_field(
+    rng: random.Random, steps: Steps, pick: Callable[[Field], Value | None]
+) -> Applied | None:
+    """A field of a random framed send set to ``pick(field)`` (None: the field does not fit)."""
+    picked = _pick_send(rng, steps)
+    if picked is None:
+        return None
+    index, send = picked
+    candidates = [f for f in FIELDS[send.frame].values() if pick(f) is not None]
+    if not candidates:
+        return None
+    field = rng.choice(candidates)
+    value = pick(field)
+    assert value is not None
+    fields = (*((n, v) for n, v in send.fields if n != field.name), (field.name, value))
+    return _with(steps, index, replace(send, fields=fields)), index, f"{field.name}={value!r}"
+
+
+def _value(rng: random.Random, steps: Steps) -> Applied | None:
+    return _set_field(rng, steps, lambda f: f.draw(rng))
+
+
+def _boundary(rng: random.Random, steps: Steps) -> Applied | None:
+    return _set_field(rng, steps, lambda f: rng.choice(f.boundaries()))
+
+
+def _length(rng: random.Random, steps: Steps) -> Applied | None:
+    def pick(field: Field) -> Value | None:
+        if not field.length:
+            return None
+        near = [n for n in _lengths_near(steps, field.name) if 0 <= n <= field.high]
+        return rng.choice([*field.boundaries(), *near])
+
+    return _set_field(rng, steps, pick)
+
+
+def _lengths_near(steps: Steps, name: str) -> list[int]:
+    """One off each value a send step gives ``name`` now."""
+    given = [v for s in steps if isinstance(s, Send) for n, v in s.fields if n == name]
+    return [v + d for v in given if isinstance(v, int) for d in (-1, 1)]
+
+
+def _truncate(rng: random.Random, steps: Steps) -> Applied | None:
+    picked = _pick_send(rng, steps)
+    if picked is None:
+        return None
+    index, send = picked
+    cut = rng.randint(0, MAX_TRUNCATE)
+    return _with(steps, index, replace(send, truncate=cut)), index, f"truncate={cut}"
+
+
+def _duplicate(rng: random.Random, steps: Steps) -> Applied | None:
+    sends = [i for i, s in enumerate(steps) if isinstance(s, Send)]
+    if not sends:
+        return None
+    index = rng.choice(sends)
+    return (*steps[: index + 1], *steps[index:]), index, "sent twice"
+
+
+def _reorder(rng: random.Random, steps: Steps) -> Applied | None:
+    pairs = [(a, b) for run in _connections(steps) for a in run for b in run if a < b]
+    if not pairs:
+        return None
+    a, b = rng.choice(pairs)
+    swapped = list(steps)
+    swapped[a], swapped[b] = steps[b], steps[a]
+    return tuple(swapped), a, f"swapped with step {b + 1}"
+
+
+def _connections(steps: Steps) -> list[list[int]]:
+    """The send steps of each connection: a close (sent, expected or the DUT's) ends one and
+    stays where it is."""
+    runs: list[list[int]] = [[]]
+    for i, step in enumerate(steps):
+        if _closes(step):
+            runs.append([])
+        elif isinstance(step, Send):
+            runs[-1].append(i)
+    return runs
+
+
+def _closes(step: Step) -> bool:
+    if isinstance(step, Send | Expect):
+        return step.frame in ("fin", "rst", "close")
+    return isinstance(step, Dut) and step.action == "close"
+
+
+def _segment(rng: random.Random, steps: Steps) -> Applied | None:
+    picked = _pick_send(rng, steps)
+    if picked is None:
+        return None
+    index, send = picked
+    later = any(isinstance(s, Send) for s in steps[index + 1 :])
+    way = rng.choice(("one-byte", "random", "coalesce") if later else ("one-byte", "random"))
+    if way == "coalesce":
+        return _with(steps, index, replace(send, coalesce_with_next=True)), index, "coalesced"
+    if way == "one-byte":
+        sizes = (1,) * rng.randint(1, 32)
+    else:
+        sizes = tuple(rng.randint(1, 16) for _ in range(rng.randint(1, 8)))
+    return _with(steps, index, replace(send, segments=sizes)), index, f"segments={list(sizes)}"
+
+
+_MUTATORS: dict[MutationKind, Callable[[random.Random, Steps], Applied | None]] = {
+    "value": _value,
+    "boundary": _boundary,
+    "length": _length,
+    "truncate": _truncate,
+    "duplicate": _duplicate,
+    "reorder": _reorder,
+    "segment": _segment,
+}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a run is: cases done of ``total``, findings so far, seconds since it began."""
+
+    cases: int
+    total: int
+    findings: int
+    elapsed_s: float
+
+    @property
+    def rate(self) -> float:
+        """Cases per second (0 before the first second's worth of clock)."""
+        return self.cases / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def __str__(self) -> str:
+        return f"{self.cases}/{self.total} cases, {self.rate:.2f} cases/s, {self.findings} findings"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A failing case and its shrunk replay (``shrunk.reproduced`` False: it failed only once)."""
+
+    case: Case
+    shrunk: Shrunk
+
+
+@dataclass(frozen=True)
+class Report:
+    """A run's end: its last progress and every finding, in case order."""
+
+    progress: Progress
+    findings: tuple[Finding, ...]
+
+
+def fuzz(
+    scenarios: Sequence[Scenario],
+    fails: Callable[[Scenario], bool],
+    *,
+    seed: int,
+    cases: int,
+    first: int = 0,
+    on_progress: Callable[[Progress], None] = lambda p: None,
+    on_finding: Callable[[Finding], None] = lambda f: None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Report:
+    """Run cases ``first`` .. ``first + cases - 1`` of ``seed``; shrink each one that fails."""
+    start = clock()
+    findings: list[Finding] = []
+    progress = Progress(0, cases, 0, 0.0)
+    for done, number in enumerate(range(first, first + cases), 1):
+        case = make_case(scenarios, seed, number)
+        if fails(case.scenario):
+            finding = Finding(case, shrink(case.scenario, fails))
+            findings.append(finding)
+            on_finding(finding)
+        progress = Progress(done, cases, len(findings), clock() - start)
+        on_progress(progress)
+    return Report(progress, tuple(findings))
