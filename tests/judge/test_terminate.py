@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from hil.judge.terminate import ERROR_CODES, ERROR_TYPES, decode, lookup
+from hil.judge.terminate import ERROR_CODES, ERROR_TYPES, ErrorCode, ErrorType, decode, lookup
 
 
 def test_every_entry_names_its_rfc_section() -> None:
-    for entry in (*ERROR_TYPES, *ERROR_CODES):
+    entries: list[ErrorType | ErrorCode] = [*ERROR_TYPES, *ERROR_CODES]
+    for entry in entries:
         assert entry.name and entry.section.startswith("RFC "), entry
 
 
