@@ -34,7 +34,8 @@ from hil.judge.timeline import Action, Event, Timeline
     "Every event's status is in the reporting host's profile's set for its type; a type "
     "the profile has no set for is a profile error",
     "[src] cma.c cma_iw_handler, iw_conn_req_handler, addr_handler; siw_cm.c and cxgb4 cm.c "
-    "upcalls (6.1.192; lines in hil/judge/profiles.py); rdma_get_cm_event(3): status",
+    "upcalls (6.1.192; lines in hil/judge/siwprofile.py, cxgb4profile.py); "
+    "rdma_get_cm_event(3): status",
 )
 def event_status_in_profile(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for e in tl.events:

@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hil.judge.profiles import PORT_ACTIVE, PORT_ERR, PortPromise, Profiles
+from hil.judge.corestatus import PORT_ACTIVE, PORT_ERR
+from hil.judge.profiles import PortPromise, Profiles
 from hil.judge.rule import Finding, actor, host_of, rule
 from hil.judge.timeline import Action, Timeline
 
