@@ -5,9 +5,16 @@
 :class:`~hil.wire.model.Packet`; nothing here reads packet bytes.
 
 Connections: within one file, tshark's ``tcp.stream`` tells connections
-apart (it starts a new stream when a 4-tuple is reused after a close).
-Across files, the n-th stream of a 4-tuple in one point's file is the n-th
-stream of that 4-tuple in every other's.  The active side is, in this
+apart, and within a stream each new SYN (without ACK) that opens another
+connection on the same 4-tuple: one after a FIN or RST, one with another
+initial sequence number than its sender's first SYN, or one after packets
+of a connection whose SYN the capture missed.  tshark itself starts a new
+stream at a SYN with a new ISN (packet-tcp.c, "TCP Port numbers reused"),
+but a test's kernel may reuse a source port between two connects of one
+test (two race rounds did), and the judge must not rest on one dissector
+heuristic to keep them apart.  Across files, the n-th connection of a
+4-tuple in one point's file is the n-th connection of that 4-tuple in
+every other's.  The active side is, in this
 order of evidence: the sender of a SYN without ACK, the receiver of a
 SYN-ACK, the sender of the MPA request, the receiver of the MPA reply; a
 capture that holds none of these (it began mid-connection, after the
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hil.wire import tshark
@@ -144,16 +152,48 @@ def terminate(f: tshark.Fields) -> Terminate | None:
 def connections(seen: Sequence[Seen]) -> tuple[Connection, ...]:
     """Packets grouped into connections (see the module doc), earliest first."""
     groups: dict[tuple[frozenset[Endpoint], int], list[Packet]] = {}
-    nth: dict[tuple[str, int], int] = {}
+    runs: dict[tuple[str, int], _Run] = {}
+    nth: dict[tuple[str, int, int], int] = {}
     count: dict[tuple[str, frozenset[Endpoint]], int] = {}
     for point, stream, p in seen:
         pair = frozenset((p.src, p.dst))
-        if (point, stream) not in nth:
-            nth[point, stream] = count.get((point, pair), 0)
-            count[point, pair] = nth[point, stream] + 1
-        groups.setdefault((pair, nth[point, stream]), []).append(p)
+        one = (point, stream, runs.setdefault((point, stream), _Run()).take(p))
+        if one not in nth:
+            nth[one] = count.get((point, pair), 0)
+            count[point, pair] = nth[one] + 1
+        groups.setdefault((pair, nth[one]), []).append(p)
     conns = [_connection(packets) for packets in groups.values()]
     return tuple(sorted(conns, key=lambda c: min(p.wall_us for p in c.packets)))
+
+
+@dataclass
+class _Run:
+    """One capture point's view of one tshark stream: which of the connections on its
+    4-tuple it is in (``part``), and what that one showed so far."""
+
+    part: int = 0
+    packets: int = 0
+    isn: dict[Endpoint, int] = field(default_factory=dict)  # each sender's first SYN
+    closed: bool = False  # a FIN or RST was seen
+
+    def take(self, p: Packet) -> int:
+        """The part ``p`` belongs to: a new one when it opens another connection."""
+        syn = "SYN" in p.flags and "ACK" not in p.flags
+        if syn and self._opens_another(p):
+            self.part, self.packets, self.isn, self.closed = self.part + 1, 0, {}, False
+        self.packets += 1
+        if syn:
+            self.isn.setdefault(p.src, p.seq)
+        self.closed |= bool(p.flags & {"FIN", "RST"})
+        return self.part
+
+    def _opens_another(self, syn: Packet) -> bool:
+        # A retransmitted SYN repeats its sender's ISN (RFC 9293 3.4.1); a new connection's
+        # SYN picks a new one, and no SYN belongs to a connection after its FIN or RST.
+        if not self.packets:
+            return False
+        first = self.isn.get(syn.src)
+        return self.closed or not self.isn or (first is not None and first != syn.seq)
 
 
 def _connection(packets: list[Packet]) -> Connection:
