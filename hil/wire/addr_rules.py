@@ -13,24 +13,17 @@ end's are the same two, mirrored.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterator
 
 from hil.judge.timeline import Event
 from hil.wire.link import Link, parse_endpoint
-from hil.wire.model import Connection, Endpoint, endpoint_text
+from hil.wire.model import Connection, Endpoint, canonical, endpoint_text
 from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged, link_host
 
 
 def _same(text: str, ep: Endpoint) -> bool:
     """Whether ``"ip:port"`` names ``ep`` (addresses compared as addresses, not text)."""
-    got = parse_endpoint(text)
-    if got is None:
-        return False
-    try:
-        return ipaddress.ip_address(got[0]) == ipaddress.ip_address(ep[0]) and got[1] == ep[1]
-    except ValueError:  # not an address: compare the text
-        return got == ep
+    return parse_endpoint(text) == canonical(ep)
 
 
 def _fits(e: Event, conn: Connection, active_side: str) -> bool:

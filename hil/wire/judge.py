@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from hil.judge.profiles import Profiles
-from hil.judge.timeline import RAW_TCP, Timeline
-from hil.wire.link import link
-from hil.wire.model import Exchange, endpoint_text
+from hil.judge.timeline import RAW_TCP, SIDES, Action, Timeline
+from hil.wire.link import link, parse_endpoint
+from hil.wire.model import Connection, Exchange, canonical
 from hil.wire.rule import Outcome, WireCase, WireRule
 from hil.wire.rules import WIRE_RULES
 
@@ -111,17 +111,8 @@ def judge(
 def _without_raw(exchange: Exchange, timelines: Sequence[Timeline]) -> Exchange:
     """The exchange less the connections a test made by hand outside the CM (actions
     ``RAW_TCP``: bytes no iWARP stack sends, on purpose), with a note saying so."""
-    raw = {
-        (a.params.get("local"), a.params.get("remote"))
-        for tl in timelines
-        for a in tl.actions
-        if a.name == RAW_TCP
-    }
-    mine = [
-        c
-        for c in exchange.connections
-        if (endpoint_text(c.active), endpoint_text(c.passive)) in raw
-    ]
+    raw = [(tl, a) for tl in timelines for a in tl.actions if a.name == RAW_TCP]
+    mine = [c for c in exchange.connections if any(_made_by(c, exchange, *ta) for ta in raw)]
     if not mine:
         return exchange
     note = f"not judged, made by hand outside the CM ({RAW_TCP}): " + ", ".join(
@@ -129,6 +120,22 @@ def _without_raw(exchange: Exchange, timelines: Sequence[Timeline]) -> Exchange:
     )
     kept = tuple(c for c in exchange.connections if c not in mine)
     return replace(exchange, connections=kept, notes=(*exchange.notes, note))
+
+
+def _made_by(conn: Connection, exchange: Exchange, tl: Timeline, action: Action) -> bool:
+    """Whether ``action`` (a ``RAW_TCP``) made ``conn``: its ends, in whatever form the
+    action writes them (``[v6]:port``, ``v6:port``, a scope, uncompressed), are ``conn``'s
+    4-tuple, and, when the packets are placed, ``conn`` began while the action ran (give
+    or take the clocks' uncertainty): a CM connection that reused the 4-tuple is judged."""
+    local = parse_endpoint(str(action.params.get("local", "")))
+    remote = parse_endpoint(str(action.params.get("remote", "")))
+    if local is None or (local, remote) != (canonical(conn.active), canonical(conn.passive)):
+        return False
+    began = exchange.began(conn)
+    if began is None:
+        return True
+    slack = began[1] + tl.uncertainty_us(tl.pair[SIDES.index(action.side)])
+    return action.t_us - slack <= began[0] <= action.end_us + slack
 
 
 def _run(rule: WireRule, case: WireCase, timeline_known: bool) -> Outcome:

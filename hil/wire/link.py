@@ -6,6 +6,13 @@ the agent reads it.  A wire connection is linked to a connect by that
 4-tuple, or else, for a connect whose events carry none (a connect refused
 before any event), by its target: the earliest wire connection to that
 address and port not linked yet, in the order of their first packet.
+
+One 4-tuple may carry several connections in one test (the kernel gave a
+later connect the source port of an earlier, closed one: two rounds of a
+race sweep did); :mod:`hil.wire.decode` splits them at each new SYN.  Each
+connect takes the earliest such connection not linked yet that began no
+earlier than the connect did (less the clocks' uncertainty), connects taken
+in time order: a round is linked to the connection of its own time.
 """
 
 from __future__ import annotations
@@ -13,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hil.judge.timeline import Action, Event, Timeline
-from hil.wire.model import Connection, Endpoint, Exchange
+from hil.judge.timeline import SIDES, Action, Event, Timeline
+from hil.wire.model import Connection, Endpoint, Exchange, canonical
 
 
 @dataclass(frozen=True)
@@ -47,11 +54,13 @@ class Link:
 
 
 def parse_endpoint(text: str) -> Endpoint | None:
-    """``"198.18.0.1:7174"`` or ``"[fe80::1]:7174"`` as an endpoint; None for ``""``."""
-    if not text:
-        return None
+    """``"198.18.0.1:7174"``, ``"[fe80::1]:7174"`` or ``"fe80::1:7174"`` (the last colon
+    begins the port) as an endpoint in :func:`~hil.wire.model.canonical` form; None for
+    ``""`` or text that names no port."""
     host, _, port = text.rpartition(":")
-    return host.strip("[]"), int(port)
+    if not host or not port.isdigit():
+        return None
+    return canonical((host.strip("[]"), int(port)))
 
 
 def _four_tuple(tl: Timeline, connect: Action) -> tuple[Endpoint, Endpoint] | None:
@@ -63,41 +72,76 @@ def _four_tuple(tl: Timeline, connect: Action) -> tuple[Endpoint, Endpoint] | No
 
 
 def link(timelines: Sequence[Timeline], exchange: Exchange) -> list[Link]:
-    """Every connect action of the timelines, linked to its wire connection if there is one."""
-    taken: set[int] = set()
-    found: list[Link] = []
-    by_tuple = {(c.active, c.passive): i for i, c in enumerate(exchange.connections)}
-    for tl in timelines:
-        for connect in (a for a in tl.actions if a.name == "connect"):
-            label = tl.conn_of(connect.id)
-            index, how = _by_tuple(tl, connect, by_tuple)
-            if index is None:
-                index, how = _by_target(connect, exchange, taken)
-            if index is not None:
-                taken.add(index)
-            wire = exchange.connections[index] if index is not None else None
-            found.append(Link(tl, connect, label, wire, how))
+    """Every connect action of the timelines, linked to its wire connection if there is one.
+
+    Connects are linked in time order, by the 4-tuple their events carry first (the
+    stronger evidence), then the rest by their target, each to a wire connection no
+    other connect took.
+    """
+    connects = [(tl, a) for tl in timelines for a in tl.actions if a.name == "connect"]
+    by_time = sorted(range(len(connects)), key=lambda i: connects[i][1].t_us)
+    wire = _Wire(exchange)
+    chosen: dict[int, tuple[int | None, str]] = {}
+    for i in by_time:
+        pair = _four_tuple(*connects[i])
+        got = wire.pick(*connects[i], pair) if pair is not None else (None, "")
+        if got[0] is not None:
+            chosen[i] = got
+    for i in (i for i in by_time if i not in chosen):
+        chosen[i] = wire.pick(*connects[i], None)
+    found = []
+    for i, (tl, connect) in enumerate(connects):
+        index, how = chosen[i]
+        conn = exchange.connections[index] if index is not None else None
+        found.append(Link(tl, connect, tl.conn_of(connect.id), conn, how))
     return found
 
 
-def _by_tuple(
-    tl: Timeline, connect: Action, by_tuple: dict[tuple[Endpoint, Endpoint], int]
-) -> tuple[int | None, str]:
-    pair = _four_tuple(tl, connect)
-    if pair is None:
-        return None, "no 4-tuple in the events"
-    index = by_tuple.get(pair)
-    return index, "4-tuple" if index is not None else "no connection with its 4-tuple"
+class _Wire:
+    """The exchange's connections by 4-tuple and by passive end, and those linked so far."""
 
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
+        self.taken: set[int] = set()
+        self.by_tuple: dict[tuple[Endpoint, Endpoint], list[int]] = {}
+        self.by_target: dict[Endpoint, list[int]] = {}
+        for i, c in enumerate(exchange.connections):
+            active, passive = canonical(c.active), canonical(c.passive)
+            self.by_tuple.setdefault((active, passive), []).append(i)
+            self.by_target.setdefault(passive, []).append(i)
 
-def _by_target(connect: Action, exchange: Exchange, taken: set[int]) -> tuple[int | None, str]:
-    dst, port = connect.params.get("dst"), connect.params.get("port")
-    candidates = [
-        (i, c)
-        for i, c in enumerate(exchange.connections)
-        if i not in taken and c.passive == (dst, port)
-    ]
-    if not candidates:
-        return None, f"no connection to {dst}:{port} on the wire"
-    first = min(candidates, key=lambda ic: ic[1].packets[0].wall_us if ic[1].packets else 0)
-    return first[0], "target"
+    def pick(
+        self, tl: Timeline, connect: Action, pair: tuple[Endpoint, Endpoint] | None
+    ) -> tuple[int | None, str]:
+        """``connect``'s wire connection (its index; how it was found, or why none was):
+        one of 4-tuple ``pair``, or with None one to the connect's target."""
+        if pair is None:
+            dst, port = connect.params.get("dst"), connect.params.get("port")
+            target = canonical((str(dst), port)) if isinstance(port, int) else None
+            matching = self.by_target.get(target, []) if target else []
+            how, none = "target", f"no connection to {dst}:{port} on the wire"
+        else:
+            matching = self.by_tuple.get(pair, [])
+            how, none = "4-tuple", "no connection with its 4-tuple"
+        free = [i for i in matching if i not in self.taken]
+        index = self._earliest_in_time(tl, connect, free)
+        if index is None:
+            return None, f"{none} from its time on that no other connect took" if matching else none
+        self.taken.add(index)
+        return index, how
+
+    def _earliest_in_time(self, tl: Timeline, connect: Action, candidates: list[int]) -> int | None:
+        """The earliest of ``candidates`` that began no earlier than ``connect`` did, less
+        the clocks' uncertainty, so that a round never takes an earlier round's connection
+        on the same 4-tuple.  A connection with no placed packet is in time."""
+        slack = tl.uncertainty_us(tl.pair[SIDES.index(connect.side)])
+        conns = self.exchange.connections
+
+        def in_time(i: int) -> bool:
+            began = self.exchange.began(conns[i])
+            return began is None or began[0] >= connect.t_us - began[1] - slack
+
+        def first_seen(i: int) -> int:
+            return min((p.wall_us for p in conns[i].packets), default=0)
+
+        return min(filter(in_time, candidates), key=first_seen, default=None)

@@ -16,6 +16,7 @@ Private data is lowercase hex, like the timeline's.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -31,6 +32,20 @@ def endpoint_text(ep: Endpoint) -> str:
     """``198.18.0.1:7174`` (IPv6 in brackets)."""
     host, port = ep
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def canonical(ep: Endpoint) -> Endpoint:
+    """``ep`` with its address as tshark prints it, so that two spellings compare equal:
+    IPv6 compressed and lowercase, without a scope (``%data0`` names an interface, it is
+    never on the wire), an IPv4-mapped IPv6 address (``::ffff:198.18.0.1``) as the IPv4 one;
+    a host that is no address is kept as it is."""
+    host, port = ep
+    try:
+        ip = ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return ep
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return str(mapped or ip), port
 
 
 @dataclass(frozen=True)
@@ -184,6 +199,16 @@ class Exchange:
         """A JSON-safe dict (endpoints as lists, flags sorted)."""
         data: dict[str, Any] = _jsonable(asdict(self))
         return data
+
+    def began(self, conn: Connection) -> tuple[int, int] | None:
+        """When ``conn``'s first placed packet was seen, on the timeline's time base, and how
+        far that may be off (µs); None when no packet of it is placed."""
+        starts = [
+            (p.t_us, self.uncertainty_us[p.point])
+            for p in conn.packets
+            if p.t_us is not None and p.point in self.uncertainty_us
+        ]
+        return min(starts, default=None)
 
     def between(self, a: str, b: str) -> tuple[Connection, ...]:
         """The connections between addresses ``a`` and ``b`` (either direction)."""
