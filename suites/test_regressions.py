@@ -98,10 +98,6 @@ def test_siw_ef91271c65c1_reject_racing_mpa_request(
     assert not bad, explain(tl, f"REJECTED with status {bad[0].status}, profile says {want}")
 
 
-# IPv4 only for now: on IPv6 the wire judge took this test's own malformed MPA probes
-# (revision 1, markers) for the stack's (mpa-revision-and-flags, lab 2026-12-05): the
-# probes' exclusion does not match IPv6 4-tuples yet.
-@pytest.mark.parametrize("family", ["ipv4"])
 def test_siw_53a3f7770497_mpa_request_failure_then_close(cm: CMSession, contract: Contract) -> None:
     """RDMA/siw: Fix connection failure handling (53a3f7770497, CVE-2023-52513;
     Debian 6.1.64-1).
