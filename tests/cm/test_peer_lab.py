@@ -4,6 +4,8 @@ sends one SEND, which the DUT's posted receive gets byte for byte."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from cmlab import CMPair
 
@@ -21,7 +23,7 @@ def test_a_siw_listener_receives_the_peers_send_after_an_mpa_v2_handshake(
 ) -> None:
     s = cm_pair.run.session()
     data = pattern(SEED, LAST_SLICE)  # what last_receives checks for one SEND (payload.py)
-    scenario = [
+    scenario: list[dict[str, Any]] = [
         {"step": "send", "frame": "mpa_request", "rev": 2, "c": 1, "ird": 1, "ord": 1},
         {"step": "expect", "frame": "mpa_reply", "fields": {"r": 0, "rev": 2}, "within": 15},
         {"step": "send", "frame": "fpdu", "opcode": "send", "payload": data.hex()},
