@@ -36,12 +36,26 @@ def check_steps(steps: object) -> list[Fields]:
     for i, step in enumerate(steps):
         if not isinstance(step, dict) or step.get("step") not in STEPS:
             raise FrameError(f"step {i}: {step!r}: 'step' must be one of {', '.join(STEPS)}")
-        segments = step.get("segments", [])
-        if not isinstance(segments, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in segments
-        ):
-            raise FrameError(f"step {i}: segments {segments!r} are not positive byte counts")
+        why = _bad(step)
+        if why:
+            raise FrameError(f"step {i}: {why}")
     return steps
+
+
+def _bad(step: Fields) -> str:
+    """What is wrong with one step's own keys ("" when nothing)."""
+    segments = step.get("segments", [])
+    if not isinstance(segments, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in segments
+    ):
+        return f"segments {segments!r} are not positive byte counts"
+    for key in ("seconds", "within"):
+        value = step.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            return f"{key} {value!r} is not a number of seconds"
+    if not isinstance(step.get("fields", {}), dict):
+        return f"fields {step['fields']!r} are not a dict of field values"
+    return ""
 
 
 class Interpreter:
@@ -66,7 +80,7 @@ class Interpreter:
             self.index += 1
             try:
                 outcome = self._step(step, deadline)
-            except (FrameError, PeerError) as e:
+            except (FrameError, PeerError, OSError) as e:
                 self.index = len(self.steps)
                 return {"stopped_at": None, "unmet": None, "error": f"step {i}: {e}"}
             if outcome == "dut":

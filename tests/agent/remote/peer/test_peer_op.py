@@ -97,6 +97,11 @@ def test_bad_params_and_unknown_sessions_are_clear_errors(host_agent: StrictAgen
         host_agent.call(
             "peer_run", 5, role="active", address="127.0.0.1", port=1, steps=[{"step": "fly"}]
         )
+    for bad_step in ({"step": "sleep", "seconds": "long"}, {"step": "expect", "fields": [1]}):
+        with pytest.raises(AgentCallError, match="step 0: (seconds|fields)"):
+            host_agent.call(
+                "peer_run", 5, role="active", address="127.0.0.1", port=1, steps=[bad_step]
+            )
     with pytest.raises(AgentCallError, match="no peer session 999") as bad:
         host_agent.call("peer_resume", 5, session=999)
     assert bad.value.kind == "not_found"
