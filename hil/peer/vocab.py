@@ -30,21 +30,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from hil.agent.protocol import PEER_OPCODES as OPCODES
+from hil.agent.protocol import RTR_KINDS
+
 Value = int | str | bool
 Kind = Literal["bit", "int", "hex", "choice", "bool", "crc", "opcode"]
 
-# RFC 5040 4.3, opcodes 0..7 in this order.
-OPCODES = (
-    "write",
-    "read_request",
-    "read_response",
-    "send",
-    "send_inv",
-    "send_se",
-    "send_se_inv",
-    "terminate",
-)
-RTR_KINDS = ("none", "send", "write", "read")  # RFC 6581 5.1: the zero-length RTR message's kind
 # RFC 5044 7.1: the keys of a request and a reply ("MPA ID Req Frame", "MPA ID Rep Frame").
 REQUEST_KEY = b"MPA ID Req Frame".hex()
 REPLY_KEY = b"MPA ID Rep Frame".hex()
