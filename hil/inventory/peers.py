@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import yaml
 
 from hil.errors import InputError
-from hil.inventory.model import Family, Host, LinkEnd, Pair, PeerSpec
+from hil.inventory.model import HOST_TCP_DRIVERS, Family, Host, LinkEnd, Pair, PeerSpec
 from hil.inventory.nodes import NAME, NAME_WHAT, At, fields, given, known, matching, sequence, text
 
 PEER_KEYS = ("host", "source", "source6")
@@ -83,8 +83,8 @@ def _check_sources(
     at: At, peer: PeerSpec, hosts: Mapping[str, Host], ends: tuple[LinkEnd, LinkEnd]
 ) -> None:
     """Refuse a source that is another host's port address, or the address of this host's
-    own end of the link: that port is a DUT's peer-facing RNIC, and its address belongs to
-    the RNIC (for iw_cxgb4 the card would take the peer's connections; docs/peer.md)."""
+    own end of the link when its RNIC runs TCP itself (iw_cxgb4): the card, not the host's
+    TCP, owns that address (docs/peer.md); siw's address is the host's, the lab's default."""
     for source in (peer.source, peer.source6):
         if source is None:
             continue
@@ -97,11 +97,11 @@ def _check_sources(
                         f"source {source} is the address of {host.name}:{rnic.name}, not of "
                         f"the peer host {peer.host!r}; give one of {peer.host}'s own addresses"
                     )
-                if LinkEnd(host.name, rnic.name) in ends:
+                if LinkEnd(host.name, rnic.name) in ends and rnic.driver not in HOST_TCP_DRIVERS:
                     raise at.error(
                         f"source {source} is the address of {host.name}:{rnic.name}, this "
-                        "link's own RNIC port; the peer on the pair's other host uses another "
-                        "address of that host (or leave source out: its routes choose)"
+                        f"link's own port, whose {rnic.driver} runs TCP on the card; the peer "
+                        "on the pair's other host uses another address of that host"
                     )
 
 

@@ -140,9 +140,9 @@ ERRORS = [
     (
         "its-own-rnic-address",
         "{host: b, source: 'fd00::2'}",
-        "links.l1.peer: source fd00::2 is the address of b:p0, this link's own RNIC port; the "
-        "peer on the pair's other host uses another address of that host (or leave source "
-        "out: its routes choose)",
+        "links.l1.peer: source fd00::2 is the address of b:p0, this link's own port, whose "
+        "iw_cxgb4 runs TCP on the card; the peer on the pair's other host uses another "
+        "address of that host",
     ),
 ]
 
