@@ -1,4 +1,4 @@
-"""What siw and iw_cxgb4 put on the wire where the iWARP RFCs leave a choice.
+"""What siw, iw_cxgb4 and irdma put on the wire where the iWARP RFCs leave a choice.
 
 The wire rules (``hil.wire.rules``) read a host's :class:`WireExpect` from
 its profile (``Profile.wire``); each value's source is in docs/wire.md.
@@ -61,6 +61,25 @@ SIW_WIRE = WireExpect(
 CXGB4_WIRE = WireExpect(
     mpa_revisions=frozenset({1, 2}),
     crc=None,  # the crc_enabled module parameter (default on); pinned by issue 13's doctor
+    enhanced=True,
+    reject_teardown=frozenset({"FIN", "RST"}),
+    abortive_signals=frozenset({"TERMINATE", "RST"}),
+    access_error_layer="DDP",
+    access_error_type=_TAGGED_BUFFER,
+    access_error_codes=_TAGGED_CODES,
+)
+
+# irdma (Linux 6.1.192): MPA v2 (IRDMA_CM_DEFAULT_MPA_VER, cm.h:66), v1 after a RST during
+# MPA v2 (irdma_handle_rst_pkt cm.c:2476-2484); the CRC flag always set
+# (irdma_build_mpa_v1 cm.c:798); markers only with iw_ooo, which 6.1 never sets (cm.c:819,
+# main.h:349); the request offers RDMA0 WRITE and READ as its RTR, the reply picks READ
+# when offered (irdma_build_mpa_v2 cm.c:842-857, irdma_negotiate_mpa_v2_ird_ord :997-1007).
+# A reject's MPA reply carries the FIN (irdma_send_mpa_reject cm.c:944); an abortive close
+# (QP to ERR) resets the connection (reset_tcp_conn, verbs.c:1647-1650).  Offloaded: the
+# capture plan finds no host TCP for it (hil.wire.plan, HOST_TCP_DRIVERS).
+IRDMA_WIRE = WireExpect(
+    mpa_revisions=frozenset({1, 2}),
+    crc=True,
     enhanced=True,
     reject_teardown=frozenset({"FIN", "RST"}),
     abortive_signals=frozenset({"TERMINATE", "RST"}),
