@@ -6,7 +6,7 @@ its profile (``Profile.wire``); each value's source is in docs/wire.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 # TCP and iWARP signals a wire rule names (hil.wire.rules): how a connection ends.
@@ -77,13 +77,5 @@ CXGB4_WIRE = WireExpect(
 # A reject's MPA reply carries the FIN (irdma_send_mpa_reject cm.c:944); an abortive close
 # (QP to ERR) resets the connection (reset_tcp_conn, verbs.c:1647-1650).  Offloaded: the
 # capture plan finds no host TCP for it (hil.wire.plan, HOST_TCP_DRIVERS).
-IRDMA_WIRE = WireExpect(
-    mpa_revisions=frozenset({1, 2}),
-    crc=True,
-    enhanced=True,
-    reject_teardown=frozenset({"FIN", "RST"}),
-    abortive_signals=frozenset({"TERMINATE", "RST"}),
-    access_error_layer="DDP",
-    access_error_type=_TAGGED_BUFFER,
-    access_error_codes=_TAGGED_CODES,
-)
+# cxgb4's choices, but the CRC is always on.
+IRDMA_WIRE = replace(CXGB4_WIRE, crc=True)

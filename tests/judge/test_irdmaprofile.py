@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cmtimelines import HOSTS, connected, qp_err_close, rejected
+from cmtimelines import HOSTS, close_with_peer_status, qp_err_close, rejected
 from contractcheck import breaks, conforms
 
 from hil.errors import InputError
@@ -18,7 +18,6 @@ from hil.judge import irdmaprofile
 from hil.judge.irdmaprofile import CM_RETRANS_S, IRDMA, irdma_profile
 from hil.judge.profile import bound_fields
 from hil.judge.profiles import IW_CXGB4, SIW, PairProfile, Profile, profile_for, provider_named
-from hil.judge.timeline import Timeline
 from hil.wire.plan import capture_plan
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventory" / "example-lab.yaml"
@@ -64,7 +63,7 @@ def test_what_irdma_promises_where_the_contract_leaves_room() -> None:
     assert IRDMA.orderly_close_statuses == IRDMA.abort_statuses == {0}
     assert IRDMA.mpa_v1_retry and not IRDMA.abortive_peer_looks_orderly
     assert IRDMA.statuses_of("CONNECT_ERROR") == frozenset()
-    assert IRDMA.statuses_of("DISCONNECTED") == {0}
+    assert IRDMA.statuses_of("DISCONNECTED") == frozenset({0})
     assert IRDMA.link_pull_bound_s("carrier", traffic=False) is None
     assert IRDMA.link_pull_bound_s("admin", traffic=True) == IRDMA.pull_traffic_bound_s
     port = IRDMA.port_promise("carrier")
@@ -120,7 +119,7 @@ def test_rejected_is_judged_by_the_connecting_hosts_profile() -> None:
 
 def test_an_irdma_close_status_is_judged_on_the_irdma_host() -> None:
     # B's DISCONNECTED(-ETIMEDOUT): iw_cxgb4's late close; irdma's CLOSE always carries 0.
-    tl = _close_with_peer_status(-errno.ETIMEDOUT)
+    tl = close_with_peer_status("irdma+iw_cxgb4", -errno.ETIMEDOUT)
     conforms(tl, IRDMA_CXGB4)
     breaks(
         tl,
@@ -128,17 +127,6 @@ def test_an_irdma_close_status_is_judged_on_the_irdma_host() -> None:
         "close-status",
         "peer got DISCONNECTED(-110), expected one of [0]",
     )
-
-
-def _close_with_peer_status(peer: int) -> Timeline:
-    b = connected("irdma+iw_cxgb4")
-    b.scenario = "close"
-    b.act("a", "disconnect", "a:1", 100)
-    b.ev("a", "DISCONNECTED", "a:1", 102)
-    b.ev("b", "DISCONNECTED", "b:2", 103, peer)
-    b.act("a", "destroy", "a:1", 200, duration_ms=0.1)
-    b.act("b", "destroy", "b:2", 201, duration_ms=0.1)
-    return b.build()
 
 
 def test_the_peer_of_an_irdma_abort_sees_its_own_abort_status() -> None:
