@@ -57,19 +57,22 @@ class Endpoint:
         self._buf = b""
         self._sock: socket.socket | None = None
         self._listener: socket.socket | None = None
+        self._ends = ["", ""]  # local, remote: read while the sockets are open
         if role == "passive":
             self._listener = _listening(address, port)
 
     @property
     def local(self) -> str:
-        """``ip:port`` of this end (the listener's before a connection)."""
+        """``ip:port`` of this end (the listener's before a connection), kept after a close."""
         sock = self._sock or self._listener
-        return _address(sock.getsockname()) if sock else ""
+        if sock is not None:
+            self._ends[0] = _address(sock.getsockname())
+        return self._ends[0]
 
     @property
     def remote(self) -> str:
-        """``ip:port`` of the DUT's end, once connected."""
-        return _address(self._sock.getpeername()) if self._sock else ""
+        """``ip:port`` of the DUT's end once connected ("" before), kept after a close."""
+        return self._ends[1]
 
     @property
     def crc_on(self) -> bool:
@@ -87,6 +90,7 @@ class Endpoint:
         except OSError as e:
             raise PeerError(f"{self.role} {self._target}: {e.strerror or e}") from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._ends = [_address(self._sock.getsockname()), _address(self._sock.getpeername())]
 
     def _connect(self, deadline: float) -> socket.socket:
         sock = socket.socket(_family(self._target[0]), socket.SOCK_STREAM)
