@@ -168,7 +168,8 @@ def test_real_replies_decode_as_declared(agent: StrictAgent) -> None:
         "cm_kill",
         "cm_close",
     }
-    needs_a_peer = {"tcp_exchange"}  # decoded strictly in test_agent_probe.py
+    # Decoded strictly in test_agent_probe.py and tests/agent/remote/peer/test_peer_op.py.
+    needs_a_peer = {"tcp_exchange", "peer_run", "peer_resume", "peer_close"}
     needs_rdma.add("cm_close_race")
     assert agent.checked == set(protocol.METHOD_NAMES) - needs_rdma - needs_a_peer
 

@@ -17,6 +17,7 @@ Callers import the package; it names every module's public declarations
 - ``cmevents``: a CM endpoint's log (events, its own actions) and ``events``;
 - ``scenario``: scripts an endpoint runs by itself; ``storm``: storms;
 - ``payload``: a connection's payload checked byte for byte;
+- ``peer``: the reference peer's scenario runs (remote/peer/);
 - ``spec``: :class:`Method` and :class:`CMOp`, and their tables;
 - ``checks``: checking a value against its declaration.
 
@@ -51,6 +52,7 @@ from .envelope import *  # noqa: F403
 from .host import *  # noqa: F403
 from .names import *  # noqa: F403
 from .payload import *  # noqa: F403
+from .peer import *  # noqa: F403
 from .probes import *  # noqa: F403
 from .scenario import *  # noqa: F403
 from .spec import *  # noqa: F403

@@ -61,6 +61,10 @@ MethodName = Literal[
     "clock_probe",
     # cm/close.py
     "cm_close_race",
+    # peer/op.py
+    "peer_run",
+    "peer_resume",
+    "peer_close",
 ]
 
 # The ``type`` of an error answer (raised on the agent as ``OpError(kind, ...)``).

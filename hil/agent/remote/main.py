@@ -41,6 +41,7 @@ from ..protocol import (
 from . import clockpeer, ethtool, kmsg, netlink, probe, rdma, system
 from .cm import close, methods
 from .errors import OpError
+from .peer import op as peer
 
 _exiting = threading.Lock()  # held by the one caller of shutdown
 # A Union, not ``|``: evaluated when the module loads (python 3.9).
@@ -60,6 +61,7 @@ METHODS: dict[str, Callable[..., object]] = {
         probe.METHODS,
         clockpeer.METHODS,
         close.METHODS,
+        peer.METHODS,
     )
     for name, fn in table.items()
 }
@@ -201,6 +203,7 @@ def shutdown(status: int) -> None:
         return
     system.kill_children()
     methods.close_all()
+    peer.close_all()
     kmsg.close_all()
     sys.stderr.flush()
     os._exit(status)

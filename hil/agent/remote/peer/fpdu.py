@@ -1,0 +1,78 @@
+"""MPA framing of an FPDU (RFC 5044 4): ``ULPDU_Length (16) | ULPDU | pad | CRC``.
+
+The pad fills the FPDU to a multiple of 4 bytes (RFC 5044 4.1: "PAD ... 0 to 3
+octets ... to make the FPDU ... a multiple of four"); the CRC32c covers everything
+before it (RFC 5044 4.1, 6) and is there only when CRC was negotiated (RFC 5044 7.1).
+
+Markers (RFC 5044 5) are never sent: the peer does not ask for them and refuses a
+request that does (``mpa.reply_defaults``), so an FPDU is read without them.
+
+Fields: ulpdu_length, pad, crc (the CRC value, see ``crc32c``); names added here:
+``crc_ok`` (bool: the CRC received is the one computed).  Encoding overrides:
+``ulpdu_length`` and ``pad`` (the 16-bit value and the count of pad bytes sent; the
+bytes sent stay the frame's), ``crc``: "good" (default), "bad" (its bits inverted),
+"none" (left out though negotiated) or an integer.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from . import rdmap
+from .crc32c import crc32c, from_wire, wire_bytes
+from .fields import Fields, int_field, short
+
+LENGTH = 2
+CRC = 4
+
+
+def pad_of(ulpdu_length: int) -> int:
+    """The pad an FPDU of this ULPDU_Length has (RFC 5044 4.1)."""
+    return -(LENGTH + ulpdu_length) % 4
+
+
+def size(ulpdu_length: int, crc_on: bool) -> int:
+    """The bytes of a whole FPDU whose first two say ``ulpdu_length``."""
+    return LENGTH + ulpdu_length + pad_of(ulpdu_length) + (CRC if crc_on else 0)
+
+
+def encode(fields: Fields, crc_on: bool, msn: int) -> bytes:
+    """The FPDU of ``fields`` (an RDMAP message's, and the framing's overrides)."""
+    ulpdu = rdmap.encode(fields, msn)
+    length = int_field(fields, "ulpdu_length", len(ulpdu), 16)
+    pad = int_field(fields, "pad", pad_of(len(ulpdu)), 16)
+    body = struct.pack("!H", length) + ulpdu + bytes(pad)
+    return body + _crc(fields.get("crc", "good"), body, crc_on)
+
+
+def _crc(want: object, body: bytes, crc_on: bool) -> bytes:
+    if want == "none" or (not crc_on and want == "good"):
+        return b""
+    if want == "good":
+        return wire_bytes(crc32c(body))
+    if want == "bad":
+        return wire_bytes(crc32c(body) ^ 0xFFFFFFFF)
+    return wire_bytes(int_field({"crc": want}, "crc", 0, 32))
+
+
+def decode(data: bytes, crc_on: bool) -> Fields:
+    """The fields of the FPDU ``data`` (framing and message); ``error`` says what is
+    wrong with it (a short frame, a bad CRC, the message's own errors)."""
+    if len(data) < LENGTH:
+        return {"error": short("FPDU", LENGTH, len(data))}
+    (length,) = struct.unpack_from("!H", data)
+    ulpdu = data[LENGTH : LENGTH + length]
+    got = rdmap.decode(ulpdu)
+    errors = [got.pop("error")] if "error" in got else []
+    got.update(ulpdu_length=length, pad=pad_of(length))
+    if len(data) < size(length, crc_on):
+        errors.append(short("FPDU", size(length, crc_on), len(data)))
+    elif crc_on:
+        end = LENGTH + length + pad_of(length)
+        got["crc"] = from_wire(data[end : end + CRC])
+        got["crc_ok"] = got["crc"] == crc32c(data[:end])
+        if not got["crc_ok"]:
+            errors.append("CRC does not match the FPDU (RFC 5044 6)")
+    if errors:
+        got["error"] = "; ".join(errors)
+    return got

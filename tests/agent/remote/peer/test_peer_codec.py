@@ -1,0 +1,164 @@
+"""The peer's codecs: MPA frames, FPDU framing, DDP and RDMAP, round trips, overrides
+and malformed input (hil/agent/remote/peer/)."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+from hil.agent.remote.peer import fpdu, mpa, rdmap
+from hil.agent.remote.peer.crc32c import crc32c
+from hil.agent.remote.peer.fields import FrameError
+
+
+def test_an_mpa_v2_request_round_trips_with_its_ird_ord_words() -> None:
+    sent = {"ird": 0x3FFF, "ord": 0, "p2p": 1, "rtrs": ["write", "read"], "private_data": "abcd"}
+    data = mpa.encode("mpa_request", sent)
+    # RFC 5044 7.1: the key, then M C R Res Rev, PD_Length (4 words + 2 bytes).
+    assert data[:16] == b"MPA ID Req Frame"
+    assert data[16:20] == bytes((0x40 | 0x10, 2, 0, 6))  # C=1, Linux's enhanced bit, Rev 2
+    # RFC 6581 5.1: P2P in the IRD word's top bit; WRITE and READ RTR in the ORD word's.
+    assert data[20:24] == struct.pack("!HH", 0x8000 | 0x3FFF, 0x8000 | 0x4000)
+    got = mpa.decode("mpa_request", data)
+    assert got == {
+        "key": b"MPA ID Req Frame".hex(),
+        "m": 0,
+        "c": 1,
+        "r": 0,
+        "res": 0x10,
+        "rev": 2,
+        "pd_length": 6,
+        "v2": True,
+        "ird": 0x3FFF,
+        "ord": 0,
+        "p2p": 1,
+        "rtr": "write",
+        "rtrs": ["write", "read"],
+        "private_data": "abcd",
+    }
+
+
+def test_a_v1_reply_has_no_words_and_keeps_its_private_data_whole() -> None:
+    data = mpa.encode("mpa_reply", {"rev": 1, "c": 0, "r": 1, "private_data": "0102"})
+    got = mpa.decode("mpa_reply", data)
+    assert (got["rev"], got["c"], got["r"], got["res"], got["private_data"]) == (1, 0, 1, 0, "0102")
+    assert "ird" not in got and "error" not in got
+
+
+@pytest.mark.parametrize(
+    ("override", "error"),
+    [
+        ({"key": b"MPA ID Bad Frame".hex()}, "key"),
+        ({"rev": 3}, "Rev 3"),
+        ({"pd_length": 600, "rev": 1}, "PD_Length 600 over 512"),
+        ({"v2": False}, "Rev 2 without the IRD/ORD words"),
+    ],
+)
+def test_a_bad_mpa_request_decodes_with_an_error(override: dict[str, object], error: str) -> None:
+    got = mpa.decode("mpa_request", mpa.encode("mpa_request", override))
+    assert error in got["error"]
+
+
+def test_a_reply_refuses_markers_with_a_reject() -> None:
+    asked = mpa.decode("mpa_request", mpa.encode("mpa_request", {"m": 1, "ird": 2, "ord": 7}))
+    answer = mpa.reply_defaults(asked)
+    # RFC 5044 7.1: M=1 obliges the other end to send markers, which the peer never does.
+    assert (answer["m"], answer["r"]) == (0, 1)
+    assert (answer["ird"], answer["ord"]) == (7, 2)  # RFC 6581: IRD answers the ORD
+
+
+def test_overrides_that_cannot_be_encoded_are_refused_by_name() -> None:
+    with pytest.raises(FrameError, match="ird: 16384 does not fit in 14 bits"):
+        mpa.encode("mpa_request", {"ird": 0x4000})
+    with pytest.raises(FrameError, match="key: 'zz' is not hex"):
+        mpa.encode("mpa_request", {"key": "zz"})
+    with pytest.raises(FrameError, match="opcode: 'jump'"):
+        fpdu.encode({"opcode": "jump"}, True, 1)
+    with pytest.raises(FrameError, match="rtr"):
+        mpa.encode("mpa_request", {"rtr": "atomic"})
+
+
+@pytest.mark.parametrize("crc_on", [True, False])
+def test_a_send_round_trips_untagged_with_pad_and_crc(crc_on: bool) -> None:
+    data = fpdu.encode({"opcode": "send", "payload": "68656c6c6f"}, crc_on, 7)
+    # RFC 5044 4.1: 2 + 18 + 5 = 25 bytes, padded to 28, then the CRC.
+    assert len(data) == 28 + (4 if crc_on else 0)
+    got = fpdu.decode(data, crc_on)
+    assert {k: got[k] for k in ("opcode", "t", "l", "dv", "rv", "qn", "msn", "mo", "payload")} == {
+        "opcode": "send",
+        "t": 0,
+        "l": 1,
+        "dv": 1,
+        "rv": 1,
+        "qn": 0,
+        "msn": 7,
+        "mo": 0,
+        "payload": "68656c6c6f",
+    }
+    assert (got["ulpdu_length"], got["pad"]) == (23, 3)
+    assert got.get("crc_ok", True) and "error" not in got
+    if crc_on:
+        assert got["crc"] == crc32c(data[:-4])
+
+
+def test_a_write_and_a_read_response_are_tagged() -> None:
+    for op in ("write", "read_response"):
+        got = fpdu.decode(fpdu.encode({"opcode": op, "stag": 0x1234, "to": 2**40}, True, 1), True)
+        assert (got["opcode"], got["t"], got["stag"], got["to"]) == (op, 1, 0x1234, 2**40)
+
+
+def test_a_read_request_carries_its_sink_and_source() -> None:
+    sent = {"sink_stag": 1, "sink_to": 2, "size": 3, "source_stag": 4, "source_to": 5}
+    got = fpdu.decode(fpdu.encode({"opcode": "read_request", **sent}, True, 1), True)
+    assert got["qn"] == 1 and {k: got[k] for k in sent} == sent  # RFC 5040 5.1: QN 1
+
+
+def test_a_terminate_carries_its_code_and_the_terminated_headers() -> None:
+    ddp_header = fpdu.encode({"opcode": "write", "stag": 9}, False, 1)[2:16].hex()
+    sent = {
+        "opcode": "terminate",
+        "layer": 1,
+        "etype": 1,
+        "ecode": 0,
+        "hdrct_d": 1,
+        "ddp_seg_len": 20,
+        "ddp_header": ddp_header,
+    }
+    got = fpdu.decode(fpdu.encode(sent, True, 1), True)
+    assert got["qn"] == 2  # RFC 5040 5.1
+    assert {k: got[k] for k in sent} == sent
+    assert (got["hdrct_m"], got["hdrct_r"], got["payload"]) == (0, 0, "")
+
+
+def test_field_overrides_reach_the_wire() -> None:
+    data = fpdu.encode({"opcode": 9, "ulpdu_length": 999, "crc": "bad", "dv": 2}, True, 1)
+    assert struct.unpack_from("!H", data)[0] == 999
+    got = fpdu.decode(data, True)
+    assert "FPDU: " in got["error"]  # 999 declared, far fewer there
+    whole = fpdu.encode({"opcode": 9, "crc": "bad", "dv": 2, "qn": 5}, True, 1)
+    got = fpdu.decode(whole, True)
+    assert got["opcode"] == 9 and got["qn"] == 5 and got["crc_ok"] is False
+    for part in ("opcode 9", "DDP version 2", "CRC does not match"):
+        assert part in got["error"]
+    assert len(fpdu.encode({"crc": "none"}, True, 1)) == 20  # left out though negotiated
+    assert fpdu.encode({"crc": 0x01020304}, True, 1)[-4:] == bytes((4, 3, 2, 1))
+
+
+def test_a_tagged_opcode_in_an_untagged_segment_is_named() -> None:
+    got = fpdu.decode(fpdu.encode({"opcode": "write", "t": 0}, True, 1), True)
+    assert "write in an untagged DDP segment" in got["error"]
+
+
+def test_decoders_never_raise_on_malformed_input() -> None:
+    rng = random.Random(26)
+    for _ in range(2000):
+        data = bytes(rng.randrange(256) for _ in range(rng.randrange(60)))
+        for crc_on in (True, False):
+            got = fpdu.decode(data, crc_on)
+            assert isinstance(got, dict)
+        for kind in mpa.KEYS:
+            assert isinstance(mpa.decode(kind, data), dict)
+        assert isinstance(rdmap.decode(data), dict)
+    assert "error" in fpdu.decode(b"", True) and "error" in mpa.decode("mpa_reply", b"MPA")
