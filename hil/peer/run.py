@@ -36,7 +36,7 @@ from hil.cm.endpoint import Endpoint
 from hil.cm.recording import Recording
 from hil.cm.sides import PairSides
 from hil.judge.peerexpect import expect
-from hil.judge.timeline import Timeline
+from hil.judge.timeline import RAW_TCP, Action, Timeline
 from hil.peer.judge import Observed, PeerVerdict, judge
 from hil.peer.scenario import Expect, Scenario, Sleep, to_agent
 from hil.registry import Registry
@@ -215,6 +215,7 @@ def run_scenario(cm: PairSides, dut: str, scenario: Scenario) -> PeerRun:
             drain_s=DRAIN_S,
         )
         seen = _observed(state, result, provider, scenario)
+        _not_for_the_wire_judge(rec, peer, scenario, result)
     verdict = judge(scenario.name, scenario.expectation, provider, seen)
     return PeerRun(scenario, cm.host(dut), cm.host(peer), result, rec.timeline(), verdict)
 
@@ -244,6 +245,22 @@ def _observed(state: DutState, result: PeerResult, provider: str, scenario: Scen
     if result.error:
         troubles.append(f"peer: {result.error}")
     return Observed(tuple(result.record), events, tuple(troubles))
+
+
+def _not_for_the_wire_judge(
+    rec: Recording, peer: str, scenario: Scenario, result: PeerResult
+) -> None:
+    """The peer's connection as a ``RAW_TCP`` action (the wire judge leaves it out: its
+    frames are the scenario's on purpose, hil/wire/judge.py), from its first frame on;
+    ``local``/``remote`` name the connection's active and passive ends."""
+    if not result.remote:
+        return  # never connected: nothing on the wire to leave out
+    ends = (result.local, result.remote)
+    local, remote = ends if scenario.role == "active" else ends[::-1]
+    first_ns = min((e["t_ns"] for e in result.record), default=0)
+    t_us = rec.session.offset(peer).offset_us + first_ns // 1000
+    params = {"local": local, "remote": remote, "probe": f"peer scenario {scenario.name}"}
+    rec.add_action(Action(t_us, peer, RAW_TCP, None, params))
 
 
 def _segment_s(scenario: Scenario) -> float:
