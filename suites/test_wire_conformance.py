@@ -23,6 +23,7 @@ from hil.cm import sequences
 from hil.cm.session import CMSession
 from hil.inventory.hostmodel import Family
 from hil.peer.builtin import SCENARIOS
+from hil.peer.judge import record_text
 from hil.peer.run import run_scenario
 from hil.plugin.api import Contract
 from hil.report.attach import attach_peer_run
@@ -53,6 +54,6 @@ def test_dut_reacts_as_its_provider_says(
     after = hil_run.session(f"{cm.other(dut)}-{dut}", evidence=False, family=family)
     contract(after.run(sequences.connect, private_data=b"hil-after-peer"))
     verdict = run.verdict
-    assert verdict.ok, verdict.to_text()
+    assert verdict.ok, f"{verdict.to_text()}\npeer record:\n{record_text(run.result.record)}"
     if verdict.known_finding:
         pytest.xfail(f"known finding of {verdict.provider}: {verdict.known_finding}")

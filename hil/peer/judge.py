@@ -177,3 +177,22 @@ def _bound(exp: PeerExpect, seen: Observed) -> list[Failure]:
         return []
     what = f"closed {took:.2f} s after the peer's last frame, bound {exp.bound_s:g} s"
     return [Failure(f"{what} + {BOUND_SLACK_S:g} s", exp.sources)]
+
+
+def record_text(record: Sequence[Mapping[str, Any]]) -> str:
+    """The peer's record, one frame a line: ms since its first, direction, kind and the
+    fields that tell frames apart (opcode, a TERMINATE's codes, MPA flags)."""
+    if not record:
+        return "  (the peer recorded no frame)"
+    t0 = record[0]["t_ns"]
+    lines = []
+    for entry in record:
+        fields = entry.get("fields", {})
+        shown = {k: fields[k] for k in _SHOWN if k in fields}
+        brief = " ".join(f"{k}={v}" for k, v in shown.items())
+        ms = (entry["t_ns"] - t0) / 1e6
+        lines.append(f"  {ms:9.1f} ms {entry['dir']} {entry['frame']} {brief}".rstrip())
+    return "\n".join(lines)
+
+
+_SHOWN = ("opcode", "layer", "etype", "ecode", "rev", "m", "c", "r", "crc_ok", "stag", "msn")
