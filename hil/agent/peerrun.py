@@ -52,9 +52,12 @@ def run_peer(
     timeout: float,
     on_dut: DutHook | None = None,
     drain_s: float = 0.0,
+    src: str | None = None,
 ) -> PeerResult:
     """Run ``steps`` as the peer on ``agent``'s host, each segment within ``timeout``;
-    ``on_dut(index, step)`` runs each ``dut`` step (none allowed without it)."""
+    ``on_dut(index, step)`` runs each ``dut`` step (none allowed without it); ``src``:
+    the address an active peer connects from; ``drain_s``: how long the peer keeps
+    recording what the DUT sends after the last step."""
     if on_dut is None and any(s.get("step") == "dut" for s in steps):
         raise ValueError("the scenario has dut steps: run_peer needs on_dut to run them")
     params: PeerRunParams = {
@@ -63,6 +66,7 @@ def run_peer(
         "port": port,
         "steps": steps,
         "drain_s": drain_s,
+        "src": src,
     }
     reply = request(agent, PEER_RUN, params, timeout)
     record = list(reply["record"])

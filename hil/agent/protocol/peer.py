@@ -10,16 +10,26 @@ ends one early.  Each reply carries the record entries made since the last one."
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
 from .spec import Method
 
 __all__ = [
-    "PeerRole", "PeerEntry", "PeerUnmet", "PeerRunParams", "PeerSessionParams", "PeerReply",
+    "PeerRole", "PeerOpcode", "RtrKind", "PEER_OPCODES", "RTR_KINDS", "PeerEntry", "PeerUnmet",
+    "PeerRunParams", "PeerSessionParams", "PeerReply",
     "PEER_RUN", "PEER_RESUME", "PEER_CLOSE",
 ]  # fmt: skip
 
 PeerRole = Literal["active", "passive"]
+# RFC 5040 4.3: the RDMAP opcodes 0..7, in their order (the index is the opcode).
+PeerOpcode = Literal[
+    "write", "read_request", "read_response", "send", "send_inv", "send_se", "send_se_inv",
+    "terminate",
+]  # fmt: skip
+# RFC 6581 5.1: the zero-length ready-to-receive message an MPA v2 frame's flags ask for.
+RtrKind = Literal["none", "send", "write", "read"]
+PEER_OPCODES: tuple[PeerOpcode, ...] = get_args(PeerOpcode)
+RTR_KINDS: tuple[RtrKind, ...] = get_args(RtrKind)
 
 
 class _PeerEntryRequired(TypedDict):

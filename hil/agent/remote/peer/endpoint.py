@@ -51,6 +51,7 @@ class Endpoint:
         self.reply: Fields | None = None
         self.read_request: Fields | None = None  # the last one received
         self.closed = ""  # "fin" or "rst" once the DUT closed
+        self._close_told = False
         self._target = (address, port)
         self._src = src
         self._msn: dict[int, int] = {}
@@ -185,8 +186,10 @@ class Endpoint:
 
     def read(self, deadline: float) -> Entry | None:
         """The next frame or close the DUT sends, recorded; None at ``deadline``."""
-        if self.closed or self._sock is None:
+        if self._sock is None:
             return None
+        if self.closed:
+            return self._tell_close()
         kind = self._next_kind()
         need = mpa.HEADER if kind != "fpdu" else fpdu.LENGTH
         if not self._fill(need, deadline):
@@ -221,17 +224,23 @@ class Endpoint:
         return {"dir": "rx", "frame": kind, "fields": got, "raw": raw(data)}
 
     def _cut(self, kind: str) -> Entry | None:
-        """After a read that ended short: the partial frame (if the DUT closed in it)
-        and the close, or None (the deadline came first)."""
+        """After a read that ended short: the partial frame the DUT closed in (its close
+        comes with the next read), else the close; None when the deadline came first."""
         if not self.closed:
             return None
-        if self._buf:
-            data, self._buf = self._buf, b""
-            partial = self._decoded(kind, data)
-            partial["fields"]["error"] = "cut short by the close: " + partial["fields"].get(
-                "error", f"{len(data)} bytes"
-            )
-            self.stamp(partial)
+        if not self._buf:
+            return self._tell_close()
+        data, self._buf = self._buf, b""
+        partial = self._decoded(kind, data)
+        why = partial["fields"].get("error", f"{len(data)} bytes")
+        partial["fields"]["error"] = f"cut short by the close: {why}"
+        return self.stamp(partial)
+
+    def _tell_close(self) -> Entry | None:
+        """The DUT's close, recorded once (None after)."""
+        if self._close_told:
+            return None
+        self._close_told = True
         return self.stamp({"dir": "rx", "frame": self.closed})
 
     def _fill(self, n: int, deadline: float) -> bool:

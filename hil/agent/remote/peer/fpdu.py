@@ -20,7 +20,7 @@ import struct
 
 from . import rdmap
 from .crc32c import crc32c, from_wire, wire_bytes
-from .fields import Fields, int_field, short
+from .fields import Fields, FrameError, int_field, short
 
 LENGTH = 2
 CRC = 4
@@ -38,6 +38,8 @@ def size(ulpdu_length: int, crc_on: bool) -> int:
 
 def encode(fields: Fields, crc_on: bool, msn: int) -> bytes:
     """The FPDU of ``fields`` (an RDMAP message's, and the framing's overrides)."""
+    if fields.get("markers"):
+        raise FrameError("markers: the peer never inserts markers (RFC 5044 5); it refuses them")
     ulpdu = rdmap.encode(fields, msn)
     length = int_field(fields, "ulpdu_length", len(ulpdu), 16)
     pad = int_field(fields, "pad", pad_of(len(ulpdu)), 16)

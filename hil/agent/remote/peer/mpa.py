@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import struct
 
+from ...protocol import RTR_KINDS
 from .fields import Fields, FrameError, hex_field, int_field, short
 
 REQUEST_KEY = b"MPA ID Req Frame"  # RFC 5044 7.1
@@ -44,7 +45,6 @@ ENHANCED_RES = 0x10  # the first Res bit: Linux's "enhanced connection setup" fl
 IRD_ORD_MASK = 0x3FFF  # RFC 6581 5.1: 14-bit IRD and ORD
 P2P_FLAG, SEND_RTR_FLAG = 0x8000, 0x4000  # in the IRD word
 WRITE_RTR_FLAG, READ_RTR_FLAG = 0x8000, 0x4000  # in the ORD word
-RTR_KINDS = ("none", "send", "write", "read")
 DEFAULT_IRD_ORD = 4
 
 

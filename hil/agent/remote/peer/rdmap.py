@@ -24,19 +24,11 @@ from __future__ import annotations
 
 import struct
 
+from ...protocol import PEER_OPCODES
 from . import ddp
 from .fields import Fields, FrameError, hex_field, int_field, short
 
-OPCODES = (
-    "write",
-    "read_request",
-    "read_response",
-    "send",
-    "send_inv",
-    "send_se",
-    "send_se_inv",
-    "terminate",
-)
+OPCODES = PEER_OPCODES  # RFC 5040 4.3, the index is the opcode
 TAGGED_OPS = ("write", "read_response")  # RFC 5040 4.3
 SEND_QN, READ_QN, TERMINATE_QN = 0, 1, 2  # RFC 5040 5.1
 READ_REQUEST = struct.Struct("!IQIIQ")  # RFC 5040 4.4: 28 bytes

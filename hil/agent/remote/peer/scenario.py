@@ -4,7 +4,9 @@ Steps (issue 26's shared vocabulary, docs/peer.md):
 
 - ``{"step": "send", "frame": KIND, ...overrides}``: encode and write one frame
   (``fin``/``rst`` close our end); ``segments`` (byte counts) splits its bytes into
-  writes, ``coalesce_with_next: true`` holds them to go with the next send's;
+  writes, ``coalesce_with_next: true`` holds them to go with the next send's,
+  ``truncate: n`` writes only the first n (the record's ``raw`` is what went, its
+  fields the whole frame's with ``truncate`` added);
 - ``{"step": "expect", "frame": KIND|"fin"|"rst"|"close", "fields": {...}, "within": s}``:
   the next frame the DUT sends must be of that kind with those fields, within
   ``within`` seconds (default 5); ``close`` is either fin or rst; a field ``crc``
@@ -22,9 +24,10 @@ import time
 from typing import Any
 
 from .endpoint import CLOSES, Endpoint, Entry, PeerError
-from .fields import Fields, FrameError
+from .fields import Fields, FrameError, raw
 
 STEPS = ("send", "expect", "sleep", "dut")
+STEP_KEYS = ("step", "segments", "coalesce_with_next", "truncate")  # a send's, not the frame's
 DEFAULT_WITHIN = 5.0
 Outcome = dict[str, Any]  # stopped_at (int | None), unmet (dict | None), error (str | None)
 
@@ -36,12 +39,29 @@ def check_steps(steps: object) -> list[Fields]:
     for i, step in enumerate(steps):
         if not isinstance(step, dict) or step.get("step") not in STEPS:
             raise FrameError(f"step {i}: {step!r}: 'step' must be one of {', '.join(STEPS)}")
-        segments = step.get("segments", [])
-        if not isinstance(segments, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in segments
-        ):
-            raise FrameError(f"step {i}: segments {segments!r} are not positive byte counts")
+        why = _bad(step)
+        if why:
+            raise FrameError(f"step {i}: {why}")
     return steps
+
+
+def _bad(step: Fields) -> str:
+    """What is wrong with one step's own keys ("" when nothing)."""
+    segments = step.get("segments", [])
+    if not isinstance(segments, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in segments
+    ):
+        return f"segments {segments!r} are not positive byte counts"
+    for key in ("seconds", "within"):
+        value = step.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            return f"{key} {value!r} is not a number of seconds"
+    cut = step.get("truncate", 0)
+    if cut is not None and (isinstance(cut, bool) or not isinstance(cut, int) or cut < 0):
+        return f"truncate {cut!r} is not a byte count"
+    if not isinstance(step.get("fields", {}), dict):
+        return f"fields {step['fields']!r} are not a dict of field values"
+    return ""
 
 
 class Interpreter:
@@ -66,7 +86,7 @@ class Interpreter:
             self.index += 1
             try:
                 outcome = self._step(step, deadline)
-            except (FrameError, PeerError) as e:
+            except (FrameError, PeerError, OSError) as e:
                 self.index = len(self.steps)
                 return {"stopped_at": None, "unmet": None, "error": f"step {i}: {e}"}
             if outcome == "dut":
@@ -90,10 +110,12 @@ class Interpreter:
         return self._expect(step, deadline)
 
     def _send(self, step: Fields, deadline: float) -> None:
-        fields = {
-            k: v for k, v in step.items() if k not in ("step", "segments", "coalesce_with_next")
-        }
+        fields = {k: v for k, v in step.items() if k not in STEP_KEYS}
         data, entry = self.endpoint.encode(fields)
+        if step.get("truncate") is not None:
+            data = data[: step["truncate"]]
+            entry["raw"] = raw(data)
+            entry["fields"]["truncate"] = step["truncate"]
         self._held += data
         self._held_entries.append(entry)
         if step.get("coalesce_with_next"):

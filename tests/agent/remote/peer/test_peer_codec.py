@@ -76,6 +76,8 @@ def test_overrides_that_cannot_be_encoded_are_refused_by_name() -> None:
         mpa.encode("mpa_request", {"key": "zz"})
     with pytest.raises(FrameError, match="opcode: 'jump'"):
         fpdu.encode({"opcode": "jump"}, True, 1)
+    with pytest.raises(FrameError, match="markers: the peer never inserts"):
+        fpdu.encode({"markers": True}, True, 1)
     with pytest.raises(FrameError, match="rtr"):
         mpa.encode("mpa_request", {"rtr": "atomic"})
 

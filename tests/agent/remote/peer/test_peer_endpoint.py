@@ -32,9 +32,9 @@ def both(active: Steps, passive: Steps, timeout: float = 10) -> tuple[Interprete
         t.start()
     for t in threads:
         t.join(timeout + 5)
-    assert all(o == {"stopped_at": None, "unmet": None, "error": None} for o in outcomes), outcomes
     for r in runs:
         r.endpoint.close()
+    assert all(o == {"stopped_at": None, "unmet": None, "error": None} for o in outcomes), outcomes
     return runs
 
 
@@ -111,6 +111,19 @@ def test_a_request_in_1_byte_segments_and_a_reply_coalesced_with_the_first_fpdu(
     _, p = both(active, passive)
     rx = [e for e in p.endpoint.record if e["dir"] == "rx"]
     assert [e["fields"].get("error") for e in rx] == [None, None]
+
+
+def test_a_truncated_request_is_what_the_dut_gets_before_the_close() -> None:
+    active: Steps = [
+        {"step": "send", "frame": "mpa_request", "truncate": 10},
+        {"step": "send", "frame": "fin"},
+    ]
+    passive = [expect("mpa_request"), expect("fin"), {"step": "send", "frame": "fin"}]
+    a, p = both(active, passive)
+    assert a.endpoint.record[0]["raw"] == b"MPA ID Req".hex()
+    assert a.endpoint.record[0]["fields"]["truncate"] == 10
+    got = p.endpoint.record[0]["fields"]
+    assert got["error"] == "cut short by the close: mpa_request: 10 bytes, 20 needed"
 
 
 def test_the_first_unmet_expectation_ends_the_run_and_says_why() -> None:

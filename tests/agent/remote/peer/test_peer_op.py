@@ -13,6 +13,7 @@ from agenttest import StrictAgent
 
 from hil.agent import AgentCallError
 from hil.agent.peerrun import run_peer
+from hil.agent.remote.errors import OpError
 from hil.agent.remote.peer import op
 from hil.agent.remote.peer.endpoint import Endpoint
 from hil.agent.remote.peer.scenario import Interpreter
@@ -78,7 +79,7 @@ def test_an_unmet_expectation_and_the_drain_come_back_whole(host_agent: StrictAg
         server.close()  # a FIN where the peer wanted a reply
 
     threading.Thread(target=dut, daemon=True).start()
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"step": "send", "frame": "mpa_request"},
         {"step": "expect", "frame": "mpa_reply", "within": 3},
     ]
@@ -96,6 +97,11 @@ def test_bad_params_and_unknown_sessions_are_clear_errors(host_agent: StrictAgen
         host_agent.call(
             "peer_run", 5, role="active", address="127.0.0.1", port=1, steps=[{"step": "fly"}]
         )
+    for bad_step in ({"step": "sleep", "seconds": "long"}, {"step": "expect", "fields": [1]}):
+        with pytest.raises(AgentCallError, match="step 0: (seconds|fields)"):
+            host_agent.call(
+                "peer_run", 5, role="active", address="127.0.0.1", port=1, steps=[bad_step]
+            )
     with pytest.raises(AgentCallError, match="no peer session 999") as bad:
         host_agent.call("peer_resume", 5, session=999)
     assert bad.value.kind == "not_found"
@@ -108,5 +114,5 @@ def test_peer_close_ends_a_session_stopped_at_a_dut_step() -> None:
     assert got["stopped_at"] == 0 and got["local"].startswith("127.0.0.1:")
     closed = op.peer_close(got["session"])
     assert closed["record"] == [] and closed["local"] == got["local"]
-    with pytest.raises(op.OpError, match="no peer session"):
+    with pytest.raises(OpError, match="no peer session"):
         op.peer_resume(got["session"], 5)
