@@ -25,7 +25,7 @@ from hil.inventory.hostmodel import Family
 from hil.peer.builtin import SCENARIOS
 from hil.peer.judge import record_text
 from hil.peer.run import run_scenario
-from hil.plugin.api import Contract
+from hil.plugin.api import Contract, explain
 from hil.report.attach import attach_peer_run
 from hil.run import PairRun
 from hil.run.testrun import TestRun
@@ -54,6 +54,7 @@ def test_dut_reacts_as_its_provider_says(
     after = hil_run.session(f"{cm.other(dut)}-{dut}", evidence=False, family=family)
     contract(after.run(sequences.connect, private_data=b"hil-after-peer"))
     verdict = run.verdict
-    assert verdict.ok, f"{verdict.to_text()}\npeer record:\n{record_text(run.result.record)}"
+    peer = f"{verdict.to_text()}\npeer record:\n{record_text(run.result.record)}"
+    assert verdict.ok, explain(run.timeline, peer)
     if verdict.known_finding:
         pytest.xfail(f"known finding of {verdict.provider}: {verdict.known_finding}")

@@ -213,6 +213,7 @@ def run_scenario(cm: PairSides, dut: str, scenario: Scenario) -> PeerRun:
             _segment_s(scenario),
             on_dut=lambda i, step: _on_dut(state, step),
             drain_s=DRAIN_S,
+            src=cm.address(peer) if scenario.role == "active" else None,
         )
         seen = _observed(state, result, provider, scenario)
         _not_for_the_wire_judge(rec, peer, scenario, result)
