@@ -275,6 +275,11 @@ def _siw(*where: str) -> tuple[str, ...]:
     return tuple(w if "/" in w else f"drivers/infiniband/sw/siw/{w} ({_K})" for w in where)
 
 
+_LAB_WRITE_INVALID_STAG = "measured: lab 6.1.192 guests 2026-12-05, docs/peer.md"
+_LAB_ONE_BYTE = (
+    "measured: lab 6.1.192 guests 2026-12-05 (request-one-byte-segments: CONNECT_REQUEST "
+    "11.06 s after the connect, at the peer's close), docs/peer.md"
+)
 _CMA_EST = f"drivers/infiniband/core/cma.c:2519-2522 ({_K})"
 _CMA_REPLY = f"drivers/infiniband/core/cma.c:2501-2516 ({_K})"
 _CMA_CLOSE = f"drivers/infiniband/core/cma.c:2493-2494 ({_K})"
@@ -430,7 +435,11 @@ SIW: Mapping[Scenario, PeerExpect] = {
     S.PEER_REJECTS: PeerExpect(
         None, "fin", ("rejected",), _siw("siw_cm.c:765-769", "siw_cm.c:1071-1072", _CMA_REPLY)
     ),
-    S.INVALID_STAG: _siw_fpdu(_t(_DDP_TAGGED, 0x00), "siw_qp_rx.c:562-571"),
+    # Measured: FIN, not the RST the unread rest would give (a 3-byte WRITE, its whole
+    # FPDU in one segment; lab 2026-12-05, peer scenario write-invalid-stag, both directions).
+    S.INVALID_STAG: _siw_fpdu(
+        _t(_DDP_TAGGED, 0x00), "siw_qp_rx.c:562-571", _LAB_WRITE_INVALID_STAG, close="fin"
+    ),
     S.BASE_BOUNDS: _siw_fpdu(_t(_DDP_TAGGED, 0x01), "siw_qp_rx.c:589-596", "siw_qp.c:328-329"),
     S.ACCESS_RIGHTS: _siw_fpdu(
         _t(_DDP_TAGGED, 0x00),
@@ -467,7 +476,13 @@ SIW: Mapping[Scenario, PeerExpect] = {
         "tries to read beyond MPA message'), also without RTR where RFC 6581 allows it",
     ),
     S.ONE_BYTE_SEGMENTS: PeerExpect(
-        None, "none", _ESTABLISHED_P, _siw("siw_cm.c:524-535", "siw_qp_rx.c:1380-1490")
+        None,
+        "none",
+        ("connect_request",),
+        _siw("siw_cm.c:524-535", "siw_qp_rx.c:1380-1490", _LAB_ONE_BYTE),
+        finding="siw takes an MPA request written in 1-byte segments only when more data or "
+        "the peer's FIN arrives: no CONNECT_REQUEST within 10 s, then one at the peer's close "
+        "(RFC 5044 Appendix A: segmenting is invisible to MPA)",
     ),
     S.FPDUS_ONE_SEGMENT: PeerExpect(None, "none", (), _siw("siw_qp_rx.c:1380-1490")),
 }
