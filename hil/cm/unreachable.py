@@ -44,6 +44,7 @@ def unreachable(s: PairSides, mode: str = "blackhole") -> Timeline:
         # A connection first: resolving the peer's address needs its MAC, which a
         # link that drops every frame cannot learn; the neighbour entry stays valid.
         warm = steps.establish(rec, active, listener, "c0")
+        steps.payload(warm)
         steps.close(warm, "active")
         steps.teardown(warm)
         with pulled(rec, lc, s.pair.link, mode, side, False, 2 * wait_s):

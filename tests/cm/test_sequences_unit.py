@@ -475,6 +475,31 @@ def test_a_connection_whose_payload_arrives_broken_fails_payload_intact(
 
 
 @pytest.mark.parametrize(
+    ("name", "params", "labels"),
+    [
+        ("reject_then_accept", {}, ["c2"]),
+        ("listener_addresses", {"kind": "wildcard"}, ["c1", "c2"]),
+        ("private_data", {"call": "accept", "length": 1}, ["c1"]),
+    ],
+    ids=["reject-then-accept", "listener-addresses", "private-data"],
+)
+def test_sequences_that_establish_without_open_conn_check_each_connections_payload(
+    world: FakeCMWorld, name: str, params: dict[str, object], labels: list[str]
+) -> None:
+    """Each connection's two ends run the payload check; a bad SEND into b is each
+    connection's own payload-intact finding."""
+    world.agents["h1"].bad_payload = {"send"}
+    tl = session(world).run(name, **params)
+    ends = [(a.side, tl.events_for(a.id)[0].conn) for a in tl.actions if a.name == "payload"]
+    assert sorted(ends, key=lambda e: (e[1], e[0])) == [(s, c) for c in labels for s in "ab"]
+    verdict = check(tl, SIW, rules=["payload-intact"])
+    assert [v.message.split(",")[0] for v in verdict.violations] == [
+        f"connection {label}" for label in labels
+    ]
+    assert "SEND of 64 bytes into side b: first bad byte at offset 1" in verdict.to_text()
+
+
+@pytest.mark.parametrize(
     "asked, reads",
     [((2, 4, 8, 1), [8, 9]), ((4, 2, 1, 8), [2, 3]), ((0, 0, 0, 0), []), ((255,) * 4, [])],
     ids=["asymmetric-raise", "asymmetric-lower", "zero", "max"],

@@ -3,15 +3,17 @@ never made each fail, naming the connection, the op, the size and the bytes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
-from cmtimelines import Builder, connected
+from cmtimelines import Builder, connect, connected, listener_destroyed
 from contractcheck import breaks, conforms, violations
 
 from hil.agent.protocol import PAYLOAD_OPS
 from hil.judge import payload
 from hil.judge.profiles import SIW
+from hil.judge.timeline import Timeline
 
 RULE = "payload-intact"
 SIZES = [1, 1499, 1501, 65536]
@@ -28,15 +30,27 @@ def checks(**bad: dict[str, int]) -> list[dict[str, Any]]:
     return out
 
 
-def checked(a: dict[str, Any] | None = None, b: dict[str, Any] | None = None) -> Builder:
-    """c1 connected, then each end's ``payload`` action (params: a clean run, updated by
-    ``a``/``b``), then the test's close."""
-    t = connected()
-    for side, cm_id, extra in (("a", "a:1", a or {}), ("b", "b:2", b or {})):
+def payload_on(
+    t: Builder,
+    ids: tuple[str, str],
+    t_ms: float,
+    a: dict[str, Any] | None = None,
+    b: dict[str, Any] | None = None,
+) -> Builder:
+    """Each end's ``payload`` action on the connection of ``ids`` (a's, b's) at ``t_ms``
+    (params: a clean run, updated by ``a``/``b``)."""
+    for side, cm_id, extra in zip("ab", ids, (a or {}, b or {}), strict=True):
         params = {"seed": 9, "mtu": 1500, "sizes": SIZES, "checks": checks(), "error": None}
         params.update(extra)
         result = str(params.pop("result", "ok"))
-        t.act(side, "payload", cm_id, 20, result, 80, **params)
+        t.act(side, "payload", cm_id, t_ms, result, 80, **params)
+    return t
+
+
+def checked(a: dict[str, Any] | None = None, b: dict[str, Any] | None = None) -> Builder:
+    """c1 connected, then each end's ``payload`` action (:func:`payload_on`), then the
+    test's close."""
+    t = payload_on(connected(), ("a:1", "b:2"), 20, a, b)
     t.act("a", "disconnect", "a:1", 200)
     t.ev("a", "DISCONNECTED", "a:1", 202).ev("b", "DISCONNECTED", "b:2", 203)
     return t
@@ -108,3 +122,42 @@ def test_a_check_the_plan_names_but_the_end_never_made_is_a_violation() -> None:
 
 def test_the_judge_names_the_ops_the_protocol_declares() -> None:
     assert payload.PAYLOAD_OPS == PAYLOAD_OPS
+
+
+# The sequences that establish without open_conn check their connections too
+# (docs/payload.md): the rule judges every payload action, whatever the scenario.
+
+
+def after_the_listener_destroy(tl: Timeline, **b: Any) -> Timeline:
+    """``tl`` (a listener destroy at 30 ms) with c1's payload checked at 40 ms, after it,
+    as ``listener_destroy`` does; b's params updated by ``b``."""
+    extra = payload_on(Builder(tl.scenario), ("a:1", "b:2"), 40, b=b).actions
+    return replace(tl, actions=tl.actions + tuple(extra)).sorted()
+
+
+def test_an_accepted_connection_checked_after_its_listeners_destroy_conforms() -> None:
+    conforms(after_the_listener_destroy(listener_destroyed()), SIW)
+
+
+def test_an_accepted_connection_the_listener_destroy_closed_fails_its_payload_check() -> None:
+    """A destroy that closed c1 (its passive DISCONNECTED at 34 ms): the check after it
+    stops on the flushed receive."""
+    stopped = "completion IBV_WC_WR_FLUSH_ERR (wr 17) during the peer's MTU"
+    tl = after_the_listener_destroy(listener_destroyed(accepted_lost=True), error=stopped)
+    breaks(
+        tl, SIW, RULE, f"connection c1, side b (lab-b) b:2: the payload check stopped: {stopped}"
+    )
+
+
+def test_of_two_connections_only_the_broken_one_is_named() -> None:
+    """Two connections checked one after the other (listener_addresses, the regressions'
+    load connections): a bad byte on c2 is c2's finding alone."""
+    t = payload_on(connected(), ("a:1", "b:2"), 20)
+    connect(t, "c2", "a:3", "b:4", t0=120)
+    bad = {"send_1499": {"ok": False, "offset": 1424, "expected": 0xCF, "got": 0x30}}
+    payload_on(t, ("a:3", "b:4"), 140, a={"checks": checks(**bad)})
+    got = violations(t.build(), SIW, RULE)
+    assert [v.message for v in got] == [
+        "connection c2, side a (lab-a) a:3: SEND of 1499 bytes into side a: first bad byte at "
+        "offset 1424, expected 0xcf, got 0x30"
+    ]

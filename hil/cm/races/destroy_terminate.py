@@ -170,6 +170,7 @@ def _calibrate(rec: Recording, active: Endpoint, listener: Listener) -> list[tup
     and post, for :func:`_window` once the passive side's close is in."""
     took = []
     for conn in _connect(rec, active, listener, 9000, CALIBRATION_ROUNDS):
+        steps.payload(conn)  # the rounds' connections carry none: docs/payload.md
         got = run(
             active,
             Script(

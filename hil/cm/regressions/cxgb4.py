@@ -37,6 +37,7 @@ def regress_cxgb4_ep_timeout_under_flood(s: PairSides, streams: int = 2) -> Time
         active = rec.endpoint(s.active)
         conns = [steps.establish(rec, active, listener, f"load{i}") for i in range(streams)]
         for c in conns:  # the passive side writes into the active side: messages come in
+            steps.payload(c)  # before the flood, which overwrites the buffers
             remote = {k: c.active_qp[k] for k in ("addr", "rkey")}
             out = c.passive.stream_start(c.passive_id, "write", remote=remote)
             if not out.ok:

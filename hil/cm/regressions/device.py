@@ -220,6 +220,7 @@ def regress_siw_netdev_removed(s: PairSides) -> Timeline:
                     rec.metric(name, value)  # why it was refused (read only then: CI pays nothing)
                 if got.ok:
                     removal = _remove(rec, s.active, agent, bound, got.listen)
+            steps.payload(conn)  # after the removal: the pair's connection did not notice
             steps.close(conn)
             steps.teardown(conn)
             steps.destroy(listener.ep, listener.id)

@@ -110,6 +110,7 @@ def _vanish_round(rec: Recording, s: PairSides, r: int, connections: int) -> int
     active = rec.endpoint(s.active)
     conns = [steps.establish(rec, active, listener, f"r{r}c{i}") for i in range(connections)]
     for c in conns:
+        steps.payload(c)  # before the load, which overwrites the buffers
         remote = {k: c.passive_qp[k] for k in ("addr", "rkey")}
         out = c.active.stream_start(c.active_id, "write", remote=remote)
         if not out.ok:

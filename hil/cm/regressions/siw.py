@@ -159,6 +159,7 @@ def regress_siw_mpareq_failure(s: PairSides) -> Timeline:
             answers.append((p, reply, got["ended"]))
         # The listener still works, and saw none of the malformed requests.
         conn = steps.establish(rec, rec.endpoint(s.active), listener, "after")
+        steps.payload(conn)
         steps.close(conn)
         steps.teardown(conn)
         steps.destroy(listener.ep, listener.id)

@@ -102,6 +102,7 @@ def listener_destroy(s: PairSides, pending: int = 2, accepted: int = 1) -> Timel
                 active.wait(steps.REPLY_TYPES, t.id, waits(s).reply_s)
         _label_retrieved_requests(rec, listener, pending)
         for c in conns:
+            steps.payload(c)  # after its listener's destroy: it still carries data
             steps.close(c, "active")
             steps.teardown(c)
         steps.destroy(active, *(t.id for t in tries))

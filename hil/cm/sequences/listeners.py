@@ -43,6 +43,7 @@ def reject_then_accept(s: PairSides) -> Timeline:
         steps.destroy(active, first.id)
         steps.destroy(listener.ep, req.id)
         conn = steps.establish(rec, active, listener, "c2", b"hil-c2")
+        steps.payload(conn)
         steps.close(conn, "active")
         steps.teardown(conn)
         steps.destroy(listener.ep, listener.id)
@@ -85,6 +86,7 @@ def _one_each(rec: Recording, listeners: tuple[Listener, ...]) -> None:
     active = rec.endpoint(s.active)
     for i, listener in enumerate(listeners, 1):
         conn = steps.establish(rec, active, listener, f"c{i}", f"hil-c{i}".encode())
+        steps.payload(conn)
         steps.close(conn, "active")
         steps.teardown(conn)
     for listener in listeners:

@@ -85,6 +85,7 @@ def _finish(active: Endpoint, listener: Listener, conn: Outcome, req: Event, acc
     destroyed (the peer gets REJECTED) and both ids with it."""
     if acc.ok:
         c = steps.accepted(active, listener, "c1", conn, req, acc)
+        steps.payload(c)
         steps.close(c, "active")
         steps.teardown(c)
         return
