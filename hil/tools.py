@@ -162,8 +162,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "ip",
         "iproute2",
-        _CG,
-        "the netns test lab's namespaces and veths (tests/netnslab/); guest NICs at boot",
+        _ALL,
+        "the netns test lab's namespaces and veths (tests/netnslab/); guest NICs at boot; "
+        "a peer host's route to its DUT (hil/host/peerroute.py)",
     ),
     Tool("unshare", "util-linux", _C, "a private /root for the netns lab's sshd"),
     Tool("mount", "mount", _CG, "the private /root of the netns lab's sshd and of guests"),

@@ -79,6 +79,7 @@ NOT_RUN: dict[str, str] = {
     "ci/nightly": "runs every suite on a lab (the virtual lab when no inventory is given)",
     "ci/run-suite": "ci/nightly for one suite, on a lab",
     "hil host doctor ": HOSTS,
+    "hil inventory check --peers ": HOSTS + " (each peer host's routes)",
     "hil host recover ": HOSTS + " and power-cycles the host",
     "hil lab-check": HOSTS,
     "hil cm run ": HOSTS,

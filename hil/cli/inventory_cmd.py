@@ -8,7 +8,9 @@ import sys
 from collections.abc import Sequence
 
 from hil.cli.options import json_option
-from hil.errors import EXIT_INPUT, EXIT_OK, InputError
+from hil.errors import EXIT_INPUT, EXIT_NOT_READY, EXIT_OK, InputError
+from hil.host.hosts import Hosts
+from hil.host.peerroute import peer_routes
 from hil.inventory import (
     CaptureSpec,
     Inventory,
@@ -34,9 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "check",
         help="validate inventory files",
         description="Validate each FILE; print 'FILE: ok (N hosts, M links)' or its "
-        "located error (file:line: yaml.path: message). Exit 1 if any is bad.",
+        "located error (file:line: yaml.path: message). Exit 1 if any is bad. With --peers, "
+        "also ask each link's reference-peer host over SSH for its route to the DUT's "
+        "address (ip route get); exit 5 if one has none.",
     )
     check.add_argument("files", nargs="*", metavar="FILE", help="default: --inventory")
+    check.add_argument(
+        "--peers",
+        action="store_true",
+        help="check over SSH that each link's peer host (its peer:, else the pair's other "
+        "host) routes to the DUT's address, per end and family",
+    )
     check.set_defaults(func=_check)
 
     show = sub.add_parser(
@@ -67,8 +77,21 @@ def _check(args: argparse.Namespace) -> int:
             print(e, file=sys.stderr)
             status = EXIT_INPUT
             continue
+        if args.peers and not _peers_routed(inv):
+            status = max(status, EXIT_NOT_READY)
+            continue
         print(f"{file}: ok ({len(inv.hosts)} hosts, {len(inv.links)} links)")
     return status
+
+
+def _peers_routed(inv: Inventory) -> bool:
+    """Print each peer host's route to each DUT address (a missing one on stderr);
+    True when every one is usable."""
+    with Hosts(inv) as hosts:
+        routes = [r for pair in inv.pairs() for r in peer_routes(hosts, pair)]
+    for route in routes:
+        print(f"{inv.path}: {route}", file=sys.stderr if route.problem else sys.stdout)
+    return all(r.problem is None for r in routes)
 
 
 def _show(args: argparse.Namespace) -> int:

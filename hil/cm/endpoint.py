@@ -299,6 +299,20 @@ class Endpoint(EndpointCore):
             timeout=10.0 + PAYLOAD_SLACK_S,
         )
 
+    def received(self, cm_id: str, wait: float = 10.0) -> Outcome:
+        """The next receive completion on the id's QP: action ``received`` keeping its
+        ``status`` (-1: none within ``wait``), ``byte_len``, ``data`` (hex, at most
+        256 bytes) and ``error``."""
+        params = wire.ReceivedParams(id=self.handle(cm_id), wait=wait)
+        return self.act(
+            "received",
+            wire.OP_RECEIVED,
+            params,
+            cm_id,
+            keep=("status", "byte_len", "data", "error"),
+            timeout=wait + PAYLOAD_SLACK_S,
+        )
+
     def query_qp(self, cm_id: str) -> Outcome:
         """ibv_query_qp's RDMA READ depths of the id's QP: action ``query_qp`` keeping
         ``max_rd_atomic`` and ``max_dest_rd_atomic``."""

@@ -18,6 +18,7 @@ from hil.inventory.model import (
     Inventory,
     Link,
     Pair,
+    PeerSpec,
     Power,
     Pull,
     Rnic,
@@ -111,6 +112,15 @@ def _link(link: Link) -> dict[str, Any]:
             driver: {name: int(value) for name, value in params.items()}
             for driver, params in params_by_driver(link.module_params).items()
         },
+        "peer": [_peer(p) for p in link.peers],
+    }
+
+
+def _peer(peer: PeerSpec) -> dict[str, Any]:
+    return {
+        "host": peer.host,
+        "source": str(peer.source) if peer.source is not None else None,
+        "source6": str(peer.source6) if peer.source6 is not None else None,
     }
 
 

@@ -7,6 +7,7 @@ names them with the hosts and pairs.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
@@ -86,6 +87,21 @@ class CaptureSpec:
 
 
 @dataclass(frozen=True)
+class PeerSpec:
+    """An inventory host that runs the reference peer (docs/peer.md) against the link's
+    DUT: one entry of the link's ``peer:``.
+
+    ``source`` (IPv4 or IPv6) and ``source6`` (IPv6, beside an IPv4 ``source``) are the
+    addresses the peer connects and listens from; None lets the host's routes choose.
+    An entry whose host is one of the link's ends is used only against the other end.
+    """
+
+    host: str
+    source: ipaddress.IPv4Address | ipaddress.IPv6Address | None = None
+    source6: ipaddress.IPv6Address | None = None
+
+
+@dataclass(frozen=True)
 class PinnedParam:
     """A kernel module parameter a link's runs set (``module_params:``): ``driver.name=value``.
 
@@ -112,6 +128,8 @@ class Link:
     tags: tuple[str, ...] = ()
     capture: CaptureSpec = CaptureSpec()
     module_params: tuple[PinnedParam, ...] = ()
+    # Who runs the reference peer against each end; none: the pair's other host.
+    peers: tuple[PeerSpec, ...] = ()
 
     def pull(self, mode: PullMode) -> Pull:
         """The pull of ``mode``; KeyError when the link does not offer it."""

@@ -1,5 +1,5 @@
 """Validate the ``links:`` section: two ends on two hosts, one link per port, the pull
-modes and the capture point.
+modes, the capture point and the reference peer's hosts (:mod:`hil.inventory.peers`).
 
 Called by ``hil.inventory.loader`` once the hosts are known, so that every
 ``HOST:PORT`` end, pull ``end`` and ``controller``, and capture ``host`` or
@@ -48,9 +48,10 @@ from hil.inventory.nodes import (
     tags,
     text,
 )
+from hil.inventory.peers import parse_peers
 from hil.inventory.templates import argv_template, template_vars, uses
 
-LINK_KEYS = ("ends", "tags", "pull", "capture", "module_params")
+LINK_KEYS = ("ends", "tags", "pull", "capture", "module_params", "peer")
 # Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
 # mode: admin and blackhole act on it (default: the first end); for carrier
 # and command it is optional and names the side whose carrier is affected.
@@ -139,6 +140,7 @@ class _LinkReader:
             tags=tags(f.get("tags")),
             capture=capture,
             module_params=params,
+            peers=parse_peers(f["peer"], self.hosts, (a, b)) if given(f, "peer") else (),
         )
 
     def _distinct_addresses(self, at: At, a: LinkEnd, b: LinkEnd) -> None:

@@ -42,6 +42,7 @@ from hil.inventory.linkmodel import (
     CaptureSpec,
     Link,
     LinkEnd,
+    PeerSpec,
     PinnedParam,
     Pull,
     PullMode,
@@ -57,6 +58,8 @@ class Pair:
     link: Link
     host_a: Host
     host_b: Host
+    # The hosts the link's ``peer:`` entries name, in their order (hil.inventory.peers).
+    peer_hosts: tuple[Host, ...] = ()
 
     @property
     def name(self) -> str:
@@ -106,7 +109,8 @@ class Inventory:
     def pair(self, name: str) -> Pair:
         """The pair of link ``name``; KeyError naming the known pairs."""
         link = _named(self.path, self.links, "pair", name, KeyError)
-        return Pair(link, self.hosts[link.a.host], self.hosts[link.b.host])
+        peers = tuple(self.hosts[p.host] for p in link.peers)
+        return Pair(link, self.hosts[link.a.host], self.hosts[link.b.host], peers)
 
     def pairs(self) -> list[Pair]:
         """Every pair, in file order."""
@@ -147,6 +151,7 @@ __all__ = [
     "POWER_MODES",
     "PULL_MODES",
     "Pair",
+    "PeerSpec",
     "PinnedParam",
     "Power",
     "PowerAction",

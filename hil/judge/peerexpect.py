@@ -275,6 +275,11 @@ def _siw(*where: str) -> tuple[str, ...]:
     return tuple(w if "/" in w else f"drivers/infiniband/sw/siw/{w} ({_K})" for w in where)
 
 
+_LAB_WRITE_INVALID_STAG = "measured: lab 6.1.192 guests 2026-12-05, docs/peer.md"
+_LAB_ONE_BYTE = (
+    "measured: lab 6.1.192 guests 2026-12-05 (request-one-byte-segments: CONNECT_REQUEST "
+    "11.06 s after the connect, at the peer's close), docs/peer.md"
+)
 _CMA_EST = f"drivers/infiniband/core/cma.c:2519-2522 ({_K})"
 _CMA_REPLY = f"drivers/infiniband/core/cma.c:2501-2516 ({_K})"
 _CMA_CLOSE = f"drivers/infiniband/core/cma.c:2493-2494 ({_K})"
@@ -285,8 +290,32 @@ _DROP = ("siw_qp_rx.c:1490", "siw_cm.c:1074-1084", _TCP_RST, _CMA_CLOSE)
 _DISC = ("disconnected",)
 
 
+# siw's struct iwarp_terminate declares layer:4 then etype:4 for little-endian bitfields,
+# which puts Layer in the first byte's low nibble and EType in its high one; RFC 5040 4.8
+# has Layer in the most significant 4 bits.  On the wire (x86 guests) the two are swapped:
+# measured on the lab 2026-12-05 (send-bad-crc: LLP/MPA/CRC (2, 0, 2) arrived as
+# (0, 2, 2); docs/peer.md "Running scenarios against a DUT").
+_SIW_TERM_LAYOUT = f"drivers/infiniband/sw/siw/iwarp.h:176-198 ({_K}), lab 2026-12-05"
+_SWAPPED = (
+    "siw puts the TERMINATE's Layer and EType nibbles in each other's place (iwarp.h: "
+    "little-endian bitfields layer:4, etype:4), so {meant} goes on the wire as {wire}"
+)
+
+
+def _siw_term(
+    term: Term, close: Close, events: tuple[str, ...], where: tuple[str, ...], finding: str
+) -> PeerExpect:
+    """siw's reaction with the TERMINATE it means as ``term``, as it goes on the wire:
+    where the nibble swap changes the triple, the layout's source and finding added."""
+    wire = (term[1], term[0], term[2])
+    if wire != term:
+        swapped = _SWAPPED.format(meant=term, wire=wire)
+        where, finding = (*where, _SIW_TERM_LAYOUT), f"{finding}; {swapped}" if finding else swapped
+    return PeerExpect(wire, close, events, where, finding=finding)
+
+
 def _siw_fpdu(term: Term, *where: str, close: Close = "rst", finding: str = "") -> PeerExpect:
-    return PeerExpect(term, close, _DISC, _siw(*where, *_DROP), finding=finding)
+    return _siw_term(term, close, _DISC, _siw(*where, *_DROP), finding)
 
 
 SIW: Mapping[Scenario, PeerExpect] = {
@@ -350,12 +379,12 @@ SIW: Mapping[Scenario, PeerExpect] = {
     S.WRONG_KEY: PeerExpect(
         None, "fin", (), _siw("siw_cm.c:627-628", "siw_cm.c:1071-1072", "siw_cm.c:1173-1176")
     ),
-    S.WRONG_KEY_REPLY: PeerExpect(
+    S.WRONG_KEY_REPLY: _siw_term(
         (2, 0, 0x04),
         "fin",
         ("connect_error",),
         _siw("siw_cm.c:758-763", "siw_cm.c:918-920", _CMA_REPLY),
-        finding="siw sends a TERMINATE (LLP/MPA/0x04) before closing, where RFC 5044 8 "
+        "siw sends a TERMINATE (LLP/MPA/0x04) before closing, where RFC 5044 8 "
         "says close at once; no FPDU mode was ever entered",
     ),
     S.UNKNOWN_REVISION: PeerExpect(None, "fin", (), _siw("siw_cm.c:623-625", "siw_cm.c:1071-1072")),
@@ -406,7 +435,11 @@ SIW: Mapping[Scenario, PeerExpect] = {
     S.PEER_REJECTS: PeerExpect(
         None, "fin", ("rejected",), _siw("siw_cm.c:765-769", "siw_cm.c:1071-1072", _CMA_REPLY)
     ),
-    S.INVALID_STAG: _siw_fpdu(_t(_DDP_TAGGED, 0x00), "siw_qp_rx.c:562-571"),
+    # Measured: FIN, not the RST the unread rest would give (a 3-byte WRITE, its whole
+    # FPDU in one segment; lab 2026-12-05, peer scenario write-invalid-stag, both directions).
+    S.INVALID_STAG: _siw_fpdu(
+        _t(_DDP_TAGGED, 0x00), "siw_qp_rx.c:562-571", _LAB_WRITE_INVALID_STAG, close="fin"
+    ),
     S.BASE_BOUNDS: _siw_fpdu(_t(_DDP_TAGGED, 0x01), "siw_qp_rx.c:589-596", "siw_qp.c:328-329"),
     S.ACCESS_RIGHTS: _siw_fpdu(
         _t(_DDP_TAGGED, 0x00),
@@ -443,7 +476,13 @@ SIW: Mapping[Scenario, PeerExpect] = {
         "tries to read beyond MPA message'), also without RTR where RFC 6581 allows it",
     ),
     S.ONE_BYTE_SEGMENTS: PeerExpect(
-        None, "none", _ESTABLISHED_P, _siw("siw_cm.c:524-535", "siw_qp_rx.c:1380-1490")
+        None,
+        "none",
+        ("connect_request",),
+        _siw("siw_cm.c:524-535", "siw_qp_rx.c:1380-1490", _LAB_ONE_BYTE),
+        finding="siw takes an MPA request written in 1-byte segments only when more data or "
+        "the peer's FIN arrives: no CONNECT_REQUEST within 10 s, then one at the peer's close "
+        "(RFC 5044 Appendix A: segmenting is invisible to MPA)",
     ),
     S.FPDUS_ONE_SEGMENT: PeerExpect(None, "none", (), _siw("siw_qp_rx.c:1380-1490")),
 }

@@ -1,7 +1,8 @@
 """Provider profiles: the registry of providers (how one is recognised on a host and how
 its profile follows from the host's settings), and the names of the profile types.
 
-siw's profile is :mod:`hil.judge.siwprofile`, iw_cxgb4's :mod:`hil.judge.cxgb4profile`.
+siw's profile is :mod:`hil.judge.siwprofile`, iw_cxgb4's :mod:`hil.judge.cxgb4profile`,
+irdma's :mod:`hil.judge.irdmaprofile`.
 What a profile is, and how a pair whose hosts differ is judged (:class:`PairProfile`),
 is :mod:`hil.judge.profile`; this module names those too, so that
 ``hil.judge.profiles`` gives all of it.  Each value's source is in docs/contract.md.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from hil.errors import InputError
 from hil.judge.cxgb4profile import IW_CXGB4, cxgb4_profile
+from hil.judge.irdmaprofile import IRDMA, irdma_profile
 from hil.judge.profile import (
     IrdOrdPromise,
     PairProfile,
@@ -103,9 +105,22 @@ register_provider(
         parent_drivers=("cxgb4",),
     )
 )
+register_provider(
+    ProviderSpec(
+        "irdma",
+        # irdma sets no node_desc (6.1.192: nothing in hw/irdma writes it, no modify_device
+        # for sysfs to call, core/sysfs.c:1360): a NUL no description holds, so it is
+        # found by its PCI function's driver.  No module parameters in 6.1.
+        node_desc="\0",
+        settings={},
+        build=lambda _: IRDMA,
+        parent_drivers=("ice", "i40e"),
+    )
+)
 
 
 __all__ = [
+    "IRDMA",
     "IW_CXGB4",
     "PROVIDERS",
     "SIW",
@@ -118,6 +133,7 @@ __all__ = [
     "PortPromise",
     "PullPromise",
     "cxgb4_profile",
+    "irdma_profile",
     "pair_profile",
     "profile_for",
     "provider_named",

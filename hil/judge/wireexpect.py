@@ -1,4 +1,4 @@
-"""What siw and iw_cxgb4 put on the wire where the iWARP RFCs leave a choice.
+"""What siw, iw_cxgb4 and irdma put on the wire where the iWARP RFCs leave a choice.
 
 The wire rules (``hil.wire.rules``) read a host's :class:`WireExpect` from
 its profile (``Profile.wire``); each value's source is in docs/wire.md.
@@ -6,7 +6,7 @@ its profile (``Profile.wire``); each value's source is in docs/wire.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 # TCP and iWARP signals a wire rule names (hil.wire.rules): how a connection ends.
@@ -68,3 +68,14 @@ CXGB4_WIRE = WireExpect(
     access_error_type=_TAGGED_BUFFER,
     access_error_codes=_TAGGED_CODES,
 )
+
+# irdma (Linux 6.1.192): MPA v2 (IRDMA_CM_DEFAULT_MPA_VER, cm.h:66), v1 after a RST during
+# MPA v2 (irdma_handle_rst_pkt cm.c:2476-2484); the CRC flag always set
+# (irdma_build_mpa_v1 cm.c:798); markers only with iw_ooo, which 6.1 never sets (cm.c:819,
+# main.h:349); the request offers RDMA0 WRITE and READ as its RTR, the reply picks READ
+# when offered (irdma_build_mpa_v2 cm.c:842-857, irdma_negotiate_mpa_v2_ird_ord :997-1007).
+# A reject's MPA reply carries the FIN (irdma_send_mpa_reject cm.c:944); an abortive close
+# (QP to ERR) resets the connection (reset_tcp_conn, verbs.c:1647-1650).  Offloaded: the
+# capture plan finds no host TCP for it (hil.wire.plan, HOST_TCP_DRIVERS).
+# cxgb4's choices, but the CRC is always on.
+IRDMA_WIRE = replace(CXGB4_WIRE, crc=True)

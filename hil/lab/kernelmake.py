@@ -67,21 +67,52 @@ def waited_lock(path: Path, timeout: float, holder: str, progress: Progress) -> 
     the wait runs out.
     """
     with open(path, "a") as f:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LabError(
-                        f"{holder} held {path} for over {timeout:.0f} s; stop it, "
-                        "or remove the lock"
-                    ) from None
-                if deadline - time.monotonic() > timeout - PROGRESS_EVERY:
-                    progress(f"{holder} is running; waiting for it to finish")
-                time.sleep(PROGRESS_EVERY)
+        if not _try_flock(f.fileno()):
+            progress(f"{holder} is running; waiting for it to finish")
+            if not _queued_flock(f.fileno(), timeout):
+                raise LabError(
+                    f"{holder} held {path} for over {timeout:.0f} s; stop it, or remove the lock"
+                )
         yield
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _queued_flock(fd: int, timeout: float) -> bool:
+    """Wait for the flock in the kernel's queue, at most ``timeout`` seconds.
+
+    A blocking flock, not a LOCK_NB poll: at each release the kernel hands the lock
+    to a blocked waiter, so a poller loses to every ``flock LOCK cmd`` queued beside
+    it, for as long as they keep coming.  The wait runs in a thread on a dup of the
+    fd (a flock belongs to the open file description, which the dup shares); given
+    up, the caller closes its fd, and the lock, once granted, goes with the dup's
+    close.
+    """
+    dup = os.dup(fd)
+    granted, guard = threading.Event(), threading.Lock()
+    abandoned = False
+
+    def wait() -> None:
+        try:
+            fcntl.flock(dup, fcntl.LOCK_EX)
+            with guard:
+                if not abandoned:
+                    granted.set()
+        finally:
+            os.close(dup)
+
+    threading.Thread(target=wait, name="flock-wait", daemon=True).start()
+    if granted.wait(timeout):
+        return True
+    with guard:
+        abandoned = not granted.is_set()
+    return not abandoned
 
 
 def extract(source: KernelSource, tree: Path, progress: Progress) -> Path:

@@ -107,7 +107,15 @@ _BUILT_IN: list[dict[str, Any]] = [
         "description": "an RDMA WRITE to a STag the DUT never advertised",
         "steps": [
             *_CONNECTED,
-            {"step": "send", "frame": "fpdu", "opcode": "write", "stag": UNADVERTISED_STAG},
+            # With data: siw takes a zero-length WRITE without looking its STag up
+            # (siw_qp_rx.c siw_proc_write, 6.1; seen on the lab: no TERMINATE came).
+            {
+                "step": "send",
+                "frame": "fpdu",
+                "opcode": "write",
+                "stag": UNADVERTISED_STAG,
+                "payload": HIL,
+            },
             *_TERMINATED,
         ],
     },

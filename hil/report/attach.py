@@ -16,6 +16,7 @@ returns.  Metrics are kept in any case so that the plugin can write them out.
     attach_resource_counts(counts)                   # or as ResourceCounts (evidence, timeline)
     attach_pcap(path)
     attach_hw_evidence(hw)                           # ethtool -S changes, debugfs before/after
+    attach_peer_run(run)                             # the reference peer's verdict and record
     metric("connect_latency", 3.2, "ms")
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 from hil.host.hwevidence import HwEvidence
 from hil.judge.contract import Verdict
 from hil.judge.timeline import KernelLogLine, ResourceCount, Timeline
+from hil.peer.run import PeerRun
 from hil.report.metrics import RECORDER, Metric
 from hil.report.svg import render_timeline
 from hil.wire.judge import WireVerdict
@@ -244,6 +246,33 @@ def link(url: str, name: str) -> None:
     if allure is None:
         return
     allure.dynamic.link(url, name=name)  # type: ignore[no-untyped-call]
+
+
+def attach_peer_run(run: PeerRun) -> None:
+    """A peer scenario's run: its verdict (text) and the peer's frame record with the
+    run's ends (JSON: ``t_ns`` on the peer host's clock); the DUT's timeline is the
+    report observer's, as every recording's."""
+    if allure is None:
+        return
+    result = run.result
+    record = {
+        "scenario": run.scenario.name,
+        "dut": run.dut,
+        "peer": run.peer,
+        "local": result.local,
+        "remote": result.remote,
+        "unmet": result.unmet,
+        "error": result.error,
+        "record": result.record,
+    }
+    allure.attach(
+        run.verdict.to_text(), name="peer verdict", attachment_type=allure.attachment_type.TEXT
+    )
+    allure.attach(
+        json.dumps(record, indent=1, default=str),
+        name="peer record",
+        attachment_type=allure.attachment_type.JSON,
+    )
 
 
 def note(title: str, text: str) -> None:

@@ -238,3 +238,28 @@ def test_a_send_count_past_the_limit_is_refused(pair: Any) -> None:
     a, _, _, _ = pair
     with pytest.raises(RdmaError, match="count must be 1..8"):
         a.last_sends(1, 9)
+
+
+def test_received_gives_the_next_receive_and_its_bytes_and_reposts_one(pair: Any) -> None:
+    a, b, _, _ = pair
+    sent = a.last_sends(1, 1, seed=3)  # one SEND of 256 bytes, the pattern of seed 3
+    got = b.received(1, wait=1.0)
+    assert got["error"] is None and got["status"] == 0
+    assert got["byte_len"] == sent["lengths"][0] == 256
+    res = b.ch.resources(1)
+    assert got["data"] == bytes(res.buf[:256]).hex()
+    assert len(res.outstanding) == 16  # the receive it took is posted again
+
+
+def test_received_with_nothing_sent_says_so_at_its_wait(pair: Any) -> None:
+    _, b, _, _ = pair
+    got = b.received(1, wait=0.1)
+    assert got["status"] == -1 and got["byte_len"] == 0 and got["data"] == ""
+    assert got["error"] == "no receive completion in time"
+
+
+def test_a_streaming_id_is_not_received_from(pair: Any) -> None:
+    a, _, _, _ = pair
+    a.stream_start(1, mode="sink")
+    with pytest.raises(RdmaError, match="EBUSY"):
+        a.received(1)

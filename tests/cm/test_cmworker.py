@@ -234,6 +234,7 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     assert "DISCONNECTED not seen" in str(last["error"])  # nothing closed here
     lib.verbs.rd_atomic = (2, 4)
     assert op("query_qp", id=mine[0])["max_dest_rd_atomic"] == 4
+    assert op("received", id=mine[0], wait=0.1)["status"] == -1  # nothing sent: none came
     op("disconnect", id=mine[0])
     op("qp_err", id=mine[0])
     drained = op("flushed", id=mine[0], wait=0.1)

@@ -7,6 +7,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from netnslab.lab import NetnsLab
+
 from hil.inventory import load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,3 +132,43 @@ def test_help_lists_inventory_actions(hil: Hil) -> None:
     done = hil("inventory", "--help")
     assert done.returncode == 0
     assert "check" in done.stdout and "show" in done.stdout
+
+
+@pytest.mark.netns
+def test_check_peers_asks_each_peer_host_for_its_route(
+    hil: Hil, netns_lab: NetnsLab, tmp_path: Path
+) -> None:
+    lab = str(netns_lab.inventory_path)
+    done = hil("inventory", "check", "--peers", lab)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        f"{lab}: ns0-ns1: peer host ns1 -> DUT ns0:p0 198.18.0.1: routed from 198.18.0.2",
+        f"{lab}: ns0-ns1: peer host ns0 -> DUT ns1:p0 198.18.0.2: routed from 198.18.0.1",
+        f"{lab}: ok (2 hosts, 1 links)",
+    ]
+
+
+@pytest.mark.netns
+def test_check_peers_refuses_a_peer_host_without_a_route(
+    hil: Hil, netns_lab: NetnsLab, tmp_path: Path
+) -> None:
+    # An IPv6 address no namespace has: neither peer host routes it.
+    unrouted = tmp_path / "lab.yaml"
+    unrouted.write_text(
+        netns_lab.inventory_path.read_text()
+        .replace(
+            "address: 198.18.0.1/24", "address: 198.18.0.1/24\n        address6: fd00:99::1/64"
+        )
+        .replace(
+            "address: 198.18.0.2/24", "address: 198.18.0.2/24\n        address6: fd00:99::2/64"
+        )
+    )
+    done = hil("inventory", "check", "--peers", str(unrouted))
+    assert done.returncode == 5
+    assert "ok (" not in done.stdout
+    assert done.stderr.splitlines()[0] == (
+        f"{unrouted}: ns0-ns1: peer host ns1 -> DUT ns0:p0 fd00:99::1: no route: "
+        "ip route get fd00:99::1 said: RTNETLINK answers: Network is unreachable"
+    )
+    assert len(done.stderr.splitlines()) == 2
+    assert "Traceback" not in done.stderr

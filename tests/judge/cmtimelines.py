@@ -125,6 +125,18 @@ def orderly_close(provider: str = "siw", status: int = 0, local_ms: float = 2.0)
     return b.build()
 
 
+def close_with_peer_status(provider: str, peer: int) -> Timeline:
+    """Connect, a closes orderly; b's DISCONNECTED carries ``peer``, a's 0."""
+    b = connected(provider)
+    b.scenario = "close"
+    b.act("a", "disconnect", "a:1", 100)
+    b.ev("a", "DISCONNECTED", "a:1", 102)
+    b.ev("b", "DISCONNECTED", "b:2", 103, peer)
+    b.act("a", "destroy", "a:1", 200, duration_ms=0.1)
+    b.act("b", "destroy", "b:2", 201, duration_ms=0.1)
+    return b.build()
+
+
 def qp_err_close(provider: str, local: int, peer: int) -> Timeline:
     """Connect, then the QP on a moved to ERR (abortive close)."""
     b = connected(provider)

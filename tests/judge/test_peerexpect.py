@@ -64,8 +64,17 @@ def test_timed_classes_have_bounds() -> None:
 
 
 def test_expect_looks_up_and_refuses_unknown_names() -> None:
-    assert expect("siw", "bad_crc").terminate == (2, 0, 0x02)
+    assert expect("iw_cxgb4", "invalid_qn").terminate == (1, 2, 0x01)
     with pytest.raises(InputError, match="known: siw, iw_cxgb4"):
         expect("mlx5", "bad_crc")
     with pytest.raises(InputError, match="no expectation for scenario 'mpa_rev1'"):
         expect("iw_cxgb4", "mpa_rev1")
+
+
+def test_siw_terminates_are_its_wire_layout_with_layer_and_etype_swapped() -> None:
+    # siw means LLP/MPA/CRC (2, 0, 2); iwarp.h's bitfields put (0, 2, 2) on the wire.
+    crc = expect("siw", "bad_crc")
+    assert crc.terminate == (0, 2, 0x02)
+    assert "Layer and EType" in crc.finding and any("iwarp.h" in s for s in crc.sources)
+    same = expect("siw", "invalid_stag")  # DDP/tagged (1, 1, 0) reads the same either way
+    assert same.terminate == (1, 1, 0x00) and not same.finding

@@ -11,7 +11,15 @@ from __future__ import annotations
 import errno
 
 import pytest
-from cmtimelines import HOSTS, Builder, connected, orderly_close, qp_err_close, rejected
+from cmtimelines import (
+    HOSTS,
+    Builder,
+    close_with_peer_status,
+    connected,
+    orderly_close,
+    qp_err_close,
+    rejected,
+)
 from contractcheck import breaks, conforms
 
 from hil.errors import InputError
@@ -25,7 +33,6 @@ from hil.judge.profiles import (
     pair_profile,
     siw_profile,
 )
-from hil.judge.timeline import Timeline
 
 
 def pair(a: Profile, b: Profile) -> PairProfile:
@@ -61,20 +68,9 @@ def test_the_verdict_names_the_mixed_profile() -> None:
 def test_a_status_valid_only_on_the_iw_cxgb4_side_is_judged_on_each_side() -> None:
     # b's DISCONNECTED(-ETIMEDOUT): iw_cxgb4's close when the peer's FIN did not come in
     # ep_timeout_secs; siw never reports it.
-    tl = _close_with_peer_status(-errno.ETIMEDOUT)
+    tl = close_with_peer_status("siw+iw_cxgb4", -errno.ETIMEDOUT)
     conforms(tl, SIW_A)
     breaks(tl, CXGB4_A, "close-status", "peer got DISCONNECTED(-110), expected one of [0]")
-
-
-def _close_with_peer_status(peer: int) -> Timeline:
-    b = connected("siw+iw_cxgb4")
-    b.scenario = "close"
-    b.act("a", "disconnect", "a:1", 100)
-    b.ev("a", "DISCONNECTED", "a:1", 102)
-    b.ev("b", "DISCONNECTED", "b:2", 103, peer)
-    b.act("a", "destroy", "a:1", 200, duration_ms=0.1)
-    b.act("b", "destroy", "b:2", 201, duration_ms=0.1)
-    return b.build()
 
 
 def test_rejected_is_judged_by_the_active_hosts_profile() -> None:

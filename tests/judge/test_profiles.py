@@ -18,7 +18,7 @@ def test_profile_for_driver(driver: str, profile: object) -> None:
 
 
 def test_unknown_driver_is_input_error_naming_known_ones() -> None:
-    with pytest.raises(InputError, match="rxe.*known: iw_cxgb4, siw"):
+    with pytest.raises(InputError, match="rxe.*known: irdma, iw_cxgb4, siw"):
         profile_for("rxe")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fcntl
+import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +55,35 @@ def test_a_build_held_by_another_process_is_waited_for_with_a_limit(
         with pytest.raises(LabError, match="another build held .* for over"):
             kernel.ensure_kernel(progress=said.append)
     assert said == ["lab kernel: another build is running; waiting for it to finish"]
+
+
+def test_a_queued_waiter_gets_the_lock_at_its_release_and_an_abandoned_one_leaves_it_free(
+    tmp_path: Path,
+) -> None:
+    lock = tmp_path / "lab.lock"
+    got = threading.Event()
+
+    def waiter() -> None:
+        with kernel.waited_lock(lock, 30, "another lab", lambda line: None):
+            got.set()
+
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        assert not got.wait(0.3)
+    thread.join(10)
+    assert got.is_set()
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(LabError, match="another lab held"):
+            with kernel.waited_lock(lock, 0.2, "another lab", lambda line: None):
+                pass
+    # Given up, the waiter's queued flock (granted at this release) goes with its fd.
+    deadline = time.monotonic() + 5
+    while subprocess.run(["flock", "-n", str(lock), "true"]).returncode != 0:
+        assert time.monotonic() < deadline, "the abandoned waiter kept the lock"
+        time.sleep(0.05)
 
 
 def test_the_debug_flavour_is_built_on_the_minimal_base_only() -> None:

@@ -127,6 +127,7 @@ CMOpName = Literal[
     "flushed",
     "last_sends",
     "last_receives",
+    "received",
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[

@@ -12,7 +12,8 @@ __all__ = [
     "PayloadOpName", "PAYLOAD_OPS", "PayloadParams", "PayloadCheck", "PayloadReply", "OP_PAYLOAD",
     "ReadsParams", "ReadsReply", "OP_READS", "FlushedParams", "FlushedWC", "FlushedReply",
     "OP_FLUSHED", "LastSendsParams", "LastSendsReply", "OP_LAST_SENDS", "LastReceivesParams",
-    "LastWC", "LastReceivesReply", "OP_LAST_RECEIVES",
+    "LastWC", "LastReceivesReply", "OP_LAST_RECEIVES", "ReceivedParams", "ReceivedReply",
+    "OP_RECEIVED",
 ]  # fmt: skip
 
 # What carries the data a side checks: the peer's SEND or RDMA WRITE into this side's
@@ -157,3 +158,22 @@ class LastReceivesReply(TimedReply):
 
 OP_LAST_SENDS = CMOp("last_sends", LastSendsParams, LastSendsReply)
 OP_LAST_RECEIVES = CMOp("last_receives", LastReceivesParams, LastReceivesReply)
+
+
+class ReceivedParams(IdParams, total=False):
+    wait: float  # seconds the receive may take
+
+
+class ReceivedReply(TimedReply):
+    """The next receive completion of the cm_id's QP (the reference peer's SEND, issue 26):
+    its ``status`` (ibv_wc_status; -1: none within ``wait``), ``byte_len`` and the first
+    ``byte_len`` bytes (at most 256) of the buffer it landed in, hex; one receive is posted
+    again in its place."""
+
+    status: int
+    byte_len: int
+    data: str
+    error: str | None
+
+
+OP_RECEIVED = CMOp("received", ReceivedParams, ReceivedReply)

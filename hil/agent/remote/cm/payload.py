@@ -61,6 +61,8 @@ from ...protocol import (
     QPInfo,
     ReadsParams,
     ReadsReply,
+    ReceivedParams,
+    ReceivedReply,
 )
 from ..hostclock import now_us
 from ..librdmacm import RdmaError
@@ -435,4 +437,33 @@ def checked(op: PayloadOpName, size: int, want: bytes, got: bytes, base: int = 0
         "offset": offset + base if offset >= 0 else -1,
         "expected": expected,
         "got": value,
+    }
+
+
+RECEIVED_SHOWN = 256  # bytes of a received message the reply carries
+
+
+def received(res: QPResources, params: ReceivedParams) -> ReceivedReply:
+    """The next receive completion within ``wait`` and the bytes it delivered (each
+    receive is of the whole buffer, from offset 0); one receive posted in its place."""
+    t0, deadline = now_us(), time.monotonic() + params.get("wait", 10.0)
+    status, length, error = -1, 0, None
+    try:
+        while status < 0 and time.monotonic() < deadline:
+            for wc in res.poll(1):
+                if wc["status"] or wc["opcode"] & IBV_WC_RECV:
+                    status, length = wc["status"], wc["byte_len"] if not wc["status"] else 0
+            time.sleep(POLL_S)
+        if status == 0:
+            res.post_recv(1)
+    except RdmaError as e:
+        error = str(e)
+    shown = ctypes.string_at(ctypes.addressof(res.buf), min(length, RECEIVED_SHOWN))
+    return {
+        "t_us": t0,
+        "us": now_us() - t0,
+        "status": status,
+        "byte_len": length,
+        "data": shown.hex(),
+        "error": error if status >= 0 else error or "no receive completion in time",
     }

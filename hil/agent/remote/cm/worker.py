@@ -38,6 +38,7 @@ from ...protocol import (
     QueryQPReply,
     ReadsParams,
     ReadsReply,
+    ReceivedReply,
     ScenarioParams,
     ScenarioReply,
     ScenarioStep,
@@ -373,6 +374,12 @@ class Worker(StreamOps):
             raise RdmaError("last_receives", errno.EINVAL, f"count must be 1..{LAST_MAX}")
         params: LastReceivesParams = {"id": id, "count": count, "seed": seed, "wait": wait}
         return payload.last_receives(self.ch.resources(id), params, lambda: self._gone_us(id))
+
+    def received(self, id: int, wait: float = 10.0) -> ReceivedReply:
+        """The next receive completion and its bytes (payload.py :func:`received`)."""
+        if id in self.streams:
+            raise RdmaError("received", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        return payload.received(self.ch.resources(id), {"id": id, "wait": wait})
 
     def _gone_us(self, id: int) -> int | None:
         """The host time of the id's DISCONNECTED, once the poller has read it."""

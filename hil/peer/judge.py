@@ -1,0 +1,198 @@
+"""Judge a peer scenario's run against the DUT's provider's expected reaction.
+
+The reaction (:class:`hil.judge.peerexpect.PeerExpect`, for the DUT's provider and
+the scenario's ``expectation`` class) is held against what the run saw:
+
+- the TERMINATE: the first TERMINATE the peer received (its ``layer``, ``etype``,
+  ``ecode``), or none;
+- the close: the first ``fin``/``rst`` the peer received, or ``none``;
+- the DUT's CM events, lowercase without ``RDMA_CM_EVENT_`` (peerexpect's names): the
+  expected ones appear in that order (others may sit between them, an id's events
+  after the scenario's end, DISCONNECTED after the peer closed, among them); an
+  expectation of none means the application saw none of peerexpect's kinds;
+- the bound: where the provider's timer matters (``bound_s``), the close comes at
+  most that long (plus :data:`BOUND_SLACK_S`) after the peer's last frame;
+- the scenario's own steps (an expectation not met, a step that could not run, a DUT
+  action that failed): they are written for the RFC, so they count only for a
+  provider whose expectation holds no finding; a known departure stops them by nature.
+
+Each failure cites the expectation's sources (driver file:line at the kernel
+version, the RFC sections of the class), so a report says why the DUT was wrong.
+A run that holds the expectation and whose expectation is a finding is a known
+finding (:attr:`PeerVerdict.known_finding`): the suite records it apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hil.judge.peerexpect import RFC, Close, PeerExpect, Scenario, Term, expect
+from hil.judge.terminate import decode
+
+# TCG guests: a timer's close reaches the peer within this of its bound (lab policy,
+# docs/peer.md "Running scenarios against a DUT": siw's 5 s MPA timer was seen at
+# 5.0-5.3 s on the lab's 6.1 guests).
+BOUND_SLACK_S = 1.0
+# The cm events peerexpect speaks of (its module docstring).
+CM_KINDS = (
+    "connect_request",
+    "established",
+    "rejected",
+    "unreachable",
+    "connect_error",
+    "disconnected",
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One way the run departs from the expectation, and the sources that say so."""
+
+    what: str
+    sources: tuple[str, ...]
+
+    def text(self) -> str:
+        """The failure and its sources on one line."""
+        return f"{self.what} [{'; '.join(self.sources)}]"
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a run showed: the peer's record, the DUT's cm events (peerexpect's names,
+    in order), and the scenario's own troubles (unmet step, peer error, DUT actions)."""
+
+    record: tuple[Mapping[str, Any], ...]
+    cm_events: tuple[str, ...]
+    troubles: tuple[str, ...] = ()
+
+    @property
+    def terminate(self) -> Term | None:
+        """The first TERMINATE the peer received, as (layer, etype, ecode)."""
+        for entry in self.record:
+            fields = entry.get("fields", {})
+            if entry["dir"] == "rx" and fields.get("opcode") == "terminate":
+                # A value the codec could not read as an int (a fuzzed frame) is -1.
+                got = [fields.get(k) for k in ("layer", "etype", "ecode")]
+                layer, etype, ecode = (v if isinstance(v, int) else -1 for v in got)
+                return (layer, etype, ecode)
+        return None
+
+    @property
+    def close(self) -> Close:
+        """The DUT's close as the peer saw it first: ``fin``, ``rst``, or ``none``."""
+        for entry in self.record:
+            if entry["dir"] == "rx" and entry["frame"] in ("fin", "rst"):
+                return "fin" if entry["frame"] == "fin" else "rst"
+        return "none"
+
+    def close_after_s(self) -> float | None:
+        """Seconds from the peer's last frame before the DUT's close to that close."""
+        last_tx = None
+        for entry in self.record:
+            if entry["dir"] == "tx":
+                last_tx = entry["t_ns"]
+            elif entry["frame"] in ("fin", "rst"):
+                return None if last_tx is None else (entry["t_ns"] - last_tx) / 1e9
+        return None
+
+
+@dataclass(frozen=True)
+class PeerVerdict:
+    """A scenario's run judged against ``provider``'s expectation."""
+
+    scenario: str
+    provider: str
+    expectation: PeerExpect
+    failures: tuple[Failure, ...]
+
+    @property
+    def ok(self) -> bool:
+        """The DUT reacted as its provider's expectation says."""
+        return not self.failures
+
+    @property
+    def known_finding(self) -> str:
+        """The expectation's departure from the RFC when the run held it ("" otherwise)."""
+        return self.expectation.finding if self.ok else ""
+
+    def to_text(self) -> str:
+        """The verdict in a few lines, each failure with its sources."""
+        head = f"peer scenario {self.scenario} against {self.provider}: "
+        if not self.ok:
+            return head + "FAILED\n" + "\n".join(f"  - {f.text()}" for f in self.failures)
+        if self.known_finding:
+            return head + f"as expected, a known finding: {self.known_finding}"
+        return head + "as expected"
+
+
+def judge(scenario: str, expectation: str, provider: str, seen: Observed) -> PeerVerdict:
+    """``seen`` against ``provider``'s expected reaction to class ``expectation``;
+    InputError when peerexpect holds none for them."""
+    exp = expect(provider, expectation)
+    sources = (*exp.sources, *RFC[Scenario(expectation)].sources)
+    failures = [
+        *_terminate(exp, seen, sources),
+        *_close(exp, seen, sources),
+        *_events(exp, seen, sources),
+        *_bound(exp, seen),
+    ]
+    if not exp.finding:
+        failures += [Failure(t, (f"the scenario {scenario}'s steps",)) for t in seen.troubles]
+    return PeerVerdict(scenario, provider, exp, tuple(failures))
+
+
+def _terminate(exp: PeerExpect, seen: Observed, sources: tuple[str, ...]) -> list[Failure]:
+    got = seen.terminate
+    if got == exp.terminate:
+        return []
+    want = "no TERMINATE" if exp.terminate is None else f"TERMINATE {decode(*exp.terminate)}"
+    have = "none" if got is None else decode(*got)
+    return [Failure(f"expected {want}, got {have}", sources)]
+
+
+def _close(exp: PeerExpect, seen: Observed, sources: tuple[str, ...]) -> list[Failure]:
+    if seen.close == exp.close:
+        return []
+    return [Failure(f"expected close {exp.close!r}, the peer saw {seen.close!r}", sources)]
+
+
+def _events(exp: PeerExpect, seen: Observed, sources: tuple[str, ...]) -> list[Failure]:
+    events = [e for e in seen.cm_events if e in CM_KINDS]
+    if _in_order(exp.cm_events, events) and (exp.cm_events or not events):
+        return []
+    want = ", ".join(exp.cm_events) or "none"
+    return [Failure(f"expected cm events {want} in order, the DUT saw {events or 'none'}", sources)]
+
+
+def _in_order(wanted: Sequence[str], events: Sequence[str]) -> bool:
+    rest = iter(events)
+    return all(any(e == w for e in rest) for w in wanted)
+
+
+def _bound(exp: PeerExpect, seen: Observed) -> list[Failure]:
+    took = seen.close_after_s()
+    if exp.bound_s is None or took is None or took <= exp.bound_s + BOUND_SLACK_S:
+        return []
+    what = f"closed {took:.2f} s after the peer's last frame, bound {exp.bound_s:g} s"
+    return [Failure(f"{what} + {BOUND_SLACK_S:g} s", exp.sources)]
+
+
+def record_text(record: Sequence[Mapping[str, Any]]) -> str:
+    """The peer's record, one frame a line: ms since its first, direction, kind and the
+    fields that tell frames apart (opcode, a TERMINATE's codes, MPA flags)."""
+    if not record:
+        return "  (the peer recorded no frame)"
+    t0 = record[0]["t_ns"]
+    lines = []
+    for entry in record:
+        fields = entry.get("fields", {})
+        shown = {k: fields[k] for k in _SHOWN if k in fields}
+        brief = " ".join(f"{k}={v}" for k, v in shown.items())
+        ms = (entry["t_ns"] - t0) / 1e6
+        lines.append(f"  {ms:9.1f} ms {entry['dir']} {entry['frame']} {brief}".rstrip())
+    return "\n".join(lines)
+
+
+_SHOWN = ("opcode", "layer", "etype", "ecode", "rev", "m", "c", "r", "crc_ok", "stag", "msn")

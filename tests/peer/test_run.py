@@ -1,0 +1,186 @@
+"""The peer run's judge (hil/peer/judge.py) on hand-made records, and the DUT actions'
+registry (hil/peer/run.py); the run itself is the lab's (suites/test_wire_conformance.py)."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+import pytest
+
+from hil.errors import InputError
+from hil.judge.peerexpect import expect
+from hil.peer.builtin import SCENARIOS
+from hil.peer.judge import BOUND_SLACK_S, Observed, judge, record_text
+from hil.peer.run import ACTIONS, DRAIN_S, SEGMENT_SLACK_S, _segment_s
+from hil.peer.scenario import DutAction
+
+MS = 1_000_000  # ns
+
+
+def tx(t_ms: float, frame: str, **fields: Any) -> dict[str, Any]:
+    return {"t_ns": int(t_ms * MS), "dir": "tx", "frame": frame, "fields": fields}
+
+
+def rx(t_ms: float, frame: str, **fields: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"t_ns": int(t_ms * MS), "dir": "rx", "frame": frame}
+    return {**entry, "fields": fields} if fields else entry
+
+
+CONNECTED = (
+    tx(0, "mpa_request", rev=2, c=1),
+    rx(50, "mpa_reply", rev=2, c=1),
+)
+ESTABLISHED = ("connect_request", "established")
+
+
+def seen(
+    *record: dict[str, Any], events: tuple[str, ...] = (), troubles: tuple[str, ...] = ()
+) -> Observed:
+    return Observed(tuple(record), events, troubles)
+
+
+def terminate(t_ms: float, layer: int, etype: int, ecode: int) -> dict[str, Any]:
+    return rx(t_ms, "fpdu", opcode="terminate", layer=layer, etype=etype, ecode=ecode)
+
+
+def test_a_siw_reaction_as_expected_passes() -> None:
+    run = seen(
+        *CONNECTED,
+        tx(60, "fpdu", opcode="write", stag=0xDEAD00),
+        terminate(65, 1, 1, 0),
+        rx(66, "fin"),
+        events=(*ESTABLISHED, "disconnected"),
+    )
+    verdict = judge("write-invalid-stag", "invalid_stag", "siw", run)
+    assert verdict.ok, verdict.to_text()
+    assert not verdict.known_finding
+    assert verdict.to_text().endswith("as expected")
+
+
+def test_a_wrong_terminate_fails_citing_the_driver_source_and_the_rfc() -> None:
+    run = seen(
+        *CONNECTED,
+        tx(60, "fpdu", opcode="write"),
+        terminate(65, 0, 1, 0),
+        rx(66, "fin"),
+        events=(*ESTABLISHED, "disconnected"),
+    )
+    verdict = judge("write-invalid-stag", "invalid_stag", "siw", run)
+    [failure] = verdict.failures
+    assert "expected TERMINATE DDP / Tagged Buffer Error / Invalid STag" in failure.what
+    assert "got RDMAP" in failure.what
+    assert any("siw_qp_rx.c:562-571" in s for s in failure.sources)
+    assert "RFC 5041 7.2" in failure.sources
+
+
+def test_no_terminate_and_no_close_are_two_failures() -> None:
+    run = seen(*CONNECTED, tx(60, "fpdu", opcode="write"), events=ESTABLISHED)
+    verdict = judge("write-invalid-stag", "invalid_stag", "siw", run)
+    whats = [f.what for f in verdict.failures]
+    assert any("got none" in w for w in whats)
+    assert "expected close 'fin', the peer saw 'none'" in whats
+
+
+def test_a_close_where_none_is_expected_fails() -> None:
+    run = seen(*CONNECTED, tx(60, "fpdu", opcode="send"), rx(70, "rst"), events=ESTABLISHED)
+    verdict = judge("v2-connect-send", "mpa_rev2", "siw", run)
+    assert [f.what for f in verdict.failures] == ["expected close 'none', the peer saw 'rst'"]
+
+
+def test_cm_events_expected_in_order_others_between() -> None:
+    run = seen(*CONNECTED, events=("connect_request", "route_resolved", "established"))
+    assert judge("v2", "mpa_rev2", "siw", run).ok
+    late = seen(*CONNECTED, events=("established", "connect_request"))
+    [failure] = judge("v2", "mpa_rev2", "siw", late).failures
+    assert "expected cm events connect_request, established in order" in failure.what
+
+
+def test_no_cm_events_expected_means_the_application_saw_none() -> None:
+    bad_key = (tx(0, "mpa_request", key="4d50412049442052657020467261d565"), rx(20, "fin"))
+    assert judge("mpa-bad-key", "wrong_key", "siw", seen(*bad_key)).ok
+    verdict = judge("mpa-bad-key", "wrong_key", "siw", seen(*bad_key, events=("connect_request",)))
+    [failure] = verdict.failures
+    assert "expected cm events none" in failure.what
+
+
+def test_the_bound_is_the_close_after_the_peers_last_frame() -> None:
+    bound = expect("siw", "incomplete_request").bound_s
+    assert bound is not None
+    on_time = seen(tx(0, "mpa_request"), rx((bound + BOUND_SLACK_S) * 1000 - 1, "fin"))
+    assert judge("mpa-incomplete-request", "incomplete_request", "siw", on_time).ok
+    late = seen(tx(0, "mpa_request"), rx((bound + BOUND_SLACK_S) * 1000 + 500, "fin"))
+    [failure] = judge("mpa-incomplete-request", "incomplete_request", "siw", late).failures
+    assert failure.what.startswith("closed 6.50 s after the peer's last frame, bound 5 s")
+    assert any("siw_cm.h:75" in s for s in failure.sources)
+
+
+def test_the_scenarios_own_troubles_fail_only_where_the_provider_keeps_to_the_rfc() -> None:
+    troubles = ("step 5: no mpa_reply in time",)
+    run = seen(*CONNECTED, events=ESTABLISHED, troubles=troubles)
+    [failure] = judge("v2", "mpa_rev2", "siw", run).failures
+    assert failure.what == troubles[0]
+    assert failure.sources == ("the scenario v2's steps",)
+    # siw's known departure stops the scenario's steps by nature: no failure of its own
+    reply = seen(
+        rx(0, "mpa_request"),
+        tx(10, "mpa_reply"),
+        tx(10, "fpdu", opcode="send"),
+        rx(12, "rst"),
+        events=("connect_error",),
+        troubles=("DUT action recv: no receive completed",),
+    )
+    verdict = judge("reply-with-first-fpdu", "reply_and_fpdu_one_segment", "siw", reply)
+    assert verdict.ok, verdict.to_text()
+    assert "reads up to 4 bytes past the Reply" in verdict.known_finding
+    assert "a known finding" in verdict.to_text()
+
+
+def test_a_siw_terminate_is_judged_as_it_goes_on_the_wire() -> None:
+    # Measured: siw means LLP/MPA/CRC (2, 0, 2) and sends (0, 2, 2) (peerexpect).
+    run = seen(
+        *CONNECTED,
+        tx(60, "fpdu", opcode="send", crc="bad"),
+        terminate(63, 0, 2, 2),
+        rx(64, "fin"),
+        events=(*ESTABLISHED, "disconnected"),
+    )
+    verdict = judge("send-bad-crc", "bad_crc", "siw", run)
+    assert verdict.ok, verdict.to_text()
+    assert "Layer and EType" in verdict.known_finding
+
+
+def test_a_terminate_with_unreadable_codes_is_judged_not_raised() -> None:
+    run = seen(*CONNECTED, rx(60, "fpdu", opcode="terminate", layer="?"), rx(61, "fin"))
+    assert run.terminate == (-1, -1, -1)
+    verdict = judge("send-bad-crc", "bad_crc", "siw", run)
+    assert any("unknown layer" in f.what for f in verdict.failures)
+
+
+def test_unknown_provider_or_class_is_a_clear_input_error() -> None:
+    with pytest.raises(InputError, match="no peer expectations for provider 'mlx5'"):
+        judge("x", "bad_crc", "mlx5", seen())
+    with pytest.raises(InputError, match="no expectation for scenario 'nonsense'"):
+        judge("x", "nonsense", "siw", seen())
+
+
+def test_record_text_shows_one_frame_a_line() -> None:
+    text = record_text([*CONNECTED, terminate(65, 1, 1, 0), rx(66, "fin")])
+    lines = text.splitlines()
+    assert lines[0].split() == ["0.0", "ms", "tx", "mpa_request", "rev=2", "c=1"]
+    assert "layer=1 etype=1 ecode=0" in lines[2]
+    assert lines[3].split() == ["66.0", "ms", "rx", "fin"]
+    assert "no frame" in record_text([])
+
+
+def test_every_dut_action_of_the_scenario_format_is_registered() -> None:
+    assert set(ACTIONS.names()) == set(get_args(DutAction))
+
+
+def test_every_built_in_has_a_siw_expectation() -> None:
+    for scenario in SCENARIOS:
+        assert expect("siw", scenario.expectation) is not None
+
+
+def test_a_segment_waits_for_every_wait_of_the_scenario() -> None:
+    scenario = SCENARIOS["mpa-incomplete-request"]
+    assert _segment_s(scenario) == pytest.approx(65.0 + DRAIN_S + SEGMENT_SLACK_S)
