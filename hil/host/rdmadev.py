@@ -24,14 +24,6 @@ if TYPE_CHECKING:
     from hil.inventory.model import Rnic
 
 SYSFS_IB = "/sys/class/infiniband"
-# The RDMA driver on the PCI function a netdev driver binds, where the RDMA
-# device has no node_desc to tell it: irdma never sets one (no node_desc in
-# drivers/infiniband/hw/irdma, Linux 6.1 and 6.12), and its device's parent is
-# the PCI function (verbs.c irdma_init_rdma_device: dev.parent = &pcidev->dev),
-# bound by ice (E810) or i40e (X722), whose auxiliary devices irdma binds
-# (main.c irdma_auxiliary_id_table: ice.iwarp, ice.roce; i40iw_if.c: i40e.iwarp).
-# Used when no registered provider names these parent drivers.
-RDMA_DRIVER_OF_PARENT: dict[str, str] = {"ice": "irdma", "i40e": "irdma"}
 SYSFS_NET = "/sys/class/net"
 READ_TIMEOUT = 15.0
 
@@ -72,7 +64,7 @@ def device_driver(agent: Agent, host: str, device: str) -> str:
     Its ``node_desc`` names the registered providers (iw_cxgb4's parent PCI
     function is bound by ``cxgb4``, not ``iw_cxgb4``, so the description comes
     first); else the driver of its parent device (irdma's, with an empty
-    ``node_desc``, is ``ice`` or ``i40e``: :data:`RDMA_DRIVER_OF_PARENT`).
+    ``node_desc``, is ``ice`` or ``i40e``, its spec's ``parent_drivers``).
     """
     base = posixpath.join(SYSFS_IB, device)
     desc = read_file(agent, host, posixpath.join(base, "node_desc"))
@@ -88,8 +80,7 @@ def device_driver(agent: Agent, host: str, device: str) -> str:
         try:
             return provider_named(parent).driver
         except InputError:
-            # a driver hil has no profile for: the profile says so
-            return RDMA_DRIVER_OF_PARENT.get(parent, parent)
+            return parent  # a driver hil has no profile for: the profile says so
     raise RemoteError(
         host,
         f"RDMA device {device}: cannot tell its driver (node_desc "
