@@ -116,6 +116,12 @@ TOOLS: tuple[Tool, ...] = (
         "a port's NIC counters (ethtool -S) before and after a test (hil/host/hwevidence.py)",
     ),
     Tool(
+        "devlink",
+        "iproute2",
+        _H,
+        "an E810's RDMA mode (enable_iwarp) and NVM versions (hil/host/irdmachecks.py)",
+    ),
+    Tool(
         "rdma",
         "iproute2",
         _HG,

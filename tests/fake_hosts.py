@@ -11,7 +11,8 @@ kernel here cannot do (RDMA) and for failure paths.
 by ``cat``/``readlink -f``/``stat -c %a``/``tee``, its recorded commands, and
 ``driver_info``/``rdma_links`` parsed from its recorded ``ethtool -i`` and
 ``rdma -j link show``; a test changes the copy (``write``, ``record``) to
-plant a fault.  ``t6_hosts`` builds the recorded T6 pair with its inventory.
+plant a fault.  ``t6_hosts`` builds the recorded T6 pair with its inventory,
+``e810_hosts`` the recorded E810 pair (``tests/data/e810``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from hil.inventory.model import (
 from hil.inventory.modparams import MODULE_PARAMS
 
 T6_DATA = Path(__file__).resolve().parent / "data" / "t6"
+E810_DATA = T6_DATA.parent / "e810"
 SIW_DESC = "Software iWARP stack"  # siw_main.c SIW_NODE_DESC_COMMON
 CXGB4_DESC = "cxgb4 Chelsio Communications"  # iw_cxgb4.h C4IW_NODE_DESC
 
@@ -489,5 +491,26 @@ def t6_hosts(workdir: Path, inventory: Inventory | None = None) -> FakeHosts:
     inventory = inventory or t6_inventory()
     agents: dict[str, FakeAgent] = {
         name: FakeAgent.recorded(name, T6_DATA / name, workdir) for name in ("t6a", "t6b")
+    }
+    return FakeHosts(inventory, agents=agents)
+
+
+E810_NETDEV = "ens1f0"
+E810_FIRMWARE = "4.40"  # the NVM version tests/data/e810 records (ethtool -i, devlink fw.psid.api)
+
+
+def e810_inventory(module_params: tuple[PinnedParam, ...] = ()) -> Inventory:
+    """The recorded E810 pair's inventory (``tests/data/e810/inventory.yaml``: hosts
+    e810a/e810b, port p0 = irdma0 on ens1f0, link e810)."""
+    inv = load(E810_DATA / "inventory.yaml")
+    link = dataclasses.replace(inv.links["e810"], module_params=module_params)
+    return dataclasses.replace(inv, links={"e810": link})
+
+
+def e810_hosts(workdir: Path, inventory: Inventory | None = None) -> FakeHosts:
+    """``FakeHosts`` for the recorded E810 pair (``e810_inventory`` unless given) in ``workdir``."""
+    inventory = inventory or e810_inventory()
+    agents: dict[str, FakeAgent] = {
+        name: FakeAgent.recorded(name, E810_DATA / name, workdir) for name in ("e810a", "e810b")
     }
     return FakeHosts(inventory, agents=agents)

@@ -5,7 +5,8 @@ fallback pair setup uses or creates), its driver in sysfs, that it has a
 port on the inventory's netdev and the port's state, the netdev's driver and
 firmware (``ethtool -i``'s ioctl) under the host's ``firmware_policy``, its
 link speed and MTU, iwpmd where the provider needs it, and the provider's
-module parameters.  Everything is read; nothing is changed.
+module parameters; an irdma port also :mod:`hil.host.irdmachecks`'s.
+Everything is read; nothing is changed.
 
 The device checks are :mod:`hil.host.portdevice`'s, the firmware, speed and
 MTU checks :mod:`hil.host.portlink`'s, the port they add findings to
@@ -21,6 +22,8 @@ from hil import tools
 from hil.errors import RemoteError
 from hil.host.checkedport import CheckedPort
 from hil.host.findings import Finding, Phase, Status
+from hil.host.irdmachecks import DevlinkParams, check_irdma
+from hil.host.irdmadev import IRDMA
 from hil.host.modparams import read_params
 from hil.host.portdevice import check_device
 from hil.host.portlink import check_firmware, check_mtu, check_speed
@@ -39,7 +42,9 @@ if TYPE_CHECKING:
 # Without iwpmd the mapping is skipped and the kernel logs
 # "iwpm_register_pid: Unable to send a nlmsg".  siw runs on the host's own TCP
 # sockets and says so: siw_main.c sets IW_F_NO_PORT_MAP.
-NEEDS_IWPMD: dict[str, bool] = {"iw_cxgb4": True, "siw": False}
+# irdma sets no IW_F_NO_PORT_MAP (drivers/infiniband/hw/irdma, 6.1 and 6.12):
+# it offloads TCP as iw_cxgb4 does, and iw_cm maps its ports.
+NEEDS_IWPMD: dict[str, bool] = {"iw_cxgb4": True, "irdma": True, "siw": False}
 IWPMD_FIX = (
     "start it (systemctl enable --now iwpmd; it comes with rdma-core): without it "
     "the offloaded connections' ports are not reserved on the host"
@@ -54,6 +59,7 @@ class PortView:
     driver: str | None  # the device's driver (None: unknown)
     mtu: int | None  # the MTU a run uses: the inventory's (setup sets it), else the current
     params: dict[str, str] | None = field(default=None)  # the driver's parameters; None: unread
+    devlink: DevlinkParams | None = None  # an irdma port's PCI function's devlink parameters
 
 
 def check_port(
@@ -71,7 +77,8 @@ def check_port(
     if driver is None:
         return port.findings, PortView(host.name, None, mtu)
     _iwpmd(port, driver)
-    return port.findings, PortView(host.name, driver, mtu, _params(port, driver))
+    devlink = check_irdma(port, rnic.rdma_device) if driver == IRDMA and rnic.rdma_device else None
+    return port.findings, PortView(host.name, driver, mtu, _params(port, driver), devlink)
 
 
 def _iwpmd(port: CheckedPort, driver: str) -> None:

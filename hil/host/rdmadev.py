@@ -63,12 +63,14 @@ def device_driver(agent: Agent, host: str, device: str) -> str:
 
     Its ``node_desc`` names the registered providers (iw_cxgb4's parent PCI
     function is bound by ``cxgb4``, not ``iw_cxgb4``, so the description comes
-    first); else the driver of its parent device.
+    first); else the driver of its parent device (irdma's, with an empty
+    ``node_desc``, is ``ice`` or ``i40e``, its spec's ``parent_drivers``).
     """
     base = posixpath.join(SYSFS_IB, device)
     desc = read_file(agent, host, posixpath.join(base, "node_desc"))
     for spec in PROVIDERS:
-        if desc.startswith(spec.node_desc):
+        # an empty node_desc in a spec would claim every device
+        if spec.node_desc and desc.startswith(spec.node_desc):
             return spec.driver
     link = agent.run(
         tools.argv("readlink", "-f", posixpath.join(base, "device", "driver")), timeout=READ_TIMEOUT

@@ -89,6 +89,7 @@ def pair_readiness(
     a, b = views
     findings.append(_mtu_ends(pair.name, a, b))
     findings += _params_agree(pair, a, b, phase)
+    findings += _devlink_agree(pair.name, a, b)
     return Readiness(pair.name, tuple(findings))
 
 
@@ -158,3 +159,31 @@ def _params_agree(pair: Pair, a: PortView, b: PortView, phase: Phase) -> list[Fi
             )
         )
     return findings
+
+
+def _devlink_agree(name: str, a: PortView, b: PortView) -> list[Finding]:
+    """An irdma pair's devlink parameters (ice's, on each end's PCI function): alike on both.
+
+    hil pins none of them, so one that differs (6.12's ``local_forwarding``,
+    ``tx_scheduling_layers``; ``enable_iwarp`` fails the end's ``rdma-mode``
+    too) makes the two ends different machines.
+    """
+    if a.devlink is None or b.devlink is None:
+        return []
+    va, vb = a.devlink.values, b.devlink.values
+    differ = sorted(n for n in set(va) | set(vb) if va.get(n) != vb.get(n))
+    if not differ:
+        return [Finding("devlink-params", name, "ok", f"{len(va)} alike on both hosts")]
+    return [
+        Finding(
+            "devlink-param",
+            name,
+            "fail",
+            f"{n} differs: {a.host} {va.get(n, 'absent')}, {b.host} {vb.get(n, 'absent')}",
+            "the same value on both hosts",
+            f"set it alike: devlink dev param set {a.devlink.handle} name {n} value V "
+            f"cmode CMODE on {a.host} (and {b.devlink.handle} on {b.host}); hil does "
+            "not set devlink parameters",
+        )
+        for n in differ
+    ]

@@ -11,6 +11,12 @@ or ``options`` in ``/etc/modprobe.d``), so a run cannot set it.
 siw has no module parameters: in 6.1 its settings (``mpa_crc_required``,
 ``peer_to_peer``, ``try_gso`` ... in ``drivers/infiniband/sw/siw/siw_main.c``,
 ``rtr_type`` in ``siw_cm.c``) are ``const`` globals fixed at build time.
+
+irdma has none either: ``drivers/infiniband/hw/irdma`` declares no
+``module_param`` in 6.1 or 6.12 (Intel's out-of-tree irdma has some, such as
+``roce_ena``).  What decides how it runs is ice's devlink parameters
+(``enable_iwarp``, ``enable_roce``), which ``hil host doctor`` checks and
+compares between the hosts (:mod:`hil.host.irdmachecks`) but hil does not pin.
 """
 
 from __future__ import annotations
@@ -86,6 +92,13 @@ MODULE_PARAMS: dict[str, dict[str, ModuleParam]] = {
         **_params("iw_cxgb4", _CXGB4_DEVICE, False, c4iw_wr_log="0", c4iw_wr_log_size_order="12"),
     },
     "siw": {},
+    "irdma": {},
+}
+# Why a driver with an empty mapping has no parameters, for the message that refuses one.
+NO_PARAMS_WHY: dict[str, str] = {
+    "siw": "its settings are compile-time constants",
+    "irdma": "the in-tree driver declares none; its RDMA mode is ice's devlink parameter "
+    "enable_iwarp, which hil checks (hil host doctor) but does not set",
 }
 
 
@@ -98,9 +111,7 @@ def module_param(driver: str, name: str) -> ModuleParam:
         )
     params = MODULE_PARAMS[driver]
     if not params:
-        raise KeyError(
-            f"{driver} has no module parameters (its settings are compile-time constants)"
-        )
+        raise KeyError(f"{driver} has no module parameters ({NO_PARAMS_WHY[driver]})")
     if name not in params:
         close = difflib.get_close_matches(name, params, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""

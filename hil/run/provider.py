@@ -3,12 +3,15 @@
 Read on both hosts, never taken from the inventory: the RDMA device pair
 setup chose (the inventory's, or a siw fallback it created), that device's
 driver (its ``node_desc`` in sysfs, else the driver of its parent device,
-matched against the registered providers of :mod:`hil.judge.profiles`), and
+matched against the registered providers of :mod:`hil.judge.profiles`; irdma,
+which has no ``node_desc``, by its PCI function's driver ``ice`` or ``i40e``), and
 the settings that shape the provider's profile (``net.ipv4.tcp_retries2``
 for siw, iw_cxgb4's ``ep_timeout_secs``).  Each host gets the profile of its
 own driver and settings; a pair whose hosts' profiles differ (a mixed pair,
 siw on one side and iw_cxgb4 on the other, or different ``ep_timeout_secs``)
-is judged by a :class:`~hil.judge.profiles.PairProfile` holding both.
+is judged by a :class:`~hil.judge.profiles.PairProfile` holding both.  An
+irdma device in RoCEv2 mode is refused (:class:`~hil.errors.NotReady`) with
+the devlink commands that switch it to iWARP (:mod:`hil.host.irdmadev`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hil.errors import InputError, RemoteError
+from hil.errors import InputError, NotReady, RemoteError
+from hil.host.irdmadev import IRDMA, roce_refusal
 from hil.host.rdmadev import device_driver, read_file
 from hil.judge.profiles import PROVIDERS, Profile, Profiles, ProviderSpec, pair_profile, profile_for
 
@@ -120,6 +124,11 @@ def _host_provider(hosts: Hosts, port: PortState, rnic: Rnic) -> HostProvider:
         )
     agent = hosts.agent(port.host)
     driver = device_driver(agent, port.host, port.rdma_device)
+    # irdma runs iWARP or RoCEv2 on one device (ice's choice); a contract
+    # profile of iWARP would judge RoCE connections that are none of it.
+    refusal = roce_refusal(agent, port.host, port.rdma_device) if driver == IRDMA else ""
+    if refusal:
+        raise NotReady(refusal)
     return HostProvider(
         port.host,
         port.rdma_device,

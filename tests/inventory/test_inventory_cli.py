@@ -22,7 +22,7 @@ Hil = Callable[..., subprocess.CompletedProcess[str]]
 def test_check_example(hil: Hil) -> None:
     done = hil("inventory", "check", EXAMPLE)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"{EXAMPLE}: ok (8 hosts, 3 links)\n"
+    assert done.stdout == f"{EXAMPLE}: ok (10 hosts, 4 links)\n"
 
 
 def test_check_reports_every_file(hil: Hil, tmp_path: Path) -> None:
@@ -31,7 +31,7 @@ def test_check_reports_every_file(hil: Hil, tmp_path: Path) -> None:
     missing = tmp_path / "missing.yaml"
     done = hil("inventory", "check", str(bad), str(REPO / EXAMPLE), str(missing))
     assert done.returncode == 1
-    assert done.stdout == f"{REPO / EXAMPLE}: ok (8 hosts, 3 links)\n"
+    assert done.stdout == f"{REPO / EXAMPLE}: ok (10 hosts, 4 links)\n"
     assert done.stderr.splitlines() == [
         f"{bad}:3: hosts.a.ssh.prot: unknown key 'prot' (did you mean 'port'? allowed: "
         "connect_timeout, host, host_key_policy, identity_file, jump, key_passphrase, "
@@ -42,7 +42,7 @@ def test_check_reports_every_file(hil: Hil, tmp_path: Path) -> None:
 
 def test_check_without_file_uses_global_inventory_option(hil: Hil) -> None:
     done = hil("--inventory", EXAMPLE, "inventory", "check")
-    assert (done.returncode, done.stdout) == (0, f"{EXAMPLE}: ok (8 hosts, 3 links)\n")
+    assert (done.returncode, done.stdout) == (0, f"{EXAMPLE}: ok (10 hosts, 4 links)\n")
 
 
 def test_no_inventory_at_all_is_bad_input(hil: Hil) -> None:
@@ -73,7 +73,7 @@ def test_show_require_filters_pairs(hil: Hil) -> None:
         "inventory", "show", EXAMPLE, "--require", "driver=iw_cxgb4", "--require", "mtu<9000"
     )
     assert done.returncode == 0
-    assert "pairs meeting driver=iw_cxgb4 mtu<9000: 1 of 3" in done.stdout
+    assert "pairs meeting driver=iw_cxgb4 mtu<9000: 1 of 4" in done.stdout
     pairs = [line.split()[0] for line in done.stdout.split("PAIR", 1)[1].splitlines()[1:]]
     assert pairs == ["t5-pair-1"]
 
@@ -115,7 +115,7 @@ def test_show_json_round_trip(hil: Hil, tmp_path: Path) -> None:
     again = tmp_path / "again.json"
     again.write_text(json.dumps(doc))
     check = hil("inventory", "check", str(again))
-    assert (check.returncode, check.stdout) == (0, f"{again}: ok (8 hosts, 3 links)\n")
+    assert (check.returncode, check.stdout) == (0, f"{again}: ok (10 hosts, 4 links)\n")
     original = load(REPO / EXAMPLE)
     reloaded = load(again)
     assert (reloaded.hosts, reloaded.links) == (original.hosts, original.links)
@@ -125,7 +125,7 @@ def test_show_json_with_require(hil: Hil) -> None:
     done = hil("inventory", "show", EXAMPLE, "--json", "--require", "fallback=siw")
     doc = json.loads(done.stdout)
     assert [p["name"] for p in doc["pairs"]] == ["siw-pair-1"]
-    assert len(doc["links"]) == 3  # the inventory itself is shown whole
+    assert len(doc["links"]) == 4  # the inventory itself is shown whole
 
 
 def test_help_lists_inventory_actions(hil: Hil) -> None:

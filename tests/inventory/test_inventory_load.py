@@ -27,11 +27,12 @@ def example() -> Inventory:
     return load(EXAMPLE)
 
 
-def test_example_has_two_chelsio_pairs_and_one_siw_pair(example: Inventory) -> None:
+def test_example_has_two_chelsio_pairs_an_e810_pair_and_a_siw_pair(example: Inventory) -> None:
     drivers = {p.name: (p.rnic_a.driver, p.rnic_b.driver) for p in example.pairs()}
     assert drivers == {
         "t6-pair-1": ("iw_cxgb4", "iw_cxgb4"),
         "t5-pair-1": ("iw_cxgb4", "iw_cxgb4"),
+        "e810-pair-1": ("irdma", "irdma"),
         "siw-pair-1": ("siw", "siw"),
     }
     siw = example.pair("siw-pair-1")
@@ -249,7 +250,12 @@ def test_load_from_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_document_loads_back_into_an_equal_inventory(example: Inventory, tmp_path: Path) -> None:
     doc = inventory_document(example)
-    assert [p["name"] for p in doc.pop("pairs")] == ["t6-pair-1", "t5-pair-1", "siw-pair-1"]
+    assert [p["name"] for p in doc.pop("pairs")] == [
+        "t6-pair-1",
+        "t5-pair-1",
+        "e810-pair-1",
+        "siw-pair-1",
+    ]
     # JSON is YAML, so the document (without its pairs summary) is an inventory.
     again = load(_write(tmp_path / "again.yaml", json.dumps(doc)))
     assert again.hosts == example.hosts

@@ -76,25 +76,26 @@ def test_parse_errors(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("requirements", "pairs"),
     [
-        ([], ["t6-pair-1", "t5-pair-1", "siw-pair-1"]),
+        ([], ["t6-pair-1", "t5-pair-1", "e810-pair-1", "siw-pair-1"]),
         (["driver=iw_cxgb4"], ["t6-pair-1", "t5-pair-1"]),
-        (["driver!=iw_cxgb4"], ["siw-pair-1"]),
-        (["speed>=25000"], ["t6-pair-1", "t5-pair-1"]),
-        (["speed>25000"], ["t5-pair-1"]),
+        (["driver!=iw_cxgb4"], ["e810-pair-1", "siw-pair-1"]),
+        (["driver=irdma"], ["e810-pair-1"]),
+        (["speed>=25000"], ["t6-pair-1", "t5-pair-1", "e810-pair-1"]),
+        (["speed>25000"], ["t5-pair-1", "e810-pair-1"]),
         (["speed<25000"], ["siw-pair-1"]),
         (["speed=10000"], ["siw-pair-1"]),
-        (["speed!=10000"], ["t6-pair-1", "t5-pair-1"]),
-        (["mtu>=9000"], ["t6-pair-1"]),
+        (["speed!=10000"], ["t6-pair-1", "t5-pair-1", "e810-pair-1"]),
+        (["mtu>=9000"], ["t6-pair-1", "e810-pair-1"]),
         (["mtu<=1500", "driver=iw_cxgb4"], ["t5-pair-1"]),
         (["tag=t6"], ["t6-pair-1"]),  # link tag and both hosts' tag
         (["tag=chelsio"], ["t6-pair-1", "t5-pair-1"]),  # link tag only
         (["tag=rack4"], ["t5-pair-1"]),  # both hosts' tag only
-        (["tag!=chelsio"], ["siw-pair-1"]),
+        (["tag!=chelsio"], ["e810-pair-1", "siw-pair-1"]),
         (["host=t5-b"], ["t5-pair-1"]),
-        (["host!=t5-b"], ["t6-pair-1", "siw-pair-1"]),
+        (["host!=t5-b"], ["t6-pair-1", "e810-pair-1", "siw-pair-1"]),
         (["pair=siw-pair-1"], ["siw-pair-1"]),
-        (["link!=siw-pair-1"], ["t6-pair-1", "t5-pair-1"]),
-        (["pull=command"], ["t6-pair-1", "t5-pair-1"]),
+        (["link!=siw-pair-1"], ["t6-pair-1", "t5-pair-1", "e810-pair-1"]),
+        (["pull=command"], ["t6-pair-1", "t5-pair-1", "e810-pair-1"]),
         (["pull=blackhole"], ["siw-pair-1"]),
         (["pull=carrier"], []),
         (["pull!=command"], ["siw-pair-1"]),
@@ -111,7 +112,7 @@ def test_select_on_example(example: Inventory, requirements: list[str], pairs: l
 
 def test_select_takes_parsed_requirements(example: Inventory) -> None:
     req = parse_requirement("speed>=40000")
-    assert [p.name for p in select(example, [req])] == ["t5-pair-1"]
+    assert [p.name for p in select(example, [req])] == ["t5-pair-1", "e810-pair-1"]
 
 
 MIXED = """\
