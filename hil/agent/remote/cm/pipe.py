@@ -12,7 +12,6 @@ the zygote reports when it reaps it.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import os
@@ -59,7 +58,7 @@ class WorkerProcess:
         weakref.finalize(self, os.close, self._pidfd)
         self._stdin = os.fdopen(stdin_w, "wb")
         self._stdout = os.fdopen(stdout_r, "rb")
-        self._stderr_pipe = os.fdopen(stderr_r, "rb")
+        self._stderr = spawn.StderrTail(os.fdopen(stderr_r, "rb"))
         self._pending: dict[int, _Slot] = {}
         self._lock = threading.Lock()
         self._next = 1
@@ -69,9 +68,7 @@ class WorkerProcess:
         self._exited = False
         self._status_lock = threading.Lock()  # not _lock: call() holds that in _gone()
         self._status: int | None = None
-        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read(self) -> None:
         with self._stdout:
@@ -99,11 +96,6 @@ class WorkerProcess:
                 slot.answer = msg
                 slot.event.set()
 
-    def _read_stderr(self) -> None:
-        with self._stderr_pipe:
-            for line in self._stderr_pipe:
-                self._stderr.append(line.decode("utf-8", "replace").rstrip())
-
     def wait(self, timeout: float) -> int | None:
         """Wait for the worker's exit; its status (negative: the signal that killed it), or
         None when the zygote did not report it.  TimeoutError if it still runs."""
@@ -122,11 +114,10 @@ class WorkerProcess:
             status = self.wait(2)
         except TimeoutError:
             status = None
-        tail = " / ".join(list(self._stderr)[-3:])
         return OpError(
             "cm_worker_died",
             f"CM endpoint {self.number} (pid {self.pid}) {what} "
-            f"(exit status {status}){': ' + tail if tail else ''}",
+            f"(exit status {status}){self._stderr.suffix()}",
             endpoint=self.number,
             pid=self.pid,
             status=status,

@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import threading
-from typing import Any
+from typing import IO, Any
 
 from ..errors import OpError
 
@@ -86,6 +86,28 @@ class _Spawner:
 _spawner = _Spawner()
 
 
+class StderrTail:
+    """The last lines a process wrote to its stderr pipe, read by a thread of its own."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe
+        self._lines: collections.deque[str] = collections.deque(maxlen=20)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        with self._pipe:
+            for line in self._pipe:
+                self._lines.append(line.decode("utf-8", "replace").rstrip())
+
+    def suffix(self, settle: float = 0.0) -> str:
+        """``": "`` and its last three lines, or "" if it wrote none; waits up to
+        ``settle`` for the rest of what an exited process wrote."""
+        self._reader.join(settle)
+        tail = " / ".join(list(self._lines)[-3:])
+        return f": {tail}" if tail else ""
+
+
 class Zygote:
     """One running zygote: its socket, the answer a fork waits for, its children's exits."""
 
@@ -105,11 +127,10 @@ class Zygote:
         self._exits: dict[int, int] = {}
         self._cond = threading.Condition()
         self.dead = False
-        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        assert self.proc.stderr is not None
+        self._stderr = StderrTail(self.proc.stderr)
         self._next = 1
         threading.Thread(target=self._read, daemon=True).start()
-        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
-        self._stderr_reader.start()
 
     def _read(self) -> None:
         while True:
@@ -137,24 +158,15 @@ class Zygote:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)  # reaped, not left a zombie
 
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        with self.proc.stderr:
-            for line in self.proc.stderr:
-                self._stderr.append(line.decode("utf-8", "replace").rstrip())
-
     def _failed(self, what: str) -> OpError:
         try:
             status: int | None = self.proc.wait(2)
         except subprocess.TimeoutExpired:
             status = None
-        else:
-            self._stderr_reader.join(2)  # what it wrote before it exited
-        tail = " / ".join(list(self._stderr)[-3:])
         return OpError(
             "os",
             f"the CM zygote (pid {self.pid}) {what} (exit status {status})"
-            f"{': ' + tail if tail else ''}",
+            f"{self._stderr.suffix(2 if status is not None else 0)}",
             pid=self.pid,
             status=status,
         )
