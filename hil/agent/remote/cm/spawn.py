@@ -192,7 +192,8 @@ class Zygote:
             if msg.get("id") == rid:
                 break
             for pidfd in pidfds:  # a fork we gave up waiting for: its child is no one's
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
                 os.close(pidfd)
         if "error" in msg or len(pidfds) != 1:
             raise OpError("os", f"the CM zygote (pid {self.pid}) cannot fork: {msg.get('error')}")
