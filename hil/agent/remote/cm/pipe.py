@@ -1,86 +1,32 @@
 """A CM endpoint worker process as the agent drives it: started, called over its pipe, ended.
 
-The worker (``server.py``, from this same zipapp) answers one JSON line for
-each request line; a reader thread hands each answer to the request waiting
-for it, and keeps the tail of the worker's stderr for the error that tells
-it died.  Workers are started from one long-lived thread (:class:`_Spawner`)
-so that PR_SET_PDEATHSIG ties them to the agent, not to a request's thread.
+The worker (``server.py``, from this same zipapp) is forked by the agent's
+zygote (``spawn.py``, ``zygote.py``) with the three pipes made here as its
+stdin, stdout and stderr.  It answers one JSON line for each request line; a
+reader thread hands each answer to the request waiting for it, and keeps the
+tail of the worker's stderr for the error that tells it died.  The worker is
+not the agent's child: it is waited for and killed through a pidfd (which
+names it and no later process with its pid), and its exit status is the one
+the zygote reports when it reaps it.
 """
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import json
 import os
-import queue
+import select
 import signal
-import subprocess
-import sys
 import threading
-from typing import TYPE_CHECKING, Any
+import time
+import weakref
+from typing import Any
 
 from ..errors import OpError
 from ..hostclock import now_us
+from . import spawn
 
-_BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from hil_agent.remote.cm.server import main; main()"
-)
-# Where the agent's own hil_agent package was imported from, for the workers' sys.path:
-# the unpacked copy beside the zipapp (zipmain.py), whose bytecode Python caches, or the
-# zip itself where no copy could be made.  From the zip (sys.argv[0]) every worker
-# compiled every module it imports again: about 3x the start (0.13 s against 0.04 s
-# here, over a second on a TCG guest), paid for each endpoint a test opens.
-# This file is hil_agent/remote/cm/pipe.py there.
-_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-if TYPE_CHECKING:
-    # What the spawner thread hands back: the started worker, or why it could not start.
-    _Started = subprocess.Popen[bytes] | OSError
-
-
-class _Spawner:
-    """Starts workers from one thread that lives as long as the agent.
-
-    PR_SET_PDEATHSIG fires when the parent THREAD exits, and each agent
-    request runs in a short-lived thread: a worker started there would be
-    killed as soon as its cm_open returned.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.Queue[tuple[list[str], queue.Queue[_Started]]] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def popen(self, argv: list[str]) -> subprocess.Popen[bytes]:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, daemon=True)
-                self._thread.start()
-        done: queue.Queue[_Started] = queue.Queue()
-        self._jobs.put((argv, done))
-        started = done.get()
-        if isinstance(started, OSError):
-            raise started
-        return started
-
-    def _serve(self) -> None:
-        while True:
-            argv, done = self._jobs.get()
-            try:
-                done.put(
-                    subprocess.Popen(
-                        argv,
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        start_new_session=True,
-                    )
-                )
-            except OSError as e:
-                done.put(e)
-
-
-_spawner = _Spawner()
+KILL_WAIT_S = 10.0  # a SIGKILLed worker is gone by then, unless stuck in the kernel
 
 
 class _Slot:
@@ -96,22 +42,46 @@ class WorkerProcess:
 
     def __init__(self, number: int) -> None:
         self.number = number
-        argv = [sys.executable, "-I", "-c", _BOOT, _ROOT]
-        self.proc = _spawner.popen(argv)
-        self.pid = self.proc.pid
+        self._started = time.monotonic()
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        try:
+            self._zygote, self.pid, self._pidfd = spawn.fork([stdin_r, stdout_w, stderr_w])
+        except BaseException:
+            for fd in (stdin_w, stdout_r, stderr_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w):
+                os.close(fd)
+        weakref.finalize(self, os.close, self._pidfd)
+        self._stdin = os.fdopen(stdin_w, "wb")
+        self._stdout = os.fdopen(stdout_r, "rb")
+        self._stderr = spawn.StderrTail(os.fdopen(stderr_r, "rb"))
         self._pending: dict[int, _Slot] = {}
         self._lock = threading.Lock()
         self._next = 1
         self._hello: dict[str, Any] | None = None
         self._hello_ready = threading.Event()
         self._dead = threading.Event()
-        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._exited = False
+        self._status_lock = threading.Lock()  # not _lock: call() holds that in _gone()
+        self._status: int | None = None
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        with self._stdout:
+            self._read_answers()
+        self._dead.set()
+        self._hello_ready.set()
+        with self._lock:
+            pending, self._pending = list(self._pending.values()), {}
+        for slot in pending:
+            slot.event.set()
+
+    def _read_answers(self) -> None:
+        for line in self._stdout:
             try:
                 msg = json.loads(line)
             except ValueError:
@@ -125,43 +95,46 @@ class WorkerProcess:
             if slot is not None:
                 slot.answer = msg
                 slot.event.set()
-        self._dead.set()
-        self._hello_ready.set()
-        with self._lock:
-            pending, self._pending = list(self._pending.values()), {}
-        for slot in pending:
-            slot.event.set()
 
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self._stderr.append(line.decode("utf-8", "replace").rstrip())
+    def wait(self, timeout: float) -> int | None:
+        """Wait for the worker's exit; its status (negative: the signal that killed it), or
+        None when the zygote did not report it.  TimeoutError if it still runs."""
+        poll = select.poll()
+        poll.register(self._pidfd, select.POLLIN)  # readable once the process exited
+        if not poll.poll(max(0, int(timeout * 1000))):
+            raise TimeoutError(f"CM endpoint {self.number} (pid {self.pid}) still runs")
+        with self._status_lock:  # the zygote reports it once; several threads may ask
+            if not self._exited:
+                self._status = self._zygote.exit_status(self.pid)
+                self._exited = True
+            return self._status
 
     def _gone(self, what: str) -> OpError:
         try:
-            status = self.proc.wait(2)
-        except subprocess.TimeoutExpired:
+            status = self.wait(2)
+        except TimeoutError:
             status = None
-        tail = " / ".join(list(self._stderr)[-3:])
         return OpError(
             "cm_worker_died",
             f"CM endpoint {self.number} (pid {self.pid}) {what} "
-            f"(exit status {status}){': ' + tail if tail else ''}",
+            f"(exit status {status}){self._stderr.suffix()}",
             endpoint=self.number,
             pid=self.pid,
             status=status,
         )
 
     def wait_hello(self, timeout: float) -> None:
-        """Wait for the worker's hello; OpError when it failed or did not start."""
-        if not self._hello_ready.wait(timeout):
+        """Wait for the worker's hello; OpError when it failed or did not start within
+        ``timeout`` of its fork's request (the zygote's start included)."""
+        if not self._hello_ready.wait(max(0.0, self._started + timeout - time.monotonic())):
             self.kill()
             raise OpError("timeout", f"CM endpoint worker did not start within {timeout:g}s")
         hello = self._hello
         if hello is None:
             raise self._gone("exited before it said hello")
         if "error" in hello:
-            self.proc.wait(5)
+            with contextlib.suppress(TimeoutError):
+                self.wait(5)
             raise OpError(
                 hello.get("kind", "rdma"), f"cannot open an RDMA CM channel: {hello['error']}"
             )
@@ -177,9 +150,8 @@ class WorkerProcess:
             self._pending[rid] = slot
         line = json.dumps({"id": rid, "op": op, "params": params}).encode() + b"\n"
         try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(line)
-            self.proc.stdin.flush()
+            self._stdin.write(line)
+            self._stdin.flush()
         except OSError:
             raise self._gone("is gone") from None
         if not slot.event.wait(timeout):
@@ -206,22 +178,25 @@ class WorkerProcess:
     def kill(self) -> int:
         """SIGKILL the worker; returns the µs time it was sent."""
         t_us = now_us()
+        with contextlib.suppress(ProcessLookupError):  # it exited already
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
         try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(10)
+            self.wait(KILL_WAIT_S)
+        except TimeoutError:
+            raise OpError(
+                "timeout",
+                f"CM endpoint {self.number} (pid {self.pid}) still runs {KILL_WAIT_S:g}s "
+                "after SIGKILL (stuck in the kernel?)",
+                endpoint=self.number,
+            ) from None
         return t_us
 
     def close(self, timeout: float) -> int | None:
         """Close its stdin (it destroys its ids and exits); SIGKILL at the timeout."""
+        with contextlib.suppress(OSError):
+            self._stdin.close()
         try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
+            return self.wait(timeout)
+        except TimeoutError:
             self.kill()
             return None

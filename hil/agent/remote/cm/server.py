@@ -1,6 +1,6 @@
 """One CM endpoint in its own process: an event channel, driven over a pipe by the agent.
 
-The agent starts one per endpoint (``methods.py``) so that SIGKILL of the process
+The agent forks one per endpoint from its zygote (``zygote.py``) so that SIGKILL of the process
 holding a connection is real, and so that a foreign call that blocks (destroy
 in CONN_SENT, siw's connect) blocks only this process's request thread.
 
@@ -13,17 +13,16 @@ runs in its own thread.
 A poller thread reads the channel all the time, so every event is stamped
 (host CLOCK_MONOTONIC, µs) when it arrives, and appends it to the log; a
 listener may answer its requests itself (``auto``).  The worker exits when
-its stdin closes, or with the agent (PR_SET_PDEATHSIG); the kernel releases
+its stdin closes, or with the zygote, which dies with the agent (PR_SET_PDEATHSIG,
+set by the zygote in the child before it calls :func:`main`); the kernel releases
 whatever it still held.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
-import signal
 import sys
 import threading
 import traceback
@@ -32,8 +31,6 @@ from typing import Any, BinaryIO
 from ..librdmacm import CMChannel, RdmaError, RdmaUnavailable
 from . import script, storm
 from .worker import OPS, Worker
-
-_PR_SET_PDEATHSIG = 1
 
 
 class Server:
@@ -91,19 +88,8 @@ class Server:
             )
 
 
-def _die_with_parent() -> None:
-    """SIGKILL us when the agent dies, even by SIGKILL (Linux prctl)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() == 1:
-        os._exit(1)
-
-
 def main() -> None:
     """Open the channel, say hello, serve requests until stdin closes."""
-    _die_with_parent()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     server = Server(None, out)
