@@ -28,7 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hil.judge.peerexpect import RFC, Close, PeerExpect, Scenario, Term, expect
+from hil.judge.peerexpect import RFC, Close, PeerExpect, Scenario, Term
+from hil.judge.peerproviders import expect
 from hil.judge.terminate import decode
 
 # TCG guests: a timer's close reaches the peer within this of its bound (lab policy,

@@ -16,7 +16,7 @@ runs on the other (guest A DUT / guest B peer on the lab, then the other way rou
   (a :class:`hil.registry.Registry`: a lab adds its own there).  A DUT action that
   fails is noted and the later ones are skipped (the peer runs on, its record kept).
 - Then the DUT's CM events are collected and the run judged by :mod:`hil.peer.judge`
-  against :mod:`hil.judge.peerexpect` for the DUT's provider.
+  against :mod:`hil.judge.peerproviders` for the DUT's provider.
 
 Names this module adds to the shared vocabulary: DUT action args ``length``
 (post_recv), ``private_data`` (reject, hex), ``ird``/``ord`` (accept, connect),
@@ -35,7 +35,7 @@ from hil.cm.clock import controller_us
 from hil.cm.endpoint import Endpoint
 from hil.cm.recording import Recording
 from hil.cm.sides import PairSides
-from hil.judge.peerexpect import expect
+from hil.judge.peerproviders import expect
 from hil.judge.timeline import RAW_TCP, Action, Timeline
 from hil.peer.judge import Observed, PeerVerdict, judge
 from hil.peer.scenario import Expect, Scenario, Sleep, to_agent

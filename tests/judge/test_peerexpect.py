@@ -6,16 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hil.errors import InputError
-from hil.judge.peerexpect import (
-    PROVIDERS,
-    RFC,
-    SIW,
-    PeerExpect,
-    Scenario,
-    departures,
-    differs,
-    expect,
-)
+from hil.judge.peerexpect import RFC, PeerExpect, Scenario, differs
+from hil.judge.peerproviders import PROVIDERS, SIW, departures, expect
 
 
 def test_every_class_has_an_rfc_and_an_siw_entry() -> None:

@@ -8,7 +8,7 @@ from typing import Any, get_args
 import pytest
 
 from hil.errors import InputError
-from hil.judge.peerexpect import expect
+from hil.judge.peerproviders import expect
 from hil.peer.builtin import SCENARIOS
 from hil.peer.judge import BOUND_SLACK_S, Observed, judge, record_text
 from hil.peer.run import ACTIONS, DRAIN_S, SEGMENT_SLACK_S, _segment_s
