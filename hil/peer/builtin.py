@@ -4,9 +4,9 @@ Each names the class of the DUT's expected reaction (``expectation``: a
 ``hil.judge.peerexpect.Scenario`` value); what that class expects of the RFCs
 and of each provider, with its sources, is hil/judge/peerexpect.py's and
 hil/judge/peerproviders.py's.  The ``within`` bounds here only end a wait: the
-expectation class judges the reaction's timing from the peer's record.  ``SCENARIOS`` is the registry the
-fuzzer and the suites look names up in; a lab's own scenarios register there
-too (``SCENARIOS.register(load(path))``).
+expectation class judges the reaction's timing from the peer's record.
+``SCENARIOS`` is the registry the fuzzer and the suites look names up in; a
+lab's own scenarios register there too (``SCENARIOS.register(load(path))``).
 """
 
 from __future__ import annotations
