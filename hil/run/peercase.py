@@ -90,7 +90,7 @@ class DutCheck:
             if not error:
                 reasons += self._connect(t)
         assert t.result is not None
-        checked = _judged(scenario, t.result, reasons, peer, error)
+        checked = judged(scenario, t.result, reasons, peer, error)
         self.checks[scenario] = checked
         return checked
 
@@ -109,14 +109,15 @@ class DutCheck:
         return [f"a normal connect to the DUT afterwards broke the contract:\n{verdict.to_text()}"]
 
 
-def _judged(
+def judged(
     scenario: Scenario,
     result: TestResult,
     reasons: list[str],
     peer: PeerVerdict | None,
     error: str,
 ) -> CaseCheck:
-    """The case's check from its test's result: the after-test checks, kmemleak, a crash."""
+    """The case's check from its test's result: ``reasons`` (the normal connect's) and the
+    after-test checks, kmemleak and a crash; the peer's verdict is kept, never judged."""
     check = result.evidence.check if result.evidence is not None else None
     kernel = tuple(f"{k.host}: {k.line}" for k in check.kernel_log) if check else ()
     if check is not None and not check.ok:
