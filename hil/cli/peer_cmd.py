@@ -241,7 +241,7 @@ def fuzz_run(
         print(f"hil: FINDING host crashed: {c.checked.scenario.name} -> {found[-1]}", file=err)
         print("hil: stopped: a crashed host ends the run (hil host recover)", file=err)
     except KeyboardInterrupt:
-        print("hil: interrupted: the pair is restored and released", file=err)
+        print("hil: interrupted: restoring the pair and releasing its lease", file=err)
         errors.append("interrupted")
     done = last[0] if last else None
     saved = ", ".join(found) or "none"
@@ -267,12 +267,7 @@ def finding_line(finding: Finding, checks: dict[Scenario, CaseCheck]) -> str:
 def save_finding(finding: Finding, checks: dict[Scenario, CaseCheck], out: Path) -> Path:
     """The shrunk case saved as a replay scenario in ``out``; its description says what
     the case was, why it failed, and the kernel log lines read after it."""
-    from dataclasses import replace
-
-    from hil.peer.scenario import save
-
     case, shrunk = finding.case, finding.shrunk
-    checked = checks.get(shrunk.scenario) or checks.get(case.scenario)
     head = [
         f"fuzz case {case.number} of seed {case.seed}, from scenario {case.base}",
         *(f"mutation: {m}" for m in case.mutations),
@@ -280,22 +275,24 @@ def save_finding(finding: Finding, checks: dict[Scenario, CaseCheck], out: Path)
         if shrunk.reproduced
         else "not reproduced: it failed once, so it is kept whole",
     ]
-    scenario = replace(shrunk.scenario, description=_description(head, checked))
-    path = out / f"{scenario.name}.yaml"
-    save(scenario, path)
-    return path
+    checked = checks.get(shrunk.scenario) or checks.get(case.scenario)
+    return _save(shrunk.scenario, head, checked, out)
 
 
 def save_crash(checked: CaseCheck, seed: int, out: Path) -> Path:
     """A case that crashed a host, saved whole (it cannot be shrunk on a crashed pair)."""
+    head = [f"fuzz seed {seed}: this case crashed a host; not shrunk"]
+    return _save(checked.scenario, head, checked, out)
+
+
+def _save(scenario: Scenario, head: list[str], checked: CaseCheck | None, out: Path) -> Path:
+    """``scenario`` as ``out/NAME.yaml``, described by ``head`` and why it failed."""
     from dataclasses import replace
 
     from hil.peer.scenario import save
 
-    head = [f"fuzz seed {seed}: this case crashed a host; not shrunk"]
-    scenario = replace(checked.scenario, description=_description(head, checked))
     path = out / f"{scenario.name}.yaml"
-    save(scenario, path)
+    save(replace(scenario, description=_description(head, checked)), path)
     return path
 
 

@@ -179,5 +179,5 @@ def test_ctrl_c_stops_the_loop_says_so_and_exits_3(tmp_path: Path) -> None:
     dut = FakeDut(leaks=False, interrupt_at=3)
     code, err = _fuzz(dut, tmp_path)
     assert (code, dut.runs) == (EXIT_INFRA, 3)
-    assert "hil: interrupted: the pair is restored and released" in err
+    assert "hil: interrupted: restoring the pair and releasing its lease" in err
     assert err.splitlines()[-1].startswith("hil: done: 2/12 cases, ")
