@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_nightly_kernels import STUB, nightly, repo, run
+from test_nightly_kernels import PYTHON_BODY, STUB, nightly, repo, run
 
 __all__ = ["repo"]  # the fixture, used by name
 
@@ -31,12 +31,25 @@ def test_the_fuzz_runs_after_the_suites_on_the_pair_with_the_nights_seed(repo: P
     assert [c for c in calls if "hil.report.pipeline" in c]  # the suites ran first
 
 
-def test_without_a_pair_the_fuzz_takes_the_inventorys_first(repo: Path) -> None:
+def _first_pair(repo: Path) -> None:
     python = repo / ".venv" / "bin" / "python"
-    first = 'case "$*" in *load_from_args*) echo first-pair ;; *nightly_s*) echo 0 ;; esac'
-    python.write_text(STUB.format(name="python", up="../../", body=first))
+    body = PYTHON_BODY.replace('case "$*" in', 'case "$*" in *load_from_args*) echo lab-0-1 ;;')
+    python.write_text(STUB.format(name="python", up="../../", body=body))
+
+
+def test_without_a_pair_the_fuzz_takes_the_inventorys_first(repo: Path) -> None:
+    _first_pair(repo)
     _, calls = nightly(repo, "--inventory", "i.yaml", "--fuzz-cases", "3")
-    assert calls[-1].startswith("hil --inventory i.yaml peer fuzz first-pair --seed ")
+    assert calls[-1].startswith("hil --inventory i.yaml peer fuzz lab-0-1 --seed ")
+
+
+def test_the_debug_lab_fuzzes_its_own_lab_into_its_reports(repo: Path) -> None:
+    _first_pair(repo)
+    _, calls = nightly(repo, "--debug-lab", "--lab-dir", "/tmp/d", "--fuzz-cases", "9")
+    (fuzz,) = [c for c in calls if "peer fuzz" in c]
+    assert fuzz.startswith("hil --inventory /tmp/inventory.yaml peer fuzz lab-0-1 --seed ")
+    assert fuzz.endswith("--cases 9 --out artifacts/reports/nightly/6.1-debug/fuzz")
+    assert calls[-1] == "hil lab down --dir /tmp/d-6.1-debug"  # after the fuzz
 
 
 def test_no_fuzz_unless_asked(repo: Path) -> None:
