@@ -8,7 +8,7 @@ from hil.judge import checks
 from hil.judge.profiles import SIW
 from hil.judge.timeline import KernelLogLine, ResourceCount
 from hil.peer.builtin import SCENARIOS
-from hil.run.observer import EvidenceReport, KernelFindings, TestResult
+from hil.run.observer import EvidenceReport, KernelFindings, Outcome, TestResult
 from hil.run.peercase import judged
 
 SCENARIO = SCENARIOS["send-bad-crc"]
@@ -28,7 +28,7 @@ def _result(
     )
     evidence = EvidenceReport(checks.assess(after, SIW, ("ha", "hb")))
     kernel = KernelFindings({"ha": kmemleak})
-    outcome = "host crashed" if crash else "passed"
+    outcome: Outcome = "host crashed" if crash else "passed"
     return TestResult("case", outcome, (), None, evidence, kernel, (), lab_errors, crash)
 
 
