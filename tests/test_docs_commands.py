@@ -83,6 +83,7 @@ NOT_RUN: dict[str, str] = {
     "hil host recover ": HOSTS + " and power-cycles the host",
     "hil lab-check": HOSTS,
     "hil cm run ": HOSTS,
+    "hil peer ": HOSTS + " (a pair's DUT and peer)",
     "hil lab ": "builds a kernel or boots, reads or stops the virtual lab",
     'hil inventory show "$(hil lab inventory)"': LAB,
     'hil --inventory "$(hil lab inventory)" ...': LAB + "; a synopsis",

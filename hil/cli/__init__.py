@@ -22,7 +22,8 @@ EPILOG = """exit codes:
   2  busy or timed out (pair held by someone else, --wait expired)
   3  infrastructure error (store, SSH, agent, lab)
   4  a rule was violated: the RDMA CM contract, a wire rule or the after-test
-     checks (hil cm run), a wire rule (hil wire judge)
+     checks (hil cm run), a wire rule (hil wire judge), a finding on the DUT
+     (hil peer fuzz|replay)
   5  hosts not ready: a readiness check failed (hil host doctor, pair setup),
      a host failed hil lab-check or is quarantined
 
@@ -40,6 +41,7 @@ COMMANDS: list[str] = [
     "hil.cli.link_cmd",
     "hil.cli.cm_cmd",
     "hil.cli.wire_cmd",
+    "hil.cli.peer_cmd",
 ]
 
 

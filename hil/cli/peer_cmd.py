@@ -1,0 +1,321 @@
+"""``hil peer fuzz|replay``: fuzz a DUT's iWARP protocol handling with the reference peer.
+
+``hil peer fuzz PAIR --seed N --cases M`` reserves the pair, sets it up once (as
+``hil cm run`` does: :class:`hil.run.PairRun`), then runs cases 0 .. M-1 of seed N
+(:func:`hil.peer.fuzz.make_case`: mutations of the scenarios given by
+``--scenario``, by default every built-in one) with the DUT on side ``--dut`` and
+the peer on the other host.  Each case runs as a test (:mod:`hil.run.peercase`):
+it FAILS when the DUT's kernel log shows a bad line (WARNING, oops, KASAN,
+kmemleak), a resource leaked, a host crashed, or a normal connect to the DUT
+afterwards fails; never merely because the DUT answered the mutated frames
+differently from the base scenario's expectation (fuzzed frames have none).  A
+failing case is shrunk to the fewest sends and overrides that still fail (each
+try run on the DUT again) and saved in --out as a scenario file that replays it,
+its description naming the case, its mutations, why it failed and the kernel log
+lines.  Progress goes to stderr: cases done, cases/s, findings, each finding as it
+comes.  Ctrl-C stops after the current case; the pair is restored and the lease
+released.  Exit 0: no finding; 4: findings; 3: a case could not run (or
+interrupted) and no finding; 1: bad input.
+
+``hil peer replay FILE PAIR`` runs one scenario file (a saved finding) the same
+way and prints the peer's verdict (shown, not judged) and the DUT's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+from hil.cli.options import command_group, wait_option
+from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION, InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from hil.peer.fuzz import Finding, Progress
+    from hil.peer.scenario import Scenario
+    from hil.run.pairrun import PairRun
+    from hil.run.peercase import CaseCheck
+
+OUT = "reports/fuzz"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``hil peer`` and its subcommands."""
+    cmds = command_group(subparsers, "peer", "fuzz a DUT with the reference peer", __doc__)
+    p = cmds.add_parser(
+        "fuzz",
+        help="mutated peer scenarios against the DUT; failing cases shrunk and saved",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("pair", metavar="PAIR", help="the pair (a link name of the inventory)")
+    p.add_argument("--seed", type=_whole(0), required=True, metavar="N", help="the cases' seed")
+    p.add_argument("--cases", type=_whole(1), required=True, metavar="M", help="how many cases")
+    p.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="S",
+        help="a scenario to mutate: a built-in name or a scenario YAML file "
+        "(repeatable; default: every built-in scenario)",
+    )
+    _dut_option(p)
+    p.add_argument(
+        "--out", default=OUT, metavar="DIR", help=f"where findings are saved (default {OUT})"
+    )
+    wait_option(p)
+    p.set_defaults(func=_fuzz)
+
+    p = cmds.add_parser("replay", help="run one scenario file on the DUT; print the verdicts")
+    p.add_argument("file", metavar="FILE", help="a scenario YAML file (a saved finding)")
+    p.add_argument("pair", metavar="PAIR", help="the pair (a link name of the inventory)")
+    _dut_option(p)
+    wait_option(p)
+    p.set_defaults(func=_replay)
+
+
+def _dut_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dut",
+        choices=("a", "b"),
+        default="a",
+        help="the pair's side that is the DUT; the peer runs on the other (default a)",
+    )
+
+
+def _whole(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value}")
+        return value
+
+    return parse
+
+
+def scenarios_named(names: Sequence[str]) -> list[Scenario]:
+    """Each ``--scenario``: a file when one is there (or the name ends in .yaml/.yml),
+    else a built-in name; every built-in one when none is given.  InputError otherwise."""
+    from hil.peer.builtin import SCENARIOS
+    from hil.peer.scenario import load
+
+    if not names:
+        return [s for _, s in SCENARIOS.items()]
+    return [
+        load(n) if Path(n).exists() or n.endswith((".yaml", ".yml")) else SCENARIOS[n]
+        for n in names
+    ]
+
+
+def out_dir(text: str) -> Path:
+    """``--out``, made if missing; InputError when it cannot be."""
+    path = Path(text)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--out {text}: cannot make the directory: {e.strerror or e}") from None
+    return path
+
+
+@contextmanager
+def _pair_run(args: argparse.Namespace, holder: str) -> Iterator[PairRun]:
+    """The pair reserved and set up as ``hil cm run`` sets it up; restored and released."""
+    from hil.inventory import load_from_args
+    from hil.reservation import open_store
+    from hil.run import PairRequest, PairRun
+
+    inv = load_from_args(args.inventory)
+    request = PairRequest(pair=args.pair, holder=holder, wait=args.wait)
+    with open_store(args.store) as store, PairRun(inv, store, request, progress=_say) as run:
+        yield run
+
+
+def _dut_check(run: PairRun, dut: str) -> CaseChecker:
+    from hil.host.liveness import DEFAULT_BOUND
+    from hil.run.peercase import DutCheck
+    from hil.run.testparts import TestOptions
+
+    # No capture: the peer's connection is left out of the wire judge (hil/peer/run.py),
+    # and a capture per case would cost more than the case.  The crash watch on: a DUT
+    # crash is the finding that matters most.
+    options = TestOptions(wire=False, liveness_s=DEFAULT_BOUND)
+    return DutCheck(run, dut, options)
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    scenarios = scenarios_named(args.scenario)
+    out = out_dir(args.out)
+    holder = f"hil peer fuzz --seed {args.seed}"
+    with _pair_run(args, holder) as run:
+        return fuzz_run(_dut_check(run, args.dut), scenarios, args.seed, args.cases, out)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from hil.peer.scenario import load
+
+    scenario = load(args.file)
+    with _pair_run(args, f"hil peer replay {scenario.name}") as run:
+        checked = _dut_check(run, args.dut).check(scenario)
+    if checked.peer is not None:
+        print(f"peer (shown, not judged):\n{checked.peer.to_text()}")
+    print(f"DUT: {_dut_text(checked)}")
+    if checked.failed:
+        return EXIT_VIOLATION
+    return EXIT_INFRA if checked.error else EXIT_OK
+
+
+class CaseChecker(Protocol):
+    """What the fuzz loop needs of the DUT (:class:`hil.run.peercase.DutCheck` is one)."""
+
+    def check(self, scenario: Scenario) -> CaseCheck: ...
+
+    @property
+    def checks(self) -> dict[Scenario, CaseCheck]: ...
+
+
+class _Crashed(Exception):
+    """A pair host crashed under a case: the pair is of no more use to this run."""
+
+    def __init__(self, checked: CaseCheck) -> None:
+        super().__init__(str(checked.scenario.name))
+        self.checked = checked
+
+
+def fuzz_run(
+    dut: CaseChecker,
+    scenarios: Sequence[Scenario],
+    seed: int,
+    cases: int,
+    out: Path,
+    err: TextIO = sys.stderr,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Cases 0 .. ``cases``-1 of ``seed`` on ``dut``; findings saved in ``out``; progress
+    and findings on ``err``; the exit code (see the module doc)."""
+    from hil.peer.fuzz import fuzz
+
+    errors: list[str] = []
+    found: list[str] = []
+    last: list[Progress] = []
+
+    def fails(scenario: Scenario) -> bool:
+        checked = dut.check(scenario)
+        if checked.crashed:
+            raise _Crashed(checked)
+        if checked.error and not checked.failed:
+            errors.append(checked.error)
+            print(f"hil: {scenario.name}: could not run: {checked.error}", file=err)
+        return checked.failed
+
+    def on_finding(finding: Finding) -> None:
+        found.append(str(save_finding(finding, dut.checks, out)))
+        print(f"hil: FINDING {finding_line(finding, dut.checks)} -> {found[-1]}", file=err)
+
+    def on_progress(progress: Progress) -> None:
+        last[:] = [progress]
+        print(f"hil: {progress}", file=err, flush=True)
+
+    try:
+        fuzz(
+            scenarios,
+            fails,
+            seed=seed,
+            cases=cases,
+            on_progress=on_progress,
+            on_finding=on_finding,
+            clock=clock,
+        )
+    except _Crashed as c:
+        found.append(str(save_crash(c.checked, seed, out)))
+        print(f"hil: FINDING host crashed: {c.checked.scenario.name} -> {found[-1]}", file=err)
+        print("hil: stopped: a crashed host ends the run (hil host recover)", file=err)
+    except KeyboardInterrupt:
+        print("hil: interrupted: restoring the pair and releasing its lease", file=err)
+        errors.append("interrupted")
+    done = last[0] if last else None
+    saved = ", ".join(found) or "none"
+    print(f"hil: done: {done or '0 cases'}; findings saved: {saved}", file=err)
+    if found:
+        return EXIT_VIOLATION
+    return EXIT_INFRA if errors else EXIT_OK
+
+
+def finding_line(finding: Finding, checks: dict[Scenario, CaseCheck]) -> str:
+    """One line: the case, its shrink, and the first line of why it failed."""
+    case, shrunk = finding.case, finding.shrunk
+    why = _why(checks.get(shrunk.scenario) or checks.get(case.scenario))
+    from hil.peer.scenario import Send
+
+    sends = sum(1 for s in shrunk.scenario.steps if isinstance(s, Send))
+    how = (
+        f"shrunk to {sends} sends in {shrunk.runs} runs" if shrunk.reproduced else "not reproduced"
+    )
+    return f"case {case.number} ({case.scenario.name}): {why.splitlines()[0]}; {how}"
+
+
+def save_finding(finding: Finding, checks: dict[Scenario, CaseCheck], out: Path) -> Path:
+    """The shrunk case saved as a replay scenario in ``out``; its description says what
+    the case was, why it failed, and the kernel log lines read after it."""
+    case, shrunk = finding.case, finding.shrunk
+    head = [
+        f"fuzz case {case.number} of seed {case.seed}, from scenario {case.base}",
+        *(f"mutation: {m}" for m in case.mutations),
+        f"shrunk in {shrunk.runs} DUT runs"
+        if shrunk.reproduced
+        else "not reproduced: it failed once, so it is kept whole",
+    ]
+    checked = checks.get(shrunk.scenario) or checks.get(case.scenario)
+    return _save(shrunk.scenario, head, checked, out)
+
+
+def save_crash(checked: CaseCheck, seed: int, out: Path) -> Path:
+    """A case that crashed a host, saved whole (it cannot be shrunk on a crashed pair)."""
+    head = [f"fuzz seed {seed}: this case crashed a host; not shrunk"]
+    return _save(checked.scenario, head, checked, out)
+
+
+def _save(scenario: Scenario, head: list[str], checked: CaseCheck | None, out: Path) -> Path:
+    """``scenario`` as ``out/NAME.yaml``, described by ``head`` and why it failed."""
+    from dataclasses import replace
+
+    from hil.peer.scenario import save
+
+    path = out / f"{scenario.name}.yaml"
+    save(replace(scenario, description=_description(head, checked)), path)
+    return path
+
+
+def _description(head: list[str], checked: CaseCheck | None) -> str:
+    lines = [*head, f"why it failed: {_why(checked)}"]
+    if checked is not None and checked.kernel:
+        lines += ["kernel log after it:", *(f"  {k}" for k in checked.kernel)]
+    return "\n".join(lines) + "\n"
+
+
+def _why(checked: CaseCheck | None) -> str:
+    if checked is None or not checked.reasons:
+        return "(no reason kept)"
+    return "\n".join(checked.reasons)
+
+
+def _dut_text(checked: CaseCheck) -> str:
+    if checked.failed:
+        return "FAILED\n" + "\n".join(checked.reasons)
+    if checked.error:
+        return f"could not run: {checked.error}"
+    return "ok (kernel log clean, nothing leaked, a normal connect afterwards held)"
+
+
+def _say(text: str) -> None:
+    print(f"hil: {text}", file=sys.stderr)

@@ -1,0 +1,135 @@
+"""One fuzz case (or replay) on a set-up pair: a peer scenario as a test, then the DUT checked.
+
+    dut = DutCheck(run, "a")
+    checked = dut.check(scenario)        # checked.failed, checked.reasons, checked.kernel
+
+The scenario runs inside a :class:`hil.run.testrun.TestRun` (``run.test``), so the
+DUT gets the after-test checks every suite test gets: the resources back to their
+baseline and the kernel log clean (hil/host/evidence.py, hil/judge/checks.py), and
+kmemleak on a debug kernel; the crash watch runs throughout.  After the scenario a
+normal connection is made to the DUT (the ``connect`` sequence, the peer's host
+active, judged by the contract), as suites/test_wire_conformance.py does.
+
+A case **fails** when the DUT shows something wrong of its own: a kernel log line
+the after-test checks fail (a WARNING, an oops, a KASAN or kmemleak report), a
+leaked resource, a crash, or a normal connect afterwards that fails.  It does
+**not** fail because the DUT answered the fuzzed frames differently from the base
+scenario's expectation: a mutated scenario has no expectation, so the peer's verdict
+is shown and never judged (its timeline is handed to the contract as judged).  A case
+that could not run (the peer or an agent erred with no host crashed) is an error,
+not a finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hil.errors import HilError
+from hil.peer.run import run_scenario
+from hil.run.testparts import TestOptions
+
+if TYPE_CHECKING:
+    from hil.cm.session import CMSession
+    from hil.peer.judge import PeerVerdict
+    from hil.peer.scenario import Scenario
+    from hil.run.observer import TestResult
+    from hil.run.pairrun import PairRun
+    from hil.run.testrun import TestRun
+
+AFTER_CONNECT = "connect"  # the registered sequence that shows the DUT still accepts one
+AFTER_PRIVATE_DATA = b"hil-after-fuzz"
+
+
+@dataclass(frozen=True)
+class CaseCheck:
+    """What one scenario run showed of the DUT: why it failed (nothing: it passed), the
+    kernel log lines read after it, the peer's verdict (shown only) and any error."""
+
+    scenario: Scenario
+    reasons: tuple[str, ...] = ()
+    kernel: tuple[str, ...] = ()
+    peer: PeerVerdict | None = None
+    error: str = ""  # the case could not run; not a finding
+    crashed: bool = False  # a pair host crashed: the pair is of no more use
+
+    @property
+    def failed(self) -> bool:
+        """True when the DUT showed a finding (see the module doc)."""
+        return bool(self.reasons)
+
+
+@dataclass
+class DutCheck:
+    """Runs scenarios with the DUT on side ``dut`` of a set-up pair run, and remembers each
+    scenario's last check (the shrinker asks for a bool; the report wants the reasons)."""
+
+    run: PairRun
+    dut: str
+    options: TestOptions = field(default_factory=TestOptions)
+    checks: dict[Scenario, CaseCheck] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        peer = "b" if self.dut == "a" else "a"
+        self._cm: CMSession = self.run.session(f"{self.dut}-{peer}")
+        # The DUT passive for the normal connect: it comes from the peer's host.
+        self._after: CMSession = self.run.session(f"{peer}-{self.dut}", evidence=False)
+
+    def check(self, scenario: Scenario) -> CaseCheck:
+        """Run ``scenario`` as a test on the pair, then judge the DUT (module doc)."""
+        reasons: list[str] = []
+        peer: PeerVerdict | None = None
+        error = ""
+        with self.run.test(f"hil peer {scenario.name}", self.options) as t:
+            try:
+                ran = run_scenario(self._cm, self.dut, scenario)
+                peer = ran.verdict
+                t.contract(ran.timeline)  # judged by no rule: fuzzed frames have no expectation
+            except HilError as e:
+                error = f"{type(e).__name__}: {e}"
+            if not error:
+                reasons += self._connect(t)
+        assert t.result is not None
+        checked = judged(scenario, t.result, reasons, peer, error)
+        self.checks[scenario] = checked
+        return checked
+
+    def fails(self, scenario: Scenario) -> bool:
+        """:meth:`check` as the fuzzer's and the shrinker's ``fails`` callable."""
+        return self.check(scenario).failed
+
+    def _connect(self, t: TestRun) -> list[str]:
+        try:
+            timeline = self._after.run(AFTER_CONNECT, private_data=AFTER_PRIVATE_DATA)
+        except HilError as e:
+            return [f"a normal connect to the DUT afterwards failed: {e}"]
+        verdict = t.contract(timeline)
+        if verdict.ok:
+            return []
+        return [f"a normal connect to the DUT afterwards broke the contract:\n{verdict.to_text()}"]
+
+
+def judged(
+    scenario: Scenario,
+    result: TestResult,
+    reasons: list[str],
+    peer: PeerVerdict | None,
+    error: str,
+) -> CaseCheck:
+    """The case's check from its test's result: ``reasons`` (the normal connect's) and the
+    after-test checks, kmemleak and a crash; the peer's verdict is kept, never judged."""
+    check = result.evidence.check if result.evidence is not None else None
+    kernel = tuple(f"{k.host}: {k.line}" for k in check.kernel_log) if check else ()
+    if check is not None and not check.ok:
+        reasons.append(check.to_text())
+    for host, report in (result.kernel.kmemleak if result.kernel else {}).items():
+        if report:
+            reasons.append(f"kmemleak on {host}:\n{report}")
+    if result.crash is not None:
+        reasons.append(f"host crashed: {result.crash}")
+        kernel += tuple(f"{result.crash.host}: {line}" for line in result.crash.lines)
+    if result.lab_errors and not error:
+        error = "; ".join(result.lab_errors)
+    if reasons:
+        error = ""  # the DUT's own finding explains the case's trouble
+    return CaseCheck(scenario, tuple(reasons), kernel, peer, error, result.crash is not None)

@@ -1,0 +1,183 @@
+"""``hil peer fuzz|replay``: bad input refused before any pair is held; the fuzz loop's
+progress, findings, saved replays and exit codes with a fake DUT at the boundary."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from pathlib import Path
+
+import pytest
+
+from hil.cli import main
+from hil.cli.peer_cmd import fuzz_run
+from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, EXIT_VIOLATION
+from hil.peer.builtin import SCENARIOS
+from hil.peer.scenario import Scenario, Send, load
+from hil.run.peercase import CaseCheck
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "inventory" / "example-lab.yaml"
+KERNEL_LINE = "lab-0: WARNING: CPU: 0 PID: 7 at drivers/infiniband/sw/siw/siw_qp_rx.c:1"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    """``hil ARGV``: exit code (argparse's exit too), stdout, stderr."""
+    try:
+        code = main([*map(str, argv)])
+    except SystemExit as e:  # argparse refused an argument
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--seed", "-1", "--cases", "3"], "--seed: expected a whole number >= 0, got -1"),
+        (["--seed", "1", "--cases", "0"], "--cases: expected a whole number >= 1, got 0"),
+        (["--seed", "x", "--cases", "3"], "--seed: expected a whole number, got 'x'"),
+        (["--seed", "1"], "the following arguments are required: --cases"),
+        (["--seed", "1", "--cases", "3", "--dut", "c"], "--dut: invalid choice: 'c'"),
+        (["--seed", "1", "--cases", "3", "--scenario", "nope"], "no peer scenario 'nope'"),
+        (["--seed", "1", "--cases", "3", "--scenario", "gone.yaml"], "gone.yaml: cannot read"),
+    ],
+)
+def test_bad_fuzz_input_is_refused_with_exit_1(
+    capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    code, _, err = run(capsys, "peer", "fuzz", "lab-0-1", *args)
+    assert code == EXIT_INPUT
+    assert said in err
+    assert "Traceback" not in err
+
+
+def test_an_out_that_cannot_be_made_is_bad_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "file").write_text("")
+    code, _, err = run(
+        capsys, "peer", "fuzz", "p", "--seed", "1", "--cases", "1", "--out", tmp_path / "file/x"
+    )
+    assert (code, err.startswith("hil: error: --out ")) == (EXIT_INPUT, True)
+
+
+def test_an_unknown_pair_is_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(
+        capsys,
+        "--inventory",
+        EXAMPLE,
+        "--store",
+        tmp_path / "store.db",
+        "peer",
+        "fuzz",
+        "no-such-pair",
+        "--seed",
+        "1",
+        "--cases",
+        "1",
+        "--out",
+        tmp_path / "out",
+    )
+    assert code == EXIT_INPUT
+    assert "no pair 'no-such-pair'" in err
+
+
+def test_replay_of_a_bad_file_is_bad_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nrole: sideways\nexpectation: e\nsteps: [{step: sleep, seconds: 1}]\n")
+    code, _, err = run(capsys, "peer", "replay", bad, "lab-0-1")
+    assert code == EXIT_INPUT
+    assert err.startswith(f"hil: error: {bad}: role:")
+
+
+class FakeDut:
+    """The DUT at the fuzz loop's boundary: a case with a truncated send leaks (when
+    ``leaks``); run ``crash_at`` crashes the host, run ``interrupt_at`` meets Ctrl-C,
+    and with ``error`` a case that does not leak could not run."""
+
+    def __init__(
+        self, leaks: bool = True, crash_at: int = -1, interrupt_at: int = -1, error: bool = False
+    ) -> None:
+        self.checks: dict[Scenario, CaseCheck] = {}
+        self.runs = 0
+        self.leaks, self.crash_at, self.interrupt_at, self.error = (
+            leaks,
+            crash_at,
+            interrupt_at,
+            error,
+        )
+
+    def check(self, scenario: Scenario) -> CaseCheck:
+        self.runs += 1
+        if self.runs == self.interrupt_at:
+            raise KeyboardInterrupt
+        truncated = any(isinstance(s, Send) and s.truncate is not None for s in scenario.steps)
+        crashed = self.runs == self.crash_at
+        leaked = (truncated and self.leaks) or crashed
+        reasons = ("resources-back-to-baseline: lab-0 qp: 0 -> 1",) if leaked else ()
+        error = "RemoteError: agent gone" if self.error and not reasons else ""
+        kernel = (KERNEL_LINE,) if reasons else ()
+        checked = CaseCheck(scenario, reasons, kernel, error=error, crashed=crashed)
+        self.checks[scenario] = checked
+        return checked
+
+
+def _fuzz(dut: FakeDut, out: Path, cases: int = 12) -> tuple[int, str]:
+    err = io.StringIO()
+    ticks = itertools.count()
+    code = fuzz_run(dut, list(SCENARIOS), 1, cases, out, err, clock=lambda: float(next(ticks)))
+    return code, err.getvalue()
+
+
+def test_findings_are_shrunk_saved_and_shown_as_they_come(tmp_path: Path) -> None:
+    code, err = _fuzz(FakeDut(), tmp_path)
+    lines = err.splitlines()
+    progress = [ln for ln in lines if " cases/s, " in ln and "done" not in ln]
+    findings = [ln for ln in lines if ln.startswith("hil: FINDING case ")]
+    saved = sorted(tmp_path.glob("*.yaml"))
+    assert code == EXIT_VIOLATION
+    assert progress[0].startswith("hil: 1/12 cases, ") and progress[-1].startswith("hil: 12/12")
+    assert findings and len(findings) == len(saved)
+    # Each finding comes before the progress line of its case.
+    first = lines.index(findings[0])
+    assert lines[first + 1].endswith(f"{1} findings")
+    assert "resources-back-to-baseline" in findings[0] and "shrunk to 1 sends" in findings[0]
+    replay = load(saved[0])
+    sends = [s for s in replay.steps if isinstance(s, Send)]
+    assert len(sends) == 1 and sends[0].truncate is not None  # shrunk to the cause
+    assert "fuzz case " in replay.description and KERNEL_LINE in replay.description
+    assert lines[-1].startswith("hil: done: 12/12 cases, ") and str(saved[0]) in lines[-1]
+
+
+def test_the_rate_is_cases_per_second_of_the_clock(tmp_path: Path) -> None:
+    # The fake clock ticks a second per read: one read at the start, one per case.
+    code, err = _fuzz(FakeDut(leaks=False), tmp_path, cases=4)
+    assert "hil: 4/4 cases, 1.00 cases/s, 0 findings" in err
+    assert code == EXIT_OK
+
+
+def test_a_case_that_cannot_run_is_exit_3_without_findings(tmp_path: Path) -> None:
+    code, err = _fuzz(FakeDut(leaks=False, error=True), tmp_path, cases=3)
+    assert code == EXIT_INFRA
+    assert err.count("could not run: RemoteError: agent gone") == 3
+    assert not list(tmp_path.glob("*.yaml"))
+
+
+def test_a_crash_is_saved_whole_and_ends_the_run(tmp_path: Path) -> None:
+    dut = FakeDut(leaks=False, crash_at=2)
+    code, err = _fuzz(dut, tmp_path)
+    assert code == EXIT_VIOLATION
+    assert dut.runs == 2  # no shrinking, no more cases on a crashed pair
+    assert "FINDING host crashed" in err and "ends the run" in err
+    (saved,) = tmp_path.glob("*.yaml")
+    assert "crashed a host; not shrunk" in load(saved).description
+
+
+def test_ctrl_c_stops_the_loop_says_so_and_exits_3(tmp_path: Path) -> None:
+    dut = FakeDut(leaks=False, interrupt_at=3)
+    code, err = _fuzz(dut, tmp_path)
+    assert (code, dut.runs) == (EXIT_INFRA, 3)
+    assert "hil: interrupted: restoring the pair and releasing its lease" in err
+    assert err.splitlines()[-1].startswith("hil: done: 2/12 cases, ")

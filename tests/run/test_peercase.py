@@ -1,0 +1,72 @@
+"""hil.run.peercase: what makes a fuzz case fail, from its test's result (built by hand here;
+running a case on the lab's pair is ``hil peer fuzz``'s lab run, docs/peer.md#fuzzing)."""
+
+from __future__ import annotations
+
+from hil.host.liveness import Crash
+from hil.judge import checks
+from hil.judge.profiles import SIW
+from hil.judge.timeline import KernelLogLine, ResourceCount
+from hil.peer.builtin import SCENARIOS
+from hil.run.observer import EvidenceReport, KernelFindings, Outcome, TestResult
+from hil.run.peercase import judged
+
+SCENARIO = SCENARIOS["send-bad-crc"]
+WARNING = "WARNING: CPU: 1 PID: 80 at drivers/infiniband/sw/siw/siw_cm.c:1420 siw_cm_work"
+
+
+def _result(
+    log: tuple[str, ...] = (),
+    qp: tuple[int, int] = (0, 0),
+    kmemleak: str = "",
+    crash: Crash | None = None,
+    lab_errors: tuple[str, ...] = (),
+) -> TestResult:
+    """The test of one case: host ha's kernel log ``log`` and its qp count before/after."""
+    after = checks.AfterState(
+        (ResourceCount("ha", "qp", *qp),), tuple(KernelLogLine("ha", m) for m in log), {}, 1.0
+    )
+    evidence = EvidenceReport(checks.assess(after, SIW, ("ha", "hb")))
+    kernel = KernelFindings({"ha": kmemleak})
+    outcome: Outcome = "host crashed" if crash else "passed"
+    return TestResult("case", outcome, (), None, evidence, kernel, (), lab_errors, crash)
+
+
+def test_a_clean_dut_passes_whatever_the_peer_saw() -> None:
+    checked = judged(SCENARIO, _result(log=("siw: device registered",)), [], None, "")
+    assert not checked.failed and not checked.error
+    assert checked.kernel == ("ha: siw: device registered",)
+
+
+def test_a_kernel_warning_fails_the_case_and_its_line_is_kept() -> None:
+    checked = judged(SCENARIO, _result(log=(WARNING,)), [], None, "")
+    assert checked.failed
+    assert "kernel-log-clean" in checked.reasons[0]
+    assert checked.kernel == (f"ha: {WARNING}",)
+
+
+def test_a_leak_fails_the_case() -> None:
+    checked = judged(SCENARIO, _result(qp=(0, 1)), [], None, "")
+    assert checked.failed and "ha qp: 0 -> 1   <-- leaked" in checked.reasons[0]
+
+
+def test_a_kmemleak_report_fails_the_case() -> None:
+    checked = judged(SCENARIO, _result(kmemleak="unreferenced object 0x1"), [], None, "")
+    assert checked.reasons == ("kmemleak on ha:\nunreferenced object 0x1",)
+
+
+def test_a_failed_normal_connect_fails_the_case() -> None:
+    why = "a normal connect to the DUT afterwards failed: no ESTABLISHED"
+    assert judged(SCENARIO, _result(), [why], None, "").reasons == (why,)
+
+
+def test_a_crash_fails_the_case_with_its_lines() -> None:
+    crash = Crash("ha", "kernel_crash", "Oops", ("BUG: kernel NULL pointer dereference",))
+    checked = judged(SCENARIO, _result(crash=crash), [], None, "RemoteError: gone")
+    assert checked.failed and checked.crashed and not checked.error
+    assert checked.kernel[-1] == "ha: BUG: kernel NULL pointer dereference"
+
+
+def test_a_case_that_could_not_run_is_an_error_not_a_finding() -> None:
+    checked = judged(SCENARIO, _result(lab_errors=("evidence not taken",)), [], None, "")
+    assert (checked.failed, checked.error) == (False, "evidence not taken")
