@@ -12,10 +12,13 @@ differently from the base scenario's expectation (fuzzed frames have none).  A
 failing case is shrunk to the fewest sends and overrides that still fail (each
 try run on the DUT again) and saved in --out as a scenario file that replays it,
 its description naming the case, its mutations, why it failed and the kernel log
-lines.  Progress goes to stderr: cases done, cases/s, findings, each finding as it
-comes.  Ctrl-C stops after the current case; the pair is restored and the lease
-released.  Exit 0: no finding; 4: findings; 3: a case could not run (or
-interrupted) and no finding; 1: bad input.
+lines.  With --alluredir each finding is also an Allure result there (category
+"Fuzz findings", the replay file and the kernel log attached: hil.report.fuzz); the
+nightly's fuzz run writes them beside the suites' results.  Progress goes to
+stderr: cases done, cases/s, findings, each finding as it comes.  Ctrl-C stops
+after the current case; the pair is restored and the lease released.  Exit 0: no
+finding; 4: findings; 3: a case could not run (or interrupted) and no finding; 1:
+bad input.
 
 ``hil peer replay FILE PAIR`` runs one scenario file (a saved finding) the same
 way and prints the peer's verdict (shown, not judged) and the DUT's.
@@ -69,6 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "--out", default=OUT, metavar="DIR", help=f"where findings are saved (default {OUT})"
     )
+    p.add_argument(
+        "--alluredir",
+        metavar="DIR",
+        help="also write each finding as an Allure result into DIR (category Fuzz findings)",
+    )
     wait_option(p)
     p.set_defaults(func=_fuzz)
 
@@ -118,13 +126,13 @@ def scenarios_named(names: Sequence[str]) -> list[Scenario]:
     ]
 
 
-def out_dir(text: str) -> Path:
-    """``--out``, made if missing; InputError when it cannot be."""
+def out_dir(text: str, option: str = "--out") -> Path:
+    """``option``'s directory, made if missing; InputError when it cannot be."""
     path = Path(text)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise InputError(f"--out {text}: cannot make the directory: {e.strerror or e}") from None
+        raise InputError(f"{option} {text}: cannot make the directory: {e.strerror or e}") from None
     return path
 
 
@@ -157,8 +165,10 @@ def _fuzz(args: argparse.Namespace) -> int:
     scenarios = scenarios_named(args.scenario)
     out = out_dir(args.out)
     holder = f"hil peer fuzz --seed {args.seed}"
+    alluredir = out_dir(args.alluredir, "--alluredir") if args.alluredir else None
     with _pair_run(args, holder) as run:
-        return fuzz_run(_dut_check(run, args.dut), scenarios, args.seed, args.cases, out)
+        dut = _dut_check(run, args.dut)
+        return fuzz_run(dut, scenarios, args.seed, args.cases, out, alluredir=alluredir)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -200,9 +210,11 @@ def fuzz_run(
     out: Path,
     err: TextIO = sys.stderr,
     clock: Callable[[], float] = time.monotonic,
+    alluredir: Path | None = None,
 ) -> int:
-    """Cases 0 .. ``cases``-1 of ``seed`` on ``dut``; findings saved in ``out``; progress
-    and findings on ``err``; the exit code (see the module doc)."""
+    """Cases 0 .. ``cases``-1 of ``seed`` on ``dut``; findings saved in ``out`` (and as
+    Allure results in ``alluredir``, when given); progress and findings on ``err``; the
+    exit code (see the module doc)."""
     from hil.peer.fuzz import fuzz
 
     errors: list[str] = []
@@ -219,8 +231,12 @@ def fuzz_run(
         return checked.failed
 
     def on_finding(finding: Finding) -> None:
-        found.append(str(save_finding(finding, dut.checks, out)))
-        print(f"hil: FINDING {finding_line(finding, dut.checks)} -> {found[-1]}", file=err)
+        saved = save_finding(finding, dut.checks, out)
+        found.append(str(saved))
+        line = finding_line(finding, dut.checks)
+        print(f"hil: FINDING {line} -> {saved}", file=err)
+        checked = dut.checks.get(finding.shrunk.scenario) or dut.checks.get(finding.case.scenario)
+        _report(alluredir, finding.shrunk.scenario.name, line, saved, checked)
 
     def on_progress(progress: Progress) -> None:
         last[:] = [progress]
@@ -237,8 +253,7 @@ def fuzz_run(
             clock=clock,
         )
     except _Crashed as c:
-        found.append(str(save_crash(c.checked, seed, out)))
-        print(f"hil: FINDING host crashed: {c.checked.scenario.name} -> {found[-1]}", file=err)
+        found.append(str(_crash_found(c.checked, seed, out, err, alluredir)))
         print("hil: stopped: a crashed host ends the run (hil host recover)", file=err)
     except KeyboardInterrupt:
         print("hil: interrupted: restoring the pair and releasing its lease", file=err)
@@ -249,6 +264,29 @@ def fuzz_run(
     if found:
         return EXIT_VIOLATION
     return EXIT_INFRA if errors else EXIT_OK
+
+
+def _crash_found(
+    checked: CaseCheck, seed: int, out: Path, err: TextIO, alluredir: Path | None
+) -> Path:
+    """A case that crashed a host: saved, shown, reported; the replay file's path."""
+    saved = save_crash(checked, seed, out)
+    line = f"host crashed: {checked.scenario.name}"
+    print(f"hil: FINDING {line} -> {saved}", file=err)
+    _report(alluredir, checked.scenario.name, line, saved, checked)
+    return saved
+
+
+def _report(
+    alluredir: Path | None, name: str, line: str, saved: Path, checked: CaseCheck | None
+) -> None:
+    """The finding as an Allure result in ``alluredir`` (none: not asked for)."""
+    if alluredir is None:
+        return
+    from hil.report.fuzz import write_finding
+
+    kernel, reasons = (checked.kernel, checked.reasons) if checked else ((), ())
+    write_finding(alluredir, name, line, saved, kernel, reasons)
 
 
 def finding_line(finding: Finding, checks: dict[Scenario, CaseCheck]) -> str:

@@ -33,9 +33,11 @@ def run_bounded(
     seconds: float | None,
     what: str,
     grace: float = TERM_GRACE_S,
+    stop: signal.Signals = signal.SIGTERM,
 ) -> Finished:
-    """Run ``argv`` for at most ``seconds`` (None: unbounded); past it, SIGTERM, then
-    SIGKILL ``grace`` seconds later.  ``what`` names the run in the expiry message."""
+    """Run ``argv`` for at most ``seconds`` (None: unbounded); past it, ``stop`` (SIGTERM;
+    SIGINT for a CLI that restores on Ctrl-C), then SIGKILL ``grace`` seconds later.
+    ``what`` names the run in the expiry message."""
     proc = subprocess.Popen(argv, env=dict(env))
     try:
         return Finished(proc.wait(timeout=seconds))
@@ -46,15 +48,15 @@ def run_bounded(
         proc.wait()
         raise
     assert seconds is not None  # wait() without a timeout does not time out
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(stop)
     try:
         rc = proc.wait(timeout=grace)
-        how = f"sent SIGTERM, on which the session restores the pair; it ended (exit {rc})"
+        how = f"sent {stop.name}, on which the session restores the pair; it ended (exit {rc})"
     except subprocess.TimeoutExpired:
         proc.kill()
         rc = proc.wait()
         how = (
-            f"sent SIGTERM, it did not end within {grace:g} s and was killed: its restore "
+            f"sent {stop.name}, it did not end within {grace:g} s and was killed: its restore "
             "journal is replayed at the pair's next reservation"
         )
     return Finished(rc, f"{expired('nightly', seconds, what, '--timeout')}: {how}")

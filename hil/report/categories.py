@@ -20,7 +20,10 @@ The agreement with suites and the CM engine (see the package docstring):
   a **test defect** (a bug in the suite or the framework);
 - a failure of a test in the quarantine list (:mod:`hil.report.quarantine`)
   is **known flaky** and only that: the report plugin starts its message
-  with ``known flaky: `` and every other category excludes such messages.
+  with ``known flaky: `` and every other category excludes such messages;
+- a **fuzz finding** is a result ``hil peer fuzz --alluredir`` wrote for a case that
+  failed on the DUT (:mod:`hil.report.fuzz`): its message starts with
+  ``fuzz finding: `` and it is in that category only, as a known-flaky one is.
 
 Allure matches ``messageRegex`` against the whole message (Java ``matches``),
 whose first line is ``module.Class: text`` for exceptions outside builtins.
@@ -46,6 +49,8 @@ HOST_CRASHED = "Host crashed"
 CRASH_FAILURE = r"Failed: hil: HostCrashed: "
 KNOWN_FLAKY = "Known flaky"
 KNOWN_FLAKY_PREFIX = "known flaky: "
+FUZZ_FINDING = "Fuzz findings"
+FUZZ_FINDING_PREFIX = "fuzz finding: "
 
 
 def infrastructure_classes() -> list[str]:
@@ -73,7 +78,9 @@ def categories() -> list[dict[str, Any]]:
     judged = f"{contract}|{wire}"  # a verdict's failure, never a product or test defect
     infra = _infra_regex()
     known = re.escape(KNOWN_FLAKY_PREFIX)
-    apart = f"(?!{known})"  # a known-flaky failure is in its own category only
+    fuzz = re.escape(FUZZ_FINDING_PREFIX)
+    # A known-flaky failure and a fuzz finding are each in their own category only.
+    apart = f"(?!{known}|{fuzz})"
     crash = CRASH_FAILURE
     return [
         {
@@ -82,6 +89,13 @@ def categories() -> list[dict[str, Any]]:
             "counted and shown apart; it does not fail the run.",
             "matchedStatuses": ["failed", "broken"],
             "messageRegex": rf"(?s){known}.*",
+        },
+        {
+            "name": FUZZ_FINDING,
+            "description": "A fuzz case (hil peer fuzz) failed on the DUT: see the replay "
+            "scenario, the kernel log and why it failed, attached (docs/peer.md, Fuzzing).",
+            "matchedStatuses": ["failed"],
+            "messageRegex": rf"(?s){fuzz}.*",
         },
         {
             "name": HOST_CRASHED,

@@ -18,18 +18,34 @@ and the metrics past a threshold (:mod:`hil.report.metrics_flags`), writes it to
 failed, 3 when the run could not judge the product (lab or infrastructure
 errors only, no tests, pytest itself failed, the report could not be
 generated, the run overran its ``--timeout``: :mod:`hil.report.bounded`).
+
+With ``--fuzz-cases N`` it runs ``hil peer fuzz`` after the suites and before the
+report is generated (:func:`run_fuzz`), within what ``--timeout`` left, its findings
+written as results into the same results directory (:mod:`hil.report.fuzz`,
+category **Fuzz findings**): a finding fails the run (exit 1), a fuzz run that
+could not run its cases is a lab error (exit 3 unless tests failed).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from hil import tools
-from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError, LabError
+from hil.errors import (
+    EXIT_INFRA,
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    HilError,
+    InputError,
+    LabError,
+)
 from hil.inventory import loader
 from hil.inventory.thresholds import Threshold, parse_cli
 from hil.report import flaky, history, metrics_flags, metrics_history, results, trend
@@ -112,13 +128,61 @@ def run_pytest(run: history.Run, args: argparse.Namespace) -> Finished:
     return run_bounded([*argv, *args.pytest_args], env, bound, what)
 
 
+def fuzz_argv(args: argparse.Namespace, run: history.Run) -> list[str]:
+    """``hil peer fuzz`` on ``--pair`` (else the inventory's first pair), ``--fuzz-cases``
+    cases of ``--fuzz-seed``, findings saved in REPORTS/fuzz and written as results into
+    the run's results directory."""
+    pair = args.pair or loader.load(args.inventory).pairs()[0].name
+    return [
+        *(sys.executable, "-m", "hil", "--inventory", args.inventory),
+        *("peer", "fuzz", pair, "--seed", str(args.fuzz_seed), "--cases", str(args.fuzz_cases)),
+        *("--out", str(Path(args.reports) / "fuzz"), "--alluredir", str(run.results)),
+    ]
+
+
+def run_fuzz(run: history.Run, args: argparse.Namespace, left: float | None) -> Finished:
+    """The fuzz run within ``left`` seconds (None: unbounded); past it SIGINT, on which
+    ``hil peer fuzz`` restores the pair and releases its lease."""
+    argv = fuzz_argv(args, run)
+    print(f"hil report: fuzz: {' '.join(argv[3:])}", file=sys.stderr, flush=True)
+    return run_bounded(argv, os.environ, left, "hil peer fuzz", stop=signal.SIGINT)
+
+
+def with_fuzz(status: int, fuzz: Finished | None) -> int:
+    """The run's exit status with the fuzz run's folded in: findings are test failures,
+    any other trouble a lab error unless tests failed (exit 1 wins over 3)."""
+    if fuzz is None or (fuzz.returncode == EXIT_OK and not fuzz.expired):
+        return status
+    if fuzz.returncode == EXIT_VIOLATION:
+        return EXIT_TESTS_FAILED
+    return status if status == EXIT_TESTS_FAILED else EXIT_INFRA
+
+
+def _fuzz_after(
+    run: history.Run, args: argparse.Namespace, finished: Finished, began: float
+) -> Finished | None:
+    """The fuzz run, when asked for and the suites left time for it."""
+    if not args.fuzz_cases or finished.expired:
+        return None
+    left = args.timeout - (time.monotonic() - began) if args.timeout else None
+    if left is not None and left <= 0:
+        return Finished(EXIT_INFRA, "the suites used the whole --timeout: no fuzz run")
+    fuzz = run_fuzz(run, args, left)
+    if fuzz.expired:
+        print(f"hil report: {fuzz.expired}", file=sys.stderr, flush=True)
+    return fuzz
+
+
 def pipeline(args: argparse.Namespace) -> int:
-    """One run: results, history, report, metrics trend, flaky tests; prints the summary."""
+    """One run: results (the suites', then the fuzz findings'), history, report, metrics
+    trend, flaky tests; prints the summary."""
     reports = Path(args.reports)
     run = history.new_run(reports)
+    began = time.monotonic()
     finished = run_pytest(run, args)
     if finished.expired:
         print(f"hil report: {finished.expired}", file=sys.stderr, flush=True)
+    fuzz = _fuzz_after(run, args, finished, began)
     recorded = metrics_history.read_metric_files(sorted(run.results.glob(METRICS_GLOB)))
     nights = metrics_history.record(reports, run.order, recorded, args.metric_nights, None)
     flags, unmatched = metrics_flags.check(nights, args.thresholds)
@@ -137,6 +201,7 @@ def pipeline(args: argparse.Namespace) -> int:
     history.finish(reports, run, args.keep)
     # A run cut short by its bound did not judge everything: a lab/infrastructure outcome.
     status = EXIT_INFRA if finished.expired else exit_status(run.results, finished.returncode)
+    status = with_fuzz(status, fuzz)
     summary = history.summary(run.report)
     lines = [
         f"{summary.line()}; report {run.report / 'index.html'}; exit {status}",
@@ -145,10 +210,21 @@ def pipeline(args: argparse.Namespace) -> int:
         *flaky.summary_lines(ranked, flaky_nights),
         f"metrics: {len(nights[-1].series)} series recorded; trends {page}",
         *metrics_flags.summary_lines(flags, unmatched, len(args.thresholds)),
+        *([fuzz_line(fuzz, args)] if fuzz else []),
     ]
     (run.report / flaky.SUMMARY_FILE).write_text("".join(f"{line}\n" for line in lines))
     print("".join(f"hil report: {line}\n" for line in lines), end="")
     return status
+
+
+def fuzz_line(fuzz: Finished, args: argparse.Namespace) -> str:
+    """What the fuzz run gave, for the summary."""
+    what = {EXIT_OK: "no finding", EXIT_VIOLATION: "findings (category Fuzz findings)"}
+    how = fuzz.expired or what.get(
+        fuzz.returncode, f"could not run its cases (exit {fuzz.returncode})"
+    )
+    saved = Path(args.reports) / "fuzz"
+    return f"fuzz: seed {args.fuzz_seed}, {args.fuzz_cases} cases: {how}; replay files in {saved}"
 
 
 def thresholds_of(inventory: str | None, specs: list[str]) -> list[Threshold]:
@@ -223,6 +299,21 @@ def build_parser() -> argparse.ArgumentParser:
         "NAME[:STAT]>VALUE, NAME[:STAT]<VALUE, NAME[:STAT]>+PCT%%, NAME[:STAT]<-PCT%% "
         "(STAT mean, min, p50, p99, max), e.g. connect_us:p99>50000",
     )
+    p.add_argument(
+        "--fuzz-cases",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the suites, run hil peer fuzz for N cases on --pair (else the "
+        "inventory's first pair); findings go into the report (default 0: no fuzz run)",
+    )
+    p.add_argument(
+        "--fuzz-seed",
+        type=int,
+        default=int(time.strftime("%Y%m%d", time.gmtime())),
+        metavar="N",
+        help="the fuzz cases' seed (default: today's date, YYYYMMDD, UTC)",
+    )
     p.add_argument("--allure", default=str(DEFAULT_ALLURE), help="the allure executable")
     return p
 
@@ -246,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"--flaky-nights must be at least 2, not {args.flaky_nights}")
         if not args.timeout >= 0:
             raise InputError(f"--timeout must be 0 (no bound) or more seconds, not {args.timeout}")
+        if args.fuzz_cases < 0 or args.fuzz_seed < 0:
+            raise InputError("--fuzz-cases and --fuzz-seed take whole numbers of 0 or more")
+        if args.fuzz_cases and not args.inventory:
+            raise InputError("--fuzz-cases needs --inventory (the pair to fuzz)")
         if args.metric_nights < 1:
             raise InputError(f"--metric-nights must be at least 1, not {args.metric_nights}")
         # Checked before the run: a bad threshold is bad input, not a failed night.

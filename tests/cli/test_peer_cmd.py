@@ -14,6 +14,8 @@ from hil.cli.peer_cmd import fuzz_run
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, EXIT_VIOLATION
 from hil.peer.builtin import SCENARIOS
 from hil.peer.scenario import Scenario, Send, load
+from hil.report import results
+from hil.report.categories import FUZZ_FINDING, write_categories
 from hil.run.peercase import CaseCheck
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventory" / "example-lab.yaml"
@@ -124,10 +126,12 @@ class FakeDut:
         return checked
 
 
-def _fuzz(dut: FakeDut, out: Path, cases: int = 12) -> tuple[int, str]:
+def _fuzz(
+    dut: FakeDut, out: Path, cases: int = 12, alluredir: Path | None = None
+) -> tuple[int, str]:
     err = io.StringIO()
     ticks = itertools.count()
-    code = fuzz_run(dut, list(SCENARIOS), 1, cases, out, err, clock=lambda: float(next(ticks)))
+    code = fuzz_run(dut, list(SCENARIOS), 1, cases, out, err, lambda: float(next(ticks)), alluredir)
     return code, err.getvalue()
 
 
@@ -181,3 +185,25 @@ def test_ctrl_c_stops_the_loop_says_so_and_exits_3(tmp_path: Path) -> None:
     assert (code, dut.runs) == (EXIT_INFRA, 3)
     assert "hil: interrupted: restoring the pair and releasing its lease" in err
     assert err.splitlines()[-1].startswith("hil: done: 2/12 cases, ")
+
+
+def test_with_an_alluredir_each_finding_is_a_result_with_its_replay(tmp_path: Path) -> None:
+    alluredir = tmp_path / "results"
+    alluredir.mkdir()
+    write_categories(alluredir)
+    _fuzz(FakeDut(), tmp_path, alluredir=alluredir)
+    found = results.read(alluredir)
+    saved = sorted(tmp_path.glob("*.yaml"))
+    assert found and len(found) == len(saved)
+    assert {r.category for r in found} == {FUZZ_FINDING}
+    assert {r.test for r in found} == {f"hil peer fuzz::{p.stem}" for p in saved}
+    assert all("resources-back-to-baseline" in r.message for r in found)
+
+
+def test_a_crash_is_a_result_too(tmp_path: Path) -> None:
+    alluredir = tmp_path / "results"
+    alluredir.mkdir()
+    write_categories(alluredir)
+    _fuzz(FakeDut(leaks=False, crash_at=2), tmp_path, alluredir=alluredir)
+    (found,) = results.read(alluredir)
+    assert found.category == FUZZ_FINDING and "fuzz finding: host crashed: " in found.message
