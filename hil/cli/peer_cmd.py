@@ -4,7 +4,8 @@
 ``hil cm run`` does: :class:`hil.run.PairRun`), then runs cases 0 .. M-1 of seed N
 (:func:`hil.peer.fuzz.make_case`: mutations of the scenarios given by
 ``--scenario``, by default every built-in one) with the DUT on side ``--dut`` and
-the peer on the other host.  Each case runs as a test (:mod:`hil.run.peercase`):
+the peer on the other host, or the one the link's ``peer:`` names (a host outside
+the pair is refused for now: hil.peer.run.peer_of).  Each case runs as a test (:mod:`hil.run.peercase`):
 it FAILS when the DUT's kernel log shows a bad line (WARNING, oops, KASAN,
 kmemleak), a resource leaked, a host crashed, or a normal connect to the DUT
 afterwards fails; never merely because the DUT answered the mutated frames
@@ -93,7 +94,8 @@ def _dut_option(p: argparse.ArgumentParser) -> None:
         "--dut",
         choices=("a", "b"),
         default="a",
-        help="the pair's side that is the DUT; the peer runs on the other (default a)",
+        help="the pair's side that is the DUT; the peer runs on the other, or where the "
+        "link's peer: says (default a)",
     )
 
 

@@ -5,11 +5,14 @@
 
 ``cm`` is the pair's :class:`hil.cm.sides.PairSides` (a CMSession: its hosts' agents,
 data addresses, clocks and recordings); the DUT is the host on side ``dut``, the peer
-runs on the other (guest A DUT / guest B peer on the lab, then the other way round).
+runs on the host the link's ``peer:`` names for it, with that entry's source address
+(:func:`hil.inventory.peers.peer_host_for`), by default on the other host of the pair
+from its port's address (guest A DUT / guest B peer on the lab, then the other way
+round).  A ``peer:`` host outside the pair is refused for now (:func:`peer_of`).
 
 - The peer (:func:`hil.agent.peerrun.run_peer`) runs the scenario's own steps on its
-  host's agent: active, it connects to the DUT's data address of the session's family
-  and a fresh port; passive, it listens on its own data address and that port.
+  host's agent: active, it connects from its address to the DUT's data address of the
+  session's family and a fresh port; passive, it listens on its address and that port.
 - Each ``dut`` step runs here on the DUT's normal CM endpoint (:mod:`hil.cm.endpoint`,
   through its agent), in a :class:`~hil.cm.recording.Recording`, so its actions and
   CM events land on the test's timeline; the action is looked up in :data:`ACTIONS`
@@ -35,6 +38,8 @@ from hil.cm.clock import controller_us
 from hil.cm.endpoint import Endpoint
 from hil.cm.recording import Recording
 from hil.cm.sides import PairSides
+from hil.errors import InputError
+from hil.inventory.peers import peer_host_for
 from hil.judge.peerproviders import expect
 from hil.judge.timeline import RAW_TCP, Action, Timeline
 from hil.peer.judge import Observed, PeerVerdict, judge
@@ -194,16 +199,35 @@ class PeerRun:
     verdict: PeerVerdict
 
 
+def peer_of(cm: PairSides, dut: str) -> tuple[str, str]:
+    """The side whose host runs the peer against side ``dut``, and the address the peer
+    connects and listens from: the link's ``peer:`` entry for the DUT's host and its
+    source of the session's family, else that host's port address (the lab default: the
+    other host, from its port's address).  InputError for a ``peer:`` host outside the
+    pair: it would need an agent of its own, which a pair run does not open yet."""
+    host, source = peer_host_for(cm.pair, cm.host(dut), cm.family)
+    if host.name not in (cm.host("a"), cm.host("b")):
+        other = cm.host(cm.other(dut))
+        raise InputError(
+            f"link {cm.pair.name}'s peer: names host {host.name} to run the reference peer "
+            f"against {cm.host(dut)}: a peer host outside the pair is not supported yet (a "
+            f"pair run opens agents on its own two hosts only); name the pair's other host "
+            f"instead ({{host: {other}, source: ADDRESS}}), or drop that peer: entry"
+        )
+    side = cm.side_of(host.name)
+    return side, str(source) if source is not None else cm.address(side)
+
+
 def run_scenario(cm: PairSides, dut: str, scenario: Scenario) -> PeerRun:
-    """Run ``scenario`` with the DUT on side ``dut`` and the peer on the other; judged
-    against the DUT host's provider (see the module doc)."""
-    peer = cm.other(dut)
+    """Run ``scenario`` with the DUT on side ``dut`` and the peer where :func:`peer_of`
+    says; judged against the DUT host's provider (see the module doc)."""
+    peer, address = peer_of(cm, dut)
     port = cm.port()
     provider = cm.profile.of(cm.host(dut)).name
     with cm.recording(f"peer-{scenario.name}") as rec:
-        state = DutState(rec, rec.endpoint(dut), dut, port, cm.address(peer))
+        state = DutState(rec, rec.endpoint(dut), dut, port, address)
         steps_data = to_agent(scenario)
-        target = cm.address(dut) if scenario.role == "active" else cm.address(peer)
+        target = cm.address(dut) if scenario.role == "active" else address
         result = run_peer(
             cm.agent(peer),
             scenario.role,
@@ -213,7 +237,7 @@ def run_scenario(cm: PairSides, dut: str, scenario: Scenario) -> PeerRun:
             _segment_s(scenario),
             on_dut=lambda i, step: _on_dut(state, step),
             drain_s=DRAIN_S,
-            src=cm.address(peer) if scenario.role == "active" else None,
+            src=address if scenario.role == "active" else None,
         )
         seen = _observed(state, result, provider, scenario)
         _not_for_the_wire_judge(rec, peer, scenario, result)

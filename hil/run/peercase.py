@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hil.errors import HilError
-from hil.peer.run import run_scenario
+from hil.peer.run import peer_of, run_scenario
 from hil.run.testparts import TestOptions
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ class DutCheck:
     def __post_init__(self) -> None:
         peer = "b" if self.dut == "a" else "a"
         self._cm: CMSession = self.run.session(f"{self.dut}-{peer}")
+        peer_of(self._cm, self.dut)  # a peer: host the run cannot use, refused before a case
         # The DUT passive for the normal connect: it comes from the peer's host.
         self._after: CMSession = self.run.session(f"{peer}-{self.dut}", evidence=False)
 
