@@ -5,9 +5,9 @@
 (:func:`hil.peer.fuzz.make_case`: mutations of the scenarios given by
 ``--scenario``, by default every built-in one) with the DUT on side ``--dut`` and
 the peer on the other host, or the one the link's ``peer:`` names (a host outside
-the pair is refused for now: hil.peer.run.peer_of).  Each case runs as a test (:mod:`hil.run.peercase`):
-it FAILS when the DUT's kernel log shows a bad line (WARNING, oops, KASAN,
-kmemleak), a resource leaked, a host crashed, or a normal connect to the DUT
+the pair is refused for now: hil.peer.run.peer_of).  Each case runs as a test
+(:mod:`hil.run.peercase`): it FAILS when the DUT's kernel log shows a bad line
+(WARNING, oops, KASAN, kmemleak), a resource leaked, a host crashed, or a normal connect to the DUT
 afterwards fails; never merely because the DUT answered the mutated frames
 differently from the base scenario's expectation (fuzzed frames have none).  A
 failing case is shrunk to the fewest sends and overrides that still fail (each

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cm"))  # fake_cm, beside its tests
-from fake_cm import ADDRS, FakeAgent, FakeCMWorld  # noqa: E402
+# ci/lint's mypy of tests/peer has tests/cm off its path: the fakes are Any here.
+from fake_cm import ADDRS, FakeAgent, FakeCMWorld  # type: ignore[import-not-found]  # noqa: E402
 
 from hil.cm.session import CMSession  # noqa: E402
 from hil.errors import InputError  # noqa: E402
@@ -48,7 +49,7 @@ def _session(*peers: PeerSpec, third: Host | None = None) -> CMSession:
         hosts[third.name] = third
     link = replace(world.pair.link, peers=peers)
     pair = replace(world.pair, link=link, peer_hosts=tuple(hosts[p.host] for p in peers))
-    return CMSession(world, pair, profile=SIW)  # type: ignore[arg-type]
+    return CMSession(world, pair, profile=SIW)
 
 
 def _scenario(role: str) -> Scenario:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_report_nightly_timeout import INVENTORY  # two siw hosts, link pair-1
 
 from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION
 from hil.report import history, pipeline, results
@@ -21,18 +22,6 @@ from hil.report.fuzz import KERNEL, REPLAY, WHY, write_finding
 REPLAY_TEXT = "name: mpa-request-fuzz-7-3\nsteps: []\n"
 KASAN = "lab-0: BUG: KASAN: slab-use-after-free in siw_cm_work_handler+0x1c/0x3a0 [siw]"
 KMEMLEAK = "kmemleak on lab-0:\nunreferenced object 0xffff888004c3e000 (size 256):"
-INVENTORY = """\
-hosts:
-  h1:
-    ssh: {host: 127.0.0.1, port: 22}
-    rnics: [{name: p0, netdev: data0, driver: siw, speed: 10000}]
-  h2:
-    ssh: {host: 127.0.0.1, port: 22}
-    rnics: [{name: p0, netdev: data0, driver: siw, speed: 10000}]
-links:
-  pair-1:
-    ends: [h1:p0, h2:p0]
-"""
 
 
 def _finding(alluredir: Path, tmp_path: Path) -> dict[str, Any]:
