@@ -128,11 +128,20 @@ def run_pytest(run: history.Run, args: argparse.Namespace) -> Finished:
     return run_bounded([*argv, *args.pytest_args], env, bound, what)
 
 
+def fuzz_pair(args: argparse.Namespace) -> str:
+    """The pair to fuzz: ``--pair``, else the inventory's first; InputError when it has none
+    (checked before the suites run)."""
+    pairs = [args.pair] if args.pair else [p.name for p in loader.load(args.inventory).pairs()]
+    if not pairs:
+        raise InputError(f"--fuzz-cases: {args.inventory} has no pair to fuzz (no links:)")
+    return pairs[0]
+
+
 def fuzz_argv(args: argparse.Namespace, run: history.Run) -> list[str]:
-    """``hil peer fuzz`` on ``--pair`` (else the inventory's first pair), ``--fuzz-cases``
-    cases of ``--fuzz-seed``, findings saved in REPORTS/fuzz and written as results into
-    the run's results directory."""
-    pair = args.pair or loader.load(args.inventory).pairs()[0].name
+    """``hil peer fuzz`` on ``args.fuzz_pair`` (:func:`fuzz_pair`), ``--fuzz-cases`` cases
+    of ``--fuzz-seed``, findings saved in REPORTS/fuzz and written as results into the
+    run's results directory."""
+    pair = args.fuzz_pair
     return [
         *(sys.executable, "-m", "hil", "--inventory", args.inventory),
         *("peer", "fuzz", pair, "--seed", str(args.fuzz_seed), "--cases", str(args.fuzz_cases)),
@@ -341,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError("--fuzz-cases and --fuzz-seed take whole numbers of 0 or more")
         if args.fuzz_cases and not args.inventory:
             raise InputError("--fuzz-cases needs --inventory (the pair to fuzz)")
+        args.fuzz_pair = fuzz_pair(args) if args.fuzz_cases else None
         if args.metric_nights < 1:
             raise InputError(f"--metric-nights must be at least 1, not {args.metric_nights}")
         # Checked before the run: a bad threshold is bad input, not a failed night.

@@ -86,7 +86,9 @@ def _args(tmp_path: Path, *extra: str) -> argparse.Namespace:
     inventory = tmp_path / "lab.yaml"
     inventory.write_text(INVENTORY)
     argv = ["--inventory", str(inventory), "--reports", str(tmp_path / "R"), *extra]
-    return pipeline.build_parser().parse_args(argv)
+    args = pipeline.build_parser().parse_args(argv)
+    args.fuzz_pair = pipeline.fuzz_pair(args)
+    return args
 
 
 def test_the_fuzz_takes_the_inventorys_first_pair_unless_given_one(tmp_path: Path) -> None:
@@ -139,6 +141,12 @@ def test_the_pipeline_fuzzes_after_the_suites_into_the_same_results(
     )
 
 
-def test_fuzz_cases_need_an_inventory(capsys: pytest.CaptureFixture[str]) -> None:
+def test_fuzz_cases_need_an_inventory_with_a_pair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert pipeline.main(["--fuzz-cases", "2", "--inventory", ""]) == 1
     assert "--fuzz-cases needs --inventory" in capsys.readouterr().err
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(INVENTORY.split("links:")[0])
+    assert pipeline.main(["--fuzz-cases", "2", "--inventory", str(empty)]) == 1
+    assert f"--fuzz-cases: {empty} has no pair to fuzz" in capsys.readouterr().err
