@@ -145,8 +145,9 @@ def test_labels_steps_metrics_and_run_files(pytester: pytest.Pytester) -> None:
     got = [(m["name"], m["value"], m["unit"]) for m in metrics]
     assert got == [("detection_us", 1500, "us")] * 2
     cats = json.loads((out / "categories.json").read_text())
-    assert [c["name"] for c in cats][:5] == [
+    assert [c["name"] for c in cats][:6] == [
         "Known flaky",
+        "Fuzz findings",
         "Host crashed",
         "Contract violations",
         "Wire rules broken",
