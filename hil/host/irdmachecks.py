@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import RemoteError
+from hil.host.devlinkparams import parse_values
 from hil.host.irdmadev import IWARP_NODE_TYPE, pci_function, switch_to_iwarp
 from hil.host.rdmadev import READ_TIMEOUT, SYSFS_IB, read_file
 
@@ -85,12 +86,7 @@ def _devlink(port: CheckedPort, *args: str) -> dict[str, Any]:
 
 def _param_values(params: list[dict[str, Any]]) -> dict[str, str]:
     """``{"enable_iwarp": "true (runtime)", ...}`` from devlink's JSON list of parameters."""
-    values: dict[str, str] = {}
-    for p in params:
-        for v in p.get("values", []):
-            value = json.dumps(v.get("value")).strip('"')
-            values[str(p.get("name"))] = f"{value} ({v.get('cmode')})"
-    return values
+    return {name: f"{value} ({cmode})" for name, (value, cmode) in parse_values(params).items()}
 
 
 def _rdma_mode(port: CheckedPort, device: str, bdf: str, devlink: DevlinkParams | None) -> None:
