@@ -164,8 +164,10 @@ def _set(
     r = agent.run(set_argv(handle, p.name, p.value), timeout=SET_TIMEOUT)
     if r.status != 0:
         journal.forget(entry)
+        # devlink prints the driver's extack message ("Error: ice: ...") before the errno line
+        why = "; ".join(r.stderr.strip().splitlines()) or r.why()
         raise RemoteError(
             host,
-            f"cannot set devlink parameter {p.name}={p.value} on {handle} ({r.why()}); "
+            f"cannot set devlink parameter {p.name}={p.value} on {handle} ({why}); "
             "enable_iwarp and enable_roce are exclusive: pin the other one false too",
         )
