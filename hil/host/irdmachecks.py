@@ -6,7 +6,8 @@ for what only it has: that its device runs iWARP (``node_type``) and ice's
 devlink parameters ``enable_iwarp``/``enable_roce`` say so, the NVM versions
 ``devlink dev info`` shows (and a flashed NVM still waiting for a reboot),
 and which ice and irdma drivers are loaded.  Everything is read; nothing is
-changed: hil never switches the RDMA mode itself (it unplugs the RDMA device).
+changed: the RDMA mode is switched (it unplugs the RDMA device) only by pair
+setup, when the link pins it (``devlink_params``, :mod:`hil.host.devlinkparams`).
 Sources: Linux 6.1 and 6.12, ``drivers/net/ethernet/intel/ice`` and
 ``drivers/infiniband/hw/irdma``.
 """
@@ -106,8 +107,9 @@ def _rdma_mode(port: CheckedPort, device: str, bdf: str, devlink: DevlinkParams 
         "fail",
         f"not iWARP: {seen}",
         f"iWARP ({IWARP_NODE_TYPE}, enable_iwarp true)",
-        f"on {host}: {switch_to_iwarp(bdf)} (hil does not switch it itself; it is runtime "
-        "only, so set it again after a reboot or a reload of ice)",
+        f"on {host}: {switch_to_iwarp(bdf)} (hil switches it only when the link pins it: "
+        "devlink_params: {enable_roce: false, enable_iwarp: true}; it is runtime only, so "
+        "set it again after a reboot or a reload of ice)",
     )
 
 

@@ -16,7 +16,8 @@ irdma has none either: ``drivers/infiniband/hw/irdma`` declares no
 ``module_param`` in 6.1 or 6.12 (Intel's out-of-tree irdma has some, such as
 ``roce_ena``).  What decides how it runs is ice's devlink parameters
 (``enable_iwarp``, ``enable_roce``), which ``hil host doctor`` checks and
-compares between the hosts (:mod:`hil.host.irdmachecks`) but hil does not pin.
+compares between the hosts (:mod:`hil.host.irdmachecks`) and a link pins with
+``devlink_params`` (:mod:`hil.inventory.devlinkparams`).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ MODULE_PARAMS: dict[str, dict[str, ModuleParam]] = {
 NO_PARAMS_WHY: dict[str, str] = {
     "siw": "its settings are compile-time constants",
     "irdma": "the in-tree driver declares none; its RDMA mode is ice's devlink parameter "
-    "enable_iwarp, which hil checks (hil host doctor) but does not set",
+    "enable_iwarp, which hil checks (hil host doctor) and a link pins with devlink_params",
 }
 
 
