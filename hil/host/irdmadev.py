@@ -21,6 +21,7 @@ from hil.host.rdmadev import READ_TIMEOUT, SYSFS_IB, read_file
 
 if TYPE_CHECKING:
     from hil.agent import Agent
+    from hil.agent.agent import Runner
 
 IRDMA = "irdma"
 # core sysfs.c node_type_show prints "%u: %s": irdma's verbs.c sets
@@ -30,7 +31,7 @@ IWARP_NODE_TYPE = "4: RNIC"
 ROCE_NODE_TYPE = "1: CA"
 
 
-def pci_function(agent: Agent, host: str, device: str) -> str:
+def pci_function(agent: Runner, host: str, device: str) -> str:
     """The PCI function under RDMA device ``device`` (``0000:17:00.0``): irdma's parent.
 
     verbs.c ``irdma_init_rdma_device`` sets ``ibdev.dev.parent = &pcidev->dev``.
