@@ -185,13 +185,14 @@ class _LinkReader:
         """``devlink_params:``: parameter -> value, each a runtime one of ice's, on a link
         with an irdma end (pair setup sets them on each irdma end's PCI function)."""
         drivers = {self.hosts[e.host].rnic(e.port).driver for e in ends}
-        if DEVLINK_DRIVER not in drivers:
+        found = entries(at)  # an empty mapping (inventory_document's for any link) pins nothing
+        if found and DEVLINK_DRIVER not in drivers:
             raise at.error(
                 f"devlink_params are set on irdma ports' PCI functions; this link's ports "
                 f"run {', '.join(sorted(drivers))}"
             )
         pinned: list[PinnedDevlink] = []
-        for name, value in entries(at).items():
+        for name, value in found.items():
             given_value = _devlink_value(value)
             try:
                 checked = check_devlink_value(devlink_param(name), given_value)
