@@ -41,7 +41,7 @@ def test_a_module_not_loaded_is_recorded_as_unknown_saying_why(tmp_path: Path) -
 
 def test_an_irdma_ports_devlink_parameters_are_recorded_as_read_there(tmp_path: Path) -> None:
     hosts = e810_hosts(tmp_path)
-    props = gather(hosts, hosts.inventory.pair("e810"))  # type: ignore[arg-type]
+    props = gather(hosts, hosts.inventory.pair("e810"))
     assert props["e810a.devlink.enable_iwarp"] == "true (runtime)"
     assert props["e810b.devlink.tx_scheduling_layers"] == "9 (permanent)"
     assert props["e810b.devlink.local_forwarding"] == "enabled (runtime)"

@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 from fake_hosts import FakeHosts, e810_inventory, t6_inventory
 
-from hil.host.devlinkparams import read_devlink
-
 from hil.errors import InputError
+from hil.host.devlinkparams import read_devlink
 from hil.inventory.model import PinnedDevlink, PinnedParam
 from hil.reservation import Store
 from hil.run import PairRequest, PairRun
