@@ -13,9 +13,10 @@ a reboot, which no run may do.  i40e (X722) registers none of them.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Literal
+
+from hil.inventory.modparams import did_you_mean
 
 ValueType = Literal["bool", "string", "u8"]
 Cmode = Literal["runtime", "permanent"]
@@ -71,11 +72,9 @@ OFF_VALUES = ("false", "disabled")
 def devlink_param(name: str) -> DevlinkParam:
     """The parameter ``name``; KeyError with a sentence naming the known ones."""
     if name not in DEVLINK_PARAMS:
-        close = difflib.get_close_matches(name, DEVLINK_PARAMS, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
         raise KeyError(
             f"ice has no devlink parameter {name!r} hil knows "
-            f"({hint}known: {', '.join(DEVLINK_PARAMS)})"
+            f"({did_you_mean(name, DEVLINK_PARAMS)}known: {', '.join(DEVLINK_PARAMS)})"
         )
     return DEVLINK_PARAMS[name]
 

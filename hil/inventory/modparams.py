@@ -103,6 +103,12 @@ NO_PARAMS_WHY: dict[str, str] = {
 }
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``did you mean 'X'? `` for the known name closest to ``name``; "" when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def module_param(driver: str, name: str) -> ModuleParam:
     """The parameter ``name`` of ``driver``; KeyError with a sentence saying what is known."""
     if driver not in MODULE_PARAMS:
@@ -114,8 +120,7 @@ def module_param(driver: str, name: str) -> ModuleParam:
     if not params:
         raise KeyError(f"{driver} has no module parameters ({NO_PARAMS_WHY[driver]})")
     if name not in params:
-        close = difflib.get_close_matches(name, params, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(name, params)
         raise KeyError(
             f"{driver} has no module parameter {name!r} "
             f"({hint}parameters: {', '.join(sorted(params))})"
