@@ -8,7 +8,8 @@ kernel here cannot do (RDMA) and for failure paths.
 
 ``RecordedAgent`` (``FakeAgent.recorded``) is a host recorded under
 ``tests/data/t6/<host>/`` (see its README): a copy of its file tree served
-by ``cat``/``readlink -f``/``stat -c %a``/``tee``, its recorded commands, and
+by ``cat``/``readlink -f``/``stat -c %a``/``tee``, its recorded commands
+(``devlink dev param set`` changes the recorded ``devlink -j dev param show``), and
 ``driver_info``/``rdma_links`` parsed from its recorded ``ethtool -i`` and
 ``rdma -j link show``; a test changes the copy (``write``, ``record``) to
 plant a fault.  ``t6_hosts`` builds the recorded T6 pair with its inventory,
@@ -38,6 +39,7 @@ from hil.inventory.model import (
     Inventory,
     Link,
     LinkEnd,
+    PinnedDevlink,
     PinnedParam,
     Pull,
     Rnic,
@@ -318,6 +320,45 @@ class RecordedAgent(FakeAgent):
         real.write_text(value)
         return self._result(0, value)
 
+    def _devlink_set(self, handle: str, name: str, value: str, cmode: str) -> dict[str, Any]:
+        """``devlink dev param set``: the recorded ``devlink -j dev param show`` changed.
+
+        As ice answers it (ice_devlink.c, 6.1): ``ice_devlink_enable_iw_validate``
+        refuses iWARP while RoCEv2 is on (and the reverse), with its extack
+        message; switching the mode replugs the RDMA device in the other mode,
+        whose ``node_type`` then says so (irdma ``irdma_init_iw_device``).
+        """
+        shown = (
+            self.root / "cmd" / self._json("commands.json")["devlink -j dev param show"]["stdout"]
+        )
+        data = json.loads(shown.read_text())
+        params = {p["name"]: p for p in data["param"].get(handle, [])}
+        if name not in params or params[name]["values"][0]["cmode"] != cmode:
+            return self._result(1, "", "Error: devlink: parameter not found.\n")
+        other = {"enable_iwarp": "enable_roce", "enable_roce": "enable_iwarp"}.get(name)
+        if value == "true" and other and params[other]["values"][0]["value"] is True:
+            on = "iWARP" if other == "enable_iwarp" else "RoCEv2"
+            return self._result(
+                1,
+                "",
+                f"Error: ice: {on} is currently enabled. This device cannot enable iWARP and "
+                "RoCEv2 simultaneously.\nkernel answer: Operation not supported\n",
+            )
+        old = params[name]["values"][0]["value"]
+        params[name]["values"][0]["value"] = (
+            value == "true"
+            if isinstance(old, bool)
+            else int(value)
+            if isinstance(old, int)
+            else value
+        )
+        shown.write_text(json.dumps(data))
+        if other and value == "true":
+            for device in self.file("/sys/class/infiniband").iterdir():
+                node_type = "4: RNIC" if name == "enable_iwarp" else "1: CA"
+                (device / "node_type").write_text(node_type + "\n")
+        return self._result(0)
+
     def _op_run(self, argv: list[str], input: str | None = None) -> dict[str, Any]:
         match argv:
             case ["cat", *paths] if paths:
@@ -329,6 +370,20 @@ class RecordedAgent(FakeAgent):
                 return self._stat_mode(path)
             case ["tee", path] if input is not None:
                 return self._tee(path, input)
+            case [
+                "devlink",
+                "dev",
+                "param",
+                "set",
+                handle,
+                "name",
+                name,
+                "value",
+                value,
+                "cmode",
+                c,
+            ]:
+                return self._devlink_set(handle, name, value, c)
         recorded = self._json("commands.json").get(" ".join(argv))
         if recorded is None:
             return self._result(127, "", f"not recorded: {shlex.join(argv)}\n")
@@ -499,11 +554,15 @@ E810_NETDEV = "ens1f0"
 E810_FIRMWARE = "4.40"  # the NVM version tests/data/e810 records (ethtool -i, devlink fw.psid.api)
 
 
-def e810_inventory(module_params: tuple[PinnedParam, ...] = ()) -> Inventory:
+def e810_inventory(
+    module_params: tuple[PinnedParam, ...] = (), devlink_params: tuple[PinnedDevlink, ...] = ()
+) -> Inventory:
     """The recorded E810 pair's inventory (``tests/data/e810/inventory.yaml``: hosts
-    e810a/e810b, port p0 = irdma0 on ens1f0, link e810)."""
+    e810a/e810b, port p0 = irdma0 on ens1f0, link e810), with these pins on the link."""
     inv = load(E810_DATA / "inventory.yaml")
-    link = dataclasses.replace(inv.links["e810"], module_params=module_params)
+    link = dataclasses.replace(
+        inv.links["e810"], module_params=module_params, devlink_params=devlink_params
+    )
     return dataclasses.replace(inv, links={"e810": link})
 
 

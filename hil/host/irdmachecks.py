@@ -6,7 +6,8 @@ for what only it has: that its device runs iWARP (``node_type``) and ice's
 devlink parameters ``enable_iwarp``/``enable_roce`` say so, the NVM versions
 ``devlink dev info`` shows (and a flashed NVM still waiting for a reboot),
 and which ice and irdma drivers are loaded.  Everything is read; nothing is
-changed: hil never switches the RDMA mode itself (it unplugs the RDMA device).
+changed: the RDMA mode is switched (it unplugs the RDMA device) only by pair
+setup, when the link pins it (``devlink_params``, :mod:`hil.host.devlinkparams`).
 Sources: Linux 6.1 and 6.12, ``drivers/net/ethernet/intel/ice`` and
 ``drivers/infiniband/hw/irdma``.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import RemoteError
+from hil.host.devlinkparams import parse_values
 from hil.host.irdmadev import IWARP_NODE_TYPE, pci_function, switch_to_iwarp
 from hil.host.rdmadev import READ_TIMEOUT, SYSFS_IB, read_file
 
@@ -85,12 +87,7 @@ def _devlink(port: CheckedPort, *args: str) -> dict[str, Any]:
 
 def _param_values(params: list[dict[str, Any]]) -> dict[str, str]:
     """``{"enable_iwarp": "true (runtime)", ...}`` from devlink's JSON list of parameters."""
-    values: dict[str, str] = {}
-    for p in params:
-        for v in p.get("values", []):
-            value = json.dumps(v.get("value")).strip('"')
-            values[str(p.get("name"))] = f"{value} ({v.get('cmode')})"
-    return values
+    return {name: f"{value} ({cmode})" for name, (value, cmode) in parse_values(params).items()}
 
 
 def _rdma_mode(port: CheckedPort, device: str, bdf: str, devlink: DevlinkParams | None) -> None:
@@ -110,8 +107,9 @@ def _rdma_mode(port: CheckedPort, device: str, bdf: str, devlink: DevlinkParams 
         "fail",
         f"not iWARP: {seen}",
         f"iWARP ({IWARP_NODE_TYPE}, enable_iwarp true)",
-        f"on {host}: {switch_to_iwarp(bdf)} (hil does not switch it itself; it is runtime "
-        "only, so set it again after a reboot or a reload of ice)",
+        f"on {host}: {switch_to_iwarp(bdf)} (hil switches it only when the link pins it: "
+        "devlink_params: {enable_roce: false, enable_iwarp: true}; it is runtime only, so "
+        "set it again after a reboot or a reload of ice)",
     )
 
 

@@ -4,8 +4,9 @@ irdma (Intel E810 through ``ice``, X722 through ``i40e``) registers one RDMA
 device per PCI function, in iWARP or in RoCEv2 mode, chosen by ``ice`` when
 it plugs the auxiliary device irdma binds (ice_idc.c ``ice_plug_aux_dev``:
 ``ice.iwarp.N`` or ``ice.roce.N``).  hil tests iWARP only, so a device in
-RoCE mode is refused with the commands that switch it; hil never switches
-it itself (it unplugs the RDMA device, and every QP on it with it).
+RoCE mode is refused with the commands that switch it; hil switches it only
+at pair setup when the link pins it (``devlink_params``,
+:mod:`hil.host.devlinkparams`): it unplugs the RDMA device, and every QP on it.
 Linux 6.1 and 6.12 sources throughout.
 """
 
@@ -20,6 +21,7 @@ from hil.host.rdmadev import READ_TIMEOUT, SYSFS_IB, read_file
 
 if TYPE_CHECKING:
     from hil.agent import Agent
+    from hil.agent.agent import Runner
 
 IRDMA = "irdma"
 # core sysfs.c node_type_show prints "%u: %s": irdma's verbs.c sets
@@ -29,7 +31,7 @@ IWARP_NODE_TYPE = "4: RNIC"
 ROCE_NODE_TYPE = "1: CA"
 
 
-def pci_function(agent: Agent, host: str, device: str) -> str:
+def pci_function(agent: Runner, host: str, device: str) -> str:
     """The PCI function under RDMA device ``device`` (``0000:17:00.0``): irdma's parent.
 
     verbs.c ``irdma_init_rdma_device`` sets ``ibdev.dev.parent = &pcidev->dev``.
@@ -65,6 +67,6 @@ def roce_refusal(agent: Agent, host: str, device: str) -> str:
     mode = "RoCEv2" if node_type == ROCE_NODE_TYPE else "not iWARP"
     return (
         f"{device} on {host} runs {mode} (node_type {node_type!r}, not {IWARP_NODE_TYPE!r}); "
-        f"hil tests iWARP: switch {bdf} to iWARP ({switch_to_iwarp(bdf)}); hil does not "
-        "switch it itself"
+        f"hil tests iWARP: switch {bdf} to iWARP ({switch_to_iwarp(bdf)}), or pin it in the link "
+        "(devlink_params: {enable_roce: false, enable_iwarp: true}) for pair setup to switch it"
     )

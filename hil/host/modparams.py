@@ -100,7 +100,7 @@ def pin_params(
     pinned: dict[str, dict[str, str]] = {}
     sides = ((pair.host_a, pair.rnic_a), (pair.host_b, pair.rnic_b))
     for (host, rnic), port in zip(sides, ports, strict=True):
-        driver = _running(rnic, port)
+        driver = running_driver(rnic, port)
         skipped = [p for p in params if p.driver == rnic.driver != driver]
         if skipped:
             log.warning(
@@ -116,7 +116,7 @@ def pin_params(
     return pinned
 
 
-def _running(rnic: Rnic, port: PortState | None) -> str:
+def running_driver(rnic: Rnic, port: PortState | None) -> str:
     """The driver a port runs: the inventory's, or its fallback when setup chose that."""
     fell_back = port is not None and port.rdma_device not in (None, rnic.rdma_device)
     return rnic.fallback if fell_back and rnic.fallback else rnic.driver

@@ -9,13 +9,14 @@ provider needs it, a module parameter that differs between the hosts);
 
 Doctor (``hil host doctor``) runs these before a run and changes nothing:
 what pair setup will set (the inventory's MTU, a siw fallback device, pinned
-module parameters) is reported as ``info``.  Pair setup runs them again once
+module and devlink parameters) is reported as ``info``.  Pair setup runs them again once
 the ports are configured (``phase="setup"``) and refuses the pair on a
 ``fail``.  The per-port checks live in :mod:`hil.host.portchecks`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,8 +90,26 @@ def pair_readiness(
     a, b = views
     findings.append(_mtu_ends(pair.name, a, b))
     findings += _params_agree(pair, a, b, phase)
-    findings += _devlink_agree(pair.name, a, b)
-    return Readiness(pair.name, tuple(findings))
+    findings += _devlink_agree(pair, a, b)
+    return Readiness(pair.name, tuple(_mode_pinned(pair, findings)))
+
+
+def _mode_pinned(pair: Pair, findings: list[Finding]) -> list[Finding]:
+    """An irdma end not in iWARP mode is ``info`` when the link pins ``enable_iwarp true``:
+    pair setup switches it after these checks (:mod:`hil.host.devlinkparams`), and the
+    provider read then refuses a device that still is not iWARP (``roce_refusal``)."""
+    if pair.devlink_params.get("enable_iwarp") != "true":
+        return findings
+    return [
+        dataclasses.replace(
+            f,
+            status="info",
+            fix="pair setup sets it (devlink_params of the link pin enable_iwarp true)",
+        )
+        if f.check == "rdma-mode" and f.status == "fail" and f.seen.startswith("not iWARP")
+        else f
+        for f in findings
+    ]
 
 
 def _mtu_ends(name: str, a: PortView, b: PortView) -> Finding:
@@ -161,19 +180,22 @@ def _params_agree(pair: Pair, a: PortView, b: PortView, phase: Phase) -> list[Fi
     return findings
 
 
-def _devlink_agree(name: str, a: PortView, b: PortView) -> list[Finding]:
+def _devlink_agree(pair: Pair, a: PortView, b: PortView) -> list[Finding]:
     """An irdma pair's devlink parameters (ice's, on each end's PCI function): alike on both.
 
-    hil pins none of them, so one that differs (6.12's ``local_forwarding``,
-    ``tx_scheduling_layers``; ``enable_iwarp`` fails the end's ``rdma-mode``
-    too) makes the two ends different machines.
+    One that differs and that the link does not pin (``devlink_params``: pair
+    setup sets those alike) makes the two ends different machines (6.12's
+    ``local_forwarding``, ``tx_scheduling_layers``; ``enable_iwarp`` fails the
+    end's ``rdma-mode`` too).
     """
     if a.devlink is None or b.devlink is None:
         return []
+    name, pinned = pair.name, pair.devlink_params
     va, vb = a.devlink.values, b.devlink.values
-    differ = sorted(n for n in set(va) | set(vb) if va.get(n) != vb.get(n))
+    differ = sorted(n for n in set(va) | set(vb) if va.get(n) != vb.get(n) and n not in pinned)
     if not differ:
-        return [Finding("devlink-params", name, "ok", f"{len(va)} alike on both hosts")]
+        also = f" ({len(pinned)} pinned)" if pinned else ""
+        return [Finding("devlink-params", name, "ok", f"{len(va)} alike on both hosts{also}")]
     return [
         Finding(
             "devlink-param",
@@ -182,8 +204,8 @@ def _devlink_agree(name: str, a: PortView, b: PortView) -> list[Finding]:
             f"{n} differs: {a.host} {va.get(n, 'absent')}, {b.host} {vb.get(n, 'absent')}",
             "the same value on both hosts",
             f"set it alike: devlink dev param set {a.devlink.handle} name {n} value V "
-            f"cmode CMODE on {a.host} (and {b.devlink.handle} on {b.host}); hil does "
-            "not set devlink parameters",
+            f"cmode CMODE on {a.host} (and {b.devlink.handle} on {b.host}), or pin a "
+            f"runtime one in the link (devlink_params: {{{n}: V}})",
         )
         for n in differ
     ]

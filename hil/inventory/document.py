@@ -112,8 +112,14 @@ def _link(link: Link) -> dict[str, Any]:
             driver: {name: int(value) for name, value in params.items()}
             for driver, params in params_by_driver(link.module_params).items()
         },
+        "devlink_params": {p.name: _devlink_yaml(p.value) for p in link.devlink_params},
         "peer": [_peer(p) for p in link.peers],
     }
+
+
+def _devlink_yaml(value: str) -> bool | str:
+    """A pinned devlink value as the YAML writes it: a bool's as true/false."""
+    return {"true": True, "false": False}.get(value, value)
 
 
 def _peer(peer: PeerSpec) -> dict[str, Any]:

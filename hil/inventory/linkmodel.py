@@ -118,6 +118,19 @@ class PinnedParam:
 
 
 @dataclass(frozen=True)
+class PinnedDevlink:
+    """A devlink parameter a link's runs set on each irdma end's PCI function
+    (``devlink_params:``): ``name=value``, ``value`` as devlink prints it (checked
+    against :data:`hil.inventory.devlinkparams.DEVLINK_PARAMS` when loaded)."""
+
+    name: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"devlink.{self.name}={self.value}"
+
+
+@dataclass(frozen=True)
 class Link:
     """A named cable between two host ports, the ways to pull it and where to capture it."""
 
@@ -128,6 +141,7 @@ class Link:
     tags: tuple[str, ...] = ()
     capture: CaptureSpec = CaptureSpec()
     module_params: tuple[PinnedParam, ...] = ()
+    devlink_params: tuple[PinnedDevlink, ...] = ()
     # Who runs the reference peer against each end; none: the pair's other host.
     peers: tuple[PeerSpec, ...] = ()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from hil.inventory.devlinkparams import DEVLINK_DRIVER, check_devlink_value, devlink_param
 from hil.inventory.model import (
     CAPTURE_FETCH_FIELDS,
     CAPTURE_FIELDS,
@@ -24,6 +25,7 @@ from hil.inventory.model import (
     Host,
     Link,
     LinkEnd,
+    PinnedDevlink,
     PinnedParam,
     Pull,
 )
@@ -34,6 +36,7 @@ from hil.inventory.nodes import (
     NETDEV,
     NETDEV_WHAT,
     At,
+    boolean,
     check_name,
     choice,
     describe,
@@ -51,7 +54,7 @@ from hil.inventory.nodes import (
 from hil.inventory.peers import parse_peers
 from hil.inventory.templates import argv_template, template_vars, uses
 
-LINK_KEYS = ("ends", "tags", "pull", "capture", "module_params", "peer")
+LINK_KEYS = ("ends", "tags", "pull", "capture", "module_params", "devlink_params", "peer")
 # Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
 # mode: admin and blackhole act on it (default: the first end); for carrier
 # and command it is optional and names the side whose carrier is affected.
@@ -132,6 +135,9 @@ class _LinkReader:
         params = (
             self._module_params(f["module_params"], (a, b)) if given(f, "module_params") else ()
         )
+        devlink = (
+            self._devlink_params(f["devlink_params"], (a, b)) if given(f, "devlink_params") else ()
+        )
         return Link(
             name=name,
             a=a,
@@ -140,6 +146,7 @@ class _LinkReader:
             tags=tags(f.get("tags")),
             capture=capture,
             module_params=params,
+            devlink_params=devlink,
             peers=parse_peers(f["peer"], self.hosts, (a, b)) if given(f, "peer") else (),
         )
 
@@ -172,6 +179,28 @@ class _LinkReader:
                 except KeyError as e:
                     raise value.error(str(e.args[0])) from None
                 pinned.append(PinnedParam(driver, name, _param_value(value, param)))
+        return tuple(pinned)
+
+    def _devlink_params(self, at: At, ends: tuple[LinkEnd, LinkEnd]) -> tuple[PinnedDevlink, ...]:
+        """``devlink_params:``: parameter -> value, each a runtime one of ice's, on a link
+        with an irdma end (pair setup sets them on each irdma end's PCI function)."""
+        drivers = {self.hosts[e.host].rnic(e.port).driver for e in ends}
+        found = entries(at)  # an empty mapping (inventory_document's for any link) pins nothing
+        if found and DEVLINK_DRIVER not in drivers:
+            raise at.error(
+                f"devlink_params are set on irdma ports' PCI functions; this link's ports "
+                f"run {', '.join(sorted(drivers))}"
+            )
+        pinned: list[PinnedDevlink] = []
+        for name, value in found.items():
+            given_value = _devlink_value(value)
+            try:
+                checked = check_devlink_value(devlink_param(name), given_value)
+            except KeyError as e:
+                raise value.error(str(e.args[0])) from None
+            except ValueError as e:
+                raise value.error(str(e)) from None
+            pinned.append(PinnedDevlink(name, checked))
         return tuple(pinned)
 
     def _end(self, at: At) -> LinkEnd:
@@ -285,6 +314,13 @@ class _LinkReader:
             fetch=fetch,
             vars=variables,
         )
+
+
+def _devlink_value(at: At) -> str:
+    """A devlink value as devlink prints it: YAML's true/false as ``true``/``false``."""
+    if isinstance(at.node, yaml.ScalarNode) and at.node.tag == "tag:yaml.org,2002:bool":
+        return "true" if boolean(at) else "false"
+    return text(at)
 
 
 def _param_value(at: At, param: ModuleParam) -> str:

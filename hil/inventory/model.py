@@ -43,6 +43,7 @@ from hil.inventory.linkmodel import (
     Link,
     LinkEnd,
     PeerSpec,
+    PinnedDevlink,
     PinnedParam,
     Pull,
     PullMode,
@@ -86,6 +87,11 @@ class Pair:
     def module_params(self) -> dict[str, dict[str, str]]:
         """The module parameters the pair's runs pin: driver -> {parameter: value}."""
         return params_by_driver(self.link.module_params)
+
+    @property
+    def devlink_params(self) -> dict[str, str]:
+        """The devlink parameters the pair's runs pin on each irdma end: name -> value."""
+        return {p.name: p.value for p in self.link.devlink_params}
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,7 @@ __all__ = [
     "PULL_MODES",
     "Pair",
     "PeerSpec",
+    "PinnedDevlink",
     "PinnedParam",
     "Power",
     "PowerAction",

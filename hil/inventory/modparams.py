@@ -16,7 +16,8 @@ irdma has none either: ``drivers/infiniband/hw/irdma`` declares no
 ``module_param`` in 6.1 or 6.12 (Intel's out-of-tree irdma has some, such as
 ``roce_ena``).  What decides how it runs is ice's devlink parameters
 (``enable_iwarp``, ``enable_roce``), which ``hil host doctor`` checks and
-compares between the hosts (:mod:`hil.host.irdmachecks`) but hil does not pin.
+compares between the hosts (:mod:`hil.host.irdmachecks`) and a link pins with
+``devlink_params`` (:mod:`hil.inventory.devlinkparams`).
 """
 
 from __future__ import annotations
@@ -98,8 +99,14 @@ MODULE_PARAMS: dict[str, dict[str, ModuleParam]] = {
 NO_PARAMS_WHY: dict[str, str] = {
     "siw": "its settings are compile-time constants",
     "irdma": "the in-tree driver declares none; its RDMA mode is ice's devlink parameter "
-    "enable_iwarp, which hil checks (hil host doctor) but does not set",
+    "enable_iwarp, which hil checks (hil host doctor) and a link pins with devlink_params",
 }
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``did you mean 'X'? `` for the known name closest to ``name``; "" when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def module_param(driver: str, name: str) -> ModuleParam:
@@ -113,8 +120,7 @@ def module_param(driver: str, name: str) -> ModuleParam:
     if not params:
         raise KeyError(f"{driver} has no module parameters ({NO_PARAMS_WHY[driver]})")
     if name not in params:
-        close = difflib.get_close_matches(name, params, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(name, params)
         raise KeyError(
             f"{driver} has no module parameter {name!r} "
             f"({hint}parameters: {', '.join(sorted(params))})"

@@ -3,7 +3,8 @@
 Kernels, the pair's ports (driver, driver version and firmware as the kernel
 reports them, the RDMA devices on the netdev), the module parameters hil
 knows of the port's driver (``t6-a.iw_cxgb4.ep_timeout_secs``: read on the
-host after setup, so pinned ones show the value set), rdma-core, the hosts
+host after setup, so pinned ones show the value set), an irdma port's devlink
+parameters (``e810a.devlink.enable_iwarp``, likewise), rdma-core, the hosts
 and the pair; Allure shows it on the overview.  Every value is an observation: one
 that cannot be read is ``unknown: <what> failed on <host>: <why>``, never the
 inventory's claim (that is shown apart, as ``<host>.<netdev>.inventory``), so
@@ -23,8 +24,11 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from hil import tools
 from hil.agent.client import AgentCallError
 from hil.errors import HilError, RemoteError
+from hil.host.devlinkparams import read_devlink
+from hil.host.irdmadev import pci_function
 from hil.host.modparams import read_params
 from hil.host.rdmadev import rdma_core_version
+from hil.inventory.devlinkparams import DEVLINK_DRIVER
 from hil.inventory.model import Host, Pair, Rnic
 from hil.inventory.modparams import MODULE_PARAMS
 
@@ -142,13 +146,28 @@ def module_properties(agent: _HostAgent, host: str, driver: str) -> dict[str, st
     return {f"{host}.{driver}.{name}": value for name, value in values.items()}
 
 
+def devlink_properties(agent: Runner, host: str, rnic: Rnic) -> dict[str, str]:
+    """An irdma port's PCI function's devlink parameters (``HOST.devlink.NAME``: value and
+    cmode), as read there: the pinned ones as a run set them; {} for other drivers."""
+    if rnic.driver != DEVLINK_DRIVER or rnic.rdma_device is None:
+        return {}
+    try:
+        handle = f"pci/{pci_function(agent, host, rnic.rdma_device)}"
+        values = read_devlink(agent, host, handle)
+    except HilError as e:
+        return {f"{host}.devlink": unknown(host, "reading devlink parameters", _reason(e, host))}
+    return {f"{host}.devlink.{n}": f"{v} ({cmode})" for n, (v, cmode) in values.items()}
+
+
 def host_properties(agent: _HostAgent, host: Host, rnic: Rnic) -> dict[str, str]:
-    """Kernel, rdma-core, the pair port of one host and its driver's module parameters."""
+    """Kernel, rdma-core, the pair port of one host, its driver's module parameters and
+    (irdma) its devlink parameters."""
     return {
         f"{host.name}.kernel": _first_line(agent, host.name, tools.argv("uname", "-r")),
         f"{host.name}.rdma-core": rdma_core_property(agent, host.name),
         **port_properties(agent, host, rnic),
         **module_properties(agent, host.name, rnic.driver),
+        **devlink_properties(agent, host.name, rnic),
     }
 
 

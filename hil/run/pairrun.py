@@ -19,7 +19,8 @@ runs them one by one, as its fixtures are first needed):
    (:mod:`hil.run.warmup`);
 3. :meth:`set_up`: the pair brought to the inventory's state under a
    restore journal, its module parameters pinned (the link's
-   ``module_params``, overridden by the request's; read back on both hosts),
+   ``module_params``, overridden by the request's; read back on both hosts)
+   and its irdma ends' devlink parameters (the link's ``devlink_params``),
    then the provider read on both hosts (:mod:`hil.run.provider`, so the
    profile follows the pinned values) and observers told ``run_started``;
 4. :meth:`restore`: observers told ``run_finished``, the journal undone and
@@ -118,6 +119,7 @@ class PairRun:
         """The pair brought to the inventory's state; its provider read on both hosts."""
         if self._state is not None:
             return self._state
+        from hil.host.devlinkparams import pin_devlink
         from hil.host.healthcheck import failures_noted
         from hil.host.modparams import pin_params
         from hil.host.pairsetup import setup_pair
@@ -128,6 +130,9 @@ class PairRun:
         with failures_noted(self.store):  # host health: a host lost during setup
             state = setup_pair(hosts, self.pair, self.journal, rdma=self.request.rdma)
             self._pinned = pin_params(hosts, self.pair, params, self.journal, state)
+            devlink = self.pair.link.devlink_params
+            for host, values in pin_devlink(hosts, self.pair, devlink, self.journal, state).items():
+                self._pinned.setdefault(host, {}).update(values)
         self._state = state
         if self.request.rdma:
             self._provider = detect(hosts, self.pair, self._state)
@@ -252,7 +257,8 @@ class PairRun:
 
     @property
     def pinned(self) -> dict[str, dict[str, str]]:
-        """Per host, each pinned parameter (``driver.name``) as read back at setup ({} before)."""
+        """Per host, each pinned parameter (``driver.name``, ``devlink.name``) as read back
+        at setup ({} before)."""
         return self._pinned
 
     @property

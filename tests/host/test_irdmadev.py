@@ -15,7 +15,7 @@ NODE_TYPE = "/sys/class/infiniband/irdma0/node_type"
 
 def test_an_iwarp_device_and_its_pci_function(tmp_path: Path) -> None:
     agent = e810_hosts(tmp_path).recorded("e810a")
-    assert pci_function(agent, "e810a", "irdma0") == "0000:17:00.0"  # type: ignore[arg-type]
+    assert pci_function(agent, "e810a", "irdma0") == "0000:17:00.0"
     assert roce_refusal(agent, "e810a", "irdma0") == ""  # type: ignore[arg-type]
 
 
@@ -37,4 +37,4 @@ def test_a_node_type_neither_rnic_nor_ca_is_not_iwarp(tmp_path: Path) -> None:
 def test_a_device_without_a_parent_is_named(tmp_path: Path) -> None:
     agent = e810_hosts(tmp_path).recorded("e810a")
     with pytest.raises(RemoteError, match="cannot tell the PCI function under irdma9"):
-        pci_function(agent, "e810a", "irdma9")  # type: ignore[arg-type]
+        pci_function(agent, "e810a", "irdma9")

@@ -14,7 +14,7 @@ from fake_hosts import E810_NETDEV, RecordedAgent, e810_hosts, e810_inventory
 from hil.cli.host_doctor import table
 from hil.host.findings import Finding
 from hil.host.readiness import Readiness, pair_readiness
-from hil.inventory.model import Inventory
+from hil.inventory.model import Inventory, PinnedDevlink
 
 PARAM_SHOW = "devlink -j dev param show"
 DEV_INFO = "devlink -j dev info"
@@ -90,7 +90,7 @@ def test_roce_mode_fails_with_the_devlink_commands(tmp_path: Path) -> None:
     assert mode.fix.startswith(
         f"on e810b: devlink dev param set {PF} name enable_roce value false cmode runtime; "
         f"devlink dev param set {PF} name enable_iwarp value true cmode runtime "
-        "(hil does not switch it itself"
+        "(hil switches it only when the link pins it"
     )
 
 
@@ -173,3 +173,27 @@ def test_without_devlink_node_type_alone_tells_the_mode(tmp_path: Path) -> None:
     assert _one(r, "rdma-mode").seen == "iWARP (irdma0: node_type 4: RNIC)"
     assert _one(r, "devlink-param").status == "warn"
     assert "devlink-params" not in {f.check for f in r.findings}
+
+
+def test_roce_mode_is_info_when_the_link_pins_iwarp(tmp_path: Path) -> None:
+    def roce(agent: RecordedAgent) -> None:
+        agent.write("/sys/class/infiniband/irdma0/node_type", "1: CA\n")
+        _params(enable_roce=True, enable_iwarp=False)(agent)
+
+    pins = (PinnedDevlink("enable_roce", "false"), PinnedDevlink("enable_iwarp", "true"))
+    r = _doctor(tmp_path, roce, e810_inventory(devlink_params=pins))
+    assert r.ok, r.refusal()
+    mode = _one(r, "rdma-mode")
+    assert (mode.status, mode.fix) == (
+        "info",
+        "pair setup sets it (devlink_params of the link pin enable_iwarp true)",
+    )
+    assert _one(r, "devlink-params", "e810").seen == "4 alike on both hosts (2 pinned)"
+
+
+def test_a_pinned_devlink_parameter_may_differ_before_setup(tmp_path: Path) -> None:
+    pins = (PinnedDevlink("local_forwarding", "enabled"),)
+    r = _doctor(
+        tmp_path, _params(local_forwarding="prioritized"), e810_inventory(devlink_params=pins)
+    )
+    assert r.ok, r.refusal()

@@ -1,14 +1,15 @@
 """environment.properties records the module parameters hil knows of each port's driver,
-as read on the recorded T6 pair (tests/data/t6)."""
+as read on the recorded T6 pair (tests/data/t6), and an irdma port's devlink parameters,
+as read on the recorded E810 pair (tests/data/e810)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from fake_hosts import t6_hosts
+from fake_hosts import e810_hosts, t6_hosts
 
-from hil.report.environment import module_properties
+from hil.report.environment import devlink_properties, gather, module_properties
 
 PARAMS = "/sys/module/iw_cxgb4/parameters"
 
@@ -36,3 +37,27 @@ def test_a_module_not_loaded_is_recorded_as_unknown_saying_why(tmp_path: Path) -
     assert props["t6a.iw_cxgb4"].startswith(
         "unknown: reading module parameters failed on t6a: module iw_cxgb4 is not loaded"
     )
+
+
+def test_an_irdma_ports_devlink_parameters_are_recorded_as_read_there(tmp_path: Path) -> None:
+    hosts = e810_hosts(tmp_path)
+    props = gather(hosts, hosts.inventory.pair("e810"))
+    assert props["e810a.devlink.enable_iwarp"] == "true (runtime)"
+    assert props["e810b.devlink.tx_scheduling_layers"] == "9 (permanent)"
+    assert props["e810b.devlink.local_forwarding"] == "enabled (runtime)"
+
+
+def test_other_drivers_have_no_devlink_properties(tmp_path: Path) -> None:
+    hosts = t6_hosts(tmp_path)
+    pair = hosts.inventory.pair("t6")
+    assert devlink_properties(hosts.agent("t6a"), "t6a", pair.rnic_a) == {}
+
+
+def test_unreadable_devlink_parameters_are_unknown_saying_why(tmp_path: Path) -> None:
+    hosts = e810_hosts(tmp_path)
+    hosts.recorded("e810a").forget("devlink -j dev param show")
+    rnic = hosts.inventory.pair("e810").rnic_a
+    assert devlink_properties(hosts.agent("e810a"), "e810a", rnic) == {
+        "e810a.devlink": "unknown: reading devlink parameters failed on e810a: cannot read "
+        "devlink dev param show (not recorded: devlink -j dev param show)"
+    }

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_hosts import FakeHosts, t6_hosts
+from fake_hosts import FakeHosts, e810_hosts, t6_hosts
 
 import hil.host.hosts
 from hil.inventory.model import Inventory
@@ -14,12 +14,14 @@ from hil.inventory.model import Inventory
 
 @pytest.fixture
 def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeHosts]:
-    """The recorded T6 hosts a PairRun opens (instead of SSH and agents)."""
+    """The recorded T6 (or, for an inventory of e810a, E810) hosts a PairRun opens
+    (instead of SSH and agents)."""
     made: dict[str, FakeHosts] = {}
 
     class Hosts(FakeHosts):
         def __init__(self, inventory: Inventory, store: Any) -> None:
-            recorded = t6_hosts(tmp_path / "hosts", inventory)
+            pair = e810_hosts if "e810a" in inventory.hosts else t6_hosts
+            recorded = pair(tmp_path / "hosts", inventory)
             super().__init__(inventory, store, recorded.agents)
             made["hosts"] = self
 

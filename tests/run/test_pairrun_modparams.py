@@ -1,14 +1,15 @@
 """A pair run on the recorded T6 pair pins the link's module parameters (and the
 request's overrides) before it reads the provider, so the profile follows them, and
-restores them when it closes."""
+restores them when it closes; on the recorded E810 pair, the link's devlink parameters."""
 
 from __future__ import annotations
 
 import pytest
-from fake_hosts import FakeHosts, t6_inventory
+from fake_hosts import FakeHosts, e810_inventory, t6_inventory
 
 from hil.errors import InputError
-from hil.inventory.model import PinnedParam
+from hil.host.devlinkparams import read_devlink
+from hil.inventory.model import PinnedDevlink, PinnedParam
 from hil.reservation import Store
 from hil.run import PairRequest, PairRun
 
@@ -61,3 +62,21 @@ def test_a_bad_override_fails_before_anything_changes(
     assert str(e.value).startswith(message)
     hosts = fakes["hosts"]
     assert [m for m, _ in hosts.agent("t6a").calls if m != "links"] == []
+
+
+def test_the_links_devlink_parameters_are_pinned_recorded_and_restored(
+    store: Store, fakes: dict[str, FakeHosts]
+) -> None:
+    pins = (PinnedDevlink("local_forwarding", "disabled"),)
+
+    def forwarding(hosts: FakeHosts, host: str) -> str:
+        return read_devlink(hosts.agent(host), host, "pci/0000:17:00.0")["local_forwarding"][0]
+
+    with PairRun(e810_inventory(devlink_params=pins), store, PairRequest(pair="e810")) as run:
+        hosts = fakes["hosts"]
+        assert run.pinned == {
+            h: {"devlink.local_forwarding": "disabled"} for h in ("e810a", "e810b")
+        }
+        assert [forwarding(hosts, h) for h in ("e810a", "e810b")] == ["disabled", "disabled"]
+        assert run.provider.driver == "irdma"
+    assert [forwarding(hosts, h) for h in ("e810a", "e810b")] == ["enabled", "enabled"]

@@ -66,7 +66,8 @@ def test_a_device_in_roce_mode_is_refused_with_the_devlink_commands(hosts: FakeH
         "irdma0 on e810b runs RoCEv2 (node_type '1: CA', not '4: RNIC'); hil tests iWARP: "
         "switch 0000:17:00.0 to iWARP (devlink dev param set pci/0000:17:00.0 name "
         "enable_roce value false cmode runtime; devlink dev param set pci/0000:17:00.0 "
-        "name enable_iwarp value true cmode runtime); hil does not switch it itself"
+        "name enable_iwarp value true cmode runtime), or pin it in the link (devlink_params: "
+        "{enable_roce: false, enable_iwarp: true}) for pair setup to switch it"
     )
 
 
