@@ -48,6 +48,11 @@ _LAB_ONE_BYTE = (
     "measured: lab 6.1.192 guests 2026-12-05 (request-one-byte-segments: CONNECT_REQUEST "
     "11.06 s after the connect, at the peer's close), docs/peer.md"
 )
+# Why (docs/findings/siw-mpa-header-blocking-recv.md): siw_recv_mpa_rr reads the MPA header
+# with flags 0, so a READ_MPAHDR work that finds the queue empty sleeps in sk_wait_data;
+# siw_cm_llp_data_ready queues work but never calls the saved sk_data_ready that would wake
+# it, only a FIN (state_change) does; and siw_cm_wq has one worker, so the MPA timer waits too.
+_SIW_BLOCKING_READ = ("siw_cm.c:526-530", "siw_cm.c:1236-1268", "siw_cm.c:1937")
 _CMA_EST = f"drivers/infiniband/core/cma.c:2519-2522 ({_K})"
 _CMA_REPLY = f"drivers/infiniband/core/cma.c:2501-2516 ({_K})"
 _CMA_CLOSE = f"drivers/infiniband/core/cma.c:2493-2494 ({_K})"
@@ -66,7 +71,8 @@ _DISC = ("disconnected",)
 _SIW_TERM_LAYOUT = f"drivers/infiniband/sw/siw/iwarp.h:176-198 ({_K}), lab 2026-12-05"
 _SWAPPED = (
     "siw puts the TERMINATE's Layer and EType nibbles in each other's place (iwarp.h: "
-    "little-endian bitfields layer:4, etype:4), so {meant} goes on the wire as {wire}"
+    "little-endian bitfields layer:4, etype:4), so {meant} goes on the wire as {wire} "
+    "(docs/findings/siw-terminate-layer-etype-swap.md)"
 )
 
 
@@ -251,10 +257,11 @@ SIW: Mapping[Scenario, PeerExpect] = {
         None,
         "none",
         ("connect_request",),
-        _siw("siw_cm.c:524-535", "siw_qp_rx.c:1380-1490", _LAB_ONE_BYTE),
-        finding="siw takes an MPA request written in 1-byte segments only when more data or "
-        "the peer's FIN arrives: no CONNECT_REQUEST within 10 s, then one at the peer's close "
-        "(RFC 5044 Appendix A: segmenting is invisible to MPA)",
+        _siw(*_SIW_BLOCKING_READ, "siw_qp_rx.c:1380-1490", _LAB_ONE_BYTE),
+        finding="siw takes an MPA request written in 1-byte segments only when the peer's FIN "
+        "arrives: its siw_cm_wq worker reads the MPA header blocking and data never wakes it "
+        "(docs/findings/siw-mpa-header-blocking-recv.md); no CONNECT_REQUEST within 10 s, then "
+        "one at the peer's close (RFC 5044 Appendix A: segmenting is invisible to MPA)",
     ),
     S.FPDUS_ONE_SEGMENT: PeerExpect(None, "none", (), _siw("siw_qp_rx.c:1380-1490")),
 }
