@@ -93,7 +93,9 @@ def test_many_opens_in_a_row_fork_from_one_zygote_and_leak_no_fd(agent: StrictAg
     assert len({pid for _, pid in opened}) == 12
     for endpoint, _ in opened:
         assert agent.call("cm_close", endpoint=endpoint, timeout=10)["status"] == 0
-    assert wait_for(lambda: len(list(agent_fds.iterdir())) == before)
+    # At most as many as before: ``before`` may still count the first worker's pipes,
+    # which its reader threads close once they see EOF (later under load).
+    assert wait_for(lambda: len(list(agent_fds.iterdir())) <= before, timeout=30)
 
 
 def test_a_worker_that_dies_is_reported_with_its_signal(agent: StrictAgent) -> None:
