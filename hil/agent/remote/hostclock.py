@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import time
 
+from ..protocol import TimedReply
+
 
 def now_us() -> int:
     """This host's CLOCK_MONOTONIC in µs."""
     return time.monotonic_ns() // 1000
+
+
+def since(t0: int) -> TimedReply:
+    """The timing every timed reply starts with: began at ``t0``, took until now (µs)."""
+    return {"t_us": t0, "us": now_us() - t0}

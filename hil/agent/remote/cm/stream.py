@@ -23,7 +23,7 @@ from ...protocol import (
     TimedReply,
     WriteReply,
 )
-from ..hostclock import now_us
+from ..hostclock import now_us, since
 from ..librdmacm import CMChannel, RdmaError
 from ..librdmacm.verbsabi import wc_status_name
 
@@ -181,8 +181,7 @@ class StreamOps:
                 for wc in self.ch.poll_cq(id):
                     if wc["wr_id"] == wr_id:
                         return {
-                            "t_us": t0,
-                            "us": now_us() - t0,
+                            **since(t0),
                             "wr_id": wr_id,
                             "wc_status": wc["status"],
                             "wc_status_name": wc_status_name(wc["status"]),

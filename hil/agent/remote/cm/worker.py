@@ -47,7 +47,7 @@ from ...protocol import (
     StormRole,
     TimedReply,
 )
-from ..hostclock import now_us
+from ..hostclock import now_us, since
 from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
 from ..librdmacm.ibverbs import QPResources
 from . import payload, script, storm
@@ -132,7 +132,7 @@ class Worker(StreamOps):
             raise
         if auto:
             self.poller.auto[h] = (auto, bytes.fromhex(private_data))
-        return {"id": h, "t_us": t0, "us": now_us() - t0}
+        return {"id": h, **since(t0)}
 
     def connect(
         self,
@@ -392,8 +392,7 @@ class Worker(StreamOps):
         t0 = now_us()
         initiator, responder = self.ch.rd_atomic(id)
         return {
-            "t_us": t0,
-            "us": now_us() - t0,
+            **since(t0),
             "max_rd_atomic": initiator,
             "max_dest_rd_atomic": responder,
         }
@@ -416,7 +415,7 @@ class Worker(StreamOps):
         except RdmaError as e:
             e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
             raise
-        return {"t_us": t0, "us": now_us() - t0}
+        return since(t0)
 
 
 # The operations a request may name: Worker's methods of these names (protocol.CM_OPS).
