@@ -16,6 +16,7 @@ import time
 
 from ...protocol import (
     STREAM_MODES,
+    CMOpName,
     RemoteBuffer,
     StreamMode,
     StreamStats,
@@ -170,8 +171,7 @@ class StreamOps:
         refuses (wrong rkey, out of bounds) is what a sequence provokes.  No
         completion within ``wait`` seconds is ETIMEDOUT.
         """
-        if id in self.streams:
-            raise RdmaError("write", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        self._cq_free("write", id)
         t0 = now_us()
         deadline = time.monotonic() + wait
         try:
@@ -192,3 +192,9 @@ class StreamOps:
         except RdmaError as e:
             e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
             raise
+
+    def _cq_free(self, op: CMOpName, id: int) -> None:
+        """Refuse (EBUSY) an op that polls the id's CQ itself while a stream polls it:
+        each would take the other's completions."""
+        if id in self.streams:
+            raise RdmaError(op, errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")

@@ -371,11 +371,9 @@ class Worker(StreamOps):
     def _own_cq(
         self, op: CMOpName, id: int, count: int = 0, counts: range | None = None
     ) -> QPResources:
-        """The id's QP for an op that polls its CQ itself: refused while a stream polls it
-        (EBUSY: each would take the other's completions), or for a ``count`` (of work
-        requests) out of ``counts`` (EINVAL)."""
-        if id in self.streams:
-            raise RdmaError(op, errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        """The id's QP for an op that polls its CQ itself (:meth:`_cq_free`), refused
+        also for a ``count`` (of work requests) out of ``counts`` (EINVAL)."""
+        self._cq_free(op, id)
         if counts is not None and count not in counts:
             raise RdmaError(op, errno.EINVAL, f"count must be {counts[0]}..{counts[-1]}")
         return self.ch.resources(id)
