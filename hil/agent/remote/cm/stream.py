@@ -24,7 +24,7 @@ from ...protocol import (
     TimedReply,
     WriteReply,
 )
-from ..hostclock import now_us, since
+from ..hostclock import now_us, since, stamp
 from ..librdmacm import CMChannel, RdmaError
 from ..librdmacm.verbsabi import wc_status_name
 
@@ -190,7 +190,7 @@ class StreamOps:
                 time.sleep(WRITE_POLL_S)
             raise RdmaError("write", errno.ETIMEDOUT, f"cm_id {id}: no completion within {wait:g}s")
         except RdmaError as e:
-            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            stamp(e, t0)
             raise
 
     def _cq_free(self, op: CMOpName, id: int) -> None:

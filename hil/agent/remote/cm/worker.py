@@ -47,7 +47,7 @@ from ...protocol import (
     StormRole,
     TimedReply,
 )
-from ..hostclock import now_us, since
+from ..hostclock import now_us, since, stamp
 from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
 from ..librdmacm.ibverbs import QPResources
 from . import payload, script, storm
@@ -167,7 +167,8 @@ class Worker(StreamOps):
         try:
             self.ch.connect(h, bytes.fromhex(private_data), ird, ord)
         except RdmaError as e:
-            e.handle, e.t_us, e.us = h, t0, now_us() - t0  # type: ignore[attr-defined]
+            e.handle = h  # type: ignore[attr-defined]
+            stamp(e, t0)
             raise
         took = now_us() - t0
         local, remote = self.ch.addresses(h)
@@ -219,7 +220,7 @@ class Worker(StreamOps):
         try:
             returned = self.ch.destroy_id_first(id)
         except RdmaError as e:
-            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            stamp(e, t0)
             raise
         return {"t_us": t0, "us": returned - t0, "qp_us": now_us() - returned}
 
@@ -411,7 +412,7 @@ class Worker(StreamOps):
         try:
             fn(*args)
         except RdmaError as e:
-            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            stamp(e, t0)
             raise
         return since(t0)
 
