@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from hil.agent import protocol as wire
 from hil.agent.client import call_bound, request
-from hil.cm.endpointcore import EndpointCore, Outcome
+from hil.cm.endpointcore import EndpointCore, Outcome, P, T
 from hil.judge.timeline import Action, ClockOffset
 
 if TYPE_CHECKING:
@@ -221,15 +221,8 @@ class Endpoint(EndpointCore):
             seed=seed,
             wait=wait,
         )
-        return self.act(
-            "payload",
-            wire.OP_PAYLOAD,
-            params,
-            cm_id,
-            record={"seed": seed},
-            keep=("mtu", "sizes", "checks", "error"),
-            timeout=wait + PAYLOAD_SLACK_S,
-        )
+        keep = ("mtu", "sizes", "checks", "error")
+        return self._qp_work(wire.OP_PAYLOAD, params, cm_id, keep, wait, seed=seed)
 
     def flushed(self, cm_id: str, wait: float = 10.0) -> Outcome:
         """Drain the QP's CQ after it went to ERR: recorded as action ``flushed`` whose
@@ -237,29 +230,16 @@ class Endpoint(EndpointCore):
         began, every completion the CQ gave (``wr_id``, ``status``) and the ``error``
         that stopped the drain, if any; the contract's ``abort-flushes`` judges it."""
         params = wire.FlushedParams(id=self.handle(cm_id), wait=wait)
-        return self.act(
-            "flushed",
-            wire.OP_FLUSHED,
-            params,
-            cm_id,
-            keep=("posted", "completions", "error"),
-            timeout=wait + PAYLOAD_SLACK_S,
-        )
+        keep = ("posted", "completions", "error")
+        return self._qp_work(wire.OP_FLUSHED, params, cm_id, keep, wait)
 
     def last_sends(self, cm_id: str, count: int, seed: int, wait: float = 10.0) -> Outcome:
         """Post ``count`` SENDs of distinct lengths and patterns and wait for them, right
         before this end closes: recorded as action ``last_sends`` whose params keep their
         ``lengths`` and the ``error`` that stopped them, if any."""
         params = wire.LastSendsParams(id=self.handle(cm_id), count=count, seed=seed, wait=wait)
-        return self.act(
-            "last_sends",
-            wire.OP_LAST_SENDS,
-            params,
-            cm_id,
-            record={"count": count, "seed": seed},
-            keep=("lengths", "error"),
-            timeout=wait + PAYLOAD_SLACK_S,
-        )
+        keep = ("lengths", "error")
+        return self._qp_work(wire.OP_LAST_SENDS, params, cm_id, keep, wait, count=count, seed=seed)
 
     def last_receives(self, cm_id: str, count: int, seed: int, wait: float = 10.0) -> Outcome:
         """The receiving end of the peer's :meth:`last_sends` and close: recorded as action
@@ -269,14 +249,9 @@ class Endpoint(EndpointCore):
         it), the ``checks`` of each SEND's bytes and the ``error``; the contract's
         ``close-delivers`` judges it."""
         params = wire.LastReceivesParams(id=self.handle(cm_id), count=count, seed=seed, wait=wait)
-        return self.act(
-            "last_receives",
-            wire.OP_LAST_RECEIVES,
-            params,
-            cm_id,
-            record={"count": count, "seed": seed},
-            keep=("lengths", "completions", "event_us", "seen_us", "checks", "error"),
-            timeout=wait + PAYLOAD_SLACK_S,
+        keep = ("lengths", "completions", "event_us", "seen_us", "checks", "error")
+        return self._qp_work(
+            wire.OP_LAST_RECEIVES, params, cm_id, keep, wait, count=count, seed=seed
         )
 
     def reads(
@@ -289,14 +264,10 @@ class Endpoint(EndpointCore):
         params = wire.ReadsParams(
             id=self.handle(cm_id), reader=reader, peer=_qp_info(peer), count=count, seed=seed
         )
-        return self.act(
-            "reads",
-            wire.OP_READS,
-            params,
-            cm_id,
-            record={"reader": reader, "count": count, "seed": seed},
-            keep=("size", "checks", "error"),
-            timeout=10.0 + PAYLOAD_SLACK_S,
+        # No wait in the params: the worker's own (10 s) bounds each completion.
+        keep = ("size", "checks", "error")
+        return self._qp_work(
+            wire.OP_READS, params, cm_id, keep, 10.0, reader=reader, count=count, seed=seed
         )
 
     def received(self, cm_id: str, wait: float = 10.0) -> Outcome:
@@ -304,14 +275,8 @@ class Endpoint(EndpointCore):
         ``status`` (-1: none within ``wait``), ``byte_len``, ``data`` (hex, at most
         256 bytes) and ``error``."""
         params = wire.ReceivedParams(id=self.handle(cm_id), wait=wait)
-        return self.act(
-            "received",
-            wire.OP_RECEIVED,
-            params,
-            cm_id,
-            keep=("status", "byte_len", "data", "error"),
-            timeout=wait + PAYLOAD_SLACK_S,
-        )
+        keep = ("status", "byte_len", "data", "error")
+        return self._qp_work(wire.OP_RECEIVED, params, cm_id, keep, wait)
 
     def query_qp(self, cm_id: str) -> Outcome:
         """ibv_query_qp's RDMA READ depths of the id's QP: action ``query_qp`` keeping
@@ -339,6 +304,23 @@ class Endpoint(EndpointCore):
 
     def _id(self, cm_id: str) -> wire.IdParams:
         return wire.IdParams(id=self.handle(cm_id))
+
+    def _qp_work(
+        self,
+        op: wire.CMOp[P, T],
+        params: P,
+        cm_id: str,
+        keep: tuple[str, ...],
+        wait: float,
+        /,
+        **record: object,
+    ) -> Outcome:
+        """Run one of the operations that post work on the id's QP and wait ``wait`` for
+        each completion: recorded as an action of the op's name showing ``record`` and
+        the reply's ``keep``, bounded by ``wait`` and the check's slack."""
+        return self.act(
+            op.name, op, params, cm_id, record=record, keep=keep, timeout=wait + PAYLOAD_SLACK_S
+        )
 
     # -- lifetime ------------------------------------------------------------
 

@@ -56,6 +56,14 @@ def _worker(endpoint: int) -> WorkerProcess:
     return held(_workers, _lock, endpoint, f"no CM endpoint {endpoint} (open one with cm_open)")
 
 
+def _take(endpoint: int) -> WorkerProcess:
+    """Endpoint ``endpoint``'s worker, out of the table: it is being ended."""
+    w = _worker(endpoint)
+    with _lock:
+        _workers.pop(endpoint, None)
+    return w
+
+
 def cm_now() -> ClockReply:
     """This host's CLOCK_MONOTONIC in µs."""
     return {"t_us": now_us()}
@@ -118,17 +126,13 @@ def cm_call(
 
 def cm_kill(endpoint: int) -> KillReply:
     """SIGKILL endpoint ``endpoint``'s process, as a crash would; when it was sent."""
-    w = _worker(endpoint)
-    with _lock:
-        _workers.pop(endpoint, None)
+    w = _take(endpoint)
     return {"t_us": w.kill(), "pid": w.pid}
 
 
 def cm_close(endpoint: int, timeout: float) -> CloseReply:
     """End endpoint ``endpoint`` in order (ids destroyed), killing it at the timeout."""
-    w = _worker(endpoint)
-    with _lock:
-        _workers.pop(endpoint, None)
+    w = _take(endpoint)
     status = w.close(max(0.1, timeout - 0.5))
     return {"status": status, "killed": status is None}
 

@@ -64,7 +64,7 @@ from ...protocol import (
     ReceivedParams,
     ReceivedReply,
 )
-from ..hostclock import now_us
+from ..hostclock import now_us, since
 from ..librdmacm import RdmaError
 from ..librdmacm.ibverbs import QPResources
 from ..librdmacm.verbsabi import (
@@ -266,8 +266,7 @@ def run(res: QPResources, params: PayloadParams) -> PayloadReply:
     except PayloadError as e:
         error = str(e)
     return {
-        "t_us": t0,
-        "us": now_us() - t0,
+        **since(t0),
         "mtu": mtu,
         "sizes": sizes(mtu, check.largest) if mtu else [],
         "checks": check.checks,
@@ -303,8 +302,7 @@ def reads(res: QPResources, params: ReadsParams) -> ReadsReply:
     except PayloadError as e:
         error = str(e)
     return {
-        "t_us": t0,
-        "us": now_us() - t0,
+        **since(t0),
         "count": count,
         "size": size,
         "checks": checks,
@@ -338,8 +336,7 @@ def flushed(res: QPResources, params: FlushedParams) -> FlushedReply:
     except RdmaError as e:
         error = str(e)
     return {
-        "t_us": t0,
-        "us": now_us() - t0,
+        **since(t0),
         "posted": posted,
         "completions": completions,
         "error": error,
@@ -369,7 +366,7 @@ def last_sends(res: QPResources, params: LastSendsParams) -> LastSendsReply:
         qp.sent(f"the {count} SENDs before the close", count)
     except PayloadError as e:
         error = str(e)
-    return {"t_us": t0, "us": now_us() - t0, "lengths": lengths, "error": error}
+    return {**since(t0), "lengths": lengths, "error": error}
 
 
 def last_receives(
@@ -404,8 +401,7 @@ def last_receives(
     except RdmaError as e:
         error = str(e)
     return {
-        "t_us": t0,
-        "us": now_us() - t0,
+        **since(t0),
         "lengths": lengths,
         "completions": got[:count],
         "event_us": event_us,
@@ -460,8 +456,7 @@ def received(res: QPResources, params: ReceivedParams) -> ReceivedReply:
         error = str(e)
     shown = ctypes.string_at(ctypes.addressof(res.buf), min(length, RECEIVED_SHOWN))
     return {
-        "t_us": t0,
-        "us": now_us() - t0,
+        **since(t0),
         "status": status,
         "byte_len": length,
         "data": shown.hex(),

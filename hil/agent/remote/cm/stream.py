@@ -16,6 +16,7 @@ import time
 
 from ...protocol import (
     STREAM_MODES,
+    CMOpName,
     RemoteBuffer,
     StreamMode,
     StreamStats,
@@ -23,7 +24,7 @@ from ...protocol import (
     TimedReply,
     WriteReply,
 )
-from ..hostclock import now_us
+from ..hostclock import now_us, since, stamp
 from ..librdmacm import CMChannel, RdmaError
 from ..librdmacm.verbsabi import wc_status_name
 
@@ -170,8 +171,7 @@ class StreamOps:
         refuses (wrong rkey, out of bounds) is what a sequence provokes.  No
         completion within ``wait`` seconds is ETIMEDOUT.
         """
-        if id in self.streams:
-            raise RdmaError("write", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        self._cq_free("write", id)
         t0 = now_us()
         deadline = time.monotonic() + wait
         try:
@@ -181,8 +181,7 @@ class StreamOps:
                 for wc in self.ch.poll_cq(id):
                     if wc["wr_id"] == wr_id:
                         return {
-                            "t_us": t0,
-                            "us": now_us() - t0,
+                            **since(t0),
                             "wr_id": wr_id,
                             "wc_status": wc["status"],
                             "wc_status_name": wc_status_name(wc["status"]),
@@ -191,5 +190,11 @@ class StreamOps:
                 time.sleep(WRITE_POLL_S)
             raise RdmaError("write", errno.ETIMEDOUT, f"cm_id {id}: no completion within {wait:g}s")
         except RdmaError as e:
-            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            stamp(e, t0)
             raise
+
+    def _cq_free(self, op: CMOpName, id: int) -> None:
+        """Refuse (EBUSY) an op that polls the id's CQ itself while a stream polls it:
+        each would take the other's completions."""
+        if id in self.streams:
+            raise RdmaError(op, errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")

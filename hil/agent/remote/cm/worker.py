@@ -47,8 +47,9 @@ from ...protocol import (
     StormRole,
     TimedReply,
 )
-from ..hostclock import now_us
+from ..hostclock import now_us, since, stamp
 from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
+from ..librdmacm.ibverbs import QPResources
 from . import payload, script, storm
 from .log import Log, matches
 from .poller import Poller
@@ -57,6 +58,8 @@ from .stream import QP_DEPTH, Stream, StreamOps
 # The SENDs before a close: fewer than the receives the peer keeps posted (QP_DEPTH),
 # their lengths' sum (payload.last_lengths) well inside the 64 KiB buffer.
 LAST_MAX = 8
+LAST_COUNTS = range(1, LAST_MAX + 1)
+READS_COUNTS = range(QP_DEPTH + 1)  # READs posted at once: at most the send queue's depth
 
 
 class Worker(StreamOps):
@@ -129,7 +132,7 @@ class Worker(StreamOps):
             raise
         if auto:
             self.poller.auto[h] = (auto, bytes.fromhex(private_data))
-        return {"id": h, "t_us": t0, "us": now_us() - t0}
+        return {"id": h, **since(t0)}
 
     def connect(
         self,
@@ -164,7 +167,8 @@ class Worker(StreamOps):
         try:
             self.ch.connect(h, bytes.fromhex(private_data), ird, ord)
         except RdmaError as e:
-            e.handle, e.t_us, e.us = h, t0, now_us() - t0  # type: ignore[attr-defined]
+            e.handle = h  # type: ignore[attr-defined]
+            stamp(e, t0)
             raise
         took = now_us() - t0
         local, remote = self.ch.addresses(h)
@@ -216,7 +220,7 @@ class Worker(StreamOps):
         try:
             returned = self.ch.destroy_id_first(id)
         except RdmaError as e:
-            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            stamp(e, t0)
             raise
         return {"t_us": t0, "us": returned - t0, "qp_us": now_us() - returned}
 
@@ -306,8 +310,7 @@ class Worker(StreamOps):
     ) -> PayloadReply:
         """This end's part of the connection's payload check (payload.py), run while the
         other end runs its own: what it checked, byte for byte."""
-        if id in self.streams:
-            raise RdmaError("payload", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
+        res = self._own_cq("payload", id)
         params: PayloadParams = {
             "id": id,
             "first": first,
@@ -317,7 +320,7 @@ class Worker(StreamOps):
             "mtu": mtu,
             "wait": wait,
         }
-        return payload.run(self.ch.resources(id), params)
+        return payload.run(res, params)
 
     def reads(
         self,
@@ -330,10 +333,7 @@ class Worker(StreamOps):
     ) -> ReadsReply:
         """This end's part of ``count`` concurrent RDMA READs (payload.py :func:`reads`),
         run while the other end runs its own."""
-        if id in self.streams:
-            raise RdmaError("reads", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
-        if not 0 <= count <= QP_DEPTH:
-            raise RdmaError("reads", errno.EINVAL, f"count must be 0..{QP_DEPTH} (the send queue)")
+        res = self._own_cq("reads", id, count, READS_COUNTS)
         params: ReadsParams = {
             "id": id,
             "reader": reader,
@@ -342,44 +342,42 @@ class Worker(StreamOps):
             "seed": seed,
             "wait": wait,
         }
-        return payload.reads(self.ch.resources(id), params)
+        return payload.reads(res, params)
 
     def flushed(self, id: int, wait: float = 10.0) -> FlushedReply:
         """The completions the cm_id's QP's CQ gives after it went to ERR, drained
         (payload.py :func:`flushed`): one per posted work request, flushed."""
-        if id in self.streams:
-            raise RdmaError("flushed", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
-        return payload.flushed(self.ch.resources(id), {"id": id, "wait": wait})
+        return payload.flushed(self._own_cq("flushed", id), {"id": id, "wait": wait})
 
     def last_sends(self, id: int, count: int, seed: int = 0, wait: float = 10.0) -> LastSendsReply:
         """Post ``count`` SENDs of distinct lengths and patterns and wait for them, right
         before this end closes (payload.py :func:`last_sends`)."""
-        if id in self.streams:
-            raise RdmaError(
-                "last_sends", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's"
-            )
-        if not 1 <= count <= LAST_MAX:
-            raise RdmaError("last_sends", errno.EINVAL, f"count must be 1..{LAST_MAX}")
+        res = self._own_cq("last_sends", id, count, LAST_COUNTS)
         params: LastSendsParams = {"id": id, "count": count, "seed": seed, "wait": wait}
-        return payload.last_sends(self.ch.resources(id), params)
+        return payload.last_sends(res, params)
 
     def last_receives(
         self, id: int, count: int, seed: int = 0, wait: float = 10.0
     ) -> LastReceivesReply:
         """The receiving end of the peer's :meth:`last_sends` and its close: each
         completion's poll time against this end's DISCONNECTED (payload.py)."""
-        if id in self.streams:
-            raise RdmaError("last_receives", errno.EBUSY, f"cm_id {id} streams")
-        if not 1 <= count <= LAST_MAX:
-            raise RdmaError("last_receives", errno.EINVAL, f"count must be 1..{LAST_MAX}")
+        res = self._own_cq("last_receives", id, count, LAST_COUNTS)
         params: LastReceivesParams = {"id": id, "count": count, "seed": seed, "wait": wait}
-        return payload.last_receives(self.ch.resources(id), params, lambda: self._gone_us(id))
+        return payload.last_receives(res, params, lambda: self._gone_us(id))
 
     def received(self, id: int, wait: float = 10.0) -> ReceivedReply:
         """The next receive completion and its bytes (payload.py :func:`received`)."""
-        if id in self.streams:
-            raise RdmaError("received", errno.EBUSY, f"cm_id {id} streams: its CQ is the stream's")
-        return payload.received(self.ch.resources(id), {"id": id, "wait": wait})
+        return payload.received(self._own_cq("received", id), {"id": id, "wait": wait})
+
+    def _own_cq(
+        self, op: CMOpName, id: int, count: int = 0, counts: range | None = None
+    ) -> QPResources:
+        """The id's QP for an op that polls its CQ itself (:meth:`_cq_free`), refused
+        also for a ``count`` (of work requests) out of ``counts`` (EINVAL)."""
+        self._cq_free(op, id)
+        if counts is not None and count not in counts:
+            raise RdmaError(op, errno.EINVAL, f"count must be {counts[0]}..{counts[-1]}")
+        return self.ch.resources(id)
 
     def _gone_us(self, id: int) -> int | None:
         """The host time of the id's DISCONNECTED, once the poller has read it."""
@@ -393,8 +391,7 @@ class Worker(StreamOps):
         t0 = now_us()
         initiator, responder = self.ch.rd_atomic(id)
         return {
-            "t_us": t0,
-            "us": now_us() - t0,
+            **since(t0),
             "max_rd_atomic": initiator,
             "max_dest_rd_atomic": responder,
         }
@@ -415,9 +412,9 @@ class Worker(StreamOps):
         try:
             fn(*args)
         except RdmaError as e:
-            e.t_us, e.us = t0, now_us() - t0  # type: ignore[attr-defined]
+            stamp(e, t0)
             raise
-        return {"t_us": t0, "us": now_us() - t0}
+        return since(t0)
 
 
 # The operations a request may name: Worker's methods of these names (protocol.CM_OPS).
