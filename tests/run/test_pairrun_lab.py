@@ -4,8 +4,9 @@ Both run the close in a TestRun (hil/run/testrun.py): the contract verdict,
 every wire rule's outcome and the after-test evidence must agree.
 
 On the session's virtual lab (real siw guests), for the lab's own inventory
-(siw, with the siw fallback) and for one that claims the ports are Chelsio
-(``driver: iw_cxgb4``, device ``cxgb4_0``, absent: setup falls back to siw):
+(siw, with the siw fallback) and for ones that claim the ports are Chelsio
+(``driver: iw_cxgb4``, device ``cxgb4_0``) or Intel (``driver: irdma``, device
+``irdma0``), both absent, so setup falls back to siw:
 both ways must find the provider that really runs (siw), build the same
 profile from the hosts' own settings, and reach the same verdict on an
 orderly close.  The pytest side is the shipped suite ``suites/test_close.py``;
@@ -13,7 +14,7 @@ its verdicts are taken by an observer registered through the plugin's
 ``pytest_hil_observers`` hook, so the test also shows that hook at work.
 What really runs is what every output says: the session's line once the
 pair is set up, the Allure ``provider`` label and ``environment.properties``
-say siw, and a siw fallback for an inventory that claims iw_cxgb4 says so.
+say siw, and a siw fallback for an inventory that claims another driver says so.
 """
 
 from __future__ import annotations
@@ -57,13 +58,18 @@ def pytest_hil_observers(config):
 """
 
 
-def _claiming_cxgb4(lab: VirtualLab, path: Path) -> Path:
-    """The lab's inventory with both ports of its pair claimed to be Chelsio RNICs (without
-    the lab's blackhole pull, which the inventory refuses on a TCP-offloading port)."""
+# The RDMA device each claimed driver would name (absent on the lab's guests).
+CLAIMED_DEVICE = {"iw_cxgb4": "cxgb4_0", "irdma": "irdma0"}
+
+
+def _claiming(lab: VirtualLab, driver: str, path: Path) -> Path:
+    """The lab's inventory with both ports of its pair claimed to be ``driver``'s RNICs
+    (without the lab's blackhole pull, which the inventory refuses on a TCP-offloading
+    port)."""
     doc = yaml.safe_load(Path(lab.inventory.path).read_text())
     for end in (lab.pair.host_a.name, lab.pair.host_b.name):
         for rnic in doc["hosts"][end]["rnics"]:
-            rnic.update(driver="iw_cxgb4", rdma_device="cxgb4_0")
+            rnic.update(driver=driver, rdma_device=CLAIMED_DEVICE[driver])
     link = doc["links"][lab.pair.name]
     link["pull"] = [p for p in link["pull"] if p["mode"] != "blackhole"]
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -95,14 +101,14 @@ def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         pytest.fail(f"{' '.join(argv[:6])} ... did not finish within {TIMEOUT:.0f} s")
 
 
-@pytest.mark.parametrize("claim", ["siw", "iw_cxgb4"])
+@pytest.mark.parametrize("claim", ["siw", "iw_cxgb4", "irdma"])
 def test_cli_and_pytest_give_the_same_profile_and_verdict(
     virtual_lab: VirtualLab, tmp_path: Path, claim: str
 ) -> None:
     inventory = (
         Path(virtual_lab.inventory.path)
         if claim == "siw"
-        else _claiming_cxgb4(virtual_lab, tmp_path / "claims-cxgb4.yaml")
+        else _claiming(virtual_lab, claim, tmp_path / f"claims-{claim}.yaml")
     )
     store = str(tmp_path / "store.db")
     pair = virtual_lab.pair.name
@@ -180,12 +186,12 @@ def test_cli_and_pytest_give_the_same_profile_and_verdict(
     # What runs is siw, and every output of the run says so (the fallback too).
     said = f"hil: pair {pair} runs siw on both hosts"
     if claim != "siw":
-        said += " (siw fallback: the inventory says iw_cxgb4)"
+        said += f" (siw fallback: the inventory says {claim})"
     assert f"{said}; judged by profile siw" in suite.stdout, suite.stdout
     assert _labels(alluredir, "provider") == {"siw"}
     props = _properties(alluredir / "environment.properties")
     assert (props["provider"], props["profile"]) == ("siw", "siw"), props
     for host in (virtual_lab.pair.host_a.name, virtual_lab.pair.host_b.name):
         assert props[f"{host}.provider"].startswith("siw on "), props
-        fallback = f"(siw fallback on {host}: the inventory says iw_cxgb4)"
+        fallback = f"(siw fallback on {host}: the inventory says {claim})"
         assert props[f"{host}.provider"].endswith(fallback) is (claim != "siw"), props
