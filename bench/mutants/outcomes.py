@@ -78,4 +78,17 @@ def _reason(message: str) -> str:
     judge = re.match(r"(?:Failed: )?(contract|wire) FAILED", first)
     if judge and rules:
         return f"{judge[1]}: {', '.join(dict.fromkeys(rules))}"
-    return first[:160]
+    peer = _peer_failures(message)
+    return f"peer: {peer}" if peer else first[:160]
+
+
+def _peer_failures(message: str) -> str:
+    """A failed peer verdict's checks (hil/peer/judge.py ``to_text``: "  - WHAT [SOURCES]"
+    under "peer scenario ... FAILED"), their sources left off; the scenario's own steps
+    only when no check of the expectation failed.  Each check once: JUnit's message and
+    text both hold them."""
+    if not re.search(r"peer scenario \S+ against \S+: FAILED", message):
+        return ""
+    lines = re.findall(r"^E?\s*- (.+?) \[([^\]]*)\]$", message, re.M)
+    checks = [what for what, src in lines if not src.startswith("the scenario ")]
+    return "; ".join(dict.fromkeys(checks or [what for what, _ in lines]))

@@ -37,6 +37,13 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
   <testcase classname="suites.test_close" name="test_setup_broke">
     <error message="failed on setup with &quot;HostError: ssh timed out&quot;">trace</error>
   </testcase>
+  <testcase classname="suites.test_close" name="test_peer">
+    <failure message="AssertionError: peer scenario mpa-bad-key against siw: FAILED">
+E  AssertionError: peer scenario mpa-bad-key against siw: FAILED
+E      - expected close 'fin', the peer saw 'none' [siw_cm.c:627-628 (Linux 6.1.192); RFC 5044]
+E      - expected cm events none in order, the DUT saw ['connect_request'] [RFC 5044 7.1.1]
+E      - step 4: no close in time [the scenario mpa-bad-key's steps]</failure>
+  </testcase>
   <testcase classname="suites.test_close" name="test_plain">
     <failure message="AssertionError: 3 != 4">details</failure>
   </testcase>
@@ -55,10 +62,12 @@ def test_junit_outcomes_tell_verdicts_from_harness_errors(tmp_path: Path) -> Non
     junit = tmp_path / "junit.xml"
     junit.write_text(JUNIT)
     failed, errored, tests = out.junit_outcomes(junit, "suites/test_close.py")
-    assert tests == 6
+    assert tests == 7
     assert dict(failed) == {
         "test_close.py::test_contract": "contract: disconnected-once, no-event-after-destroy",
         "test_close.py::test_wire": "wire: fin-after-close",
+        "test_close.py::test_peer": "peer: expected close 'fin', the peer saw 'none'; "
+        "expected cm events none in order, the DUT saw ['connect_request']",
         "test_close.py::test_plain": "AssertionError: 3 != 4",
     }
     # A stage that could not run (the capture) says nothing about the kernel: no kill.
