@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fake_hosts import E810_NETDEV, e810_hosts
+from fake_hosts import E810_DATA, E810_NETDEV, e810_hosts
 
 IB = "/sys/class/infiniband/irdma0"
 
@@ -30,3 +30,12 @@ def test_recorded_commands_give_firmware_devlink_and_the_port(tmp_path: Path) ->
     assert names[:2] == ["enable_roce", "enable_iwarp"]
     ports = agent.rdma_links()
     assert [(p.device, p.netdev, p.state) for p in ports] == [("irdma0", E810_NETDEV, "ACTIVE")]
+
+
+def test_ethtool_s_answers_with_each_hosts_recording(tmp_path: Path) -> None:
+    for host in ("e810a", "e810b"):
+        agent = e810_hosts(tmp_path / host).recorded(host)
+        stats = agent.run(["ethtool", "-S", E810_NETDEV])
+        assert stats.status == 0
+        assert stats.stdout == (E810_DATA / host / "cmd" / "ethtool-S.txt").read_text()
+        assert stats.stdout.startswith("NIC statistics:\n     rx_unicast: ")  # ice pads no names

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fake_hosts import T6_DATA, T6_NETDEV, RecordedAgent, t6_hosts
+from fake_hosts import E810_NETDEV, T6_DATA, T6_NETDEV, RecordedAgent, e810_hosts, t6_hosts
 from test_evidence import FakeProbe
 
 from hil.agent import Agent
@@ -50,15 +50,15 @@ def _add_line(agent: RecordedAgent, name: str, line: str) -> None:
     agent.write(f"{DIR}/{name}", body + line + nul)
 
 
-def _bump(agent: RecordedAgent, **deltas: int) -> None:
-    """Record an ``ethtool -S`` whose counters ``deltas`` grew by that much."""
+def _bump(agent: RecordedAgent, netdev: str = T6_NETDEV, **deltas: int) -> None:
+    """Record an ``ethtool -S netdev`` whose counters ``deltas`` grew by that much."""
     lines = []
-    for line in agent.run(["ethtool", "-S", T6_NETDEV]).stdout.splitlines():
+    for line in agent.run(["ethtool", "-S", netdev]).stdout.splitlines():
         name, sep, value = line.rpartition(":")
         if sep and name.strip() in deltas:
             line = f"{name}: {int(value) + deltas[name.strip()]}"
         lines.append(line)
-    agent.record(f"ethtool -S {T6_NETDEV}", "\n".join(lines) + "\n")
+    agent.record(f"ethtool -S {netdev}", "\n".join(lines) + "\n")
 
 
 def test_the_debugfs_directory_is_the_rdma_devices_pci_function(t6a: RecordedAgent) -> None:
@@ -73,6 +73,31 @@ def test_ethtool_s_of_the_t6_is_parsed_with_cxgb4s_padded_names(t6a: RecordedAge
     assert counters["db_drop"] == 0 and "rx_bg0_frames_dropped" in counters
     assert counters["-------Loopback-----------"] == 0  # its value is the port id
     assert "NIC statistics" not in counters
+
+
+def test_ethtool_s_of_the_e810_is_read_through_the_same_path(tmp_path: Path) -> None:
+    e810a = e810_hosts(tmp_path).recorded("e810a")
+    target = hwevidence.locate(e810a, "e810a", E810_NETDEV, "irdma0", "irdma")
+    assert target.debugfs is None and "irdma has no debugfs files" in target.absent
+    counters, absent = hwevidence.read_counters(e810a, target)
+    # ice_ethtool.c (6.12) ICE_ALL_STATS_LEN, in __ice_get_strings order: 16 VSI
+    # stats, packets and bytes of 8 Tx then 8 Rx queues, 47 PF stats, 8 priorities' xon/xoff
+    assert absent == "" and len(counters) == 16 + 8 * 2 * 2 + 47 + 8 * 2 * 2
+    assert list(counters)[:2] == ["rx_unicast", "tx_unicast"]
+    assert list(counters)[-1] == "rx_priority_7_xoff.nic"
+    errors = ("tx_errors", "rx_dropped", "tx_errors.nic", "tx_timeout.nic", "rx_crc_errors.nic")
+    assert [counters[name] for name in errors] == [0] * len(errors)
+
+
+def test_an_e810_crc_error_shows_among_the_changed_counters(tmp_path: Path) -> None:
+    e810b = e810_hosts(tmp_path).recorded("e810b")
+    target = hwevidence.locate(e810b, "e810b", E810_NETDEV, "irdma0", "irdma")
+    before = hwevidence.snapshot(e810b, target)
+    _bump(e810b, E810_NETDEV, **{"rx_crc_errors.nic": 3, "rx_size_big.nic": 1000})
+    hw = hwevidence.HwEvidence({"e810b": before}, {"e810b": hwevidence.snapshot(e810b, target)})
+    changed = {c.name: c.delta for c in hw.changes("e810b")}
+    assert changed == {"rx_crc_errors.nic": 3, "rx_size_big.nic": 1000}
+    assert "debugfs: absent: irdma has no debugfs files" in hw.to_text()
 
 
 def test_one_cat_is_split_back_into_the_four_files(t6a: RecordedAgent) -> None:
