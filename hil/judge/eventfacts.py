@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hil.judge.profiles import Profiles
+from hil.judge.records import split_endpoint
 from hil.judge.rule import Finding, reporter, rule
 from hil.judge.timeline import Action, Event, Timeline
 
@@ -92,8 +93,8 @@ def _against_id(tl: Timeline, a: Action) -> Iterator[Finding]:
 
 
 def _port(text: str) -> int | None:
-    head, sep, port = text.rpartition(":")
-    return int(port) if sep and head and port.isdigit() else None
+    ep = split_endpoint(text)
+    return None if ep is None else ep[1]
 
 
 def _against_listener(tl: Timeline) -> Iterator[Finding]:

@@ -24,6 +24,7 @@ import ipaddress
 from collections.abc import Iterator
 
 from hil.judge.profiles import Profiles
+from hil.judge.records import split_endpoint
 from hil.judge.rule import Finding, rule
 from hil.judge.timeline import Action, Event, Timeline
 
@@ -72,8 +73,7 @@ def _target(tl: Timeline, e: Event) -> Target | None:
     connect = next((a for a in tl.actions if a.name == "connect" and a.id in peers), None)
     if connect is not None and "dst" in connect.params and "port" in connect.params:
         return str(connect.params["dst"]), int(connect.params["port"])
-    host, _, port = e.local.rpartition(":")
-    return (host.strip("[]"), int(port)) if host and port.isdigit() else None
+    return split_endpoint(e.local)
 
 
 def _same(a: str, b: str) -> bool:

@@ -97,3 +97,13 @@ class Action:
         target = f" {self.id}" if self.id else ""
         took = f" took {self.duration_us / 1000:.1f}ms" if self.duration_us is not None else ""
         return f"{self.side}:{self.name}{target} -> {self.result} @{self.t_us / 1000:.3f}ms{took}"
+
+
+def split_endpoint(text: str) -> tuple[str, int] | None:
+    """An event's ``local``/``remote`` text as (address, port): ``198.18.0.1:7174``,
+    ``[fe80::1]:7174`` or ``fe80::1:7174`` (the last colon begins the port); None for
+    ``""`` or text that names no port."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)

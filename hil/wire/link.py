@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hil.judge.records import split_endpoint
 from hil.judge.timeline import SIDES, Action, Event, Timeline
 from hil.wire.model import Connection, Endpoint, Exchange, canonical
 
@@ -57,10 +58,8 @@ def parse_endpoint(text: str) -> Endpoint | None:
     """``"198.18.0.1:7174"``, ``"[fe80::1]:7174"`` or ``"fe80::1:7174"`` (the last colon
     begins the port) as an endpoint in :func:`~hil.wire.model.canonical` form; None for
     ``""`` or text that names no port."""
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
-        return None
-    return canonical((host.strip("[]"), int(port)))
+    ep = split_endpoint(text)
+    return None if ep is None else canonical(ep)
 
 
 def _four_tuple(tl: Timeline, connect: Action) -> tuple[Endpoint, Endpoint] | None:
