@@ -46,7 +46,6 @@ def test_a_build_held_by_another_process_is_waited_for_with_a_limit(
     kernel_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(kernelmake, "BUILD_TIMEOUT", 0.5)
-    monkeypatch.setattr(kernelmake, "PROGRESS_EVERY", 0.1)
     lock = kernel_cache / "kernel" / ".build.lock"
     lock.parent.mkdir(parents=True)
     said: list[str] = []
