@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from hil.inventory.modparams import did_you_mean
+from hil.inventory.nodes import did_you_mean
 
 ValueType = Literal["bool", "string", "u8"]
 Cmode = Literal["runtime", "permanent"]

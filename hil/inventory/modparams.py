@@ -22,13 +22,13 @@ compares between the hosts (:mod:`hil.host.irdmachecks`) and a link pins with
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from hil.errors import InputError
 from hil.inventory.model import PinnedParam
+from hil.inventory.nodes import did_you_mean
 
 # The kernel's param types that the table's parameters use (``module_param``'s
 # second argument); all of them are ``int`` so far.
@@ -101,12 +101,6 @@ NO_PARAMS_WHY: dict[str, str] = {
     "irdma": "the in-tree driver declares none; its RDMA mode is ice's devlink parameter "
     "enable_iwarp, which hil checks (hil host doctor) and a link pins with devlink_params",
 }
-
-
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """``did you mean 'X'? `` for the known name closest to ``name``; "" when none is close."""
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def module_param(driver: str, name: str) -> ModuleParam:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -262,8 +262,12 @@ def _merge_sources(
     return result
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``did you mean 'X'? `` for the known name closest to ``name``; "" when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def _unknown_key(name: str, allowed: Collection[str]) -> str:
     options = sorted(allowed)
-    close = difflib.get_close_matches(name, options, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"unknown key {name!r} ({hint}allowed: {', '.join(options)})"
+    return f"unknown key {name!r} ({did_you_mean(name, options)}allowed: {', '.join(options)})"
