@@ -48,6 +48,7 @@ from hil import tools
 from hil.cm.session import CMSession
 from hil.cm.storm import run_storm
 from hil.cm.stormstats import StormResult, percentile
+from hil.cm.toolpeers import stop_command
 from hil.errors import CommandTimeout
 from hil.inventory import loader
 from hil.judge.timeline import Timeline
@@ -96,9 +97,7 @@ def run_cmtime(s: CMSession, count: int) -> tuple[dict[str, float], str]:
     t.join(5)
     if t.is_alive():
         # This server (its argv names our fresh port) may wait for more clients: stop it.
-        pids = server.run(tools.argv("pgrep", "-f", "-x", " ".join(argv))).stdout.split()
-        for pid in pids:
-            server.run(tools.argv("kill", pid))
+        stop_command(server, argv)
         t.join(CMTIME_TIMEOUT + 10)
     if client.status != 0:
         raise SystemExit(f"cmtime client failed ({client.status}): {client.stderr.strip()}")

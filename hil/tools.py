@@ -104,16 +104,28 @@ TOOLS: tuple[Tool, ...] = (
         "rdma-core's version on RPM distributions (report)",
         optional="tried only when dpkg-query has no rdma-core, i.e. on RPM distributions",
     ),
-    Tool("ping", "iputils-ping", _H, "the pair's data path at pair setup (hil/host/pairsetup.py)"),
+    Tool(
+        "ping",
+        "iputils-ping",
+        _H,
+        "the pair's data path at pair setup (hil/host/pairsetup.py); an impairment's proof "
+        "(hil/host/impair.py)",
+    ),
     Tool("nft", "nftables", _H, "the blackhole link pull (hil/host/linkctl.py)"),
     Tool("ss", "iproute2", _H, "a listener's accept queue (hil/cm/regressions/held.py)"),
-    Tool("tc", "iproute2", _H, "a race's egress hold: netem delay (hil/host/netdelay.py)"),
+    Tool(
+        "tc",
+        "iproute2",
+        _H,
+        "netem: a race's egress hold (hil/host/netdelay.py), impairments (hil/host/impair.py)",
+    ),
     Tool("tcpdump", "tcpdump", _H, "captures a link at its capture points (hil/wire/capture.py)"),
     Tool(
         "ethtool",
         "ethtool",
-        _H,
-        "a port's NIC counters (ethtool -S) before and after a test (hil/host/hwevidence.py)",
+        _HG,
+        "a port's NIC counters (ethtool -S) before and after a test (hil/host/hwevidence.py); "
+        "a middlebox's offloads turned off (hil/host/impair.py; the lab's at its boot)",
     ),
     Tool(
         "devlink",
@@ -145,13 +157,25 @@ TOOLS: tuple[Tool, ...] = (
         "cmtime",
         "rdmacm-utils",
         _H,
-        "RDMA CM connection rate (bench/cm_rate.py); traffic for the wire judge's lab test",
+        "RDMA CM connection rate (bench/cm_rate.py); traffic for the wire judge's lab test; "
+        "a tool peer against hil's listener (hil/cm/toolpeers.py)",
+    ),
+    Tool(
+        "ucmatose",
+        "rdmacm-utils",
+        _H,
+        "rdma-core's CM example with SENDs each way: a tool peer of hil (hil/cm/toolpeers.py)",
     ),
     Tool("rping", "rdmacm-utils", _H, "rdma-core's own traffic for the wire judge's lab test"),
     Tool("pgrep", "procps", _H, "is iwpmd running (readiness); bench's cmtime server"),
     Tool("pkill", "procps", _H, "ends an admin pull's async event watch (hil/cm/asyncwatch.py)"),
     Tool("ls", "coreutils", _H, "whether the async event watch holds the device open"),
-    Tool("stdbuf", "coreutils", _H, "line-buffers the async event watch's output"),
+    Tool(
+        "stdbuf",
+        "coreutils",
+        _H,
+        "line-buffers the async event watch's output and a tool peer's (hil/cm/toolpeers.py)",
+    ),
     Tool(
         "ibv_asyncwatch",
         "ibverbs-utils",

@@ -58,6 +58,7 @@ class FakeLink:
     mtu: int = 1500
     up: bool = False
     addresses: set[str] = field(default_factory=set)
+    mac: str | None = None
 
 
 class FakeAgent:
@@ -101,7 +102,7 @@ class FakeAgent:
             "operstate": "UP" if link.up else "DOWN",
             "carrier": link.up,
             "up": link.up,
-            "mac": None,
+            "mac": link.mac,
             "kind": None,
         }
 

@@ -93,6 +93,7 @@ NOT_RUN: dict[str, str] = {
     "HIL_LAB_KERNEL_TESTS=1 ": "boots labs on kernels of its own (opt-in lab tests)",
     "*/15 * * * *  hil --inventory /etc/hil/lab.yaml ": "a crontab line for the lab's hosts",
     "hil wire judge ": "judges the doc's own capture files (tests/wire judges real ones)",
+    "hil nightly drift ": "reads a nightly's drift history (tests/cli/test_nightly_cmd.py has one)",
     "hil reserve --pair t6-pair-1 --ttl 60 --hold ": "holds a lease until signalled",
     "lease_json=$(hil reserve ": LEASE_JOB,
     "trap 'hil release ": LEASE_JOB,

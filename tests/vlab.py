@@ -47,10 +47,12 @@ class VirtualLab:
 
 
 @contextmanager
-def booted_lab(pytestconfig: pytest.Config, image: Path | None = None) -> Iterator[VirtualLab]:
-    """Two guests up in a fresh directory, booting ``image`` (default: the lab kernel, built
-    first if it is not cached); on leaving, even on failure, the lab is stopped and its
-    directory removed."""
+def booted_lab(
+    pytestconfig: pytest.Config, image: Path | None = None, middlebox: bool = False
+) -> Iterator[VirtualLab]:
+    """Two guests up in a fresh directory (a third bridging them with ``middlebox``),
+    booting ``image`` (default: the lab kernel, built first if it is not cached); on
+    leaving, even on failure, the lab is stopped and its directory removed."""
     # Imported here: most test runs never boot a lab.
     from hil.inventory import load as load_inventory
     from hil.lab import control
@@ -67,7 +69,9 @@ def booted_lab(pytestconfig: pytest.Config, image: Path | None = None) -> Iterat
     home = Path(tempfile.mkdtemp(prefix=".hil-test-lab-", dir=Path.home()))
     lab_dir = home / "lab"
     try:
-        state = control.up(lab_dir, hosts=2, memory="768M", say=say, image=image)
+        state = control.up(
+            lab_dir, hosts=2, memory="768M", say=say, image=image, middlebox=middlebox
+        )
         inventory = load_inventory(control.inventory_path(lab_dir))
         yield VirtualLab(lab_dir, state, inventory)
     finally:

@@ -94,7 +94,10 @@ class Agent(AgentClient):
         """
         bundle = build()
         path = push(session, bundle, host.name, remote_dir)
-        process = session.open_process([host.python, "-I", path], sudo=True)
+        # -S: no site module; the agent needs nothing outside the standard library
+        # and its bundle, and site's path scan cost a TCG lab guest 0.15-0.2 s of
+        # CPU per start (docs/notes/lab-speed.md, 2026-12-05 cifast2).
+        process = session.open_process([host.python, "-I", "-S", path], sudo=True)
         return cls(SSHChannel(process), host.name, expect_hash=bundle.sha256)
 
     @classmethod

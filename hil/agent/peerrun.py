@@ -6,7 +6,9 @@ run a scenario on a host's agent, the DUT's steps run here between its segments.
 
 The peer runs its own steps (``send``, ``expect``, ``sleep``) on the host; at each
 ``dut`` step it stops, ``on_dut`` runs the DUT's action, and the peer resumes after
-it.  ``on_dut`` raising ends the peer's session (``peer_close``) and propagates.
+it.  ``on_dut`` may return the scenario's steps anew (values the DUT shared put in,
+the same number of steps): the peer resumes with those.  ``on_dut`` raising ends the
+peer's session (``peer_close``) and propagates.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from hil.agent.protocol import (
     PEER_RUN,
     PeerEntry,
     PeerReply,
+    PeerResumeParams,
     PeerRole,
     PeerRunParams,
     PeerSessionParams,
     PeerUnmet,
 )
 
-DutHook = Callable[[int, dict[str, Any]], None]
+DutHook = Callable[[int, dict[str, Any]], list[dict[str, Any]] | None]
 
 
 @dataclass(frozen=True)
@@ -84,8 +87,12 @@ def _after_dut(
     session: PeerSessionParams = {"session": reply["session"]}
     assert index is not None
     try:
-        on_dut(index, steps[index])
+        renewed = on_dut(index, steps[index])
     except BaseException:
         request(agent, PEER_CLOSE, session)
         raise
-    return request(agent, PEER_RESUME, session, timeout)
+    resume: PeerResumeParams = {"session": reply["session"]}
+    if renewed is not None:
+        steps[:] = renewed
+        resume["steps"] = renewed
+    return request(agent, PEER_RESUME, resume, timeout)

@@ -23,7 +23,7 @@ EPILOG = """exit codes:
   3  infrastructure error (store, SSH, agent, lab)
   4  a rule was violated: the RDMA CM contract, a wire rule or the after-test
      checks (hil cm run), a wire rule (hil wire judge), a finding on the DUT
-     (hil peer fuzz|replay)
+     (hil peer fuzz|replay), a drift past its fail threshold (hil nightly drift)
   5  hosts not ready: a readiness check failed (hil host doctor, pair setup),
      a host failed hil lab-check or is quarantined
 
@@ -42,6 +42,7 @@ COMMANDS: list[str] = [
     "hil.cli.cm_cmd",
     "hil.cli.wire_cmd",
     "hil.cli.peer_cmd",
+    "hil.cli.nightly_cmd",
 ]
 
 

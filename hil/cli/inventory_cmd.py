@@ -13,6 +13,7 @@ from hil.host.hosts import Hosts
 from hil.host.peerroute import peer_routes
 from hil.inventory import (
     CaptureSpec,
+    ImpairSpec,
     Inventory,
     Pair,
     inventory_document,
@@ -137,14 +138,26 @@ def _ports_table(inv: Inventory) -> str:
 def _pairs_table(pairs: list[Pair]) -> str:
     if not pairs:
         return "no pairs"
-    rows: list[tuple[object, ...]] = [("PAIR", "END_A", "END_B", "TAGS", "PULLS", "CAPTURE")]
+    rows: list[tuple[object, ...]] = [
+        ("PAIR", "END_A", "END_B", "TAGS", "PULLS", "CAPTURE", "IMPAIR", "PEERS")
+    ]
     for p in pairs:
         modes = ",".join(pull.mode for pull in p.link.pulls)
+        peers = ",".join(peer.host for peer in p.link.peers)
         rows.append(
             (p.name, p.link.a, p.link.b, ",".join(p.link.tags) or "-", modes or "-",
-             _capture(p.link.capture))
+             _capture(p.link.capture), _impair(p.link.impair), peers or "-")
         )  # fmt: skip
     return _table(rows)
+
+
+def _impair(impair: ImpairSpec) -> str:
+    """``netem``, ``middlebox mbox-1``, ``command on switch-ctl`` or ``none``."""
+    if impair.mode == "middlebox":
+        return f"middlebox {impair.host}"
+    if impair.mode == "command":
+        return f"command on {impair.controller}"
+    return impair.mode
 
 
 def _capture(capture: CaptureSpec) -> str:

@@ -16,6 +16,8 @@ from hil.lab.state import default_dir
 # Two TCG guests of the debug kernel (KASAN, lockdep, kmemleak) took 209 s to SSH-ready
 # at load 5-7, against 20-40 s for the plain kernel.
 DEBUG_BOOT_TIMEOUT = 900.0
+# The pair's ends as the lab's inventory names them: guest 0 is host A, guest 1 host B.
+_PAIR_ENDS = {"a": 0, "b": 1}
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -58,7 +60,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="boot the lab kernel of another source (6.12, built first if not cached), or "
         "this bzImage (e.g. a fault kernel from tests/siw_faults.py) instead of the default",
     )
+    for end, index in _PAIR_ENDS.items():
+        p.add_argument(
+            f"--kernel-{end}",
+            metavar="SERIES|BZIMAGE",
+            help=f"guest {index}, the pair's host {end.upper()}, boots this kernel instead "
+            "(a mixed pair: --kernel-a 6.1 --kernel-b 6.12); as --kernel",
+        )
     _debug_option(p, "boot the debug flavour of the lab kernel (built first if not cached)")
+    p.add_argument(
+        "--middlebox",
+        action="store_true",
+        help="a third guest on the cable between A and B, bridging it, the link's "
+        "impairment point (inventory impair: middlebox; docs/impairment.md)",
+    )
     p.set_defaults(func=_up)
 
     p = cmds.add_parser(
@@ -103,6 +118,7 @@ def _kernel(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    guest_images = _guest_images(args)  # before the lab's kernel, which may take a build
     control.up(
         args.dir,
         hosts=args.hosts,
@@ -111,9 +127,22 @@ def _up(args: argparse.Namespace) -> int:
         boot_timeout=args.boot_timeout
         or (DEBUG_BOOT_TIMEOUT if args.debug else control.BOOT_TIMEOUT),
         image=_image(args.kernel, args.debug),
+        guest_images=guest_images,
+        middlebox=args.middlebox,
     )
     print(control.inventory_path(args.dir))
     return 0
+
+
+def _guest_images(args: argparse.Namespace) -> dict[int, Path]:
+    """The kernels ``--kernel-a`` and ``--kernel-b`` give the pair's guests, by index."""
+    images: dict[int, Path] = {}
+    for end, index in _PAIR_ENDS.items():
+        chosen = getattr(args, f"kernel_{end}")
+        image = _image(chosen, args.debug) if chosen is not None else None
+        if image is not None:
+            images[index] = image
+    return images
 
 
 def _image(chosen: str | None, debug: bool) -> Path | None:
@@ -161,6 +190,7 @@ def _status(args: argparse.Namespace) -> int:
             "qemu_alive": h.qemu_alive,
             "switched_off": h.guest.off,
             "ssh_answering": h.ssh_answering,
+            "kernel": state.kernel_of(h.guest),
         }
         for h in health
     ]
@@ -180,6 +210,7 @@ def _status(args: argparse.Namespace) -> int:
                     "kernel": state.kernel,
                     "kernel_default": is_default,
                     "cable_ports": list(state.cable_ports),
+                    "middlebox": state.middlebox,
                     "guests": rows,
                 },
                 indent=2,
@@ -191,6 +222,11 @@ def _status(args: argparse.Namespace) -> int:
             f"up {uptime:.0f} s, {'healthy' if healthy else 'UNHEALTHY'}"
         )
         print(f"  kernel {state.kernel} ({'default' if is_default else 'not the default'})")
+        if state.middlebox:
+            print(f"  middlebox {state.guests[network.MIDDLEBOX].name} bridges the link")
+        for g in state.guests:
+            if state.kernel_of(g) != state.kernel:
+                print(f"  kernel of {g.name}: {state.kernel_of(g)} (a mixed lab)")
         width = max(len("NAME"), *(len(h.guest.name) for h in health))
         print(f"  {'NAME':<{width}} {'PID':>8} {'SSH':>6}  QEMU  SSH")
         for r in rows:

@@ -13,11 +13,16 @@ differently from the base scenario's expectation (fuzzed frames have none).  A
 failing case is shrunk to the fewest sends and overrides that still fail (each
 try run on the DUT again) and saved in --out as a scenario file that replays it,
 its description naming the case, its mutations, why it failed and the kernel log
-lines.  With --alluredir each finding is also an Allure result there (category
+lines.  kmemleak is scanned on the DUT once per --leak-scan-every cases (after a failing
+case and the last too); a batch whose scan reports a leak is run again a case at a time,
+a scan after each, to name the case (hil.peer.fuzz).  With --alluredir each finding is
+also an Allure result there (category
 "Fuzz findings", the replay file and the kernel log attached: hil.report.fuzz); the
 nightly's fuzz run writes them beside the suites' results.  Progress goes to
-stderr: cases done, cases/s, findings, each finding as it comes.  Ctrl-C stops
-after the current case; the pair is restored and the lease released.  Exit 0: no
+stderr: cases done, cases/s, findings, each finding as it comes.  Ctrl-C, SIGTERM
+or the nightly's deadline (its SIGINT) stops the case that runs (its teardown runs),
+which is reported as interrupted and never judged or saved as a finding; the pair
+is restored and the lease released.  Exit 0: no
 finding; 4: findings; 3: a case could not run (or interrupted) and no finding; 1:
 bad input.
 
@@ -28,14 +33,16 @@ way and prints the peer's verdict (shown, not judged) and the DUT's.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from hil.cli.options import command_group, wait_option
+from hil.cli.options import command_group, timeout_options, wait_option
 from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION, InputError
 
 if TYPE_CHECKING:
@@ -44,9 +51,14 @@ if TYPE_CHECKING:
     from hil.peer.fuzz import Finding, Progress
     from hil.peer.scenario import Scenario
     from hil.run.pairrun import PairRun
-    from hil.run.peercase import CaseCheck
+    from hil.run.peercase import CaseCheck, DutCheck
 
 OUT = "reports/fuzz"
+# A kmemleak scan took 30-55 s on the debug lab against a case's few seconds
+# (docs/peer-fuzz.md, "The debug lab"): one scan per 10 cases makes its share a case a
+# tenth, while a batch that leaks costs at most 10 reruns, each with its scan, to name
+# the case (hil.peer.fuzz, module doc).
+LEAK_SCAN_EVERY = 10
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -78,7 +90,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="DIR",
         help="also write each finding as an Allure result into DIR (category Fuzz findings)",
     )
+    p.add_argument(
+        "--leak-scan-every",
+        type=_whole(1),
+        default=LEAK_SCAN_EVERY,
+        metavar="K",
+        help="scan kmemleak on the DUT once per K cases (and after a failing case and the "
+        "last); a batch that leaks is run again a case at a time to name the case "
+        f"(default {LEAK_SCAN_EVERY}; 1: after every case; docs/peer-fuzz.md)",
+    )
     wait_option(p)
+    timeout_options(p)
     p.set_defaults(func=_fuzz)
 
     p = cmds.add_parser("replay", help="run one scenario file on the DUT; print the verdicts")
@@ -86,6 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("pair", metavar="PAIR", help="the pair (a link name of the inventory)")
     _dut_option(p)
     wait_option(p)
+    timeout_options(p)
     p.set_defaults(func=_replay)
 
 
@@ -144,14 +167,19 @@ def _pair_run(args: argparse.Namespace, holder: str) -> Iterator[PairRun]:
     from hil.inventory import load_from_args
     from hil.reservation import open_store
     from hil.run import PairRequest, PairRun
+    from hil.timeouts import configured
 
     inv = load_from_args(args.inventory)
     request = PairRequest(pair=args.pair, holder=holder, wait=args.wait)
-    with open_store(args.store) as store, PairRun(inv, store, request, progress=_say) as run:
-        yield run
+    # A debug lab's cold agent needs more than the default agent call bound
+    # (ci/nightly passes --hil-timeout-agent 120 to its suites, and the pipeline this).
+    bounds = configured(agent_call_s=args.timeout_agent, step_slack_s=args.timeout_step_slack)
+    with bounds, open_store(args.store) as store:
+        with PairRun(inv, store, request, progress=_say) as run:
+            yield run
 
 
-def _dut_check(run: PairRun, dut: str) -> CaseChecker:
+def _dut_check(run: PairRun, dut: str) -> DutCheck:
     from hil.host.liveness import DEFAULT_BOUND
     from hil.run.peercase import DutCheck
     from hil.run.testparts import TestOptions
@@ -170,7 +198,18 @@ def _fuzz(args: argparse.Namespace) -> int:
     alluredir = out_dir(args.alluredir, "--alluredir") if args.alluredir else None
     with _pair_run(args, holder) as run:
         dut = _dut_check(run, args.dut)
-        return fuzz_run(dut, scenarios, args.seed, args.cases, out, alluredir=alluredir)
+        try:
+            return fuzz_run(
+                dut,
+                scenarios,
+                args.seed,
+                args.cases,
+                out,
+                alluredir=alluredir,
+                leak_scan_every=args.leak_scan_every,
+            )
+        finally:
+            dut.close()
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -178,7 +217,11 @@ def _replay(args: argparse.Namespace) -> int:
 
     scenario = load(args.file)
     with _pair_run(args, f"hil peer replay {scenario.name}") as run:
-        checked = _dut_check(run, args.dut).check(scenario)
+        dut = _dut_check(run, args.dut)
+        try:
+            checked = dut.check(scenario)
+        finally:
+            dut.close()
     if checked.peer is not None:
         print(f"peer (shown, not judged):\n{checked.peer.to_text()}")
     print(f"DUT: {_dut_text(checked)}")
@@ -190,7 +233,9 @@ def _replay(args: argparse.Namespace) -> int:
 class CaseChecker(Protocol):
     """What the fuzz loop needs of the DUT (:class:`hil.run.peercase.DutCheck` is one)."""
 
-    def check(self, scenario: Scenario) -> CaseCheck: ...
+    def check(self, scenario: Scenario, scan: bool = True) -> CaseCheck: ...
+
+    def scan(self) -> str: ...
 
     @property
     def checks(self) -> dict[Scenario, CaseCheck]: ...
@@ -213,18 +258,34 @@ def fuzz_run(
     err: TextIO = sys.stderr,
     clock: Callable[[], float] = time.monotonic,
     alluredir: Path | None = None,
+    leak_scan_every: int = 1,
 ) -> int:
-    """Cases 0 .. ``cases``-1 of ``seed`` on ``dut``; findings saved in ``out`` (and as
-    Allure results in ``alluredir``, when given); progress and findings on ``err``; the
-    exit code (see the module doc)."""
-    from hil.peer.fuzz import fuzz
+    """Cases 0 .. ``cases``-1 of ``seed`` on ``dut``, kmemleak scanned once per
+    ``leak_scan_every`` of them; findings saved in ``out`` (and as Allure results in
+    ``alluredir``, when given); progress and findings on ``err``; the exit code (see the
+    module doc)."""
+    from hil.errors import HilError
+    from hil.peer.fuzz import Interrupted, LeakScans, fuzz
 
     errors: list[str] = []
     found: list[str] = []
     last: list[Progress] = []
+    stop = _Stop()
+    failing: dict[Scenario, CaseCheck] = {}  # each scenario's last failing check
 
-    def fails(scenario: Scenario) -> bool:
-        checked = dut.check(scenario)
+    def fails(scenario: Scenario, scan: bool = True) -> bool:
+        try:
+            checked = dut.check(scenario, scan)
+        except KeyboardInterrupt:
+            raise Interrupted(scenario.name) from None
+        if stop.why:
+            # The signal came while the case ran; its KeyboardInterrupt may have been lost
+            # on the way (an endpoint's close failing after it): its check is no finding.
+            raise Interrupted(scenario.name)
+        if checked.failed:
+            # A rerun that passes (a shrink's first, not reproduced) must not take the
+            # reasons of the run that failed: the finding is saved with those.
+            failing[scenario] = checked
         if checked.crashed:
             raise _Crashed(checked)
         if checked.error and not checked.failed:
@@ -232,12 +293,24 @@ def fuzz_run(
             print(f"hil: {scenario.name}: could not run: {checked.error}", file=err)
         return checked.failed
 
+    def scan() -> str:
+        try:
+            return dut.scan()
+        except HilError as e:
+            errors.append(str(e))
+            print(f"hil: the batch's kmemleak scan failed: {e}", file=err)
+            return ""
+
     def on_finding(finding: Finding) -> None:
-        saved = save_finding(finding, dut.checks, out)
+        if finding.batch:
+            found.extend(str(p) for p in _batch_found(finding, out, err, alluredir))
+            return
+        checks = {**dut.checks, **failing}
+        saved = save_finding(finding, checks, out)
         found.append(str(saved))
-        line = finding_line(finding, dut.checks)
+        line = finding_line(finding, checks)
         print(f"hil: FINDING {line} -> {saved}", file=err)
-        checked = dut.checks.get(finding.shrunk.scenario) or dut.checks.get(finding.case.scenario)
+        checked = checks.get(finding.shrunk.scenario) or checks.get(finding.case.scenario)
         _report(alluredir, finding.shrunk.scenario.name, line, saved, checked)
 
     def on_progress(progress: Progress) -> None:
@@ -245,20 +318,26 @@ def fuzz_run(
         print(f"hil: {progress}", file=err, flush=True)
 
     try:
-        fuzz(
-            scenarios,
-            fails,
-            seed=seed,
-            cases=cases,
-            on_progress=on_progress,
-            on_finding=on_finding,
-            clock=clock,
-        )
+        with stop:
+            fuzz(
+                scenarios,
+                fails,
+                seed=seed,
+                cases=cases,
+                scans=LeakScans(leak_scan_every, lambda s: fails(s, False), scan)
+                if leak_scan_every > 1
+                else None,
+                on_progress=on_progress,
+                on_finding=on_finding,
+                clock=clock,
+            )
     except _Crashed as c:
         found.append(str(_crash_found(c.checked, seed, out, err, alluredir)))
         print("hil: stopped: a crashed host ends the run (hil host recover)", file=err)
-    except KeyboardInterrupt:
-        print("hil: interrupted: restoring the pair and releasing its lease", file=err)
+    except (KeyboardInterrupt, Interrupted) as e:
+        cut = f"; case {e} was cut short: not judged, not a finding" if str(e) else ""
+        print(f"hil: interrupted ({stop.why or 'SIGINT'}){cut}", file=err)
+        print("hil: restoring the pair and releasing its lease", file=err)
         errors.append("interrupted")
     done = last[0] if last else None
     saved = ", ".join(found) or "none"
@@ -266,6 +345,33 @@ def fuzz_run(
     if found:
         return EXIT_VIOLATION
     return EXIT_INFRA if errors else EXIT_OK
+
+
+class _Stop:
+    """While entered, SIGINT and SIGTERM (Ctrl-C, a kill, the nightly's deadline) note
+    ``why`` and raise KeyboardInterrupt once, so the case's teardown still runs; the
+    handlers before are put back on exit.  The note outlives an interrupt that a case's
+    teardown lost, so the loop knows the case was cut short."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.why = ""
+        self._before: list[Any] = []
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._before = [(s, signal.signal(s, self._on)) for s in self.SIGNALS]
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._before:
+            signal.signal(sig, handler)
+
+    def _on(self, signum: int, frame: object) -> None:
+        first = not self.why
+        self.why = signal.Signals(signum).name
+        if first:
+            raise KeyboardInterrupt
 
 
 def _crash_found(
@@ -276,6 +382,34 @@ def _crash_found(
     line = f"host crashed: {checked.scenario.name}"
     print(f"hil: FINDING {line} -> {saved}", file=err)
     _report(alluredir, checked.scenario.name, line, saved, checked)
+    return saved
+
+
+def _batch_found(finding: Finding, out: Path, err: TextIO, alluredir: Path | None) -> list[Path]:
+    """A batch whose leak no case of it made alone: each case saved whole, the batch shown
+    and reported once; the replay files' paths."""
+    from hil.run.peercase import CaseCheck
+
+    numbers = ", ".join(str(c.number) for c in finding.batch)
+    why = f"{finding.leak}\n(kmemleak's scan after the batch of cases {numbers})"
+    saved = []
+    for case in finding.batch:
+        head = [
+            f"fuzz case {case.number} of seed {case.seed}, from scenario {case.base}",
+            *(f"mutation: {m}" for m in case.mutations),
+            f"one of the cases {numbers}, after which kmemleak's scan found a leak; "
+            "none leaked run again alone, so each is kept whole",
+        ]
+        saved.append(_save(case.scenario, head, CaseCheck(case.scenario, (why,)), out))
+    line = f"cases {numbers} (a batch): {finding.leak.splitlines()[0]}; not reproduced alone"
+    print(f"hil: FINDING {line} -> {', '.join(map(str, saved))}", file=err)
+    _report(
+        alluredir,
+        finding.case.scenario.name,
+        line,
+        saved[-1],
+        CaseCheck(finding.case.scenario, (why,)),
+    )
     return saved
 
 

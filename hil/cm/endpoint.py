@@ -23,12 +23,13 @@ here are the CM operations and the worker's lifetime.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from hil.agent import protocol as wire
 from hil.agent.client import call_bound, request
 from hil.cm.endpointcore import EndpointCore, Outcome, P, T
+from hil.errors import RemoteError
 from hil.judge.timeline import Action, ClockOffset
 
 if TYPE_CHECKING:
@@ -278,6 +279,34 @@ class Endpoint(EndpointCore):
         keep = ("status", "byte_len", "data", "error")
         return self._qp_work(wire.OP_RECEIVED, params, cm_id, keep, wait)
 
+    def messages(
+        self, cm_id: str, count: int, size: int, send_first: bool, wait: float = 10.0
+    ) -> Outcome:
+        """rdma-core's ucmatose exchange served on the id's QP: ``count`` SENDs of ``size``
+        bytes each way, this end's first when ``send_first``: action ``messages`` keeping
+        the ``received`` lengths in order, the SENDs ``sent`` and the ``error``."""
+        params = wire.MessagesParams(
+            id=self.handle(cm_id), count=count, size=size, send_first=send_first, wait=wait
+        )
+        keep = ("received", "sent", "error")
+        return self._qp_work(
+            wire.OP_MESSAGES, params, cm_id, keep, wait, count=count, size=size, first=send_first
+        )
+
+    def rping(
+        self, cm_id: str, role: wire.RpingRole, count: int, size: int = 0, wait: float = 10.0
+    ) -> Outcome:
+        """rdma-core's rping protocol played as its ``role`` for ``count`` pings of ``size``
+        bytes (a client's; a server takes the client's): action ``rping`` keeping each
+        ping's ``checks``, its ``text`` and the ``error``."""
+        params = wire.RpingParams(
+            id=self.handle(cm_id), role=role, count=count, size=size, wait=wait
+        )
+        keep = ("checks", "text", "error")
+        return self._qp_work(
+            wire.OP_RPING, params, cm_id, keep, wait, role=role, count=count, size=size
+        )
+
     def query_qp(self, cm_id: str) -> Outcome:
         """ibv_query_qp's RDMA READ depths of the id's QP: action ``query_qp`` keeping
         ``max_rd_atomic`` and ``max_dest_rd_atomic``."""
@@ -287,6 +316,22 @@ class Endpoint(EndpointCore):
             self._id(cm_id),
             cm_id,
             keep=("max_rd_atomic", "max_dest_rd_atomic"),
+        )
+
+    def reg_mr(
+        self, cm_id: str, length: int, access: Sequence[wire.RegionAccess] = wire.REGION_ACCESS
+    ) -> Outcome:
+        """Register a region of ``length`` bytes with ``access`` on the id's PD (ibv_reg_mr):
+        action ``reg_mr`` keeping its ``stag``, ``base`` and ``length``; the region lives
+        as long as the id's QP."""
+        params = wire.RegMrParams(id=self.handle(cm_id), length=length, access=list(access))
+        return self.act(
+            "reg_mr",
+            wire.OP_REG_MR,
+            params,
+            cm_id,
+            record={"length": length, "access": list(access)},
+            keep=("stag", "base", "length"),
         )
 
     def stream_stop(self, cm_id: str) -> wire.StreamStopReply:
@@ -334,6 +379,27 @@ class Endpoint(EndpointCore):
         for a in actions:
             self.rec.add_action(a)
         return actions[0]
+
+    def release(self) -> None:
+        """End this recording's use of the worker but keep the worker (an
+        :class:`hil.cm.endpointpool.EndpointPool`'s): collect the last events, destroy
+        every cm_id it still holds (each a ``destroy`` action, as a close destroys them),
+        collect again.  RemoteError when one is not destroyed: the worker is of no more
+        use then, and the caller closes it."""
+        self.collect()
+        for cm_id in self.handles():
+            out = self.destroy(cm_id)
+            if not out.ok:
+                raise RemoteError(
+                    self.host, f"CM endpoint {self.number}: destroy {cm_id}: {out.action.result}"
+                )
+        self.collect()
+
+    def rebind(self, rec: Recorder, offset: ClockOffset) -> None:
+        """Hand the worker to another recording: its actions and events go there, on that
+        recording's clock offset; events fetched before are no longer waited on."""
+        self.rec, self.offset = rec, offset
+        self._seen, self._claimed = [], set()
 
     def close(self, timeout: float | None = None) -> None:
         """Collect the last events, then end the worker in order (killed at the timeout)."""

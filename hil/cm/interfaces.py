@@ -80,3 +80,12 @@ class PairView(Protocol):
 
     def port(self) -> int:
         """A CM port not used before."""
+
+    def standing_holds(self) -> dict[str, int]:
+        """Side -> µs its frames are held back for every run now (an impairment's delay)."""
+
+    def standing_clamps(self) -> dict[str, int]:
+        """Side -> the MSS its segments are clamped to for every run now (an impairment)."""
+
+    def standing_drops(self) -> tuple[str, ...]:
+        """The sides whose first MPA request the path drops for every run now."""

@@ -7,6 +7,10 @@ endpoint it opened (their ids destroyed, their processes gone), waits for the
 resource counts to come back, and reads the kernel log
 (:mod:`hil.host.evidence`, its settle rule), so :meth:`timeline` carries the
 after-run evidence the contract judges (invariant 11).
+
+With a ``pool`` (:class:`hil.cm.endpointpool.EndpointPool`) it takes an idle worker
+for a host before it starts one, and on exit releases its workers back into the pool
+(their cm_ids destroyed) instead of ending them.
 """
 
 from __future__ import annotations
@@ -20,9 +24,20 @@ from typing import TYPE_CHECKING, Any, Self
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Endpoint
 from hil.host.evidence import Baseline, Probe, begin, collect
-from hil.judge.timeline import SIDES, Action, Event, KernelLogLine, ResourceCount, Timeline
+from hil.judge.timeline import (
+    HOLD_EGRESS,
+    MPA_REQUEST_DROP,
+    MSS_CLAMP,
+    SIDES,
+    Action,
+    Event,
+    KernelLogLine,
+    ResourceCount,
+    Timeline,
+)
 
 if TYPE_CHECKING:
+    from hil.cm.endpointpool import EndpointPool
     from hil.cm.interfaces import PairView
 
 log = logging.getLogger(__name__)
@@ -31,10 +46,17 @@ log = logging.getLogger(__name__)
 class Recording:
     """Actions and events of one run on the controller time base, and its endpoints."""
 
-    def __init__(self, session: PairView, scenario: str, evidence: bool = True) -> None:
+    def __init__(
+        self,
+        session: PairView,
+        scenario: str,
+        evidence: bool = True,
+        pool: EndpointPool | None = None,
+    ) -> None:
         self.session = session
         self.scenario = scenario
         self.evidence = evidence
+        self.pool = pool
         self.metrics: dict[str, float] = {}
         self._actions: list[Action] = []
         self._events: list[Event] = []
@@ -48,9 +70,14 @@ class Recording:
     # -- endpoints and records ----------------------------------------------
 
     def endpoint(self, side: str) -> Endpoint:
-        """A new endpoint (its own process and event channel) on ``side`` ("a" or "b")."""
+        """A new endpoint (its own process and event channel) on ``side`` ("a" or "b"):
+        the pool's idle one on that host first, when the recording has a pool."""
         s = self.session
-        ep = Endpoint.open(self, side, s.host(side), s.agent(side), s.offset(side))
+        ep = self.pool.take(s.host(side)) if self.pool is not None else None
+        if ep is not None:
+            ep.rebind(self, s.offset(side))
+        else:
+            ep = Endpoint.open(self, side, s.host(side), s.agent(side), s.offset(side))
         with self._lock:
             self._endpoints.append(ep)
         return ep
@@ -116,6 +143,15 @@ class Recording:
         self.session.refresh_offsets()
         if self.evidence:
             self._baseline = begin(self._probes())
+        for side, delay_us in self.session.standing_holds().items():
+            self.controller_action(
+                side, HOLD_EGRESS, controller_us(), address=self.session.address(side),
+                delay_us=delay_us, by="impairment",
+            )  # fmt: skip
+        for side, mss in self.session.standing_clamps().items():
+            self.controller_action(side, MSS_CLAMP, controller_us(), mss=mss, by="impairment")
+        for side in self.session.standing_drops():
+            self.controller_action(side, MPA_REQUEST_DROP, controller_us(), by="impairment")
         return self
 
     def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
@@ -137,7 +173,7 @@ class Recording:
         errors = []
         for ep in endpoints:
             try:
-                ep.close()
+                self._end(ep)
             except Exception as e:  # noqa: BLE001 -- every endpoint must be closed
                 errors.append(e)
                 log.warning("%s: closing CM endpoint %s failed: %s", ep.host, ep.number, e)
@@ -147,6 +183,19 @@ class Recording:
             self._resources, self._kernel = after.resources, after.kernel_log
         if errors:
             raise errors[0]
+
+    def _end(self, ep: Endpoint) -> None:
+        """Close ``ep``, or release it into the pool; one whose release failed is closed
+        (and the failure raised)."""
+        if self.pool is None or not ep.alive:
+            ep.close()
+            return
+        try:
+            ep.release()
+        except BaseException:
+            ep.close()
+            raise
+        self.pool.give_back(ep)
 
     def _probes(self) -> dict[str, Probe]:
         return {self.session.host(side): self.session.agent(side) for side in SIDES}

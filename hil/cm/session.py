@@ -36,7 +36,9 @@ API (for suites and the CLI)::
   :class:`~hil.judge.timeline.ClockOffset`, measured once, refreshed by
   :meth:`refresh_offsets`), ``session.port()`` (a fresh TCP port per use),
   ``session.pull_modes()`` (the modes the pair's link offers),
-  ``session.link_control()`` (:class:`hil.host.linkctl.LinkControl`).
+  ``session.link_control()`` (:class:`hil.host.linkctl.LinkControl`),
+  ``session.impaired(way, impairments)`` (the pair's path impaired inside a block;
+  a delay is recorded as the sender's hold by every run in it).
 - ``session.recording(scenario)``: a :class:`~hil.cm.recording.Recording`
   context for writing a new sequence from the steps in :mod:`hil.cm.steps`.
 

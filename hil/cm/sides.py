@@ -10,7 +10,9 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from hil.cm import clock
@@ -21,7 +23,10 @@ from hil.judge.timeline import SIDES, ClockOffset, RelativeClock
 
 if TYPE_CHECKING:
     from hil.agent import Agent
+    from hil.cm.endpointpool import EndpointPool
     from hil.host.hosts import Hosts
+    from hil.host.impair import Direction, ImpairControl
+    from hil.host.impairkinds import Impairment, Probe
     from hil.host.journal import Journal
     from hil.host.linkctl import LinkControl
     from hil.inventory.model import Family, Pair, Rnic
@@ -47,6 +52,7 @@ class PairSides:
         evidence: bool = True,
         observers: Observers | None = None,
         family: Family | None = None,
+        pool: EndpointPool | None = None,
     ) -> None:
         if direction not in DIRECTIONS:
             raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
@@ -58,9 +64,13 @@ class PairSides:
         self.journal = journal
         self.evidence = evidence
         self.observers = observers if observers is not None else Observers()
+        self.pool = pool  # the recordings' idle endpoints (hil.cm.endpointpool), if kept
         self._offsets: dict[str, ClockOffset] = {}
         self._relative: RelativeClock | None = None
         self._ports = itertools.count(random.randint(*PORT_RANGE))
+        self._holds: dict[str, int] = {}
+        self._clamps: dict[str, int] = {}
+        self._drops: set[str] = set()
         self.profile = profile
 
     # -- the pair ------------------------------------------------------------
@@ -164,11 +174,85 @@ class PairSides:
 
         return LinkControl(self.hosts, self.journal)
 
+    def impair_control(self) -> ImpairControl:
+        """Impairments of this pair's path, journaled (needs the session's journal)."""
+        if self.journal is None:
+            raise InputError("impairments need a restore journal: pass journal= to CMSession")
+        from hil.host.impair import ImpairControl
+
+        return ImpairControl(self.hosts, self.journal)
+
+    def way_from(self, side: str) -> Direction:
+        """The direction of the pair's link ("a>b" or "b>a") whose frames ``side`` sends."""
+        return "a>b" if self.host(side) == self.pair.link.a.host else "b>a"
+
+    @contextmanager
+    def impaired(self, way: Direction, impairments: Sequence[Impairment]) -> Iterator[list[Probe]]:
+        """Impair direction ``way`` ("a>b" or "b>a") of the pair's link inside the block
+        (:meth:`hil.host.impair.ImpairControl.impaired`: proven, then undone however the
+        block ends); yields the proving probes.  A delay (delay, reorder) holds the
+        sender's frames back: every run inside records it as that side's hold, so the
+        wire rules expect its frames on the wire that much later.  An MSS clamp is
+        recorded as the sender's ``mss_clamp``, which the wire rule
+        ``segments-within-the-clamped-mss`` proves; a drop of the MPA request as the
+        sender's ``mpa_request_drop``, which ``mpa-request-retransmitted`` proves."""
+        link = self.pair.link
+        side = next((s for s in SIDES if self.way_from(s) == way), None)
+        from hil.host.impair import held_ms
+        from hil.host.impairkinds import DROP_MPA_REQUEST
+
+        delay_us = int(held_ms(impairments) * 1000)
+        mss = next((i.mss for i in impairments if i.kind == "mss"), 0)
+        drops = any(i.kind == DROP_MPA_REQUEST for i in impairments)
+        with self.impair_control().impaired(link, way, impairments) as probes:
+            if side is None:
+                yield probes
+                return
+            try:
+                if mss:
+                    self._clamps[_side(side)] = mss
+                if drops:
+                    self._drops.add(_side(side))
+                if not delay_us:
+                    yield probes
+                    return
+                with self.holding(side, delay_us):
+                    yield probes
+            finally:
+                self._clamps.pop(_side(side), None)
+                self._drops.discard(_side(side))
+
+    @contextmanager
+    def holding(self, side: str, delay_us: int) -> Iterator[None]:
+        """Inside the block, ``side``'s frames are held back up to ``delay_us`` by
+        something outside the runs (an impairment): each run records it as an action
+        ``hold_egress`` of that side at its start (:meth:`standing_holds`)."""
+        self._holds[_side(side)] = delay_us
+        try:
+            yield
+        finally:
+            self._holds.pop(_side(side), None)
+
+    def standing_holds(self) -> dict[str, int]:
+        """The holds in force for every run now: side -> µs (:meth:`holding`)."""
+        return dict(self._holds)
+
+    def standing_clamps(self) -> dict[str, int]:
+        """The MSS clamps in force for every run now: side -> the MSS its segments are
+        clamped to (:meth:`impaired`)."""
+        return dict(self._clamps)
+
+    def standing_drops(self) -> tuple[str, ...]:
+        """The sides whose first MPA request the path drops for every run now
+        (:meth:`impaired`)."""
+        return tuple(sorted(self._drops))
+
     # -- recording -----------------------------------------------------------
 
-    def recording(self, scenario: str) -> Recording:
-        """A new recording for one run (a context manager)."""
-        return Recording(self, scenario, evidence=self.evidence)
+    def recording(self, scenario: str, pool: EndpointPool | None = None) -> Recording:
+        """A new recording for one run (a context manager); its endpoints come from and go
+        back to ``pool``, by default the session's."""
+        return Recording(self, scenario, evidence=self.evidence, pool=pool or self.pool)
 
 
 def _family(pair: Pair, family: Family | None) -> Family:

@@ -90,9 +90,11 @@ def begin(probes: Mapping[str, Probe], extra: Mapping[str, Counter] | None = Non
     own lists of its QPs and endpoints).
     """
     extra = dict(extra or {})
-    counts = _all_counts(probes, extra)
-    cursors = each(probes, lambda p: p.kmsg_cursor())
-    return Baseline(counts, cursors, extra)
+    # The cursors are taken while the counts are read (one round of calls, not two).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        cursors = pool.submit(each, probes, lambda p: p.kmsg_cursor())
+        counts = _all_counts(probes, extra)
+    return Baseline(counts, cursors.result(), extra)
 
 
 def settle(

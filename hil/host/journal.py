@@ -211,9 +211,24 @@ def replay(
     """
     store = _store(hosts, store)
     entries = [e for h in pair.hosts for e in store.journal_entries(h.name)]
+    entries += _middlebox_entries(store, pair)
     if entries:
         log.info("pair %s: replaying %d journal entries left behind", pair.name, len(entries))
     return _undo_entries(hosts, store, entries, timeout)
+
+
+def _middlebox_entries(store: Store, pair: Pair) -> list[JournalEntry]:
+    """What dead runs left on ``pair``'s middlebox for its link (netem, offloads turned off:
+    hil.host.impair tags each with the link).  The middlebox is not the pair's own, and
+    may bridge other pairs' links: only this link's entries are ours to undo."""
+    host, link = pair.link.impair.host, pair.link.name
+    if pair.link.impair.mode != "middlebox" or host is None:
+        return []
+    return [
+        e
+        for e in store.journal_entries(host)
+        if link in (e.entry.get("impair"), e.entry.get("offloads"))
+    ]
 
 
 def restore_host(

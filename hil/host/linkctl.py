@@ -22,7 +22,6 @@ pair, and ``restore`` from another process (``hil link restore``) finds it.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from hil.errors import HilError, InputError, RemoteError
 from hil.host.extensions import ExtensionRegistry
 from hil.host.journal import UndoReport, agent_undo, ssh_undo
 from hil.host.rdmadev import rdma_ports
+from hil.host.undo import nft_table_name, nft_table_undo
 from hil.inventory import templates
 from hil.inventory.model import PULL_MODES, Inventory, Link, LinkEnd, Pull
 
@@ -51,7 +51,6 @@ _pull_modes = ExtensionRegistry[PullFn]("link pull registered for mode", "provid
 
 CARRIER_TIMEOUT = 10.0  # a restored link must see carrier again within this
 STEP_TIMEOUT = 15.0  # one command or call of a pull
-_NFT_NAME = re.compile(r"[^A-Za-z0-9_]")
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ class LinkState:
 
 def blackhole_table(netdev: str) -> str:
     """The nftables ``netdev`` table that blackholes ``netdev``."""
-    return "hil_blackhole_" + _NFT_NAME.sub("_", netdev)
+    return nft_table_name("blackhole", netdev)
 
 
 def _blackhole_script(netdev: str) -> str:
@@ -249,10 +248,11 @@ class LinkControl:
                 f"{end.host}: {netdev} is already blackholed by a table hil did not journal; "
                 f"delete it by hand: nft delete table netdev {table}"
             )
-        argv = tools.argv("nft", "delete", "table", "netdev", table)
-        undo = agent_undo("run", f"remove the blackhole of {netdev} (link {link.name})", argv=argv)
-        undo.update(timeout=STEP_TIMEOUT, missing_ok=True)
-        change(undo)
+        change(
+            nft_table_undo(
+                table, f"remove the blackhole of {netdev} (link {link.name})", STEP_TIMEOUT
+            )
+        )
         agent.run(
             tools.argv("nft", "-f", "-"), STEP_TIMEOUT, input=_blackhole_script(netdev), check=True
         )

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from hil import tools
 from hil.agent.client import decode_reply
 from hil.agent.protocol import (
     METHODS,
@@ -68,6 +69,21 @@ def agent_undo(method: MethodName, what: str, **params: Any) -> dict[str, Any]:
     """
     entry = {"kind": "agent", "method": method, "params": params, "what": what}
     _check_agent_entry(entry)
+    return entry
+
+
+def nft_table_name(purpose: str, netdev: str) -> str:
+    """hil's nftables ``netdev`` table for ``purpose`` on ``netdev`` (a blackhole pull's,
+    an MSS clamp's, an MPA request drop's): a name nft takes, one per netdev."""
+    return f"hil_{purpose}_" + re.sub(r"[^A-Za-z0-9_]", "_", netdev)
+
+
+def nft_table_undo(table: str, what: str, timeout: float) -> dict[str, Any]:
+    """The undo of an nftables ``netdev`` table hil is about to load (a blackhole pull's,
+    an MSS clamp's): its deletion, done already when the table is gone."""
+    argv = tools.argv("nft", "delete", "table", "netdev", table)
+    entry = agent_undo("run", what, argv=argv)
+    entry.update(timeout=timeout, missing_ok=True)
     return entry
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from hil.inventory.model import (
     CaptureSpec,
     Host,
+    ImpairSpec,
     Inventory,
     Link,
     Pair,
@@ -108,6 +109,7 @@ def _link(link: Link) -> dict[str, Any]:
         "tags": list(link.tags),
         "pull": [_pull(p) for p in link.pulls],
         "capture": _capture(link.capture),
+        "impair": _impair(link.impair),
         "module_params": {
             driver: {name: int(value) for name, value in params.items()}
             for driver, params in params_by_driver(link.module_params).items()
@@ -155,5 +157,19 @@ def _capture(capture: CaptureSpec) -> dict[str, Any]:
             stop=list(capture.stop),
             fetch=list(capture.fetch),
             vars=dict(capture.vars),
+        )
+    return doc
+
+
+def _impair(impair: ImpairSpec) -> dict[str, Any]:
+    doc: dict[str, Any] = {"mode": impair.mode}
+    if impair.mode == "middlebox":
+        doc.update(host=impair.host, toward={str(e): n for e, n in impair.toward})
+    elif impair.mode == "command":
+        doc.update(
+            controller=impair.controller,
+            apply=list(impair.apply),
+            clear=list(impair.clear),
+            vars=dict(impair.vars),
         )
     return doc

@@ -1,4 +1,5 @@
-"""The inventory's links: a cable's two ends, the ways to pull it, where to capture it.
+"""The inventory's links: a cable's two ends, the ways to pull it, where to capture and
+where to impair it.
 
 Frozen dataclasses built by :mod:`hil.inventory.links` from validated YAML,
 and the module parameters a link's runs pin; :mod:`hil.inventory.model`
@@ -24,6 +25,12 @@ CAPTURE_MODES: tuple[CaptureMode, ...] = ("ends", "host", "command", "none")
 # link, and ``pcap`` (fetch only) the file on ``controller`` to write it to.
 CAPTURE_FIELDS = ("id", "link")
 CAPTURE_FETCH_FIELDS = ("id", "link", "pcap")
+ImpairMode = Literal["netem", "middlebox", "command", "none"]
+IMPAIR_MODES: tuple[ImpairMode, ...] = ("netem", "middlebox", "command", "none")
+# The fields hil fills in a command impairment's templates (besides its vars):
+# ``link``; ``direction``, the sending end then the receiving one (``HOST:PORT>HOST:PORT``);
+# ``netem``, the impairment in tc-netem(8) words, one argument (``loss 5%``).
+IMPAIR_FIELDS = ("link", "direction", "netem")
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,35 @@ class CaptureSpec:
 
 
 @dataclass(frozen=True)
+class ImpairSpec:
+    """Where a link's path can be impaired (loss, delay, ...): the link's ``impair:``.
+
+    - ``netem``: tc netem on each sending end's own port (its egress); only where the
+      provider's TCP runs in the host kernel (``HOST_TCP_DRIVERS``): an offloading RNIC
+      sends its iWARP traffic past the host's qdiscs.  The default of a link whose two
+      ends are such ports (``impair:`` absent).
+    - ``middlebox``: the inventory host ``host`` bridges the link; ``toward`` names its
+      netdev facing each end, whose egress carries the traffic sent to that end.
+    - ``command``: ``apply`` and ``clear`` argument lists run over SSH on the inventory
+      host ``controller`` (a switch or impairment appliance); ``{name}`` fields come
+      from ``vars`` and from hil (``IMPAIR_FIELDS``).
+    - ``none``: the link cannot be impaired (the default of any other link).
+    """
+
+    mode: ImpairMode = "none"
+    host: str | None = None
+    toward: tuple[tuple[LinkEnd, str], ...] = ()
+    controller: str | None = None
+    apply: tuple[str, ...] = ()
+    clear: tuple[str, ...] = ()
+    vars: tuple[tuple[str, str], ...] = ()
+
+    def netdev_toward(self, end: LinkEnd) -> str:
+        """A middlebox's netdev facing ``end``; KeyError when it names none."""
+        return dict(self.toward)[end]
+
+
+@dataclass(frozen=True)
 class PeerSpec:
     """An inventory host that runs the reference peer (docs/peer.md) against the link's
     DUT: one entry of the link's ``peer:``.
@@ -140,6 +176,7 @@ class Link:
     pulls: tuple[Pull, ...] = ()
     tags: tuple[str, ...] = ()
     capture: CaptureSpec = CaptureSpec()
+    impair: ImpairSpec = ImpairSpec()
     module_params: tuple[PinnedParam, ...] = ()
     devlink_params: tuple[PinnedDevlink, ...] = ()
     # Who runs the reference peer against each end; none: the pair's other host.

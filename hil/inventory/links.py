@@ -1,5 +1,6 @@
 """Validate the ``links:`` section: two ends on two hosts, one link per port, the pull
-modes, the capture point and the reference peer's hosts (:mod:`hil.inventory.peers`).
+modes, the capture point, the impairment point (:mod:`hil.inventory.impairs`) and the
+reference peer's hosts (:mod:`hil.inventory.peers`).
 
 Called by ``hil.inventory.loader`` once the hosts are known, so that every
 ``HOST:PORT`` end, pull ``end`` and ``controller``, and capture ``host`` or
@@ -15,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from hil.inventory.devlinkparams import DEVLINK_DRIVER, check_devlink_value, devlink_param
+from hil.inventory.impairs import default_impair, parse_impair
 from hil.inventory.model import (
     CAPTURE_FETCH_FIELDS,
     CAPTURE_FIELDS,
@@ -54,7 +56,7 @@ from hil.inventory.nodes import (
 from hil.inventory.peers import parse_peers
 from hil.inventory.templates import argv_template, template_vars, uses
 
-LINK_KEYS = ("ends", "tags", "pull", "capture", "module_params", "devlink_params", "peer")
+LINK_KEYS = ("ends", "tags", "pull", "capture", "impair", "module_params", "devlink_params", "peer")
 # Per pull mode: (allowed keys, required keys).  ``end`` is allowed for every
 # mode: admin and blackhole act on it (default: the first end); for carrier
 # and command it is optional and names the side whose carrier is affected.
@@ -132,6 +134,11 @@ class _LinkReader:
             lines[pull.mode] = item.line
             pulls.append(pull)
         capture = self._capture(f["capture"]) if given(f, "capture") else CaptureSpec()
+        impair = (
+            parse_impair(f["impair"], self.hosts, (a, b))
+            if given(f, "impair")
+            else default_impair(self.hosts, (a, b))
+        )
         params = (
             self._module_params(f["module_params"], (a, b)) if given(f, "module_params") else ()
         )
@@ -145,6 +152,7 @@ class _LinkReader:
             pulls=tuple(pulls),
             tags=tags(f.get("tags")),
             capture=capture,
+            impair=impair,
             module_params=params,
             devlink_params=devlink,
             peers=parse_peers(f["peer"], self.hosts, (a, b)) if given(f, "peer") else (),

@@ -28,7 +28,7 @@ from hil.judge.rule import (
     reporter,
     rule,
 )
-from hil.judge.timeline import Action, Event, Timeline
+from hil.judge.timeline import LINK_DOWNS, Action, Event, Timeline
 
 # Kernel log lines that fail a run (invariant 11): the first line of a kernel report,
 # each pattern with the printk that logs it (6.1 and 6.12 alike unless said).  A
@@ -274,7 +274,7 @@ def _first_close(tl: Timeline, conn: str) -> Action | None:
         and a.name in CLOSE_ACTIONS
         and a.t_us <= first_disc + tl.uncertainty_us(*tl.pair)
     ]
-    closes += [a for a in tl.actions if a.name == "pull" and a.t_us <= first_disc]
+    closes += [a for a in tl.actions if a.name in LINK_DOWNS and a.t_us <= first_disc]
     return min(closes, key=lambda a: a.t_us, default=None)
 
 
@@ -288,8 +288,8 @@ def _first_close(tl: Timeline, conn: str) -> Action | None:
 def _close_status(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
     for conn in sorted({e.conn for e in tl.events if e.conn and e.type == "DISCONNECTED"}):
         act = _first_close(tl, conn)
-        if act is None or act.name == "pull":
-            continue  # nothing to compare with, or a link pull (its own rule)
+        if act is None or act.name in LINK_DOWNS:
+            continue  # nothing to compare with, or a link pull or flap (their own rule, test)
         closer = actor(profile, tl, act)
         kind = "orderly" if act.name == "disconnect" else "abortive"
         for e in tl.events_of_conn(conn):

@@ -16,7 +16,7 @@ librdmacm's names in lowercase without ``RDMA_CM_EVENT_`` (``connect_request``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
@@ -41,6 +41,13 @@ class Scenario(StrEnum):
     IRD_ORD_ZERO = "ird_ord_zero"
     IRD_ORD_3FFF = "ird_ord_3fff"
     IRD_ORD_ABOVE_MAX = "ird_ord_above_max"
+    # ... and the DUT the initiator: the peer's reply picks the RTR type or IRD/ORD
+    P2P_REPLY_RTR_WRITE = "p2p_reply_rtr_write"
+    P2P_REPLY_RTR_READ = "p2p_reply_rtr_read"
+    P2P_REPLY_RTR_SEND = "p2p_reply_rtr_send"
+    IRD_ORD_REPLY_ZERO = "ird_ord_reply_zero"
+    IRD_ORD_REPLY_3FFF = "ird_ord_reply_3fff"
+    IRD_ORD_REPLY_ABOVE_MAX = "ird_ord_reply_above_max"
     # bad MPA
     WRONG_KEY = "wrong_key"
     WRONG_KEY_REPLY = "wrong_key_reply"
@@ -57,6 +64,7 @@ class Scenario(StrEnum):
     INVALID_STAG = "invalid_stag"
     BASE_BOUNDS = "base_bounds"
     ACCESS_RIGHTS = "access_rights"
+    READ_ACCESS_RIGHTS = "read_access_rights"
     INVALID_QN = "invalid_qn"
     INVALID_MSN = "invalid_msn"
     MESSAGE_TOO_LONG = "message_too_long"
@@ -74,14 +82,17 @@ class Scenario(StrEnum):
 @dataclass(frozen=True)
 class RfcExpect:
     """What the RFCs require of the DUT: ``terminates`` allowed (empty: none may be
-    sent; ``any_terminate``: one is required, its code not pinned), ``closes``
-    allowed, and the requirement in words with its ``sources`` (RFC sections)."""
+    sent; ``any_terminate``: one is required, its code not pinned; with
+    ``terminate_optional`` none is also allowed, where the RFC lets the DUT refuse or
+    go on), ``closes`` allowed, and the requirement in words with its ``sources``
+    (RFC sections)."""
 
     requirement: str
     sources: tuple[str, ...]
     terminates: frozenset[Term] = frozenset()
     any_terminate: bool = False
     closes: frozenset[Close] = frozenset({"none"})
+    terminate_optional: bool = False
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -93,8 +104,10 @@ class PeerExpect:
     """A provider's reaction to one scenario class: the TERMINATE it sends (or
     None), how it closes, the cm events its application sees (in order), the
     ``bound_s`` its timer gives where timing matters, the ``sources`` (driver
-    file:line at the kernel version), and ``finding``: how it departs from the
-    RFC ("" when it does not)."""
+    file:line at the kernel version), ``finding``: how it departs from the
+    RFC ("" when it does not), and ``dut_mpa``: fields the DUT's MPA frame must
+    carry (its reply as the responder, its request as the initiator; peer-shared's
+    names: rev, m, c, r, ird, ord, p2p, rtr), none checked when empty."""
 
     terminate: Term | None
     close: Close
@@ -104,6 +117,7 @@ class PeerExpect:
     finding: str = ""
     source_only: bool = False
     note: str = ""
+    dut_mpa: Mapping[str, int | str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -134,6 +148,30 @@ def _fpdu_error(text: str, terms: tuple[Term, ...], *sources: str) -> RfcExpect:
     return RfcExpect(text, (*sources, "RFC 5040 7.4"), frozenset(terms), closes=_CLOSE)
 
 
+def _reply_rtr(kind: str) -> RfcExpect:
+    """The DUT initiates and the peer's reply picks the ``kind`` RTR (RFC 6581 5.1-5.2)."""
+    return RfcExpect(
+        f"the reply picks {kind}: an initiator that offered it sends the zero-length {kind} "
+        "first; one that did not may go on without P2P or refuse ('No Matching RTR Option')",
+        (_V2, "RFC 6581, IANA MPA Errors 0x07 (RFC 6580)"),
+        frozenset({(2, 0, 0x07)}),
+        closes=_ANY_CLOSE,
+        terminate_optional=True,
+    )
+
+
+def _reply_ord_over(value: str) -> RfcExpect:
+    """The DUT initiates and the peer's reply asks an ORD above the DUT's IRD."""
+    return RfcExpect(
+        f"a reply ORD of {value}, above the initiator's IRD: the initiator may refuse with "
+        "'Insufficient IRD Resources' and close, or go on with its own IRD",
+        ("RFC 6581 3", _V2, "RFC 6581, IANA MPA Errors 0x06 (RFC 6580)"),
+        frozenset({(2, 0, 0x06)}),
+        closes=_ANY_CLOSE,
+        terminate_optional=True,
+    )
+
+
 RFC: Mapping[Scenario, RfcExpect] = {
     S.MPA_REV1: RfcExpect("reply Rev 1, the connection established", (_MPA_REQ,)),
     S.MPA_REV2: RfcExpect("reply Rev 2 with IRD/ORD words, established", (_V2,)),
@@ -158,6 +196,15 @@ RFC: Mapping[Scenario, RfcExpect] = {
     S.IRD_ORD_ABOVE_MAX: RfcExpect(
         "values above the DUT's maximum lowered in the reply", ("RFC 6581 3", _V2)
     ),
+    S.P2P_REPLY_RTR_WRITE: _reply_rtr("WRITE"),
+    S.P2P_REPLY_RTR_READ: _reply_rtr("READ"),
+    S.P2P_REPLY_RTR_SEND: _reply_rtr("SEND"),
+    S.IRD_ORD_REPLY_ZERO: RfcExpect(
+        "a reply of IRD/ORD 0: the initiator's ORD is 0 (no READs), the connection stands",
+        ("RFC 6581 3", _V2),
+    ),
+    S.IRD_ORD_REPLY_3FFF: _reply_ord_over("0x3FFF"),
+    S.IRD_ORD_REPLY_ABOVE_MAX: _reply_ord_over("a value above the DUT's maximum"),
     S.WRONG_KEY: RfcExpect(
         "a wrong Key: close the connection, report an error locally",
         (_MPA_REQ, _STARTUP),
@@ -214,6 +261,9 @@ RFC: Mapping[Scenario, RfcExpect] = {
         "WRITE past the region's bounds", (term(DDP_TAGGED, 0x01), (0, 1, 0x01)), "RFC 5041 7.2"
     ),
     S.ACCESS_RIGHTS: _fpdu_error("WRITE to a region without remote write", ((0, 1, 0x02),)),
+    S.READ_ACCESS_RIGHTS: _fpdu_error(
+        "READ Request whose source region lacks remote read", ((0, 1, 0x02),)
+    ),
     S.INVALID_QN: _fpdu_error(
         "SEND on a QN other than 0", (term(DDP_UNTAGGED, 0x01),), "RFC 5041 7.2"
     ),
@@ -259,7 +309,8 @@ RFC: Mapping[Scenario, RfcExpect] = {
 def differs(rfc: RfcExpect, got: PeerExpect) -> list[str]:
     """Where ``got``'s TERMINATE or close falls outside what ``rfc`` allows."""
     found = []
-    if got.terminate is None and (rfc.terminates or rfc.any_terminate):
+    required = (rfc.terminates or rfc.any_terminate) and not rfc.terminate_optional
+    if got.terminate is None and required:
         found.append("no TERMINATE where the RFC asks for one")
     if got.terminate is not None and not rfc.any_terminate and got.terminate not in rfc.terminates:
         found.append(

@@ -207,6 +207,23 @@ class Profile:
             return self.admin_down_bound_s
         return self.pull_traffic_bound_s if traffic else self.pull_idle_bound_s
 
+    def flap_bound_s(self, mode: str, down_s: float) -> float | None:
+        """Within how many seconds of its first down a link flapping down for ``down_s``
+        at a time (``mode`` as a pull's: ``admin`` when this host's netdev goes down)
+        ends a connection carrying traffic; None: the connection lives through the downs.
+
+        A driver that ends its connections when its netdev goes down (an admin bound)
+        does so at the first down, however short.  Otherwise only a down as long as the
+        pull bound under traffic ends it (TCP's retransmission timeout, tcp_retries2:
+        a shorter outage is retransmitted through, RFC 9293 3.8.3), as long as nothing
+        else times an established connection out sooner (siw sets no keepalive:
+        ``pull_idle_bound_s``).
+        """
+        if mode == "admin" and self.admin_down_bound_s is not None:
+            return self.admin_down_bound_s
+        bound = self.link_pull_bound_s(mode, True)
+        return bound if bound is not None and bound <= down_s else None
+
     def link_pull_promise(self, mode: str, traffic: bool) -> PullPromise:
         """What this profile promises for a pulled link, said in words too."""
         bound = self.link_pull_bound_s(mode, traffic)

@@ -20,9 +20,18 @@ The causes a timeline records, from the sequences and races of
   ``write`` the peer may refuse (:mod:`hil.judge.access`: one with ``how``,
   or one whose completion was not awaited, as the destroy-vs-TERMINATE race
   posts it); a WRITE that completed without ``how`` is traffic, no cause;
-- on a whole host, any connection: ``pull`` (the link; either end),
+- on a whole host, any connection: ``pull`` or ``flap`` (the link; either end),
   ``delete_netdev`` (the device under the ids), a ``kill`` of a process with
-  no id named, ``close_channel`` (an event channel closed with its ids).
+  no id named, ``close_channel`` (an event channel closed with its ids);
+- ``tool_peer``: a tool (rping, ucmatose, cmtime) started on the other end,
+  whose own closes the timeline does not hold: any connection after its start
+  (hil.cm.toolpeers; each tool's close is in its source, docs/interop.md).
+
+A connect that failed after its peer accepted is one too: the active side's REJECTED,
+UNREACHABLE or CONNECT_ERROR on the connection, as when its MPA timer ran out before
+the reply came (a path delayed past it, docs/impairment.md): the provider then
+releases the connect's socket (siw_cm.c:1125-1138 and its release_cep, Linux 6.1.192),
+which the accepting side sees as the peer's close.
 
 A reject is none: it answers a request that never got ESTABLISHED, which
 ``disconnect-once-after-established`` already judges.  A connection is its
@@ -39,10 +48,12 @@ from collections.abc import Iterator
 from hil.judge.access import ACCESS_ERRORS
 from hil.judge.profiles import Profiles
 from hil.judge.rule import CLOSE_ACTIONS, Finding, host_of, ms, rule
-from hil.judge.timeline import Action, Event, Timeline
+from hil.judge.timeline import CONNECT_REPLIES, LINK_DOWNS, TOOL_PEER, Action, Event, Timeline
 
 # Actions that end every connection of the host they ran on (their id, if any, aside).
-HOST_ENDERS = frozenset({"pull", "delete_netdev", "close_channel"})
+# A connect's failure events (CONNECT_REPLIES less ESTABLISHED).
+FAILED_REPLIES = CONNECT_REPLIES - {"ESTABLISHED"}
+HOST_ENDERS = frozenset({*LINK_DOWNS, "delete_netdev", "close_channel"})
 
 
 @rule(
@@ -50,7 +61,8 @@ HOST_ENDERS = frozenset({"pull", "delete_netdev", "close_channel"})
     None,
     "An established connection stays up until the test ends it: each DISCONNECTED "
     "follows a close, abort, kill or refused WRITE on one of the connection's ids "
-    "(either side), a link pull, or the loss of a host's device or channel",
+    "(either side), a link pull, the loss of a host's device or channel, or a tool "
+    "peer's start (its own closes unrecorded)",
     "[src] rdma_disconnect(3): DISCONNECTED on both sides after rdma_disconnect; iwcm.c "
     "cm_close_handler, siw_cm.c siw_qp_cm_drop and siw_cm_llp_state_change (6.1)",
 )
@@ -72,7 +84,16 @@ def explained(tl: Timeline, e: Event) -> bool:
     """Whether an action of ``tl`` (a close, an abort, a pull, ...) may have ended the
     connection of DISCONNECTED ``e`` before ``e`` was delivered."""
     ids = _ids_of(tl, e)
-    return any(_causes(tl, a, e, ids) for a in tl.actions)
+    return any(_causes(tl, a, e, ids) for a in tl.actions) or _connect_failed(tl, e, ids)
+
+
+def _connect_failed(tl: Timeline, e: Event, ids: frozenset[str] | None) -> bool:
+    """Whether the other side's connect on ``e``'s connection failed before ``e``."""
+    slack = tl.uncertainty_us(*tl.pair)
+    return ids is not None and any(
+        x.type in FAILED_REPLIES and x.side != e.side and x.id in ids and x.t_us <= e.t_us + slack
+        for x in tl.events
+    )
 
 
 def _ids_of(tl: Timeline, e: Event) -> frozenset[str] | None:
@@ -93,8 +114,10 @@ def _causes(tl: Timeline, a: Action, e: Event, ids: frozenset[str] | None) -> bo
     other_host = host_of(tl, a.side) != e.host
     if a.t_us > e.t_us + (tl.uncertainty_us(*tl.pair) if other_host else 0):
         return False
+    if a.name == TOOL_PEER:
+        return True  # the tool's close, which its own process made, unrecorded
     if a.name in HOST_ENDERS or (a.name == "kill" and a.id is None):
-        return a.name == "pull" or ids is None or _side_in(a.side, ids)
+        return a.name in LINK_DOWNS or ids is None or _side_in(a.side, ids)
     if not _ends_conn(a):
         return False
     if ids is None:  # the peer's id is unknown: any close on either side may be it

@@ -40,6 +40,20 @@ RAW_TCP = "raw_tcp"
 # An action: the host of data address ``address`` held its outgoing frames back
 # ``delay_us`` from here to the recording's end (tc netem; hil.cm.races.hold).
 HOLD_EGRESS = "hold_egress"
+# An action: the segments this side sends are clamped to params ``mss`` bytes by a middlebox
+# rewriting the peer's SYN (an impairment, hil.host.impair; hil.wire.mss_rules proves it).
+MSS_CLAMP = "mss_clamp"
+# An action: the path drops this side's first MPA request once (an impairment,
+# hil.host.impair); hil.wire.mpadrop_rules proves TCP retransmitted it.
+MPA_REQUEST_DROP = "mpa_request_drop"
+# An action: a tool peer (rdma-core's rping, ucmatose, cmtime; hil.cm.toolpeers) started on
+# this side; params argv. Its own calls (its connects and closes) are not on the timeline.
+TOOL_PEER = "tool_peer"
+# An action: the pair's link began flapping (an impairment, hil.host.impair: the port down
+# ``down_s`` every ``every_s``; params every_s, down_s, mode admin/carrier as a pull's).
+FLAP = "flap"
+# Actions that take the pair's link down: a DISCONNECTED after one needs no close to explain it.
+LINK_DOWNS = frozenset({"pull", FLAP})
 
 
 @dataclass(frozen=True)
@@ -201,7 +215,10 @@ __all__ = [
     "Event",
     "KernelLogLine",
     "HOLD_EGRESS",
+    "MSS_CLAMP",
+    "MPA_REQUEST_DROP",
     "RAW_TCP",
+    "TOOL_PEER",
     "RelativeClock",
     "ResourceCount",
     "SIDES",

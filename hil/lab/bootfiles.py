@@ -1,7 +1,8 @@
 """What a lab guest boots with: keys, sshd config, NIC and sysctl lists.
 
 For each guest ``DIR/<name>.d/`` holds the files ``guest_boot.sh`` reads
-inside the guest (the guest sees the host's filesystem read-only over 9p).
+inside the guest (the guest sees the host's filesystem read-only over 9p);
+the middlebox's ``bridge`` names the bridge it makes of its data NICs.
 The lab's client key is ``DIR/id_ed25519``; the guests' host keys are in
 ``DIR/known_hosts`` as ``[127.0.0.1]:PORT`` entries.
 """
@@ -13,12 +14,13 @@ from pathlib import Path
 
 from hil import tools
 from hil.errors import LabError
-from hil.lab.network import Cable, data_nics, mgmt_nic
+from hil.lab.network import Cable, Nic, data_nics, mgmt_nic
 
 BOOT_SCRIPT = Path(__file__).with_name("guest_boot.sh")
 CLIENT_KEY = "id_ed25519"
 KNOWN_HOSTS = "known_hosts"
 KEYGEN_TIMEOUT = 30.0
+BRIDGE = "br0"  # the middlebox guest's bridge of its two data NICs
 
 # Make a pulled cable observable within a suite's time: with tcp_retries2=5
 # a connection with data in flight gives up after ~12 s (default 15 retries:
@@ -96,14 +98,23 @@ def write_guest(
     (conf / "authorized_keys").write_text(client_pub + "\n")
     (conf / "sshd_config").write_text(SSHD_CONFIG)
     mgmt = mgmt_nic(index)
-    nics = [(mgmt.mac, mgmt.netdev, mgmt.address, mgmt.address6)]
-    nics += [(n.mac, n.netdev, n.address, n.address6) for _, n in data_nics(index, lab_cables)]
-    # "-": no IPv6 address (the management NIC); guest_boot.sh reads the four columns.
-    (conf / "nics").write_text("".join(f"{m} {n} {a} {a6 or '-'}\n" for m, n, a, a6 in nics))
+    data = [n for _, n in data_nics(index, lab_cables)]
+    nics = [(n.mac, n.netdev, n.address, n.address6) for n in (mgmt, *data)]
+    # "-": no address (a bridge port) or no IPv6 address (the management NIC);
+    # guest_boot.sh reads the four columns.
+    (conf / "nics").write_text("".join(f"{m} {n} {a or '-'} {a6 or '-'}\n" for m, n, a, a6 in nics))
     (conf / "sysctls").write_text("".join(f"{k}={v}\n" for k, v in GUEST_SYSCTLS))
-    siw = [(rdma_device(n.netdev), n.netdev) for _, n in data_nics(index, lab_cables)]
+    siw = [(rdma_device(n.netdev), n.netdev) for n in data if n.address is not None]
     (conf / "siw").write_text("".join(f"{d} {n}\n" for d, n in siw))
+    (conf / "bridge").write_text(bridge_line(data))
     return host_pub
+
+
+def bridge_line(data: list[Nic]) -> str:
+    """The ``bridge`` file's line for a guest whose data NICs have no address (the
+    middlebox: ``BRIDGE PORT PORT``), else nothing."""
+    ports = [n.netdev for n in data if n.address is None]
+    return f"{BRIDGE} {' '.join(ports)}\n" if ports else ""
 
 
 def write_known_hosts(lab_dir: Path, entries: list[tuple[int, str]]) -> Path:

@@ -10,12 +10,13 @@ directory's lock and files are :mod:`hil.lab.labdir`'s, booting the guests
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from hil.errors import InputError, LabError
 from hil.lab import accel, guests, inventory, kernel, network, readiness
-from hil.lab.labboot import boot
+from hil.lab.labboot import Images, boot
 from hil.lab.labboot import check_image as check_image
 from hil.lab.labboot import default_kernel as default_kernel
 from hil.lab.labdir import locked, remove_dir, teardown
@@ -52,26 +53,37 @@ def up(
     say: Say = kernel.to_stderr,
     boot_timeout: float = BOOT_TIMEOUT,
     image: Path | None = None,
+    guest_images: Mapping[int, Path] | None = None,
+    middlebox: bool = False,
 ) -> LabState:
     """Bring a lab of ``hosts`` guests up in ``lab_dir`` (reusing a healthy one).
 
     The guests boot ``image`` (a bzImage) when given, else the default lab
-    kernel, built first when it is not cached.
+    kernel, built first when it is not cached; a guest that ``guest_images``
+    names by index boots its own (one end of a mixed pair).  With ``middlebox``
+    a third guest bridges the two hosts' cable (``hil.lab.network``).
     """
     network.check_hosts(hosts)
+    if middlebox and hosts != 2:
+        raise InputError(f"--middlebox sits between two hosts, not {hosts}: leave out --hosts")
+    guest_count = hosts + 1 if middlebox else hosts
     lab_dir = check_dir(lab_dir)
     if image is not None:
         image = check_image(image)
+    overrides = _check_overrides(guest_images or {}, hosts)
     with locked(lab_dir):
-        running = _reuse_or_clean(lab_dir, hosts, say, image or default_kernel())
+        wanted = image or default_kernel()
+        images = None if wanted is None else Images.of(wanted, guest_count, overrides)
+        running = _reuse_or_clean(lab_dir, guest_count, say, images, middlebox)
         if running is not None:
             return running
-        image = image or kernel.ensure_kernel(progress=say)
-        say(f"lab: kernel {image}")
-        chosen = accel.choose(accel_mode, image, say)
+        images = Images.of(image or kernel.ensure_kernel(progress=say), guest_count, overrides)
+        for i, guest_image in enumerate(images.guests):
+            say(f"lab: guest {i} boots kernel {guest_image}")
+        chosen = accel.choose(accel_mode, images.lab, say)
         started = time.monotonic()
         try:
-            state, cables = boot(lab_dir, image, hosts, memory, chosen, say)
+            state, cables = boot(lab_dir, images, memory, chosen, say, middlebox)
             inv = inventory.write(state, cables)
             readiness.wait_ready(state, inv, started + boot_timeout, say)
         except BaseException:
@@ -79,20 +91,29 @@ def up(
             remove_dir(lab_dir)
             raise
         say(
-            f"lab: {hosts} guests SSH-ready in {time.monotonic() - started:.1f} s "
+            f"lab: {guest_count} guests SSH-ready in {time.monotonic() - started:.1f} s "
             f"({chosen.upper()}); "
             f"lab {network.lab_id(lab_dir)}, inventory {inv}"
         )
         return state
 
 
-def _reuse_or_clean(
-    lab_dir: Path, hosts: int, say: Say, image: Path | None = None
-) -> LabState | None:
-    """The healthy lab of ``hosts`` guests running ``image`` in ``lab_dir``, or None after
-    cleaning away a stale one; InputError if a lab of another size or kernel runs there.
+def _check_overrides(overrides: Mapping[int, Path], hosts: int) -> dict[int, Path]:
+    """Each guest's own bzImage, checked; InputError for a guest the lab does not have."""
+    for index in overrides:
+        if not 0 <= index < hosts:
+            raise InputError(f"a kernel for guest {index}: the lab has guests 0-{hosts - 1}")
+    return {i: check_image(p) for i, p in overrides.items()}
 
-    ``image`` None (the default kernel is not built yet) takes the running lab's kernel.
+
+def _reuse_or_clean(
+    lab_dir: Path, hosts: int, say: Say, images: Images | None = None, middlebox: bool = False
+) -> LabState | None:
+    """The healthy lab of ``hosts`` guests running ``images`` in ``lab_dir``, or None after
+    cleaning away a stale one; InputError if a lab of another size, form (``middlebox``)
+    or kernel runs there.
+
+    ``images`` None (the default kernel is not built yet) takes the running lab's kernels.
     """
     state = load(lab_dir)
     if state is None:
@@ -109,11 +130,14 @@ def _reuse_or_clean(
                 f"{lab_dir}: a lab of {len(state.guests)} guests runs here; "
                 f"`hil lab down --dir {lab_dir}` first to start one of {hosts}"
             )
-        if image is not None and Path(state.kernel).resolve() != image.resolve():
+        if state.middlebox != middlebox:
+            has = "with" if state.middlebox else "without"
             raise InputError(
-                f"{lab_dir}: a lab booted with the kernel {state.kernel} runs here; "
-                f"`hil lab down --dir {lab_dir}` first to boot {image}"
+                f"{lab_dir}: a lab {has} a middlebox runs here; "
+                f"`hil lab down --dir {lab_dir}` first"
             )
+        if images is not None:
+            _check_kernels(lab_dir, state, images)
         say(
             f"lab: already up in {lab_dir} "
             f"(lab {network.lab_id(lab_dir)}, {len(state.guests)} guests)"
@@ -122,6 +146,19 @@ def _reuse_or_clean(
     say(f"lab: found a stale or unhealthy lab in {lab_dir} ({reason}); cleaning it up")
     teardown(lab_dir, say)
     return None
+
+
+def _check_kernels(lab_dir: Path, state: LabState, images: Images) -> None:
+    """InputError unless each guest of the running lab boots the kernel ``images`` gives it."""
+    for g in state.guests:
+        running, wanted = Path(state.kernel_of(g)), images.guests[g.index]
+        if running.resolve() != wanted.resolve():
+            own = g.kernel not in ("", state.kernel) or wanted != images.lab
+            where = f" on {g.name}" if own else ""
+            raise InputError(
+                f"{lab_dir}: a lab booted with the kernel {running}{where} runs here; "
+                f"`hil lab down --dir {lab_dir}` first to boot {wanted}"
+            )
 
 
 def _misnamed(lab_dir: Path, state: LabState) -> str | None:

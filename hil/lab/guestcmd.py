@@ -19,6 +19,21 @@ from hil.errors import LabError
 from hil.lab.bootfiles import BOOT_SCRIPT, guest_conf_dir
 from hil.lab.network import Cable, data_nics, mgmt_nic
 
+# The guests' root is the host's, read-only over 9p; vng mounts it without a
+# cache (virtme/commands/run.py, virtme-ng 1.42), so each lookup, stat and read
+# is a round trip the TCG guest emulates: ``python3 -c pass`` took 0.48 s.
+# The kernel takes the last ``rootflags=`` (init/do_mounts.c, root_data_setup,
+# 6.1): vng's options plus ``cache=loose``, which keeps what a guest read
+# (fs/9p/vfs_super.c, v9fs_cached_dentry_operations) and never revalidates it
+# against the host, except that no negative entry is kept
+# (fs/9p/vfs_dentry.c, v9fs_cached_dentry_delete), so a file new on the host
+# is seen.  Safe here because nothing a guest reads from the host changes
+# during a boot but the system's packages: the boot script and its config dir
+# are read once at boot (a restart remounts), and the agent runs from its
+# content-addressed copy in the guest's tmpfs /root (hil/agent/deploy.py,
+# zipmain.py).  Restart the lab after upgrading the host's packages.
+ROOTFLAGS = "rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose"
+
 
 @dataclass(frozen=True)
 class GuestSpec:
@@ -84,6 +99,8 @@ def vng_argv(kernel: Path, lab_dir: Path, spec: GuestSpec, lab_cables: list[Cabl
         # CONFIG_DUMMY=y would add a stray dummy0 to every guest.
         "--append",
         "dummy.numdummies=0",
+        "--append",
+        ROOTFLAGS,
     ]
     if spec.accel == "tcg":
         argv.append("--disable-kvm")

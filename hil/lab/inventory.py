@@ -6,7 +6,11 @@ keys; hosts are named as the guests (``ID-I``, with the lab's id, see
 ``hil.lab.power``); each data NIC is an RNIC port ``pK`` (``driver: siw``, the siw
 device the lab created, ``fallback: siw``, its IPv4 ``address`` and IPv6
 ``address6``); each cable is a link ``ID-I-J``
-with ``carrier`` (QMP), ``admin`` and ``blackhole`` pulls.
+with ``carrier`` (QMP), ``admin`` and ``blackhole`` pulls.  A middlebox lab's
+one link ``ID-0-1`` runs through guest ``ID-2``, a host with no RNIC port
+(tags ``virtual``, ``middlebox``) that the link names as its impairment point:
+``impair: {mode: middlebox, host: ID-2, toward: {ID-0:p0: data0, ID-1:p0:
+data1}}`` (docs/impairment.md).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 import yaml
 
 from hil.lab.bootfiles import CLIENT_KEY, GUEST_SYSCTLS, KNOWN_HOSTS, rdma_device
-from hil.lab.network import Cable, CableEnd, Nic, data_nics
+from hil.lab.network import Cable, CableEnd, Link, Nic, data_nics, links
 from hil.lab.state import LabState
 
 INVENTORY_FILE = "inventory.yaml"
@@ -35,6 +39,7 @@ def document(state: LabState, lab_cables: list[Cable]) -> dict[str, Any]:
     lab_dir = Path(state.dir)
     hosts = {}
     for g in state.guests:
+        ports = [nic for _, nic in data_nics(g.index, lab_cables) if nic.address is not None]
         hosts[g.name] = {
             "ssh": {
                 "host": "127.0.0.1",
@@ -46,14 +51,15 @@ def document(state: LabState, lab_cables: list[Cable]) -> dict[str, Any]:
                 "connect_timeout": 10,
             },
             "python": "/usr/bin/python3",
-            "tags": ["virtual", "siw"],
+            # A guest without RNIC ports is the middlebox.
+            "tags": ["virtual", "siw" if ports else "middlebox"],
             "sysctls": dict(GUEST_SYSCTLS),
-            "rnics": [_rnic(nic) for _, nic in data_nics(g.index, lab_cables)],
+            "rnics": [_rnic(nic) for nic in ports],
             # Cycled through QEMU's monitor, started again from the lab when QEMU is gone.
             "power": {"mode": "qmp", "qmp": g.qmp, "lab": state.dir},
         }
-    links = {c.name: _link(state, c) for c in lab_cables}
-    return {"version": 1, "hosts": hosts, "links": links}
+    lab_links = links(lab_cables, state.middlebox)
+    return {"version": 1, "hosts": hosts, "links": {k.name: _link(state, k) for k in lab_links}}
 
 
 def _rnic(nic: Nic) -> dict[str, Any]:
@@ -74,18 +80,26 @@ def _end(state: LabState, end: CableEnd) -> str:
     return f"{state.guests[end.guest].name}:{port_name(end.nic.netdev)}"
 
 
-def _link(state: LabState, cable: Cable) -> dict[str, Any]:
-    qmp = state.guests[cable.a.guest].qmp
-    a, b = _end(state, cable.a), _end(state, cable.b)
-    return {
+def _link(state: LabState, link: Link) -> dict[str, Any]:
+    qmp = state.guests[link.a.guest].qmp
+    a, b = _end(state, link.a), _end(state, link.b)
+    doc: dict[str, Any] = {
         "ends": [a, b],
         "tags": ["virtual"],
         "pull": [
-            {"mode": "carrier", "end": a, "qmp": qmp, "netdev": cable.a.nic.netdev},
+            {"mode": "carrier", "end": a, "qmp": qmp, "netdev": link.a.nic.netdev},
             {"mode": "admin", "end": a},
             {"mode": "blackhole", "end": a},
         ],
     }
+    if link.middlebox is not None:
+        to_a, to_b = link.middlebox
+        doc["impair"] = {
+            "mode": "middlebox",
+            "host": state.guests[to_a.guest].name,
+            "toward": {a: to_a.nic.netdev, b: to_b.nic.netdev},
+        }
+    return doc
 
 
 def write(state: LabState, lab_cables: list[Cable]) -> Path:

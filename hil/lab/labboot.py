@@ -7,7 +7,8 @@ again with new ports, :data:`PORT_ATTEMPTS` times at most.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hil.errors import InputError, LabError
@@ -24,6 +25,20 @@ _PORT_TAKEN = ("Address already in use", "Could not set up host forwarding rule"
 # Every x86 bzImage carries its boot protocol's header signature here.
 _BZIMAGE_MAGIC_AT = 0x202
 _BZIMAGE_MAGIC = b"HdrS"
+
+
+@dataclass(frozen=True)
+class Images:
+    """What a lab's guests boot: the lab's kernel, and each guest's (the lab's, or
+    another for one end of a mixed pair)."""
+
+    lab: Path
+    guests: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, lab: Path, hosts: int, overrides: Mapping[int, Path]) -> Images:
+        """``lab`` for every guest of ``hosts`` but those ``overrides`` names by index."""
+        return cls(lab, tuple(overrides.get(i, lab) for i in range(hosts)))
 
 
 def default_kernel() -> Path | None:
@@ -52,21 +67,37 @@ def check_image(image: Path) -> Path:
 
 
 def boot(
-    lab_dir: Path, image: Path, hosts: int, memory: str, chosen: str, say: Progress
+    lab_dir: Path,
+    images: Images,
+    memory: str,
+    chosen: str,
+    say: Progress,
+    middlebox: bool = False,
 ) -> tuple[LabState, list[network.Cable]]:
-    """Start ``hosts`` guests booting ``image`` in ``lab_dir`` and wire them; new ports
+    """Start one guest per image of ``images`` in ``lab_dir``, booting it, and wire them
+    (as a chain, or with ``middlebox`` the last guest between the first two); new ports
     when QEMU found one taken.  The lab's state and its cables."""
+    hosts = len(images.guests)
     client_pub = bootfiles.write_client_key(lab_dir)
     tried: set[int] = set()
     attempt = 1
     while True:
         ports = network.allocate_ports(hosts, avoid=tried)
         tried |= {*ports.ssh, *ports.cables}
-        cables = network.cables(network.lab_id(lab_dir), hosts, ports.cables)
+        cables = network.cables(network.lab_id(lab_dir), hosts, ports.cables, middlebox)
+        state = LabState(
+            str(lab_dir),
+            boot_id(),
+            time.time(),
+            chosen,
+            str(images.lab),
+            ports.cables,
+            (),
+            memory=memory,
+            middlebox=middlebox,
+        )
         try:
-            return _start_all(
-                lab_dir, image, ports, cables, memory, chosen, client_pub, say
-            ), cables
+            return _start_all(state, images, ports, cables, client_pub, say), cables
         except LabError as e:
             if attempt == PORT_ATTEMPTS or not any(m in str(e) for m in _PORT_TAKEN):
                 raise
@@ -76,27 +107,27 @@ def boot(
 
 
 def _start_all(
-    lab_dir: Path,
-    image: Path,
+    state: LabState,
+    images: Images,
     ports: network.Ports,
     cables: list[network.Cable],
-    memory: str,
-    chosen: str,
     client_pub: str,
     say: Progress,
 ) -> LabState:
+    """Start ``state``'s lab (no guest yet) guest by guest, recording each."""
+    lab_dir = Path(state.dir)
     lab = network.lab_id(lab_dir)
     names = [network.guest_name(lab, i) for i in range(len(ports.ssh))]
     host_keys = [
         bootfiles.write_guest(lab_dir, i, n, cables, client_pub) for i, n in enumerate(names)
     ]
     bootfiles.write_known_hosts(lab_dir, list(zip(ports.ssh, host_keys, strict=True)))
-    state = LabState(
-        str(lab_dir), boot_id(), time.time(), chosen, str(image), ports.cables, (), memory=memory
-    )
     for i, name in enumerate(names):
-        spec = guests.GuestSpec(name, i, ports.ssh[i], memory, chosen)
+        spec = guests.GuestSpec(name, i, ports.ssh[i], state.memory, state.accel)
+        image = images.guests[i]
         g = guests.start(image, lab_dir, spec, cables)
+        if image != images.lab:
+            g = replace(g, kernel=str(image))
         state = replace(state, guests=(*state.guests, g))
         save(state)
         say(f"lab: started {name} (QEMU pid {g.pid}, ssh 127.0.0.1:{g.ssh_port})")

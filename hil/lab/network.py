@@ -13,8 +13,15 @@ be restarted alone and the cable works again, which a TCP socket netdev's
 ``2001:2:0:c::/64`` (``::1`` and ``::2``; ``c`` in hex), and ends on each
 guest in a data NIC whose QEMU netdev id and guest interface name are both
 ``dataK`` (K counts that guest's cables).
-For two guests this is one cable, ``ID-0-1``: ID-0:data0 to ID-1:data0.  The
-management NIC ``mgmt0`` is QEMU user networking (``restrict=on``: no way
+For two guests this is one cable, ``ID-0-1``: ID-0:data0 to ID-1:data0.
+
+A *middlebox lab* (``hil lab up --middlebox``) has a third guest, ``ID-2``
+(the middlebox M), on the cable between ``ID-0`` (A) and ``ID-1`` (B): two
+cables, A:data0 to M:data0 and M:data1 to B:data0, and one link ``ID-0-1``
+from A:data0 to B:data0 on the subnet ``198.18.0.0/24`` (A ``.1``, B ``.2``),
+as in a two-guest lab.  M's two NICs have no address: M bridges them
+(``guest_boot.sh``), so frames pass between A and B as over one cable.
+The management NIC ``mgmt0`` is QEMU user networking (``restrict=on``: no way
 out) with SSH forwarded from 127.0.0.1.
 """
 
@@ -31,6 +38,7 @@ from pathlib import Path
 from hil.errors import InputError, LabError
 
 MAX_GUESTS = 32  # a chain of 31 cables: far more than two cores can run
+MIDDLEBOX = 2  # the middlebox guest's index: A and B keep 0 and 1, as in a two-guest lab
 MGMT_ADDRESS = "10.0.2.15/24"  # QEMU user networking's guest address
 # The data links' prefixes: the benchmarking ranges, never routed (IPv4 198.18.0.0/15,
 # RFC 2544 appendix C.2.2 and RFC 5735; IPv6 2001:2::/48, RFC 5180 section 8).
@@ -51,7 +59,9 @@ class Nic:
 
     netdev: str
     mac: str
-    address: str  # interface address with prefix, "198.18.0.1/24"
+    # Interface address with prefix, "198.18.0.1/24"; None: a middlebox's bridge port,
+    # which has no address and no siw device.
+    address: str | None
     address6: str | None = None  # IPv6 interface address with prefix, "2001:2::1/64"
 
 
@@ -115,31 +125,81 @@ def check_hosts(n: int) -> None:
         raise InputError(f"--hosts must be between 2 and {MAX_GUESTS}, got {n}")
 
 
-def cables(lab: str, n: int, cable_ports: tuple[int, ...]) -> list[Cable]:
-    """The chain of cables of lab ``lab``'s ``n`` guests, on the given UDP ports (two per
-    cable, see ``Ports``)."""
+def cables(lab: str, n: int, cable_ports: tuple[int, ...], middlebox: bool = False) -> list[Cable]:
+    """The cables of lab ``lab``'s ``n`` guests, on the given UDP ports (two per cable, see
+    ``Ports``): a chain, or with ``middlebox`` A - M - B (three guests)."""
     check_hosts(n)
+    if middlebox and n != MIDDLEBOX + 1:
+        raise LabError(f"a middlebox lab has {MIDDLEBOX + 1} guests, not {n}")
     if len(cable_ports) != 2 * (n - 1):
         raise LabError(f"{n} guests need {2 * (n - 1)} cable ports, got {len(cable_ports)}")
     nic_count = [0] * n
     result = []
-    for c in range(n - 1):
-        subnet = ipaddress.IPv4Network(DATA_V4.format(cable=c))
-        subnet6 = ipaddress.IPv6Network(DATA_V6.format(cable=c))
+    for c, pair in enumerate(_wiring(n, middlebox)):
         ends = []
-        for side, guest in enumerate((c, c + 1)):
+        for side, guest in enumerate(pair):
             k = nic_count[guest]
             nic_count[guest] += 1
-            mac = f"52:54:00:01:{guest:02x}:{k:02x}"
-            nic = Nic(
-                f"data{k}",
-                mac,
-                f"{subnet[side + 1]}/{subnet.prefixlen}",
-                f"{subnet6[side + 1]}/{subnet6.prefixlen}",
-            )
+            nic = _data_nic(guest, k, *_address(c, side, guest, middlebox))
             ends.append(CableEnd(guest, nic, cable_ports[2 * c + side]))
         result.append(Cable(lab, c, ends[0], ends[1]))
     return result
+
+
+def _wiring(n: int, middlebox: bool) -> list[tuple[int, int]]:
+    """Each cable's two guests, in cable order."""
+    if middlebox:
+        return [(0, MIDDLEBOX), (MIDDLEBOX, 1)]
+    return [(c, c + 1) for c in range(n - 1)]
+
+
+def _address(c: int, side: int, guest: int, middlebox: bool) -> tuple[int, int | None]:
+    """The subnet (by index) and host number of cable ``c``'s end ``side`` on ``guest``;
+    host None: no address (the middlebox's ports)."""
+    if not middlebox:
+        return c, side + 1
+    # One link A - B through M: one subnet, A .1 and B .2 as in a two-guest lab.
+    return 0, None if guest == MIDDLEBOX else guest + 1
+
+
+def _data_nic(guest: int, k: int, subnet_index: int, host: int | None) -> Nic:
+    """Data NIC ``dataK`` of ``guest``, with host number ``host`` of its subnet (or none)."""
+    mac = f"52:54:00:01:{guest:02x}:{k:02x}"
+    if host is None:
+        return Nic(f"data{k}", mac, None)
+    subnet = ipaddress.IPv4Network(DATA_V4.format(cable=subnet_index))
+    subnet6 = ipaddress.IPv6Network(DATA_V6.format(cable=subnet_index))
+    return Nic(
+        f"data{k}",
+        mac,
+        f"{subnet[host]}/{subnet.prefixlen}",
+        f"{subnet6[host]}/{subnet6.prefixlen}",
+    )
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link of the lab's inventory: two guests' data NICs, joined by one cable, or (a
+    middlebox lab) by two cables the middlebox bridges."""
+
+    lab: str
+    a: CableEnd
+    b: CableEnd
+    # The middlebox's ends: the one toward ``a``, the one toward ``b``.
+    middlebox: tuple[CableEnd, CableEnd] | None = None
+
+    @property
+    def name(self) -> str:
+        """``ID-0-1``: the link name used in the inventory (and the pair's name)."""
+        return f"{self.lab}-{self.a.guest}-{self.b.guest}"
+
+
+def links(lab_cables: list[Cable], middlebox: bool = False) -> list[Link]:
+    """The inventory's links over ``lab_cables``: one a cable, or one through the middlebox."""
+    if not middlebox:
+        return [Link(c.lab, c.a, c.b) for c in lab_cables]
+    to_a, to_b = lab_cables
+    return [Link(to_a.lab, to_a.a, to_b.b, (to_a.b, to_b.a))]
 
 
 def data_nics(guest: int, lab_cables: list[Cable]) -> list[tuple[Cable, Nic]]:

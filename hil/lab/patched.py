@@ -67,6 +67,18 @@ class Patch:
     diff: str
     files: tuple[str, ...]  # the tree-relative paths it changes (``+++ b/PATH``, -p1)
     path: Path
+    # Its other header fields, lower-cased (a revert kernel's Fix:, Source:, Runs:).
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def field(self, name: str) -> str | None:
+        """The header field ``name`` (lower case) beyond Name/Wrong/Killed-by, or None."""
+        return dict(self.extra).get(name)
+
+    @property
+    def debug(self) -> bool:
+        """True when the patch is built on the debug kernel (``Kernel: debug``): a bug that
+        shows only to KASAN, lockdep or the refcount checks."""
+        return self.field("kernel") == "debug"
 
     def digest(self) -> str:
         """A hash of the diff (not the header): a changed diff is built again."""
@@ -107,6 +119,9 @@ def read_patch(path: Path) -> Patch:
         diff=diff,
         files=files,
         path=path,
+        extra=tuple(
+            (k, " ".join(v)) for k, v in header.items() if k not in ("name", "wrong", "killed-by")
+        ),
     )
 
 
@@ -127,15 +142,16 @@ def _suite(path: Path, value: str) -> Suite:
     raise InputError(f"patch {path}: Killed-by {value!r} is not 'SUITE' or 'SUITE -k EXPR'")
 
 
-def patched_dir(name: str) -> Path:
-    """Where the kernel patched with ``name`` is (or will be) cached, beside the default one."""
-    base = kernel.kernel_dir(kernel.find_source())
+def patched_dir(name: str, debug: bool = False) -> Path:
+    """Where the kernel patched with ``name`` is (or will be) cached, beside the default one
+    (the debug one's, for ``debug``)."""
+    base = kernel.kernel_dir(kernel.find_source(), debug=debug)
     return base.with_name(f"{base.name}-patched-{name}")
 
 
 def cached(patch: Patch) -> Path | None:
     """The cached bzImage built from this patch's current diff, or None."""
-    image = patched_dir(patch.name) / "bzImage"
+    image = patched_dir(patch.name, patch.debug) / "bzImage"
     stamp = image.with_name("patch.json")
     if not image.is_file() or not stamp.is_file():
         return None
@@ -149,14 +165,14 @@ def build(
     if not rebuild and (image := cached(patch)) is not None:
         progress(f"patched {patch.name}: cached {image}")
         return image
-    base_image = kernel.ensure_kernel(progress=progress)
-    base_tree = kernel.tree_dir(kernel.find_source())
+    base_image = kernel.ensure_kernel(progress=progress, debug=patch.debug)
+    base_tree = kernel.tree_dir(kernel.find_source(), debug=patch.debug)
     if not (base_tree / "arch/x86/boot/bzImage").is_file():
         raise LabError(
             f"patched {patch.name}: the lab kernel's build tree {base_tree} is gone or was never "
             "built; `hil lab kernel --rebuild` builds it again"
         )
-    dest = patched_dir(patch.name)
+    dest = patched_dir(patch.name, patch.debug)
     started = time.monotonic()
     with kernel.build_lock(progress):
         guard = _fingerprint(base_tree, base_image, patch.files)

@@ -28,9 +28,12 @@ def restart_guest(lab_dir: Path, name: str, say: Progress = kernel.to_stderr) ->
     with locked(lab_dir):
         state, g = _running_guest(lab_dir, name)
         guests.stop(g)
-        lab_cables = network.cables(network.lab_id(lab_dir), len(state.guests), state.cable_ports)
+        lab_cables = network.cables(
+            network.lab_id(lab_dir), len(state.guests), state.cable_ports, state.middlebox
+        )
         spec = guests.GuestSpec(g.name, g.index, g.ssh_port, state.memory, state.accel)
-        new = guests.start(Path(state.kernel), lab_dir, spec, lab_cables)
+        new = guests.start(Path(state.kernel_of(g)), lab_dir, spec, lab_cables)
+        new = replace(new, kernel=g.kernel)
         _save_guest(state, new)
         guests.wait_bound(new, network.cable_ports(g.index, lab_cables))
     say(f"lab: started {name} again (QEMU pid {new.pid})")

@@ -36,6 +36,9 @@ class GuestState:
     log: str
     # Switched off on purpose (``hil host power HOST off``): not a sign of a stale lab.
     off: bool = False
+    # The bzImage this guest boots when it differs from the lab's (a mixed pair,
+    # ``hil lab up --kernel-b 6.12``); empty: the lab's ``kernel``.
+    kernel: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,18 @@ class LabState:
     guests: tuple[GuestState, ...]
     format: int = FORMAT
     memory: str = DEFAULT_MEMORY  # each guest's, for starting one again
+    # A middlebox lab (``hil lab up --middlebox``): guest 2 bridges the link of guests 0
+    # and 1 (hil.lab.network).
+    middlebox: bool = False
+
+    def kernel_of(self, guest: GuestState) -> str:
+        """The bzImage ``guest`` boots: its own in a mixed lab, else the lab's."""
+        return guest.kernel or self.kernel
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the guests boot different kernels."""
+        return len({self.kernel_of(g) for g in self.guests}) > 1
 
 
 def default_dir() -> Path:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hil.peer.builtin_mpa import MATRIX
+from hil.peer.builtin_regressions import regressions
 from hil.peer.scenario import Scenario, parse
 from hil.peer.vocab import REPLY_KEY
 from hil.registry import Registry
@@ -29,25 +31,25 @@ HIL = b"hil".hex()
 # A STag no DUT advertised in these scenarios: no reg_mr step precedes its use.
 UNADVERTISED_STAG = 0x00DEAD00
 
-_LISTEN: list[dict[str, Any]] = [
+LISTEN: list[dict[str, Any]] = [
     {"step": "dut", "action": "listen"},
     {"step": "dut", "action": "post_recv", "args": {"length": 64}},
 ]
-_REPLY = {"step": "expect", "frame": "mpa_reply", "within": PROMPT_S, "fields": {"rev": 2}}
+REPLY = {"step": "expect", "frame": "mpa_reply", "within": PROMPT_S, "fields": {"rev": 2}}
 # The peer connects to the DUT's listener with an MPA v2 request (CRC asked for).
-_CONNECTED: list[dict[str, Any]] = [
-    *_LISTEN,
+CONNECTED: list[dict[str, Any]] = [
+    *LISTEN,
     {"step": "send", "frame": "mpa_request", "rev": 2, "c": 1},
     {"step": "dut", "action": "accept"},
-    _REPLY,
+    REPLY,
 ]
-_TERMINATED: list[dict[str, Any]] = [
+TERMINATED: list[dict[str, Any]] = [
     {"step": "expect", "frame": "fpdu", "within": PROMPT_S, "fields": {"opcode": "terminate"}},
     {"step": "expect", "frame": "close", "within": PROMPT_S},
 ]
 _CLOSED = {"step": "expect", "frame": "close", "within": PROMPT_S}
-_SEND_HIL = {"step": "send", "frame": "fpdu", "opcode": "send", "payload": HIL}
-_RECV_HIL = {"step": "dut", "action": "recv", "args": {"payload": HIL}}
+SEND_HIL = {"step": "send", "frame": "fpdu", "opcode": "send", "payload": HIL}
+RECV_HIL = {"step": "dut", "action": "recv", "args": {"payload": HIL}}
 
 _BUILT_IN: list[dict[str, Any]] = [
     {
@@ -55,21 +57,21 @@ _BUILT_IN: list[dict[str, Any]] = [
         "role": "active",
         "expectation": "mpa_rev2",
         "description": "MPA v2 connect to the DUT's listener, one SEND delivered",
-        "steps": [*_CONNECTED, _SEND_HIL, _RECV_HIL],
+        "steps": [*CONNECTED, SEND_HIL, RECV_HIL],
     },
     {
         "name": "mpa-bad-key",
         "role": "active",
         "expectation": "wrong_key",
         "description": "an MPA request carrying the reply's key",
-        "steps": [*_LISTEN, {"step": "send", "frame": "mpa_request", "key": REPLY_KEY}, _CLOSED],
+        "steps": [*LISTEN, {"step": "send", "frame": "mpa_request", "key": REPLY_KEY}, _CLOSED],
     },
     {
         "name": "mpa-unknown-revision",
         "role": "active",
         "expectation": "unknown_revision",
         "description": "an MPA request of revision 3 (RFC 5044 knows 1, RFC 6581 2)",
-        "steps": [*_LISTEN, {"step": "send", "frame": "mpa_request", "rev": 3}, _CLOSED],
+        "steps": [*LISTEN, {"step": "send", "frame": "mpa_request", "rev": 3}, _CLOSED],
     },
     {
         "name": "mpa-pd-too-long",
@@ -77,7 +79,7 @@ _BUILT_IN: list[dict[str, Any]] = [
         "expectation": "pd_length_over_rfc_limit",
         "description": "an MPA request with 513 bytes of private data (RFC 5044 7.1: 512 at most)",
         "steps": [
-            *_LISTEN,
+            *LISTEN,
             {"step": "send", "frame": "mpa_request", "pd_length": 513, "private_data": "00" * 513},
             _CLOSED,
         ],
@@ -88,7 +90,7 @@ _BUILT_IN: list[dict[str, Any]] = [
         "expectation": "incomplete_request",
         "description": "10 bytes of an MPA request, never the rest: the DUT's MPA timeout ends it",
         "steps": [
-            *_LISTEN,
+            *LISTEN,
             {"step": "send", "frame": "mpa_request", "truncate": 10},
             {"step": "expect", "frame": "close", "within": MPA_TIMEOUT_WAIT_S},
         ],
@@ -98,7 +100,7 @@ _BUILT_IN: list[dict[str, Any]] = [
         "role": "active",
         "expectation": "bad_crc",
         "description": "a SEND whose MPA CRC is wrong, CRC negotiated",
-        "steps": [*_CONNECTED, {**_SEND_HIL, "crc": "bad"}, *_TERMINATED],
+        "steps": [*CONNECTED, {**SEND_HIL, "crc": "bad"}, *TERMINATED],
     },
     {
         "name": "write-invalid-stag",
@@ -106,7 +108,7 @@ _BUILT_IN: list[dict[str, Any]] = [
         "expectation": "invalid_stag",
         "description": "an RDMA WRITE to a STag the DUT never advertised",
         "steps": [
-            *_CONNECTED,
+            *CONNECTED,
             # With data: siw takes a zero-length WRITE without looking its STag up
             # (siw_qp_rx.c siw_proc_write, 6.1; seen on the lab: no TERMINATE came).
             {
@@ -116,7 +118,7 @@ _BUILT_IN: list[dict[str, Any]] = [
                 "stag": UNADVERTISED_STAG,
                 "payload": HIL,
             },
-            *_TERMINATED,
+            *TERMINATED,
         ],
     },
     {
@@ -129,8 +131,8 @@ _BUILT_IN: list[dict[str, Any]] = [
             {"step": "dut", "action": "connect"},
             {"step": "expect", "frame": "mpa_request", "within": PROMPT_S},
             {"step": "send", "frame": "mpa_reply", "rev": 2, "coalesce_with_next": True},
-            _SEND_HIL,
-            _RECV_HIL,
+            SEND_HIL,
+            RECV_HIL,
         ],
     },
     {
@@ -139,16 +141,21 @@ _BUILT_IN: list[dict[str, Any]] = [
         "expectation": "one_byte_segments",
         "description": "an MPA v2 request written 1 byte at a time (RFC 5044 Appendix A)",
         "steps": [
-            *_LISTEN,
+            *LISTEN,
             # 20 header bytes and the 4 bytes of the v2 IRD/ORD words (RFC 6581 5.1).
             {"step": "send", "frame": "mpa_request", "rev": 2, "segments": [1] * 24},
             {"step": "dut", "action": "accept"},
-            _REPLY,
-            _SEND_HIL,
-            _RECV_HIL,
+            REPLY,
+            SEND_HIL,
+            RECV_HIL,
         ],
     },
 ]
 
-for _data in _BUILT_IN:
+_REGRESSIONS = regressions(CONNECTED, TERMINATED, HIL)
+for _data in [*_BUILT_IN, *MATRIX, *_REGRESSIONS]:
     SCENARIOS.register(parse(_data, f"built-in scenario {_data['name']!r}"))
+
+# The scenarios whose suite test runs on IPv4 alone: the address family plays no part in
+# what they test, and ci/suites stays cheap (budget, session 16).
+IPV4_ONLY = frozenset(d["name"] for d in MATRIX)

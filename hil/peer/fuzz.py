@@ -21,7 +21,24 @@ Every value comes from :mod:`hil.peer.vocab`, so a case is a valid scenario
 and its replay file loads again.  :func:`fuzz` runs the cases through a
 ``fails(scenario) -> bool`` callable (the runner: the case on the DUT, then the
 DUT's kernel log, leaks and a normal connect), shrinks each failing one
-(:mod:`hil.peer.shrink`) and reports progress and findings as they come.
+(:mod:`hil.peer.shrink`) and reports progress and findings as they come.  ``fails``
+raises :class:`Interrupted` for a case the run's stop cut short: that case is no
+finding; a case that failed before, cut short while being shrunk, is kept whole.
+
+**kmemleak once per batch** (:class:`LeakScans`, ``hil peer fuzz --leak-scan-every K``).
+A kmemleak scan takes 30-55 s in a TCG guest with KASAN (hil/host/kmemleak.py), five to
+ten times a case.  With ``scans`` a case runs without one (its kernel log, resources
+and normal connect are still checked after it, so a KASAN, lockdep or WARNING line is
+still the case's own), and the DUT is scanned after every ``every`` cases, after a case
+that failed otherwise, and after the last case.  A leak is never lost by this: kmemleak
+reports every unreferenced object older than its minimum age at the next scan, whenever
+that is (mm/kmemleak.c, kmemleak_scan()).  Only who caused it is unknown, so a batch
+whose scan reports a leak is run again, each case alone with a scan after it (as
+without batches): each case that leaks alone is a finding, shrunk with a scan after
+every try.  When none does (a leak that needs two cases, or one that came only once),
+the finding is the batch: each case's replay file is saved and the batch's report kept
+(:attr:`Finding.batch`).  Rerunning costs a scan per case of the batch, but only for a
+batch that leaked; a finding's shrink scans after every try, as before.
 """
 
 from __future__ import annotations
@@ -43,6 +60,11 @@ MAX_MUTATIONS = 3
 MAX_TRUNCATE = 31  # bytes: within an MPA request's 20-byte header or an FPDU's first header
 Steps = tuple[Step, ...]
 Applied = tuple[Steps, int, str]  # the new steps, the step changed (0-based), what was done
+
+
+class Interrupted(Exception):
+    """The run was stopped (Ctrl-C, SIGTERM, its deadline) while a case ran: that run of
+    the case shows nothing about the DUT."""
 
 
 @dataclass(frozen=True)
@@ -178,10 +200,11 @@ def _reorder(rng: random.Random, steps: Steps) -> Applied | None:
 
 def _connections(steps: Steps) -> list[list[int]]:
     """The send steps of each connection: a close (sent, expected or the DUT's) ends one and
-    stays where it is."""
+    stays where it is; so does a ``reg_mr``, so that no send naming the DUT's region
+    (``{dut: stag}``) moves before the step that registers it."""
     runs: list[list[int]] = [[]]
     for i, step in enumerate(steps):
-        if _closes(step):
+        if _closes(step) or (isinstance(step, Dut) and step.action == "reg_mr"):
             runs.append([])
         elif isinstance(step, Send):
             runs[-1].append(i)
@@ -241,10 +264,25 @@ class Progress:
 
 @dataclass(frozen=True)
 class Finding:
-    """A failing case and its shrunk replay (``shrunk.reproduced`` False: it failed only once)."""
+    """A failing case and its shrunk replay (``shrunk.reproduced`` False: it failed only
+    once); or, with ``batch``, the cases of a batch whose kmemleak scan reported ``leak``
+    when none of them leaked again alone (``case`` is the batch's last)."""
 
     case: Case
     shrunk: Shrunk
+    batch: tuple[Case, ...] = ()
+    leak: str = ""
+
+
+@dataclass(frozen=True)
+class LeakScans:
+    """kmemleak scanned once per ``every`` cases (module doc): ``unscanned`` runs a case
+    as ``fails`` does but without a scan after it; ``scan`` scans now and gives the new
+    leaks' report ('' when none)."""
+
+    every: int
+    unscanned: Callable[[Scenario], bool]
+    scan: Callable[[], str]
 
 
 @dataclass(frozen=True)
@@ -262,20 +300,76 @@ def fuzz(
     seed: int,
     cases: int,
     first: int = 0,
+    scans: LeakScans | None = None,
     on_progress: Callable[[Progress], None] = lambda p: None,
     on_finding: Callable[[Finding], None] = lambda f: None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Report:
-    """Run cases ``first`` .. ``first + cases - 1`` of ``seed``; shrink each one that fails."""
+    """Run cases ``first`` .. ``first + cases - 1`` of ``seed``; shrink each one that fails.
+    ``fails`` runs a case with every check after it (kmemleak too); with ``scans``, cases
+    run without their own kmemleak scan, one scan a batch (module doc)."""
     start = clock()
     findings: list[Finding] = []
+
+    def found(finding: Finding) -> None:
+        findings.append(finding)
+        on_finding(finding)
+
     progress = Progress(0, cases, 0, 0.0)
+    batch: list[Case] = []
     for done, number in enumerate(range(first, first + cases), 1):
         case = make_case(scenarios, seed, number)
-        if fails(case.scenario):
-            finding = Finding(case, shrink(case.scenario, fails))
-            findings.append(finding)
-            on_finding(finding)
+        batch.append(case)
+        failed = scans.unscanned(case.scenario) if scans else fails(case.scenario)
+        scanned: tuple[Case, ...] = ()
+        leak = ""
+        if scans is not None and (failed or len(batch) >= scans.every or done == cases):
+            # Before a shrink: its tries' scans would take the batch's leaks as theirs.
+            scanned, leak, batch = tuple(batch), scans.scan(), []
+        if failed:
+            _shrunk(case, fails, found)
+        if scans is not None and leak:
+            _blame(scanned, leak, fails, scans, {f.case.number for f in findings}, found)
         progress = Progress(done, cases, len(findings), clock() - start)
         on_progress(progress)
     return Report(progress, tuple(findings))
+
+
+def _shrunk(
+    case: Case, fails: Callable[[Scenario], bool], found: Callable[[Finding], None]
+) -> None:
+    """The failing ``case`` shrunk and told to ``found``; kept whole when the run's stop cuts
+    its shrinking short."""
+    try:
+        shrunk = shrink(case.scenario, fails)
+    except Interrupted:
+        # It failed once, whole: that stands; its shrinking was cut short.
+        found(Finding(case, Shrunk(case.scenario, 1, reproduced=False)))
+        raise
+    found(Finding(case, shrunk))
+
+
+def _blame(
+    batch: Sequence[Case],
+    leak: str,
+    fails: Callable[[Scenario], bool],
+    scans: LeakScans,
+    known: set[int],
+    found: Callable[[Finding], None],
+) -> None:
+    """A batch's scan reported ``leak``: each case run again alone and scanned after it; one
+    that leaks (or fails otherwise) alone is a finding, shrunk unless ``known`` (found
+    already); when none leaks alone, the batch is the finding."""
+    whole = Finding(batch[-1], Shrunk(batch[-1].scenario, 1, False), tuple(batch), leak)
+    leaked = False
+    try:
+        for case in batch:
+            failed = scans.unscanned(case.scenario)
+            alone = bool(scans.scan())
+            leaked = leaked or alone
+            if (failed or alone) and case.number not in known:
+                known.add(case.number)
+                _shrunk(case, fails, found)
+    finally:
+        if not leaked:
+            found(whole)  # the batch's leak stands, also when its rerun was cut short

@@ -6,6 +6,8 @@ the scenario's ``expectation`` class) is held against what the run saw:
 - the TERMINATE: the first TERMINATE the peer received (its ``layer``, ``etype``,
   ``ecode``), or none;
 - the close: the first ``fin``/``rst`` the peer received, or ``none``;
+- the DUT's MPA frame (the first MPA request or reply the peer received): the fields
+  the expectation's ``dut_mpa`` names (Rev, C, M, R, IRD/ORD, P2P, RTR);
 - the DUT's CM events, lowercase without ``RDMA_CM_EVENT_`` (peerexpect's names): the
   expected ones appear in that order (others may sit between them, an id's events
   after the scenario's end, DISCONNECTED after the peer closed, among them); an
@@ -88,6 +90,14 @@ class Observed:
                 return "fin" if entry["frame"] == "fin" else "rst"
         return "none"
 
+    @property
+    def dut_mpa(self) -> tuple[str, Mapping[str, Any]] | None:
+        """The first MPA request or reply the peer received: its kind and fields."""
+        for entry in self.record:
+            if entry["dir"] == "rx" and entry["frame"] in ("mpa_request", "mpa_reply"):
+                return str(entry["frame"]), entry.get("fields", {})
+        return None
+
     def close_after_s(self) -> float | None:
         """Seconds from the peer's last frame before the DUT's close to that close."""
         last_tx = None
@@ -136,6 +146,7 @@ def judge(scenario: str, expectation: str, provider: str, seen: Observed) -> Pee
     failures = [
         *_terminate(exp, seen, sources),
         *_close(exp, seen, sources),
+        *_dut_mpa(exp, seen, sources),
         *_events(exp, seen, sources),
         *_bound(exp, seen),
     ]
@@ -157,6 +168,21 @@ def _close(exp: PeerExpect, seen: Observed, sources: tuple[str, ...]) -> list[Fa
     if seen.close == exp.close:
         return []
     return [Failure(f"expected close {exp.close!r}, the peer saw {seen.close!r}", sources)]
+
+
+def _dut_mpa(exp: PeerExpect, seen: Observed, sources: tuple[str, ...]) -> list[Failure]:
+    if not exp.dut_mpa:
+        return []
+    want = " ".join(f"{k}={v}" for k, v in exp.dut_mpa.items())
+    frame = seen.dut_mpa
+    if frame is None:
+        return [Failure(f"expected the DUT's MPA frame with {want}, the peer got none", sources)]
+    kind, fields = frame
+    wrong = {k: fields.get(k) for k, v in exp.dut_mpa.items() if fields.get(k) != v}
+    if not wrong:
+        return []
+    got = " ".join(f"{k}={v}" for k, v in wrong.items())
+    return [Failure(f"expected the DUT's {kind} with {want}, it had {got}", sources)]
 
 
 def _events(exp: PeerExpect, seen: Observed, sources: tuple[str, ...]) -> list[Failure]:
@@ -196,4 +222,7 @@ def record_text(record: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-_SHOWN = ("opcode", "layer", "etype", "ecode", "rev", "m", "c", "r", "crc_ok", "stag", "msn")
+_SHOWN = (
+    *("opcode", "layer", "etype", "ecode", "rev", "m", "c", "r", "crc_ok", "stag", "msn"),
+    *("ird", "ord", "p2p", "rtr"),
+)

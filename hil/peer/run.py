@@ -22,17 +22,24 @@ round).  A ``peer:`` host outside the pair is refused for now (:func:`peer_of`).
   against :mod:`hil.judge.peerproviders` for the DUT's provider.
 
 Names this module adds to the shared vocabulary: DUT action args ``length``
-(post_recv), ``private_data`` (reject, hex), ``ird``/``ord`` (accept, connect),
-``payload`` (recv, hex: the bytes the receive must hold).
+(post_recv, reg_mr), ``private_data`` (reject, hex), ``ird``/``ord`` (accept, connect),
+``payload`` (recv, hex: the bytes the receive must hold), ``status`` (recv: the
+completion's status when it must fail, an ``ibv_wc_status`` number: 5 a flush),
+``access`` (reg_mr: the region's rights, names of ``REGION_ACCESS`` joined by commas).
+
+``reg_mr`` registers a region on the DUT's connection and shares its ``stag``, ``base``
+and ``len`` with the peer's steps after it: their ``{dut: ...}`` values are resolved
+then (:func:`hil.peer.scenario.resolve`) and the peer resumes with them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hil.agent.peerrun import PeerResult, run_peer
+from hil.agent.protocol import REGION_ACCESS, RegionAccess
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Endpoint
@@ -43,7 +50,7 @@ from hil.inventory.peers import peer_host_for
 from hil.judge.peerproviders import expect
 from hil.judge.timeline import RAW_TCP, Action, Timeline
 from hil.peer.judge import Observed, PeerVerdict, judge
-from hil.peer.scenario import Expect, Scenario, Sleep, to_agent
+from hil.peer.scenario import Expect, Scenario, Sleep, resolve, to_agent
 from hil.registry import Registry
 
 # Lab policy: what the DUT does at once (a CONNECT_REQUEST after the peer's MPA request,
@@ -56,6 +63,8 @@ DRAIN_S = 1.0
 # A peer segment's time past the scenario's own waits (the agent's start of the peer,
 # the connect; TCG guests).
 SEGMENT_SLACK_S = 30.0
+# reg_mr's region without a ``length``: one page.
+REGION_BYTES = 4096
 
 
 class DutFailed(Exception):
@@ -76,6 +85,7 @@ class DutState:
     conn_id: str | None = None
     qp: Mapping[str, int] = field(default_factory=dict)
     troubles: list[str] = field(default_factory=list)
+    shared: dict[str, int] = field(default_factory=dict)  # the last reg_mr's stag, base, len
 
     def conn(self, action: str) -> str:
         """The DUT's connection's id, or DutFailed when there is none yet."""
@@ -161,18 +171,38 @@ def _connect(d: DutState, args: Mapping[str, Any]) -> None:
 
 @dut_action("reg_mr")
 def _reg_mr(d: DutState, args: Mapping[str, Any]) -> None:
-    """The connection's buffer is registered with every access right at accept or
-    connect; its STag (rkey) is recorded on the timeline as this action's param."""
-    stag = d.qp.get("rkey")
-    if stag is None:
-        raise DutFailed("reg_mr: the DUT has no QP yet (no accept or connect before)")
-    d.rec.controller_action(d.side, "reg_mr", controller_us(), stag=stag)
+    """Register a region of ``args.length`` bytes (default REGION_BYTES) with the rights
+    ``args.access`` names (default every one) on the connection's PD, through the CM
+    endpoint's ``reg_mr`` op; its STag, base and length are shared with the peer's
+    later steps (``{dut: stag}``...)."""
+    access = _access(str(args.get("access", ",".join(REGION_ACCESS))))
+    out = d.ep.reg_mr(d.conn("reg_mr"), int(args.get("length", REGION_BYTES)), access)
+    if not out.ok:
+        raise DutFailed(f"reg_mr: {out.action.result}")
+    got = out.value
+    d.shared = {"stag": int(got["stag"]), "base": int(got["base"]), "len": int(got["length"])}
+
+
+def _access(text: str) -> list[RegionAccess]:
+    """reg_mr's ``access`` arg as flag names; DutFailed naming an unknown one."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in REGION_ACCESS]
+    if unknown:
+        raise DutFailed(f"reg_mr: access {unknown[0]!r} is not one of {', '.join(REGION_ACCESS)}")
+    return [n for n in REGION_ACCESS if n in names]
 
 
 @dut_action("recv")
 def _recv(d: DutState, args: Mapping[str, Any]) -> None:
     out = d.ep.received(d.conn("recv"), wait=PROMPT_S)
     got = out.value
+    status = int(args.get("status", 0))
+    if status:
+        # A receive completed in error (IBV_WC_WR_FLUSH_ERR 5: its QP moved to ERROR, which
+        # flushes what was posted, ibv_poll_cq(3)): the status is what is checked.
+        if got.get("status") != status:
+            raise DutFailed(f"recv: completion status {got.get('status')}, not {status}")
+        return
     if not out.ok or got.get("status") != 0:
         raise DutFailed(f"recv: no receive completed ({got.get('error') or out.action.result})")
     want = str(args.get("payload", "")).lower()
@@ -218,15 +248,23 @@ def peer_of(cm: PairSides, dut: str) -> tuple[str, str]:
     return side, str(source) if source is not None else cm.address(side)
 
 
-def run_scenario(cm: PairSides, dut: str, scenario: Scenario) -> PeerRun:
+def run_scenario(cm: PairSides, dut: str, scenario: Scenario, judged: bool = True) -> PeerRun:
     """Run ``scenario`` with the DUT on side ``dut`` and the peer where :func:`peer_of`
-    says; judged against the DUT host's provider (see the module doc)."""
+    says; judged against the DUT host's provider (see the module doc).
+
+    ``judged``: the verdict is judged (the suites), so after the peer's steps the peer
+    keeps reading for DRAIN_S (a close where none is expected shows) and the run waits
+    up to PROMPT_S for the last CM event the provider expects.  A fuzz case (or its
+    replay, hil/run/peercase.py) shows its verdict only and ends with its last step:
+    those two waits were a fixed 1 to 6 s of each case, where a mutated scenario's
+    expected event mostly never comes."""
     peer, address = peer_of(cm, dut)
     port = cm.port()
     provider = cm.profile.of(cm.host(dut)).name
     with cm.recording(f"peer-{scenario.name}") as rec:
         state = DutState(rec, rec.endpoint(dut), dut, port, address)
         steps_data = to_agent(scenario)
+        start_us = controller_us()
         target = cm.address(dut) if scenario.role == "active" else address
         result = run_peer(
             cm.agent(peer),
@@ -235,31 +273,36 @@ def run_scenario(cm: PairSides, dut: str, scenario: Scenario) -> PeerRun:
             port,
             steps_data,
             _segment_s(scenario),
-            on_dut=lambda i, step: _on_dut(state, step),
-            drain_s=DRAIN_S,
+            on_dut=lambda i, step: _on_dut(state, step, steps_data),
+            drain_s=DRAIN_S if judged else 0.0,
             src=address if scenario.role == "active" else None,
         )
-        seen = _observed(state, result, provider, scenario)
-        _not_for_the_wire_judge(rec, peer, scenario, result)
+        wanted = expect(provider, scenario.expectation).cm_events if judged else ()
+        seen = _observed(state, result, wanted)
+        _not_for_the_wire_judge(rec, peer, scenario, result, start_us)
     verdict = judge(scenario.name, scenario.expectation, provider, seen)
     return PeerRun(scenario, cm.host(dut), cm.host(peer), result, rec.timeline(), verdict)
 
 
-def _on_dut(state: DutState, step: Mapping[str, Any]) -> None:
+def _on_dut(
+    state: DutState, step: Mapping[str, Any], scenario: list[dict[str, Any]]
+) -> list[dict[str, Any]] | None:
     """Run one DUT step; a failure is noted (the later DUT steps skipped) so that the
-    peer runs on and its record is kept."""
+    peer runs on and its record is kept.  After a ``reg_mr``: the scenario's steps with
+    the region's values put in, for the peer to resume with."""
     if state.troubles:
-        return
+        return None
     try:
         ACTIONS[str(step["action"])].run(state, step.get("args", {}))
     except (DutFailed, steps.StepFailed) as e:
         state.troubles.append(f"DUT action {step['action']}: {e}")
+        return None
+    return resolve(scenario, state.shared) if step["action"] == "reg_mr" else None
 
 
-def _observed(state: DutState, result: PeerResult, provider: str, scenario: Scenario) -> Observed:
-    """The DUT's cm events (once the ones its provider expects had time to come) and
-    the run's troubles, beside the peer's record."""
-    wanted = expect(provider, scenario.expectation).cm_events
+def _observed(state: DutState, result: PeerResult, wanted: Sequence[str]) -> Observed:
+    """The DUT's cm events (once the last of ``wanted`` had time to come) and the run's
+    troubles, beside the peer's record."""
     if wanted:
         state.ep.wait(wanted[-1].upper(), None, PROMPT_S)
     state.ep.collect()
@@ -273,19 +316,23 @@ def _observed(state: DutState, result: PeerResult, provider: str, scenario: Scen
 
 
 def _not_for_the_wire_judge(
-    rec: Recording, peer: str, scenario: Scenario, result: PeerResult
+    rec: Recording, peer: str, scenario: Scenario, result: PeerResult, start_us: int
 ) -> None:
     """The peer's connection as a ``RAW_TCP`` action (the wire judge leaves it out: its
-    frames are the scenario's on purpose, hil/wire/judge.py), from its first frame on;
-    ``local``/``remote`` name the connection's active and passive ends."""
+    frames are the scenario's on purpose, hil/wire/judge.py), from the peer's start
+    (``start_us``, controller time) to its last frame: the connection's SYN comes before
+    its first frame, by more than the clocks' uncertainty at times (the lab, 2026-12-05:
+    6 of 32 matrix runs judged the peer's own MPA request); ``local``/``remote`` name the
+    connection's active and passive ends."""
     if not result.remote:
         return  # never connected: nothing on the wire to leave out
     ends = (result.local, result.remote)
     local, remote = ends if scenario.role == "active" else ends[::-1]
-    first_ns = min((e["t_ns"] for e in result.record), default=0)
-    t_us = rec.session.offset(peer).offset_us + first_ns // 1000
+    offset = rec.session.offset(peer).offset_us
+    times = [offset + e["t_ns"] // 1000 for e in result.record] or [start_us]
+    t_us = min(start_us, *times)
     params = {"local": local, "remote": remote, "probe": f"peer scenario {scenario.name}"}
-    rec.add_action(Action(t_us, peer, RAW_TCP, None, params))
+    rec.add_action(Action(t_us, peer, RAW_TCP, None, params, duration_us=max(times) - t_us))
 
 
 def _segment_s(scenario: Scenario) -> float:

@@ -21,12 +21,21 @@ of ``name``, ``role``, ``expectation``, ``description`` and ``steps``.
 one is an InputError naming the file, the step (counted from 1) and the field.
 Every value a scenario holds is immutable, so a scenario can key a cache
 (the shrinker's).
+
+A field of a send step may name a value the DUT shares at run time instead of a
+number: ``{dut: stag}`` (YAML; ``{"dut": "stag"}`` as data) is the STag of the
+region the last ``reg_mr`` step before it registered, ``{dut: base+len-2}`` a sum of
+its ``stag``, ``base`` (the region's first byte's address, its TO) and ``len`` and
+whole numbers (:class:`DutRef`, :data:`REF_NAMES`).  The loader refuses an unknown
+name and a reference that no ``reg_mr`` step precedes; :func:`resolve` puts the
+numbers in once the DUT's step has run (hil/peer/run.py).
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +52,43 @@ ExpectFrame = Literal["mpa_request", "mpa_reply", "fpdu", "fin", "rst", "close"]
 # The DUT's side: its CM endpoint through the agent (hil/agent/remote/cm). "recv" waits for
 # a receive completion (args: payload, the bytes it must hold): a name this module adds.
 DutAction = Literal["listen", "connect", "accept", "reject", "post_recv", "reg_mr", "recv", "close"]
-Fields: TypeAlias = tuple[tuple[str, Value], ...]
+REF_NAMES = ("stag", "base", "len")  # what a reg_mr step shares (hil/peer/run.py)
+_REF_TERM = re.compile(r"\s*([+-]?)\s*([a-z_]+|[0-9]+)\s*")
+
+
+@dataclass(frozen=True)
+class DutRef:
+    """A field's value the DUT shares at run time: ``expr``, a sum of :data:`REF_NAMES`
+    and whole numbers (``base+len-2``), read from the last ``reg_mr`` step's region."""
+
+    expr: str
+
+    def value(self, shared: Mapping[str, int]) -> int:
+        """The number ``expr`` makes of the values ``shared`` (each of REF_NAMES)."""
+        return sum(
+            sign * (shared[t] if t in shared else int(t)) for sign, t in ref_terms(self.expr)
+        )
+
+
+def ref_terms(expr: str) -> list[tuple[int, str]]:
+    """``expr``'s terms as (sign, name or digits); ValueError naming what is wrong."""
+    terms: list[tuple[int, str]] = []
+    at = 0
+    while at < len(expr):
+        m = _REF_TERM.match(expr, at)
+        if m is None or m.end() == at or (terms and not m.group(1)):
+            raise ValueError(f"cannot read {expr!r} from {expr[at:]!r} on")
+        name = m.group(2)
+        if not name.isdigit() and name not in REF_NAMES:
+            raise ValueError(f"{name!r} is not a value the DUT shares ({', '.join(REF_NAMES)})")
+        terms.append((-1 if m.group(1) == "-" else 1, name))
+        at = m.end()
+    if not terms:
+        raise ValueError("an empty reference")
+    return terms
+
+
+Fields: TypeAlias = tuple[tuple[str, Value | DutRef], ...]
 Arg = int | float | str | bool
 STEP_KEYS = ("segments", "coalesce_with_next", "truncate")
 FILE_KEYS = ("name", "role", "expectation", "description", "steps")
@@ -120,7 +165,8 @@ def to_data(scenario: Scenario) -> dict[str, Any]:
 
 def _step_data(step: Step) -> dict[str, Any]:
     if isinstance(step, Send):
-        data: dict[str, Any] = {"step": "send", "frame": step.frame, **dict(step.fields)}
+        fields = {n: {"dut": v.expr} if isinstance(v, DutRef) else v for n, v in step.fields}
+        data: dict[str, Any] = {"step": "send", "frame": step.frame, **fields}
         if step.segments:
             data["segments"] = list(step.segments)
         if step.coalesce_with_next:
@@ -135,6 +181,19 @@ def _step_data(step: Step) -> dict[str, Any]:
         data = {"step": "dut", "action": step.action}
         return {**data, "args": dict(step.args)} if step.args else data
     return {"step": "sleep", "seconds": step.seconds}
+
+
+def resolve(steps: list[dict[str, Any]], shared: Mapping[str, int]) -> list[dict[str, Any]]:
+    """``steps`` (:func:`to_agent`'s) with each ``{"dut": expr}`` value made a number of
+    the region ``shared`` (its ``stag``, ``base``, ``len``)."""
+    return [
+        {k: DutRef(v["dut"]).value(shared) if _is_ref(v) else v for k, v in step.items()}
+        for step in steps
+    ]
+
+
+def _is_ref(value: object) -> bool:
+    return isinstance(value, dict) and list(value) == ["dut"]
 
 
 def load(path: str | os.PathLike[str]) -> Scenario:
@@ -166,13 +225,30 @@ def parse(data: Mapping[str, Any], where: str, default_name: str = "") -> Scenar
     steps = data.get("steps")
     if not isinstance(steps, list) or not steps:
         raise InputError(f"{where}: steps: expected a non-empty list of steps, got {steps!r}")
+    parsed = tuple(_step(raw, f"{where}: step {i}") for i, raw in enumerate(steps, 1))
+    _shared_before_use(parsed, where)
     return Scenario(
         name=name,
         role=cast(Role, _among(data.get("role"), get_args(Role), f"{where}: role")),
         expectation=_text(data.get("expectation"), f"{where}: expectation"),
-        steps=tuple(_step(raw, f"{where}: step {i}") for i, raw in enumerate(steps, 1)),
+        steps=parsed,
         description=_description(data.get("description", ""), where),
     )
+
+
+def _shared_before_use(steps: tuple[Step, ...], where: str) -> None:
+    """InputError for a ``{dut: ...}`` value that no ``reg_mr`` step comes before."""
+    registered = False
+    for i, step in enumerate(steps, 1):
+        registered = registered or (isinstance(step, Dut) and step.action == "reg_mr")
+        refs = (
+            [n for n, v in step.fields if isinstance(v, DutRef)] if isinstance(step, Send) else []
+        )
+        if refs and not registered:
+            raise InputError(
+                f"{where}: step {i}: field {refs[0]!r}: names a value of the DUT's region, "
+                "but no reg_mr step comes before it to register one"
+            )
 
 
 def _step(raw: object, where: str) -> Step:
@@ -189,6 +265,8 @@ def _step(raw: object, where: str) -> Step:
         fields = raw.get("fields", {})
         if not isinstance(fields, dict):
             raise InputError(f"{where}: fields: expected a mapping, got {fields!r}")
+        if any(isinstance(v, dict) for v in fields.values()):
+            raise InputError(f"{where}: fields: only a send step's fields may be {{dut: EXPR}}")
         vocabulary = FIELDS.get(frame, {})
         return Expect(frame, _seconds(raw, "within", where), _fields(fields, vocabulary, where))
     if kind == "dut":
@@ -224,11 +302,28 @@ def _fields(values: Mapping[str, Any], vocabulary: Mapping[str, Any], where: str
     _only(values, vocabulary, where)
     fields = []
     for name, value in values.items():
+        if isinstance(value, dict):
+            fields.append((name, _ref(value, vocabulary[name].kind, f"{where}: field {name!r}")))
+            continue
         problem = vocabulary[name].problem(value)
         if problem:
             raise InputError(f"{where}: field {name!r}: {problem}")
         fields.append((name, value.lower() if vocabulary[name].kind == "hex" else value))
     return tuple(fields)
+
+
+def _ref(value: Mapping[Any, Any], kind: str, where: str) -> DutRef:
+    """A ``{dut: expr}`` value, checked (a number field only; known names)."""
+    expr = value.get("dut")
+    if list(value) != ["dut"] or not isinstance(expr, str):
+        raise InputError(f"{where}: expected a value or {{dut: EXPR}}, got {dict(value)!r}")
+    if kind != "int":
+        raise InputError(f"{where}: {{dut: {expr}}}: only a number field can name the DUT's region")
+    try:
+        ref_terms(expr)
+    except ValueError as e:
+        raise InputError(f"{where}: {{dut: {expr}}}: {e}") from None
+    return DutRef(expr)
 
 
 def _args(raw: object, where: str) -> tuple[tuple[str, Arg], ...]:

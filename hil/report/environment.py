@@ -223,3 +223,32 @@ def write_properties(
     before = path.read_text() if where != "new" and path.is_file() else ""
     path.write_text(text + before if where == "top" else before + text)
     return path
+
+
+_UNESCAPED = {"n": "\n"}
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """``environment.properties`` read back (what :func:`write_properties` wrote; a key
+    given twice: the last wins, as Java's Properties.load); {} when there is none."""
+    if not path.is_file():
+        return {}
+    props = {}
+    for line in path.read_text().splitlines():
+        key, value, where, escaped = "", "", "key", False
+        for ch in line:
+            if escaped:
+                ch, escaped = _UNESCAPED.get(ch, ch), False
+            elif ch == "\\":
+                escaped = True
+                continue
+            elif ch == "=" and where == "key":
+                where = "value"
+                continue
+            if where == "key":
+                key += ch
+            else:
+                value += ch
+        if where == "value":
+            props[key] = value
+    return props

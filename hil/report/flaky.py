@@ -82,15 +82,20 @@ class Flaky:
         return f"{flips}  {self.outcomes}  {self.test}  ({self.where}){known}"
 
 
+def night_of(results: Iterable[Result]) -> str:
+    """When a run's first test started (UTC, ISO 8601); now when none has a start."""
+    starts = [r.start for r in results if r.start]
+    when = (
+        dt.datetime.fromtimestamp(min(starts) / 1000, dt.UTC) if starts else dt.datetime.now(dt.UTC)
+    )
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def outcomes_of(run: int, results: Iterable[Result]) -> list[Outcome]:
     """A run's outcome records, one per test (the last result of a test run twice)."""
     ordered = sorted(results, key=lambda r: r.start)
     by_test = {r.test: r for r in ordered}
-    starts = [r.start for r in ordered if r.start]
-    when = (
-        dt.datetime.fromtimestamp(starts[0] / 1000, dt.UTC) if starts else dt.datetime.now(dt.UTC)
-    )
-    night = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    night = night_of(ordered)
     return [
         Outcome(run, night, r.test, r.status, r.category, r.pair, r.provider, r.known_flaky)
         for r in sorted(by_test.values(), key=lambda r: r.test)

@@ -11,13 +11,14 @@ report artifacts/.../report/index.html; exit 1``, a line on known-flaky
 failures, one on each known kernel finding the run's hosts logged, and the
 tests that flipped between pass and fail in the last
 ``--flaky-nights`` runs, :mod:`hil.report.flaky`), the metrics line (how many
-series the run recorded, where their trend page is: :mod:`hil.report.trend`)
-and the metrics past a threshold (:mod:`hil.report.metrics_flags`), writes it to
+series the run recorded, where their trend page is: :mod:`hil.report.trend`),
+the metrics past a threshold (:mod:`hil.report.metrics_flags`) and the pair's drift
+from its last ``--drift-nights`` nights (:mod:`hil.report.drift`), writes it to
 ``summary.txt`` in the report directory, and exits 0 when every test passed
 (or was skipped, or failed but is in the quarantine list), 1 when tests
-failed, 3 when the run could not judge the product (lab or infrastructure
-errors only, no tests, pytest itself failed, the report could not be
-generated, the run overran its ``--timeout``: :mod:`hil.report.bounded`).
+failed or a drift passed its fail threshold, 3 when the run could not judge the
+product (lab or infrastructure errors only, no tests, pytest itself failed, the report
+could not be generated, the run overran its ``--timeout``: :mod:`hil.report.bounded`).
 
 With ``--fuzz-cases N`` it runs ``hil peer fuzz`` after the suites and before the
 report is generated (:func:`run_fuzz`), within what ``--timeout`` left, its findings
@@ -34,6 +35,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from hil import tools
@@ -48,10 +50,20 @@ from hil.errors import (
 )
 from hil.inventory import loader
 from hil.inventory.thresholds import Threshold, parse_cli
-from hil.report import flaky, history, metrics_flags, metrics_history, results, trend
+from hil.report import (
+    drift,
+    drift_history,
+    flaky,
+    history,
+    metrics_flags,
+    metrics_history,
+    results,
+    trend,
+)
 from hil.report.bounded import Finished, run_bounded
 from hil.report.categories import INFRASTRUCTURE, KNOWN_FLAKY
-from hil.report.environment import write_properties
+from hil.report.environment import read_properties, write_properties
+from hil.report.metrics_history import SeriesStats
 from hil.report.plugin import METRICS_GLOB
 from hil.timeouts import DEFAULTS, TERM_GRACE_S, session_bound
 
@@ -146,7 +158,20 @@ def fuzz_argv(args: argparse.Namespace, run: history.Run) -> list[str]:
         *(sys.executable, "-m", "hil", "--inventory", args.inventory),
         *("peer", "fuzz", pair, "--seed", str(args.fuzz_seed), "--cases", str(args.fuzz_cases)),
         *("--out", str(Path(args.reports) / "fuzz"), "--alluredir", str(run.results)),
+        *_agent_bound(args.pytest_args),
     ]
+
+
+def _agent_bound(pytest_args: list[str]) -> list[str]:
+    """``--timeout-agent S`` when the suites got ``--hil-timeout-agent S`` (ci/nightly's
+    debug lab: a cold agent there needs more than the default), so the fuzz gets it too."""
+    bound = ""
+    for i, arg in enumerate(pytest_args):
+        if arg == "--hil-timeout-agent" and i + 1 < len(pytest_args):
+            bound = pytest_args[i + 1]
+        elif arg.startswith("--hil-timeout-agent="):
+            bound = arg.split("=", 1)[1]
+    return ["--timeout-agent", bound] if bound else []
 
 
 def run_fuzz(run: history.Run, args: argparse.Namespace, left: float | None) -> Finished:
@@ -182,6 +207,28 @@ def _fuzz_after(
     return fuzz
 
 
+def with_drift(status: int, found: drift.Drift) -> int:
+    """The run's exit status with the drift check folded in: a change past its fail
+    threshold is a behaviour of the product that changed, a test failure (1 wins over 3)."""
+    return EXIT_TESTS_FAILED if found.fails else status
+
+
+def check_drift(
+    run: history.Run,
+    args: argparse.Namespace,
+    night: str,
+    env: dict[str, str],
+    series: Mapping[str, SeriesStats],
+) -> tuple[drift.Drift, list[str]]:
+    """Tonight's pair against its last ``--drift-nights`` nights (REPORTS/drift), tonight
+    recorded; the drift and the summary's lines on it."""
+    tonight = drift_history.record_of(run.order, night, run.results, env, series)
+    found, skipped = drift_history.check(
+        Path(args.reports), tonight, drift.limits_of(args.drift_threshold), args.drift_nights
+    )
+    return found, [*drift.summary_lines(found), *drift_history.skipped_lines(skipped)]
+
+
 def pipeline(args: argparse.Namespace) -> int:
     """One run: results (the suites', then the fuzz findings'), history, report, metrics
     trend, flaky tests; prints the summary."""
@@ -192,25 +239,27 @@ def pipeline(args: argparse.Namespace) -> int:
     if finished.expired:
         print(f"hil report: {finished.expired}", file=sys.stderr, flush=True)
     fuzz = _fuzz_after(run, args, finished, began)
+    env = read_properties(run.results / "environment.properties")  # before our own lines
     recorded = metrics_history.read_metric_files(sorted(run.results.glob(METRICS_GLOB)))
     nights = metrics_history.record(reports, run.order, recorded, args.metric_nights, None)
     flags, unmatched = metrics_flags.check(nights, args.thresholds)
     tests = results.read(run.results)
     # Enough nights for the flaky window even when fewer runs are kept.
-    outcomes = flaky.record(
-        reports, flaky.outcomes_of(run.order, tests), max(args.keep, args.flaky_nights)
-    )
+    tonight = flaky.outcomes_of(run.order, tests)
+    outcomes = flaky.record(reports, tonight, max(args.keep, args.flaky_nights))
+    drifted, drift_lines = check_drift(run, args, flaky.night_of(tests), env, nights[-1].series)
     ranked = flaky.rank(outcomes, args.flaky_nights)
     flaky_nights = len(flaky.window(outcomes, args.flaky_nights))
     write_properties(run.results, metrics_history.properties(nights), where="end")
     write_properties(run.results, flaky.properties(ranked, flaky_nights), where="top")
+    write_properties(run.results, drift.properties(drifted), where="top")
     generate(run.results, run.report, Path(args.allure))
     # After generate: its --clean empties the report directory.
     page = trend.write_page(run.report, nights, flags, args.thresholds)
     history.finish(reports, run, args.keep)
     # A run cut short by its bound did not judge everything: a lab/infrastructure outcome.
     status = EXIT_INFRA if finished.expired else exit_status(run.results, finished.returncode)
-    status = with_fuzz(status, fuzz)
+    status = with_drift(with_fuzz(status, fuzz), drifted)
     summary = history.summary(run.report)
     lines = [
         f"{summary.line()}; report {run.report / 'index.html'}; exit {status}",
@@ -219,6 +268,7 @@ def pipeline(args: argparse.Namespace) -> int:
         *flaky.summary_lines(ranked, flaky_nights),
         f"metrics: {len(nights[-1].series)} series recorded; trends {page}",
         *metrics_flags.summary_lines(flags, unmatched, len(args.thresholds)),
+        *drift_lines,
         *([fuzz_line(fuzz, args)] if fuzz else []),
     ]
     (run.report / flaky.SUMMARY_FILE).write_text("".join(f"{line}\n" for line in lines))
@@ -309,6 +359,22 @@ def build_parser() -> argparse.ArgumentParser:
         "(STAT mean, min, p50, p99, max), e.g. connect_us:p99>50000",
     )
     p.add_argument(
+        "--drift-nights",
+        type=int,
+        default=drift_history.DEFAULT_KEEP,
+        metavar="N",
+        help="compare the pair's night with its last N nights, kept in REPORTS/drift "
+        f"(default {drift_history.DEFAULT_KEEP}; docs/drift.md)",
+    )
+    p.add_argument(
+        "--drift-threshold",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a drift kind's thresholds (repeatable): KIND=FLAG:FAIL for bound, detection, "
+        "storm (factors; FAIL may be never), KIND=fail|flag for wire, status",
+    )
+    p.add_argument(
         "--fuzz-cases",
         type=int,
         default=0,
@@ -355,6 +421,9 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"--metric-nights must be at least 1, not {args.metric_nights}")
         # Checked before the run: a bad threshold is bad input, not a failed night.
         args.thresholds = thresholds_of(args.inventory, args.threshold)
+        if args.drift_nights < 1:
+            raise InputError(f"--drift-nights must be at least 1, not {args.drift_nights}")
+        drift.limits_of(args.drift_threshold)  # checked before the run, as the thresholds
         return pipeline(args)
     except HilError as e:
         print(f"hil report: error: {e}", file=sys.stderr)

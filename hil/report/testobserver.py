@@ -42,6 +42,8 @@ class AllureTestObserver(AllureObserver):
         self._wire = self._evidence = None
         for release in info.kernels:
             attach.label("kernel", release)
+        for end, what in zip(("end_a", "end_b"), info.ends, strict=False):
+            attach.label(end, what)
 
     def evidence(self, report: EvidenceReport) -> None:
         self._evidence = report

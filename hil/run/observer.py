@@ -49,6 +49,9 @@ class TestInfo:
     provider: str  # the driver the pair really runs
     kernels: tuple[str, ...]  # uname -r of the pair's hosts
     pinned: dict[str, dict[str, str]] = field(default_factory=dict)  # host -> param -> value
+    # What each end runs, A first: "lab-0: siw, kernel 6.1.192, profile siw" (a mixed
+    # pair's two ends differ in one of them).
+    ends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,19 +29,24 @@ class PairFacts:
     def __init__(self, hosts: Hosts, names: tuple[str, str]) -> None:
         self._hosts = hosts
         self._names = names
-        self._kernels: tuple[str, ...] | None = None
+        self._kernels: dict[str, str] | None = None
         self._kmemleak: tuple[str, ...] | None = None
         self._targets: dict[str, hwevidence.Target] | None = None
         self.targets_note = ""  # why there are no evidence targets, when there are none
 
     def kernels(self) -> tuple[str, ...]:
         """The kernel releases the pair's hosts run (``uname -r``), sorted, read once."""
+        return tuple(sorted(set(self.kernel_by_host().values())))
+
+    def kernel_by_host(self) -> dict[str, str]:
+        """Each host's kernel release (``uname -r``), read once: the two ends of a mixed
+        pair differ."""
         if self._kernels is None:
-            found = set()
+            found = {}
             for name in self._names:
                 out = self._hosts.agent(name).run(tools.argv("uname", "-r"), timeout=UNAME_TIMEOUT)
-                found.add(out.stdout.strip() if out.status == 0 else f"unknown on {name}")
-            self._kernels = tuple(sorted(found))
+                found[name] = out.stdout.strip() if out.status == 0 else f"unknown on {name}"
+            self._kernels = found
         return self._kernels
 
     def kmemleak_hosts(self) -> tuple[str, ...]:

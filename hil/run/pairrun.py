@@ -47,6 +47,7 @@ from hil.run.request import PairRequest, Progress, module_params_for, take_lease
 from hil.run.warmup import warm_up
 
 if TYPE_CHECKING:
+    from hil.cm.endpointpool import EndpointPool
     from hil.cm.session import CMSession
     from hil.host.hosts import Hosts
     from hil.host.journal import Journal, UndoReport
@@ -342,10 +343,16 @@ class PairRun:
         tell_skipped(self, name, reason)
 
     def session(
-        self, direction: str = "a-b", *, evidence: bool = True, family: Family | None = None
+        self,
+        direction: str = "a-b",
+        *,
+        evidence: bool = True,
+        family: Family | None = None,
+        pool: EndpointPool | None = None,
     ) -> CMSession:
         """A CM session on the set-up pair, judged by the run's profile, told to the observers;
-        on the data addresses of ``family`` (None: the first the pair offers)."""
+        on the data addresses of ``family`` (None: the first the pair offers); its
+        recordings keep their endpoints in ``pool`` (hil.cm.endpointpool), if given."""
         from hil.cm.session import CMSession
 
         return CMSession(
@@ -357,4 +364,5 @@ class PairRun:
             evidence=evidence,
             observers=self.observers,
             family=family,
+            pool=pool,
         )

@@ -6,7 +6,8 @@
 The scenario runs inside a :class:`hil.run.testrun.TestRun` (``run.test``), so the
 DUT gets the after-test checks every suite test gets: the resources back to their
 baseline and the kernel log clean (hil/host/evidence.py, hil/judge/checks.py), and
-kmemleak on a debug kernel; the crash watch runs throughout.  After the scenario a
+kmemleak on a debug kernel (the DUT's host alone, scanned by the check itself, or
+once a batch: :meth:`DutCheck.scan`); the crash watch runs throughout.  After the scenario a
 normal connection is made to the DUT (the ``connect`` sequence, the peer's host
 active, judged by the contract), as suites/test_wire_conformance.py does.
 
@@ -22,10 +23,13 @@ not a finding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from hil.cm.endpointpool import EndpointPool
 from hil.errors import HilError
+from hil.host import kmemleak
 from hil.peer.run import peer_of, run_scenario
 from hil.run.testparts import TestOptions
 
@@ -71,19 +75,51 @@ class DutCheck:
 
     def __post_init__(self) -> None:
         peer = "b" if self.dut == "a" else "a"
-        self._cm: CMSession = self.run.session(f"{self.dut}-{peer}")
+        # kmemleak on the DUT's host alone, by this check, not by the test on both hosts.
+        # The peer's host runs no fuzzed input in its kernel: the reference peer is a user
+        # process on a plain TCP socket (hil/agent/remote/peer/endpoint.py, _connect and
+        # _accept: socket.SOCK_STREAM), so the mutated frames are bytes of its kernel's TCP,
+        # never parsed by its RDMA stack; what its kernel's RDMA stack runs is the active
+        # side of the unmutated normal connect (``_after``), the debug lab's suites' path,
+        # scanned there after every test on both hosts.  A scan is 30-55 s a guest.
+        self.options = replace(self.options, kmemleak=False)
+        pair = self.run.pair
+        self._dut_host = (pair.host_a if self.dut == "a" else pair.host_b).name
+        # Clears what boot leaked, once per pair run, before the first case.
+        self._kmemleak = self._dut_host in self.run.facts.kmemleak_hosts()
+        self._ended = time.monotonic()  # when the last case ended
+        # The cases' CM endpoints are kept from one recording to the next, one worker per
+        # host (hil.cm.endpointpool: a worker's start and end were a fifth of a case);
+        # started before the first case's baseline, so that each case's holds them.
+        self._pool = EndpointPool()
+        # No evidence of the scenario's own recording: the case's test takes it (its
+        # baseline before, the settle and kernel log after), and the recording's copy
+        # cost two more round trips to each host per case.
+        self._cm: CMSession = self.run.session(
+            f"{self.dut}-{peer}", evidence=False, pool=self._pool
+        )
         peer_of(self._cm, self.dut)  # a peer: host the run cannot use, refused before a case
         # The DUT passive for the normal connect: it comes from the peer's host.
-        self._after: CMSession = self.run.session(f"{peer}-{self.dut}", evidence=False)
+        self._after: CMSession = self.run.session(
+            f"{peer}-{self.dut}", evidence=False, pool=self._pool
+        )
+        self._pool.warm(self._after)
 
-    def check(self, scenario: Scenario) -> CaseCheck:
-        """Run ``scenario`` as a test on the pair, then judge the DUT (module doc)."""
+    def close(self) -> None:
+        """End the kept CM endpoints (before the pair is restored)."""
+        self._pool.close()
+
+    def check(self, scenario: Scenario, scan: bool = True) -> CaseCheck:
+        """Run ``scenario`` as a test on the pair, then judge the DUT (module doc); with
+        ``scan``, kmemleak scanned on the DUT after it (without: the caller scans later)."""
         reasons: list[str] = []
         peer: PeerVerdict | None = None
         error = ""
         with self.run.test(f"hil peer {scenario.name}", self.options) as t:
             try:
-                ran = run_scenario(self._cm, self.dut, scenario)
+                # Not judged: the case ends with its last step (run_scenario's doc); a
+                # replay runs as the case ran, so that a finding is made again.
+                ran = run_scenario(self._cm, self.dut, scenario, judged=False)
                 peer = ran.verdict
                 t.contract(ran.timeline)  # judged by no rule: fuzzed frames have no expectation
             except HilError as e:
@@ -91,13 +127,32 @@ class DutCheck:
             if not error:
                 reasons += self._connect(t)
         assert t.result is not None
+        self._ended = time.monotonic()
         checked = judged(scenario, t.result, reasons, peer, error)
+        if scan and not checked.crashed:
+            checked = self._with_scan(checked)
         self.checks[scenario] = checked
         return checked
 
-    def fails(self, scenario: Scenario) -> bool:
-        """:meth:`check` as the fuzzer's and the shrinker's ``fails`` callable."""
-        return self.check(scenario).failed
+    def scan(self) -> str:
+        """kmemleak scanned on the DUT's host now, once the last case's objects are old enough
+        to be reported: the new leaks as a reason ('' when none, or no kmemleak there).
+        The scan's own kernel log line comes after the last case's read and before the
+        next case's baseline, so no case's kernel-log check sees it."""
+        if not self._kmemleak:
+            return ""
+        host = self._dut_host
+        report = kmemleak.scan(self.run.hosts.agent(host), host, since=self._ended)
+        return f"kmemleak on {host}:\n{report}" if report else ""
+
+    def _with_scan(self, checked: CaseCheck) -> CaseCheck:
+        try:
+            leak = self.scan()
+        except HilError as e:
+            return checked if checked.failed else replace(checked, error=f"kmemleak: {e}")
+        if not leak:
+            return checked
+        return replace(checked, reasons=(*checked.reasons, leak), error="")
 
     def _connect(self, t: TestRun) -> list[str]:
         try:

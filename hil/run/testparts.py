@@ -40,6 +40,7 @@ class TestOptions:
     wire: bool = True  # capture the link and judge it by the wire rules
     wire_packets: int = WIRE_PACKETS
     evidence: bool = True  # resources and kernel log after the test (kmemleak with it)
+    kmemleak: bool = True  # scan kmemleak after the test; off: the caller scans (hil peer fuzz)
     settle_s: float = SETTLE_S
     allow: tuple[str, ...] = DEFAULT_KERNEL_ALLOW
     known: tuple[KnownFinding, ...] = ()

@@ -200,10 +200,22 @@ class TestRun:
         """The test as observers see it."""
         run = self.run
         names = (run.pair.host_a.name, run.pair.host_b.name)
+        kernels = run.facts.kernel_by_host()
         if not self.rdma:
-            return TestInfo(self.name, run.pair.name, names, "", run.facts.kernels())
+            ends = tuple(f"{n}: kernel {kernels[n]}" for n in names)
+            return TestInfo(self.name, run.pair.name, names, "", run.facts.kernels(), ends=ends)
+        ends = tuple(
+            f"{h.host}: {h.driver}, kernel {kernels[h.host]}, profile {h.profile.name}"
+            for h in run.provider.hosts
+        )
         return TestInfo(
-            self.name, run.pair.name, names, run.provider.driver, run.facts.kernels(), run.pinned
+            self.name,
+            run.pair.name,
+            names,
+            run.provider.driver,
+            run.facts.kernels(),
+            run.pinned,
+            ends,
         )
 
     def _begin_attempt(self) -> None:
@@ -350,7 +362,7 @@ class TestRun:
 
     def _kmemleak(self) -> KernelFindings:
         run = self.run
-        leaky = run.facts.kmemleak_hosts()
+        leaky = run.facts.kmemleak_hosts() if self.options.kmemleak else ()
         if not leaky:
             return KernelFindings()
         # Both hosts at once: a scan takes 30-55 s in a TCG guest of the debug kernel.

@@ -3,7 +3,7 @@ on the timeline within the clock uncertainty (so it needs the clock offsets)."""
 
 from __future__ import annotations
 
-from hil.judge.timeline import Event
+from hil.judge.timeline import LINK_DOWNS, Event
 from hil.wire.close_rules import ABORTIVE
 from hil.wire.link import Link
 from hil.wire.model import Packet
@@ -27,13 +27,26 @@ def _is_cause(kind: str, p: Packet) -> bool:
     return bool(p.flags & {"FIN", "RST"}) or p.terminate is not None
 
 
+def _original_missed(p: Packet, seen: tuple[Packet, ...]) -> bool:
+    """A retransmission whose first sending this capture point never saw.
+
+    Loss on the sender's egress (netem, docs/impairment.md) drops a packet before
+    the capture tap (AF_PACKET sees egress after the qdisc), so a lost FIN shows only
+    as its retransmission; the retransmission proves the original went out earlier,
+    at a time the capture cannot give.
+    """
+    return p.retransmission and not any(
+        q.src == p.src and q.seq == p.seq and not q.retransmission for q in seen
+    )
+
+
 def _cause_exempt(lk: Link, e: Event) -> bool:
-    """A DISCONNECTED a pull or the host's own abort explains without a packet."""
+    """A DISCONNECTED a pull, a flap or the host's own abort explains without a packet."""
     if e.type != "DISCONNECTED":
         return False
     before = [a for a in lk.timeline.actions if a.t_us <= e.t_us]
     own = [a for a in before if a.side == e.side and a.name in ABORTIVE]
-    return bool(own) or any(a.name == "pull" for a in before)
+    return bool(own) or any(a.name in LINK_DOWNS for a in before)
 
 
 def every_event_has_cause(case: WireCase) -> Outcome:
@@ -46,10 +59,11 @@ def every_event_has_cause(case: WireCase) -> Outcome:
                 continue
             count += 1
             point = e.host if e.host in lk.wire.points else None
-            causes = [p for p in lk.wire.seen_by(point) if _is_cause(e.type, p)]
+            seen = lk.wire.seen_by(point)
+            causes = [p for p in seen if _is_cause(e.type, p)]
             ok = any(
                 p.t_us is not None and p.t_us <= e.t_us + case.slack_us(p, e.host) for p in causes
-            )
+            ) or any(_original_missed(p, seen) for p in causes)
             if not ok:
                 findings.append(
                     WireFinding(

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hil.judge.access import ACCESS_ERRORS
-from hil.judge.timeline import SIDES, Action
+from hil.judge.timeline import LINK_DOWNS, SIDES, Action
 from hil.wire.link import Link
-from hil.wire.model import Connection
+from hil.wire.model import Connection, Packet
 from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged, link_host, missing
 
 CLOSE_ACTIONS = ("disconnect", "qp_err", "destroy", "kill")
@@ -30,7 +30,7 @@ def _established_both(lk: Link, before_us: int) -> bool:
 
 
 def _pulled(lk: Link) -> bool:
-    return any(a.name == "pull" for a in lk.timeline.actions)
+    return any(a.name in LINK_DOWNS for a in lk.timeline.actions)
 
 
 def _signals(conn: Connection) -> set[str]:
@@ -50,6 +50,19 @@ def _closes(case: WireCase, names: tuple[str, ...]) -> Iterator[tuple[Link, Acti
                 yield lk, first
 
 
+def _stray_answer(w: Connection, rst: Packet) -> bool:
+    """An RST a closed socket sent to a stray segment (a duplicated ACK, say), not a close.
+
+    Its sequence number is one past its sender's own FIN: a segment arriving for a
+    connection that no longer exists is answered by an RST whose sequence number is
+    the segment's acknowledgment (RFC 9293 3.10.7.1), which acknowledged that FIN.
+    """
+    return any(
+        w.role(f) == w.role(rst) and (f.seq + f.length + 1) % 2**32 == rst.seq
+        for f in w.with_flag("FIN")
+    )
+
+
 def orderly_close(case: WireCase) -> Outcome:
     findings, count = [], 0
     for lk, close in _closes(case, ("disconnect",)):
@@ -58,7 +71,8 @@ def orderly_close(case: WireCase) -> Outcome:
             findings.append(missing(lk, "connection not on the wire"))
             continue
         w = lk.wire
-        fins, rsts, terms = w.with_flag("FIN"), w.with_flag("RST"), w.terminates()
+        fins, terms = w.with_flag("FIN"), w.terminates()
+        rsts = [p for p in w.with_flag("RST") if not _stray_answer(w, p)]
         fin_from = {w.role(p) for p in fins}
         if fin_from != {"active", "passive"} or rsts or terms:
             sides = ", ".join(sorted(fin_from)) or "no side"

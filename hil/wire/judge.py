@@ -21,7 +21,7 @@ from typing import Any
 
 from hil.judge.profiles import Profiles
 from hil.judge.timeline import RAW_TCP, SIDES, Action, Timeline
-from hil.wire.link import link, parse_endpoint
+from hil.wire.link import connect_target, link, parse_endpoint
 from hil.wire.model import Connection, Exchange, canonical
 from hil.wire.rule import Outcome, WireCase, WireRule
 from hil.wire.rules import WIRE_RULES
@@ -102,24 +102,33 @@ def judge(
         return WireVerdict(
             profile.name, tuple(RuleResult(r.name, Outcome("skip", why)) for r in chosen)
         )
-    exchange = _without_raw(exchange, timelines)
+    exchange, timelines = _without_raw(exchange, timelines)
     case = WireCase(exchange, tuple(timelines), tuple(link(timelines, exchange)), profile)
     results = tuple(RuleResult(r.name, _run(r, case, timeline_known)) for r in chosen)
     return WireVerdict(profile.name, results, exchange.notes)
 
 
-def _without_raw(exchange: Exchange, timelines: Sequence[Timeline]) -> Exchange:
+def _without_raw(
+    exchange: Exchange, timelines: Sequence[Timeline]
+) -> tuple[Exchange, Sequence[Timeline]]:
     """The exchange less the connections a test made by hand outside the CM (actions
-    ``RAW_TCP``: bytes no iWARP stack sends, on purpose), with a note saying so."""
+    ``RAW_TCP``: bytes no iWARP stack sends, on purpose), with a note saying so, and the
+    timelines less the CM connects to such a connection's passive end (a stack's connect
+    to the reference peer's listener: the connection is the peer's scenario, not judged)."""
     raw = [(tl, a) for tl in timelines for a in tl.actions if a.name == RAW_TCP]
     mine = [c for c in exchange.connections if any(_made_by(c, exchange, *ta) for ta in raw)]
     if not mine:
-        return exchange
+        return exchange, timelines
     note = f"not judged, made by hand outside the CM ({RAW_TCP}): " + ", ".join(
         c.name for c in mine
     )
     kept = tuple(c for c in exchange.connections if c not in mine)
-    return replace(exchange, connections=kept, notes=(*exchange.notes, note))
+    targets = {canonical(c.passive) for c in mine}
+    left = [
+        replace(tl, actions=tuple(a for a in tl.actions if connect_target(a) not in targets))
+        for tl in timelines
+    ]
+    return replace(exchange, connections=kept, notes=(*exchange.notes, note)), left
 
 
 def _made_by(conn: Connection, exchange: Exchange, tl: Timeline, action: Action) -> bool:

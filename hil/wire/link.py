@@ -96,6 +96,15 @@ def link(timelines: Sequence[Timeline], exchange: Exchange) -> list[Link]:
     return found
 
 
+def connect_target(action: Action) -> Endpoint | None:
+    """The passive end a ``connect`` action dialled, as the exchange writes one; None for
+    another action or one without a port."""
+    dst, port = action.params.get("dst"), action.params.get("port")
+    if action.name != "connect" or not isinstance(port, int):
+        return None
+    return canonical((str(dst), port))
+
+
 class _Wire:
     """The exchange's connections by 4-tuple and by passive end, and those linked so far."""
 
@@ -115,9 +124,9 @@ class _Wire:
         """``connect``'s wire connection (its index; how it was found, or why none was):
         one of 4-tuple ``pair``, or with None one to the connect's target."""
         if pair is None:
-            dst, port = connect.params.get("dst"), connect.params.get("port")
-            target = canonical((str(dst), port)) if isinstance(port, int) else None
+            target = connect_target(connect)
             matching = self.by_target.get(target, []) if target else []
+            dst, port = connect.params.get("dst"), connect.params.get("port")
             how, none = "target", f"no connection to {dst}:{port} on the wire"
         else:
             matching = self.by_tuple.get(pair, [])

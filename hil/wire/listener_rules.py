@@ -14,14 +14,14 @@ late or never.
 
 from __future__ import annotations
 
-from hil.judge.timeline import SIDES, Action
+from hil.judge.timeline import LINK_DOWNS, SIDES, Action
 from hil.wire.close_rules import CLOSE_ACTIONS
 from hil.wire.link import Link
 from hil.wire.model import Packet
 from hil.wire.rule import Outcome, WireCase, WireFinding, evidence, judged
 
 # Actions that may end every connection of a host, whatever id they name.
-HOST_ENDERS = frozenset({"pull", "restore", "delete_netdev", "close_channel", "kill"})
+HOST_ENDERS = frozenset({*LINK_DOWNS, "restore", "delete_netdev", "close_channel", "kill"})
 # Actions on one of the connection's ids that may end it (a WRITE the peer may refuse).
 ENDERS_ON_IDS = frozenset({*CLOSE_ACTIONS, "write"})
 

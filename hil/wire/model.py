@@ -96,6 +96,7 @@ class Packet:
     flags: frozenset[str]
     seq: int = 0
     length: int = 0  # TCP payload bytes
+    mss: int | None = None  # the MSS option's value (a SYN's), when it carries one
     retransmission: bool = False
     mpa: Mpa | None = None
     # RDMAP opcodes of the FPDUs in this segment, by tshark's names

@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Literal
 
 from hil.judge.profiles import Profile, Profiles, WireExpect
-from hil.judge.timeline import SIDES, Timeline
+from hil.judge.timeline import SIDES, Action, Timeline
 from hil.wire.link import Link
 from hil.wire.model import Connection, Exchange, Packet, Role
 
@@ -125,6 +125,30 @@ def judged(findings: Sequence[WireFinding], count: int, nothing: str) -> Outcome
     if count:
         return Outcome("pass", f"{count} judged")
     return Outcome("n/a", nothing)
+
+
+# What an impairment's rule says when the wire does not show the impairment took.
+NOT_EFFECTIVE = "impairment not effective"
+
+
+def judged_by_action(
+    case: WireCase,
+    action: str,
+    judge: Callable[[Link, Action], list[WireFinding]],
+    nothing: str,
+) -> Outcome:
+    """Each connection linked to a timeline that records ``action`` (an impairment's:
+    ``mss_clamp``, ``mpa_request_drop``), judged by ``judge`` with that action."""
+    findings: list[WireFinding] = []
+    count = 0
+    for tl in case.timelines:
+        found = next((a for a in tl.actions if a.name == action), None)
+        if found is None:
+            continue
+        for lk in (lk for lk in case.links if lk.timeline is tl):
+            count += 1
+            findings += judge(lk, found)
+    return judged(findings, count, nothing)
 
 
 def evidence(*packets: Packet | None) -> tuple[str, ...]:

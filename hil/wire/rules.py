@@ -20,6 +20,8 @@ from hil.wire.mpa_rules import (
     request_pdata,
     revision_and_flags,
 )
+from hil.wire.mpadrop_rules import mpa_request_retransmitted
+from hil.wire.mss_rules import clamped_mss
 from hil.wire.pull_rules import link_pull
 from hil.wire.rule import WireRule
 
@@ -111,6 +113,20 @@ WIRE_RULES = Registry[WireRule](
             "before the test itself closes them.",
             listener_destroy_keeps_accepted,
             needs_clock=True,
+        ),
+        WireRule(
+            "segments-within-the-clamped-mss",
+            "Through a path that clamps the MSS, the receiver's SYN reaches the sender with the "
+            "clamped MSS (its own capture showing a larger one) and the sender's data segments "
+            "are no longer than it; otherwise the impairment was not effective.",
+            clamped_mss,
+        ),
+        WireRule(
+            "mpa-request-retransmitted",
+            "Through a path that drops the first MPA request once, the sender's capture shows "
+            "the request twice or more (the original and TCP's retransmission: the same "
+            "sequence number and length); otherwise the impairment was not effective.",
+            mpa_request_retransmitted,
         ),
     ),
 )

@@ -60,9 +60,13 @@ FIELDS = (
     "tcp.stream",
     "tcp.seq_raw",
     "tcp.len",
+    "tcp.options.mss_val",
     *(f"tcp.flags.{f}" for f in _FLAGS),
     "tcp.analysis.retransmission",
+    "tcp.checksum.status",
+    "tcp.reassembled_in",
     *(f"iwarp_mpa.{f}" for f in _MPA),
+    "iwarp_mpa.ulpdulength",
     "iwarp_rdma.opcode",
     "iwarp_rdma.term_layer",
     *TERM_ETYPES,
@@ -85,8 +89,13 @@ class Read:
     warning: str | None = None
 
 
-def read(path: Path, *, timeout: float) -> Read:
-    """Each TCP packet of capture ``path``, as tshark's iWARP dissectors decoded it."""
+def read(path: Path, *, timeout: float, desegment: bool = True) -> Read:
+    """Each TCP packet of capture ``path``, as tshark's iWARP dissectors decoded it.
+
+    ``desegment=False`` turns TCP reassembly off: each segment is decoded on its own,
+    FPDU boundaries taken from the lengths tshark has read so far
+    (:mod:`hil.wire.realign` says when that is needed).
+    """
     _check_capture(path)
     check_version()
     argv = tools.argv(
@@ -94,6 +103,10 @@ def read(path: Path, *, timeout: float) -> Read:
         # -n: addresses as numbers, no name lookups.
         *("-r", str(path), "-n", "-T", "json", "-Y", DISPLAY_FILTER),
         *("--enable-heuristic", "iwarp_mpa_tcp", "-o", "tcp.try_heuristic_first:TRUE"),
+        # A segment corrupted on the path is in the capture but never reached the
+        # receiver's TCP: its checksum tells (hil.wire.decode leaves such segments out).
+        *("-o", "tcp.check_checksum:TRUE"),
+        *("-o", f"tcp.desegment_tcp_streams:{'TRUE' if desegment else 'FALSE'}"),
         *(a for f in FIELDS for a in ("-e", f)),
     )
     return _parsed(path, _run(argv, timeout, f"decoding {path}"))

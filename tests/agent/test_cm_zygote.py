@@ -146,3 +146,24 @@ def test_a_zygote_that_cannot_start_fails_naming_why(tmp_path: Path) -> None:
         rf"the CM zygote \(pid {zygote.pid}\) (died|is gone) \(exit status 1\)", info.value.message
     )
     assert "No module named 'hil_agent'" in info.value.message
+
+
+def test_a_zygote_that_does_not_answer_is_killed_so_that_the_next_fork_starts_another(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "hil_agent" / "remote" / "cm"
+    package.mkdir(parents=True)
+    for d in (tmp_path / "hil_agent", tmp_path / "hil_agent" / "remote", package):
+        (d / "__init__.py").write_text("")
+    # A zygote that hangs: it never reads its socket.
+    (package / "zygote.py").write_text("import time\ndef main(fd, parent):\n    time.sleep(300)\n")
+    zygote = spawn.Zygote(root=str(tmp_path))
+    ours, theirs = socket.socketpair()
+    with ours, theirs, pytest.raises(OpError) as info:
+        zygote.fork([theirs.fileno()] * 3, timeout=1)
+    assert info.value.message.startswith(
+        f"the CM zygote (pid {zygote.pid}) did not fork within 1s; killed it, "
+        "the next open starts another (exit status -9)"
+    )
+    assert zygote.dead
+    assert not process_running(zygote.pid)

@@ -129,8 +129,10 @@ class FakeAgent:
         peer = next(a for name, a in self.world.agents.items() if name != self.name)
         samples = []
         for _ in range(count):
-            t1 = self.now()
-            t2 = peer.now() + 40
+            # Both stamps from one reading: a scheduling delay between two readings would
+            # shift each window and narrow their intersection (seen in .ci/run under load).
+            now = controller_us()
+            t1, t2 = now + SKEW_US[self.name], now + SKEW_US[peer.name] + 40
             samples.append([t1, t2, t2 + 10, t1 + 90])
         return {"samples": samples, "sent": count}
 

@@ -11,7 +11,7 @@ import pytest
 from fake_rdma import FakeLib, WiredVerbs
 
 from hil.agent import protocol
-from hil.agent.remote.cm import payload
+from hil.agent.remote.cm import payload, rping
 from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.librdmacm import CMChannel, RdmaError, verbsabi
 
@@ -263,3 +263,74 @@ def test_a_streaming_id_is_not_received_from(pair: Any) -> None:
     a.stream_start(1, mode="sink")
     with pytest.raises(RdmaError, match="EBUSY"):
         a.received(1)
+
+
+def test_messages_serve_ucmatose_both_ways_each_receive_kept_in_order(pair: Any) -> None:
+    """One end as ucmatose's server (its SENDs first), the other as its client."""
+    a, b, _, _ = pair
+    got_a, got_b = at_once(
+        lambda: a.messages(1, 10, 100, send_first=True, wait=2.0),
+        lambda: b.messages(1, 10, 100, send_first=False, wait=2.0),
+    )
+    for got in (got_a, got_b):
+        assert got["error"] is None and got["sent"] == 10
+        assert got["received"] == [100] * 10
+
+
+def test_messages_the_peer_never_sends_stop_at_their_wait_naming_the_receive(pair: Any) -> None:
+    _, b, _, _ = pair
+    got = b.messages(1, 2, 100, send_first=False, wait=0.1)
+    assert got["received"] == [] and got["sent"] == 0
+    assert got["error"] == "no completion within 0.1s waiting for receive 1 of 2"
+
+
+def test_messages_past_either_queue_or_the_buffer_are_refused(pair: Any) -> None:
+    a, _, _, _ = pair
+    with pytest.raises(RdmaError, match="count must be 1..16"):
+        a.messages(1, 17, 100, send_first=True)
+    with pytest.raises(RdmaError, match=f"size must be 1..{BUFFER}"):
+        a.messages(1, 1, BUFFER + 1, send_first=True)
+
+
+def test_rping_client_and_server_each_check_every_ping(pair: Any) -> None:
+    """Both ends play rping's protocol: the server reads each ping's text from the
+    client's advertised start buffer and writes it back into its sink."""
+    a, b, _, _ = pair
+    client, server = at_once(
+        lambda: a.rping(1, "client", 3, size=100, wait=2.0),
+        lambda: b.rping(1, "server", 3, wait=2.0),
+    )
+    for got in (client, server):
+        assert got["error"] is None
+        assert [(c["ping"], c["size"], c["ok"]) for c in got["checks"]] == [
+            (k, 100, True) for k in range(3)
+        ]
+    assert server["text"][1] == rping.text(1, 100)[:-1].decode()
+    assert server["text"][1].startswith("rdma-ping-1: BCDEF")
+
+
+def test_rping_text_is_rpings_own() -> None:
+    # rping.c rping_test_client: the format, letters from 'A' + ping wrapping past 'z'.
+    assert rping.text(0, 20) == b"rdma-ping-0: ABCDEF\0"
+    assert rping.text(57, 18) == b"rdma-ping-57: zAB\0"
+    assert rping.text(58, 17) == b"rdma-ping-58: AB\0"
+
+
+def test_an_rping_server_that_reads_a_wrong_byte_names_it(pair: Any) -> None:
+    a, b, b_verbs, _ = pair
+    b_verbs.flip = 50  # b's provider inverts byte 50 of its READ (and of its WRITE back)
+    client, server = at_once(
+        lambda: a.rping(1, "client", 1, size=100, wait=2.0),
+        lambda: b.rping(1, "server", 1, wait=2.0),
+    )
+    assert server["checks"] == [{"ping": 0, "size": 100, "ok": False, "offset": 50}]
+    assert client["checks"][0]["ok"]  # the WRITE inverted it back: only the read shows it
+
+
+def test_an_rping_advertisement_of_another_length_is_bogus_to_rping(pair: Any) -> None:
+    a, b, _, _ = pair
+    a.last_sends(1, 1)  # one 256-byte SEND where rping's 16-byte advertisement belongs
+    got = b.rping(1, "server", 1, wait=1.0)
+    assert got["error"] == "ping 0: the start advertisement: a receive of 256 bytes, not rping's 16"
+    with pytest.raises(RdmaError, match="size must be 1.."):
+        a.rping(1, "client", 1, size=BUFFER)

@@ -234,7 +234,24 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     assert "DISCONNECTED not seen" in str(last["error"])  # nothing closed here
     lib.verbs.rd_atomic = (2, 4)
     assert op("query_qp", id=mine[0])["max_dest_rd_atomic"] == 4
+    region = op("reg_mr", id=mine[0], length=64, access=["local_write", "remote_read"])
+    assert (region["stag"], region["length"], region["access"]) == (
+        22,
+        64,
+        ["local_write", "remote_read"],
+    )
+    assert region["base"] and op("reg_mr", id=mine[0], length=8)["access"] == list(
+        protocol.REGION_ACCESS
+    )
+    for bad in ({"length": 0}, {"length": 8, "access": ["remote_atomic"]}):
+        server._run(99, "reg_mr", {"id": mine[0], **bad})
+        refused = json.loads(out.getvalue().splitlines()[-1])["error"]
+        assert refused["errno_name"] == "EINVAL", refused
     assert op("received", id=mine[0], wait=0.1)["status"] == -1  # nothing sent: none came
+    exchanged = op("messages", id=mine[0], count=1, size=8, send_first=False, wait=0.1)
+    assert "no completion within 0.1s" in str(exchanged["error"])  # no peer sends here
+    pinged = op("rping", id=mine[0], role="server", count=1, size=8, wait=0.1)
+    assert "the start advertisement" in str(pinged["error"])  # no rping client here
     op("disconnect", id=mine[0])
     op("qp_err", id=mine[0])
     drained = op("flushed", id=mine[0], wait=0.1)

@@ -26,7 +26,13 @@ def test_a_siw_listener_receives_the_peers_send_after_an_mpa_v2_handshake(
     scenario: list[dict[str, Any]] = [
         {"step": "send", "frame": "mpa_request", "rev": 2, "c": 1, "ird": 1, "ord": 1},
         {"step": "expect", "frame": "mpa_reply", "fields": {"r": 0, "rev": 2}, "within": 15},
+        # Apart from the reply and from the FIN: this test is about the peer's framing.
+        # Sent at once, in one fresh-clone .ci/run, siw flushed the posted receive
+        # (status 5) instead of placing the SEND. Why is not known yet: an FPDU right
+        # behind a passive siw's own reply, or the FIN right behind the FPDU.
+        {"step": "sleep", "seconds": 0.5},
         {"step": "send", "frame": "fpdu", "opcode": "send", "payload": data.hex()},
+        {"step": "sleep", "seconds": 0.5},
         {"step": "send", "frame": "fin"},
         {"step": "expect", "frame": "close", "within": 15},
     ]

@@ -16,10 +16,12 @@ from hil.agent.types import CommandResult, RdmaLink
 from hil.cm.clock import controller_us
 from hil.cm.endpoint import Outcome
 from hil.cm.regressions import device
+from hil.cm.regressions.cxgb4 import Churned, while_waiting
 from hil.cm.regressions.device import DEVICE, Queries, bind, gid_evidence
-from hil.cm.regressions.evidence import missing
+from hil.cm.regressions.evidence import missing, noted, unobservable
 from hil.cm.regressions.iwcm import _early
 from hil.cm.regressions.siw import MARKERS, _fastest, _overlap, _rejecting
+from hil.cm.regressions.siwqp import zero_evidence
 from hil.cm.regressions.ucma import right_after
 from hil.cm.scenario import ScenarioRun, StepRun
 from hil.judge.timeline import Action, Event, Timeline
@@ -30,7 +32,35 @@ def timeline(**metrics: float) -> Timeline:
 
 
 def test_a_run_that_saw_every_condition_is_not_missing_anything() -> None:
-    assert missing(timeline(reached_a_thing=1.0, reached_another=1.0, refused=3.0)) is None
+    tl = timeline(reached_a_thing=1.0, reached_another=1.0, window_the_bug=1.0, refused=3.0)
+    assert missing(tl) is None
+    assert unobservable(tl) is None
+
+
+def test_a_run_that_never_hit_its_window_fails_window_not_reached() -> None:
+    # The setup happened, the bug's window did not: no pass (issue 28, item 2).
+    tl = timeline(reached_a_thing=1.0, window_work_queued_at_destroy=0.0, window_b=1.0)
+    assert missing(tl) == "window not reached (regress-x): work queued at destroy"
+
+
+def test_a_run_that_measured_no_window_fails_window_not_reached() -> None:
+    gap = missing(timeline(reached_a_thing=1.0))
+    assert gap is not None and gap.startswith("window not reached: regress-x measured no window")
+
+
+def test_a_setup_not_reached_is_named_before_any_window() -> None:
+    gap = missing(timeline(reached_a_thing=0.0, window_w=0.0))
+    assert gap == "scenario not reached (regress-x): a thing"
+
+
+def test_a_window_the_kernel_cannot_show_is_not_observable_not_missing() -> None:
+    # -1: no tracepoints on this kernel; the test skips (never passes) with this reason.
+    tl = timeline(reached_a_thing=1.0, window_reject_in_upcall=-1.0)
+    assert missing(tl) is None
+    blind = unobservable(tl)
+    assert blind is not None and blind.startswith(
+        "window not observable on this kernel (regress-x): reject in upcall"
+    )
 
 
 def test_every_condition_not_seen_is_named() -> None:
@@ -201,3 +231,56 @@ def test_a_close_right_after_resolve_route_is_within_100us_or_a_quarter_of_the_c
 ) -> None:
     r = CloseRound(route_us=route_us, close_after_us=close_after_us, queued=True, t_us=1)
     assert right_after(r) is prompt
+
+
+def test_noted_adds_a_reached_and_a_window_metric_each_and_keeps_the_others() -> None:
+    tl = noted(timeline(refused=3.0), {"a_thing": True, "b_thing": False}, {"w": None})
+    assert tl.metrics == {
+        "refused": 3.0,
+        "reached_a_thing": 1.0,
+        "reached_b_thing": 0.0,
+        "window_w": -1.0,
+    }
+    assert missing(tl) == "scenario not reached (regress-x): b thing"
+    tl = noted(timeline(), {"a_thing": True}, {"w": False})
+    assert missing(tl) == "window not reached (regress-x): w"
+
+
+def established(side: str, ird: int | None, ord_: int | None) -> Event:
+    host = "ha" if side == "a" else "hb"
+    return Event(
+        host,
+        side,
+        5,
+        5,
+        "ESTABLISHED",
+        0,
+        f"{side}:1",
+        responder_resources=ird,
+        initiator_depth=ord_,
+    )
+
+
+def query(side: str, result: str = "ok") -> Action:
+    return Action(6, side, "query_qp", f"{side}:1", {"max_rd_atomic": 0}, result)
+
+
+def test_zero_ird_ord_is_reached_with_both_sides_at_zero_and_both_depths_read() -> None:
+    both = (established("a", 0, 0), established("b", 0, 0))
+    tl = Timeline("ird-ord-0-0-0-0", "siw", ("ha", "hb"), (query("a"), query("b")), both)
+    assert missing(zero_evidence(tl)) is None
+    one_side = Timeline("z", "siw", ("ha", "hb"), (query("a"), query("b")), both[:1])
+    assert "both sides established" in (missing(zero_evidence(one_side)) or "")
+    not_zero = (established("a", 0, 0), established("b", 1, 0))
+    tl = Timeline("z", "siw", ("ha", "hb"), (query("a"), query("b", "EINVAL")), not_zero)
+    gap = missing(zero_evidence(tl))
+    assert gap == (
+        "scenario not reached (z): both qps read queue depths read, "
+        "both sides established with ird and ord 0"
+    )
+
+
+def test_only_connections_churned_between_the_dial_and_the_answer_count() -> None:
+    done = [Churned(90, 150), Churned(110, 190), Churned(200, 260), Churned(250, 320)]
+    assert while_waiting(done, 100, 300) == [Churned(110, 190), Churned(200, 260)]
+    assert while_waiting(done, 400, 500) == []

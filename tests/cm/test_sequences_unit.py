@@ -235,6 +235,10 @@ def test_bad_parameters_are_input_errors(world: FakeCMWorld) -> None:
         "traffic": True,
         "mode": "admin",
     }
+    with pytest.raises(InputError, match="flap: down_s is in"):
+        session(world).run("link_flap", every_s=1.0, down_s=1.0)
+    with pytest.raises(InputError, match="flaps is at least 1"):
+        session(world).run("link_flap", flaps=0)
     with pytest.raises(InputError, match="sequence close takes no count"):
         sequence_params("close", ["count=1"], None)
     with pytest.raises(InputError, match="write KEY=VALUE"):
@@ -249,6 +253,8 @@ def test_every_sequence_is_registered_with_its_session_first() -> None:
         "reject",
         "no_listener",
         "link_pull",
+        "link_flap",
+        "late_mpa_reply",
         "destroy_conn_sent",
         "listener_destroy",
         "storm",

@@ -3,16 +3,20 @@ error when the pair has none of the asked family (the agents faked: fake_cm)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
+from collections.abc import Iterator
 
 import pytest
 from fake_cm import FakeCMWorld
 
 from hil.cm.session import CMSession
 from hil.errors import InputError
+from hil.host.impairkinds import Impairment
 from hil.inventory.model import Pair
 from hil.judge.profiles import SIW
+from hil.judge.timeline import MPA_REQUEST_DROP, MSS_CLAMP
 
 
 def _dual(pair: Pair) -> Pair:
@@ -63,3 +67,51 @@ def test_a_family_the_pair_does_not_offer_says_what_each_port_has() -> None:
         "pair l01: CM sequences need an ipv6 address on both ports (address, or address6 "
         "for IPv6), and the inventory gives port p0 of h0: ipv4; port p0 of h1: ipv4"
     )
+
+
+def test_a_standing_hold_is_recorded_by_every_run_inside_it_and_by_none_after() -> None:
+    """An impairment's delay (PairSides.impaired) holds a side's frames back for every run
+    in its block: each run's timeline says so, so the wire rules expect them late."""
+    world = FakeCMWorld()
+    s = _session(world, world.pair)
+    with s.holding("b", 10_000):
+        first, second = s.run("connect"), s.run("connect")
+    for tl in (first, second):
+        assert tl.holds() == {s.address("b"): 10_000}
+        hold = next(a for a in tl.actions if a.name == "hold_egress")
+        assert (hold.side, hold.params["by"]) == ("b", "impairment")
+    assert s.run("connect").holds() == {}
+
+
+class _Applied:
+    """An ImpairControl that applies nothing: the impairment is the caller's concern here."""
+
+    @contextlib.contextmanager
+    def impaired(self, link: object, way: str, impairments: object) -> Iterator[list[object]]:
+        yield []
+
+
+def test_an_mss_clamp_is_recorded_as_the_senders_action_by_every_run_inside_it() -> None:
+    """The wire rule segments-within-the-clamped-mss judges the runs that record it."""
+    world = FakeCMWorld()
+    s = _session(world, world.pair)
+    s.impair_control = _Applied  # type: ignore[assignment, method-assign]
+    with s.impaired(s.way_from("a"), [Impairment("mss", mss=536)]):
+        tl = s.run("connect")
+    clamp = next(a for a in tl.actions if a.name == MSS_CLAMP)
+    assert (clamp.side, clamp.params) == ("a", {"mss": 536, "by": "impairment"})
+    assert not s.standing_clamps()
+    assert not [a for a in s.run("connect").actions if a.name == MSS_CLAMP]
+
+
+def test_an_mpa_request_drop_is_recorded_as_the_senders_action_by_every_run_inside_it() -> None:
+    """The wire rule mpa-request-retransmitted judges the runs that record it."""
+    world = FakeCMWorld()
+    s = _session(world, world.pair)
+    s.impair_control = _Applied  # type: ignore[assignment, method-assign]
+    with s.impaired(s.way_from("a"), [Impairment("drop-mpa-request")]):
+        tl = s.run("connect")
+    drop = next(a for a in tl.actions if a.name == MPA_REQUEST_DROP)
+    assert (drop.side, drop.params) == ("a", {"by": "impairment"})
+    assert not s.standing_drops()
+    assert not [a for a in s.run("connect").actions if a.name == MPA_REQUEST_DROP]

@@ -10,7 +10,7 @@ def test_exported_names() -> None:
         [
             "CAPTURE_MODES", "FIRMWARE_POLICIES", "MODULE_PARAMS", "PULL_MODES",
             "REQUIREMENT_KEYS", "CaptureMode", "CaptureSpec", "FirmwarePolicy",
-            "Host", "HostKeyPolicy", "IPInterface",
+            "Host", "HostKeyPolicy", "IPInterface", "ImpairSpec",
             "Inventory", "Link", "LinkEnd", "ModuleParam", "Pair", "PinnedParam", "Power",
             "PowerAction", "Pull", "PullMode", "Requirement", "Rnic", "Secret", "SshConfig",
             "check_value",

@@ -22,7 +22,7 @@ Hil = Callable[..., subprocess.CompletedProcess[str]]
 def test_check_example(hil: Hil) -> None:
     done = hil("inventory", "check", EXAMPLE)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"{EXAMPLE}: ok (10 hosts, 4 links)\n"
+    assert done.stdout == f"{EXAMPLE}: ok (11 hosts, 4 links)\n"
 
 
 def test_check_reports_every_file(hil: Hil, tmp_path: Path) -> None:
@@ -31,7 +31,7 @@ def test_check_reports_every_file(hil: Hil, tmp_path: Path) -> None:
     missing = tmp_path / "missing.yaml"
     done = hil("inventory", "check", str(bad), str(REPO / EXAMPLE), str(missing))
     assert done.returncode == 1
-    assert done.stdout == f"{REPO / EXAMPLE}: ok (10 hosts, 4 links)\n"
+    assert done.stdout == f"{REPO / EXAMPLE}: ok (11 hosts, 4 links)\n"
     assert done.stderr.splitlines() == [
         f"{bad}:3: hosts.a.ssh.prot: unknown key 'prot' (did you mean 'port'? allowed: "
         "connect_timeout, host, host_key_policy, identity_file, jump, key_passphrase, "
@@ -42,7 +42,7 @@ def test_check_reports_every_file(hil: Hil, tmp_path: Path) -> None:
 
 def test_check_without_file_uses_global_inventory_option(hil: Hil) -> None:
     done = hil("--inventory", EXAMPLE, "inventory", "check")
-    assert (done.returncode, done.stdout) == (0, f"{EXAMPLE}: ok (10 hosts, 4 links)\n")
+    assert (done.returncode, done.stdout) == (0, f"{EXAMPLE}: ok (11 hosts, 4 links)\n")
 
 
 def test_no_inventory_at_all_is_bad_input(hil: Hil) -> None:
@@ -64,8 +64,9 @@ def test_show_tables(hil: Hil) -> None:
     assert ["gen-b", "p0", "eno2", "siw", "-", "198.18.4.2/24", "1500", "10000", "-",
             "siw"] in lines  # fmt: skip
     assert ["t6-pair-1", "t6-a:p0", "t6-b:p0", "t6,chelsio", "admin,command",
-            "ends"] in lines  # fmt: skip
-    assert ["siw-pair-1", "gen-a:p0", "gen-b:p0", "siw", "admin,blackhole", "ends"] in lines
+            "ends", "middlebox", "mbox-1", "t6-b,t6-a"] in lines  # fmt: skip
+    assert ["siw-pair-1", "gen-a:p0", "gen-b:p0", "siw", "admin,blackhole", "ends", "netem",
+            "-"] in lines  # fmt: skip
 
 
 def test_show_require_filters_pairs(hil: Hil) -> None:
@@ -115,7 +116,7 @@ def test_show_json_round_trip(hil: Hil, tmp_path: Path) -> None:
     again = tmp_path / "again.json"
     again.write_text(json.dumps(doc))
     check = hil("inventory", "check", str(again))
-    assert (check.returncode, check.stdout) == (0, f"{again}: ok (10 hosts, 4 links)\n")
+    assert (check.returncode, check.stdout) == (0, f"{again}: ok (11 hosts, 4 links)\n")
     original = load(REPO / EXAMPLE)
     reloaded = load(again)
     assert (reloaded.hosts, reloaded.links) == (original.hosts, original.links)

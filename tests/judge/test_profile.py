@@ -28,3 +28,15 @@ def test_a_link_pull_promise_says_what_it_promises_and_why() -> None:
     both = mixed.link_pull_promise("carrier", traffic=False)
     assert both.bound_s is None and "siw sets no TCP keepalive" in both.basis
     assert "firmware's keepalive" in both.basis
+
+
+def test_a_flap_ends_a_connection_at_its_first_admin_down_or_not_before_tcp_gives_up() -> None:
+    siw = profile_for("siw", tcp_retries2=5)
+    # siw_netdev_down moves every QP to ERR at NETDEV_DOWN: the first admin down ends it.
+    assert siw.flap_bound_s("admin", down_s=0.1) == siw.admin_down_bound_s
+    # A carrier down shorter than TCP's give-up time is retransmitted through...
+    assert siw.flap_bound_s("carrier", down_s=1.0) is None
+    # ...one as long as the pull bound under traffic ends it within that bound.
+    busy = siw.link_pull_bound_s("carrier", True)
+    assert busy is not None
+    assert siw.flap_bound_s("carrier", down_s=busy) == busy

@@ -72,8 +72,10 @@ CAUSES = {
     "a refused write": ("a", "write", "a:1", {"how": "bad_rkey", "wc_status": 0}),
     "a write posted only": ("a", "write", "a:1", {"result": "ETIMEDOUT", "length": 64}),
     "a pull on either end": ("b", "pull", None, {"mode": "carrier", "traffic": False}),
+    "a flap on either end": ("a", "flap", None, {"mode": "admin", "every_s": 2, "down_s": 1}),
     "the device removed": ("a", "delete_netdev", None, {"netdev": "hilveth0"}),
     "a channel closed": ("b", "close_channel", None, {"round": 0}),
+    "a tool peer's start": ("b", "tool_peer", None, {"argv": "rping -s -a 198.18.0.2"}),
 }
 
 
@@ -149,3 +151,23 @@ def test_the_hand_made_runs_of_each_scenario_pass() -> None:
 def test_a_disconnected_before_the_link_pull_breaks_it() -> None:
     """An idle connection that drops before the pull: the pull explains nothing."""
     breaks(link_pull(-50), SIW, RULE, "last action before it: b:accept b:2")
+
+
+def _late_reply(failed: str | None) -> Timeline:
+    """b accepted c1, whose connect on a then ended ``failed`` (None: it did not); b then
+    got DISCONNECTED (the MPA timer's end releases a's socket, siw_cm.c:1125-1138)."""
+    b = Builder("late-mpa-reply")
+    b.act("b", "listen", "b:1", 0, backlog=8)
+    b.act("a", "connect", "a:1", 1, listener=True)
+    b.ev("b", "CONNECT_REQUEST", "b:2", 3, listen_id="b:1")
+    b.act("b", "accept", "b:2", 4)
+    b.ev("b", "ESTABLISHED", "b:2", 6)
+    if failed is not None:
+        b.ev("a", failed, "a:1", 10_000, status=-110)
+    b.ev("b", "DISCONNECTED", "b:2", 10_001)
+    return b.build()
+
+
+def test_a_connect_that_failed_after_its_peer_accepted_explains_the_peers_close() -> None:
+    assert not violations(_late_reply("UNREACHABLE"), SIW, RULE)
+    assert violations(_late_reply(None), SIW, RULE)

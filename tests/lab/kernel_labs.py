@@ -1,4 +1,5 @@
-"""The kernels of the matrix, the debug lab and the mutants, for the tests that boot a lab on one.
+"""The kernels of the matrix, the debug lab and the mutants, for the tests that boot a lab on one
+(and the opt-in of every test that boots a lab of its own: the middlebox lab's too).
 
 Each such test boots two guests of its own on a kernel other than the default
 (minutes under TCG, more on the debug kernel): .ci/run leaves them out.  They
@@ -24,11 +25,12 @@ from hil.lab import kernel, kernel_source
 OPT_IN = "HIL_LAB_KERNEL_TESTS"
 
 
-def opted_in(doc: str) -> None:
-    """Skip unless ``HIL_LAB_KERNEL_TESTS=1``, naming ``doc`` (where the test's kernel is told)."""
+def opted_in(doc: str, what: str = "on another kernel") -> None:
+    """Skip unless ``HIL_LAB_KERNEL_TESTS=1``, naming ``doc`` (where the test's lab is told)
+    and ``what`` lab the test boots."""
     if os.environ.get(OPT_IN) != "1":
         pytest.skip(
-            f"boots a lab of its own on another kernel (minutes): .ci/run leaves it out; "
+            f"boots a lab of its own {what} (minutes): .ci/run leaves it out; "
             f"run it with {OPT_IN}=1 ({doc})"
         )
 

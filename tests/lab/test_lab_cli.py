@@ -26,6 +26,8 @@ def hil(*args: str) -> subprocess.CompletedProcess[str]:
         (["up", "--dir", "/tmp/a b"], "use only letters"),
         (["up", "--accel", "xen"], "invalid choice: 'xen'"),
         (["up", "--kernel", "/no/bzImage", "--debug"], "give it with --kernel SERIES, not a path"),
+        (["up", "--kernel-b", "/no/bzImage"], "kernel /no/bzImage: No such file or directory"),
+        (["up", "--middlebox", "--hosts", "3"], "--middlebox sits between two hosts, not 3"),
         (["kernel", "--source", "linux-6"], "kernel source 'linux-6': give a Debian package"),
         (["kernel", "--source", "/no/linux-source-6.12.tar.xz"], "no such file"),
     ],

@@ -50,3 +50,19 @@ def test_vng_gets_no_shell_syntax_and_tcg_when_asked() -> None:
         network.cables(ID, 2, (41000, 41001)),
     )
     assert "--disable-kvm" not in kvm
+
+
+def test_the_root_is_mounted_with_vngs_9p_options_plus_a_cache() -> None:
+    spec = guestcmd.GuestSpec(FIRST, 0, 40000, "768M", "tcg")
+    argv = guestcmd.vng_argv(Path("/k/bzImage"), LAB, spec, network.cables(ID, 2, (41000, 41001)))
+    appended = [argv[i + 1] for i, a in enumerate(argv) if a == "--append"]
+    # vng puts --append after its own rootflags=...msize=524288 (virtme-ng
+    # 1.42), and the kernel keeps the last: ours must repeat vng's options.
+    (rootflags,) = [a for a in appended if a.startswith("rootflags=")]
+    assert rootflags.split("=", 1)[1].split(",") == [
+        "version=9p2000.L",
+        "trans=virtio",
+        "access=any",
+        "msize=524288",
+        "cache=loose",
+    ]

@@ -12,8 +12,11 @@ from hil.lab import bootfiles, inventory, network
 from hil.lab.state import GuestState, LabState
 
 
-def lab_state(lab_dir: Path, n: int) -> tuple[LabState, list[network.Cable]]:
-    """The state ``up`` records for an ``n``-guest lab in ``lab_dir`` (the processes made up)."""
+def lab_state(
+    lab_dir: Path, n: int, middlebox: bool = False
+) -> tuple[LabState, list[network.Cable]]:
+    """The state ``up`` records for an ``n``-guest lab in ``lab_dir`` (the processes made up),
+    a middlebox lab with ``middlebox``."""
     lab = network.lab_id(lab_dir)
     ports = network.Ports(
         ssh=tuple(2200 + i for i in range(n)), cables=tuple(3300 + i for i in range(2 * (n - 1)))
@@ -31,8 +34,10 @@ def lab_state(lab_dir: Path, n: int) -> tuple[LabState, list[network.Cable]]:
         )
         for i, name in enumerate(names)
     )
-    state = LabState(str(lab_dir), "boot", time.time(), "tcg", "/k", ports.cables, guests)
-    return state, network.cables(lab, n, ports.cables)
+    state = LabState(
+        str(lab_dir), "boot", time.time(), "tcg", "/k", ports.cables, guests, middlebox=middlebox
+    )
+    return state, network.cables(lab, n, ports.cables, middlebox)
 
 
 def test_two_guest_inventory_loads_with_strict_host_keys_and_siw(tmp_path: Path) -> None:
@@ -109,3 +114,43 @@ def test_guest_boot_files_match_the_inventory(tmp_path: Path) -> None:
     assert "Subsystem sftp /usr/lib/openssh/sftp-server" in (conf / "sshd_config").read_text()
     known = bootfiles.write_known_hosts(tmp_path, [(2201, host_pub)])
     assert known.read_text() == "[127.0.0.1]:2201 " + " ".join(host_pub.split()[:2]) + "\n"
+
+
+def test_a_middlebox_lab_has_one_link_whose_impairment_point_is_the_middlebox(
+    tmp_path: Path,
+) -> None:
+    # hil's own loader, as `hil inventory check` reads it: it refuses a middlebox that does
+    # not face both of the link's ends (hil/inventory/impairs.py).
+    state, cables = lab_state(tmp_path, 3, middlebox=True)
+    lab = network.lab_id(tmp_path)
+    inv = loader.load(inventory.write(state, cables))
+    (pair,) = inv.pairs()
+    assert pair.name == f"{lab}-0-1"
+    assert (str(pair.link.a), str(pair.link.b)) == (f"{lab}-0:p0", f"{lab}-1:p0")
+    impair = pair.link.impair
+    assert (impair.mode, impair.host) == ("middlebox", f"{lab}-2")
+    assert (impair.netdev_toward(pair.link.a), impair.netdev_toward(pair.link.b)) == (
+        "data0",
+        "data1",
+    )
+    mbox = inv.hosts[f"{lab}-2"]
+    assert (mbox.rnics, set(mbox.tags)) == ((), {"virtual", "middlebox"})
+    b = inv.hosts[f"{lab}-1"].rnic("p0")
+    assert b.address == ipaddress.ip_interface("198.18.0.2/24")  # one subnet, A to B
+
+
+def test_the_middlebox_bridges_its_two_nics_and_has_no_siw(tmp_path: Path) -> None:
+    _, cables = lab_state(tmp_path, 3, middlebox=True)
+    client = bootfiles.write_client_key(tmp_path)
+    name = network.guest_name(network.lab_id(tmp_path), network.MIDDLEBOX)
+    bootfiles.write_guest(tmp_path, network.MIDDLEBOX, name, cables, client)
+    conf = bootfiles.guest_conf_dir(tmp_path, name)
+    assert (conf / "nics").read_text().splitlines()[1:] == [
+        "52:54:00:01:02:00 data0 - -",
+        "52:54:00:01:02:01 data1 - -",
+    ]
+    assert (conf / "siw").read_text() == ""
+    assert (conf / "bridge").read_text() == "br0 data0 data1\n"
+    a = network.guest_name(network.lab_id(tmp_path), 0)
+    bootfiles.write_guest(tmp_path, 0, a, cables, client)
+    assert (bootfiles.guest_conf_dir(tmp_path, a) / "bridge").read_text() == ""

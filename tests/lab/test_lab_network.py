@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import InputError
+from hil.errors import InputError, LabError
 from hil.lab import network
 
 LAB = "lab1a2b"
@@ -31,6 +31,30 @@ def test_three_guests_chain_and_the_middle_one_has_two_data_nics() -> None:
         ("lab1a2b-0-1", "data0", "198.18.0.2/24", "2001:2::2/64"),
         ("lab1a2b-1-2", "data1", "198.18.1.1/24", "2001:2:0:1::1/64"),
     ]
+
+
+def test_a_middlebox_lab_wires_a_to_m_to_b_and_its_one_link_is_a_to_b() -> None:
+    to_m, to_b = network.cables(LAB, 3, (1, 2, 3, 4), middlebox=True)
+    ends = [
+        (e.guest, e.nic.netdev, e.nic.address, e.port) for c in (to_m, to_b) for e in (c.a, c.b)
+    ]
+    # M (guest 2) has no address on either NIC: it bridges them.
+    assert ends == [
+        (0, "data0", "198.18.0.1/24", 1),
+        (2, "data0", None, 2),
+        (2, "data1", None, 3),
+        (1, "data0", "198.18.0.2/24", 4),
+    ]
+    (link,) = network.links([to_m, to_b], middlebox=True)
+    assert link.name == "lab1a2b-0-1"  # the two-guest lab's pair name
+    assert (link.a, link.b) == (to_m.a, to_b.b)
+    assert link.middlebox == (to_m.b, to_b.a)
+    assert [link.name for link in network.links([to_m], middlebox=False)] == ["lab1a2b-0-2"]
+
+
+def test_a_middlebox_lab_has_three_guests() -> None:
+    with pytest.raises(LabError, match="a middlebox lab has 3 guests, not 4"):
+        network.cables(LAB, 4, tuple(range(6)), middlebox=True)
 
 
 def test_names_carry_the_lab_id_of_the_directory(tmp_path: Path) -> None:

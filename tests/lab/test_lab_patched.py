@@ -1,8 +1,8 @@
 """hil/lab/patched.py: patch headers, and a patch applied to a copy, the default tree untouched.
 
 A tiny fake tree stands in for the kernel's (no build here); the last test
-checks every patch of bench/mutants/ against the real lab kernel tree, and
-skips when that tree was never extracted.
+checks every patch of bench/mutants/ and bench/reverts/ against the real lab
+kernel tree, and skips when that tree was never extracted.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from labtree import applied, lab_tree
 
 from hil.errors import InputError, LabError
-from hil.lab import kernel, patched
+from hil.lab import patched
 
 MUTANTS = Path(__file__).resolve().parents[2] / "bench" / "mutants"
+REVERTS = MUTANTS.with_name("reverts")
 ORIGINAL = {"drivers/a.c": "int a(void)\n{\n\treturn 0;\n}\n", "drivers/b.c": "int b;\n"}
 
 
@@ -64,6 +66,17 @@ def test_the_header_gives_name_wrong_behaviour_and_suites(tmp_path: Path) -> Non
     assert p.killed_by[1].pytest_args() == ["suites/test_connect.py", "-k", "reject or x"]
     assert p.files == ("drivers/a.c",)
     assert p.diff.startswith("--- a/drivers/a.c\n")
+    assert p.extra == () and not p.debug
+
+
+def test_other_header_fields_are_kept_and_kernel_debug_asks_for_the_debug_tree(
+    tmp_path: Path,
+) -> None:
+    path = write_patch(tmp_path, "a-one", ORIGINAL["drivers/a.c"] + "int c;\n")
+    path.write_text('Fix: abc "x: y"\nRuns: 3\nKernel: debug\n' + path.read_text())
+    p = patched.read_patch(path)
+    assert (p.field("fix"), p.field("runs"), p.field("nope")) == ('abc "x: y"', "3", None)
+    assert p.debug and p.name == "a-one"
 
 
 @pytest.mark.parametrize(
@@ -134,21 +147,17 @@ def test_a_patch_of_a_file_the_tree_lacks_names_it(tmp_path: Path) -> None:
         patched.apply(patched.read_patch(path), base, copy)
 
 
-def test_every_mutant_applies_to_the_lab_kernel_tree(tmp_path: Path) -> None:
-    try:
-        tree = kernel.tree_dir(kernel.find_source())
-    except LabError as e:
-        pytest.skip(str(e))
-    if not (tree / "drivers/infiniband/sw/siw/siw_cm.c").is_file():
-        pytest.skip(f"no lab kernel tree ({tree}): `hil lab kernel` extracts and builds it")
-    mutants = [patched.read_patch(f) for f in sorted(MUTANTS.glob("*.patch"))]
-    assert len(mutants) >= 10
+@pytest.mark.parametrize(
+    ("where", "at_least", "mark"), [(MUTANTS, 10, "mutant"), (REVERTS, 4, "revert")]
+)
+def test_every_patch_applies_to_the_lab_kernel_tree(
+    tmp_path: Path, where: Path, at_least: int, mark: str
+) -> None:
+    tree = lab_tree()
+    mutants = [patched.read_patch(f) for f in sorted(where.glob("*.patch"))]
+    assert len(mutants) >= at_least
     for m in mutants:
-        copy = tmp_path / m.name / "linux"  # its own work dir, as in a real build
-        for rel in m.files:
-            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.link(tree / rel, copy / rel)
         before = {rel: (tree / rel).read_bytes() for rel in m.files}
-        patched.apply(m, tree, copy)
+        copy = applied(m, tree, tmp_path)
         assert {rel: (tree / rel).read_bytes() for rel in m.files} == before
-        assert all(f"hil mutant {m.name}" in (copy / rel).read_text() for rel in m.files)
+        assert all(f"hil {mark} {m.name}" in (copy / rel).read_text() for rel in m.files)

@@ -17,6 +17,7 @@ import pytest
 from hil.cli import main
 from hil.errors import EXIT_INFRA, InputError, LabError
 from hil.lab import control, network, state
+from hil.lab.labboot import Images
 from hil.lab.state import GuestState, LabState
 
 
@@ -212,17 +213,72 @@ def test_up_reuses_a_healthy_lab_only_when_it_runs_the_kernel_asked_for(
     fault, default = tmp_path / "fault" / "bzImage", tmp_path / "default" / "bzImage"
     lab = recorded(lab_dir, proc, qmp, ssh_port=ssh_port, kernel=str(fault))
     said: list[str] = []
-    assert control._reuse_or_clean(lab_dir, 1, said.append, fault) == lab
+    assert control._reuse_or_clean(lab_dir, 1, said.append, Images(fault, (fault,))) == lab
     assert said[-1].startswith(f"lab: already up in {lab_dir}")
     # The default kernel not built yet: the running lab's kernel is taken as it is.
     assert control._reuse_or_clean(lab_dir, 1, said.append, None) == lab
     with pytest.raises(InputError) as e:
-        control._reuse_or_clean(lab_dir, 1, said.append, default)
+        control._reuse_or_clean(lab_dir, 1, said.append, Images(default, (default,)))
     assert str(e.value) == (
         f"{lab_dir}: a lab booted with the kernel {fault} runs here; "
         f"`hil lab down --dir {lab_dir}` first to boot {default}"
     )
     assert proc.poll() is None  # refused, not replaced: the running lab is left alone
+
+
+def test_up_reuses_a_mixed_lab_only_when_each_guest_runs_the_kernel_asked_for(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str], ssh_port: int
+) -> None:
+    proc, qmp = stand_in
+    lab_dir = tmp_path / "lab"
+    old, new = tmp_path / "6.1" / "bzImage", tmp_path / "6.12" / "bzImage"
+    lab = recorded(lab_dir, proc, qmp, ssh_port=ssh_port, kernel=str(old))
+    lab = dataclasses.replace(lab, guests=(dataclasses.replace(lab.guests[0], kernel=str(new)),))
+    state.save(lab)
+    assert lab.mixed is False  # one guest: nothing to differ from
+    assert lab.kernel_of(lab.guests[0]) == str(new)
+    assert control._reuse_or_clean(lab_dir, 1, print, Images.of(old, 1, {0: new})) == lab
+    with pytest.raises(InputError) as e:
+        control._reuse_or_clean(lab_dir, 1, print, Images.of(old, 1, {}))
+    assert str(e.value) == (
+        f"{lab_dir}: a lab booted with the kernel {new} on {first_guest(lab_dir)} runs here; "
+        f"`hil lab down --dir {lab_dir}` first to boot {old}"
+    )
+
+
+def test_up_reuses_a_lab_only_in_the_form_asked_for(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str], ssh_port: int
+) -> None:
+    proc, qmp = stand_in
+    lab_dir = tmp_path / "lab"
+    lab = recorded(lab_dir, proc, qmp, ssh_port=ssh_port)
+    with pytest.raises(InputError) as e:
+        control._reuse_or_clean(lab_dir, 1, print, None, middlebox=True)
+    assert str(e.value) == (
+        f"{lab_dir}: a lab without a middlebox runs here; `hil lab down --dir {lab_dir}` first"
+    )
+    state.save(dataclasses.replace(lab, middlebox=True))
+    assert control._reuse_or_clean(lab_dir, 1, print, None, middlebox=True) is not None
+    with pytest.raises(InputError, match="a lab with a middlebox runs here"):
+        control._reuse_or_clean(lab_dir, 1, print, None)
+    assert proc.poll() is None  # refused, not replaced
+
+
+def test_a_kernel_for_a_guest_the_lab_lacks_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"a kernel for guest 2: the lab has guests 0-1"):
+        control.up(tmp_path / "lab", hosts=2, guest_images={2: tmp_path / "bzImage"})
+
+
+def test_a_state_file_from_before_mixed_labs_boots_each_guest_with_the_lab_kernel(
+    tmp_path: Path, stand_in: tuple[subprocess.Popen[bytes], str]
+) -> None:
+    lab = recorded(tmp_path / "lab", *stand_in)
+    raw = json.loads((tmp_path / "lab" / state.STATE_FILE).read_text())
+    del raw["guests"][0]["kernel"]
+    (tmp_path / "lab" / state.STATE_FILE).write_text(json.dumps(raw))
+    loaded = state.load(tmp_path / "lab")
+    assert loaded is not None
+    assert loaded.kernel_of(loaded.guests[0]) == lab.kernel == "/k"
 
 
 def test_status_names_the_kernel_the_lab_booted(

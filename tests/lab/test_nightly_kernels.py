@@ -1,4 +1,6 @@
-"""``ci/nightly --kernels`` and ``--debug-lab``: one run per kernel, each on its own lab.
+"""``ci/nightly --kernels``, ``--debug-lab`` and ``--interop``: one run per kernel (or per
+way round of a mixed pair), each on its own lab; ``--middlebox``: the impairment suite on
+a middlebox lab of its own; ``--reverts``: the revert score of bench/reverts/run.py.
 
 ci/nightly runs in a copy of the repository's ci/ whose ``ci/install``,
 ``.venv/bin/hil`` and ``.venv/bin/python`` are stand-ins that log their
@@ -8,21 +10,14 @@ real --debug-lab night ran on the debug lab, docs/notes/debug-lab-nights.md).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from ci_stubs import ci_copy
 
-ROOT = Path(__file__).resolve().parents[2]
-
-# Each stand-in appends "NAME ARGS" to calls.log; `lab up` prints an inventory path,
-# the pipeline exits with the status its kernel's label asks for (6.12: 1), else logs the
-# PYTEST_ADDOPTS it was given.
-STUB = """#!/usr/bin/env bash
-echo "{name} $*" >>"$(dirname "$0")/{up}calls.log"
-{body}
-"""
+# `lab up` prints an inventory path; the pipeline exits with the status its kernel's
+# label asks for (6.12: 1), else logs the PYTEST_ADDOPTS it was given.
 HIL_BODY = '[ "$1 $2" != "lab up" ] || echo /tmp/inventory.yaml'
 PYTHON_BODY = """case "$*" in
     *default_dir*) echo /tmp/labs/lab ;;
@@ -34,19 +29,7 @@ esac"""
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    (tmp_path / "ci").mkdir()
-    shutil.copy(ROOT / "ci" / "nightly", tmp_path / "ci" / "nightly")
-    stubs = {
-        "ci/install": ("install", "../", ""),
-        ".venv/bin/hil": ("hil", "../../", HIL_BODY),
-        ".venv/bin/python": ("python", "../../", PYTHON_BODY),
-    }
-    for rel, (name, up, body) in stubs.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(STUB.format(name=name, up=up, body=body))
-        path.chmod(0o755)
-    return tmp_path
+    return ci_copy(tmp_path, "nightly", HIL_BODY, PYTHON_BODY)
 
 
 def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -66,12 +49,17 @@ def nightly(repo: Path, *args: str) -> tuple[int, list[str]]:
     return out.returncode, log.read_text().splitlines() if log.exists() else [out.stderr]
 
 
+def lab_runs(calls: list[str]) -> list[str]:
+    """The calls that build, boot or stop a lab, or run the suites, in order."""
+    return [c for c in calls if c.startswith(("hil ", "python -m"))]
+
+
 def test_each_kernel_runs_on_its_own_lab_into_its_own_reports(repo: Path) -> None:
     status, calls = nightly(
         repo, "--kernels", "6.1,6.12", "--reports", "R", "--suite", "s.py", "--", "-k", "x"
     )
     assert status == 1  # the worst run's: 6.12's pipeline failed
-    runs = [c for c in calls if c.startswith(("hil ", "python -m"))]
+    runs = lab_runs(calls)
     assert runs == [
         "hil lab kernel --source 6.1",
         "hil lab up --dir /tmp/labs/lab-6.1 --kernel 6.1",
@@ -84,6 +72,27 @@ def test_each_kernel_runs_on_its_own_lab_into_its_own_reports(repo: Path) -> Non
         "hil lab down --dir /tmp/labs/lab-6.12",
     ]
     assert runs[6].endswith("--reports R/6.12 -- -k x --hil-metric-label kernel=6.12")
+    assert "install --kernel-sources 6.1,6.12" in calls
+
+
+def test_a_mixed_pair_runs_both_ways_round_each_on_its_own_lab(repo: Path) -> None:
+    status, calls = nightly(repo, "--interop", "6.1:6.12", "--reports", "R", "--", "-k", "x")
+    assert status == 1  # the worse run's: the swapped one's pipeline (kernel=6.12-6.1) failed
+    runs = lab_runs(calls)
+    assert runs == [
+        "hil lab kernel --source 6.12",
+        "hil lab kernel --source 6.1",
+        "hil lab up --dir /tmp/labs/lab-6.1-6.12 --kernel-a 6.1 --kernel-b 6.12",
+        "python -m hil.report.pipeline suites --inventory /tmp/inventory.yaml "
+        "--reports R/6.1-6.12 -- -k x --hil-metric-label kernel=6.1-6.12",
+        "hil lab down --dir /tmp/labs/lab-6.1-6.12",
+        "hil lab kernel --source 6.1",
+        "hil lab kernel --source 6.12",
+        "hil lab up --dir /tmp/labs/lab-6.12-6.1 --kernel-a 6.12 --kernel-b 6.1",
+        "python -m hil.report.pipeline suites --inventory /tmp/inventory.yaml "
+        "--reports R/6.12-6.1 -- -k x --hil-metric-label kernel=6.12-6.1",
+        "hil lab down --dir /tmp/labs/lab-6.12-6.1",
+    ]
     assert "install --kernel-sources 6.1,6.12" in calls
 
 
@@ -124,6 +133,37 @@ def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
     )
 
 
+def test_reverts_runs_the_revert_score_under_the_lab_lock_keeping_its_logs(repo: Path) -> None:
+    status, calls = nightly(repo, "--reverts", "--reports", "R", "--lab-lock", "/tmp/l.lock")
+    assert status == 0
+    runs = [c for c in calls if c.startswith(("hil ", "python "))]
+    assert len(runs) == 1 and runs[0].startswith(
+        "python bench/reverts/run.py --lock /tmp/l.lock --keep R/reverts/"
+    )  # no lab of the nightly's own, no suites: the runner boots one per revert kernel
+    assert "install " in calls
+
+
+def test_middlebox_runs_the_impairment_suite_on_a_middlebox_lab_of_its_own(repo: Path) -> None:
+    status, calls = nightly(repo, "--middlebox", "--reports", "R", "--", "-k", "loss")
+    assert status == 0
+    runs = lab_runs(calls)
+    assert runs == [
+        "hil lab kernel",
+        "hil lab up --dir /tmp/labs/lab-middlebox --middlebox",
+        "python -m hil.report.pipeline suites/test_impairment.py --inventory /tmp/inventory.yaml "
+        "--reports R/middlebox -- -k loss --hil-metric-label lab=middlebox",
+        "hil lab down --dir /tmp/labs/lab-middlebox",
+    ]
+
+
+def test_middlebox_runs_the_suites_given_instead(repo: Path) -> None:
+    status, calls = nightly(repo, "--middlebox", "--lab-dir", "/tmp/m", "--suite", "s.py")
+    assert status == 0
+    assert "hil lab up --dir /tmp/m-middlebox --middlebox" in calls
+    (pipeline,) = [c for c in calls if "hil.report.pipeline" in c]
+    assert pipeline.startswith("python -m hil.report.pipeline s.py --inventory ")
+
+
 def test_the_nightly_sweeps_every_race_at_its_full_budget(repo: Path) -> None:
     # suites/test_races.py's bounded sweeps are ci/suites'; the nightly asks for the full ones.
     status, calls = nightly(repo, "--lab-dir", "/tmp/d")
@@ -136,6 +176,10 @@ def test_the_nightly_sweeps_every_race_at_its_full_budget(repo: Path) -> None:
     [
         (["--kernels", "6.1,latest"], "--kernels takes kernel series separated by commas"),
         (["--debug-lab", "--inventory", "lab.yaml"], "boot virtual labs; not with an inventory"),
+        (["--interop", "6.1"], "--interop takes host A's and host B's kernel series"),
+        (["--interop", "6.1:6.12", "--kernels", "6.1"], "runs its own two labs; not with"),
+        (["--middlebox", "--inventory", "lab.yaml"], "--middlebox boots a virtual lab of its own"),
+        (["--middlebox", "--kernels", "6.12"], "--middlebox boots a virtual lab of its own"),
     ],
 )
 def test_a_bad_matrix_is_refused_before_anything_runs(

@@ -8,13 +8,22 @@ import random
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from hil.errors import InputError
 from hil.peer.builtin import SCENARIOS
-from hil.peer.fuzz import KINDS, Finding, MutationKind, Progress, fuzz, make_case, mutate
+from hil.peer.fuzz import (
+    KINDS,
+    Finding,
+    LeakScans,
+    MutationKind,
+    Progress,
+    fuzz,
+    make_case,
+    mutate,
+)
 from hil.peer.scenario import Scenario, Send, parse, to_data
 
 BUILT_IN = list(SCENARIOS)
@@ -168,3 +177,91 @@ def test_a_run_reports_progress_and_shrunk_findings_as_they_come() -> None:
     for f in found:
         assert f.shrunk.reproduced and _bad_crc_send(f.case.scenario)
         assert _sends(f.shrunk.scenario) == [Send("fpdu", (("opcode", "send"), ("crc", "bad")))]
+
+
+def test_no_reorder_moves_a_send_naming_the_dut_region_before_its_reg_mr() -> None:
+    tagged = SCENARIOS["write-past-region-end"]
+    for seed in range(40):
+        applied = mutate(random.Random(seed), tagged, "reorder")
+        if applied is not None:  # a valid scenario still: the loader checks the order
+            parse(to_data(applied[0]), f"reorder {seed}")
+
+
+class Kmemleak:
+    """The DUT's kmemleak at the loop's boundary: a case that ``leaky`` names leaks an
+    object when it runs (only its first ``times`` runs, when given); a scan reports what
+    leaked since the last one, and clears it (hil/host/kmemleak.py's scan)."""
+
+    def __init__(self, leaky: Callable[[Scenario], bool], times: int | None = None) -> None:
+        self.leaky, self.times = leaky, times
+        self.pending: list[str] = []
+        self.log: list[str] = []  # "run NAME" and "scan" in order
+
+    def unscanned(self, scenario: Scenario) -> bool:
+        self.log.append(f"run {scenario.name}")
+        if self.leaky(scenario) and (self.times is None or self.times > 0):
+            self.times = None if self.times is None else self.times - 1
+            self.pending.append(scenario.name)
+        return _bad_crc_send(scenario)  # another kind of finding: never a leak
+
+    def scan(self) -> str:
+        self.log.append("scan")
+        report = "".join(f"unreferenced object, from {n}\n" for n in self.pending)
+        self.pending.clear()
+        return report
+
+    def fails(self, scenario: Scenario) -> bool:
+        """A case with its own scan, as without batches."""
+        failed = self.unscanned(scenario)
+        return bool(self.scan()) or failed
+
+    def scans(self, every: int) -> LeakScans:
+        return LeakScans(every, self.unscanned, self.scan)
+
+
+def _named(number: int) -> Callable[[Scenario], bool]:
+    return lambda s: s.name.endswith(f"-fuzz-5-{number}")
+
+
+def _batched(dut: Kmemleak, cases: int, every: int = 10) -> list[Finding]:
+    found: list[Finding] = []
+    scenarios = [SCENARIOS["v2-connect-send"]]
+    fuzz(scenarios, dut.fails, seed=5, cases=cases, scans=dut.scans(every), on_finding=found.append)
+    return found
+
+
+def test_kmemleak_is_scanned_once_a_batch_and_after_the_last_case() -> None:
+    dut = Kmemleak(lambda s: False)
+    assert _batched(dut, 25) == []
+    scans = [i for i, e in enumerate(dut.log) if e == "scan"]
+    assert len(dut.log) == 25 + 3 and scans == [10, 21, 27]  # after cases 10, 20 and 25
+
+
+def test_a_batch_that_leaks_is_run_again_a_case_at_a_time_to_name_the_case() -> None:
+    dut = Kmemleak(_named(13))
+    (finding,) = _batched(dut, 20)
+    assert finding.case.number == 13 and not finding.batch
+    assert finding.shrunk.reproduced  # shrunk with a scan after each try
+    # Cases 10-19 ran, the scan after them leaked: each run again alone, scanned after it.
+    rerun = dut.log[22 : 22 + 2 * 4]
+    assert rerun == [x for n in range(10, 14) for x in (f"run v2-connect-send-fuzz-5-{n}", "scan")]
+
+
+def test_a_leak_no_case_makes_alone_is_a_finding_of_the_whole_batch() -> None:
+    dut = Kmemleak(_named(4), times=1)
+    (finding,) = _batched(dut, 10, every=5)
+    assert [c.number for c in finding.batch] == [0, 1, 2, 3, 4] and finding.case.number == 4
+    assert finding.leak == "unreferenced object, from v2-connect-send-fuzz-5-4\n"
+    assert not finding.shrunk.reproduced
+
+
+def test_a_case_failing_otherwise_is_scanned_at_once_before_its_shrink() -> None:
+    # Case 2 leaks; the first case with a bad-CRC SEND fails otherwise (never a leak).
+    bad = next(n for n in range(3, 100) if _bad_crc_send(make_case(BUILT_IN, 5, n).scenario))
+    dut = Kmemleak(_named(2))
+    found: list[Finding] = []
+    fuzz(BUILT_IN, dut.fails, seed=5, cases=bad + 1, scans=dut.scans(1000), on_finding=found.append)
+    after = dut.log.index(f"run {make_case(BUILT_IN, 5, bad).scenario.name}") + 1
+    assert dut.log[after] == "scan"  # the batch closed by the failing case
+    assert sorted(f.case.number for f in found) == [2, bad]
+    assert all(not f.batch for f in found)  # the leak named case 2, not the failing case

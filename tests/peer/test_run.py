@@ -3,15 +3,26 @@ registry (hil/peer/run.py); the run itself is the lab's (suites/test_wire_confor
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import pytest
 
+from hil.agent.peerrun import PeerResult
 from hil.errors import InputError
 from hil.judge.peerproviders import expect
 from hil.peer.builtin import SCENARIOS
 from hil.peer.judge import BOUND_SLACK_S, Observed, judge, record_text
-from hil.peer.run import ACTIONS, DRAIN_S, SEGMENT_SLACK_S, _segment_s
+from hil.peer.run import (
+    ACTIONS,
+    DRAIN_S,
+    PROMPT_S,
+    SEGMENT_SLACK_S,
+    DutFailed,
+    DutState,
+    _observed,
+    _on_dut,
+    _segment_s,
+)
 from hil.peer.scenario import DutAction
 
 MS = 1_000_000  # ns
@@ -28,7 +39,8 @@ def rx(t_ms: float, frame: str, **fields: Any) -> dict[str, Any]:
 
 CONNECTED = (
     tx(0, "mpa_request", rev=2, c=1),
-    rx(50, "mpa_reply", rev=2, c=1),
+    # siw's reply to the peer's default IRD/ORD 4 with its accept's 1/1 (peerproviders).
+    rx(50, "mpa_reply", rev=2, c=1, m=0, r=0, p2p=0, ird=4, ord=1),
 )
 ESTABLISHED = ("connect_request", "established")
 
@@ -184,3 +196,89 @@ def test_every_built_in_has_a_siw_expectation() -> None:
 def test_a_segment_waits_for_every_wait_of_the_scenario() -> None:
     scenario = SCENARIOS["mpa-incomplete-request"]
     assert _segment_s(scenario) == pytest.approx(65.0 + DRAIN_S + SEGMENT_SLACK_S)
+
+
+class _Ep:
+    """The DUT endpoint's two calls _observed makes (a fake at the agent boundary)."""
+
+    def __init__(self) -> None:
+        self.waits: list[tuple[str, float]] = []
+
+    def wait(self, event: str, conn: str | None, within: float) -> None:
+        self.waits.append((event, within))
+
+    def collect(self) -> None:
+        pass
+
+
+class _Rec:
+    def events(self) -> list[Any]:
+        return []
+
+
+def _state() -> tuple[DutState, _Ep]:
+    ep = _Ep()
+    return DutState(cast(Any, _Rec()), cast(Any, ep), "a", 4791, "198.18.0.2"), ep
+
+
+def test_the_run_waits_for_the_last_expected_event_only_when_asked() -> None:
+    result = PeerResult([], None, None, "", "")
+    state, ep = _state()
+    _observed(state, result, ("connect_request", "established"))
+    assert ep.waits == [("ESTABLISHED", PROMPT_S)]
+    state, ep = _state()  # a fuzz case: its verdict is never judged, so no wait
+    _observed(state, result, ())
+    assert ep.waits == []
+
+
+class _Received:
+    """The DUT's endpoint at its boundary: ``received`` answers one completion."""
+
+    def __init__(self, status: int, data: str = "") -> None:
+        self.value = {"status": status, "data": data, "error": "flushed" if status else None}
+
+    def received(self, conn: str, wait: float) -> Any:
+        return type("Out", (), {"ok": True, "value": self.value, "action": None})()
+
+
+def _dut(status: int, data: str = "") -> Any:
+    return type("State", (), {"ep": _Received(status, data), "conn": lambda self, a: "1.2"})()
+
+
+def test_recv_checks_a_flushed_receive_when_asked_and_a_good_one_by_default() -> None:
+    recv = ACTIONS["recv"].run
+    recv(_dut(5), {"status": 5})  # IBV_WC_WR_FLUSH_ERR: the QP moved to ERROR
+    recv(_dut(0, "68696c"), {"payload": "68696c"})
+    with pytest.raises(DutFailed, match="completion status 0, not 5"):
+        recv(_dut(0), {"status": 5})
+    with pytest.raises(DutFailed, match="no receive completed"):
+        recv(_dut(5), {})
+
+
+class _Registers:
+    """A DUT endpoint whose reg_mr answers as siw's would (an STag of key 0)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, int, list[str]]] = []
+
+    def reg_mr(self, cm_id: str, length: int, access: list[str]) -> Any:
+        self.asked.append((cm_id, length, access))
+        value = {"stag": 0x1200, "base": 0x7F00_0000_1000, "length": length}
+        return type("Out", (), {"ok": True, "value": value, "action": None})()
+
+
+def test_reg_mr_registers_on_the_connection_and_shares_the_region_with_the_peer() -> None:
+    state = DutState(cast(Any, None), cast(Any, _Registers()), "a", 7174, "198.18.0.2")
+    state.conn_id = "a:1"
+    write = {"step": "send", "frame": "fpdu", "opcode": "write", "to": {"dut": "base+len"}}
+    reg = {"step": "dut", "action": "reg_mr", "args": {"length": 64, "access": "remote_read"}}
+    renewed = _on_dut(state, reg, [reg, write])
+    assert cast(Any, state.ep).asked == [("a:1", 64, ["remote_read"])]
+    assert renewed is not None and renewed[1]["to"] == 0x7F00_0000_1000 + 64
+    assert state.shared == {"stag": 0x1200, "base": 0x7F00_0000_1000, "len": 64}
+    bad = {**reg, "args": {"access": "remote_write,remote_atomic"}}
+    assert _on_dut(state, bad, [bad]) is None
+    assert state.troubles == [
+        "DUT action reg_mr: reg_mr: access 'remote_atomic' is not one of "
+        "local_write, remote_write, remote_read"
+    ]

@@ -17,10 +17,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cm"))  # fake_cm, 
 # ci/lint's mypy of tests/peer has tests/cm off its path: the fakes are Any here.
 from fake_cm import ADDRS, FakeAgent, FakeCMWorld  # type: ignore[import-not-found]  # noqa: E402
 
+from hil.cm.clock import controller_us  # noqa: E402
 from hil.cm.session import CMSession  # noqa: E402
 from hil.errors import InputError  # noqa: E402
 from hil.inventory.model import Host, PeerSpec, SshConfig  # noqa: E402
 from hil.judge.profiles import SIW  # noqa: E402
+from hil.judge.timeline import RAW_TCP  # noqa: E402
 from hil.peer import run  # noqa: E402
 from hil.peer.scenario import Scenario  # noqa: E402
 
@@ -105,3 +107,27 @@ def test_a_peer_host_outside_the_pair_is_refused_naming_the_entry(
     )
     assert "{host: h1, source: ADDRESS}" in str(e.value)
     assert not peer_runs  # refused before any agent ran the peer
+
+
+def test_the_peers_connection_is_left_to_the_peer_verdict_from_before_its_syn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The wire judge leaves out a connection that began within the RAW_TCP action's span;
+    # the SYN precedes the peer's first frame, so the span starts before the peer's run.
+    called_us: list[int] = []
+
+    def peer_run(self: FakeAgent, **params: Any) -> dict[str, Any]:
+        called_us.append(controller_us())
+        frame = {"dir": "tx", "frame": "mpa_request", "fields": {}, "raw": ""}
+        record = [{**frame, "t_ns": 5_000_000}, {**frame, "t_ns": 9_000_000}]
+        none = {"stopped_at": None, "unmet": None, "error": None}
+        ends = {"local": f"{ADDRS['h1']}:40000", "remote": f"{ADDRS['h0']}:7000"}
+        return {"session": 1, **ends, "record": record, **none}
+
+    monkeypatch.setattr(FakeAgent, "peer_run", peer_run, raising=False)
+    monkeypatch.setattr(run, "PROMPT_S", 0.01)
+    cm = _session()
+    ran = run.run_scenario(cm, "a", _scenario("active"))
+    [raw] = [a for a in ran.timeline.actions if a.name == RAW_TCP]
+    assert raw.t_us <= called_us[0]
+    assert raw.end_us >= cm.offset("b").offset_us + 9_000

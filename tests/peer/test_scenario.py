@@ -9,7 +9,19 @@ import pytest
 
 from hil.errors import InputError
 from hil.peer.builtin import SCENARIOS
-from hil.peer.scenario import Dut, Expect, Scenario, Send, Sleep, load, parse, save, to_agent
+from hil.peer.scenario import (
+    Dut,
+    DutRef,
+    Expect,
+    Scenario,
+    Send,
+    Sleep,
+    load,
+    parse,
+    resolve,
+    save,
+    to_agent,
+)
 
 
 def _scenario(*steps: dict[str, Any]) -> dict[str, Any]:
@@ -145,3 +157,52 @@ def test_a_bad_file_is_a_clear_error(tmp_path: Path, text: str, message: str) ->
 def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read the scenario"):
         load(tmp_path / "none.yaml")
+
+
+_REG_MR = "  - {step: dut, action: reg_mr, args: {access: remote_read}}\n"
+
+
+def test_a_field_names_the_dut_region_and_is_resolved_at_run_time(tmp_path: Path) -> None:
+    path = tmp_path / "tagged.yaml"
+    path.write_text(
+        "role: active\nexpectation: base_bounds\nsteps:\n"
+        + _REG_MR
+        + "  - {step: send, frame: fpdu, opcode: write, stag: {dut: stag}, to: {dut: base+len-2}}\n"
+    )
+    s = load(path)
+    assert dict(s.steps[1].fields)["to"] == DutRef("base+len-2")  # type: ignore[union-attr]
+    save(s, path)
+    assert load(path) == s
+    steps = to_agent(s)
+    assert steps[1]["stag"] == {"dut": "stag"}
+    resolved = resolve(steps, {"stag": 0x1200, "base": 0x1000, "len": 4096})
+    assert (resolved[1]["stag"], resolved[1]["to"]) == (0x1200, 0x1000 + 4096 - 2)
+    assert resolved[0] == steps[0]
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("stag: {dut: rkey}", "field 'stag': {dut: rkey}: 'rkey' is not a value the DUT shares"),
+        ("stag: {dut: stag+}", "field 'stag': {dut: stag+}: cannot read 'stag+' from '+' on"),
+        ("stag: {dut: ''}", "an empty reference"),
+        ("stag: {dut: stag base}", "cannot read 'stag base'"),
+        ("stag: {dut: 1, x: 2}", "field 'stag': expected a value or {dut: EXPR}"),
+        ("payload: {dut: base}", "only a number field can name the DUT's region"),
+    ],
+)
+def test_a_bad_reference_is_a_clear_error(tmp_path: Path, field: str, message: str) -> None:
+    text = "role: active\nexpectation: x\nsteps:\n" + _REG_MR
+    text += f"  - {{step: send, frame: fpdu, opcode: write, {field}}}\n"
+    assert message in _error(tmp_path, text)
+
+
+def test_a_reference_needs_a_reg_mr_before_it(tmp_path: Path) -> None:
+    text = "role: active\nexpectation: x\nsteps:\n"
+    text += "  - {step: send, frame: fpdu, opcode: write, stag: {dut: stag}}\n" + _REG_MR
+    assert "step 1: field 'stag': names a value of the DUT's region, but no reg_mr" in _error(
+        tmp_path, text
+    )
+    text = "role: active\nexpectation: x\nsteps:\n" + _REG_MR
+    text += "  - {step: expect, frame: fpdu, fields: {stag: {dut: stag}}, within: 1}\n"
+    assert "only a send step's fields may be {dut: EXPR}" in _error(tmp_path, text)

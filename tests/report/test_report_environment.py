@@ -13,7 +13,13 @@ from hil.errors import CommandTimeout
 from hil.host.hosts import Hosts
 from hil.host.rdmadev import rdma_core_version
 from hil.inventory.model import Pair
-from hil.report.environment import NONE_REPORTED, gather, rdma_core_property, write_properties
+from hil.report.environment import (
+    NONE_REPORTED,
+    gather,
+    rdma_core_property,
+    read_properties,
+    write_properties,
+)
 
 
 class Scripted:
@@ -59,6 +65,14 @@ def test_properties_are_escaped_for_java(tmp_path: Path) -> None:
     assert path.read_text().endswith("b=x\\=1\\: y\\nz\nmetric.x=1 ms\n")
     write_properties(tmp_path, {"flaky": "none"}, where="top")
     assert path.read_text().startswith("flaky=none\na=c")
+
+
+def test_properties_read_back_as_written_the_last_of_a_key_winning(tmp_path: Path) -> None:
+    props = {"b": "x=1: y\nz", "a": "c:\\d", "t6-a.iw_cxgb4.ep_timeout_secs": "10"}
+    path = write_properties(tmp_path, props)
+    write_properties(tmp_path, {"a": "later"}, where="end")
+    assert read_properties(path) == {**props, "a": "later"}
+    assert read_properties(tmp_path / "none.properties") == {}
 
 
 def _pair(netns_lab: NetnsLab) -> Pair:

@@ -25,9 +25,10 @@ from urllib.request import urlopen
 
 import pytest
 from browser import chromium_missing, dump_dom, serve
+from standin import needs_allure, run_nights
 from test_report_e2e import _section
 
-from hil.report import flaky, history, metrics_history, pipeline
+from hil.report import flaky, history, metrics_history
 from hil.report.svgdraw import BAD_COLOR
 
 SUITE = """
@@ -74,27 +75,16 @@ THRESHOLDS += ["--threshold", "nothing_us>1"]
 TEST = "suites/test_night.py::"
 SVG = "{http://www.w3.org/2000/svg}"
 
-pytestmark = pytest.mark.skipif(
-    not pipeline.DEFAULT_ALLURE.exists(),
-    reason="needs the Allure generator in .tools (ci/install installs it)",
-)
+pytestmark = needs_allure
 
 
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]:
     """The suite run on four nights; (reports dir, exit codes)."""
-    work = tmp_path_factory.mktemp("nights")
-    suites = work / "suites"
-    suites.mkdir()
-    (suites / "test_night.py").write_text(SUITE)
-    (suites / "known-flaky.yaml").write_text(KNOWN_FLAKY)
-    reports = work / "reports"
-    codes = []
-    for night in range(1, NIGHTS + 1):
-        (suites / "night").write_text(str(night))
-        argv = [str(suites), "--reports", str(reports), "--keep", "2", *THRESHOLDS]
-        codes.append(pipeline.main([*argv, "--", "-q", f"--rootdir={work}"]))
-    return reports, codes
+    files = {"test_night.py": SUITE, "known-flaky.yaml": KNOWN_FLAKY}
+    nights = [str(night) for night in range(1, NIGHTS + 1)]
+    argv = ["--keep", "2", *THRESHOLDS]
+    return run_nights(tmp_path_factory.mktemp("nights"), files, "night", nights, argv)
 
 
 def test_known_flaky_failures_do_not_fail_a_night(nights: tuple[Path, list[int]]) -> None:
@@ -150,6 +140,10 @@ def test_the_summary_ranks_the_flips_and_lists_known_flaky_failures(
         "  connect_us mean 2 ms +100% against the median 1 ms of the nights before (+50%) "
         "(--threshold)",
         "  threshold matched no metric of this run: nothing_us (--threshold)",
+        # x2 is flagged, but 1 ms is under the bound kind's 100 ms floor: the night passes
+        "drift: none: 1 changed against the 3 nights before, 0 past a fail threshold",
+        "  flagged bound: connect_us: 1000 -> 2000 (x2 the median of 3 nights)",
+        "  on the pair since the night before: nothing changed in its environment",
     ]
 
 

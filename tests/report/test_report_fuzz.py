@@ -82,11 +82,12 @@ def test_findings_fail_the_night_and_the_rest_is_a_lab_error(
     assert pipeline.with_fuzz(status, fuzz) == folded
 
 
-def _args(tmp_path: Path, *extra: str) -> argparse.Namespace:
+def _args(tmp_path: Path, *extra: str, pytest_args: tuple[str, ...] = ()) -> argparse.Namespace:
     inventory = tmp_path / "lab.yaml"
     inventory.write_text(INVENTORY)
     argv = ["--inventory", str(inventory), "--reports", str(tmp_path / "R"), *extra]
     args = pipeline.build_parser().parse_args(argv)
+    args.pytest_args = list(pytest_args)  # main's split of its argv at "--"
     args.fuzz_pair = pipeline.fuzz_pair(args)
     return args
 
@@ -101,6 +102,14 @@ def test_the_fuzz_takes_the_inventorys_first_pair_unless_given_one(tmp_path: Pat
     ]
     given = pipeline.fuzz_argv(_args(tmp_path, "--pair", "p-9", "--fuzz-cases", "1"), run)
     assert given[5:8] == ["peer", "fuzz", "p-9"]
+
+
+def test_the_fuzz_gets_the_agent_call_bound_the_suites_got(tmp_path: Path) -> None:
+    # ci/nightly's debug lab: a cold agent there needs more than the default 30 s.
+    run = history.new_run(tmp_path / "R")
+    for bound in (["--hil-timeout-agent", "120"], ["--hil-timeout-agent=120"]):
+        args = _args(tmp_path, "--fuzz-cases", "5", pytest_args=("-x", *bound))
+        assert pipeline.fuzz_argv(args, run)[-2:] == ["--timeout-agent", "120"]
 
 
 def test_the_pipeline_fuzzes_after_the_suites_into_the_same_results(

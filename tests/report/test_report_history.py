@@ -106,6 +106,12 @@ def test_bad_arguments_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) 
     assert pipeline.main(["--pcap", "sometimes"]) == 1
     assert pipeline.main(["--flaky-nights", "1"]) == 1
     assert "--flaky-nights must be at least 2, not 1" in capsys.readouterr().err
+    assert pipeline.main(["--drift-nights", "0"]) == 1
+    assert "--drift-nights must be at least 1, not 0" in capsys.readouterr().err
+    assert pipeline.main(["--drift-threshold", "wire=2"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "hil report: error: drift threshold 'wire=2': wire takes fail or flag"
+    )
 
 
 def test_executor_from_jenkins_gitlab_or_a_local_run() -> None:

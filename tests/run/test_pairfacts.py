@@ -52,6 +52,9 @@ def test_one_release_for_a_pair_on_one_kernel_read_once_per_session() -> None:
 
 
 def test_a_mixed_pair_has_both_releases_and_an_unread_one_says_so() -> None:
+    facts = _facts(Host("6.12.57", False), Host("6.1.0", False))
+    assert facts.kernels() == ("6.1.0", "6.12.57")
+    assert facts.kernel_by_host() == {"lab0-a": "6.12.57", "lab0-b": "6.1.0"}
     facts = _facts(Host("6.1.0", False), Host(None, False))
     assert facts.kernels() == ("6.1.0", "unknown on lab0-b")
 

@@ -74,6 +74,7 @@ class Told(Observer):
 
     def test_started(self, info: TestInfo) -> None:
         self.calls.append(f"started {info.name} on {info.kernels}")
+        self.ends = info.ends
 
     def evidence(self, report: EvidenceReport) -> None:
         self.calls.append("evidence")
@@ -140,6 +141,22 @@ def test_a_clean_test_passes_with_every_stage_told_in_order() -> None:
         "kmsg_cursor",
         "kmsg_read",
     ]
+
+
+def test_observers_are_told_what_each_end_of_the_pair_runs() -> None:
+    told = Told()
+    run = _run(told)
+    siw = profile_for("siw")
+    run.provider = SimpleNamespace(
+        driver="siw",
+        hosts=tuple(SimpleNamespace(host=h, driver="siw", profile=siw) for h in run.agents),
+    )
+    with TestRun(run, "test_x", QUICK):
+        run.observers.timeline(orderly_close(), True)
+    assert told.ends == (
+        f"lab-a: siw, kernel 6.1.0-lab, profile {siw.name}",
+        f"lab-b: siw, kernel 6.1.0-lab, profile {siw.name}",
+    )
 
 
 def test_a_timeline_never_handed_to_the_contract_is_judged_and_fails_the_test() -> None:

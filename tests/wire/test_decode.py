@@ -45,6 +45,13 @@ def test_rping_is_one_connection_opened_by_the_client(rping: Exchange) -> None:
     assert rping.between("198.18.0.2", "198.18.0.1") == (conn,)
 
 
+def test_a_syns_mss_option_is_read_and_other_segments_have_none(rping: Exchange) -> None:
+    """The lab's 1500-byte link: MSS 1460 each way (RFC 9293 section 3.7.1, MTU - 40)."""
+    syn, syn_ack, *rest = only(rping).packets
+    assert (syn.mss, syn_ack.mss) == (1460, 1460) and "SYN" in syn_ack.flags
+    assert {p.mss for p in rest} == {None}
+
+
 def test_rping_mpa_request_and_reply_are_enhanced_revision_2(rping: Exchange) -> None:
     conn = only(rping)
     request, reply = conn.mpa("request"), conn.mpa("reply")
@@ -200,3 +207,61 @@ def test_terminate_of_each_layer_with_tsharks_words(
     (term,) = only(decode({"lo": loopback.record(lo, port, talk)})).terminates()
     t = term.terminate
     assert t is not None and (t.layer, t.error_type, t.error_code, t.text) == expected
+
+
+def _tcp_headers(pcap: bytearray) -> list[int]:
+    """Where each IPv4 TCP segment's header starts in an Ethernet pcap."""
+    found, at = [], 24  # the global header, then 16-byte record headers
+    while at < len(pcap):
+        length = int.from_bytes(pcap[at + 8 : at + 12], "little")
+        frame = at + 16
+        ip = frame + 14
+        if pcap[frame + 12 : frame + 14] == b"\x08\x00" and pcap[ip + 9] == 6:
+            found.append(ip + (pcap[ip] & 0x0F) * 4)
+        at = frame + length
+    return found
+
+
+def _bogus_tcp_header(pcap: bytes) -> bytes:
+    """``pcap`` with the first IPv4 TCP segment's data offset set to 60 bytes, past its end."""
+    data = bytearray(pcap)
+    data[_tcp_headers(data)[0] + 12] = 0xF0
+    return bytes(data)
+
+
+def test_a_packet_with_a_corrupt_tcp_header_is_left_out_with_a_note(
+    rping: Exchange, tmp_path: Path
+) -> None:
+    corrupt = tmp_path / "corrupt.pcap"
+    corrupt.write_bytes(_bogus_tcp_header(RPING.read_bytes()))
+    got = decode({"guest1": corrupt})
+    assert len(only(got).packets) == len(only(rping).packets) - 1
+    assert any("1 packet(s) whose TCP header" in n for n in got.notes), got.notes
+
+
+def test_a_segment_corrupted_on_the_path_is_left_out_by_its_checksum(
+    rping: Exchange, tmp_path: Path
+) -> None:
+    """A flipped bit that makes an ACK an RST: the receiver's TCP drops it (bad checksum),
+    so the exchange must not show an RST (the impairment suite's corrupt test)."""
+    data = bytearray(RPING.read_bytes())
+    data[_tcp_headers(data)[4] + 13] |= 0x04  # the ACK of the MPA request (no data) an RST
+    corrupt = tmp_path / "rst.pcap"
+    corrupt.write_bytes(bytes(data))
+    got = decode({"guest1": corrupt})
+    assert not any("RST" in p.flags for p in only(got).packets)
+    assert len(only(got).packets) == len(only(rping).packets) - 1
+    assert any("1 empty segment(s) with a bad TCP checksum" in n for n in got.notes), got.notes
+
+
+def test_a_corrupted_segment_with_data_is_kept(rping: Exchange, tmp_path: Path) -> None:
+    """tshark's MPA state took the frame of a corrupted data segment and will not decode
+    its retransmission: the segment stays, its frame with it."""
+    data = bytearray(RPING.read_bytes())
+    request = _tcp_headers(data)[3]  # the MPA request's segment
+    data[request + 32 + 17] ^= 0x01  # its MPA revision (a 32-byte TCP header: timestamps)
+    corrupt = tmp_path / "request.pcap"
+    corrupt.write_bytes(bytes(data))
+    got = decode({"guest1": corrupt})
+    assert len(only(got).packets) == len(only(rping).packets)
+    assert not any("bad TCP checksum" in n for n in got.notes)

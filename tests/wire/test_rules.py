@@ -137,6 +137,29 @@ def test_orderly_close_passes_on_fins_and_fails_on_rst() -> None:
     assert "1 RST" in bad["orderly-close-is-fin"].findings[0].message
 
 
+def test_a_closed_sockets_answer_to_a_stray_segment_is_not_a_reset_close() -> None:
+    """A duplicated last ACK reaches the passive side after its close: its RST carries
+    the sequence number past its own FIN (RFC 9293 3.10.7.1), the close stays orderly."""
+    items = [
+        *connected(),
+        Action(t_us=9000, side="a", name="disconnect", id="a:1"),
+        ev("a", 10.3, "DISCONNECTED", "a:1"),
+        ev("b", 10.2, "DISCONNECTED", "b:2"),
+    ]
+    fins = [
+        pkt(6, A, "FIN,ACK", 10.0, seq=700),
+        pkt(7, P, "FIN,ACK", 10.1, seq=900),
+        pkt(8, A, "ACK", 10.2, seq=701),
+    ]
+    rule = "orderly-close-is-fin"
+    assert run(handshake() + fins + [pkt(9, P, "RST", 10.3, seq=901)], *items)[rule].status == (
+        "pass"
+    )
+    assert run(handshake() + fins + [pkt(9, P, "RST", 10.3, seq=900)], *items)[rule].status == (
+        "fail"
+    )
+
+
 def test_a_rule_with_nothing_to_judge_is_not_applicable_never_passed() -> None:
     got = run(handshake() + fin_close(), *connected())
     for name in (
@@ -243,6 +266,29 @@ def test_a_held_senders_frames_may_show_on_the_wire_as_late_as_its_hold() -> Non
     assert timeline().holds() == {}
 
 
+def test_a_fin_lost_before_the_capture_shows_by_its_retransmission() -> None:
+    """netem loss drops an egress FIN before the tap: only its retransmission is seen."""
+    rule = "every-teardown-event-has-a-cause"
+    items = [
+        *connected(),
+        ev("a", 9.0, "DISCONNECTED", "a:1"),
+        ev("b", 10.2, "DISCONNECTED", "b:2"),
+    ]
+    late = [
+        pkt(6, A, "FIN,ACK", 10.0, seq=500, retransmission=True),
+        pkt(7, P, "FIN,ACK", 10.1, seq=900),
+    ]
+    assert run(handshake() + late, *items)[rule].status == "pass"
+    # With its first sending captured after the event, the FIN came too late: a finding.
+    first = pkt(8, A, "FIN,ACK", 9.5, seq=500)
+    assert run(handshake() + [first, *late], *items)[rule].status == "fail"
+    # A first sending of a FIN after the event explains nothing.
+    assert (
+        run(handshake() + [replace(late[0], retransmission=False), late[1]], *items)[rule].status
+        == "fail"
+    )
+
+
 def test_clock_rules_skip_when_packets_are_not_placed() -> None:
     got = run(handshake() + fin_close(), *connected(), placed=False)
     assert got["every-teardown-event-has-a-cause"].status == "skip"
@@ -334,6 +380,23 @@ def test_a_connection_made_by_hand_outside_the_cm_is_not_judged_but_noted() -> N
     )
 
 
+def test_a_stacks_connect_to_a_connection_made_by_hand_is_left_out_with_it() -> None:
+    # The DUT connects to the reference peer's listener: the peer's side of the connection
+    # is its scenario (RAW_TCP), and so the whole connection is not judged, the DUT's
+    # connect included (else "no MPA request on the wire" for a connection left out).
+    raw = Action(
+        400, "b", RAW_TCP, None, {"local": "198.18.0.1:40000", "remote": "198.18.0.2:7174"},
+        duration_us=5000,
+    )  # fmt: skip
+    packets = [*handshake()[:4], replace(handshake()[4], mpa=replace(mpa("reply"), marker=True))]
+    established = ev("a", 2.5, "ESTABLISHED", "a:1")
+    verdict = judge(exchange(packets), [timeline(connect(), established, raw)], SIW)
+    assert verdict.ok, verdict.to_text()
+    outcomes = {r.rule: r.outcome.status for r in verdict.results}
+    assert outcomes["mpa-request-carries-connect-pdata"] == "n/a", verdict.to_text()
+    assert not judge(exchange(packets), [timeline(connect(), established)], SIW).ok
+
+
 def _listener_destroyed_then_closed(close_ms: float) -> list[Action | Event]:
     """c1 accepted through listener b:1, which is destroyed at 3 ms; the test closes c1
     at ``close_ms``."""
@@ -389,3 +452,15 @@ def test_a_rejected_after_the_peers_fin_before_any_mpa_reply_has_its_cause() -> 
         "no MPA reject, RST or FIN"
         in silent["every-teardown-event-has-a-cause"].findings[0].message
     )
+
+
+@pytest.mark.parametrize("down", ["pull", "flap"])
+def test_a_disconnected_after_a_link_down_needs_no_packet(down: str) -> None:
+    # siw ends its QPs at an admin down (siw_netdev_down): nothing reaches the wire first.
+    traffic = [pkt(6, A, "ACK,PSH", 2.8, length=100)]
+    lost = ev("a", 4.0, "DISCONNECTED", "a:1")
+    flap = Action(t_us=3000, side="a", name=down, params={"mode": "admin", "traffic": True})
+    got = run(handshake() + traffic, *connected(), flap, lost)
+    assert got["every-teardown-event-has-a-cause"].status != "fail"
+    alone = run(handshake() + traffic, *connected(), lost)["every-teardown-event-has-a-cause"]
+    assert alone.status == "fail"

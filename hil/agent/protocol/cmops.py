@@ -5,7 +5,7 @@ their params and replies, each declared as a :class:`CMOp`.  The log and its
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Literal, TypedDict, get_args
 
 from .host import NoParams
 from .names import AutoAnswer, DestroyOrder, StreamMode
@@ -19,6 +19,7 @@ __all__ = [
     "WriteReply", "HandlesReply", "CMErrorDetails", "OP_LISTEN", "OP_CONNECT", "OP_ACCEPT",
     "OP_REJECT", "OP_DISCONNECT", "OP_QP_ERR", "OP_DESTROY", "OP_STREAM_START", "OP_STREAM_STOP",
     "OP_STREAM_STATS", "OP_WRITE", "OP_PAUSE", "OP_HANDLES", "QueryQPReply", "OP_QUERY_QP",
+    "RegionAccess", "REGION_ACCESS", "RegMrParams", "RegMrReply", "OP_REG_MR",
 ]  # fmt: skip
 
 
@@ -141,6 +142,31 @@ class QueryQPReply(TimedReply):
     max_dest_rd_atomic: int
 
 
+# ibv_reg_mr(3)'s access flags a region may be given, by name (IBV_ACCESS_LOCAL_WRITE 1,
+# IBV_ACCESS_REMOTE_WRITE 2, IBV_ACCESS_REMOTE_READ 4: verbs.h); remote_write needs local_write.
+RegionAccess = Literal["local_write", "remote_write", "remote_read"]
+REGION_ACCESS: tuple[RegionAccess, ...] = get_args(RegionAccess)
+
+
+class _RegMrRequired(IdParams):
+    length: int  # bytes
+
+
+class RegMrParams(_RegMrRequired, total=False):
+    access: list[RegionAccess] | None  # default (None): every one
+
+
+class RegMrReply(TimedReply):
+    """A region registered on the id's PD (ibv_reg_mr): its ``stag`` (the rkey), ``base``
+    (its first byte's address: the TO a peer writes to or reads from) and ``length``;
+    deregistered with the id's QP."""
+
+    stag: int
+    base: int
+    length: int
+    access: list[RegionAccess]
+
+
 class StreamStats(TypedDict):
     mode: StreamMode
     ops: int
@@ -190,3 +216,4 @@ OP_WRITE = CMOp("write", WriteParams, WriteReply)
 OP_PAUSE = CMOp("pause", PauseParams, TimedReply)
 OP_HANDLES = CMOp("handles", NoParams, HandlesReply)
 OP_QUERY_QP = CMOp("query_qp", IdParams, QueryQPReply)
+OP_REG_MR = CMOp("reg_mr", RegMrParams, RegMrReply)

@@ -124,10 +124,13 @@ CMOpName = Literal[
     "payload",
     "reads",
     "query_qp",
+    "reg_mr",
     "flushed",
     "last_sends",
     "last_receives",
     "received",
+    "messages",
+    "rping",
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[

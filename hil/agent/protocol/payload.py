@@ -13,7 +13,8 @@ __all__ = [
     "ReadsParams", "ReadsReply", "OP_READS", "FlushedParams", "FlushedWC", "FlushedReply",
     "OP_FLUSHED", "LastSendsParams", "LastSendsReply", "OP_LAST_SENDS", "LastReceivesParams",
     "LastWC", "LastReceivesReply", "OP_LAST_RECEIVES", "ReceivedParams", "ReceivedReply",
-    "OP_RECEIVED",
+    "OP_RECEIVED", "MessagesParams", "MessagesReply", "OP_MESSAGES", "RpingRole", "RpingParams",
+    "RpingCheck", "RpingReply", "OP_RPING",
 ]  # fmt: skip
 
 # What carries the data a side checks: the peer's SEND or RDMA WRITE into this side's
@@ -177,3 +178,67 @@ class ReceivedReply(TimedReply):
 
 
 OP_RECEIVED = CMOp("received", ReceivedParams, ReceivedReply)
+
+
+class _MessagesRequired(IdParams):
+    count: int  # SENDs each way
+    size: int  # bytes of each SEND this end posts
+    send_first: bool  # this end SENDs its ``count`` first, then takes the peer's
+
+
+class MessagesParams(_MessagesRequired, total=False):
+    seed: int  # the pattern this end's SENDs carry
+    wait: float  # seconds each completion may take
+
+
+class MessagesReply(TimedReply):
+    """rdma-core's ucmatose exchange (librdmacm/examples/cmatose.c: its server SENDs
+    ``message_count`` messages, then takes as many; its client the other way round)
+    served by one end: the ``byte_len`` of each receive in order, the SENDs it posted
+    and saw complete, and the error (a failed post, an error completion, a timeout)
+    that stopped it."""
+
+    received: list[int]
+    sent: int
+    error: str | None
+
+
+OP_MESSAGES = CMOp("messages", MessagesParams, MessagesReply)
+
+
+RpingRole = Literal["client", "server"]
+
+
+class _RpingRequired(IdParams):
+    role: RpingRole  # the part of rping's protocol this end plays
+    count: int  # pings
+
+
+class RpingParams(_RpingRequired, total=False):
+    size: int  # the client's ping size (rping -S); a server takes the client's
+    wait: float  # seconds each completion may take
+
+
+class RpingCheck(TypedDict):
+    """One ping as this end checked it: its ``size``; for a client, whether the peer's
+    RDMA WRITE into the sink gave back the start buffer it RDMA READ (rping -V's
+    memcmp; ``offset`` the first bad byte, -1: none); for a server, whether the
+    buffer it read is rping's text for that ping."""
+
+    ping: int
+    size: int
+    ok: bool
+    offset: int
+
+
+class RpingReply(TimedReply):
+    """rdma-core's rping protocol (librdmacm/examples/rping.c) played by one end: each
+    ping's check, the start of what was read or sent (``text``), and the error (a
+    bad advertisement, a failed post or completion, a timeout) that stopped it."""
+
+    checks: list[RpingCheck]
+    text: list[str]
+    error: str | None
+
+
+OP_RPING = CMOp("rping", RpingParams, RpingReply)

@@ -16,7 +16,7 @@ from .spec import Method
 
 __all__ = [
     "PeerRole", "PeerOpcode", "RtrKind", "PEER_OPCODES", "RTR_KINDS", "PeerEntry", "PeerUnmet",
-    "PeerRunParams", "PeerSessionParams", "PeerReply",
+    "PeerRunParams", "PeerSessionParams", "PeerResumeParams", "PeerReply",
     "PEER_RUN", "PEER_RESUME", "PEER_CLOSE",
 ]  # fmt: skip
 
@@ -70,6 +70,12 @@ class PeerSessionParams(TypedDict):
     session: int
 
 
+class PeerResumeParams(PeerSessionParams, total=False):
+    # the scenario's steps anew (as many), for the steps after the dut step it stopped at:
+    # values the DUT shared there put in (a reg_mr's STag, base, length)
+    steps: list[dict[str, Any]] | None
+
+
 class PeerReply(TypedDict):
     session: int
     local: str  # the peer's ip:port (passive: its listener's, before the DUT connects)
@@ -81,5 +87,5 @@ class PeerReply(TypedDict):
 
 
 PEER_RUN = Method("peer_run", PeerRunParams, PeerReply)
-PEER_RESUME = Method("peer_resume", PeerSessionParams, PeerReply)
+PEER_RESUME = Method("peer_resume", PeerResumeParams, PeerReply)
 PEER_CLOSE = Method("peer_close", PeerSessionParams, PeerReply)

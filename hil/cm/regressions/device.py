@@ -45,7 +45,7 @@ from hil import tools
 from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.registry import sequence
-from hil.cm.regressions.evidence import note
+from hil.cm.regressions.evidence import note, window
 from hil.errors import InputError
 from hil.host.journal import agent_undo
 from hil.judge.timeline import Action, Timeline
@@ -230,9 +230,10 @@ def regress_siw_netdev_removed(s: PairSides) -> Timeline:
         rec.metric("listens", float(got.tries))
         note(rec, "id_bound_to_the_device", got.ok)
         note(rec, "queries_saw_the_device", any(listed for *_, listed in queries.done))
-        note(
+        # The bug's window: a port query running while the netdev is unregistered.
+        window(
             rec,
-            "a_query_ran_across_the_removal",
+            "a_port_query_ran_across_the_removal",
             bool(removal and queries.across(removal.start_us)),
         )
         rec.metric("removal_before_the_exit", 1.0 if removal and removal.early else 0.0)

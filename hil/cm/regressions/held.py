@@ -52,13 +52,19 @@ def accept_queue(ss_lines: str, port: int) -> int | None:
 
 def connecting_children(rows: list[dict[str, Any]], port: int) -> int:
     """How many cm_ids of ``rdma -j resource show cm_id``'s ``rows`` are in state CONNECT
-    on local ``port`` (older iproute2 puts the port in ``src-port``, newer in ``src-addr``)."""
+    on local ``port``."""
+    return ids_in_state(rows, "CONNECT", port)
+
+
+def ids_in_state(rows: list[dict[str, Any]], state: str, port: int) -> int:
+    """How many cm_ids of ``rdma -j resource show cm_id``'s ``rows`` are in ``state`` on
+    local ``port`` (older iproute2 puts the port in ``src-port``, newer in ``src-addr``)."""
     count = 0
     for cm in rows:
         local = cm.get("src-port")
         if local is None:
             local = _port_of(str(cm.get("src-addr", "")))
-        if cm.get("state") == "CONNECT" and local == port:
+        if cm.get("state") == state and local == port:
             count += 1
     return count
 

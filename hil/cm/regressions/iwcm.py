@@ -11,20 +11,56 @@
   on siw; Debian 6.1.147-1): the last reference of a cm_id dropped by an
   event's work, because the application destroyed the id while the peer's
   abort of every connection at once was still being handled.
+- ``regress_iwcm_connect_disconnect_storm`` guards 7874eeacfa42 "RDMA/iwcm:
+  Fix workqueue list corruption by removing work_list" (Jacob Moroni, 2026,
+  CVE-2026-45898; found by a ucmatose connect/disconnect storm on an Intel
+  E830): since e1168f0 "RDMA/iwcm: Simplify cm_event_handler()" (6.11)
+  every event queued its own work while the handler still walked the
+  cm_id's work_list, so a second event queued for an id whose first was
+  still queued could be freed and reused while the workqueue held it.  The
+  window is two iw_cm events queued for one cm_id at once: siw raises
+  DISCONNECT and CLOSE back to back for every connection whose peer closes
+  it (siw_cm.c 1100-1101, 6.1.192), which user space sees as that
+  connection's DISCONNECTED on each side.  Debian 6.1.192 predates
+  e1168f0 (iwcm.c 1101-1105 queues the work only when the list was empty):
+  it has neither the bug nor the fix; 6.12.117 has both (the fix since
+  6.12.75).  A kernel with the bug shows "list_del corruption" (the debug
+  lab's CONFIG_DEBUG_LIST) or crashes in the workqueue.
+
+The window of the first two, as their fixes describe it, is work still queued on iw_cm_wq
+when an id is destroyed: the passive host's tracepoints show it
+(:mod:`.ktrace`: a ``cm_id_destroy`` of a connection id while a
+``cm_work_handler`` work was queued and not yet started).  Only a kernel with
+event tracing shows it (the debug lab); elsewhere the window is not observable
+and the test skips.
+
+On a widened kernel (bench/reverts/widen/aee2424246f9.patch, :mod:`.widen`)
+aee2424246f9's case adds the window its fix's message names, held open: a
+connection the active side closes, whose passive id is destroyed while iw_cm
+holds that id's CLOSE upcall (:data:`WIDEN_AEE2424246F9_MS`); hit when the
+kernel logged the marker and the destroy began inside the held window.
+6883b680e703's (bench/reverts/widen/6883b680e703.patch) holds each event's work
+of an id in cm_work_handler, the id's reference held (:data:`WIDEN_6883B680E703_MS`):
+the peer-vanishes case's window is then the marker and an id destroyed before its
+DISCONNECTED came (its event's work held, or queued behind a held one).
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hil.cm import steps
 from hil.cm.races.conns import dial
 from hil.cm.registry import sequence
-from hil.cm.regressions.evidence import note
+from hil.cm.regressions.evidence import note, noted, window
 from hil.cm.regressions.held import look, wait_child
+from hil.cm.regressions.ktrace import IWCM_WORK, Trace, destroys_with_pending, seen
+from hil.cm.regressions.widen import Widen
 from hil.cm.scenario import ScenarioRun, Script, Step, run
+from hil.cm.storm import run_storm
 from hil.errors import InputError
 from hil.judge.timeline import Event, Timeline
 
@@ -34,6 +70,13 @@ if TYPE_CHECKING:
     from hil.cm.sides import PairSides
     from hil.cm.steps import Listener
 
+# aee2424246f9's widened window (bench/reverts/widen/aee2424246f9.patch): iw_cm holds a
+# CLOSE upcall this long; the passive id is destroyed a quarter of it after the disconnect.
+WIDEN_AEE2424246F9_MS = 1000
+# 6883b680e703's (bench/reverts/widen/6883b680e703.patch): iw_cm holds each event's work
+# this long; a round's 3 connections raise about 2 events each on the passive host, and
+# its script's first destroy waits for a DISCONNECTED (close_s).
+WIDEN_6883B680E703_MS = 300
 QUEUE_S = 0.2  # after the listener's destroy: what the resumed worker still reads
 KILL_AFTER_S = 0.3  # the passive script is waiting for DISCONNECTED before the peer is killed
 
@@ -44,46 +87,78 @@ def regress_iwcm_refused_child(s: PairSides, connects: int = 4) -> Timeline:
     if not 2 <= connects <= 16:
         raise InputError("connects 2..16, please: one is held, the others are refused")
     with s.recording("regress-iwcm-refused-child") as rec:
-        # rdma_ucm takes one unretrieved request (backlog 1); the worker reads none while
-        # paused, so every later request makes its handler fail and iw_cm destroy the child.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            # The active worker starts meanwhile: a start takes seconds on a loaded guest.
-            opening = pool.submit(rec.endpoint, s.active)
-            listener = steps.listen(rec, s.passive, backlog=1)
-            listener.ep.pause(True)
-            active = opening.result()
-        reply_s = steps.waits(s).reply_s
-        passive = s.agent(s.passive)
-        # One connect at a time, each after the last was taken: siw's listener has one
-        # ACCEPT work element (backlog 1), and a handshake done before the previous
-        # ACCEPT ran stays in the TCP accept queue, never a request (held.py).  The
-        # first is held once rdma_cm has its child (the passive host says so).
-        first = _connect(rec, active, (Step("connect", **_dial(rec, listener, 0)),))
-        kids = wait_child(passive, listener.port, reply_s) if first else 0
-        rec.metric("first_held", float(kids))
-        ids = first + _connect(rec, active, _in_turn(rec, listener, connects))
-        want = len(ids) - len(first)  # a reply from every connect but the held one
-        replies = _replies(active, ids, want, reply_s if want else 0.0)
-        refused = [e for e in replies.values() if e.type != "ESTABLISHED"]
-        rec.metric("refused", float(len(refused)))
-        note(rec, "requests_refused_by_the_cm", len(refused) == connects - 1)
-        unanswered = [i for i in ids if i not in replies]
-        note(rec, "one_request_held_unretrieved", unanswered == first and kids == 1)
-        if unanswered != first:  # why: a connection siw never accepted shows here
-            left = look(passive, listener.port)
-            rec.metric("unaccepted", float(-1 if left.unaccepted is None else left.unaccepted))
-            rec.metric("children_in_connect", float(left.children))
-        # The held child goes with its listener, its request never retrieved: rdma_ucm
-        # destroys it and iw_cm rejects it (destroying the active id instead would block
-        # until siw's MPA timeout: it is in CONN_SENT).
-        gone = steps.destroy(listener.ep, listener.id)
-        listener.ep.pause(False)
-        listener.ep.collect(QUEUE_S)
-        late = _replies(active, unanswered, len(unanswered), reply_s)
-        after = bool(gone) and all(e.t_us >= gone[0].action.t_us for e in late.values())
-        note(rec, "held_request_answered_by_the_listener_destroy", bool(late) and after)
-        steps.destroy(active, *ids)
+        with Trace(s.agent(s.passive)) as tr:
+            _refused_child(rec, s, connects)
+        found = destroys_with_pending(tr.events(), IWCM_WORK)
+        rec.metric("destroys_with_iwcm_work_pending", float(len(found)))
+        widen = Widen(s.agent(s.passive), "iw_cm", "aee2424246f9", WIDEN_AEE2424246F9_MS)
+        with widen:
+            # Only a widened kernel holds the window open long enough to destroy in it.
+            raced = widen.available and _destroyed_in_its_close_upcall(rec, s)
+        rec.metric("widened_windows_opened", float(widen.opened))
+        window(rec, "iwcm_work_queued_at_an_id_destroy", widen.window(seen(tr, found), raced))
     return rec.timeline()
+
+
+def _destroyed_in_its_close_upcall(rec: Recording, s: PairSides) -> bool:
+    """The widened window's scenario: a connection the active side closes, its passive id
+    destroyed while iw_cm holds that id's CLOSE upcall (bench/reverts/widen/aee2424246f9.patch);
+    True when the destroy began inside the held window (one controller timeline)."""
+    listener = steps.listen(rec, s.passive)
+    conn = steps.establish(rec, rec.endpoint(s.active), listener, "widened")
+    out = conn.active.disconnect(conn.active_id)
+    if not out.ok:
+        raise steps.StepFailed(conn.active.host, f"disconnect widened: {out.action.result}")
+    time.sleep(WIDEN_AEE2424246F9_MS / 4000)  # the CLOSE has reached iw_cm's work by then
+    gone = steps.destroy(listener.ep, conn.passive_id)
+    steps.wait_disconnected(conn, steps.waits(s).close_s, sides=("active",))
+    steps.destroy(conn.active, conn.active_id)
+    steps.destroy(listener.ep, listener.id)
+    began = gone[0].action.t_us - out.action.t_us if gone else None
+    return began is not None and 0 <= began < WIDEN_AEE2424246F9_MS * 1000
+
+
+def _refused_child(rec: Recording, s: PairSides, connects: int) -> None:
+    """The refused-child scenario (its conditions noted; the window read by the caller)."""
+    # rdma_ucm takes one unretrieved request (backlog 1); the worker reads none while
+    # paused, so every later request makes its handler fail and iw_cm destroy the child.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # The active worker starts meanwhile: a start takes seconds on a loaded guest.
+        opening = pool.submit(rec.endpoint, s.active)
+        listener = steps.listen(rec, s.passive, backlog=1)
+        listener.ep.pause(True)
+        active = opening.result()
+    reply_s = steps.waits(s).reply_s
+    passive = s.agent(s.passive)
+    # One connect at a time, each after the last was taken: siw's listener has one
+    # ACCEPT work element (backlog 1), and a handshake done before the previous
+    # ACCEPT ran stays in the TCP accept queue, never a request (held.py).  The
+    # first is held once rdma_cm has its child (the passive host says so).
+    first = _connect(rec, active, (Step("connect", **_dial(rec, listener, 0)),))
+    kids = wait_child(passive, listener.port, reply_s) if first else 0
+    rec.metric("first_held", float(kids))
+    ids = first + _connect(rec, active, _in_turn(rec, listener, connects))
+    want = len(ids) - len(first)  # a reply from every connect but the held one
+    replies = _replies(active, ids, want, reply_s if want else 0.0)
+    refused = [e for e in replies.values() if e.type != "ESTABLISHED"]
+    rec.metric("refused", float(len(refused)))
+    note(rec, "requests_refused_by_the_cm", len(refused) == connects - 1)
+    unanswered = [i for i in ids if i not in replies]
+    note(rec, "one_request_held_unretrieved", unanswered == first and kids == 1)
+    if unanswered != first:  # why: a connection siw never accepted shows here
+        left = look(passive, listener.port)
+        rec.metric("unaccepted", float(-1 if left.unaccepted is None else left.unaccepted))
+        rec.metric("children_in_connect", float(left.children))
+    # The held child goes with its listener, its request never retrieved: rdma_ucm
+    # destroys it and iw_cm rejects it (destroying the active id instead would block
+    # until siw's MPA timeout: it is in CONN_SENT).
+    gone = steps.destroy(listener.ep, listener.id)
+    listener.ep.pause(False)
+    listener.ep.collect(QUEUE_S)
+    late = _replies(active, unanswered, len(unanswered), reply_s)
+    after = bool(gone) and all(e.t_us >= gone[0].action.t_us for e in late.values())
+    note(rec, "held_request_answered_by_the_listener_destroy", bool(late) and after)
+    steps.destroy(active, *ids)
 
 
 @sequence
@@ -92,14 +167,50 @@ def regress_iwcm_peer_vanishes(s: PairSides, connections: int = 3, rounds: int =
     if not 1 <= connections <= 8 or not 1 <= rounds <= 20:
         raise InputError("connections 1..8 and rounds 1..20, please")
     with s.recording("regress-iwcm-peer-vanishes") as rec:
-        early = 0
-        for r in range(rounds):
-            early += _vanish_round(rec, s, r, connections)
-            if early:
-                break  # the scenario happened: enough for a regression run
+        early = found = 0
+        widen = Widen(s.agent(s.passive), "iw_cm", "6883b680e703", WIDEN_6883B680E703_MS)
+        with widen:
+            for r in range(rounds):
+                with Trace(s.agent(s.passive)) as tr:
+                    early += _vanish_round(rec, s, r, connections)
+                if tr.available:
+                    found += len(destroys_with_pending(tr.events(), IWCM_WORK))
+                if early and (found or not tr.available):
+                    break  # the scenario and its window happened: enough for a regression run
         rec.metric("destroyed_before_their_disconnect", float(early))
-        note(rec, "id_destroyed_while_its_close_was_handled", early > 0)
+        rec.metric("destroys_with_iwcm_work_pending", float(found))
+        rec.metric("widened_windows_opened", float(widen.opened))
+        note(rec, "id_destroyed_before_its_disconnected", early > 0)
+        # Widened: an id destroyed before its DISCONNECTED came had its event's work held
+        # (or queued behind a held one on the ordered iw_cm_wq) when the destroy began.
+        window(rec, "iwcm_work_queued_at_an_id_destroy", widen.window(seen(tr, found), early > 0))
     return rec.timeline()
+
+
+@sequence
+def regress_iwcm_connect_disconnect_storm(s: PairSides, count: int = 256) -> Timeline:
+    """7874eeacfa42: ``count`` connections from 8 processes to 8 listeners (4 connects
+    in flight a process), each closed by its active side: every close queues two iw_cm
+    events for one id on its passive side.  8 a side: on the lab a process got QPs for
+    about 71 connections at most (2 processes: 142 of 256 reached rdma_connect; 8
+    processes to 2 listeners: the listeners' accepts failed EIO past that; 2026-12-05),
+    each process's pinned memory being bounded."""
+    tl, result = run_storm(s, count=count, processes=8, listeners=8, parallel=4)
+    counts = {
+        "established": result.established,
+        "closed_active": result.closed_active,
+        "closed_passive": result.closed_passive,
+        "failed": len(result.failed),
+    }
+    tl = replace(tl, metrics={**tl.metrics, **{k: float(v) for k, v in counts.items()}})
+    closed = result.closed_active == result.closed_passive == count
+    # The fix's window: two iw_cm events (siw's DISCONNECT and CLOSE) queued for one id at
+    # once, which every connection closed by its peer raises.
+    return noted(
+        tl,
+        {"every_connection_closed_on_both_sides": closed},
+        {"two_events_queued_for_one_id": closed},
+    )
 
 
 def _vanish_round(rec: Recording, s: PairSides, r: int, connections: int) -> int:

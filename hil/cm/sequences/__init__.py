@@ -13,6 +13,7 @@ and ``metrics`` (µs unless named otherwise).
 One module per kind (each registers its sequences when this package is
 imported): :mod:`~hil.cm.sequences.connection` (connect, close, abort, reject,
 no_listener, remote_access_error), :mod:`~hil.cm.sequences.linkpull`,
+:mod:`~hil.cm.sequences.impaired` (late_mpa_reply, link_flap),
 :mod:`~hil.cm.sequences.destroys` (destroy_conn_sent, listener_destroy),
 :mod:`~hil.cm.sequences.listeners` (reject_then_accept, listener_addresses),
 :mod:`~hil.cm.sequences.pdata` (private_data), :mod:`~hil.cm.sequences.irdord`
@@ -33,6 +34,12 @@ Each, with its parameters, its steps and the metrics it records:
 - ``link_pull`` (``mode``, ``traffic``, ``hold_s``): connect, (traffic), pull,
   wait DISCONNECTED or hold, restore, reconnect. Metrics: ``detection_us``,
   ``traffic_ops``, ``reconnect_us``.
+- ``late_mpa_reply``: under the caller's delay of the passive host's frames, connect
+  and accept; the MPA reply comes after the active side's MPA timer; the passive
+  side's close awaited, all destroyed. Metrics: ``mpa_timer_us``.
+- ``link_flap`` (``every_s``, ``down_s``, ``flaps``): connect, traffic, the active
+  host's path flapping (an impairment), then the payload checked and closed, or what
+  is left dropped; reconnect. Metrics: ``traffic_ops``, ``detection_us``, ``reconnect_us``.
 - ``destroy_conn_sent`` (``order`` = qp_first/id_first): listener never
   answers, connect, destroy in CONN_SENT (a host-side script). Metrics:
   ``destroy_blocked_us``, ``qp_destroy_us`` (id_first: the QP's after the id's).
@@ -56,7 +63,7 @@ Each, with its parameters, its steps and the metrics it records:
   ORD (``reads``), closed; a refused call is recorded and cleaned up.
 """
 
-from hil.cm.sequences import connection, destroys, irdord, linkpull, listeners, pdata
+from hil.cm.sequences import connection, destroys, impaired, irdord, linkpull, listeners, pdata
 from hil.cm.sequences.connection import (
     abort,
     close,
@@ -66,6 +73,7 @@ from hil.cm.sequences.connection import (
     remote_access_error,
 )
 from hil.cm.sequences.destroys import destroy_conn_sent, listener_destroy
+from hil.cm.sequences.impaired import late_mpa_reply, link_flap
 from hil.cm.sequences.irdord import ird_ord
 from hil.cm.sequences.linkpull import link_pull
 from hil.cm.sequences.listeners import listener_addresses, reject_then_accept
@@ -78,8 +86,11 @@ __all__ = [
     "connection",
     "destroy_conn_sent",
     "destroys",
+    "impaired",
     "ird_ord",
     "irdord",
+    "late_mpa_reply",
+    "link_flap",
     "link_pull",
     "linkpull",
     "listener_addresses",

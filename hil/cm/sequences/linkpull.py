@@ -42,7 +42,7 @@ def link_pull(
     with s.recording(f"link-pull-{mode}{'-traffic' if traffic else ''}") as rec:
         conn = open_conn(rec)
         if traffic:
-            _start_traffic(conn)
+            start_traffic(conn)
         wait_s = bound + step_slack_s() if bound else hold_s
         with pulled(rec, lc, s.pair.link, mode, side, traffic, wait_s + 1.0) as start:
             found = steps.wait_disconnected(conn, wait_s, ("active",))
@@ -52,8 +52,8 @@ def link_pull(
         if took is not None:
             rec.metric("detection_us", took)
         if traffic:
-            rec.metric("traffic_ops", _stop_traffic(conn))
-        _drop(conn)
+            rec.metric("traffic_ops", stop_traffic(conn))
+        drop_conn(conn)
         s.refresh_offsets()  # a pull may have held a guest's clock: measure again
         again = open_conn(rec, "c2", metric="reconnect_us")
         steps.close(again, "active")
@@ -70,7 +70,9 @@ def detection_us(found: Iterable[Event | None], pull_us: int) -> int | None:
     )
 
 
-def _start_traffic(conn: Conn) -> None:
+def start_traffic(conn: Conn) -> None:
+    """RDMA WRITEs from the active side streaming until :func:`stop_traffic` (the agent's
+    stream), with data in flight before this returns."""
     remote = {k: conn.passive_qp[k] for k in ("addr", "rkey")}
     out = conn.active.stream_start(conn.active_id, "write", remote=remote)
     if not out.ok:
@@ -78,11 +80,12 @@ def _start_traffic(conn: Conn) -> None:
     time.sleep(0.5)  # let data be in flight before the pull
 
 
-def _stop_traffic(conn: Conn) -> int:
+def stop_traffic(conn: Conn) -> int:
+    """Stop the stream :func:`start_traffic` began; how many WRITEs it completed."""
     return int(conn.active.stream_stop(conn.active_id).get("ops", 0))
 
 
-def _drop(conn: Conn) -> None:
+def drop_conn(conn: Conn) -> None:
     """Close what is left of a connection after a pull: disconnect (idempotent), destroy."""
     pending = []
     for which, ep, cm_id in (

@@ -38,7 +38,7 @@ def cm_close_race(
     if not delays_us or len(delays_us) > 200 or any(d < 0 or d > 1_000_000 for d in delays_us):
         raise OpError("bad_params", "delays_us: 1..200 delays of 0..1000000 µs, please")
     spec = json.dumps({"dst": dst, "port": port, "src": src, "delays_us": delays_us})
-    argv = [sys.executable, "-I", "-c", _BOOT, os.path.abspath(sys.argv[0]), spec]
+    argv = [sys.executable, "-IS", "-c", _BOOT, os.path.abspath(sys.argv[0]), spec]
     got = run(argv, timeout)
     if got["status"] != 0:
         raise OpError(

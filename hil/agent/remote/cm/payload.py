@@ -39,6 +39,7 @@ negotiated ORD (docs/ird-ord.md).
 from __future__ import annotations
 
 import ctypes
+import errno
 import socket
 import struct
 import time
@@ -54,6 +55,8 @@ from ...protocol import (
     LastSendsParams,
     LastSendsReply,
     LastWC,
+    MessagesParams,
+    MessagesReply,
     PayloadCheck,
     PayloadOpName,
     PayloadParams,
@@ -130,7 +133,7 @@ def sizes(mtu: int, largest: int) -> list[int]:
     return sorted({n for n in (1, mtu - 1, mtu + 1, largest) if 1 <= n <= largest})
 
 
-class _QP:
+class QP:
     """One end's QP seen as the steps need it: posts, and completions waited for."""
 
     def __init__(self, res: QPResources, wait_s: float, peer_rkey: int) -> None:
@@ -186,7 +189,7 @@ class Run:
 
     def __init__(self, res: QPResources, params: PayloadParams) -> None:
         self.peer: QPInfo = params["peer"]
-        self.qp = _QP(res, params.get("wait", 10.0), self.peer["rkey"])
+        self.qp = QP(res, params.get("wait", 10.0), self.peer["rkey"])
         self.first = params["first"]
         self.seed = params.get("seed", 0)
         self.own_mtu, self.peer_address = params.get("mtu", 0), params["peer_address"]
@@ -279,7 +282,7 @@ def reads(res: QPResources, params: ReadsParams) -> ReadsReply:
     end fills its buffer and says so; the reader posts every READ, each of an equal slice
     of the buffer at its own offset, waits for them all and checks each slice."""
     t0, count = now_us(), params["count"]
-    qp = _QP(res, params.get("wait", 10.0), params["peer"]["rkey"])
+    qp = QP(res, params.get("wait", 10.0), params["peer"]["rkey"])
     size = min(len(res.buf), params["peer"]["length"]) // max(count, 1)
     want = pattern(params.get("seed", 0), size * count)
     checks: list[PayloadCheck] = []
@@ -356,7 +359,7 @@ def last_sends(res: QPResources, params: LastSendsParams) -> LastSendsReply:
     rdma_disconnect(3) flushes work requests still posted, so only SENDs completed
     before the close are owed to the peer."""
     t0, seed, count = now_us(), params.get("seed", 0), params["count"]
-    qp = _QP(res, params.get("wait", 10.0), 0)
+    qp = QP(res, params.get("wait", 10.0), 0)
     lengths, offset, error = last_lengths(count), 0, None
     try:
         for i, n in enumerate(lengths):
@@ -462,3 +465,30 @@ def received(res: QPResources, params: ReceivedParams) -> ReceivedReply:
         "data": shown.hex(),
         "error": error if status >= 0 else error or "no receive completion in time",
     }
+
+
+def messages(res: QPResources, params: MessagesParams) -> MessagesReply:
+    """ucmatose's data exchange served by this end (``protocol.MessagesReply``): ``count``
+    SENDs of ``size`` bytes posted at once from the buffer's start and waited for, before
+    or after the peer's ``count`` SENDs are taken, each receive's length kept in order.
+    A receive lands at the buffer's start too; nothing checks the bytes this end sent
+    (ucmatose sends and receives an uninitialised buffer, cmatose.c create_message)."""
+    t0, count, size = now_us(), params["count"], params["size"]
+    if not 0 < size <= len(res.buf):  # the SENDs are filled in place: never past the buffer
+        raise RdmaError("messages", errno.EINVAL, f"size must be 1..{len(res.buf)}")
+    qp = QP(res, params.get("wait", 10.0), 0)
+    got: list[int] = []
+    sent, error = 0, None
+    try:
+        for turn in ("send", "receive") if params["send_first"] else ("receive", "send"):
+            if turn == "receive":
+                got.extend(qp.received(f"receive {i + 1} of {count}") for i in range(count))
+                continue
+            ctypes.memmove(qp.addr, pattern(params.get("seed", 0), size), size)
+            for _ in range(count):
+                qp.post(IBV_WR_SEND, size)
+            qp.sent(f"the {count} SENDs", count)
+            sent = count
+    except PayloadError as e:
+        error = str(e)
+    return {**since(t0), "received": got, "sent": sent, "error": error}

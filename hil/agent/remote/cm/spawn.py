@@ -113,7 +113,8 @@ class Zygote:
 
     def __init__(self, root: str = ROOT) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = [sys.executable, "-I", "-c", _BOOT, root, str(theirs.fileno()), str(os.getpid())]
+        # -S as the agent itself (hil/agent/agent.py): no site module to import.
+        argv = [sys.executable, "-IS", "-c", _BOOT, root, str(theirs.fileno()), str(os.getpid())]
         try:
             self.proc = _spawner.popen(argv, theirs.fileno())
         except OSError:
@@ -184,7 +185,12 @@ class Zygote:
             try:
                 answer = self._answers.get(timeout=timeout)
             except queue.Empty:
-                raise self._failed(f"did not fork within {timeout:g}s") from None
+                # A hung zygote would hold every later open for as long: it goes, and its
+                # workers with it (their opens fail naming it); the next fork starts another.
+                self._kill()
+                raise self._failed(
+                    f"did not fork within {timeout:g}s; killed it, the next open starts another"
+                ) from None
             if answer is None:
                 self._answers.put(None)  # for the next fork, which must fail as well
                 raise self._failed("died")
@@ -198,6 +204,13 @@ class Zygote:
         if "error" in msg or len(pidfds) != 1:
             raise OpError("os", f"the CM zygote (pid {self.pid}) cannot fork: {msg.get('error')}")
         return int(msg["pid"]), pidfds[0]
+
+    def _kill(self) -> None:
+        with self._cond:
+            self.dead = True
+            self._cond.notify_all()
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
 
     def exit_status(self, pid: int) -> int | None:
         """The exit status of child ``pid``, which exited; None if the zygote did not say."""

@@ -32,6 +32,10 @@ MODES = STREAM_MODES
 QP_DEPTH = 16  # send and receive queue depth of every QP a CM worker makes
 WRITE_POLL_S = 0.001  # between CQ polls while a single WRITE waits for its completion
 IDLE_SLEEP_S = 0.0005  # between CQ polls when nothing completed: bounds CPU use on TCG guests
+# How long a stop waits for the work still in flight: a dead link's QP flushes it at
+# once, a live one completes it within a round trip, or a retransmission's backoff
+# after a flap.
+DRAIN_S = 3.0
 
 
 class Stream:
@@ -67,8 +71,8 @@ class Stream:
         """Start posting."""
         self._thread.start()
 
-    def stop(self, timeout: float = 2.0) -> StreamStats:
-        """Stop posting and return the counts."""
+    def stop(self, timeout: float = 2.0 + DRAIN_S) -> StreamStats:
+        """Stop posting, take what was still in flight, and return the counts."""
         self._stop.set()
         self._thread.join(timeout)
         return self.stats()
@@ -107,6 +111,22 @@ class Stream:
                     self._repost()
                 else:
                     inflight -= 1
+            if not done:
+                time.sleep(IDLE_SLEEP_S)
+        self._drain(inflight)
+
+    def _drain(self, inflight: int) -> None:
+        """Take the completions of the work still in flight at the stop, so that what
+        runs on the QP next (a payload check, which counts its own completions and
+        whose buffer an unsent WRITE would still read) starts on a quiet CQ.  A flushed
+        completion here is the stop's, not the stream's error."""
+        deadline = time.monotonic() + DRAIN_S
+        while self._mode != "sink" and inflight > 0 and time.monotonic() < deadline:
+            try:
+                done = self._ch.poll_cq(self._h)
+            except RdmaError:
+                return
+            inflight -= len(done)
             if not done:
                 time.sleep(IDLE_SLEEP_S)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ...protocol import (
     CM_OP_NAMES,
     DESTROY_ORDERS,
+    REGION_ACCESS,
     AcceptReply,
     AutoAnswer,
     CMActionEntry,
@@ -32,6 +33,8 @@ from ...protocol import (
     LastReceivesReply,
     LastSendsParams,
     LastSendsReply,
+    MessagesParams,
+    MessagesReply,
     PayloadParams,
     PayloadReply,
     QPInfo,
@@ -39,6 +42,11 @@ from ...protocol import (
     ReadsParams,
     ReadsReply,
     ReceivedReply,
+    RegionAccess,
+    RegMrReply,
+    RpingParams,
+    RpingReply,
+    RpingRole,
     ScenarioParams,
     ScenarioReply,
     ScenarioStep,
@@ -50,7 +58,7 @@ from ...protocol import (
 from ..hostclock import now_us, since, stamp
 from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
 from ..librdmacm.ibverbs import QPResources
-from . import payload, script, storm
+from . import payload, rping, script, storm
 from .log import Log, matches
 from .poller import Poller
 from .stream import QP_DEPTH, Stream, StreamOps
@@ -60,6 +68,9 @@ from .stream import QP_DEPTH, Stream, StreamOps
 LAST_MAX = 8
 LAST_COUNTS = range(1, LAST_MAX + 1)
 READS_COUNTS = range(QP_DEPTH + 1)  # READs posted at once: at most the send queue's depth
+# SENDs each way in one messages op: all posted at once, so at most either queue's depth.
+MESSAGES_COUNTS = range(1, QP_DEPTH + 1)
+RPING_COUNTS = range(1, 1001)  # pings in one rping op: one at a time, so any sane number
 
 
 class Worker(StreamOps):
@@ -369,6 +380,23 @@ class Worker(StreamOps):
         """The next receive completion and its bytes (payload.py :func:`received`)."""
         return payload.received(self._own_cq("received", id), {"id": id, "wait": wait})
 
+    def messages(
+        self, id: int, count: int, size: int, send_first: bool, seed: int = 0, wait: float = 10.0
+    ) -> MessagesReply:
+        """ucmatose's exchange: ``count`` SENDs of ``size`` bytes each way, this end's
+        first when ``send_first`` (payload.py :func:`messages`)."""
+        res = self._own_cq("messages", id, count, MESSAGES_COUNTS)
+        params = MessagesParams(id=id, count=count, size=size, send_first=send_first)
+        return payload.messages(res, {**params, "seed": seed, "wait": wait})
+
+    def rping(
+        self, id: int, role: RpingRole, count: int, size: int = 0, wait: float = 10.0
+    ) -> RpingReply:
+        """rping's protocol played as its ``role`` for ``count`` pings (rping.py)."""
+        res = self._own_cq("rping", id, count, RPING_COUNTS)
+        params = RpingParams(id=id, role=role, count=count)
+        return rping.run(res, {**params, "size": size, "wait": wait})
+
     def _own_cq(
         self, op: CMOpName, id: int, count: int = 0, counts: range | None = None
     ) -> QPResources:
@@ -395,6 +423,18 @@ class Worker(StreamOps):
             "max_rd_atomic": initiator,
             "max_dest_rd_atomic": responder,
         }
+
+    def reg_mr(self, id: int, length: int, access: list[RegionAccess] | None = None) -> RegMrReply:
+        """Register a region of ``length`` bytes on the id's PD with ``access`` (default:
+        every right), kept until the id's QP goes: its STag, base address and length."""
+        t0 = now_us()
+        rights = list(REGION_ACCESS) if access is None else list(access)
+        try:
+            stag, base = self.ch.reg_mr(id, length, rights)
+        except RdmaError as e:
+            stamp(e, t0)
+            raise
+        return {**since(t0), "stag": stag, "base": base, "length": length, "access": rights}
 
     def handles(self) -> HandlesReply:
         """The live cm_id handles."""

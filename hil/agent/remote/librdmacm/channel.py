@@ -15,7 +15,7 @@ import time
 from ctypes import byref, c_int, c_void_p
 from typing import TYPE_CHECKING
 
-from ...protocol import CMEvent, QPInfo
+from ...protocol import CMEvent, QPInfo, RegionAccess
 from .cdll import RdmaError, RdmaUnavailable, call
 from .cmabi import MAX_PRIVATE_DATA, RDMA_PS_TCP, Lib, conn_param, sockaddr, sockaddr_text
 from .events import RawEvent, cook, read_event
@@ -180,6 +180,11 @@ class CMChannel:
         """The cm_id's QP, CQ and registered buffer, for work that posts and reads them
         itself (the payload check)."""
         return self._res(handle, "ibv_post_send")
+
+    def reg_mr(self, handle: int, length: int, access: list[RegionAccess]) -> tuple[int, int]:
+        """Register a region of ``length`` bytes with ``access`` on the cm_id's QP's PD
+        (:meth:`QPResources.register`): its rkey and address."""
+        return self._res(handle, "ibv_reg_mr").register(length, access)
 
     def rd_atomic(self, handle: int) -> tuple[int, int]:
         """The cm_id's QP's ``max_rd_atomic`` and ``max_dest_rd_atomic`` (ibv_query_qp)."""

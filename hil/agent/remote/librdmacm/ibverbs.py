@@ -11,10 +11,11 @@ import ctypes
 import errno
 from ctypes import POINTER, byref, c_int, c_uint32, c_void_p
 
-from ...protocol import QPInfo
+from ...protocol import QPInfo, RegionAccess
 from .cdll import RdmaError, call, fail
 from .verbsabi import (
     ACCESS_ALL,
+    ACCESS_FLAGS,
     IBV_QP_MAX_DEST_RD_ATOMIC,
     IBV_QP_MAX_QP_RD_ATOMIC,
     IBV_QP_STATE,
@@ -99,6 +100,9 @@ class QPResources:
             raise RdmaError(op, err)
         self._wr_id = 0
         self.outstanding: set[int] = set()  # wr_ids posted and not yet polled
+        # Regions registered beside the buffer (reg_mr), each with its memory: kept alive
+        # until release, deregistered before the PD.
+        self.regions: list[tuple[object, ctypes.Array[ctypes.c_char]]] = []
 
     def init_attr(self) -> QPInitAttr:
         """The struct ibv_qp_init_attr for an RC QP on this CQ."""
@@ -115,6 +119,21 @@ class QPResources:
             "rkey": self.mr.contents.rkey,
             "length": len(self.buf),
         }
+
+    def register(self, length: int, access: list[RegionAccess]) -> tuple[int, int]:
+        """Register ``length`` more bytes on the QP's PD with ``access`` (ibv_reg_mr(3));
+        its rkey and address.  RdmaError (EINVAL) for a length below 1 or a flag unknown."""
+        unknown = [a for a in access if a not in ACCESS_FLAGS]
+        if length < 1 or unknown:
+            why = f"unknown access {unknown}" if unknown else "length must be >= 1"
+            raise RdmaError("ibv_reg_mr", errno.EINVAL, why)
+        buf = ctypes.create_string_buffer(length)
+        flags = sum(ACCESS_FLAGS[a] for a in set(access))
+        mr = self._lib.ibv_reg_mr(self.pd, buf, length, flags)
+        if not mr:
+            raise RdmaError("ibv_reg_mr", ctypes.get_errno() or errno.EIO)
+        self.regions.append((mr, buf))
+        return int(mr.contents.rkey), ctypes.addressof(buf)
 
     def to_error(self) -> None:
         """Move the QP to ERR (an abortive close on iWARP)."""
@@ -197,7 +216,10 @@ class QPResources:
         ]
 
     def release(self) -> None:
-        """Deregister the buffer, destroy the CQ, free the PD (after the QP is gone)."""
+        """Deregister the buffer and regions, destroy the CQ, free the PD (after the QP is gone)."""
+        for mr, _ in self.regions:
+            self._lib.ibv_dereg_mr(mr)
+        self.regions.clear()
         if self.mr:
             self._lib.ibv_dereg_mr(self.mr)
         if self.cq:

@@ -20,6 +20,8 @@ IBV_WR_RDMA_READ = 4
 IBV_WC_RECV = 128  # enum ibv_wc_opcode: receive completions have this bit set
 IBV_SEND_SIGNALED = 2
 ACCESS_ALL = 1 | 2 | 4  # IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ
+# The same flags by the names a reg_mr op takes (enum ibv_access_flags, verbs.h).
+ACCESS_FLAGS = {"local_write": 1, "remote_write": 2, "remote_read": 4}
 QP_ATTR_SIZE = 144  # sizeof(struct ibv_qp_attr): only qp_state is set, the rest zero
 QP_NUM_OFFSET = 52  # offsetof(struct ibv_qp, qp_num)
 # ibv_query_qp's mask bits and where struct ibv_qp_attr keeps the two depths (each a

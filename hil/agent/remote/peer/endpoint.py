@@ -210,7 +210,7 @@ class Endpoint:
     def _size(self, kind: str) -> int:
         if kind == "fpdu":
             (length,) = struct.unpack_from("!H", self._buf)
-            return fpdu.size(length, self.crc_on)
+            return fpdu.size(length)
         return mpa.HEADER + mpa.pd_length(self._buf)
 
     def _decoded(self, kind: str, data: bytes) -> Entry:

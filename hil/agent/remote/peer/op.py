@@ -54,8 +54,17 @@ def peer_run(
     return _segment(session, deadline)
 
 
-def peer_resume(session: int, timeout: float) -> PeerReply:
-    """Run ``session``'s steps on after the ``dut`` step it stopped at."""
+def peer_resume(
+    session: int, timeout: float, steps: list[dict[str, Any]] | None = None
+) -> PeerReply:
+    """Run ``session``'s steps on after the ``dut`` step it stopped at; ``steps``: the
+    scenario anew (as many steps), values the DUT shared at that step put in."""
+    if steps is not None:
+        interp = held(_sessions, _lock, session, f"no peer session {session}")
+        try:
+            interp.renew(check_steps(steps))
+        except FrameError as e:
+            raise OpError("bad_params", f"peer_resume: {e}") from None
     return _segment(session, time.monotonic() + timeout)
 
 

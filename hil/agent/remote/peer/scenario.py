@@ -74,6 +74,13 @@ class Interpreter:
         self._held = b""  # bytes of coalesced sends not yet written
         self._held_entries: list[Entry] = []
 
+    def renew(self, steps: list[Fields]) -> None:
+        """The scenario anew, as many steps (values the DUT shared put in); the steps
+        already run stay run.  FrameError when the count differs."""
+        if len(steps) != len(self.steps):
+            raise FrameError(f"steps: {len(steps)} anew, the scenario has {len(self.steps)}")
+        self.steps = steps
+
     @property
     def done(self) -> bool:
         """Every step has run (or the run ended early)."""

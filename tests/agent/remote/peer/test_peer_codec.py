@@ -85,8 +85,9 @@ def test_overrides_that_cannot_be_encoded_are_refused_by_name() -> None:
 @pytest.mark.parametrize("crc_on", [True, False])
 def test_a_send_round_trips_untagged_with_pad_and_crc(crc_on: bool) -> None:
     data = fpdu.encode({"opcode": "send", "payload": "68656c6c6f"}, crc_on, 7)
-    # RFC 5044 4.1: 2 + 18 + 5 = 25 bytes, padded to 28, then the CRC.
-    assert len(data) == 28 + (4 if crc_on else 0)
+    # RFC 5044 4.1: 2 + 18 + 5 = 25 bytes, padded to 28, then the CRC field, there even
+    # when CRC is off (0 then, as siw sends it).
+    assert len(data) == 28 + 4
     got = fpdu.decode(data, crc_on)
     assert {k: got[k] for k in ("opcode", "t", "l", "dv", "rv", "qn", "msn", "mo", "payload")} == {
         "opcode": "send",
@@ -101,8 +102,13 @@ def test_a_send_round_trips_untagged_with_pad_and_crc(crc_on: bool) -> None:
     }
     assert (got["ulpdu_length"], got["pad"]) == (23, 3)
     assert got.get("crc_ok", True) and "error" not in got
-    if crc_on:
-        assert got["crc"] == crc32c(data[:-4])
+    assert got["crc"] == (crc32c(data[:-4]) if crc_on else 0)
+
+
+def test_without_crc_the_field_is_read_but_not_checked() -> None:
+    data = fpdu.encode({"opcode": "send", "crc": 0x01020304}, False, 1)
+    got = fpdu.decode(data, False)
+    assert got["crc"] == 0x01020304 and "crc_ok" not in got and "error" not in got
 
 
 def test_a_write_and_a_read_response_are_tagged() -> None:

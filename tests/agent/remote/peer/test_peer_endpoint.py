@@ -3,38 +3,22 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
+from peer_loopback import CLEAN, Steps, run_both
+
 from hil.agent.remote.peer.endpoint import Endpoint
-from hil.agent.remote.peer.scenario import Interpreter, Outcome
+from hil.agent.remote.peer.scenario import Interpreter
 
 HELLO, WORLD = b"hello".hex(), b"world".hex()
 PATTERN = bytes(range(16)).hex()  # what a read_response sends by default: 0, 1, 2...
-Steps = list[dict[str, Any]]
 
 
 def both(active: Steps, passive: Steps, timeout: float = 10) -> tuple[Interpreter, ...]:
     """Run the two scenarios against each other; both interpreters, once done."""
-    server = Endpoint("passive", "127.0.0.1", 0)
-    port = int(server.local.rsplit(":", 1)[1])
-    runs = (
-        Interpreter(Endpoint("active", "127.0.0.1", port), active),
-        Interpreter(server, passive),
-    )
-    outcomes: list[Outcome] = []
-    threads = [
-        threading.Thread(target=lambda r=r: outcomes.append(r.run(time.monotonic() + timeout)))
-        for r in runs
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout + 5)
-    for r in runs:
-        r.endpoint.close()
-    assert all(o == {"stopped_at": None, "unmet": None, "error": None} for o in outcomes), outcomes
+    outcomes, runs = run_both(active, passive, timeout)
+    assert all(o == CLEAN for o in outcomes), outcomes
     return runs
 
 

@@ -116,3 +116,38 @@ def test_peer_close_ends_a_session_stopped_at_a_dut_step() -> None:
     assert closed["record"] == [] and closed["local"] == got["local"]
     with pytest.raises(OpError, match="no peer session"):
         op.peer_resume(got["session"], 5)
+
+
+def test_the_steps_after_a_dut_step_can_be_renewed_with_what_the_dut_shared(
+    host_agent: StrictAgent,
+) -> None:
+    server = Endpoint("passive", "127.0.0.1", 0)
+    port = int(server.local.rsplit(":", 1)[1])
+    got: list[Any] = []
+
+    def dut() -> None:
+        server.open(time.monotonic() + 5)
+        while (entry := server.read(time.monotonic() + 3)) is not None:
+            got.append(entry)
+        server.close()
+
+    reader = threading.Thread(target=dut, daemon=True)
+    reader.start()
+    # An unresolved value would not encode: the renewed steps must be the ones sent.
+    write = {"step": "send", "frame": "fpdu", "opcode": "write", "stag": {"dut": "stag"}}
+    steps: list[dict[str, Any]] = [
+        {"step": "send", "frame": "mpa_request"},
+        {"step": "dut", "action": "reg_mr"},
+        write,
+        {"step": "send", "frame": "fin"},
+    ]
+    renewed = [*steps[:2], {**write, "stag": 0x1200}, steps[3]]
+    result = run_peer(host_agent, "active", "127.0.0.1", port, steps, 10, on_dut=lambda *_: renewed)
+    assert result.error is None
+    reader.join(10)
+    assert [e["fields"].get("stag") for e in got if e["frame"] == "fpdu"] == [0x1200]
+    assert steps == renewed  # the caller's list follows, for the next dut step
+    session = op.peer_run("passive", "127.0.0.1", 0, [{"step": "dut"}, {"step": "sleep"}], 5)
+    with pytest.raises(OpError, match="steps: 1 anew, the scenario has 2"):
+        op.peer_resume(session["session"], 5, steps=[{"step": "sleep"}])
+    op.peer_close(session["session"])

@@ -1,0 +1,76 @@
+"""A race's window widened in the kernel under test, and the kernel's word that it opened.
+
+A race whose window lasts microseconds is not hit by a test on a lab, and user
+space cannot see it when it is.  Kernel developers reproduce such races with a
+debug patch that holds the window open (an ``msleep`` at the racing point) and
+says so in the kernel log; ``bench/reverts/widen/<fix>.patch`` are those patches
+(docs/regressions.md), built on both the fix's revert kernel and the fixed
+kernel.  Each widening is off unless a test turns it on: a module parameter
+``/sys/module/<module>/parameters/hil_widen_<fix>`` (milliseconds, 0 by
+default), and each logs ``hil widen <fix>: window open`` (``pr_info``) when its
+window opened.
+
+:class:`Widen` turns one on for a scenario on one host, reads the kernel log
+meanwhile and turns it off again.  ``available`` is False on a kernel without
+that patch (every lab kernel but a widened one): the case then judges its
+window as it did before (tracepoints, or not observable).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hil import tools
+
+if TYPE_CHECKING:
+    from hil.agent.agent import Agent
+
+CALL_S = 20.0  # one sysfs read or write on a loaded debug guest
+PARAM = "/sys/module/{module}/parameters/hil_widen_{fix}"
+MARKER = "hil widen {fix}: window open"
+
+
+def opened(messages: list[str], fix: str) -> int:
+    """How many of the kernel log's ``messages`` say ``fix``'s widened window opened."""
+    marker = MARKER.format(fix=fix)
+    return sum(1 for m in messages if marker in m)
+
+
+class Widen:
+    """``fix``'s window widening (``module``'s parameter) on at ``ms`` on ``agent``'s host
+    for the ``with`` block, then off; ``opened`` counts the window's markers logged
+    meanwhile."""
+
+    def __init__(self, agent: Agent, module: str, fix: str, ms: int) -> None:
+        self.agent, self.fix, self.ms = agent, fix, ms
+        self.param = PARAM.format(module=module, fix=fix)
+        self.available = False
+        self.opened = 0
+        self._cursor: int | None = None
+
+    def __enter__(self) -> Widen:
+        probe = self.agent.run(tools.argv("cat", self.param), CALL_S)
+        self.available = probe.status == 0
+        if self.available:
+            self._cursor = self.agent.kmsg_cursor()
+            self._write(str(self.ms))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._cursor is None:
+            return
+        self._write("0")
+        log = self.agent.kmsg_read(self._cursor)
+        self.agent.kmsg_close(self._cursor)
+        self._cursor = None
+        self.opened = opened(log.messages(), self.fix)
+
+    def window(self, otherwise: bool | None, raced: bool = True) -> bool | None:
+        """The window's value for :func:`hil.cm.regressions.evidence.window`: on a widened
+        kernel whether its marker was logged and the case's racing step began inside the
+        held window (``raced``, where the widening's time matters), else ``otherwise``
+        (the case's own evidence)."""
+        return self.opened > 0 and raced if self.available else otherwise
+
+    def _write(self, value: str) -> None:
+        self.agent.run(tools.argv("tee", self.param), CALL_S, input=value, check=True)

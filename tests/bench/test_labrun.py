@@ -1,0 +1,37 @@
+"""bench/labrun.py: how many times a suite runs on one boot (the lab itself faked)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmod import load_bench
+
+labrun = load_bench("labrun", "labrun.py")
+WINDOW_MISSED = "window not reached (regress-x): iwcm work queued at an id destroy"
+
+
+def _runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> int:
+    """How many times pytest ran: every run fails with the window missed."""
+    ran: list[str] = []
+    monkeypatch.setattr(labrun, "_hil", lambda *args, **kwargs: None)
+    monkeypatch.setattr(labrun, "_pytest", lambda suite, *args: ran.append(str(suite)))
+    monkeypatch.setattr(
+        labrun, "junit_outcomes", lambda junit, path: ([("t", WINDOW_MISSED)], [], 1)
+    )
+    suite = labrun.patched.Suite("suites/test_regressions.py", "aee2424246f9")
+    labrun.run_on_lab(None, [suite], tmp_path, repeat=3, **options)
+    return len(ran)
+
+
+def test_a_failing_repetition_ends_the_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _runs(tmp_path, monkeypatch) == 1
+
+
+def test_a_failure_that_decides_nothing_leaves_the_next_runs_their_chance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _runs(tmp_path, monkeypatch, decisive=lambda m: "window not reached" not in m) == 3

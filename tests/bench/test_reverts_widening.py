@@ -1,0 +1,73 @@
+"""bench/reverts/widening.py: a revert's widening patch and the two kernels it makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from benchmod import load_bench
+from labtree import applied, lab_tree
+
+from hil.errors import InputError
+from hil.lab import patched
+
+REVERTS = Path(__file__).resolve().parents[2] / "bench" / "reverts"
+wid = load_bench("revert_widening", "reverts/widening.py")
+
+DIFF = "--- a/drivers/x.c\n+++ b/drivers/x.c\n@@ -1 +1 @@\n-a\n+b\n"
+WIDEN = "--- a/drivers/x.c\n+++ b/drivers/x.c\n@@ -9 +9,2 @@\n c\n+msleep(ms);\n"
+
+
+def _patch(path: Path, kernel: str | None, diff: str, killed: str = "-k fixid") -> Path:
+    header = f"Name: {path.stem}\nWrong: w\nKilled-by: suites/test_regressions.py {killed}\n"
+    path.write_text(header + (f"Kernel: {kernel}\n" if kernel else "") + diff)
+    return path
+
+
+def test_a_revert_without_a_widening_has_none(tmp_path: Path) -> None:
+    revert = patched.read_patch(_patch(tmp_path / "fixid.patch", "debug", DIFF))
+    assert wid.widening(revert, tmp_path / "widen") is None
+
+
+def test_the_widened_revert_is_the_revert_then_the_widening_on_its_kernel(tmp_path: Path) -> None:
+    (tmp_path / "widen").mkdir()
+    revert = patched.read_patch(_patch(tmp_path / "fixid.patch", "debug", DIFF))
+    _patch(tmp_path / "widen" / "fixid.patch", None, WIDEN)
+    w = wid.widening(revert, tmp_path / "widen")
+    both = wid.widened(revert, w)
+    assert both.name == "fixid-widened" and both.diff == DIFF + WIDEN
+    assert both.files == ("drivers/x.c",)  # once: patch applies the second diff after the first
+    assert not both.debug  # the widening's kernel (production), not the revert's (debug)
+    fixed = wid.fixed_widened(w)
+    assert (fixed.name, fixed.diff, fixed.killed_by) == ("widen-fixid", WIDEN, revert.killed_by)
+
+
+def test_a_widening_must_name_its_reverts_test(tmp_path: Path) -> None:
+    (tmp_path / "widen").mkdir()
+    revert = patched.read_patch(_patch(tmp_path / "fixid.patch", None, DIFF))
+    _patch(tmp_path / "widen" / "fixid.patch", None, WIDEN, killed="-k other")
+    with pytest.raises(InputError, match="the same test must run on both kernels"):
+        wid.widening(revert, tmp_path / "widen")
+
+
+@pytest.mark.parametrize("path", sorted((REVERTS / "widen").glob("*.patch")), ids=lambda p: p.stem)
+def test_each_widening_belongs_to_a_revert_and_says_its_window_and_knob(path: Path) -> None:
+    revert = patched.read_patch(REVERTS / path.name)
+    w = wid.widening(revert)
+    assert w is not None and w.field("window") and w.field("knob")
+    assert f"hil_widen_{w.name}" in (w.field("knob") or "") and f"hil_widen_{w.name}" in w.diff
+    assert f"hil widen {w.name}: window open" in w.diff  # the marker the test reads
+
+
+@pytest.mark.parametrize("path", sorted((REVERTS / "widen").glob("*.patch")), ids=lambda p: p.stem)
+def test_each_widening_applies_to_the_fixed_tree_and_atop_its_revert(
+    tmp_path: Path, path: Path
+) -> None:
+    tree = lab_tree()
+    revert = patched.read_patch(REVERTS / path.name)
+    w = wid.widening(revert)
+    for p in (wid.fixed_widened(w), wid.widened(revert, w)):
+        copy = applied(p, tree, tmp_path)
+        text = "".join((copy / rel).read_text() for rel in p.files)
+        assert f"hil widen {w.name}: window open" in text
+        assert (f"hil revert {revert.name}" in text) == (p.name == f"{revert.name}-widened")

@@ -1,0 +1,146 @@
+"""The kernel's evidence of a regression's window (hil/cm/regressions/ktrace.py).
+
+The trace texts are made up in the format of tracefs's ``trace`` file for the
+tracepoints' TP_printk formats of Linux 6.1 (include/trace/events/workqueue.h,
+drivers/infiniband/core/cma_trace.h); the reads from a host go through a fake agent.
+"""
+
+from __future__ import annotations
+
+from hil.agent.types import CommandResult
+from hil.cm.regressions import ktrace
+from hil.cm.regressions.ktrace import (
+    IWCM_WORK,
+    SIW_WORK,
+    Trace,
+    destroys_with_pending,
+    parse,
+    pending_at,
+    rejects_inside_their_upcall,
+    runs,
+    seen,
+)
+
+HEAD = "# tracer: nop\n#\n#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n"
+
+
+def line(t: float, name: str, rest: str, task: str = "kworker/0:1", pid: int = 40) -> str:
+    return f"     {task}-{pid}     [000] d..1.  {t:.6f}: {name}: {rest}\n"
+
+
+# Work addresses as %p prints them: hashed, 16 hex digits.
+def queue(t: float, work: str, fn: str = IWCM_WORK) -> str:
+    return line(
+        t, "workqueue_queue_work", f"work struct={work} function={fn} workqueue=iw_cm_wq "
+        "req_cpu=1 cpu=0", task="siw_rx", pid=7,
+    )  # fmt: skip
+
+
+def start(t: float, work: str, fn: str = IWCM_WORK, pid: int = 40) -> str:
+    return line(t, "workqueue_execute_start", f"work struct {work}: function {fn}", pid=pid)
+
+
+def end(t: float, work: str, fn: str = IWCM_WORK, pid: int = 40) -> str:
+    return line(t, "workqueue_execute_end", f"work struct {work}: function {fn}", pid=pid)
+
+
+def cm(t: float, name: str, cm_id: int, dst: str, event: str = "") -> str:
+    tail = f" {event} (4/0)" if event else ""
+    rest = f"cm.id={cm_id} src=192.0.2.2:7471 dst={dst} tos=0{tail}"
+    return line(t, name, rest, task="agent", pid=9)
+
+
+def test_the_trace_file_parses_into_its_tracepoint_hits() -> None:
+    text = HEAD + queue(1.0, "000000001") + cm(1.5, "cm_id_destroy", 3, "192.0.2.1:40000")
+    q, d = parse(text + "garbage line\n")
+    assert (q.t, q.name, q.work, q.function, q.pid) == (
+        1.0, "workqueue_queue_work", "000000001", IWCM_WORK, 7,
+    )  # fmt: skip
+    assert (d.name, d.cm_id, d.dst) == ("cm_id_destroy", 3, "192.0.2.1:40000")
+
+
+def test_work_queued_and_not_started_is_pending() -> None:
+    events = parse(
+        queue(1.0, "000000000000000a")
+        + queue(1.1, "000000000000000b")
+        + start(1.2, "000000000000000a")
+        + start(2.0, "000000000000000b")
+    )
+    assert pending_at(events, IWCM_WORK, 1.5) == ["000000000000000b"]
+    assert pending_at(events, IWCM_WORK, 0.5) == []
+    assert pending_at(events, SIW_WORK, 1.5) == []
+
+
+def test_a_connection_ids_destroy_with_iwcm_work_queued_is_the_window() -> None:
+    text = (
+        queue(1.0, "000000000000000a")
+        + cm(1.1, "cm_id_destroy", 4, "192.0.2.1:40000")  # work a still queued: the window
+        + start(1.2, "000000000000000a")
+        + cm(1.3, "cm_id_destroy", 5, "192.0.2.1:40001")  # nothing queued any more
+        + queue(2.0, "000000000000000b")
+        + cm(2.1, "cm_id_destroy", 1, "0.0.0.0:0")  # the listener's: not a connection id
+    )
+    assert [e.cm_id for e in destroys_with_pending(parse(text), IWCM_WORK)] == [4]
+
+
+def test_a_reject_inside_the_run_that_made_its_own_upcall_is_the_window() -> None:
+    text = (
+        start(1.0, "00000000000000e1", SIW_WORK, pid=50)
+        + cm(1.1, "cm_event_handler", 6, "192.0.2.1:40000", "CONNECT_REQUEST")
+        + cm(1.2, "cm_send_rej", 6, "192.0.2.1:40000")  # siw's work still runs: raced
+        + end(1.3, "00000000000000e1", SIW_WORK, pid=50)
+        + start(2.0, "00000000000000e2", SIW_WORK, pid=50)
+        + cm(2.1, "cm_event_handler", 7, "192.0.2.1:40001", "CONNECT_REQUEST")
+        + end(2.2, "00000000000000e2", SIW_WORK, pid=50)
+        + cm(2.5, "cm_send_rej", 7, "192.0.2.1:40001")  # after the run ended: no race
+        + cm(2.6, "cm_send_rej", 6, "192.0.2.1:40000")
+    )
+    assert rejects_inside_their_upcall(parse(text), SIW_WORK) == [6]
+
+
+def test_runs_count_the_starts_of_one_function() -> None:
+    text = (
+        start(1.0, "00000000000000e1", SIW_WORK)
+        + start(1.1, "000000000000000a")
+        + start(1.2, "00000000000000e2", SIW_WORK)
+    )
+    assert runs(parse(text), SIW_WORK) == 2
+
+
+class FakeAgent:
+    """The host side of tracefs: which files exist, what was written, the trace text."""
+
+    def __init__(self, tracefs: str | None, trace: str = "") -> None:
+        self.tracefs, self.trace = tracefs, trace
+        self.writes: list[tuple[str, str | None]] = []
+
+    def run(
+        self, argv: list[str], timeout: float = 60.0, input: str | None = None, check: bool = False
+    ) -> CommandResult:
+        path = argv[-1]
+        if self.tracefs is None or not path.startswith(self.tracefs):
+            return CommandResult(tuple(argv), 1, "", "No such file or directory")
+        if argv[0].endswith("tee"):
+            self.writes.append((path.removeprefix(self.tracefs), input))
+        out = self.trace if path.endswith("/trace") else "0\n"
+        return CommandResult(tuple(argv), 0, out, "")
+
+
+def test_a_kernel_without_event_tracing_leaves_the_window_unobservable() -> None:
+    agent = FakeAgent(None)
+    with Trace(agent) as tr:  # type: ignore[arg-type]
+        pass
+    assert not tr.available and tr.events() == [] and agent.writes == []
+    assert seen(tr, []) is None
+
+
+def test_the_trace_is_turned_on_for_the_scenario_and_read_back() -> None:
+    agent = FakeAgent("/sys/kernel/debug/tracing", HEAD + queue(1.0, "000000000000000a"))
+    with Trace(agent) as tr:  # type: ignore[arg-type]
+        assert ("/events/workqueue/workqueue_queue_work/enable", "1") in agent.writes
+        assert agent.writes[-1] == ("/tracing_on", "1")
+    assert tr.root == "/sys/kernel/debug/tracing"  # the debugfs mount, tried second
+    assert [e.work for e in tr.events()] == ["000000000000000a"]
+    assert ("/tracing_on", "0") in agent.writes
+    assert all(v == "0" for p, v in agent.writes[-len(ktrace.EVENTS) :])
+    assert seen(tr, []) is False and seen(tr, ["x"]) is True

@@ -1,0 +1,101 @@
+"""A race's widened window and its kernel-log marker (hil/cm/regressions/widen.py).
+
+The host goes through a fake agent: the module parameter's sysfs file (present only
+on a widened kernel, bench/reverts/widen/) and the kernel log read from a cursor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hil.agent.types import CommandResult, KernelLog, KmsgRecord
+from hil.cm.regressions.evidence import missing, unobservable
+from hil.cm.regressions.widen import PARAM, Widen, opened
+from hil.judge.timeline import Timeline
+
+FIX = "53a3f7770497"
+KNOB = PARAM.format(module="siw", fix=FIX)
+# What the widening's pr_info logs (bench/reverts/widen/53a3f7770497.patch).
+MARKER = "siw: hil widen 53a3f7770497: window open: immediate MPA request failed (-95)"
+
+
+class FakeAgent:
+    """A host whose kernel has ``knob`` (None: not a widened kernel) and logs ``logged``
+    while the widening is on."""
+
+    def __init__(self, knob: str | None, logged: tuple[str, ...] = ()) -> None:
+        self.knob, self.logged = knob, logged
+        self.writes: list[str | None] = []
+        self.closed: list[int] = []
+
+    def run(
+        self, argv: list[str], timeout: float = 60.0, input: str | None = None, check: bool = False
+    ) -> CommandResult:
+        if argv[-1] != self.knob:
+            return CommandResult(tuple(argv), 1, "", "No such file or directory")
+        if argv[0].endswith("tee"):
+            self.writes.append(input)
+        return CommandResult(tuple(argv), 0, "0\n", "")
+
+    def kmsg_cursor(self) -> int:
+        return 7
+
+    def kmsg_read(self, cursor: int) -> KernelLog:
+        return KernelLog(tuple(KmsgRecord(i, 0, 6, 0, m) for i, m in enumerate(self.logged)), 0)
+
+    def kmsg_close(self, cursor: int) -> None:
+        self.closed.append(cursor)
+
+
+def _timeline(seen: bool | None) -> Timeline:
+    value = -1.0 if seen is None else float(seen)
+    tl = Timeline("regress-siw-mpareq-failure", "siw", ("a", "b"))
+    return replace(tl, metrics={"reached_setup": 1.0, "window_immediate_path": value})
+
+
+def test_the_marker_is_counted_for_its_own_fix_only() -> None:
+    other = "hil widen ef91271c65c1: window open: CONNECT_REQUEST delivered"
+    assert opened([MARKER, "siw: unrelated", other, MARKER], FIX) == 2
+
+
+def test_a_widened_kernel_is_turned_on_for_the_block_and_off_after() -> None:
+    agent = FakeAgent(KNOB, (MARKER,))
+    with Widen(agent, "siw", FIX, 4000) as w:  # type: ignore[arg-type]
+        assert w.available and agent.writes == ["4000"]
+    assert agent.writes == ["4000", "0"] and agent.closed == [7]
+    assert w.opened == 1 and w.window(otherwise=False) is True
+
+
+def test_a_widened_run_without_the_marker_fails_window_not_reached() -> None:
+    agent = FakeAgent(KNOB, ("siw: something else",))
+    with Widen(agent, "siw", FIX, 4000) as w:  # type: ignore[arg-type]
+        pass
+    # Whatever the tracepoints said, on a widened kernel only the marker counts.
+    assert w.window(otherwise=True) is False
+    gap = missing(_timeline(w.window(otherwise=True)))
+    assert gap is not None and gap.startswith("window not reached")
+
+
+def test_a_kernel_without_the_widening_keeps_the_cases_own_evidence() -> None:
+    agent = FakeAgent(None)
+    with Widen(agent, "siw", FIX, 4000) as w:  # type: ignore[arg-type]
+        pass
+    assert not w.available and agent.writes == [] and agent.closed == []
+    assert w.window(otherwise=None) is None and w.window(otherwise=True) is True
+    assert unobservable(_timeline(w.window(otherwise=None))) is not None
+
+
+def test_a_widened_window_needs_the_racing_step_inside_it() -> None:
+    agent = FakeAgent(KNOB, (MARKER,))
+    with Widen(agent, "siw", FIX, 4000) as w:  # type: ignore[arg-type]
+        pass
+    # The marker alone is not the window when the case's step came outside it.
+    assert w.window(otherwise=True, raced=False) is False
+    assert w.window(otherwise=False, raced=True) is True
+
+
+def test_without_the_widening_the_racing_step_does_not_count() -> None:
+    with Widen(FakeAgent(None), "siw", FIX, 4000) as w:  # type: ignore[arg-type]
+        pass
+    assert w.window(otherwise=True, raced=False) is True
+    assert w.window(otherwise=None, raced=True) is None
