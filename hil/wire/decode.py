@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hil.wire import realign, tshark
+from hil.wire import corrupted, tshark
 from hil.wire.model import Connection, Endpoint, Exchange, Mpa, Packet, Terminate
 
 DEFAULT_TIMEOUT = 120.0
@@ -70,30 +70,19 @@ def decode(captures: Mapping[str, Path], *, timeout: float = DEFAULT_TIMEOUT) ->
     """
     # One tshark per file, all at once: most of its time is its own start-up.
     with ThreadPoolExecutor(max_workers=max(len(captures), 1)) as pool:
-        reads = list(pool.map(lambda path: realign.read(path, timeout=timeout), captures.values()))
+        reads = list(pool.map(lambda p: corrupted.read(p, timeout=timeout), captures.values()))
     seen: list[Seen] = []
     notes: list[str] = []
-    for point, realigned in zip(captures, reads, strict=True):
-        result = realigned.read
-        if realigned.segments:
-            notes.append(
-                f"{point}: {realigned.segments} segment(s) that tshark's reassembly lost after a "
-                "frame cut by the snap length were decoded segment by segment (hil/wire/realign.py)"
-            )
+    for point, reading in zip(captures, reads, strict=True):
+        result = reading.read
         whole = [f for f in result.packets if _decodable(f)]
-        intact = _intact(whole)
-        seen += [(point, int(_one(f, "tcp.stream")), packet(point, f)) for f in intact]
+        seen += [(point, int(_one(f, "tcp.stream")), packet(point, f)) for f in whole]
         notes += [result.warning] if result.warning else []
+        notes += _reading_notes(point, reading)
         if len(whole) < len(result.packets):
             notes.append(
                 f"{point}: {len(result.packets) - len(whole)} packet(s) whose TCP header tshark "
                 "could not decode were left out (corrupted on the wire, or cut by the snap length)"
-            )
-        if len(intact) < len(whole):
-            notes.append(
-                f"{point}: {len(whole) - len(intact)} empty segment(s) with a bad TCP "
-                "checksum among good ones of their sender were left out (corrupted on the "
-                "path: the receiver's TCP drops them)"
             )
     return Exchange(connections=connections(seen), points=tuple(captures), notes=tuple(notes))
 
@@ -116,38 +105,22 @@ def _decodable(f: tshark.Fields) -> bool:
     return all(k in f for k in (*_REQUIRED, f"{ip}.src", f"{ip}.dst"))
 
 
-# tshark's tcp.checksum.status (-o tcp.check_checksum:TRUE): 0 bad, 1 good, 2 unverified.
-_BAD, _GOOD = "0", "1"
-
-
-def _intact(packets: list[tshark.Fields]) -> list[tshark.Fields]:
-    """``packets`` without the empty segments whose TCP checksum is bad while their
-    sender's other packets at this capture point are good.
-
-    A bit flipped on the path (netem corrupt, docs/impairment.md) may turn an ACK into
-    an RST: the receiver's TCP drops the segment (RFC 9293 3.1: a segment whose
-    checksum fails is discarded), so no rule may read its flags.  A corrupted segment
-    that carries data is kept: tshark's MPA state took its frame, and it skips the
-    retransmission's payload (tcp.no_subdissector_on_error), so leaving it out would
-    lose the frame.  A sender whose every packet shows a bad sum is checksum offload
-    at its own capture point (the NIC fills the sum in after the tap): nothing is
-    left out then.
-    """
-    good = {_sender(f) for f in packets if _status(f) == _GOOD}
-    return [
-        f
-        for f in packets
-        if not (_status(f) == _BAD and _sender(f) in good and _one(f, "tcp.len") == "0")
-    ]
-
-
-def _status(f: tshark.Fields) -> str:
-    return f.get("tcp.checksum.status", ["2"])[0]
-
-
-def _sender(f: tshark.Fields) -> tuple[str, str]:
-    ip = "ipv6" if "ipv6.src" in f else "ip"
-    return f[f"{ip}.src"][-1], _one(f, "tcp.srcport")
+def _reading_notes(point: str, reading: corrupted.Reading) -> list[str]:
+    notes = []
+    if reading.realigned:
+        notes.append(
+            f"{point}: {reading.realigned} segment(s) that tshark's reassembly lost after a "
+            "frame cut by the snap length were decoded segment by segment (hil/wire/realign.py)"
+        )
+    left_out = reading.left_out_empty + reading.left_out_data
+    if left_out:
+        notes.append(
+            f"{point}: {left_out} segment(s) ({reading.left_out_data} with data) with a bad "
+            "TCP checksum among good ones of their sender were left out and the capture "
+            "decoded without them (corrupted on the path: the receiver's TCP drops them and "
+            "reads the retransmission; hil/wire/corrupted.py)"
+        )
+    return notes
 
 
 def packet(point: str, f: tshark.Fields) -> Packet:

@@ -8,7 +8,7 @@ sender's own capture must show the MPA request (RFC 5044 section 7.1) at least t
 the original and TCP's retransmission of it (RFC 9293 section 3.8.1), the segment of the
 same sequence number and length.  The copies are matched by sequence number, not by a
 second MPA decode: tshark does not dissect a retransmission's payload again
-(:func:`hil.wire.decode._intact`).  The sender's point sees both: its tcpdump taps a
+(:mod:`hil.wire.corrupted`).  The sender's point sees both: its tcpdump taps a
 sent frame before the wire, and the drop is at the receiver's ingress (or a
 middlebox's).  A request sent once means the drop never happened: "impairment not
 effective", never a pass.

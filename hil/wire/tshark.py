@@ -112,6 +112,20 @@ def read(path: Path, *, timeout: float, desegment: bool = True) -> Read:
     return _parsed(path, _run(argv, timeout, f"decoding {path}"))
 
 
+def write_without(path: Path, frames: list[int], out: Path, *, timeout: float) -> None:
+    """Write capture ``path`` to ``out`` (pcapng) without the given frame numbers."""
+    _check_capture(path)
+    listed = ",".join(str(n) for n in frames)  # tshark 4.0 refuses a set without commas
+    argv = tools.argv(
+        "tshark",
+        *("-r", str(path), "-n", "-Y", f"not frame.number in {{{listed}}}", "-w", str(out)),
+    )
+    done = _run(argv, timeout, f"writing {path} without frames {listed}")
+    if done.returncode != 0 or not out.exists():
+        problem = _all_lines(done.stderr) or f"exit {done.returncode}"
+        raise HilError(f"tshark could not write {path} without frames {listed} to {out}: {problem}")
+
+
 def _check_capture(path: Path) -> None:
     try:
         with path.open("rb") as f:
@@ -142,9 +156,17 @@ def _parsed(path: Path, done: subprocess.CompletedProcess[str]) -> Read:
 
 
 def _last_line(stderr: str) -> str:
-    # tshark warns about running as root on every run; that is not the problem.
-    lines = [s for s in stderr.splitlines() if s.strip() and "could be dangerous" not in s]
+    lines = _lines(stderr)
     return lines[-1].removeprefix("tshark: ") if lines else ""
+
+
+def _all_lines(stderr: str) -> str:
+    return " | ".join(s.strip().removeprefix("tshark: ") for s in _lines(stderr))
+
+
+def _lines(stderr: str) -> list[str]:
+    # tshark warns about running as root on every run; that is not the problem.
+    return [s for s in stderr.splitlines() if s.strip() and "could be dangerous" not in s]
 
 
 def _run(argv: list[str], timeout: float, what: str) -> subprocess.CompletedProcess[str]:

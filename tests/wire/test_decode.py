@@ -251,17 +251,61 @@ def test_a_segment_corrupted_on_the_path_is_left_out_by_its_checksum(
     got = decode({"guest1": corrupt})
     assert not any("RST" in p.flags for p in only(got).packets)
     assert len(only(got).packets) == len(only(rping).packets) - 1
-    assert any("1 empty segment(s) with a bad TCP checksum" in n for n in got.notes), got.notes
+    assert any("1 segment(s) (0 with data) with a bad TCP checksum" in n for n in got.notes)
 
 
-def test_a_corrupted_segment_with_data_is_kept(rping: Exchange, tmp_path: Path) -> None:
-    """tshark's MPA state took the frame of a corrupted data segment and will not decode
-    its retransmission: the segment stays, its frame with it."""
+def test_a_corrupted_request_is_left_out_and_its_retransmission_decoded(
+    rping: Exchange, tmp_path: Path
+) -> None:
+    """netem flipped the ORD of siw's MPA request (a CI run judged ORD 129): tshark's MPA
+    state took that copy and did not dissect the retransmission, so the broken copy must
+    go and the retransmission be the request read; frame numbers stay the file's."""
+    data = bytearray(RPING.read_bytes())
+    start, end = _records(data)[_REQUEST]
+    broken = bytearray(data[start:end])
+    broken[_payload_at(broken) + 23] ^= 0x80  # the ORD word's low byte: 1 -> 129
+    corrupt = tmp_path / "request-retransmitted.pcap"
+    corrupt.write_bytes(bytes(data[:start] + broken + data[start:]))
+    got = decode({"guest1": corrupt})
+    request = only(got).mpa("request")
+    assert request is not None and request.mpa is not None
+    assert (request.mpa.ird, request.mpa.ord) == (1, 1)
+    assert request.frame == _REQUEST + 2  # the retransmission, behind the broken copy
+    assert [p.frame for p in only(got).packets] == [
+        p.frame + (p.frame > _REQUEST) for p in only(rping).packets
+    ]
+    assert any("1 segment(s) (1 with data) with a bad TCP checksum" in n for n in got.notes)
+
+
+def test_a_corrupted_data_segment_never_retransmitted_is_missing_not_misread(
+    rping: Exchange, tmp_path: Path
+) -> None:
     data = bytearray(RPING.read_bytes())
     request = _tcp_headers(data)[3]  # the MPA request's segment
     data[request + 32 + 17] ^= 0x01  # its MPA revision (a 32-byte TCP header: timestamps)
     corrupt = tmp_path / "request.pcap"
     corrupt.write_bytes(bytes(data))
     got = decode({"guest1": corrupt})
-    assert len(only(got).packets) == len(only(rping).packets)
-    assert not any("bad TCP checksum" in n for n in got.notes)
+    assert len(only(got).packets) == len(only(rping).packets) - 1
+    assert only(got).mpa("request") is None
+
+
+# rping-siw.pcap's record (0-based) holding siw's MPA request, frame 6.
+_REQUEST = 5
+
+
+def _records(pcap: bytearray) -> list[tuple[int, int]]:
+    """Each record's (start, end) in a pcap: 16-byte header and its frame."""
+    found, at = [], 24
+    while at < len(pcap):
+        end = at + 16 + int.from_bytes(pcap[at + 8 : at + 12], "little")
+        found.append((at, end))
+        at = end
+    return found
+
+
+def _payload_at(record: bytearray) -> int:
+    """Where the TCP payload of an IPv4 Ethernet pcap record starts."""
+    ip = 16 + 14
+    tcp = ip + (record[ip] & 0x0F) * 4
+    return tcp + (record[tcp + 12] >> 4) * 4
