@@ -67,8 +67,9 @@ RPING_COUNT, RPING_SIZE = 3, 3000
 RPING_PINGS = ("-C", str(RPING_COUNT), "-S", str(RPING_SIZE))
 SERVED = "server ping data: "  # cmtime -c: a few, each answered by hil's listener in its worker
 # ib_send_bw -R (perftest 4.5, Debian 12; docs/notes/perftest-R-protocol.md): 5 SENDs, its
-# fewest (-n "at least 5"), of 3000 bytes.  Past 5 its client waits for credits and
-# could have more SENDs in flight than hil keeps receives posted (16).  -F: a report
+# fewest (-n "at least 5"), of 3000 bytes.  From 6 on its client waits for hil's credits;
+# past 16 it could have more SENDs in flight than hil keeps receives posted (the agent's
+# send_bw op refuses that).  -F: a report
 # even when the CPU's clock cannot be read (else "Can't produce a report", exit 1,
 # before the close; a guest's may not be).
 SEND_BW_ITERS, SEND_BW_SIZE = 5, 3000
