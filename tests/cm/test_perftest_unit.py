@@ -1,7 +1,8 @@
 """ib_send_bw -R served by hil (hil/agent/remote/cm/perftest.py) off the lab: perftest
 4.5's byte layouts against bytes built by hand from its structs, and the whole exchange
 against a scripted ib_send_bw client over two fake connections joined end to end
-(docs/notes/perftest-R-protocol.md; not yet run against a real ib_send_bw)."""
+(docs/notes/perftest-R-protocol.md); the real tool against hil is
+suites/test_interop_tools.py's ib_send_bw-client."""
 
 from __future__ import annotations
 
