@@ -11,7 +11,8 @@ A patch is a unified diff against the lab kernel's source tree (``patch
     ...
 
 (:func:`read_patch`; ``Killed-by`` may repeat: a suite file, optionally
-``-k EXPR``).  :func:`build` copies the default kernel's built tree once per
+``-k EXPR``, then options of hil's plugin such as ``--hil-race-sweeps full`` for a
+test that runs only in the nightly).  :func:`build` copies the default kernel's built tree once per
 patch (:mod:`hil.lab.treecopy`: sources hard-linked, products copied), makes
 each file the patch touches a file of its own, applies the patch (checked
 with ``--dry-run`` first), and runs ``make bzImage`` there incrementally.  The
@@ -44,14 +45,16 @@ TOUCHED = ".touched"  # in a patched tree's work dir: the files the last patch m
 
 @dataclass(frozen=True)
 class Suite:
-    """A suite that should kill a mutant: its file and an optional ``-k`` expression."""
+    """A suite that should kill a mutant: its file, an optional ``-k`` expression and
+    options of hil's plugin (``--hil-...``) its tests need to run."""
 
     path: str
     keyword: str | None = None
+    options: tuple[str, ...] = ()
 
     def pytest_args(self) -> list[str]:
         """The pytest arguments that select it."""
-        return [self.path, *(["-k", self.keyword] if self.keyword else [])]
+        return [self.path, *(["-k", self.keyword] if self.keyword else []), *self.options]
 
     def __str__(self) -> str:
         return " ".join(shlex.quote(a) for a in self.pytest_args())
@@ -135,11 +138,14 @@ def _target(path: Path, line: str) -> str:
 
 def _suite(path: Path, value: str) -> Suite:
     words = shlex.split(value)
-    if len(words) == 1:
-        return Suite(words[0])
-    if len(words) == 3 and words[1] == "-k":
-        return Suite(words[0], words[2])
-    raise InputError(f"patch {path}: Killed-by {value!r} is not 'SUITE' or 'SUITE -k EXPR'")
+    keyword = words[2] if len(words) >= 3 and words[1] == "-k" else None
+    options = tuple(words[3:] if keyword is not None else words[1:])
+    if words and (not options or options[0].startswith("--hil-")):
+        return Suite(words[0], keyword, options)
+    raise InputError(
+        f"patch {path}: Killed-by {value!r} is not 'SUITE' or 'SUITE -k EXPR', "
+        "optionally followed by --hil-... options"
+    )
 
 
 def patched_dir(name: str, debug: bool = False) -> Path:

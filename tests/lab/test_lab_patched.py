@@ -69,6 +69,19 @@ def test_the_header_gives_name_wrong_behaviour_and_suites(tmp_path: Path) -> Non
     assert p.extra == () and not p.debug
 
 
+def test_a_suite_may_name_options_of_hils_plugin(tmp_path: Path) -> None:
+    header = (
+        "Name: nightly\nWrong: w\n"
+        "Killed-by: suites/test_impairment.py -k delay --hil-race-sweeps full\n"
+        "Killed-by: suites/test_close.py --hil-race-sweeps full\n"
+    )
+    p = patched.read_patch(write_patch(tmp_path, "nightly", "int a;\n", header))
+    assert [s.pytest_args() for s in p.killed_by] == [
+        ["suites/test_impairment.py", "-k", "delay", "--hil-race-sweeps", "full"],
+        ["suites/test_close.py", "--hil-race-sweeps", "full"],
+    ]
+
+
 def test_other_header_fields_are_kept_and_kernel_debug_asks_for_the_debug_tree(
     tmp_path: Path,
 ) -> None:
@@ -86,6 +99,7 @@ def test_other_header_fields_are_kept_and_kernel_debug_asks_for_the_debug_tree(
         ("Name: bad\nKilled-by: s.py\n", "no Wrong: line"),
         ("Name: bad\nWrong: w\n", "no Killed-by: line"),
         ("Name: bad\nWrong: w\nKilled-by: s.py -x y\n", "is not 'SUITE' or 'SUITE -k EXPR'"),
+        ("Name: bad\nWrong: w\nKilled-by: s.py -k a -x\n", "optionally followed by --hil-"),
     ],
 )
 def test_a_bad_header_is_refused_naming_the_file(tmp_path: Path, header: str, problem: str) -> None:
