@@ -41,7 +41,8 @@ def test_tool_peer_completes_its_exchange_with_hil(
     try:
         run = run_tool_peer(cm, name)
     except StepFailed as e:
-        _known_reply_and_fpdu(cm, str(e))
+        # The tool's output is a note on the failure (run_tool_peer), not in str(e).
+        _known_reply_and_fpdu(cm, "\n".join([str(e), *getattr(e, "__notes__", [])]))
         raise
     note(f"{run.peer.tool} on {run.host}", run.output())
     problems = run.failures()
