@@ -167,6 +167,13 @@ TOOLS: tuple[Tool, ...] = (
         "rdma-core's CM example with SENDs each way: a tool peer of hil (hil/cm/toolpeers.py)",
     ),
     Tool("rping", "rdmacm-utils", _H, "rdma-core's own traffic for the wire judge's lab test"),
+    Tool(
+        "ib_send_bw",
+        "perftest",
+        _H,
+        "perftest's SEND bandwidth test, its QPs over rdma_cm (-R): a tool peer of hil "
+        "(hil/cm/toolpeers.py)",
+    ),
     Tool("pgrep", "procps", _H, "is iwpmd running (readiness); bench's cmtime server"),
     Tool("pkill", "procps", _H, "ends an admin pull's async event watch (hil/cm/asyncwatch.py)"),
     Tool("ls", "coreutils", _H, "whether the async event watch holds the device open"),

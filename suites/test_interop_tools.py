@@ -1,5 +1,6 @@
 """rdma-core's own tools against hil (issue 27 item 5): each registered tool peer
-(hil/cm/toolpeers.py: rping and ucmatose as server and as client, cmtime as client)
+(hil/cm/toolpeers.py: rping and ucmatose as server and as client, cmtime and
+perftest's ib_send_bw -R as client)
 runs on one host of the pair against hil's CM endpoint on the other.
 
 A test passes when the tool exits 0 having printed its completion line, hil's side saw
@@ -12,8 +13,8 @@ tool's command line and output are attached to the report.
 One direction (a-b: the client on A, the server on B): ``ci/nightly --interop`` runs
 the suites on a mixed lab both ways round (A and B's kernels swapped), so each kernel
 meets each tool role on either end; one family (IPv4): the tools' exchange is what is
-tested, and their address handling is their own.  What is not covered (ib_send_bw -R,
-cmtime's server) and why: docs/interop.md.
+tested, and their address handling is their own.  What is not covered (ib_send_bw -R's
+server, cmtime's server) and why: docs/interop.md.
 """
 
 from __future__ import annotations

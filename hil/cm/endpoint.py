@@ -307,6 +307,31 @@ class Endpoint(EndpointCore):
             wire.OP_RPING, params, cm_id, keep, wait, role=role, count=count, size=size
         )
 
+    def send_bw(
+        self,
+        cm_id: str,
+        phase: wire.SendBwPhase,
+        data_id: str | None = None,
+        iters: int = 0,
+        wait: float = 10.0,
+    ) -> Outcome:
+        """perftest's ib_send_bw -R served as its server (agent cm/perftest.py): ``setup``,
+        the control exchanges on ``cm_id`` before the data connection; ``run``, those
+        after it around the client's ``iters`` SENDs on ``data_id``: action ``send_bw``
+        keeping what the client sent (``control`` lengths, ``version``, ``cycle_buffer``,
+        ``cache_line``, ``mtu``, ``dest``, ``received``), the ``credits`` written back
+        and the ``error``."""
+        params = wire.SendBwParams(id=self.handle(cm_id), phase=phase, wait=wait)
+        if data_id is not None:
+            params["data"], params["iters"] = self.handle(data_id), iters
+        keep = (
+            "control", "version", "cycle_buffer", "cache_line", "mtu", "dest", "received",
+            "credits", "error",
+        )  # fmt: skip
+        return self._qp_work(
+            wire.OP_SEND_BW, params, cm_id, keep, wait, phase=phase, data=data_id, iters=iters
+        )
+
     def query_qp(self, cm_id: str) -> Outcome:
         """ibv_query_qp's RDMA READ depths of the id's QP: action ``query_qp`` keeping
         ``max_rd_atomic`` and ``max_dest_rd_atomic``."""

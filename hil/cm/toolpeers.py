@@ -40,7 +40,7 @@ from hil.registry import Registry
 if TYPE_CHECKING:
     from hil.agent import Agent
     from hil.agent.types import CommandResult
-    from hil.cm.endpoint import Endpoint
+    from hil.cm.endpoint import Endpoint, Outcome
     from hil.cm.recording import Recording
     from hil.cm.sides import PairSides
 
@@ -66,6 +66,21 @@ CMTIME_CONNECTIONS = 4
 RPING_COUNT, RPING_SIZE = 3, 3000
 RPING_PINGS = ("-C", str(RPING_COUNT), "-S", str(RPING_SIZE))
 SERVED = "server ping data: "  # cmtime -c: a few, each answered by hil's listener in its worker
+# ib_send_bw -R (perftest 4.5, Debian 12; docs/notes/perftest-R-protocol.md): 5 SENDs, its
+# fewest (-n "at least 5"), of 3000 bytes.  From 6 on its client waits for hil's credits;
+# past 16 it could have more SENDs in flight than hil keeps receives posted (the agent's
+# send_bw op refuses that).  -F: a report
+# even when the CPU's clock cannot be read (else "Can't produce a report", exit 1,
+# before the close; a guest's may not be).
+SEND_BW_ITERS, SEND_BW_SIZE = 5, 3000
+SEND_BW_VERSION = "6.06"  # what perftest 4.5's programs send (its configure.ac's VERSION)
+# The control messages ib_send_bw's client sends, in order: setup's version, page size,
+# cache line size, MTU and sync; run's sync, QP parameters, two syncs, the same again and
+# the close (perftest_communication.c, send_bw.c main).
+SEND_BW_CONTROL = [16, 4, 4, 2, 56], [56] * 6
+# Its result line (perftest_parameters.h REPORT_FMT: " %-7lu    %-10lu ..."), printed
+# once every SEND completed.
+SEND_BW_DONE = f" {SEND_BW_SIZE:<7}    {SEND_BW_ITERS:<10}"
 
 
 @dataclass(frozen=True)
@@ -363,6 +378,90 @@ def _rping_server(ctx: ToolContext) -> Mapping[str, Any]:
     return dict(got.value)
 
 
+def _send_bw_server(ctx: ToolContext) -> Mapping[str, Any]:
+    """hil as ib_send_bw -R's server (docs/notes/perftest-R-protocol.md): accept its
+    control connection and serve its setup exchanges, accept its data connection, serve
+    the rest around its SENDs (credits written back), then answer the client's disconnect
+    of the data connection; the control connection ends with the client's exit."""
+    ep, control, listener = _accepted(ctx)
+    setup = _send_bw_phase(ep, ep.send_bw(control, "setup", wait=START_S), "setup")
+    req = expect(ep, "CONNECT_REQUEST", None, "ib_send_bw's data connection", timeout=START_S)
+    ctx.rec.label("c2", req.id)
+    acc = ep.accept(req.id)
+    if not acc.ok:
+        raise StepFailed(ep.host, f"accept of ib_send_bw's data connection: {acc.action.result}")
+    expect(ep, "ESTABLISHED", req.id, "accept of ib_send_bw's data connection")
+    out = ep.send_bw(control, "run", data_id=req.id, iters=SEND_BW_ITERS, wait=START_S)
+    run = _send_bw_phase(ep, out, "run")
+    expect(ep, "DISCONNECTED", req.id, "ib_send_bw's disconnect of its data connection")
+    ep.disconnect(req.id)
+    steps.destroy(ep, req.id)
+    expect(ep, "DISCONNECTED", control, "the close of ib_send_bw's control connection")
+    steps.destroy(ep, control, listener)
+    return {
+        **{k: setup.get(k) for k in ("version", "cycle_buffer", "cache_line", "mtu")},
+        **{k: run.get(k) for k in ("dest", "received", "credits")},
+        "control": [setup.get("control"), run.get("control")],
+    }
+
+
+def _send_bw_phase(ep: Endpoint, out: Outcome, phase: str) -> dict[str, Any]:
+    """A send_bw phase's facts; StepFailed when it stopped: the tool then waits for what
+    hil did not send (the run kills it)."""
+    facts = dict(out.value)
+    if not out.ok or facts.get("error"):
+        why = facts.get("error") or out.action.result
+        raise StepFailed(ep.host, f"ib_send_bw's {phase} exchange: {why} (so far: {facts})")
+    return facts
+
+
+def _send_bw_data(run: ToolRun) -> list[str]:
+    """What ib_send_bw's client sent as perftest 4.5 sends it: each control message's
+    length in order, its version, page and cache line sizes, an MTU digit, a PSN of 24
+    bits and a credit slot; its ``-n`` SENDs of ``-s`` bytes, and the credits hil wrote
+    back after the receives perftest's server writes them."""
+    facts, found = run.facts, []
+    if list(facts.get("control", [])) != [list(c) for c in SEND_BW_CONTROL]:
+        found.append(
+            f"ib_send_bw's control messages were {facts.get('control')} bytes, "
+            f"not {[list(c) for c in SEND_BW_CONTROL]}"
+        )
+    if facts.get("version") != SEND_BW_VERSION:
+        found.append(f"ib_send_bw sent version {facts.get('version')!r}, not {SEND_BW_VERSION!r}")
+    for key, want in (("cycle_buffer", "a page size"), ("cache_line", "a cache line size")):
+        value = facts.get(key, 0)
+        if not (isinstance(value, int) and value > 0 and value & (value - 1) == 0):
+            found.append(f"ib_send_bw's {key} {value!r} is not {want} (a power of 2)")
+    if facts.get("mtu") not in ("1", "2", "3", "4", "5"):
+        found.append(f"ib_send_bw's MTU {facts.get('mtu')!r} is no enum ibv_mtu (1..5)")
+    dest = facts.get("dest") or {}
+    if not (0 <= dest.get("psn", -1) <= 0xFFFFFF and dest.get("rkey") and dest.get("vaddr")):
+        found.append(f"ib_send_bw's QP parameters {dest} lack a 24-bit PSN or a credit slot")
+    sizes = [SEND_BW_SIZE] * SEND_BW_ITERS
+    if facts.get("received") != sizes:
+        found.append(f"hil received SENDs of {facts.get('received')} bytes, not {sizes}")
+    credits = [n for n in range(1, SEND_BW_ITERS + 1) if send_bw_credit_after(n, SEND_BW_ITERS)]
+    if facts.get("credits") != credits:
+        found.append(f"hil wrote the credits {facts.get('credits')}, not {credits}")
+    return found
+
+
+def send_bw_credit_after(n: int, iters: int) -> bool:
+    """Whether perftest's server writes a credit after its ``n``-th receive of ``iters``
+    (run_iter_bw_server); the agent's ``credit_after`` (cm/perftest.py), which the
+    controller may not import (tests/test_layers.py): the unit tests hold them equal."""
+    depth = min(512, iters)
+    depth += depth % 2
+    return (n % depth) % max(1, depth // 3) == 0
+
+
+def _send_bw_connect(a: ToolArgs) -> list[str]:
+    return [
+        "-R", "-F", "-p", str(a.port), "-n", str(SEND_BW_ITERS), "-s", str(SEND_BW_SIZE),
+        "--source_ip", a.client, a.server,
+    ]  # fmt: skip
+
+
 def _rping_listen(a: ToolArgs) -> list[str]:
     # -S too: rping's server READs the advertised length into its own -S-byte buffer
     # (rping_test_server), so a smaller one fails the READ (IBV_WC_LOC_PROT_ERR, seen).
@@ -436,6 +535,17 @@ for _peer in (
         _rping_pings,
         f"ping data: rdma-ping-{RPING_COUNT - 1}: ",
         RDMACM + "rping.c rping_test_client (-V: its memcmp of sink and start)",
+    ),
+    ToolPeer(
+        "ib_send_bw-client",
+        "ib_send_bw",
+        "client",
+        _send_bw_connect,
+        _send_bw_server,
+        _send_bw_data,
+        SEND_BW_DONE,
+        "perftest v4.5-0.17 src/send_bw.c main, perftest_communication.c "
+        "(docs/notes/perftest-R-protocol.md)",
     ),
 ):
     register_tool_peer(_peer)

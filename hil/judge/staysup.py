@@ -23,7 +23,7 @@ The causes a timeline records, from the sequences and races of
 - on a whole host, any connection: ``pull`` or ``flap`` (the link; either end),
   ``delete_netdev`` (the device under the ids), a ``kill`` of a process with
   no id named, ``close_channel`` (an event channel closed with its ids);
-- ``tool_peer``: a tool (rping, ucmatose, cmtime) started on the other end,
+- ``tool_peer``: a tool (rping, ucmatose, cmtime, ib_send_bw) started on the other end,
   whose own closes the timeline does not hold: any connection after its start
   (hil.cm.toolpeers; each tool's close is in its source, docs/interop.md).
 

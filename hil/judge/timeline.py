@@ -46,7 +46,7 @@ MSS_CLAMP = "mss_clamp"
 # An action: the path drops this side's first MPA request once (an impairment,
 # hil.host.impair); hil.wire.mpadrop_rules proves TCP retransmitted it.
 MPA_REQUEST_DROP = "mpa_request_drop"
-# An action: a tool peer (rdma-core's rping, ucmatose, cmtime; hil.cm.toolpeers) started on
+# An action: a tool peer (rping, ucmatose, cmtime, ib_send_bw; hil.cm.toolpeers) started on
 # this side; params argv. Its own calls (its connects and closes) are not on the timeline.
 TOOL_PEER = "tool_peer"
 # An action: the pair's link began flapping (an impairment, hil.host.impair: the port down

@@ -252,6 +252,12 @@ def test_every_operation_answers_what_the_protocol_declares(worker: tuple[Worker
     assert "no completion within 0.1s" in str(exchanged["error"])  # no peer sends here
     pinged = op("rping", id=mine[0], role="server", count=1, size=8, wait=0.1)
     assert "the start advertisement" in str(pinged["error"])  # no rping client here
+    served = op("send_bw", id=mine[0], phase="setup", wait=0.1)
+    assert "ib_send_bw's version" in str(served["error"])  # no ib_send_bw client here
+    for wrong in ({"phase": "run", "data": mine[0], "iters": 17}, {"phase": "all"}):
+        server._run(98, "send_bw", {"id": mine[0], **wrong})
+        refused = json.loads(out.getvalue().splitlines()[-1])["error"]
+        assert refused["errno_name"] == "EINVAL", refused
     op("disconnect", id=mine[0])
     op("qp_err", id=mine[0])
     drained = op("flushed", id=mine[0], wait=0.1)

@@ -90,6 +90,7 @@ def context(name: str, agent: FakeAgent) -> ToolContext:
 def test_the_built_in_peers_and_their_argument_lists() -> None:
     assert TOOL_PEERS.names() == (
         "ucmatose-server", "ucmatose-client", "cmtime-client", "rping-server", "rping-client",
+        "ib_send_bw-client",
     )  # fmt: skip
     agent = FakeAgent()
     server = context("ucmatose-server", agent)
@@ -105,6 +106,14 @@ def test_the_built_in_peers_and_their_argument_lists() -> None:
     assert context("rping-client", agent).argv[1:] == (
         "-c", "-a", "198.18.0.2", "-I", "198.18.0.1", "-p", "7471", "-C", "3", "-S", "3000",
         "-V", "-v",
+    )  # fmt: skip
+    # ib_send_bw -R's client on A: both of its connections to hil's one listener on B.
+    send_bw = context("ib_send_bw-client", agent)
+    assert send_bw.host == "guest-a"
+    assert send_bw.argv[0].rsplit("/", 1)[-1] == "ib_send_bw"
+    assert send_bw.argv[1:] == (
+        "-R", "-F", "-p", "7471", "-n", "5", "-s", "3000", "--source_ip", "198.18.0.1",
+        "198.18.0.2",
     )  # fmt: skip
 
 
@@ -207,4 +216,45 @@ def test_rping_passes_only_with_every_ping_checked_and_printed_as_hil_sent_it() 
     ).failures() == [
         "hil's rping stopped: no completion",
         "hil checked 2 of 3 pings",
+    ]
+
+
+def test_ib_send_bw_passes_only_with_perftests_messages_sends_and_credits() -> None:
+    peer = TOOL_PEERS["ib_send_bw-client"]
+    # perftest's REPORT_FMT: " %-7lu    %-10lu       %-7.2lf ...", once every SEND completed.
+    out = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+    out += " 3000       5                0.00               12.34 		   0.004313\n"
+    dest = {"lid": 0, "out_reads": 1, "qpn": 7, "psn": 0x12345, "rkey": 9, "vaddr": 4096}
+    good = {
+        "version": "6.06",
+        "cycle_buffer": 4096,
+        "cache_line": 64,
+        "mtu": "3",
+        "dest": dest,
+        "received": [3000] * 5,
+        "credits": [2, 4],
+        "control": [[16, 4, 4, 2, 56], [56] * 6],
+    }
+    assert run_of(peer, 0, out, **good).failures() == []
+    bad = {
+        **good,
+        "version": "5.60",
+        "cache_line": 0,
+        "mtu": "",
+        "dest": {**dest, "psn": 1 << 24},
+        "received": [3000] * 4,
+        "credits": [2],
+        "control": [[16, 4, 4, 4, 56], [56] * 6],
+    }
+    assert run_of(peer, 1, "", **bad).failures() == [
+        "ib_send_bw's control messages were [[16, 4, 4, 4, 56], [56, 56, 56, 56, 56, 56]] "
+        "bytes, not [[16, 4, 4, 2, 56], [56, 56, 56, 56, 56, 56]]",
+        "ib_send_bw sent version '5.60', not '6.06'",
+        "ib_send_bw's cache_line 0 is not a cache line size (a power of 2)",
+        "ib_send_bw's MTU '' is no enum ibv_mtu (1..5)",
+        f"ib_send_bw's QP parameters {bad['dest']} lack a 24-bit PSN or a credit slot",
+        f"hil received SENDs of {[3000] * 4} bytes, not {[3000] * 5}",
+        "hil wrote the credits [2], not [2, 4]",
+        "ib_send_bw on guest-b exited 1",
+        f"ib_send_bw on guest-b never printed {toolpeers.SEND_BW_DONE!r}",
     ]

@@ -131,6 +131,7 @@ CMOpName = Literal[
     "received",
     "messages",
     "rping",
+    "send_bw",
 ]
 # The operations a scenario step may run (the worker's ops of these names).
 ScenarioOpName = Literal[

@@ -14,7 +14,8 @@ __all__ = [
     "OP_FLUSHED", "LastSendsParams", "LastSendsReply", "OP_LAST_SENDS", "LastReceivesParams",
     "LastWC", "LastReceivesReply", "OP_LAST_RECEIVES", "ReceivedParams", "ReceivedReply",
     "OP_RECEIVED", "MessagesParams", "MessagesReply", "OP_MESSAGES", "RpingRole", "RpingParams",
-    "RpingCheck", "RpingReply", "OP_RPING",
+    "RpingCheck", "RpingReply", "OP_RPING", "SendBwPhase", "SendBwParams", "SendBwDest",
+    "SendBwReply", "OP_SEND_BW",
 ]  # fmt: skip
 
 # What carries the data a side checks: the peer's SEND or RDMA WRITE into this side's
@@ -242,3 +243,54 @@ class RpingReply(TimedReply):
 
 
 OP_RPING = CMOp("rping", RpingParams, RpingReply)
+
+
+# perftest's ib_send_bw -R served as its server (cm/perftest.py): "setup", the control
+# exchanges before the data connection; "run", those after it, the SENDs and the close.
+SendBwPhase = Literal["setup", "run"]
+
+
+class _SendBwRequired(IdParams):
+    phase: SendBwPhase  # id: the control connection's
+
+
+class SendBwParams(_SendBwRequired, total=False):
+    data: int  # run: the data connection's id (accepted after setup)
+    iters: int  # run: the client's SENDs (ib_send_bw -n)
+    wait: float  # seconds each completion may take
+
+
+class SendBwDest(TypedDict):
+    """The client's ``struct pingpong_dest`` as it sent it (docs/notes/perftest-R-protocol.md):
+    its data QP's number and PSN, and where it takes credits (rkey, vaddr)."""
+
+    lid: int
+    out_reads: int
+    qpn: int
+    psn: int
+    rkey: int
+    vaddr: int
+    gid: str  # hex
+    srqn: int
+    gid_index: int
+
+
+class SendBwReply(TimedReply):
+    """One phase of ib_send_bw -R's exchange served by this end: the length of each control
+    message the client sent, in order; what setup read (the client's version, page and
+    cache line sizes, MTU digit); what run read (its dest, each SEND's length) and the
+    credits this end RDMA WROTE back; the error (a wrong length, a failed post or
+    completion, a timeout) that stopped it."""
+
+    control: list[int]
+    version: str
+    cycle_buffer: int
+    cache_line: int
+    mtu: str
+    dest: SendBwDest | None
+    received: list[int]
+    credits: list[int]
+    error: str | None
+
+
+OP_SEND_BW = CMOp("send_bw", SendBwParams, SendBwReply)

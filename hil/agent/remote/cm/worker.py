@@ -50,6 +50,9 @@ from ...protocol import (
     ScenarioParams,
     ScenarioReply,
     ScenarioStep,
+    SendBwParams,
+    SendBwPhase,
+    SendBwReply,
     StormParams,
     StormReply,
     StormRole,
@@ -58,7 +61,7 @@ from ...protocol import (
 from ..hostclock import now_us, since, stamp
 from ..librdmacm import RESOLVE_MS, CMChannel, RdmaError
 from ..librdmacm.ibverbs import QPResources
-from . import payload, rping, script, storm
+from . import payload, perftest, rping, script, storm
 from .log import Log, matches
 from .poller import Poller
 from .stream import QP_DEPTH, Stream, StreamOps
@@ -396,6 +399,20 @@ class Worker(StreamOps):
         res = self._own_cq("rping", id, count, RPING_COUNTS)
         params = RpingParams(id=id, role=role, count=count)
         return rping.run(res, {**params, "size": size, "wait": wait})
+
+    def send_bw(
+        self, id: int, phase: SendBwPhase, data: int = 0, iters: int = 0, wait: float = 10.0
+    ) -> SendBwReply:
+        """perftest's ib_send_bw -R served as its server (perftest.py): ``setup`` on the
+        control connection ``id``, then ``run`` with the data connection ``data``."""
+        res = self._own_cq("send_bw", id)
+        params = SendBwParams(id=id, phase=phase, wait=wait)
+        if phase == "setup":
+            return perftest.setup(res, params)
+        if phase != "run":
+            raise RdmaError("send_bw", errno.EINVAL, f"no phase {phase!r}")
+        perftest.check_iters(iters, QP_DEPTH)
+        return perftest.run(res, self._own_cq("send_bw", data), {**params, "iters": iters})
 
     def _own_cq(
         self, op: CMOpName, id: int, count: int = 0, counts: range | None = None
