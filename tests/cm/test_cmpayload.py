@@ -3,6 +3,7 @@ joined to each other (fake_rdma.WiredVerbs): both ends run at once, as on a pair
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -116,6 +117,33 @@ def test_an_error_completion_stops_the_run_naming_what_it_waited_for(pair: Any) 
     got_a, got_b = both(a, b, qps, wait=0.5)
     assert got_b["error"] is not None and "IBV_WC_WR_FLUSH_ERR" in got_b["error"]
     assert got_a["error"] is not None and "no completion within 0.5s" in got_a["error"]
+
+
+class ScriptedCQ:
+    """QPResources' ``poll`` and ``post_recv`` over a fixed list of completions."""
+
+    def __init__(self, wcs: list[dict[str, int]]) -> None:
+        self.wcs, self.reposted = wcs, 0
+        self.buf = ctypes.create_string_buffer(64)
+
+    def poll(self, n: int) -> list[dict[str, int]]:
+        got, self.wcs[:n] = self.wcs[:n], []
+        return got
+
+    def post_recv(self, count: int) -> None:
+        self.reposted += count
+
+
+def test_a_wait_ends_at_its_completion_and_leaves_the_flush_behind_it_to_the_next() -> None:
+    # ib_send_bw's client exits as soon as it has hil's last SEND, so the receives still
+    # posted on hil's control QP flush right behind that SEND's success (a fresh-clone
+    # .ci/run of c51407e failed the tool peer on the flush).
+    send_ok = {"wr_id": 17, "status": 0, "opcode": 0, "byte_len": 56}  # IBV_WC_SEND
+    flush = {"wr_id": 12, "status": 5, "opcode": 0, "byte_len": 0}  # IBV_WC_WR_FLUSH_ERR
+    qp = payload.QP(ScriptedCQ([send_ok, flush]), 0.5, 0)  # type: ignore[arg-type]
+    qp.sent("hil's last SEND")
+    with pytest.raises(payload.PayloadError, match=r"FLUSH_ERR \(wr 12\) during the next wait"):
+        qp.received("the next wait")
 
 
 def test_a_streaming_id_is_refused(pair: Any) -> None:

@@ -165,23 +165,31 @@ class QP:
         while not done():
             if time.monotonic() > deadline:
                 raise PayloadError(f"no completion within {self.wait_s:g}s waiting for {what}")
-            self._poll(what)
-            if not done():
+            if not self._take_one(what):
                 time.sleep(POLL_S)
 
-    def _poll(self, what: str) -> None:
+    def _take_one(self, what: str) -> bool:
+        """Take one completion if one is ready; whether one was.  One at a time, so that
+        a wait ends at the completion it waited for: a peer that closes as soon as it
+        has this end's last SEND flushes the receives still posted here, and those
+        errors, queued right behind the SEND's success, belong to whatever waits next."""
         try:
-            for wc in self.res.poll(16):
-                if wc["status"] != 0:  # only wr_id and status are valid then (ibv_poll_cq(3))
-                    name = wc_status_name(wc["status"])
-                    raise PayloadError(f"completion {name} (wr {wc['wr_id']}) during {what}")
-                if wc["opcode"] & IBV_WC_RECV:
-                    self._received.append(wc["byte_len"])
-                    self.res.post_recv(1)  # as many receives posted after as before
-                else:
-                    self._sent += 1
+            wcs = self.res.poll(1)
         except RdmaError as e:
             raise PayloadError(str(e)) from None
+        for wc in wcs:
+            if wc["status"] != 0:  # only wr_id and status are valid then (ibv_poll_cq(3))
+                name = wc_status_name(wc["status"])
+                raise PayloadError(f"completion {name} (wr {wc['wr_id']}) during {what}")
+            if wc["opcode"] & IBV_WC_RECV:
+                self._received.append(wc["byte_len"])
+                try:
+                    self.res.post_recv(1)  # as many receives posted after as before
+                except RdmaError as e:
+                    raise PayloadError(str(e)) from None
+            else:
+                self._sent += 1
+        return bool(wcs)
 
 
 class Run:
