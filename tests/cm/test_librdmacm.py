@@ -392,6 +392,27 @@ def test_qp_traffic_goes_through_the_provider_ops_table() -> None:
         assert lib.verbs.released == ["mr", "cq", "pd"]
 
 
+@pytest.mark.parametrize("failing", ["ibv_create_cq", "ibv_reg_mr"])
+def test_a_cq_or_mr_the_provider_refuses_is_named_and_what_was_made_is_freed(
+    failing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A destroy_listen full sweep on the lab once got AttributeError('regions') here
+    # instead of the provider's errno: release() ran before the attribute was set.
+    lib = FakeLib()
+
+    def refuse(*args: object) -> None:
+        ctypes.set_errno(errno.ENOMEM)
+
+    monkeypatch.setattr(lib.verbs, failing, refuse)
+    with CMChannel(lib) as ch:  # type: ignore[arg-type]
+        h = ch.create_id()
+        with pytest.raises(RdmaError, match=f"{failing}: ENOMEM"):
+            ch.create_qp(h)
+    made = {"ibv_create_cq": ["pd"], "ibv_reg_mr": ["pd", "cq"]}[failing]
+    assert lib.verbs.made == made
+    assert lib.verbs.released == list(reversed(made))
+
+
 def test_destroy_time_covers_the_qp_destroy() -> None:
     """On siw in CONN_SENT the QP's destroy is what blocks (lab): it must be in the figure."""
     lib = FakeLib()

@@ -89,6 +89,10 @@ class QPResources:
         self._lib = lib
         self.depth = depth
         self.qp = 0
+        # Regions registered beside the buffer (reg_mr), each with its memory: kept alive
+        # until release, deregistered before the PD.  Set first: release() reads it,
+        # also when the CQ or the buffer's MR below fails.
+        self.regions: list[tuple[object, ctypes.Array[ctypes.c_char]]] = []
         self.pd = lib.ibv_alloc_pd(context) or fail("ibv_alloc_pd")
         self.cq = lib.ibv_create_cq(context, 2 * depth, None, None, 0) or None
         self.buf = ctypes.create_string_buffer(buf_size)
@@ -100,9 +104,6 @@ class QPResources:
             raise RdmaError(op, err)
         self._wr_id = 0
         self.outstanding: set[int] = set()  # wr_ids posted and not yet polled
-        # Regions registered beside the buffer (reg_mr), each with its memory: kept alive
-        # until release, deregistered before the PD.
-        self.regions: list[tuple[object, ctypes.Array[ctypes.c_char]]] = []
 
     def init_attr(self) -> QPInitAttr:
         """The struct ibv_qp_init_attr for an RC QP on this CQ."""
