@@ -67,8 +67,10 @@ def _listeners(tl: Timeline) -> set[str]:
 
 def pending_at(tl: Timeline, destroy: Action) -> list[Action]:
     """The connects pending on the listener ``destroy`` destroyed: made from the other
-    side before it, their CONNECT_REQUEST not retrieved before it and not answered
-    before it (their reply, if any, came after the destroy began)."""
+    side before it, to its port where both ports are recorded, their CONNECT_REQUEST not
+    retrieved before it and not answered before it (their reply, if any, came after the
+    destroy began)."""
+    port = _listen_port(tl, destroy.id)
     pending = []
     for conn_act in (
         a
@@ -78,6 +80,7 @@ def pending_at(tl: Timeline, destroy: Action) -> list[Action]:
         and a.id
         and a.side != destroy.side
         and a.t_us <= destroy.t_us
+        and (port is None or a.params.get("port") in (None, port))
     ):
         conn = tl.conn_of(conn_act.id)
         retrieved = conn is not None and any(
@@ -88,6 +91,16 @@ def pending_at(tl: Timeline, destroy: Action) -> list[Action]:
         if not retrieved and not (got and got[0].t_us < destroy.t_us - tl.uncertainty_us(*tl.pair)):
             pending.append(conn_act)
     return pending
+
+
+def _listen_port(tl: Timeline, listener: str | None) -> int | None:
+    """The port ``listener`` listened on, when its listen action recorded one.  A race
+    sweep has a listener per round, each on a port of its own: a connect pending for
+    seconds is pending on its own round's listener, not on every later round's."""
+    for act in tl.actions:
+        if act.name == "listen" and act.id == listener and act.params.get("port") is not None:
+            return int(act.params["port"])
+    return None
 
 
 def _pending_rejected(tl: Timeline, destroy: Action) -> Iterator[Finding]:

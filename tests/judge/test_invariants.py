@@ -104,6 +104,21 @@ def test_listener_destroy_pending_must_be_rejected() -> None:
     )
 
 
+def test_a_request_pending_for_seconds_is_pending_on_its_own_listener_only() -> None:
+    # A destroy_listen sweep (a listener a round, each on its own port): the 6.12
+    # listener left a:2 unanswered until the initiator's MPA timer, 10 s, during which
+    # the later rounds' listeners were destroyed too.  One finding, on port 7001's.
+    b = Builder("race-destroy-listen-vs-request")
+    b.act("b", "listen", "b:1", 0, port=7001).act("b", "listen", "b:5", 0, port=7002)
+    b.act("a", "connect", "a:2", 20, port=7001).act("b", "destroy", "b:1", 25, duration_ms=1)
+    b.act("b", "destroy", "b:5", 60, duration_ms=1)
+    b.ev("a", "UNREACHABLE", "a:2", 10_020, -errno.ETIMEDOUT, conn="c9")
+    found = violations(b.build(), SIW, "listener-destroy-rejects-pending")
+    assert [f.message for f in found] == [
+        "a:2 was pending on listener b:1 when it was destroyed but got UNREACHABLE, not REJECTED"
+    ]
+
+
 def test_listener_destroy_keeps_accepted() -> None:
     breaks(
         listener_destroyed(accepted_lost=True),
