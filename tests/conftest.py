@@ -11,7 +11,9 @@
   which also runs on PostgreSQL).
 
 ``--lab-tests only`` runs just the tests marked ``lab``, ``--lab-tests none``
-all the others: ci/tests runs the two halves side by side, one lab for the first.
+all the others; ``steady`` and ``restarts`` split the lab tests by the marker
+``restarts_guests``.  ci/tests runs ``none``, ``steady`` and ``restarts`` side by
+side, each lab part on a lab of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from labparts import LAB_PARTS
 from netnslab import NetnsLab, cleanup_stale
 from vlab import VirtualLab, booted_lab
 
@@ -48,10 +51,11 @@ def netns_unavailable() -> str | None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--lab-tests",
-        choices=("all", "only", "none"),
+        choices=tuple(LAB_PARTS),
         default="all",
-        help="run every test (all), only those marked lab (only), or all others (none); "
-        "ci/tests runs 'only' and 'none' side by side",
+        help="run every test (all), only those marked lab (only), all others (none), or "
+        "of the lab tests those that keep the guests as booted (steady) or restart them "
+        "(restarts); ci/tests runs 'none', 'steady' and 'restarts' side by side",
     )
 
 
@@ -89,10 +93,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "netns_lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.netns)
-    part = config.getoption("lab_tests")
-    if part != "all":
-        wanted = part == "only"
-        keep = [i for i in items if bool(i.get_closest_marker("lab")) == wanted]
+    wanted = LAB_PARTS[config.getoption("lab_tests")]
+    keep = [i for i in items if wanted(i)]
+    if len(keep) < len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     items.sort(key=_rank)
