@@ -11,9 +11,7 @@
   which also runs on PostgreSQL).
 
 ``--lab-tests only`` runs just the tests marked ``lab``, ``--lab-tests none``
-all the others; ``steady`` and ``restarts`` split the lab tests by the marker
-``restarts_guests``.  ci/tests runs ``none``, ``steady`` and ``restarts`` side by
-side, each lab part on a lab of its own.
+all the others: ci/tests runs the two halves side by side, one lab for the first.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from labparts import LAB_PARTS
 from netnslab import NetnsLab, cleanup_stale
 from vlab import VirtualLab, booted_lab
 
@@ -51,11 +48,10 @@ def netns_unavailable() -> str | None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--lab-tests",
-        choices=tuple(LAB_PARTS),
+        choices=("all", "only", "none"),
         default="all",
-        help="run every test (all), only those marked lab (only), all others (none), or "
-        "of the lab tests those that keep the guests as booted (steady) or restart them "
-        "(restarts); ci/tests runs 'none', 'steady' and 'restarts' side by side",
+        help="run every test (all), only those marked lab (only), or all others (none); "
+        "ci/tests runs 'only' and 'none' side by side",
     )
 
 
@@ -93,9 +89,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "netns_lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.netns)
-    wanted = LAB_PARTS[config.getoption("lab_tests")]
-    keep = [i for i in items if wanted(i)]
-    if len(keep) < len(items):
+    part = config.getoption("lab_tests")
+    if part != "all":
+        wanted = part == "only"
+        keep = [i for i in items if bool(i.get_closest_marker("lab")) == wanted]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     items.sort(key=_rank)
