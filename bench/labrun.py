@@ -2,16 +2,21 @@
 and bench/reverts/run.py share.
 
 :func:`run_on_lab` boots ``hil lab up --kernel`` in a scratch directory, runs pytest
-on each suite with JUnit XML (``repeat`` times over: a revert's test is run N times on
-one boot), checks ``hil lab status`` and always takes the lab down (also on Ctrl-C or
-SIGTERM).  :func:`held` holds the shared lab lock meanwhile.  Every subprocess has a
-timeout (lab up 600 s, a suite 1200 s, lab down 120 s, the lock 3600 s).
+on each suite with JUnit XML and Allure results (``repeat`` times over: a revert's test
+is run N times on one boot), checks ``hil lab status`` and always takes the lab down
+(also on Ctrl-C or SIGTERM), keeping the guests' consoles.  In the scratch directory:
+``junit-R-I.xml`` and ``pytest-R-I.log`` per run, ``allure-R-I/`` (each test's
+attachments, kernel logs among them, and ``hil-metrics.json``: a regression case's
+window metrics), ``console-GUEST.log`` and ``hil.log``.  :func:`held` holds the
+shared lab lock meanwhile.  Every subprocess has a timeout (lab up 600 s, a suite
+1200 s, lab down 120 s, the lock 3600 s).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,8 +94,13 @@ def run_on_lab(
         runs = [(r, i, s) for r in range(repeat) for i, s in enumerate(suites)]
         for r, i, suite in runs if problem is None else []:
             junit = scratch / f"junit-{r}-{i}.xml"
+            allure = ["--alluredir", str(scratch / f"allure-{r}-{i}")]
             problem = _pytest(
-                suite, lab_dir / "inventory.yaml", junit, scratch / f"pytest-{r}-{i}.log", slow
+                suite,
+                lab_dir / "inventory.yaml",
+                junit,
+                scratch / f"pytest-{r}-{i}.log",
+                slow + allure,
             )
             if problem:
                 break
@@ -106,10 +116,25 @@ def run_on_lab(
             if problem:
                 problem = f"the lab was unhealthy after the suites: {problem}"
     finally:
+        keep_consoles(lab_dir, scratch)
         down = _hil(log, "lab", "down", "--dir", str(lab_dir), timeout=LAB_DOWN_TIMEOUT)
         if down:
             print(f"  warning: {down}", flush=True)
     return LabRun(tuple(failed), tuple(errored), tests, problem, boot_s, suites_s)
+
+
+def keep_consoles(lab_dir: Path, scratch: Path) -> None:
+    """Copy each guest's console log (``GUEST.log`` in the lab's directory, which ``hil
+    lab down`` removes) to ``scratch/console-GUEST.log``: a panic or a KASAN report that
+    ended a guest is read there."""
+    state = lab_dir / "lab.json"
+    if not state.is_file():
+        return
+    for console in sorted(lab_dir.glob("*.log")):
+        try:
+            shutil.copyfile(console, scratch / f"console-{console.name}")
+        except OSError as e:  # the lab must still be taken down
+            print(f"  warning: {console.name} not kept: {e}", flush=True)
 
 
 def _pytest(

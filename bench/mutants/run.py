@@ -14,7 +14,8 @@ must pass: otherwise the kills prove nothing.  Prints the score
     .venv/bin/python bench/mutants/run.py --lock /tmp/hil-lab2.lock [--mutant NAME ...]
     .venv/bin/python bench/mutants/run.py --list
 
-``--keep DIR`` keeps each lab's logs (hil, pytest, JUnit) in ``DIR/NAME``.
+``--keep DIR`` keeps each lab's logs (hil, pytest, JUnit, Allure results with the
+run's metrics, the guests' consoles) in ``DIR/NAME``.
 
 ``--lock PATH`` holds that flock only while a lab runs (boot, suites, down).
 Cost here (2 cores, TCG): docs/mutation.md.
@@ -59,8 +60,8 @@ def main() -> int:
         "--keep",
         type=Path,
         metavar="DIR",
-        help="keep each lab's logs and JUnit reports in DIR/NAME (default: a temporary "
-        "directory, deleted at the end)",
+        help="keep each lab's logs, JUnit and Allure results and consoles in DIR/NAME "
+        "(default: a temporary directory, deleted at the end)",
     )
     args = p.parse_args()
     # SIGTERM (a CI timeout, kill PID) ends like Ctrl-C: the running lab is taken down.

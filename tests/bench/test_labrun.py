@@ -35,3 +35,33 @@ def test_a_failure_that_decides_nothing_leaves_the_next_runs_their_chance(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert _runs(tmp_path, monkeypatch, decisive=lambda m: "window not reached" not in m) == 3
+
+
+def test_each_run_keeps_its_allure_results_and_the_guests_consoles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regression case's window metrics live in the Allure results' hil-metrics.json,
+    a guest's panic in its console, which ``hil lab down`` removes."""
+    extras: list[list[str]] = []
+
+    def up_or_down(log: Path, *args: str, timeout: float) -> None:
+        lab = tmp_path / "lab"
+        if args[:2] == ("lab", "up"):  # what `hil lab up` leaves in the lab's directory
+            lab.mkdir()
+            (lab / "lab.json").write_text("{}")
+            (lab / "lab1-0.log").write_text("KASAN: use-after-free\n")
+        elif args[:2] == ("lab", "down"):
+            assert (tmp_path / "console-lab1-0.log").is_file(), "down before the copy"
+
+    monkeypatch.setattr(labrun, "_hil", up_or_down)
+    monkeypatch.setattr(
+        labrun, "_pytest", lambda suite, inv, junit, log, extra: extras.append(extra)
+    )
+    monkeypatch.setattr(labrun, "junit_outcomes", lambda junit, path: ([], [], 1))
+    suite = labrun.patched.Suite("suites/test_regressions.py", "aee2424246f9")
+    labrun.run_on_lab(None, [suite], tmp_path, repeat=2, decisive=lambda m: False)
+    assert extras == [
+        ["--alluredir", str(tmp_path / "allure-0-0")],
+        ["--alluredir", str(tmp_path / "allure-1-0")],
+    ]
+    assert (tmp_path / "console-lab1-0.log").read_text() == "KASAN: use-after-free\n"
