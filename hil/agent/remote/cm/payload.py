@@ -175,21 +175,20 @@ class QP:
         errors, queued right behind the SEND's success, belong to whatever waits next."""
         try:
             wcs = self.res.poll(1)
-        except RdmaError as e:
-            raise PayloadError(str(e)) from None
-        for wc in wcs:
+            if not wcs:
+                return False
+            wc = wcs[0]
             if wc["status"] != 0:  # only wr_id and status are valid then (ibv_poll_cq(3))
                 name = wc_status_name(wc["status"])
                 raise PayloadError(f"completion {name} (wr {wc['wr_id']}) during {what}")
             if wc["opcode"] & IBV_WC_RECV:
                 self._received.append(wc["byte_len"])
-                try:
-                    self.res.post_recv(1)  # as many receives posted after as before
-                except RdmaError as e:
-                    raise PayloadError(str(e)) from None
+                self.res.post_recv(1)  # as many receives posted after as before
             else:
                 self._sent += 1
-        return bool(wcs)
+        except RdmaError as e:
+            raise PayloadError(str(e)) from None
+        return True
 
 
 class Run:
