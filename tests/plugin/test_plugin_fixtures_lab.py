@@ -29,16 +29,6 @@ def test_connect_is_judged_by_the_pairs_profile(cm, profile, contract, direction
 """
 
 
-def test_a_suite_outside_suites_gets_cm_profile_and_contract(
-    pytester: pytest.Pytester, virtual_lab: VirtualLab, tmp_path: Path
-) -> None:
-    pytester.makepyfile(test_own_suite=OWN_SUITE)
-    args = [*_on_the_lab(virtual_lab, tmp_path), "-p", "no:cacheprovider"]
-    result = pytester.runpytest_subprocess(*args, timeout=600)
-    # One per direction (a-b, b-a) and address family the lab's link offers.
-    result.assert_outcomes(passed=2 * len(virtual_lab.pair.families))
-
-
 def assert_timelines_and_verdicts_attached_once(
     alluredir: Path, test: str, scenarios: tuple[str, ...]
 ) -> None:
@@ -88,7 +78,7 @@ def test_connect(cm, contract, direction):
 """
 
 
-def test_every_test_on_the_pair_is_judged_on_the_wire(
+def test_every_test_is_judged_on_the_wire_and_an_own_suite_gets_the_cm_fixtures(
     pytester: pytest.Pytester, virtual_lab: VirtualLab, tmp_path: Path
 ) -> None:
     pytester.makeconftest(WIRE_CONFTEST)
@@ -109,5 +99,9 @@ def test_every_test_on_the_pair_is_judged_on_the_wire(
     result.stdout.no_fnmatch_line("*[[]orderly-close-is-fin] fail*")
     assert_siw_guests_evidence(out, "test_connect")  # failed: its hardware evidence attached
     assert_timelines_and_verdicts_attached_once(out, "test_connect", ("connect", "own-listen"))
+    # With the wire judge off, the lab's rule fails nothing; the same session (one
+    # pair setup for both) runs a suite that uses the plugin's CM fixtures and nothing
+    # else: one test per direction (a-b, b-a) and address family the lab's link offers.
+    pytester.makepyfile(test_own_suite=OWN_SUITE)
     off = pytester.runpytest_subprocess(*args, "--hil-wire", "off", timeout=600)
-    off.assert_outcomes(passed=1)
+    off.assert_outcomes(passed=1 + 2 * len(virtual_lab.pair.families))
