@@ -11,6 +11,12 @@ frames that identify it, and where it is known::
       tests: ["suites/test_races.py::test_x[destroy_terminate-a-b]"]   # as known-flaky
       upstream: docs/findings/siw-terminate-sk-callback-lock.md      # a link or a path
       status: not sent upstream yet
+      crashes: true                   # optional: the report stops the kernel (below)
+
+An entry with ``crashes: true`` is a report after which the kernel does not go
+on (an oops in a worker, a panic): a test it names is not run on a kernel it
+names (:func:`stopping`; the plugin skips it, naming the entry, unless
+``--hil-rerun-crashers``), since running it only costs the host.
 
 A kernel log is cut into reports (:func:`reports`): a report begins at a
 line the kernel-log rule would fail (:data:`~hil.judge.expectations.BAD_KERNEL_LINE`:
@@ -41,11 +47,16 @@ from hil.errors import InputError
 from hil.judge.timeline import KernelLogLine
 
 FIELDS = ("id", "title", "frames", "kernels", "tests", "upstream", "status")
+OPTIONAL = ("crashes",)
 LISTS = ("frames", "kernels", "tests")
 # A stack frame line (a report starts at what the kernel-log rule fails on, the caller's
 # ``starts``: hil.judge.checks.REPORT_START, i.e. hil.judge.expectations.BAD_KERNEL_LINE).
 FRAME = re.compile(r"^\s*(?:\[<[0-9a-f]+>\]\s*)?(\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
 END = re.compile(r"</TASK>|---\[ end trace")
+# x86's page fault oops prints its "BUG: ..." line and the "#PF:" lines, then die()'s
+# "Oops: ..." header and the stack (arch/x86/mm/fault.c page_fault_oops, show_fault_oops;
+# arch/x86/kernel/dumpstack.c __die_header): one report, whose "Oops:" starts nothing.
+OOPS = re.compile(r"^\s*Oops: ")
 ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 
 
@@ -74,6 +85,7 @@ class KnownFinding:
     tests: tuple[str, ...]  # pytest node ids; without [params] every variant
     upstream: str
     status: str
+    crashes: bool = False  # the report stops the kernel: the tests it names are not run
 
     def recognises(self, report: KernelReport) -> bool:
         """Whether ``report`` is this finding: its title, and the frames in one stack."""
@@ -85,6 +97,15 @@ class KnownFinding:
         """Whether the entry covers this test on one of these kernel releases."""
         in_test = any(covers(t, test) for t in self.tests)
         return in_test and any(_release_of(r, k) for r in releases for k in self.kernels)
+
+
+def stopping(
+    findings: Iterable[KnownFinding], test: str, releases: Iterable[str]
+) -> KnownFinding | None:
+    """The ``crashes`` entry that covers ``test`` on one of these kernel releases: the
+    test would only stop the kernel again; None when there is none."""
+    releases = tuple(releases)
+    return next((f for f in findings if f.crashes and f.known_in(test, releases)), None)
 
 
 @dataclass(frozen=True)
@@ -146,7 +167,7 @@ def reports(lines: Sequence[KernelLogLine], starts: re.Pattern[str]) -> list[Ker
     open_: dict[str, list[KernelLogLine]] = {}
     for k in lines:
         current = open_.get(k.host)
-        if starts.search(k.line) and not FRAME.match(k.line):
+        if starts.search(k.line) and not FRAME.match(k.line) and not _oops_of(current, k):
             if current:
                 found.append(KernelReport(k.host, tuple(current)))
             open_[k.host] = current = [k]
@@ -217,14 +238,18 @@ def no_repeats(path: Path, keys: Sequence[str]) -> None:
         seen.add(key)
 
 
-def yaml_mapping(where: str, raw: Any, fields: Sequence[str]) -> dict[Any, Any]:
-    """An entry of a YAML list file with every one of ``fields`` and no other key, each
-    given (not empty); InputError starting with ``where`` when not."""
+def yaml_mapping(
+    where: str, raw: Any, fields: Sequence[str], optional: Sequence[str] = ()
+) -> dict[Any, Any]:
+    """An entry of a YAML list file with every one of ``fields``, each given (not empty),
+    maybe some of ``optional`` and no other key; InputError starting with ``where`` when
+    not."""
     if not isinstance(raw, dict):
         raise InputError(f"{where}: must be a mapping with {', '.join(fields)}")
-    unknown = sorted(set(map(str, raw)) - set(fields))
+    keys = (*fields, *optional)
+    unknown = sorted(set(map(str, raw)) - set(keys))
     if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(fields)})")
+        raise InputError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(keys)})")
     for field in fields:
         value = raw.get(field)
         if value is None or value == [] or not str(value).strip():
@@ -233,7 +258,10 @@ def yaml_mapping(where: str, raw: Any, fields: Sequence[str]) -> dict[Any, Any]:
 
 
 def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
-    raw = yaml_mapping(where, raw, FIELDS)
+    raw = yaml_mapping(where, raw, FIELDS, OPTIONAL)
+    crashes = raw.get("crashes", False)
+    if not isinstance(crashes, bool):
+        raise InputError(f"{where}: crashes must be true or false, not {crashes!r}")
     for field in LISTS:
         if not isinstance(raw[field], list) or not all(
             isinstance(v, str | int | float) and str(v).strip() for v in raw[field]
@@ -247,6 +275,7 @@ def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
         tests=tuple(str(v).strip() for v in raw["tests"]),
         upstream=str(raw["upstream"]).strip(),
         status=str(raw["status"]).strip(),
+        crashes=crashes,
     )
     where = f"{where} ({finding.id})"
     if not ID.match(finding.id):
@@ -270,6 +299,15 @@ def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
         if not (rootdir / file).is_file():
             raise InputError(f"{where}: test {test}: no file {file} under {rootdir}")
     return finding
+
+
+def _oops_of(current: list[KernelLogLine] | None, line: KernelLogLine) -> bool:
+    """Whether ``line`` is the "Oops:" header of the open report, which has no stack yet."""
+    return (
+        bool(current)
+        and bool(OOPS.match(line.line))
+        and not any(FRAME.match(k.line) for k in current or ())
+    )
 
 
 def _in_order(wanted: Sequence[str], stack: Sequence[str]) -> bool:

@@ -55,6 +55,7 @@ class Scenario(StrEnum):
     REVISION_ZERO = "revision_zero"
     PD_LENGTH_OVER_RFC_LIMIT = "pd_length_over_rfc_limit"
     PD_LENGTH_OVER_256 = "pd_length_over_256"
+    PD_LENGTH_REPLY_OVER_RFC_LIMIT = "pd_length_reply_over_rfc_limit"
     INCOMPLETE_REQUEST = "incomplete_request"
     INCOMPLETE_REPLY = "incomplete_reply"
     REJECT_WITH_PDATA = "reject_with_pdata"
@@ -230,6 +231,11 @@ RFC: Mapping[Scenario, RfcExpect] = {
     ),
     S.PD_LENGTH_OVER_256: RfcExpect(
         "PD_Length 257..512 is legal: the request goes to the application", (_MPA_REQ,)
+    ),
+    S.PD_LENGTH_REPLY_OVER_RFC_LIMIT: RfcExpect(
+        "a Reply whose PD_Length is past 512: an invalid Reply Frame, close at once",
+        (_MPA_REQ, "RFC 5044 8 (code 4)"),
+        closes=_CLOSE,
     ),
     S.INCOMPLETE_REQUEST: RfcExpect(
         "a Request that never completes: the responder's timer closes the connection",

@@ -280,6 +280,17 @@ SIW: Mapping[Scenario, PeerExpect] = {
     S.PD_LENGTH_OVER_RFC_LIMIT: PeerExpect(
         None, "rst", (), _siw("siw_cm.c:537-538", "iwarp.h:17", _TCP_RST)
     ),
+    # What siw's code does once the header's PD_Length is refused (a Reply's error path
+    # upcalls CONNECT_REPLY -EINVAL: the application's CONNECT_ERROR); not measured, since
+    # that upcall hands iw_cm private data at NULL (+4) on 6.1.192 and 6.12.118, a kernel
+    # NULL dereference: docs/findings/siw-mpa-reply-pdlen-null-deref.md.
+    S.PD_LENGTH_REPLY_OVER_RFC_LIMIT: PeerExpect(
+        None,
+        "fin",
+        ("connect_error",),
+        _siw("siw_cm.c:537-538", "siw_cm.c:915-917", "siw_cm.c:336-355", _CMA_REPLY),
+        source_only=True,
+    ),
     S.PD_LENGTH_OVER_256: PeerExpect(
         None,
         "rst",

@@ -85,6 +85,21 @@ _BUILT_IN: list[dict[str, Any]] = [
         ],
     },
     {
+        "name": "mpa-reply-pd-too-long",
+        "role": "passive",
+        "expectation": "pd_length_reply_over_rfc_limit",
+        "description": (
+            "the DUT connects; the peer's MPA v2 Reply says PD_Length 513 (RFC 5044 7.1: "
+            "512 at most), its private data never sent"
+        ),
+        "steps": [
+            {"step": "dut", "action": "connect"},
+            {"step": "expect", "frame": "mpa_request", "within": PROMPT_S},
+            {"step": "send", "frame": "mpa_reply", "rev": 2, "pd_length": 513},
+            _CLOSED,
+        ],
+    },
+    {
         "name": "mpa-incomplete-request",
         "role": "active",
         "expectation": "incomplete_request",

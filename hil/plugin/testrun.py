@@ -11,7 +11,9 @@ Options: ``--hil-wire judge|off`` and ``--hil-wire-packets N`` (the capture),
 ``--hil-settle SECONDS`` and ``--hil-kmsg-allow REGEX`` / the ini list
 ``hil_kmsg_allow`` (the after-test checks), ``--hil-hw-evidence`` (NIC and
 debugfs snapshots for the report), ``--hil-known-kernel-findings FILE``
-(default ``suites/known-kernel-findings.yaml`` under the rootdir).
+(default ``suites/known-kernel-findings.yaml`` under the rootdir; a test an
+entry with ``crashes: true`` names is skipped on the kernels it names, unless
+``--hil-rerun-crashers``).
 """
 
 from __future__ import annotations
@@ -149,6 +151,7 @@ def hil_test(request: pytest.FixtureRequest) -> Iterator[TestRun | None]:
     run, options = hs.require_run(), hs.test_options
     assert options is not None  # set at configure
     item, consoles = request.node, GuestConsoles(request.config)
+    _skip_known_crash(item, options, run.facts.kernels())
     signal = crash.signaller(item)
     with run.test(
         item.nodeid, options, rdma=rdma, on_crash=signal, describe=consoles.describe
@@ -163,6 +166,18 @@ def hil_test(request: pytest.FixtureRequest) -> Iterator[TestRun | None]:
             crash.disarm(item)
             hs.current = None
     _conclude(item, t)
+
+
+def _skip_known_crash(item: pytest.Item, options: TestOptions, kernels: tuple[str, ...]) -> None:
+    """Skip a test that a known finding says stops these kernels (``crashes: true``),
+    naming the entry, unless ``--hil-rerun-crashers``."""
+    found = known.stopping(options.known, item.nodeid, kernels)
+    if found is None or item.config.getoption("hil_rerun_crashers", False):
+        return
+    pytest.skip(
+        f"hil: not run: known kernel finding {found.id} stops {', '.join(kernels)} in this "
+        f"test ({found.upstream}); --hil-rerun-crashers runs it"
+    )
 
 
 def _conclude(item: pytest.Item, t: TestRun) -> None:

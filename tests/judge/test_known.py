@@ -218,3 +218,42 @@ def test_an_id_listed_twice_is_refused(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump([ENTRY, ENTRY]))
     with pytest.raises(InputError, match="entry 2: id x-y is listed twice"):
         known.load(path, ROOT)
+
+
+# The DUT's console after hil peer replay of a Reply with PD_Length 300 on the plain lab
+# (6.1.192, 2026-12-06; docs/findings/siw-mpa-reply-pdlen-null-deref.md).
+OOPS = ROOT / "tests" / "data" / "kernel" / "siw-mpa-reply-pdlen-oops-6.1.192.txt"
+CRASHER = "suites/test_wire_conformance.py::test_dut_reacts_as_its_provider_says"
+
+
+def test_the_reply_pdlen_oops_is_its_known_finding() -> None:
+    (report,) = known.reports(splat(OOPS.read_text()), checks.REPORT_START)
+    (finding,) = [f for f in FINDINGS if f.recognises(report)]
+    assert finding.id == "siw-mpa-reply-pdlen-null-deref" and finding.crashes
+
+
+@pytest.mark.parametrize(
+    "test, releases, stops",
+    [
+        (f"{CRASHER}[a-b-mpa-reply-pd-too-long-ipv4]", ("6.1.192",), True),
+        (f"{CRASHER}[b-a-mpa-reply-pd-too-long-ipv6]", ("6.1.192", "6.12.118"), True),
+        (f"{CRASHER}[a-b-mpa-reply-pd-too-long-ipv4]", ("6.13.2",), False),
+        (f"{CRASHER}[a-b-mpa-pd-too-long-ipv4]", ("6.1.192",), False),
+        (TEST, ("6.1.192",), False),  # known there, but it does not stop the kernel
+    ],
+)
+def test_a_crashing_entry_stops_only_the_tests_and_kernels_it_names(
+    test: str, releases: tuple[str, ...], stops: bool
+) -> None:
+    found = known.stopping(FINDINGS, test, releases)
+    assert (found is not None) is stops
+    assert found is None or found.id == "siw-mpa-reply-pdlen-null-deref"
+
+
+def test_crashes_is_optional_and_must_be_a_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "known.yaml"
+    path.write_text(yaml.safe_dump([ENTRY, {**ENTRY, "id": "x-z", "crashes": True}]))
+    assert [f.crashes for f in known.load(path, ROOT)] == [False, True]
+    path.write_text(yaml.safe_dump([{**ENTRY, "crashes": "yes"}]))
+    with pytest.raises(InputError, match="entry 1: crashes must be true or false, not 'yes'"):
+        known.load(path, ROOT)

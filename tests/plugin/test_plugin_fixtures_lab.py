@@ -101,7 +101,36 @@ def test_every_test_is_judged_on_the_wire_and_an_own_suite_gets_the_cm_fixtures(
     assert_timelines_and_verdicts_attached_once(out, "test_connect", ("connect", "own-listen"))
     # With the wire judge off, the lab's rule fails nothing; the same session (one
     # pair setup for both) runs a suite that uses the plugin's CM fixtures and nothing
-    # else: one test per direction (a-b, b-a) and address family the lab's link offers.
+    # else: one test per direction (a-b, b-a) and address family the lab's link offers,
+    # but for the a-b ones, which a known finding says stop the lab's kernel.
     pytester.makepyfile(test_own_suite=OWN_SUITE)
-    off = pytester.runpytest_subprocess(*args, "--hil-wire", "off", timeout=600)
-    off.assert_outcomes(passed=1 + 2 * len(virtual_lab.pair.families))
+    findings = tmp_path / "known.yaml"
+    findings.write_text(CRASHER)
+    off = pytester.runpytest_subprocess(
+        *args,
+        "--hil-wire",
+        "off",
+        "--hil-known-kernel-findings",
+        str(findings),
+        "--rootdir",  # the entry's node id is under it
+        str(pytester.path),
+        "-rs",
+        timeout=600,
+    )
+    families = len(virtual_lab.pair.families)
+    off.assert_outcomes(passed=1 + families, skipped=families)
+    off.stdout.fnmatch_lines(["*hil: not run: known kernel finding lab-crasher stops 6.*"])
+
+
+# An entry that says its report stops the kernel (``crashes``): the plugin skips the
+# tests it names on the kernels it names, without setting them going.
+CRASHER = """
+- id: lab-crasher
+  title: "BUG: kernel NULL pointer dereference"
+  frames: [f]
+  kernels: ["6.1", "6.12"]  # the lab's kernels
+  tests: ["test_own_suite.py::test_connect_is_judged_by_the_pairs_profile[a-b]"]
+  upstream: docs/findings/siw-mpa-reply-pdlen-null-deref.md
+  status: a test's own
+  crashes: true
+"""
