@@ -38,6 +38,7 @@ class Scenario(StrEnum):
     P2P_RTR_WRITE = "p2p_rtr_write"
     P2P_RTR_READ = "p2p_rtr_read"
     P2P_RTR_SEND = "p2p_rtr_send"
+    P2P_BAD_RTR = "p2p_bad_rtr"
     IRD_ORD_ZERO = "ird_ord_zero"
     IRD_ORD_3FFF = "ird_ord_3fff"
     IRD_ORD_ABOVE_MAX = "ird_ord_above_max"
@@ -189,6 +190,14 @@ RFC: Mapping[Scenario, RfcExpect] = {
         (_V2, "RFC 5040 7.4 via IANA MPA Errors 0x07"),
         frozenset({(2, 0, 0x07)}),
         closes=_ANY_CLOSE,
+    ),
+    S.P2P_BAD_RTR: RfcExpect(
+        "where the RTR belongs, a frame that is no valid FPDU: the stream is terminated "
+        "and closed; no RFC pins the code",
+        (_V2, "RFC 5044 8"),
+        any_terminate=True,
+        terminate_optional=True,
+        closes=_CLOSE,
     ),
     S.IRD_ORD_ZERO: RfcExpect("IRD/ORD 0 negotiated as 0 (no READs)", ("RFC 6581 3", _V2)),
     S.IRD_ORD_3FFF: RfcExpect(

@@ -291,6 +291,16 @@ SIW: Mapping[Scenario, PeerExpect] = {
         _siw("siw_cm.c:537-538", "siw_cm.c:915-917", "siw_cm.c:336-355", _CMA_REPLY),
         source_only=True,
     ),
+    # Not measured: siw's drop upcalls CLOSE for an id iw_cm holds in CONN_RECV, whose
+    # cm_close_handler then calls BUG() (6.1.192, 6.12.118 by its source):
+    # docs/findings/siw-p2p-bad-rtr-iwcm-bug.md.
+    S.P2P_BAD_RTR: PeerExpect(
+        None,
+        "rst",
+        ("connect_request",),
+        _siw("siw_cm.c:107-134 siw_rtr_data_ready", "siw_cm.c:424", _TCP_RST),
+        source_only=True,
+    ),
     S.PD_LENGTH_OVER_256: PeerExpect(
         None,
         "rst",

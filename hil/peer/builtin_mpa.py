@@ -155,6 +155,15 @@ _REQUESTS: list[tuple[str, str, str, dict[str, Any]]] = [
 MATRIX: list[dict[str, Any]] = [
     *(_responder(*cell) for cell in _REQUESTS),
     *(_p2p(rtr) for rtr in ("send", "write", "read")),
+    _responder(
+        "neg-p2p-bad-rtr",
+        "p2p_bad_rtr",
+        "MPA v2 request in peer-to-peer mode offering the zero-length WRITE RTR; where "
+        "that RTR belongs the peer sends its MPA request again",
+        {"rev": 2, "c": 1, "p2p": 1, "rtr": "write"},
+        {"step": "send", "frame": "mpa_request", "rev": 2, "c": 1, "p2p": 1, "rtr": "write"},
+        {"step": "expect", "frame": "close", "within": PROMPT_S},
+    ),
     _ird_ord("0", 0, "ird_ord_zero"),
     _ird_ord("3fff", 0x3FFF, "ird_ord_3fff"),
     _ird_ord("over-max", ABOVE_MAX, "ird_ord_above_max"),

@@ -226,28 +226,41 @@ OOPS = ROOT / "tests" / "data" / "kernel" / "siw-mpa-reply-pdlen-oops-6.1.192.tx
 CRASHER = "suites/test_wire_conformance.py::test_dut_reacts_as_its_provider_says"
 
 
-def test_the_reply_pdlen_oops_is_its_known_finding() -> None:
-    (report,) = known.reports(splat(OOPS.read_text()), checks.REPORT_START)
+# The DUT's console after hil peer replay of docs/findings/replay/siw-p2p-bad-rtr-iwcm-bug.yaml
+# on the plain lab (6.1.192, 2026-12-06).
+IWCM_BUG = ROOT / "tests" / "data" / "kernel" / "siw-p2p-bad-rtr-iwcm-bug-6.1.192.txt"
+
+
+@pytest.mark.parametrize(
+    "path, entry",
+    [(OOPS, "siw-mpa-reply-pdlen-null-deref"), (IWCM_BUG, "siw-p2p-bad-rtr-iwcm-bug")],
+)
+def test_each_crash_of_the_peer_is_its_known_finding(path: Path, entry: str) -> None:
+    (report,) = known.reports(splat(path.read_text()), checks.REPORT_START)
     (finding,) = [f for f in FINDINGS if f.recognises(report)]
-    assert finding.id == "siw-mpa-reply-pdlen-null-deref" and finding.crashes
+    assert finding.id == entry and finding.crashes
+
+
+PDLEN, BAD_RTR = "siw-mpa-reply-pdlen-null-deref", "siw-p2p-bad-rtr-iwcm-bug"
+ON_IPV4 = "suites/test_wire_conformance.py::test_dut_reacts_on_ipv4"
 
 
 @pytest.mark.parametrize(
     "test, releases, stops",
     [
-        (f"{CRASHER}[a-b-mpa-reply-pd-too-long-ipv4]", ("6.1.192",), True),
-        (f"{CRASHER}[b-a-mpa-reply-pd-too-long-ipv6]", ("6.1.192", "6.12.118"), True),
-        (f"{CRASHER}[a-b-mpa-reply-pd-too-long-ipv4]", ("6.13.2",), False),
-        (f"{CRASHER}[a-b-mpa-pd-too-long-ipv4]", ("6.1.192",), False),
-        (TEST, ("6.1.192",), False),  # known there, but it does not stop the kernel
+        (f"{CRASHER}[a-b-mpa-reply-pd-too-long-ipv4]", ("6.1.192",), PDLEN),
+        (f"{CRASHER}[b-a-mpa-reply-pd-too-long-ipv6]", ("6.1.192", "6.12.118"), PDLEN),
+        (f"{ON_IPV4}[b-a-neg-p2p-bad-rtr-ipv4]", ("6.12.118",), BAD_RTR),
+        (f"{CRASHER}[a-b-mpa-reply-pd-too-long-ipv4]", ("6.13.2",), None),
+        (f"{CRASHER}[a-b-mpa-pd-too-long-ipv4]", ("6.1.192",), None),
+        (TEST, ("6.1.192",), None),  # known there, but it does not stop the kernel
     ],
 )
 def test_a_crashing_entry_stops_only_the_tests_and_kernels_it_names(
-    test: str, releases: tuple[str, ...], stops: bool
+    test: str, releases: tuple[str, ...], stops: str | None
 ) -> None:
     found = known.stopping(FINDINGS, test, releases)
-    assert (found is not None) is stops
-    assert found is None or found.id == "siw-mpa-reply-pdlen-null-deref"
+    assert (None if found is None else found.id) == stops
 
 
 def test_crashes_is_optional_and_must_be_a_boolean(tmp_path: Path) -> None:
