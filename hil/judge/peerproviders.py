@@ -292,7 +292,7 @@ SIW: Mapping[Scenario, PeerExpect] = {
         source_only=True,
     ),
     # Not measured: siw's drop upcalls CLOSE for an id iw_cm holds in CONN_RECV, whose
-    # cm_close_handler then calls BUG() (6.1.192, 6.12.118 by its source):
+    # cm_close_handler then calls BUG() (6.1.192 and 6.12.118, replayed on the lab):
     # docs/findings/siw-p2p-bad-rtr-iwcm-bug.md.
     S.P2P_BAD_RTR: PeerExpect(
         None,
