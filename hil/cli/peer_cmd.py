@@ -1,7 +1,8 @@
 """``hil peer fuzz|replay``: fuzz a DUT's iWARP protocol handling with the reference peer.
 
 ``hil peer fuzz PAIR --seed N --cases M`` reserves the pair, sets it up once (as
-``hil cm run`` does: :class:`hil.run.PairRun`), then runs cases 0 .. M-1 of seed N
+``hil cm run`` does: :class:`hil.run.PairRun`), then runs cases K .. K+M-1 of seed N
+(``--first K``, default 0)
 (:func:`hil.peer.fuzz.make_case`: mutations of the scenarios given by
 ``--scenario``, by default every built-in one) with the DUT on side ``--dut`` and
 the peer on the other host, or the one the link's ``peer:`` names (a host outside
@@ -19,7 +20,9 @@ a scan after each, to name the case (hil.peer.fuzz).  With --alluredir each find
 also an Allure result there (category
 "Fuzz findings", the replay file and the kernel log attached: hil.report.fuzz); the
 nightly's fuzz run writes them beside the suites' results.  Progress goes to
-stderr: cases done, cases/s, findings, each finding as it comes.  Ctrl-C, SIGTERM
+stderr: cases done, cases/s, findings, each finding as it comes.  A case that
+crashes a host is saved whole; the host is recovered (power cycle, journal, health
+check, the pair set up again) and the run goes on, up to --max-crashes times.  Ctrl-C, SIGTERM
 or the nightly's deadline (its SIGINT) stops the case that runs (its teardown runs),
 which is reported as interrupted and never judged or saved as a finding; the pair
 is restored and the lease released.  Exit 0: no
@@ -39,15 +42,19 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from hil.cli.options import command_group, timeout_options, wait_option
 from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION, InputError
+from hil.host.recovery import RECOVERY_TIMEOUT
+from hil.timeouts import seconds
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from hil.host.liveness import Crash
     from hil.peer.fuzz import Finding, Progress
     from hil.peer.scenario import Scenario
     from hil.run.pairrun import PairRun
@@ -59,6 +66,10 @@ OUT = "reports/fuzz"
 # tenth, while a batch that leaks costs at most 10 reruns, each with its scan, to name
 # the case (hil.peer.fuzz, module doc).
 LEAK_SCAN_EVERY = 10
+# A recovery took 33 s on the plain lab and a debug guest boots in 70-130 s
+# (docs/peer-fuzz.md); five of them keep a run's time on cases, not on reboots, when a
+# known crash keeps coming back.
+MAX_CRASHES = 5
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -73,6 +84,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("pair", metavar="PAIR", help="the pair (a link name of the inventory)")
     p.add_argument("--seed", type=_whole(0), required=True, metavar="N", help="the cases' seed")
     p.add_argument("--cases", type=_whole(1), required=True, metavar="M", help="how many cases")
+    p.add_argument(
+        "--first",
+        type=_whole(0),
+        default=0,
+        metavar="K",
+        help="the first case's number (default 0): cases K .. K+M-1 of the seed, so that a "
+        "long run can go on in a later hold",
+    )
+    p.add_argument(
+        "--max-crashes",
+        type=_whole(0),
+        default=MAX_CRASHES,
+        metavar="C",
+        help="recover a host a case crashed and go on, up to C times; the next crash ends "
+        f"the run (default {MAX_CRASHES}; 0: the first crash ends it)",
+    )
+    p.add_argument(
+        "--recover-timeout",
+        type=seconds,
+        default=RECOVERY_TIMEOUT,
+        metavar="S",
+        help=f"bound of one host's recovery (default {RECOVERY_TIMEOUT:g})",
+    )
     p.add_argument(
         "--scenario",
         action="append",
@@ -202,11 +236,11 @@ def _fuzz(args: argparse.Namespace) -> int:
             return fuzz_run(
                 dut,
                 scenarios,
-                args.seed,
-                args.cases,
+                Cases(args.seed, args.cases, args.first),
                 out,
                 alluredir=alluredir,
                 leak_scan_every=args.leak_scan_every,
+                crashes=Crashes(args.max_crashes, args.recover_timeout),
             )
         finally:
             dut.close()
@@ -237,35 +271,54 @@ class CaseChecker(Protocol):
 
     def scan(self) -> str: ...
 
+    def recover(self, crash: Crash, *, say: Callable[[str], None], timeout: float) -> None: ...
+
     @property
     def checks(self) -> dict[Scenario, CaseCheck]: ...
 
 
-class _Crashed(Exception):
-    """A pair host crashed under a case: the pair is of no more use to this run."""
+@dataclass(frozen=True)
+class Cases:
+    """Which cases a run makes: ``first`` .. ``first + count - 1`` of ``seed``."""
 
-    def __init__(self, checked: CaseCheck) -> None:
-        super().__init__(str(checked.scenario.name))
-        self.checked = checked
+    seed: int
+    count: int
+    first: int = 0
+
+
+@dataclass(frozen=True)
+class Crashes:
+    """How many crashed hosts a run recovers and goes on after, each within ``timeout_s``."""
+
+    most: int = 0
+    timeout_s: float = RECOVERY_TIMEOUT
+
+
+NO_RECOVERY = Crashes()  # the first crash ends the run
 
 
 def fuzz_run(
     dut: CaseChecker,
     scenarios: Sequence[Scenario],
-    seed: int,
-    cases: int,
+    cases: Cases,
     out: Path,
     err: TextIO = sys.stderr,
     clock: Callable[[], float] = time.monotonic,
     alluredir: Path | None = None,
     leak_scan_every: int = 1,
+    crashes: Crashes = NO_RECOVERY,
 ) -> int:
-    """Cases 0 .. ``cases``-1 of ``seed`` on ``dut``, kmemleak scanned once per
-    ``leak_scan_every`` of them; findings saved in ``out`` (and as Allure results in
-    ``alluredir``, when given); progress and findings on ``err``; the exit code (see the
-    module doc)."""
+    """``cases`` on ``dut``, kmemleak scanned once per ``leak_scan_every`` of them, a
+    crashed host recovered as ``crashes`` allows; findings saved in ``out`` (and as Allure
+    results in ``alluredir``, when given); progress and findings on ``err``; the exit code
+    (see the module doc)."""
     from hil.errors import HilError
-    from hil.peer.fuzz import Interrupted, LeakScans, fuzz
+    from hil.peer.fuzz import Crashed, Interrupted, LeakScans, fuzz
+
+    class _Crashed(Crashed):
+        def __init__(self, checked: CaseCheck) -> None:
+            super().__init__(checked.scenario)
+            self.checked = checked
 
     errors: list[str] = []
     found: list[str] = []
@@ -317,23 +370,31 @@ def fuzz_run(
         last[:] = [progress]
         print(f"hil: {progress}", file=err, flush=True)
 
+    recovered: list[str] = []
+
+    def recover(crash: Crashed) -> bool:
+        assert isinstance(crash, _Crashed)
+        found.append(str(_crash_found(crash.checked, cases.seed, out, err, alluredir)))
+        return _recovered(dut, crash.checked, crashes, recovered, err)
+
     try:
         with stop:
             fuzz(
                 scenarios,
                 fails,
-                seed=seed,
-                cases=cases,
+                seed=cases.seed,
+                cases=cases.count,
+                first=cases.first,
                 scans=LeakScans(leak_scan_every, lambda s: fails(s, False), scan)
                 if leak_scan_every > 1
                 else None,
+                recover=recover,
                 on_progress=on_progress,
                 on_finding=on_finding,
                 clock=clock,
             )
-    except _Crashed as c:
-        found.append(str(_crash_found(c.checked, seed, out, err, alluredir)))
-        print("hil: stopped: a crashed host ends the run (hil host recover)", file=err)
+    except Crashed:
+        pass  # saved and told by ``recover``, which ended the run
     except (KeyboardInterrupt, Interrupted) as e:
         cut = f"; case {e} was cut short: not judged, not a finding" if str(e) else ""
         print(f"hil: interrupted ({stop.why or 'SIGINT'}){cut}", file=err)
@@ -345,6 +406,34 @@ def fuzz_run(
     if found:
         return EXIT_VIOLATION
     return EXIT_INFRA if errors else EXIT_OK
+
+
+def _recovered(
+    dut: CaseChecker, checked: CaseCheck, crashes: Crashes, before: list[str], err: TextIO
+) -> bool:
+    """The host ``checked`` crashed recovered, when ``crashes`` allows one more; whether
+    the run goes on.  ``before`` holds the hosts recovered so far (this one added)."""
+    from hil.errors import HilError
+
+    crash = checked.crash
+    assert crash is not None
+    host = crash.host
+    if len(before) >= crashes.most:
+        print(
+            f"hil: stopped: {host} crashed; {len(before)} crashes recovered already, "
+            f"--max-crashes {crashes.most} (recover it: hil host recover {host})",
+            file=err,
+        )
+        return False
+    print(f"hil: {host} crashed under {checked.scenario.name}: recovering it", file=err)
+    try:
+        dut.recover(crash, say=lambda t: print(f"hil: {t}", file=err), timeout=crashes.timeout_s)
+    except HilError as e:
+        print(f"hil: stopped: {host} was not recovered: {e}", file=err)
+        return False
+    before.append(host)
+    print(f"hil: {host} recovered and the pair set up again; the run goes on", file=err)
+    return True
 
 
 class _Stop:
@@ -461,8 +550,6 @@ def save_crash(checked: CaseCheck, seed: int, out: Path) -> Path:
 
 def _save(scenario: Scenario, head: list[str], checked: CaseCheck | None, out: Path) -> Path:
     """``scenario`` as ``out/NAME.yaml``, described by ``head`` and why it failed."""
-    from dataclasses import replace
-
     from hil.peer.scenario import save
 
     path = out / f"{scenario.name}.yaml"

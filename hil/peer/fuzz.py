@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
@@ -65,6 +66,14 @@ Applied = tuple[Steps, int, str]  # the new steps, the step changed (0-based), w
 class Interrupted(Exception):
     """The run was stopped (Ctrl-C, SIGTERM, its deadline) while a case ran: that run of
     the case shows nothing about the DUT."""
+
+
+class Crashed(Exception):
+    """A case crashed a host of the pair: no case can run until the host is recovered."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(scenario.name)
+        self.scenario = scenario
 
 
 @dataclass(frozen=True)
@@ -252,6 +261,7 @@ class Progress:
     total: int
     findings: int
     elapsed_s: float
+    crashes: int = 0  # hosts crashed by a case and recovered
 
     @property
     def rate(self) -> float:
@@ -259,7 +269,8 @@ class Progress:
         return self.cases / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def __str__(self) -> str:
-        return f"{self.cases}/{self.total} cases, {self.rate:.2f} cases/s, {self.findings} findings"
+        text = f"{self.cases}/{self.total} cases, {self.rate:.2f} cases/s, {self.findings} findings"
+        return f"{text}, {self.crashes} crashes recovered" if self.crashes else text
 
 
 @dataclass(frozen=True)
@@ -301,13 +312,18 @@ def fuzz(
     cases: int,
     first: int = 0,
     scans: LeakScans | None = None,
+    recover: Callable[[Crashed], bool] | None = None,
     on_progress: Callable[[Progress], None] = lambda p: None,
     on_finding: Callable[[Finding], None] = lambda f: None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Report:
     """Run cases ``first`` .. ``first + cases - 1`` of ``seed``; shrink each one that fails.
     ``fails`` runs a case with every check after it (kmemleak too); with ``scans``, cases
-    run without their own kmemleak scan, one scan a batch (module doc)."""
+    run without their own kmemleak scan, one scan a batch (module doc).  A case that
+    crashes a host raises :class:`Crashed` from ``fails``: ``recover`` reports it and gets
+    the pair back (True: the run goes on; False, or no ``recover``: the crash ends the
+    run).  The recovery's reboot loses what kmemleak held of the batch's other cases, so
+    those run again before the next case."""
     start = clock()
     findings: list[Finding] = []
 
@@ -316,23 +332,55 @@ def fuzz(
         on_finding(finding)
 
     progress = Progress(0, cases, 0, 0.0)
+    queue = deque(range(first, first + cases))
+    finished: set[int] = set()
+    crashes = 0
     batch: list[Case] = []
-    for done, number in enumerate(range(first, first + cases), 1):
+    while queue:
+        number = queue.popleft()
         case = make_case(scenarios, seed, number)
         batch.append(case)
-        failed = scans.unscanned(case.scenario) if scans else fails(case.scenario)
-        scanned: tuple[Case, ...] = ()
-        leak = ""
-        if scans is not None and (failed or len(batch) >= scans.every or done == cases):
-            # Before a shrink: its tries' scans would take the batch's leaks as theirs.
-            scanned, leak, batch = tuple(batch), scans.scan(), []
-        if failed:
-            _shrunk(case, fails, found)
-        if scans is not None and leak:
-            _blame(scanned, leak, fails, scans, {f.case.number for f in findings}, found)
-        progress = Progress(done, cases, len(findings), clock() - start)
+        try:
+            batch = _run_case(case, batch, fails, scans, not queue, findings, found)
+        except Crashed as crash:
+            if recover is None or not recover(crash):
+                raise
+            crashes += 1
+            queue.extendleft(reversed([c.number for c in batch if c.number != number]))
+            batch = []
+        if number in finished:
+            continue  # a batch's case run again after a crash: counted once
+        finished.add(number)
+        progress = Progress(len(finished), cases, len(findings), clock() - start, crashes)
         on_progress(progress)
     return Report(progress, tuple(findings))
+
+
+def _run_case(
+    case: Case,
+    batch: list[Case],
+    fails: Callable[[Scenario], bool],
+    scans: LeakScans | None,
+    last: bool,
+    findings: list[Finding],
+    found: Callable[[Finding], None],
+) -> list[Case]:
+    """``case`` (the last of ``batch``) run, its batch scanned when that is due, and each
+    failure shrunk or blamed; the batch still unscanned after it."""
+    failed = scans.unscanned(case.scenario) if scans else fails(case.scenario)
+    if scans is None:
+        if failed:
+            _shrunk(case, fails, found)
+        return []
+    if not (failed or len(batch) >= scans.every or last):
+        return batch
+    # Before a shrink: its tries' scans would take the batch's leaks as theirs.
+    leak = scans.scan()
+    if failed:
+        _shrunk(case, fails, found)
+    if leak:
+        _blame(batch, leak, fails, scans, {f.case.number for f in findings}, found)
+    return []
 
 
 def _shrunk(
@@ -342,7 +390,7 @@ def _shrunk(
     its shrinking short."""
     try:
         shrunk = shrink(case.scenario, fails)
-    except Interrupted:
+    except (Interrupted, Crashed):
         # It failed once, whole: that stands; its shrinking was cut short.
         found(Finding(case, Shrunk(case.scenario, 1, reproduced=False)))
         raise

@@ -251,22 +251,10 @@ def _after_crash(item: pytest.Item, hs: HilSession, run: PairRun, crash: Crash) 
 
 def _recover(item: pytest.Item, hs: HilSession, run: PairRun, crash: Crash) -> str | None:
     """Recover the host, then restore and set up the pair again; why not, or None."""
-    from hil.host.recovery import recover
-
-    assert hs.store is not None
     hs.progress(f"host {crash}: recovering it")
     try:
-        recover(
-            run.hosts,
-            hs.store,
-            crash.host,
-            fence=run.fence,  # a run that lost its pair cycles nothing
-            say=hs.progress,
-            timeout=item.config.getoption("hil_recover_timeout"),
-        )
-        # The recovered host's journal was replayed; the other's is undone here.
-        run.restore()
-        run.set_up()
+        timeout = item.config.getoption("hil_recover_timeout")
+        run.recover(crash.host, say=hs.progress, timeout=timeout)
     except HilError as e:
         hs.progress(f"host {crash.host}: {e}")
         return str(e)

@@ -147,6 +147,18 @@ class PairRun:
         such as a power cycle, immediately before it."""
         self.store.fence(self.lease.id, self.lease.token)
 
+    def recover(self, host: str, *, say: Progress, timeout: float) -> None:
+        """A crashed ``host`` of the pair recovered (power cycle, its journal replayed, its
+        health checked: :func:`hil.host.recovery.recover`, fenced by this run's lease),
+        then the other host's changes undone and the pair set up again.  HilError (or
+        LeaseLost) when it cannot be; ``say`` gets each step."""
+        from hil.host.recovery import recover
+
+        recover(self.hosts, self.store, host, fence=self.fence, say=say, timeout=timeout)
+        # The recovered host's journal was replayed; the other's is undone here.
+        self.restore()
+        self.set_up()
+
     def keep(self) -> None:
         """Leave the pair set up and the lease held when the run closes (``hil host setup``)."""
         self._kept = True

@@ -35,10 +35,12 @@ from hil.run.testparts import TestOptions
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
+    from hil.host.liveness import Crash
     from hil.peer.judge import PeerVerdict
     from hil.peer.scenario import Scenario
     from hil.run.observer import TestResult
     from hil.run.pairrun import PairRun
+    from hil.run.request import Progress
     from hil.run.testrun import TestRun
 
 AFTER_CONNECT = "connect"  # the registered sequence that shows the DUT still accepts one
@@ -55,12 +57,17 @@ class CaseCheck:
     kernel: tuple[str, ...] = ()
     peer: PeerVerdict | None = None
     error: str = ""  # the case could not run; not a finding
-    crashed: bool = False  # a pair host crashed: the pair is of no more use
+    crash: Crash | None = None  # a pair host crashed: no case runs until it is recovered
 
     @property
     def failed(self) -> bool:
         """True when the DUT showed a finding (see the module doc)."""
         return bool(self.reasons)
+
+    @property
+    def crashed(self) -> bool:
+        """True when a host of the pair crashed under the case."""
+        return self.crash is not None
 
 
 @dataclass
@@ -74,7 +81,6 @@ class DutCheck:
     checks: dict[Scenario, CaseCheck] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        peer = "b" if self.dut == "a" else "a"
         # kmemleak on the DUT's host alone, by this check, not by the test on both hosts.
         # The peer's host runs no fuzzed input in its kernel: the reference peer is a user
         # process on a plain TCP socket (hil/agent/remote/peer/endpoint.py, _connect and
@@ -85,9 +91,14 @@ class DutCheck:
         self.options = replace(self.options, kmemleak=False)
         pair = self.run.pair
         self._dut_host = (pair.host_a if self.dut == "a" else pair.host_b).name
-        # Clears what boot leaked, once per pair run, before the first case.
-        self._kmemleak = self._dut_host in self.run.facts.kmemleak_hosts()
         self._ended = time.monotonic()  # when the last case ended
+        self._open()
+
+    def _open(self) -> None:
+        """The kept CM endpoints started, and kmemleak's boot leaks cleared (once per set-up
+        pair: before the first case, and again after a recovery's reboot)."""
+        peer = "b" if self.dut == "a" else "a"
+        self._kmemleak = self._dut_host in self.run.facts.kmemleak_hosts()
         # The cases' CM endpoints are kept from one recording to the next, one worker per
         # host (hil.cm.endpointpool: a worker's start and end were a fifth of a case);
         # started before the first case's baseline, so that each case's holds them.
@@ -108,6 +119,29 @@ class DutCheck:
     def close(self) -> None:
         """End the kept CM endpoints (before the pair is restored)."""
         self._pool.close()
+
+    def recover(self, crash: Crash, *, say: Progress, timeout: float) -> None:
+        """After a case crashed a host: its failure noted in the store, the host recovered
+        and the pair set up again (:meth:`PairRun.recover`, as the plugin does after a
+        crashed test), the kept CM endpoints started anew, so that the next case runs as
+        the first did.  HilError when the host has no power hil may cycle, or cannot be
+        recovered."""
+        from hil.host.healthcheck import note_failure
+        from hil.host.power import may_cycle
+
+        host = crash.host
+        note_failure(self.run.store, host, crash.kind, f"during a fuzz case: {crash.detail}")
+        if not may_cycle(self.run.inventory.host(host)):
+            raise HilError(
+                f"{host}: crashed, and its inventory entry has no power that hil may cycle: "
+                f"recover it by hand (hil host recover {host})"
+            )
+        # Its agent and SSH are gone: the pool's close must not wait on them.
+        self.run.hosts.forget(host)
+        self._pool.close()
+        self.run.recover(host, say=say, timeout=timeout)
+        self._ended = time.monotonic()
+        self._open()
 
     def check(self, scenario: Scenario, scan: bool = True) -> CaseCheck:
         """Run ``scenario`` as a test on the pair, then judge the DUT (module doc); with
@@ -188,4 +222,4 @@ def judged(
         error = "; ".join(result.lab_errors)
     if reasons:
         error = ""  # the DUT's own finding explains the case's trouble
-    return CaseCheck(scenario, tuple(reasons), kernel, peer, error, result.crash is not None)
+    return CaseCheck(scenario, tuple(reasons), kernel, peer, error, result.crash)

@@ -8,14 +8,17 @@ import itertools
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from hil.cli import main
-from hil.cli.peer_cmd import fuzz_run
-from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, EXIT_VIOLATION
+from hil.cli.peer_cmd import NO_RECOVERY, Cases, Crashes, fuzz_run
+from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, EXIT_VIOLATION, HilError
+from hil.host.liveness import Crash
 from hil.peer.builtin import SCENARIOS
+from hil.peer.fuzz import make_case
 from hil.peer.scenario import Scenario, Send, load
 from hil.report import results
 from hil.report.categories import FUZZ_FINDING, write_categories
@@ -47,6 +50,15 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str
         ),
         (["--seed", "1"], "the following arguments are required: --cases"),
         (["--seed", "1", "--cases", "3", "--dut", "c"], "--dut: invalid choice: 'c'"),
+        (["--seed", "1", "--cases", "3", "--first", "-2"], "--first: expected a whole number"),
+        (
+            ["--seed", "1", "--cases", "3", "--max-crashes", "x"],
+            "--max-crashes: expected a whole number, got 'x'",
+        ),
+        (
+            ["--seed", "1", "--cases", "3", "--recover-timeout", "-1"],
+            "--recover-timeout: seconds out of range",
+        ),
         (["--seed", "1", "--cases", "3", "--scenario", "nope"], "no peer scenario 'nope'"),
         (["--seed", "1", "--cases", "3", "--scenario", "gone.yaml"], "gone.yaml: cannot read"),
     ],
@@ -103,45 +115,80 @@ def test_replay_of_a_bad_file_is_bad_input(
 
 class FakeDut:
     """The DUT at the fuzz loop's boundary: a case with a truncated send leaks (when
-    ``leaks``); run ``crash_at`` crashes the host, run ``interrupt_at`` meets Ctrl-C,
-    and with ``error`` a case that does not leak could not run."""
+    ``leaks``); the runs in ``crash_at`` crash the host, run ``interrupt_at`` meets Ctrl-C,
+    and with ``error`` a case that does not leak could not run.  ``recover`` notes the
+    scenarios whose crash it recovered from, and fails with ``recovery_fails``."""
 
     def __init__(
-        self, leaks: bool = True, crash_at: int = -1, interrupt_at: int = -1, error: bool = False
+        self,
+        leaks: bool = True,
+        crash_at: tuple[int, ...] = (),
+        interrupt_at: int = -1,
+        error: bool = False,
+        recovery_fails: bool = False,
     ) -> None:
         self.checks: dict[Scenario, CaseCheck] = {}
         self.runs = 0
+        self.ran: list[str] = []  # each run's scenario
+        self.recovered: list[tuple[str, int]] = []  # (host, the run it came after)
         self.leaks, self.crash_at, self.interrupt_at, self.error = (
             leaks,
             crash_at,
             interrupt_at,
             error,
         )
+        self.recovery_fails = recovery_fails
 
     def scan(self) -> str:
         return ""
 
+    def recover(self, crash: Crash, *, say: Callable[[str], None], timeout: float) -> None:
+        if self.recovery_fails:
+            raise HilError(f"{crash.host}: no SSH within {timeout:g}s")
+        say(f"{crash.host}: power cycle")
+        self.recovered.append((crash.host, self.runs))
+
     def check(self, scenario: Scenario, scan: bool = True) -> CaseCheck:
         self.runs += 1
+        self.ran.append(scenario.name)
         if self.runs == self.interrupt_at:
             raise KeyboardInterrupt
         truncated = any(isinstance(s, Send) and s.truncate is not None for s in scenario.steps)
-        crashed = self.runs == self.crash_at
+        crash = Crash("lab-0", "kernel_crash", "BUG: kernel NULL pointer dereference")
+        crashed = self.runs in self.crash_at
         leaked = (truncated and self.leaks) or crashed
         reasons = ("resources-back-to-baseline: lab-0 qp: 0 -> 1",) if leaked else ()
         error = "RemoteError: agent gone" if self.error and not reasons else ""
         kernel = (KERNEL_LINE,) if reasons else ()
-        checked = CaseCheck(scenario, reasons, kernel, error=error, crashed=crashed)
+        checked = CaseCheck(
+            scenario, reasons, kernel, error=error, crash=crash if crashed else None
+        )
         self.checks[scenario] = checked
         return checked
 
 
 def _fuzz(
-    dut: FakeDut, out: Path, cases: int = 12, alluredir: Path | None = None
+    dut: FakeDut,
+    out: Path,
+    cases: int = 12,
+    alluredir: Path | None = None,
+    crashes: Crashes = NO_RECOVERY,
+    leak_scan_every: int = 1,
+    first: int = 0,
 ) -> tuple[int, str]:
     err = io.StringIO()
     ticks = itertools.count()
-    code = fuzz_run(dut, list(SCENARIOS), 1, cases, out, err, lambda: float(next(ticks)), alluredir)
+    code = fuzz_run(
+        dut,
+        list(SCENARIOS),
+        Cases(1, cases, first),
+        out,
+        err,
+        lambda: float(next(ticks)),
+        alluredir,
+        leak_scan_every,
+        crashes,
+    )
     return code, err.getvalue()
 
 
@@ -179,14 +226,53 @@ def test_a_case_that_cannot_run_is_exit_3_without_findings(tmp_path: Path) -> No
     assert not list(tmp_path.glob("*.yaml"))
 
 
-def test_a_crash_is_saved_whole_and_ends_the_run(tmp_path: Path) -> None:
-    dut = FakeDut(leaks=False, crash_at=2)
+def test_a_crash_is_saved_whole_and_ends_the_run_without_max_crashes(tmp_path: Path) -> None:
+    dut = FakeDut(leaks=False, crash_at=(2,))
     code, err = _fuzz(dut, tmp_path)
     assert code == EXIT_VIOLATION
-    assert dut.runs == 2  # no shrinking, no more cases on a crashed pair
-    assert "FINDING host crashed" in err and "ends the run" in err
+    assert dut.runs == 2 and not dut.recovered  # no shrinking, no more cases on a crashed pair
+    assert "FINDING host crashed" in err
+    assert "hil: stopped: lab-0 crashed; 0 crashes recovered already, --max-crashes 0" in err
+    assert err.splitlines()[-1].startswith("hil: done: 1/12 cases, ")
     (saved,) = tmp_path.glob("*.yaml")
     assert "crashed a host; not shrunk" in load(saved).description
+
+
+def test_a_crashed_host_is_recovered_and_the_run_goes_on_up_to_max_crashes(
+    tmp_path: Path,
+) -> None:
+    dut = FakeDut(leaks=False, crash_at=(2, 4, 6))
+    code, err = _fuzz(dut, tmp_path, cases=8, crashes=Crashes(2, 60))
+    # Recovered after runs 2 and 4; the third crash is one too many.
+    assert dut.recovered == [("lab-0", 2), ("lab-0", 4)] and dut.runs == 6
+    assert code == EXIT_VIOLATION and len(list(tmp_path.glob("*.yaml"))) == 3
+    assert err.count("FINDING host crashed") == 3 and "hil: lab-0: power cycle" in err
+    assert "hil: lab-0 recovered and the pair set up again; the run goes on" in err
+    assert "hil: 3/8 cases, 1.00 cases/s, 0 findings, 1 crashes recovered" in err
+    assert "2 crashes recovered already, --max-crashes 2" in err
+
+
+def test_a_crash_runs_its_batch_again_its_leaks_lost_in_the_reboot(tmp_path: Path) -> None:
+    dut = FakeDut(leaks=False, crash_at=(3,))
+    code, err = _fuzz(dut, tmp_path, cases=5, crashes=Crashes(1, 60), leak_scan_every=4)
+    names = [n.rsplit("-", 1)[1] for n in dut.ran]
+    # Case 2 crashed in the batch 0-3: cases 0 and 1 run again before case 3.
+    assert names == ["0", "1", "2", "0", "1", "3", "4"], names
+    assert err.splitlines()[-1].startswith("hil: done: 5/5 cases, ") and code == EXIT_VIOLATION
+
+
+def test_a_host_that_is_not_recovered_ends_the_run(tmp_path: Path) -> None:
+    dut = FakeDut(leaks=False, crash_at=(1,), recovery_fails=True)
+    code, err = _fuzz(dut, tmp_path, crashes=Crashes(3, 60))
+    assert code == EXIT_VIOLATION and dut.runs == 1
+    assert "hil: stopped: lab-0 was not recovered: lab-0: no SSH within 60s" in err
+
+
+def test_first_starts_at_that_case_of_the_seed(tmp_path: Path) -> None:
+    dut = FakeDut(leaks=False)
+    _fuzz(dut, tmp_path, cases=3, first=40)
+    assert [n.rsplit("-", 1)[1] for n in dut.ran] == ["40", "41", "42"]
+    assert dut.ran[0] == make_case(list(SCENARIOS), 1, 40).scenario.name
 
 
 def test_ctrl_c_stops_the_loop_says_so_and_exits_3(tmp_path: Path) -> None:
@@ -261,7 +347,7 @@ def test_a_crash_is_a_result_too(tmp_path: Path) -> None:
     alluredir = tmp_path / "results"
     alluredir.mkdir()
     write_categories(alluredir)
-    _fuzz(FakeDut(leaks=False, crash_at=2), tmp_path, alluredir=alluredir)
+    _fuzz(FakeDut(leaks=False, crash_at=(2,)), tmp_path, alluredir=alluredir)
     (found,) = results.read(alluredir)
     assert found.category == FUZZ_FINDING and "fuzz finding: host crashed: " in found.message
 
@@ -286,7 +372,13 @@ def test_a_batch_leak_saves_each_case_of_the_batch(tmp_path: Path) -> None:
     err = io.StringIO()
     ticks = itertools.count()
     code = fuzz_run(
-        dut, list(SCENARIOS), 1, 6, tmp_path, err, lambda: float(next(ticks)), leak_scan_every=3
+        dut,
+        list(SCENARIOS),
+        Cases(1, 6),
+        tmp_path,
+        err,
+        lambda: float(next(ticks)),
+        leak_scan_every=3,
     )
     # Scans after cases 3 and 6; between them the first batch run again, a scan after each.
     assert dut.scanned == [3, 4, 5, 6, 9] and code == EXIT_VIOLATION

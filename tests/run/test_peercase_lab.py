@@ -1,0 +1,69 @@
+"""A fuzz run whose case crashes the DUT, on the session's virtual lab (real siw in QEMU).
+
+The base scenario ``mpa-reply-pd-too-long`` stops siw's initiator up to 6.12.118
+(docs/findings/siw-mpa-reply-pdlen-null-deref.md): case 0 of seed 1 crashes guest A,
+the DUT.  The run must save the crash, recover the guest (its power cycled, the pair
+set up again, :meth:`hil.run.peercase.DutCheck.recover`) and go on: case 1 then runs on
+the recovered pair, whose normal connect afterwards must hold.  About 45 s (one guest
+restart on TCG); it restarts a guest, so it runs after the others.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from vlab import VirtualLab, lab_pair_run
+
+from hil.cli.peer_cmd import Cases, Crashes, fuzz_run
+from hil.errors import EXIT_VIOLATION
+from hil.host.liveness import DEFAULT_BOUND
+from hil.peer.builtin import SCENARIOS
+from hil.peer.scenario import load
+from hil.run.peercase import DutCheck
+from hil.run.testparts import TestOptions
+
+pytestmark = [pytest.mark.lab, pytest.mark.restarts_guests]
+
+RECOVERY_BOUND = 300.0  # a TCG guest booting on a loaded 2-core machine
+BASE = "mpa-reply-pd-too-long"
+
+
+def test_a_case_that_crashes_the_dut_is_saved_the_dut_recovered_and_the_run_goes_on(
+    virtual_lab: VirtualLab, tmp_path: Path
+) -> None:
+    err, out = io.StringIO(), tmp_path / "out"
+    out.mkdir()
+    with lab_pair_run(virtual_lab, tmp_path, "peer fuzz crash lab test") as run:
+        dut_host = run.pair.host_a.name
+        dut = DutCheck(run, "a", TestOptions(wire=False, liveness_s=DEFAULT_BOUND))
+        try:
+            code = fuzz_run(
+                dut,
+                [SCENARIOS[BASE]],
+                Cases(seed=1, count=2),
+                out,
+                err,
+                crashes=Crashes(most=1, timeout_s=RECOVERY_BOUND),
+            )
+        finally:
+            dut.close()
+        said = err.getvalue()
+        if f"FINDING host crashed: {BASE}-fuzz-1-0" not in said:
+            pytest.fail(f"case 0 did not crash the DUT (a kernel with the fix?):\n{said}")
+        assert code == EXIT_VIOLATION, said
+        assert f"hil: {dut_host}: power cycle" in said, said
+        assert f"hil: {dut_host} recovered and the pair set up again; the run goes on" in said
+        # Case 1 ran on the recovered pair: no crash (that would be one too many), and
+        # its check (kernel log, resources, a normal connect) passed.
+        assert "hil: 2/2 cases, " in said and "1 crashes recovered" in said, said
+        assert "--max-crashes 1" not in said, said
+        case1 = next(s for s, c in dut.checks.items() if s.name == f"{BASE}-fuzz-1-1")
+        assert not dut.checks[case1].failed and not dut.checks[case1].error, dut.checks[case1]
+        saved = load(out / f"{BASE}-fuzz-1-0.yaml")
+        assert "crashed a host; not shrunk" in saved.description
+        assert "BUG: kernel NULL pointer dereference" in saved.description
+        (health,) = run.store.host_health([dut_host])
+        assert health.state == "healthy", health  # the recovery's health check passed
+        assert "kernel_crash" in [r.event for r in run.store.host_history(dut_host)]
