@@ -4,9 +4,10 @@ Both run the close in a TestRun (hil/run/testrun.py): the contract verdict,
 every wire rule's outcome and the after-test evidence must agree.
 
 On the session's virtual lab (real siw guests), for the lab's own inventory
-(siw, with the siw fallback) and for ones that claim the ports are Chelsio
-(``driver: iw_cxgb4``, device ``cxgb4_0``) or Intel (``driver: irdma``, device
-``irdma0``), both absent, so setup falls back to siw:
+(siw) and for one that claims host A's port is Chelsio (``driver: iw_cxgb4``,
+device ``cxgb4_0``) and host B's Intel (``driver: irdma``, device ``irdma0``),
+both absent, so setup falls back to siw on each host, each saying what it was told
+(one run for both claims: each nested run sets the pair up, about 15 s):
 both ways must find the provider that really runs (siw), build the same
 profile from the hosts' own settings, and reach the same verdict on an
 orderly close.  The pytest side is the shipped suite ``suites/test_close.py``;
@@ -62,12 +63,12 @@ def pytest_hil_observers(config):
 CLAIMED_DEVICE = {"iw_cxgb4": "cxgb4_0", "irdma": "irdma0"}
 
 
-def _claiming(lab: VirtualLab, driver: str, path: Path) -> Path:
-    """The lab's inventory with both ports of its pair claimed to be ``driver``'s RNICs
-    (without the lab's blackhole pull, which the inventory refuses on a TCP-offloading
-    port)."""
+def _claiming(lab: VirtualLab, drivers: dict[str, str], path: Path) -> Path:
+    """The lab's inventory with each host's port claimed to be the RNIC of the driver
+    ``drivers`` names for it (without the lab's blackhole pull, which the inventory
+    refuses on a TCP-offloading port)."""
     doc = yaml.safe_load(Path(lab.inventory.path).read_text())
-    for end in (lab.pair.host_a.name, lab.pair.host_b.name):
+    for end, driver in drivers.items():
         for rnic in doc["hosts"][end]["rnics"]:
             rnic.update(driver=driver, rdma_device=CLAIMED_DEVICE[driver])
     link = doc["links"][lab.pair.name]
@@ -101,14 +102,19 @@ def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         pytest.fail(f"{' '.join(argv[:6])} ... did not finish within {TIMEOUT:.0f} s")
 
 
-@pytest.mark.parametrize("claim", ["siw", "iw_cxgb4", "irdma"])
+@pytest.mark.parametrize("claims", ["siw", "iw_cxgb4+irdma"])
 def test_cli_and_pytest_give_the_same_profile_and_verdict(
-    virtual_lab: VirtualLab, tmp_path: Path, claim: str
+    virtual_lab: VirtualLab, tmp_path: Path, claims: str
 ) -> None:
+    hosts = (virtual_lab.pair.host_a.name, virtual_lab.pair.host_b.name)
+    # What the inventory says each host's port is: one driver for both, or one each.
+    drivers = claims.split("+")
+    claim = dict(zip(hosts, drivers * 2 if len(drivers) == 1 else drivers, strict=True))
+    fallback = claims != "siw"
     inventory = (
-        Path(virtual_lab.inventory.path)
-        if claim == "siw"
-        else _claiming(virtual_lab, claim, tmp_path / f"claims-{claim}.yaml")
+        _claiming(virtual_lab, claim, tmp_path / "claims.yaml")
+        if fallback
+        else Path(virtual_lab.inventory.path)
     )
     store = str(tmp_path / "store.db")
     pair = virtual_lab.pair.name
@@ -138,7 +144,7 @@ def test_cli_and_pytest_give_the_same_profile_and_verdict(
     assert cli.returncode == 0, f"hil cm run close failed:\n{cli.stdout}\n{cli.stderr}"
     doc: dict[str, Any] = json.loads(cli.stdout)
     assert doc["provider"]["driver"] == "siw"
-    assert [h["fallback"] for h in doc["provider"]["hosts"]] == [claim != "siw"] * 2
+    assert [h["fallback"] for h in doc["provider"]["hosts"]] == [fallback] * 2
 
     suite = _run(
         [
@@ -184,14 +190,13 @@ def test_cli_and_pytest_give_the_same_profile_and_verdict(
     assert doc["outcome"] == "passed" and doc["ok"] is True, doc["failures"]
 
     # What runs is siw, and every output of the run says so (the fallback too).
-    said = f"hil: pair {pair} runs siw on both hosts"
-    if claim != "siw":
-        said += f" (siw fallback: the inventory says {claim})"
+    notes = "; ".join(f"siw fallback on {h}: the inventory says {claim[h]}" for h in hosts)
+    said = f"hil: pair {pair} runs siw on both hosts" + (f" ({notes})" if fallback else "")
     assert f"{said}; judged by profile siw" in suite.stdout, suite.stdout
     assert _labels(alluredir, "provider") == {"siw"}
     props = _properties(alluredir / "environment.properties")
     assert (props["provider"], props["profile"]) == ("siw", "siw"), props
-    for host in (virtual_lab.pair.host_a.name, virtual_lab.pair.host_b.name):
+    for host in hosts:
         assert props[f"{host}.provider"].startswith("siw on "), props
-        fallback = f"(siw fallback on {host}: the inventory says {claim})"
-        assert props[f"{host}.provider"].endswith(fallback) is (claim != "siw"), props
+        note = f"(siw fallback on {host}: the inventory says {claim[host]})"
+        assert props[f"{host}.provider"].endswith(note) is fallback, props
