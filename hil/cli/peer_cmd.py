@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from hil.host.liveness import Crash
+    from hil.judge.known import KnownFinding
     from hil.peer.fuzz import Finding, Progress
     from hil.peer.scenario import Scenario
     from hil.run.pairrun import PairRun
@@ -66,6 +67,7 @@ OUT = "reports/fuzz"
 # tenth, while a batch that leaks costs at most 10 reruns, each with its scan, to name
 # the case (hil.peer.fuzz, module doc).
 LEAK_SCAN_EVERY = 10
+DEFAULT_FINDINGS = Path("suites") / "known-kernel-findings.yaml"  # as the plugin's, under cwd
 # A recovery took 33 s on the plain lab and a debug guest boots in 70-130 s
 # (docs/peer-fuzz.md); five of them keep a run's time on cases, not on reboots, when a
 # known crash keeps coming back.
@@ -154,6 +156,12 @@ def _dut_option(p: argparse.ArgumentParser) -> None:
         help="the pair's side that is the DUT; the peer runs on the other, or where the "
         "link's peer: says (default a)",
     )
+    p.add_argument(
+        "--known-kernel-findings",
+        metavar="FILE",
+        help="known kernel findings: a crash a 'crashes: true' entry explains is told as "
+        f"that finding, not a new one (default {DEFAULT_FINDINGS}, when it exists)",
+    )
 
 
 def _whole(low: int) -> Callable[[str], int]:
@@ -213,7 +221,7 @@ def _pair_run(args: argparse.Namespace, holder: str) -> Iterator[PairRun]:
             yield run
 
 
-def _dut_check(run: PairRun, dut: str) -> DutCheck:
+def _dut_check(run: PairRun, args: argparse.Namespace) -> DutCheck:
     from hil.host.liveness import DEFAULT_BOUND
     from hil.run.peercase import DutCheck
     from hil.run.testparts import TestOptions
@@ -222,7 +230,18 @@ def _dut_check(run: PairRun, dut: str) -> DutCheck:
     # and a capture per case would cost more than the case.  The crash watch on: a DUT
     # crash is the finding that matters most.
     options = TestOptions(wire=False, liveness_s=DEFAULT_BOUND)
-    return DutCheck(run, dut, options)
+    return DutCheck(run, args.dut, options, known=known_findings(args.known_kernel_findings))
+
+
+def known_findings(given: str | None) -> tuple[KnownFinding, ...]:
+    """The known kernel findings of ``--known-kernel-findings`` (default: the suites' list
+    under the working directory, when there is one); InputError when the file is bad."""
+    from hil.judge import known
+
+    path = Path(given) if given else DEFAULT_FINDINGS
+    if not given and not path.is_file():
+        return ()
+    return known.load(path, Path.cwd())
 
 
 def _fuzz(args: argparse.Namespace) -> int:
@@ -231,7 +250,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     holder = f"hil peer fuzz --seed {args.seed}"
     alluredir = out_dir(args.alluredir, "--alluredir") if args.alluredir else None
     with _pair_run(args, holder) as run:
-        dut = _dut_check(run, args.dut)
+        dut = _dut_check(run, args)
         try:
             return fuzz_run(
                 dut,
@@ -251,7 +270,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     scenario = load(args.file)
     with _pair_run(args, f"hil peer replay {scenario.name}") as run:
-        dut = _dut_check(run, args.dut)
+        dut = _dut_check(run, args)
         try:
             checked = dut.check(scenario)
         finally:
@@ -371,10 +390,12 @@ def fuzz_run(
         print(f"hil: {progress}", file=err, flush=True)
 
     recovered: list[str] = []
+    known: list[str] = []  # crashes a known kernel finding explains: saved, not findings
 
     def recover(crash: Crashed) -> bool:
         assert isinstance(crash, _Crashed)
-        found.append(str(_crash_found(crash.checked, cases.seed, out, err, alluredir)))
+        saved = str(_crash_found(crash.checked, cases.seed, out, err, alluredir))
+        (known if crash.checked.known else found).append(saved)
         return _recovered(dut, crash.checked, crashes, recovered, err)
 
     try:
@@ -402,7 +423,8 @@ def fuzz_run(
         errors.append("interrupted")
     done = last[0] if last else None
     saved = ", ".join(found) or "none"
-    print(f"hil: done: {done or '0 cases'}; findings saved: {saved}", file=err)
+    also = f"; known crashes saved: {', '.join(known)}" if known else ""
+    print(f"hil: done: {done or '0 cases'}; findings saved: {saved}{also}", file=err)
     if found:
         return EXIT_VIOLATION
     return EXIT_INFRA if errors else EXIT_OK
@@ -466,11 +488,19 @@ class _Stop:
 def _crash_found(
     checked: CaseCheck, seed: int, out: Path, err: TextIO, alluredir: Path | None
 ) -> Path:
-    """A case that crashed a host: saved, shown, reported; the replay file's path."""
+    """A case that crashed a host: saved, shown, reported (as a known kernel finding when
+    one explains it); the replay file's path."""
     saved = save_crash(checked, seed, out)
     line = f"host crashed: {checked.scenario.name}"
-    print(f"hil: FINDING {line} -> {saved}", file=err)
-    _report(alluredir, checked.scenario.name, line, saved, checked)
+    if not checked.known:
+        print(f"hil: FINDING {line} -> {saved}", file=err)
+        _report(alluredir, checked.scenario.name, line, saved, checked)
+        return saved
+    print(f"hil: KNOWN {line}: {checked.known} -> {saved}", file=err)
+    if alluredir is not None:
+        from hil.report.fuzz import write_known
+
+        write_known(alluredir, checked.scenario.name, checked.known, saved, checked.kernel)
     return saved
 
 
@@ -545,6 +575,8 @@ def save_finding(finding: Finding, checks: dict[Scenario, CaseCheck], out: Path)
 def save_crash(checked: CaseCheck, seed: int, out: Path) -> Path:
     """A case that crashed a host, saved whole (it cannot be shrunk on a crashed pair)."""
     head = [f"fuzz seed {seed}: this case crashed a host; not shrunk"]
+    if checked.known:
+        head.append(f"the crash is a {checked.known}")
     return _save(checked.scenario, head, checked, out)
 
 
@@ -572,7 +604,8 @@ def _why(checked: CaseCheck | None) -> str:
 
 def _dut_text(checked: CaseCheck) -> str:
     if checked.failed:
-        return "FAILED\n" + "\n".join(checked.reasons)
+        known = f"\nthe crash is a {checked.known}" if checked.known else ""
+        return "FAILED\n" + "\n".join(checked.reasons) + known
     if checked.error:
         return f"could not run: {checked.error}"
     return "ok (kernel log clean, nothing leaked, a normal connect afterwards held)"

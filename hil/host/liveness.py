@@ -74,7 +74,7 @@ class Crash:
     host: str
     kind: CrashKind
     detail: str  # the crash line, or how long the host has not answered
-    lines: tuple[str, ...] = ()  # the last kernel log lines seen (streamed or its console)
+    lines: tuple[str, ...] = ()  # kernel log lines from just before its crash line (or the last)
     source: str = "streamed by its agent"  # where ``lines`` come from
 
     def __str__(self) -> str:
@@ -92,20 +92,28 @@ class Crash:
         ``fresh`` (what the console took during the test; a host that rebooted since has
         logged its new boot after it), else ``lines`` (the console's tail).  A crash line
         there makes the crash a kernel crash (the host stopped before its agent read it)."""
-        at = next((i for i, line in enumerate(fresh) if CRASH_LINE.search(line)), None)
-        if at is None:
+        around = around_crash(fresh)
+        if around is None:
             return replace(self, lines=tuple(lines), source=source)
-        around = tuple(fresh[max(0, at - CONSOLE_BEFORE) : at + KEEP - CONSOLE_BEFORE])
         crash = replace(self, lines=around, source=source)
         if self.kind == "kernel_crash":
             return crash
-        found = fresh[at].strip()
+        found = crash_line(fresh)
         return replace(crash, kind="kernel_crash", detail=f"{found} ({self.detail})")
 
 
 def crash_line(lines: Sequence[str]) -> str | None:
     """The first of ``lines`` that says the kernel crashed, or None."""
-    return next((line for line in lines if CRASH_LINE.search(line)), None)
+    return next((line.strip() for line in lines if CRASH_LINE.search(line)), None)
+
+
+def around_crash(lines: Sequence[str]) -> tuple[str, ...] | None:
+    """:data:`KEEP` of ``lines`` from :data:`CONSOLE_BEFORE` before the first crash line
+    (a report's head names it: its title, and its stack follows); None without one."""
+    at = next((i for i, line in enumerate(lines) if CRASH_LINE.search(line)), None)
+    if at is None:
+        return None
+    return tuple(lines[max(0, at - CONSOLE_BEFORE) : at + KEEP - CONSOLE_BEFORE])
 
 
 class Watch:
@@ -235,10 +243,13 @@ class Watch:
             return self._ssh_alive(name)
         messages = KernelLog.from_wire(raw).messages()
         with self._lock:
+            before = tuple(self._lines[name])
             self._lines[name].extend(messages)
         found = crash_line(messages)
         if found is not None:
-            self._declare(Crash(name, "kernel_crash", found.strip(), self.lines(name)))
+            # The report from its head on: a long one (KASAN's) overruns the last lines.
+            around = around_crash((*before, *messages)) or self.lines(name)
+            self._declare(Crash(name, "kernel_crash", found, around))
         return True
 
     def _ssh_alive(self, name: str) -> bool:

@@ -205,6 +205,27 @@ def explain(
     )
 
 
+def known_crash(
+    lines: Sequence[KernelLogLine],
+    findings: Sequence[KnownFinding],
+    starts: re.Pattern[str],
+    releases: Iterable[str],
+) -> Match | None:
+    """The ``crashes`` entry that explains a crashed host's last kernel lines on one of these
+    kernel releases, whatever ran (a fuzz case names no suite test); None when none does."""
+    releases = tuple(releases)
+    stopping = [
+        f
+        for f in findings
+        if f.crashes and any(_release_of(r, k) for r in releases for k in f.kernels)
+    ]
+    for report in reports(lines, starts) if stopping else []:
+        finding = next((f for f in stopping if f.recognises(report)), None)
+        if finding is not None:
+            return Match(finding, report)
+    return None
+
+
 def yaml_entries(path: Path, what: str, fields: Sequence[str]) -> list[Any]:
     """The raw entries of a YAML list file (``what`` names it in errors; none when empty);
     InputError when it cannot be read, is not YAML or not a list of ``fields`` entries."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.report.categories import FUZZ_FINDING_PREFIX
-from hil.report.results import NODEID_LABEL
+from hil.report.results import KNOWN_KERNEL_LABEL, NODEID_LABEL
 
 SUITE = "hil peer fuzz"
 REPLAY = "replay scenario (hil peer replay FILE PAIR)"
@@ -42,19 +42,49 @@ def write_finding(
     its one line, ``kernel`` the DUT's kernel log lines, ``reasons`` why it failed.
     Returns the result file's path."""
     alluredir.mkdir(parents=True, exist_ok=True)
+    why = _attach(alluredir, WHY, "\n".join(reasons) + "\n" if reasons else "(none kept)\n")
+    result = _result(alluredir, name, replay, kernel, [why])
+    result["status"] = "failed"
+    result["statusDetails"] = {"message": f"{FUZZ_FINDING_PREFIX}{summary}", "trace": str(replay)}
+    return _write(alluredir, result)
+
+
+def write_known(
+    alluredir: Path, name: str, known: str, replay: Path, kernel: Sequence[str]
+) -> Path:
+    """One skipped result for a case whose crash a known kernel finding explains (``known``:
+    its line, ``known kernel finding ID on HOST: TITLE (UPSTREAM)``): labelled with the
+    finding, as a suite test's known finding is (hil.report.testobserver), so the night's
+    summary lists it apart and no failure category takes it.  The result file's path."""
+    alluredir.mkdir(parents=True, exist_ok=True)
+    result = _result(alluredir, name, replay, kernel, [])
+    result["status"] = "skipped"
+    result["statusDetails"] = {"message": f"crashed the host: {known}", "trace": str(replay)}
+    finding = known.removeprefix("known kernel finding ").split(" ", 1)[0]
+    result["labels"].append({"name": KNOWN_KERNEL_LABEL, "value": finding})
+    return _write(alluredir, result)
+
+
+def _result(
+    alluredir: Path,
+    name: str,
+    replay: Path,
+    kernel: Sequence[str],
+    more: list[dict[str, str]],
+) -> dict[str, Any]:
+    """A result's common part: its name, the time, the labels, the replay file and the
+    kernel log attached (then ``more``)."""
     now = int(time.time() * 1000)
     attachments = [
         _attach(alluredir, REPLAY, replay.read_text(), "text/yaml", "yaml"),
         _attach(alluredir, KERNEL, "".join(f"{k}\n" for k in kernel) or "(none)\n"),
-        _attach(alluredir, WHY, "\n".join(reasons) + "\n" if reasons else "(none kept)\n"),
+        *more,
     ]
-    result: dict[str, Any] = {
+    return {
         "uuid": str(uuid.uuid4()),
         "historyId": f"{SUITE}::{name}",
         "name": name,
         "fullName": f"{SUITE}::{name}",
-        "status": "failed",
-        "statusDetails": {"message": f"{FUZZ_FINDING_PREFIX}{summary}", "trace": str(replay)},
         "stage": "finished",
         "start": now,
         "stop": now,
@@ -64,6 +94,9 @@ def write_finding(
         ],
         "attachments": attachments,
     }
+
+
+def _write(alluredir: Path, result: dict[str, Any]) -> Path:
     path = alluredir / f"{result['uuid']}-result.json"
     path.write_text(json.dumps(result, indent=1))
     return path

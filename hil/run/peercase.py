@@ -30,12 +30,16 @@ from typing import TYPE_CHECKING
 from hil.cm.endpointpool import EndpointPool
 from hil.errors import HilError
 from hil.host import kmemleak
+from hil.judge.checks import REPORT_START
+from hil.judge.known import known_crash
+from hil.judge.timeline import KernelLogLine
 from hil.peer.run import peer_of, run_scenario
 from hil.run.testparts import TestOptions
 
 if TYPE_CHECKING:
     from hil.cm.session import CMSession
     from hil.host.liveness import Crash
+    from hil.judge.known import KnownFinding
     from hil.peer.judge import PeerVerdict
     from hil.peer.scenario import Scenario
     from hil.run.observer import TestResult
@@ -58,6 +62,7 @@ class CaseCheck:
     peer: PeerVerdict | None = None
     error: str = ""  # the case could not run; not a finding
     crash: Crash | None = None  # a pair host crashed: no case runs until it is recovered
+    known: str = ""  # the known kernel finding the crash is (its line; '' none)
 
     @property
     def failed(self) -> bool:
@@ -79,6 +84,8 @@ class DutCheck:
     dut: str
     options: TestOptions = field(default_factory=TestOptions)
     checks: dict[Scenario, CaseCheck] = field(default_factory=dict)
+    # The known kernel findings: a crash one of them explains is told as that finding.
+    known: tuple[KnownFinding, ...] = ()
 
     def __post_init__(self) -> None:
         # kmemleak on the DUT's host alone, by this check, not by the test on both hosts.
@@ -99,6 +106,8 @@ class DutCheck:
         pair: before the first case, and again after a recovery's reboot)."""
         peer = "b" if self.dut == "a" else "a"
         self._kmemleak = self._dut_host in self.run.facts.kmemleak_hosts()
+        # Read while the hosts answer: a crash's known finding is looked up by them.
+        self._releases = self.run.facts.kernels()
         # The cases' CM endpoints are kept from one recording to the next, one worker per
         # host (hil.cm.endpointpool: a worker's start and end were a fifth of a case);
         # started before the first case's baseline, so that each case's holds them.
@@ -163,7 +172,9 @@ class DutCheck:
         assert t.result is not None
         self._ended = time.monotonic()
         checked = judged(scenario, t.result, reasons, peer, error)
-        if scan and not checked.crashed:
+        if checked.crash is not None:
+            checked = replace(checked, known=self._known(checked.crash))
+        elif scan:
             checked = self._with_scan(checked)
         self.checks[scenario] = checked
         return checked
@@ -178,6 +189,12 @@ class DutCheck:
         host = self._dut_host
         report = kmemleak.scan(self.run.hosts.agent(host), host, since=self._ended)
         return f"kmemleak on {host}:\n{report}" if report else ""
+
+    def _known(self, crash: Crash) -> str:
+        """The line of the known finding that explains ``crash`` ('' when none does)."""
+        lines = [KernelLogLine(crash.host, line) for line in crash.lines]
+        match = known_crash(lines, self.known, REPORT_START, self._releases)
+        return "" if match is None else match.line()
 
     def _with_scan(self, checked: CaseCheck) -> CaseCheck:
         try:

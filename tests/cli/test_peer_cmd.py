@@ -126,6 +126,7 @@ class FakeDut:
         interrupt_at: int = -1,
         error: bool = False,
         recovery_fails: bool = False,
+        known: str = "",
     ) -> None:
         self.checks: dict[Scenario, CaseCheck] = {}
         self.runs = 0
@@ -138,6 +139,7 @@ class FakeDut:
             error,
         )
         self.recovery_fails = recovery_fails
+        self.known = known  # what a crash is known as ('' a new finding)
 
     def scan(self) -> str:
         return ""
@@ -161,7 +163,12 @@ class FakeDut:
         error = "RemoteError: agent gone" if self.error and not reasons else ""
         kernel = (KERNEL_LINE,) if reasons else ()
         checked = CaseCheck(
-            scenario, reasons, kernel, error=error, crash=crash if crashed else None
+            scenario,
+            reasons,
+            kernel,
+            error=error,
+            crash=crash if crashed else None,
+            known=self.known if crashed else "",
         )
         self.checks[scenario] = checked
         return checked
@@ -259,6 +266,27 @@ def test_a_crash_runs_its_batch_again_its_leaks_lost_in_the_reboot(tmp_path: Pat
     # Case 2 crashed in the batch 0-3: cases 0 and 1 run again before case 3.
     assert names == ["0", "1", "2", "0", "1", "3", "4"], names
     assert err.splitlines()[-1].startswith("hil: done: 5/5 cases, ") and code == EXIT_VIOLATION
+
+
+KNOWN = (
+    "known kernel finding siw-p2p-bad-rtr-iwcm-bug on lab-0: kernel BUG at "
+    "drivers/infiniband/core/iwcm.c:969! (docs/findings/siw-p2p-bad-rtr-iwcm-bug.md)"
+)
+
+
+def test_a_crash_a_known_finding_explains_is_saved_and_told_apart_not_a_finding(
+    tmp_path: Path,
+) -> None:
+    dut = FakeDut(leaks=False, crash_at=(2,), known=KNOWN)
+    alluredir = tmp_path / "results"
+    code, err = _fuzz(dut, tmp_path, cases=4, crashes=Crashes(1, 60), alluredir=alluredir)
+    assert code == EXIT_OK and "FINDING" not in err, err
+    (saved,) = tmp_path.glob("*.yaml")
+    assert f"hil: KNOWN host crashed: {saved.stem}: {KNOWN} -> {saved}" in err
+    assert f"the crash is a {KNOWN}" in load(saved).description
+    assert err.splitlines()[-1].endswith(f"findings saved: none; known crashes saved: {saved}")
+    (result,) = results.read(alluredir)
+    assert result.status == "skipped" and result.known_kernel == ("siw-p2p-bad-rtr-iwcm-bug",)
 
 
 def test_a_host_that_is_not_recovered_ends_the_run(tmp_path: Path) -> None:

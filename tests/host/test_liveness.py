@@ -115,6 +115,22 @@ def test_a_panic_line_is_a_kernel_crash_with_the_lines_before_it(pair: StandInHo
     assert pair.by_name["b"].closed == []  # the crashed host is left alone
 
 
+def test_a_long_report_is_kept_from_its_head_on(pair: StandInHosts) -> None:
+    # A KASAN or BUG report runs past KEEP lines; its title and first frames name it
+    # (a known finding is recognised by them: hil.judge.known).
+    crashes: list[Crash] = []
+    w = watch(pair, crashes)
+    before = [f"siw0: line {i}" for i in range(20)]
+    report = ["kernel BUG at drivers/infiniband/core/iwcm.c:969!"]
+    report += [f"  frame_{i}+0x1/0x2" for i in range(60)]
+    pair.by_name["b"].log += [*before, *report]
+    wait_for(crashes, 2)
+    lines = crashes[0].lines
+    assert lines[10] == report[0] and lines[:10] == tuple(before[-10:]), lines
+    assert len(lines) == 40 and lines[-1] == "  frame_28+0x1/0x2"
+    w.stop()
+
+
 def test_a_frozen_host_is_unreachable_within_the_bound(pair: StandInHosts) -> None:
     crashes: list[Crash] = []
     w = watch(pair, crashes)

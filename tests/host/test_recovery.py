@@ -2,8 +2,8 @@
 controller), SSH, the journal of a dead run replayed, the health check recorded.
 
 The netns hosts have no RDMA, so these recover with ``rdma=False``; the
-virtual lab's test (tests/host/test_recovery_lab.py) recovers a real crashed
-guest with every check.
+virtual lab's tests (tests/plugin/test_crash_lab.py, tests/test_crash_nightly.py,
+tests/run/test_peercase_lab.py) recover real crashed guests with every check.
 """
 
 from __future__ import annotations

@@ -270,3 +270,19 @@ def test_crashes_is_optional_and_must_be_a_boolean(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump([{**ENTRY, "crashes": "yes"}]))
     with pytest.raises(InputError, match="entry 1: crashes must be true or false, not 'yes'"):
         known.load(path, ROOT)
+
+
+@pytest.mark.parametrize(
+    "path, releases, explained",
+    [
+        (OOPS, ("6.1.192",), PDLEN),
+        (IWCM_BUG, ("6.1.192", "6.12.118"), BAD_RTR),
+        (IWCM_BUG, ("6.13.2",), None),  # a kernel the entry does not name
+        (SPLAT, ("6.1.192",), None),  # known, but no crash (no ``crashes`` entry)
+    ],
+)
+def test_a_crash_outside_any_test_is_known_by_its_report_and_kernel(
+    path: Path, releases: tuple[str, ...], explained: str | None
+) -> None:
+    found = known.known_crash(splat(path.read_text()), FINDINGS, checks.REPORT_START, releases)
+    assert (None if found is None else found.finding.id) == explained

@@ -1,13 +1,17 @@
 """Crashes during a test on the session's virtual lab (hil/plugin/crash.py, real QEMU guests).
 
-One pytest session on the lab's pair, four CM tests: the first SIGKILLs a
-guest's QEMU in the middle of its test, the third freezes the other guest
-with QMP ``stop``, and the tests after each must run on the pair again.
-Each crashed test must end within the liveness bound as "host crashed", with
-the guest's console attached; the guest is recovered through the lab's QMP
+One pytest session on the lab's pair, four CM tests: the first pulls the pair's
+cable in QEMU (a change that outlives a reboot and sits in the restore journal)
+and SIGKILLs a guest's QEMU in the middle of its test, the third freezes the
+other guest with QMP ``stop``, and the tests after each must run on the pair
+again.  Each crashed test must end within the liveness bound as "host crashed",
+with the guest's console attached; the guest is recovered through the lab's QMP
 power (started again / reset and continued), its journal replayed, its health
-checked, the pair set up again, and the session goes on.  About 1.5-2 minutes
-(two guest restarts on TCG); it restarts guests, so it runs after the others.
+checked, the pair restored and set up again (the cable plugged in again before
+the next test), and the session goes on.  About 1.5-2 minutes (two guest
+restarts on TCG); it restarts guests, so it runs after the others.  A kernel
+crash is recovered the same way: tests/test_crash_nightly.py (a panic) and
+tests/run/test_peercase_lab.py (siw's NULL dereference under a fuzz case).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ SUITE = """
 import json, os, signal, time
 from pathlib import Path
 import pytest
+from hil.host.linkctl import LinkControl
 from hil.lab.qmp import QMPClient
 
 # One variant (a guest crashes once): direction and family pinned.
@@ -47,14 +52,17 @@ def mark(what):
     with open(os.environ["OUT"], "a") as f:
         f.write(f"{what} {time.monotonic()}\\n")
 
-def test_killed(cm, hil_pair, direction):
+def test_killed(cm, hil_pair, hil_run, direction):
     cm.run("connect")
+    LinkControl(hil_run.hosts, hil_run.journal).pull(hil_pair.pair.name, "carrier")
     os.kill(guest(hil_pair.pair.host_b.name)["pid"], signal.SIGKILL)
     mark("killed")
     cm.run("connect")  # its host gone under it: fails, then the watch says why
     time.sleep(300)
 
-def test_after_kill(cm, contract, direction):
+def test_after_kill(cm, contract, hil_pair, hil_run, direction):
+    state = LinkControl(hil_run.hosts, hil_run.journal).state(hil_pair.pair.name)
+    assert state.pulled == () and state.a.carrier and state.b.carrier, state
     contract(cm.run("connect"))
 
 def test_frozen(cm, hil_pair, direction):

@@ -14,10 +14,10 @@ import pytest
 from test_report_nightly_timeout import INVENTORY  # two siw hosts, link pair-1
 
 from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION
-from hil.report import history, pipeline, results
+from hil.report import flaky, history, pipeline, results
 from hil.report.bounded import Finished
 from hil.report.categories import FUZZ_FINDING, categories, write_categories
-from hil.report.fuzz import KERNEL, REPLAY, WHY, write_finding
+from hil.report.fuzz import KERNEL, REPLAY, WHY, write_finding, write_known
 
 REPLAY_TEXT = "name: mpa-request-fuzz-7-3\nsteps: []\n"
 KASAN = "lab-0: BUG: KASAN: slab-use-after-free in siw_cm_work_handler+0x1c/0x3a0 [siw]"
@@ -50,6 +50,28 @@ def test_the_replay_file_and_the_kernel_report_are_attached(tmp_path: Path) -> N
     assert attached[REPLAY] == REPLAY_TEXT
     assert attached[KERNEL] == f"{KASAN}\n"
     assert attached[WHY] == f"{KMEMLEAK}\n"
+
+
+def test_a_known_crash_is_skipped_labelled_with_its_finding_in_no_failure_category(
+    tmp_path: Path,
+) -> None:
+    alluredir = tmp_path / "results"
+    replay = tmp_path / "neg-p2p-write-fuzz-7-9.yaml"
+    replay.write_text(REPLAY_TEXT)
+    known = (
+        "known kernel finding siw-p2p-bad-rtr-iwcm-bug on lab-0: kernel BUG at "
+        "drivers/infiniband/core/iwcm.c:969! (docs/findings/siw-p2p-bad-rtr-iwcm-bug.md)"
+    )
+    write_known(alluredir, "neg-p2p-write-fuzz-7-9", known, replay, ["lab-0: kernel BUG at x"])
+    write_categories(alluredir)
+    (got,) = results.read(alluredir)
+    assert (got.status, got.category) == ("skipped", None)
+    assert got.known_kernel == ("siw-p2p-bad-rtr-iwcm-bug",)
+    assert got.message == f"crashed the host: {known}"
+    assert flaky.known_kernel_lines([got]) == [
+        "known kernel finding: siw-p2p-bad-rtr-iwcm-bug (reported apart, not failing the "
+        "test) in hil peer fuzz::neg-p2p-write-fuzz-7-9"
+    ]
 
 
 def test_a_finding_is_in_its_own_category_only() -> None:
