@@ -286,3 +286,18 @@ def test_a_crash_outside_any_test_is_known_by_its_report_and_kernel(
 ) -> None:
     found = known.known_crash(splat(path.read_text()), FINDINGS, checks.REPORT_START, releases)
     assert (None if found is None else found.finding.id) == explained
+
+
+# The DUT's kernel log after fuzz case 14 of seed 20261206 on the debug lab (6.1.192,
+# 2026-12-06; docs/findings/siw-terminate-sk-callback-lock.md, its second report).
+RTR_LOCKDEP = ROOT / "tests" / "data" / "kernel" / "siw-rtr-lockdep-6.1.192.txt"
+
+
+def test_the_rtr_lockdep_report_is_one_report_that_an_entry_could_name() -> None:
+    (report,) = known.reports(splat(RTR_LOCKDEP.read_text()), checks.REPORT_START)
+    assert report.title == "WARNING: inconsistent lock state"
+    stacks = report.stacks()
+    assert ["_raw_read_lock", "siw_qp_llp_data_ready", "tcp_rcv_established"] == stacks[0][1:4]
+    call = next(s for s in stacks if "siw_rtr_data_ready" in s)
+    assert call[call.index("siw_rtr_data_ready") + 1] == "tcp_data_queue"
+    assert not [f for f in FINDINGS if f.recognises(report)]  # a new report, no entry yet
