@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 
+from hil.cli.interrupts import Interrupts
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError
 
 EPILOG = """exit codes:
@@ -90,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(name)s: %(message)s",
     )
     try:
-        return int(args.func(args) or 0)
+        with Interrupts():
+            return int(args.func(args) or 0)
     except HilError as e:
         print(f"hil: error: {e}", file=sys.stderr)
         return e.exit_code

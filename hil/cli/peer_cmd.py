@@ -36,16 +36,15 @@ way and prints the peer's verdict (shown, not judged) and the DUT's.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
+from hil.cli.interrupts import Interrupts
 from hil.cli.options import command_group, timeout_options, wait_option
 from hil.errors import EXIT_INFRA, EXIT_OK, EXIT_VIOLATION, InputError
 from hil.host.recovery import RECOVERY_TIMEOUT
@@ -342,7 +341,7 @@ def fuzz_run(
     errors: list[str] = []
     found: list[str] = []
     last: list[Progress] = []
-    stop = _Stop()
+    stop = Interrupts()  # inside main's: it tells a case cut short
     failing: dict[Scenario, CaseCheck] = {}  # each scenario's last failing check
 
     def fails(scenario: Scenario, scan: bool = True) -> bool:
@@ -456,33 +455,6 @@ def _recovered(
     before.append(host)
     print(f"hil: {host} recovered and the pair set up again; the run goes on", file=err)
     return True
-
-
-class _Stop:
-    """While entered, SIGINT and SIGTERM (Ctrl-C, a kill, the nightly's deadline) note
-    ``why`` and raise KeyboardInterrupt once, so the case's teardown still runs; the
-    handlers before are put back on exit.  The note outlives an interrupt that a case's
-    teardown lost, so the loop knows the case was cut short."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.why = ""
-        self._before: list[Any] = []
-
-    def __enter__(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            self._before = [(s, signal.signal(s, self._on)) for s in self.SIGNALS]
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._before:
-            signal.signal(sig, handler)
-
-    def _on(self, signum: int, frame: object) -> None:
-        first = not self.why
-        self.why = signal.Signals(signum).name
-        if first:
-            raise KeyboardInterrupt
 
 
 def _crash_found(
