@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
     from hil.host.liveness import Crash
     from hil.judge.known import KnownFinding
-    from hil.peer.fuzz import Finding, Progress
+    from hil.peer.fuzz import Case, Finding, Progress
     from hil.peer.scenario import Scenario
     from hil.run.pairrun import PairRun
     from hil.run.peercase import CaseCheck, DutCheck
@@ -291,6 +291,8 @@ class CaseChecker(Protocol):
 
     def recover(self, crash: Crash, *, say: Callable[[str], None], timeout: float) -> None: ...
 
+    def not_run(self, scenario: Scenario) -> str: ...
+
     @property
     def checks(self) -> dict[Scenario, CaseCheck]: ...
 
@@ -388,6 +390,12 @@ def fuzz_run(
         last[:] = [progress]
         print(f"hil: {progress}", file=err, flush=True)
 
+    def not_run(case: Case) -> bool:
+        why = dut.not_run(case.scenario)
+        if why:
+            print(f"hil: case {case.number} ({case.scenario.name}) not run: {why}", file=err)
+        return bool(why)
+
     recovered: list[str] = []
     known: list[str] = []  # crashes a known kernel finding explains: saved, not findings
 
@@ -409,6 +417,7 @@ def fuzz_run(
                 if leak_scan_every > 1
                 else None,
                 recover=recover,
+                not_run=not_run,
                 on_progress=on_progress,
                 on_finding=on_finding,
                 clock=clock,

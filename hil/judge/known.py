@@ -47,7 +47,7 @@ from hil.errors import InputError
 from hil.judge.timeline import KernelLogLine
 
 FIELDS = ("id", "title", "frames", "kernels", "tests", "upstream", "status")
-OPTIONAL = ("crashes",)
+OPTIONAL = ("crashes", "fuzz_trigger")
 LISTS = ("frames", "kernels", "tests")
 # A stack frame line (a report starts at what the kernel-log rule fails on, the caller's
 # ``starts``: hil.judge.checks.REPORT_START, i.e. hil.judge.expectations.BAD_KERNEL_LINE).
@@ -58,6 +58,7 @@ END = re.compile(r"</TASK>|---\[ end trace")
 # arch/x86/kernel/dumpstack.c __die_header): one report, whose "Oops:" starts nothing.
 OOPS = re.compile(r"^\s*Oops: ")
 ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
+TRIGGER = re.compile(r"^([a-z_]+) ([a-z_]+) > (\d+)$")  # "mpa_reply pd_length > 256"
 
 
 # The address families the plugin gives suite tests (hil.plugin.fixtures): the last
@@ -75,6 +76,19 @@ def covers(entry: str, nodeid: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Trigger:
+    """A frame the reference peer sends whose ``field`` is above ``above``: what sets off a
+    finding that stops the kernel, so that the fuzzer need not run it again."""
+
+    frame: str
+    field: str
+    above: int
+
+    def __str__(self) -> str:
+        return f"{self.frame} {self.field} > {self.above}"
+
+
+@dataclass(frozen=True)
 class KnownFinding:
     """One known kernel report: how to recognise it, where it is known, where it is filed."""
 
@@ -86,12 +100,17 @@ class KnownFinding:
     upstream: str
     status: str
     crashes: bool = False  # the report stops the kernel: the tests it names are not run
+    fuzz_trigger: Trigger | None = None  # a fuzz case that sends it is not run (crashes only)
 
     def recognises(self, report: KernelReport) -> bool:
         """Whether ``report`` is this finding: its title, and the frames in one stack."""
         if not re.search(self.title, report.title):
             return False
         return any(_in_order(self.frames, stack) for stack in report.stacks())
+
+    def known_on(self, release: str) -> bool:
+        """Whether the entry names this kernel release (6.1 names 6.1.192)."""
+        return any(_release_of(release, k) for k in self.kernels)
 
     def known_in(self, test: str, releases: Iterable[str]) -> bool:
         """Whether the entry covers this test on one of these kernel releases."""
@@ -297,6 +316,7 @@ def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
         upstream=str(raw["upstream"]).strip(),
         status=str(raw["status"]).strip(),
         crashes=crashes,
+        fuzz_trigger=_trigger(where, raw.get("fuzz_trigger"), crashes),
     )
     where = f"{where} ({finding.id})"
     if not ID.match(finding.id):
@@ -320,6 +340,19 @@ def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
         if not (rootdir / file).is_file():
             raise InputError(f"{where}: test {test}: no file {file} under {rootdir}")
     return finding
+
+
+def _trigger(where: str, raw: Any, crashes: bool) -> Trigger | None:
+    """An entry's ``fuzz_trigger`` ("FRAME FIELD > N"); InputError when it is malformed or
+    on an entry that does not stop the kernel (the fuzzer runs every other case)."""
+    if raw is None:
+        return None
+    found = TRIGGER.match(str(raw).strip())
+    if found is None:
+        raise InputError(f"{where}: fuzz_trigger {raw!r} is not 'FRAME FIELD > NUMBER'")
+    if not crashes:
+        raise InputError(f"{where}: fuzz_trigger is for an entry with crashes: true")
+    return Trigger(found.group(1), found.group(2), int(found.group(3)))
 
 
 def _oops_of(current: list[KernelLogLine] | None, line: KernelLogLine) -> bool:

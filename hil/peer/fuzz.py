@@ -262,6 +262,7 @@ class Progress:
     findings: int
     elapsed_s: float
     crashes: int = 0  # hosts crashed by a case and recovered
+    not_run: int = 0  # cases that send a known crash's trigger
 
     @property
     def rate(self) -> float:
@@ -270,7 +271,8 @@ class Progress:
 
     def __str__(self) -> str:
         text = f"{self.cases}/{self.total} cases, {self.rate:.2f} cases/s, {self.findings} findings"
-        return f"{text}, {self.crashes} crashes recovered" if self.crashes else text
+        text += f", {self.crashes} crashes recovered" if self.crashes else ""
+        return text + (f", {self.not_run} not run (known crash triggers)" if self.not_run else "")
 
 
 @dataclass(frozen=True)
@@ -313,6 +315,7 @@ def fuzz(
     first: int = 0,
     scans: LeakScans | None = None,
     recover: Callable[[Crashed], bool] | None = None,
+    not_run: Callable[[Case], bool] = lambda c: False,
     on_progress: Callable[[Progress], None] = lambda p: None,
     on_finding: Callable[[Finding], None] = lambda f: None,
     clock: Callable[[], float] = time.monotonic,
@@ -323,7 +326,8 @@ def fuzz(
     crashes a host raises :class:`Crashed` from ``fails``: ``recover`` reports it and gets
     the pair back (True: the run goes on; False, or no ``recover``: the crash ends the
     run).  The recovery's reboot loses what kmemleak held of the batch's other cases, so
-    those run again before the next case."""
+    those run again before the next case.  A case ``not_run`` holds back (it sends a known
+    crash's trigger: hil.peer.triggers) is counted, never run."""
     start = clock()
     findings: list[Finding] = []
 
@@ -334,25 +338,34 @@ def fuzz(
     progress = Progress(0, cases, 0, 0.0)
     queue = deque(range(first, first + cases))
     finished: set[int] = set()
-    crashes = 0
+    crashes = skipped = 0
     batch: list[Case] = []
     while queue:
         number = queue.popleft()
         case = make_case(scenarios, seed, number)
-        batch.append(case)
-        try:
-            batch = _run_case(case, batch, fails, scans, not queue, findings, found)
-        except Crashed as crash:
-            if recover is None or not recover(crash):
-                raise
-            crashes += 1
-            queue.extendleft(reversed([c.number for c in batch if c.number != number]))
-            batch = []
+        if not_run(case):
+            skipped += 1
+        else:
+            batch.append(case)
+            try:
+                batch = _run_case(case, batch, fails, scans, not queue, findings, found)
+            except Crashed as crash:
+                if recover is None or not recover(crash):
+                    raise
+                crashes += 1
+                queue.extendleft(reversed([c.number for c in batch if c.number != number]))
+                batch = []
         if number in finished:
             continue  # a batch's case run again after a crash: counted once
         finished.add(number)
-        progress = Progress(len(finished), cases, len(findings), clock() - start, crashes)
+        elapsed = clock() - start
+        progress = Progress(len(finished), cases, len(findings), elapsed, crashes, skipped)
         on_progress(progress)
+    if scans is not None and batch:  # the last cases were held back: scan the rest now
+        leak = scans.scan()
+        if leak:
+            _blame(batch, leak, fails, scans, {f.case.number for f in findings}, found)
+            progress = replace(progress, findings=len(findings))
     return Report(progress, tuple(findings))
 
 

@@ -34,6 +34,7 @@ from hil.judge.checks import REPORT_START
 from hil.judge.known import known_crash
 from hil.judge.timeline import KernelLogLine
 from hil.peer.run import peer_of, run_scenario
+from hil.peer.triggers import sent_above
 from hil.run.testparts import TestOptions
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class DutCheck:
         self._kmemleak = self._dut_host in self.run.facts.kmemleak_hosts()
         # Read while the hosts answer: a crash's known finding is looked up by them.
         self._releases = self.run.facts.kernels()
+        self._dut_release = self.run.facts.kernel_by_host()[self._dut_host]
         # The cases' CM endpoints are kept from one recording to the next, one worker per
         # host (hil.cm.endpointpool: a worker's start and end were a fifth of a case);
         # started before the first case's baseline, so that each case's holds them.
@@ -189,6 +191,21 @@ class DutCheck:
         host = self._dut_host
         report = kmemleak.scan(self.run.hosts.agent(host), host, since=self._ended)
         return f"kmemleak on {host}:\n{report}" if report else ""
+
+    def not_run(self, scenario: Scenario) -> str:
+        """Why ``scenario`` is not run on this DUT: it sends the fuzz trigger of a known
+        finding that stops the DUT's kernel ('' when it sends none)."""
+        for finding in self.known:
+            trigger = finding.fuzz_trigger
+            if trigger is None or not finding.known_on(self._dut_release):
+                continue
+            value = sent_above(scenario, trigger)
+            if value is not None:
+                return (
+                    f"it sends {trigger.frame} {trigger.field} {value}, which stops "
+                    f"{self._dut_release}: known kernel finding {finding.id} ({trigger})"
+                )
+        return ""
 
     def _known(self, crash: Crash) -> str:
         """The line of the known finding that explains ``crash`` ('' when none does)."""

@@ -140,9 +140,14 @@ class FakeDut:
         )
         self.recovery_fails = recovery_fails
         self.known = known  # what a crash is known as ('' a new finding)
+        self.held: tuple[str, ...] = ()  # names ending so send a known crash's trigger
 
     def scan(self) -> str:
         return ""
+
+    def not_run(self, scenario: Scenario) -> str:
+        held = scenario.name.endswith(self.held)
+        return "it sends mpa_reply pd_length 600, which stops 6.1.192: known" if held else ""
 
     def recover(self, crash: Crash, *, say: Callable[[str], None], timeout: float) -> None:
         if self.recovery_fails:
@@ -287,6 +292,18 @@ def test_a_crash_a_known_finding_explains_is_saved_and_told_apart_not_a_finding(
     assert err.splitlines()[-1].endswith(f"findings saved: none; known crashes saved: {saved}")
     (result,) = results.read(alluredir)
     assert result.status == "skipped" and result.known_kernel == ("siw-p2p-bad-rtr-iwcm-bug",)
+
+
+def test_a_case_that_sends_a_known_crash_trigger_is_not_run_and_says_why(tmp_path: Path) -> None:
+    dut = FakeDut(leaks=False)
+    dut.held = ("-fuzz-1-1",)
+    code, err = _fuzz(dut, tmp_path, cases=3)
+    assert code == EXIT_OK and dut.runs == 2
+    name = make_case(list(SCENARIOS), 1, 1).scenario.name
+    assert f"hil: case 1 ({name}) not run: it sends mpa_reply pd_length 600, which " in err
+    assert err.splitlines()[-1].startswith(
+        "hil: done: 3/3 cases, 1.00 cases/s, 0 findings, 1 not run (known crash triggers);"
+    )
 
 
 def test_a_host_that_is_not_recovered_ends_the_run(tmp_path: Path) -> None:

@@ -301,3 +301,20 @@ def test_the_rtr_lockdep_report_is_one_report_that_an_entry_could_name() -> None
     call = next(s for s in stacks if "siw_rtr_data_ready" in s)
     assert call[call.index("siw_rtr_data_ready") + 1] == "tcp_data_queue"
     assert not [f for f in FINDINGS if f.recognises(report)]  # a new report, no entry yet
+
+
+def test_a_fuzz_trigger_is_a_frame_a_field_and_a_bound_on_a_crashing_entry(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "known.yaml"
+    trigger = {**ENTRY, "crashes": True, "fuzz_trigger": "mpa_reply pd_length > 256"}
+    path.write_text(yaml.safe_dump([trigger]))
+    (finding,) = known.load(path, ROOT)
+    assert finding.fuzz_trigger == known.Trigger("mpa_reply", "pd_length", 256)
+    assert finding.known_on("6.1.192") and not finding.known_on("6.12.118")
+    path.write_text(yaml.safe_dump([{**trigger, "fuzz_trigger": "pd_length above 256"}]))
+    with pytest.raises(InputError, match="fuzz_trigger 'pd_length above 256' is not 'FRAME"):
+        known.load(path, ROOT)
+    path.write_text(yaml.safe_dump([{**trigger, "crashes": False}]))
+    with pytest.raises(InputError, match="fuzz_trigger is for an entry with crashes: true"):
+        known.load(path, ROOT)

@@ -265,3 +265,23 @@ def test_a_case_failing_otherwise_is_scanned_at_once_before_its_shrink() -> None
     assert dut.log[after] == "scan"  # the batch closed by the failing case
     assert sorted(f.case.number for f in found) == [2, bad]
     assert all(not f.batch for f in found)  # the leak named case 2, not the failing case
+
+
+def test_a_case_held_back_is_counted_never_run_and_the_last_batch_still_scanned() -> None:
+    dut = Kmemleak(lambda s: False)
+    held = {3, 8, 9}  # the last two: the batch of cases 5-7 is scanned after the loop
+    progress: list[Progress] = []
+    fuzz(
+        [SCENARIOS["v2-connect-send"]],
+        dut.fails,
+        seed=5,
+        cases=10,
+        scans=dut.scans(4),
+        not_run=lambda c: c.number in held,
+        on_progress=progress.append,
+    )
+    ran = [e.rsplit("-", 1)[1] for e in dut.log if e.startswith("run ")]
+    assert ran == ["0", "1", "2", "4", "5", "6", "7"]
+    assert dut.log[-1] == "scan" and dut.log.count("scan") == 2  # after 0-4, after 5-7
+    assert (progress[-1].cases, progress[-1].not_run) == (10, 3)
+    assert str(progress[-1]).endswith(", 0 findings, 3 not run (known crash triggers)")

@@ -6,13 +6,15 @@ the DUT.  The run must tell the crash as that known kernel finding (from the rea
 report's title and frames, suites/known-kernel-findings.yaml), save it, recover the
 guest (its power cycled, the pair set up again, :meth:`hil.run.peercase.DutCheck.recover`)
 and go on: case 1 then runs on the recovered pair, whose normal connect afterwards must
-hold.  About 45 s (one guest restart on TCG); it restarts a guest, so it runs after the
-others.
+hold.  With the entry's fuzz trigger (PD_Length above siw's 256) the fuzzer would not
+have run case 0 on this kernel at all: the check says so, from the guest's own release.
+About 45 s (one guest restart on TCG); it restarts a guest, so it runs after the others.
 """
 
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from hil.errors import EXIT_OK
 from hil.host.liveness import DEFAULT_BOUND
 from hil.judge import known
 from hil.peer.builtin import SCENARIOS
+from hil.peer.fuzz import make_case
 from hil.peer.scenario import load
 from hil.run.peercase import DutCheck
 from hil.run.testparts import TestOptions
@@ -43,7 +46,9 @@ def test_a_case_that_crashes_the_dut_is_saved_the_dut_recovered_and_the_run_goes
     with lab_pair_run(virtual_lab, tmp_path, "peer fuzz crash lab test") as run:
         dut_host = run.pair.host_a.name
         options = TestOptions(wire=False, liveness_s=DEFAULT_BOUND)
-        dut = DutCheck(run, "a", options, known=KNOWN)
+        # Without its fuzz trigger, so that the case runs (and crashes) to be told apart.
+        untriggered = tuple(replace(f, fuzz_trigger=None) for f in KNOWN)
+        dut = DutCheck(run, "a", options, known=untriggered)
         try:
             code = fuzz_run(
                 dut,
@@ -75,6 +80,11 @@ def test_a_case_that_crashes_the_dut_is_saved_the_dut_recovered_and_the_run_goes
         saved = load(out / f"{BASE}-fuzz-1-0.yaml")
         assert "crashed a host; not shrunk" in saved.description
         assert "BUG: kernel NULL pointer dereference" in saved.description
+        # With it, the fuzzer holds the case back on this DUT's kernel (read on the guest).
+        dut.known = KNOWN
+        case0 = make_case([SCENARIOS[BASE]], 1, 0).scenario
+        held = dut.not_run(case0)
+        assert held.startswith("it sends mpa_reply pd_length 514, which stops 6.1."), held
         (health,) = run.store.host_health([dut_host])
         assert health.state == "healthy", health  # the recovery's health check passed
         assert "kernel_crash" in [r.event for r in run.store.host_history(dut_host)]

@@ -1,0 +1,40 @@
+"""hil.peer.triggers: a known crash's fuzz trigger found in a scenario's sends."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hil.judge.known import Trigger
+from hil.peer.builtin import SCENARIOS
+from hil.peer.scenario import Scenario, Send
+from hil.peer.triggers import sent_above
+
+PDLEN = Trigger("mpa_reply", "pd_length", 256)
+
+
+def _reply(**fields: int | str) -> Send:
+    return Send("mpa_reply", tuple(fields.items()))
+
+
+def _with(send: Send) -> Scenario:
+    """The DUT connects (neg-dut-ird-ord-0), the peer's reply being ``send``."""
+    base = SCENARIOS["neg-dut-ird-ord-0"]
+    steps = tuple(send if isinstance(s, Send) and s.frame == "mpa_reply" else s for s in base.steps)
+    return replace(base, steps=steps)
+
+
+def test_a_pd_length_set_above_the_trigger_is_found() -> None:
+    assert sent_above(SCENARIOS["mpa-reply-pd-too-long"], PDLEN) == 513
+    assert sent_above(_with(_reply(rev=2, pd_length=600)), PDLEN) == 600
+
+
+def test_a_pd_length_the_private_data_implies_counts_too() -> None:
+    assert sent_above(_with(_reply(rev=2, private_data="00" * 300)), PDLEN) == 304  # + IRD/ORD
+
+
+def test_the_built_in_replies_and_a_truncated_header_send_no_trigger() -> None:
+    assert sent_above(SCENARIOS["neg-dut-ird-ord-0"], PDLEN) is None
+    assert sent_above(SCENARIOS["v2-connect-send"], PDLEN) is None  # the DUT replies, not the peer
+    truncated = replace(_reply(rev=2, pd_length=600), truncate=19)
+    assert sent_above(_with(truncated), PDLEN) is None
+    assert sent_above(_with(replace(truncated, truncate=20)), PDLEN) == 600
