@@ -59,6 +59,7 @@ class Scenario(StrEnum):
     PD_LENGTH_REPLY_OVER_RFC_LIMIT = "pd_length_reply_over_rfc_limit"
     INCOMPLETE_REQUEST = "incomplete_request"
     INCOMPLETE_REPLY = "incomplete_reply"
+    REPLY_CUT_BY_CLOSE = "reply_cut_by_close"
     REJECT_WITH_PDATA = "reject_with_pdata"
     REJECT_WITHOUT_PDATA = "reject_without_pdata"
     PEER_REJECTS = "peer_rejects"
@@ -120,6 +121,9 @@ class PeerExpect:
     source_only: bool = False
     note: str = ""
     dut_mpa: Mapping[str, int | str] = field(default_factory=dict)
+    # The application gets private data the peer never sent (kernel memory): never what
+    # an RFC allows, so only ever a finding.
+    unsent_private_data: bool = False
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -256,6 +260,12 @@ RFC: Mapping[Scenario, RfcExpect] = {
         (_STARTUP,),
         closes=_CLOSE,
     ),
+    S.REPLY_CUT_BY_CLOSE: RfcExpect(
+        "a Reply cut short by the peer's close: the connect fails, and the application "
+        "gets no private data beyond what the peer sent (it is the peer's ULP data)",
+        (_STARTUP, "RFC 5044 7.1 (Private Data)"),
+        closes=_CLOSE,
+    ),
     S.REJECT_WITH_PDATA: RfcExpect(
         "a Reply with R=1 and the private data, then the connection closed",
         (_MPA_REQ, "RFC 5044 7.1.4"),
@@ -322,7 +332,7 @@ RFC: Mapping[Scenario, RfcExpect] = {
 
 
 def differs(rfc: RfcExpect, got: PeerExpect) -> list[str]:
-    """Where ``got``'s TERMINATE or close falls outside what ``rfc`` allows."""
+    """Where ``got``'s TERMINATE, close or private data falls outside what ``rfc`` allows."""
     found = []
     required = (rfc.terminates or rfc.any_terminate) and not rfc.terminate_optional
     if got.terminate is None and required:
@@ -333,4 +343,6 @@ def differs(rfc: RfcExpect, got: PeerExpect) -> list[str]:
         )
     if got.close not in rfc.closes:
         found.append(f"close {got.close!r}, the RFC allows {sorted(rfc.closes)}")
+    if got.unsent_private_data:
+        found.append("private data the peer never sent reaches the application")
     return found

@@ -330,6 +330,18 @@ SIW: Mapping[Scenario, PeerExpect] = {
         bound_s=10.0,
         note="MPAREQ_TIMEOUT (10 s) guards the reply",
     ),
+    # Measured on the lab (2026-12-06): REJECTED with 196 bytes for the 8 sent.
+    S.REPLY_CUT_BY_CLOSE: PeerExpect(
+        None,
+        "fin",
+        ("rejected",),
+        _siw("siw_cm.c:578-585", "siw_cm.c:1087-1094", "siw_cm.c:336-355", _CMA_REPLY),
+        finding="siw's peer-close upcall keeps the Reply's PD_Length (the MPA timer's path "
+        "zeroes it, siw_cm.c:1129-1142) and hands the application the partly received, "
+        "kmalloc()ed private data buffer: kernel heap "
+        "(docs/findings/siw-mpa-reply-pdata-infoleak.md)",
+        unsent_private_data=True,
+    ),
     S.REJECT_WITH_PDATA: PeerExpect(None, "fin", ("connect_request",), _siw("siw_cm.c:1745-1749")),
     S.REJECT_WITHOUT_PDATA: PeerExpect(
         None, "fin", ("connect_request",), _siw("siw_cm.c:1745-1749")

@@ -100,6 +100,29 @@ _BUILT_IN: list[dict[str, Any]] = [
         ],
     },
     {
+        "name": "mpa-reply-cut-by-close",
+        "role": "passive",
+        "expectation": "reply_cut_by_close",
+        "description": (
+            "the DUT connects; the peer's MPA v2 Reply says PD_Length 200 but carries its "
+            "IRD/ORD words and 8 bytes, then the peer closes: the connect fails, and the "
+            "DUT's application must get no private data the peer did not send"
+        ),
+        "steps": [
+            {"step": "dut", "action": "connect"},
+            {"step": "expect", "frame": "mpa_request", "within": PROMPT_S},
+            {
+                "step": "send",
+                "frame": "mpa_reply",
+                "rev": 2,
+                "pd_length": 200,
+                "private_data": "41" * 8,
+            },
+            {"step": "send", "frame": "fin"},
+            _CLOSED,
+        ],
+    },
+    {
         "name": "mpa-incomplete-request",
         "role": "active",
         "expectation": "incomplete_request",

@@ -14,6 +14,10 @@ the scenario's ``expectation`` class) is held against what the run saw:
   expectation of none means the application saw none of peerexpect's kinds;
 - the bound: where the provider's timer matters (``bound_s``), the close comes at
   most that long (plus :data:`BOUND_SLACK_S`) after the peer's last frame;
+- the private data: every DUT cm event's is the start of what an MPA frame of the peer
+  carried (RFC 5044 7.1: it is the peer's), in every scenario; more, or other bytes, is
+  kernel memory handed to the application (only ever a provider's known finding,
+  ``unsent_private_data``);
 - the scenario's own steps (an expectation not met, a step that could not run, a DUT
   action that failed): they are written for the RFC, so they count only for a
   provider whose expectation holds no finding; a known departure stops them by nature.
@@ -69,6 +73,23 @@ class Observed:
     record: tuple[Mapping[str, Any], ...]
     cm_events: tuple[str, ...]
     troubles: tuple[str, ...] = ()
+    # The DUT's cm events that carried private data: (the event, its bytes in hex).
+    private_data: tuple[tuple[str, str], ...] = ()
+
+    def unsent_private_data(self) -> list[str]:
+        """Each DUT event whose private data is not the start of an MPA frame's private
+        data the peer sent: the event, its length and what the peer sent."""
+        sent = [
+            str(e.get("fields", {}).get("private_data", ""))
+            for e in self.record
+            if e["dir"] == "tx" and e["frame"] in ("mpa_request", "mpa_reply")
+        ]
+        return [
+            f"{event}: {len(data) // 2} bytes, the peer sent "
+            f"{' or '.join(str(len(s) // 2) for s in sent) or 'no MPA frame'}"
+            for event, data in self.private_data
+            if not any(s.startswith(data) for s in sent)
+        ]
 
     @property
     def terminate(self) -> Term | None:
@@ -149,6 +170,7 @@ def judge(scenario: str, expectation: str, provider: str, seen: Observed) -> Pee
         *_dut_mpa(exp, seen, sources),
         *_events(exp, seen, sources),
         *_bound(exp, seen),
+        *_private_data(exp, seen, sources),
     ]
     if not exp.finding:
         failures += [Failure(t, (f"the scenario {scenario}'s steps",)) for t in seen.troubles]
@@ -191,6 +213,18 @@ def _events(exp: PeerExpect, seen: Observed, sources: tuple[str, ...]) -> list[F
         return []
     want = ", ".join(exp.cm_events) or "none"
     return [Failure(f"expected cm events {want} in order, the DUT saw {events or 'none'}", sources)]
+
+
+def _private_data(exp: PeerExpect, seen: Observed, sources: tuple[str, ...]) -> list[Failure]:
+    unsent = seen.unsent_private_data()
+    if bool(unsent) == exp.unsent_private_data:
+        return []
+    if unsent:
+        what = "the DUT's application got private data the peer never sent (kernel memory?)"
+        return [Failure(f"{what}: {'; '.join(unsent)}", sources)]
+    return [
+        Failure("expected private data the peer never sent (a known finding), got none", sources)
+    ]
 
 
 def _in_order(wanted: Sequence[str], events: Sequence[str]) -> bool:

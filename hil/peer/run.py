@@ -306,13 +306,15 @@ def _observed(state: DutState, result: PeerResult, wanted: Sequence[str]) -> Obs
     if wanted:
         state.ep.wait(wanted[-1].upper(), None, PROMPT_S)
     state.ep.collect()
-    events = tuple(e.type.lower() for e in state.rec.events() if e.side == state.side)
+    dut_events = [e for e in state.rec.events() if e.side == state.side]
+    events = tuple(e.type.lower() for e in dut_events)
+    pdata = tuple((e.type.lower(), e.private_data) for e in dut_events if e.private_data)
     troubles = list(state.troubles)
     if result.unmet is not None:
         troubles.append(f"step {result.unmet['step'] + 1}: {result.unmet['why']}")
     if result.error:
         troubles.append(f"peer: {result.error}")
-    return Observed(tuple(result.record), events, tuple(troubles))
+    return Observed(tuple(result.record), events, tuple(troubles), pdata)
 
 
 def _not_for_the_wire_judge(

@@ -159,8 +159,10 @@ def test_a_run_reports_progress_and_shrunk_findings_as_they_come() -> None:
     ticks = iter(range(1000))
     progress: list[Progress] = []
     found: list[Finding] = []
+    # Three built-ins, named: a new built-in must not change these cases.
+    scenarios = [SCENARIOS[n] for n in ("v2-connect-send", "send-bad-crc", "mpa-bad-key")]
     report = fuzz(
-        BUILT_IN,
+        scenarios,
         _bad_crc_send,
         seed=3,
         cases=40,

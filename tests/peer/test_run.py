@@ -3,6 +3,7 @@ registry (hil/peer/run.py); the run itself is the lab's (suites/test_wire_confor
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, cast, get_args
 
 import pytest
@@ -67,6 +68,35 @@ def test_a_siw_reaction_as_expected_passes() -> None:
     assert verdict.ok, verdict.to_text()
     assert not verdict.known_finding
     assert verdict.to_text().endswith("as expected")
+
+
+CUT_REPLY = (
+    rx(0, "mpa_request", rev=2),
+    tx(10, "mpa_reply", rev=2, pd_length=200, private_data="41" * 8),
+    tx(11, "fin"),
+    rx(20, "fin"),
+)
+
+
+def test_private_data_the_peer_never_sent_fails_unless_it_is_the_known_finding() -> None:
+    leaked = Observed(CUT_REPLY, ("rejected",), (), (("rejected", "41" * 8 + "88ff" * 94),))
+    verdict = judge("mpa-reply-cut-by-close", "reply_cut_by_close", "siw", leaked)
+    assert verdict.ok and "kernel heap" in verdict.known_finding, verdict.to_text()
+    # The same event after a reply that ended where it said: 196 bytes nobody sent.
+    other = judge("x", "incomplete_reply", "siw", replace(leaked, cm_events=("unreachable",)))
+    (failure,) = other.failures
+    assert failure.what == (
+        "the DUT's application got private data the peer never sent (kernel memory?): "
+        "rejected: 196 bytes, the peer sent 8"
+    )
+
+
+def test_private_data_as_sent_or_a_start_of_it_passes() -> None:
+    fine = Observed(CUT_REPLY, ("rejected",), (), (("rejected", "41" * 8), ("rejected", "41")))
+    assert not fine.unsent_private_data()
+    verdict = judge("mpa-reply-cut-by-close", "reply_cut_by_close", "siw", fine)
+    (failure,) = verdict.failures  # siw's known leak expected, and not seen
+    assert failure.what.startswith("expected private data the peer never sent")
 
 
 def test_a_wrong_terminate_fails_citing_the_driver_source_and_the_rfc() -> None:
