@@ -3,49 +3,79 @@ suites/known-kernel-findings.yaml, :class:`hil.judge.known.Trigger`).
 
 The fuzzer does not run a case that sends one to a DUT whose kernel the finding names:
 it would only stop that kernel again, and each stop costs a reboot (docs/peer-fuzz.md,
-"Known crash triggers").  A field is read as the frame goes on the wire: an MPA frame's
-PD_Length that its private data implies counts as much as one set outright, and a
-send truncated before the MPA header's end sends no value.
+"Known crash triggers").  An MPA frame's PD_Length is read where the DUT reads it: bytes
+18-19 of what the peer's sends put on the stream first (RFC 5044 7.1, Figure 11), so a
+length the private data implies, a key longer or shorter than 16 bytes and a send cut
+short before the next one all count.  Those bytes are rebuilt here as the peer's codec
+writes its frames (hil/agent/remote/peer/mpa.py, ``encode``; the controller does not
+import the agent's code); a stream whose first 20 bytes are not all MPA frames' is not
+judged (its case runs: a crash is still told as the known finding afterwards).  Other
+fields count where a send sets them outright.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 
 from hil.judge.known import Trigger
 from hil.peer.scenario import Scenario, Send
 
-MPA_FRAMES = ("mpa_request", "mpa_reply")
+KEYS = {"mpa_request": b"MPA ID Req Frame", "mpa_reply": b"MPA ID Rep Frame"}  # RFC 5044 7.1
 MPA_HEADER = 20  # the key, the flags and Rev, PD_Length (RFC 5044 7.1)
 V2_WORDS = 4  # IRD and ORD ahead of the private data (RFC 6581 5.1)
+ENHANCED_RES = 0x10  # Linux's "enhanced connection setup" Res bit, set on Rev 2 by default
 
 
 def sent_above(scenario: Scenario, trigger: Trigger) -> int | None:
-    """The first value above the trigger's that a send of its frame gives its field;
-    None when no send does."""
-    for step in scenario.steps:
-        if isinstance(step, Send) and step.frame == trigger.frame:
-            value = _value(step, trigger.field)
-            if value is not None and value > trigger.above:
-                return value
+    """The value above the trigger's that the scenario's sends give its field, as the DUT
+    reads it; None when they give none (or none that can be told)."""
+    sends = [s for s in scenario.steps if isinstance(s, Send)]
+    if trigger.frame in KEYS and trigger.field == "pd_length":
+        value = _pd_length_read(sends, trigger.frame)
+        return value if value is not None and value > trigger.above else None
+    for send in sends:
+        given = dict(send.fields).get(trigger.field) if send.frame == trigger.frame else None
+        if isinstance(given, int) and not isinstance(given, bool) and given > trigger.above:
+            return given
     return None
 
 
-def _value(send: Send, field: str) -> int | None:
-    fields = dict(send.fields)
-    if send.frame in MPA_FRAMES and send.truncate is not None and send.truncate < MPA_HEADER:
-        return None  # the header's fields never all go out
-    value = fields.get(field)
-    if value is None and send.frame in MPA_FRAMES and field == "pd_length":
-        value = _pd_length(fields)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _pd_length(fields: Mapping[str, object]) -> int | None:
-    """PD_Length as the peer's codec writes it when no override names it: the private
-    data's bytes, and the IRD/ORD words of Rev 2 (hil/agent/remote/peer/mpa.py, encode)."""
-    data = fields.get("private_data", "")
-    rev = fields.get("rev", 2)
-    if not isinstance(data, str) or len(data) % 2:
+def _pd_length_read(sends: list[Send], frame: str) -> int | None:
+    """PD_Length as the DUT reads it from the stream, when the stream opens with ``frame``."""
+    if not sends or sends[0].frame != frame:
         return None
-    return len(data) // 2 + (V2_WORDS if fields.get("v2", rev == 2) else 0)
+    head = b""
+    for send in sends:
+        data = _mpa_bytes(send)
+        if data is None:
+            return None
+        head += data if send.truncate is None else data[: send.truncate]
+        if len(head) >= MPA_HEADER:
+            return int(struct.unpack_from("!H", head, 18)[0])
+    return None
+
+
+def _mpa_bytes(send: Send) -> bytes | None:
+    """The bytes of an MPA frame send (IRD/ORD words as zeros: only a key shorter than 14
+    bytes would put them in the header's place); None for any other frame or a field
+    that cannot be read."""
+    if send.frame not in KEYS:
+        return None
+    fields: Mapping[str, object] = dict(send.fields)
+    try:
+        key = bytes.fromhex(str(fields["key"])) if "key" in fields else KEYS[send.frame]
+        rev = int(str(fields.get("rev", 2)))
+        v2 = bool(fields.get("v2", rev == 2))
+        bits = (
+            int(str(fields.get("m", 0))) << 15
+            | int(str(fields.get("c", 1))) << 14
+            | int(str(fields.get("r", 0))) << 13
+            | int(str(fields.get("res", ENHANCED_RES if v2 else 0))) << 8
+            | rev
+        )
+        pd = b"\0" * (V2_WORDS if v2 else 0) + bytes.fromhex(str(fields.get("private_data", "")))
+        length = int(str(fields.get("pd_length", len(pd))))
+    except ValueError:
+        return None
+    return key + struct.pack("!HH", bits & 0xFFFF, length & 0xFFFF) + pd

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from hil.judge.known import Trigger
 from hil.peer.builtin import SCENARIOS
-from hil.peer.scenario import Scenario, Send
+from hil.peer.scenario import Scenario, Send, Step
 from hil.peer.triggers import sent_above
 
 PDLEN = Trigger("mpa_reply", "pd_length", 256)
@@ -38,3 +38,20 @@ def test_the_built_in_replies_and_a_truncated_header_send_no_trigger() -> None:
     truncated = replace(_reply(rev=2, pd_length=600), truncate=19)
     assert sent_above(_with(truncated), PDLEN) is None
     assert sent_above(_with(replace(truncated, truncate=20)), PDLEN) == 600
+
+
+def test_pd_length_is_read_where_the_dut_reads_it_on_the_stream() -> None:
+    # Fuzz case 107 of seed 61206 (debug lab, 2026-12-06): a 26-byte key, so bytes 18-19
+    # are the key's (0x7b8b), and siw crashed on it.
+    long_key = _reply(ird=256, ord=256, key="a96c20a87c6a264226e64068942a92b821167b8b0f357379a506")
+    assert sent_above(_with(long_key), PDLEN) == 0x7B8B
+    # A reply cut at 10 bytes, then a whole one: header bytes 18-19 are the second's 8-9,
+    # "ep" of "MPA ID Rep Frame".
+    cut = replace(_reply(rev=2), truncate=10)
+    base = SCENARIOS["neg-dut-ird-ord-0"]
+    steps: list[Step] = []
+    for step in base.steps:
+        steps += (
+            [cut, _reply(rev=2)] if isinstance(step, Send) and step.frame == "mpa_reply" else [step]
+        )
+    assert sent_above(replace(base, steps=tuple(steps)), PDLEN) == int.from_bytes(b"ep", "big")
