@@ -60,7 +60,10 @@ CRASH_LINE = re.compile(
     r"Kernel panic - not syncing|\bOops\b|\bBUG: |kernel BUG at|general protection fault"
     r"|Internal error: |watchdog: BUG: soft lockup"
 )
-KEEP = 40  # kernel log lines kept per host, for the report
+# Kernel log lines kept per host, for the report and to recognise a known crash by its
+# frames: a KASAN kernel's BUG report puts them 25-35 lines below its title (the debug
+# lab, 2026-12-06: iwcm.c:969's worker_thread frame fell past 40 lines).
+KEEP = 80
 CONSOLE_BEFORE = 10  # console lines kept before its first crash line
 R = TypeVar("R")
 DEFAULT_BOUND = 60.0  # seconds without an answer before a host is declared unreachable

@@ -46,13 +46,15 @@ import yaml
 from hil.errors import InputError
 from hil.judge.timeline import KernelLogLine
 
-FIELDS = ("id", "title", "frames", "kernels", "tests", "upstream", "status")
-OPTIONAL = ("crashes", "fuzz_trigger")
+FIELDS = ("id", "title", "frames", "kernels", "upstream", "status")
+# tests: [] (or none) for a finding no suite test shows, only the fuzzer and its replays.
+OPTIONAL = ("tests", "crashes", "fuzz_trigger")
 LISTS = ("frames", "kernels", "tests")
 # A stack frame line (a report starts at what the kernel-log rule fails on, the caller's
 # ``starts``: hil.judge.checks.REPORT_START, i.e. hil.judge.expectations.BAD_KERNEL_LINE).
 FRAME = re.compile(r"^\s*(?:\[<[0-9a-f]+>\]\s*)?(\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
 END = re.compile(r"</TASK>|---\[ end trace")
+RIP = re.compile(r"\bRIP: [0-9a-f]+:([A-Za-z_][\w.]*)\+0x")  # x86's faulting function
 # x86's page fault oops prints its "BUG: ..." line and the "#PF:" lines, then die()'s
 # "Oops: ..." header and the stack (arch/x86/mm/fault.c page_fault_oops, show_fault_oops;
 # arch/x86/kernel/dumpstack.c __die_header): one report, whose "Oops:" starts nothing.
@@ -139,14 +141,22 @@ class KernelReport:
         return self.lines[0].line.strip()
 
     def stacks(self) -> list[list[str]]:
-        """Each run of stack-frame lines as function names, ``?`` frames left out."""
+        """Each run of stack-frame lines as function names, ``?`` frames left out; an oops's
+        ``RIP:`` function (where it stopped, which its call trace does not name) heads the
+        run that follows it."""
         runs: list[list[str]] = [[]]
+        rip = ""
         for k in self.lines:
             frame = FRAME.match(k.line)
             if frame is None:
                 if runs[-1]:
                     runs.append([])
+                at = RIP.search(k.line)
+                rip = at.group(1) if at else rip
             elif not frame.group(1):
+                if rip and not runs[-1]:
+                    runs[-1].append(rip)
+                    rip = ""
                 runs[-1].append(frame.group(2))
         return [r for r in runs if r]
 
@@ -302,6 +312,7 @@ def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
     crashes = raw.get("crashes", False)
     if not isinstance(crashes, bool):
         raise InputError(f"{where}: crashes must be true or false, not {crashes!r}")
+    raw = {**raw, "tests": raw.get("tests") or []}
     for field in LISTS:
         if not isinstance(raw[field], list) or not all(
             isinstance(v, str | int | float) and str(v).strip() for v in raw[field]

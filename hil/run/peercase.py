@@ -23,6 +23,7 @@ not a finding.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from hil.run.request import Progress
     from hil.run.testrun import TestRun
 
+PRINTK_TIME = re.compile(r"^\[\s*\d+\.\d+\] ?")  # "[   43.349835] " on a guest's console
 AFTER_CONNECT = "connect"  # the registered sequence that shows the DUT still accepts one
 AFTER_PRIVATE_DATA = b"hil-after-fuzz"
 
@@ -208,10 +210,7 @@ class DutCheck:
         return ""
 
     def _known(self, crash: Crash) -> str:
-        """The line of the known finding that explains ``crash`` ('' when none does)."""
-        lines = [KernelLogLine(crash.host, line) for line in crash.lines]
-        match = known_crash(lines, self.known, REPORT_START, self._releases)
-        return "" if match is None else match.line()
+        return crash_known(crash, self.known, self._releases)
 
     def _with_scan(self, checked: CaseCheck) -> CaseCheck:
         try:
@@ -231,6 +230,14 @@ class DutCheck:
         if verdict.ok:
             return []
         return [f"a normal connect to the DUT afterwards broke the contract:\n{verdict.to_text()}"]
+
+
+def crash_known(crash: Crash, findings: tuple[KnownFinding, ...], releases: tuple[str, ...]) -> str:
+    """The line of the known finding that explains ``crash`` on these kernel releases ('' when
+    none does); a console's lines lose their printk time first, as the agent streams them."""
+    lines = [KernelLogLine(crash.host, PRINTK_TIME.sub("", line)) for line in crash.lines]
+    match = known_crash(lines, findings, REPORT_START, releases)
+    return "" if match is None else match.line()
 
 
 def judged(

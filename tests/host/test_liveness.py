@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hil.errors import AgentError, SSHError
-from hil.host.liveness import Crash, Watch, crash_line
+from hil.host.liveness import KEEP, Crash, Watch, crash_line
 
 BOUND = 1.0
 
@@ -122,12 +122,12 @@ def test_a_long_report_is_kept_from_its_head_on(pair: StandInHosts) -> None:
     w = watch(pair, crashes)
     before = [f"siw0: line {i}" for i in range(20)]
     report = ["kernel BUG at drivers/infiniband/core/iwcm.c:969!"]
-    report += [f"  frame_{i}+0x1/0x2" for i in range(60)]
+    report += [f"  frame_{i}+0x1/0x2" for i in range(KEEP + 20)]
     pair.by_name["b"].log += [*before, *report]
     wait_for(crashes, 2)
     lines = crashes[0].lines
     assert lines[10] == report[0] and lines[:10] == tuple(before[-10:]), lines
-    assert len(lines) == 40 and lines[-1] == "  frame_28+0x1/0x2"
+    assert len(lines) == KEEP and lines[-1] == f"  frame_{KEEP - 12}+0x1/0x2"
     w.stop()
 
 
@@ -200,7 +200,7 @@ def test_a_guest_that_rebooted_after_its_panic_has_the_panic_attached_not_its_ne
     crash = silent.with_console(fresh[-40:], "console", fresh)
     assert crash.kind == "kernel_crash"
     assert crash.lines[10] == "[  33.76] Kernel panic - not syncing: x"
-    assert crash.lines[:10] == tuple(before[-10:]) and len(crash.lines) == 40
+    assert crash.lines[:10] == tuple(before[-10:]) and len(crash.lines) == KEEP
 
 
 @pytest.mark.parametrize(

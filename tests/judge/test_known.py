@@ -318,3 +318,33 @@ def test_a_fuzz_trigger_is_a_frame_a_field_and_a_bound_on_a_crashing_entry(
     path.write_text(yaml.safe_dump([{**trigger, "crashes": False}]))
     with pytest.raises(InputError, match="fuzz_trigger is for an entry with crashes: true"):
         known.load(path, ROOT)
+
+
+PD0 = ROOT / "tests" / "data" / "kernel" / "siw-mpa-reply-pd0-oops-6.1.192.txt"  # plain lab
+PD_SHORT = ROOT / "tests" / "data" / "kernel" / "siw-mpa-reply-pd-short-kasan-6.1.192.txt"
+
+
+def test_an_oops_rip_heads_its_call_trace_so_an_entry_can_name_where_it_stopped() -> None:
+    (report,) = known.reports(splat(PD0.read_text()), checks.REPORT_START)
+    assert report.stacks()[0][:3] == ["siw_cm_work_handler", "process_one_work", "worker_thread"]
+
+
+@pytest.mark.parametrize(
+    "path, entry",
+    [
+        (PD0, "siw-mpa-reply-enhanced-pd0-null-deref"),
+        (PD_SHORT, "siw-mpa-reply-pd-short-oob"),
+        (OOPS, "siw-mpa-reply-pdlen-null-deref"),  # still its own, not the PD_Length 0 one
+    ],
+)
+def test_each_short_reply_crash_is_its_own_known_finding(path: Path, entry: str) -> None:
+    found = known.known_crash(splat(path.read_text()), FINDINGS, checks.REPORT_START, ("6.1.192",))
+    assert found is not None and found.finding.id == entry
+    assert [f.id for f in FINDINGS if f.recognises(found.report)] == [entry]
+
+
+def test_an_entry_may_name_no_suite_test(tmp_path: Path) -> None:
+    path = tmp_path / "known.yaml"
+    path.write_text(yaml.safe_dump([{k: v for k, v in ENTRY.items() if k != "tests"}]))
+    (finding,) = known.load(path, ROOT)
+    assert finding.tests == () and not finding.known_in("suites/test_races.py::t", ("6.1.1",))

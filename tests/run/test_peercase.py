@@ -3,13 +3,15 @@ running a case on the lab's pair is ``hil peer fuzz``'s lab run, docs/peer.md#fu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hil.host.liveness import Crash
-from hil.judge import checks
+from hil.judge import checks, known
 from hil.judge.profiles import SIW
 from hil.judge.timeline import KernelLogLine, ResourceCount
 from hil.peer.builtin import SCENARIOS
 from hil.run.observer import EvidenceReport, KernelFindings, Outcome, TestResult
-from hil.run.peercase import judged
+from hil.run.peercase import crash_known, judged
 
 SCENARIO = SCENARIOS["send-bad-crc"]
 WARNING = "WARNING: CPU: 1 PID: 80 at drivers/infiniband/sw/siw/siw_cm.c:1420 siw_cm_work"
@@ -70,3 +72,16 @@ def test_a_crash_fails_the_case_with_its_lines() -> None:
 def test_a_case_that_could_not_run_is_an_error_not_a_finding() -> None:
     checked = judged(SCENARIO, _result(lab_errors=("evidence not taken",)), [], None, "")
     assert (checked.failed, checked.error) == (False, "evidence not taken")
+
+
+def test_a_crash_off_a_console_is_known_by_its_report_once_the_printk_times_go() -> None:
+    data = Path(__file__).resolve().parents[1] / "data" / "kernel"
+    report = (data / "siw-mpa-reply-pd0-oops-6.1.192.txt").read_text().splitlines()
+    console = tuple(f"[   43.{i:06}] {line.split(': ', 1)[1]}" for i, line in enumerate(report))
+    crash = Crash("ha", "kernel_crash", console[0], console, "console lab-0.log")
+    root = data.parents[2]
+    findings = known.load(root / "suites" / "known-kernel-findings.yaml", root)
+    assert crash_known(crash, findings, ("6.1.192",)).startswith(
+        "known kernel finding siw-mpa-reply-enhanced-pd0-null-deref on ha: BUG: kernel NULL"
+    )
+    assert crash_known(crash, findings, ("6.13.2",)) == ""
