@@ -4,22 +4,9 @@
 (:mod:`hil.wire.tshark`), and turns each TCP packet into a
 :class:`~hil.wire.model.Packet`; nothing here reads packet bytes.
 
-Connections: within one file, tshark's ``tcp.stream`` tells connections
-apart, and within a stream each new SYN (without ACK) that opens another
-connection on the same 4-tuple: one after a FIN or RST, one with another
-initial sequence number than its sender's first SYN, or one after packets
-of a connection whose SYN the capture missed.  tshark itself starts a new
-stream at a SYN with a new ISN (packet-tcp.c, "TCP Port numbers reused"),
-but a test's kernel may reuse a source port between two connects of one
-test (two race rounds did), and the judge must not rest on one dissector
-heuristic to keep them apart.  Across files, the n-th connection of a
-4-tuple in one point's file is the n-th connection of that 4-tuple in
-every other's.  The active side is, in this
-order of evidence: the sender of a SYN without ACK, the receiver of a
-SYN-ACK, the sender of the MPA request, the receiver of the MPA reply; a
-capture that holds none of these (it began mid-connection, after the
-handshake) gets the endpoint with the higher port, usually the ephemeral
-one a connecting side is given.
+Connections: packets are grouped by :mod:`hil.wire.tcpconn`, and a later
+connection on a 4-tuple already used in the file is read again on its own
+(:mod:`hil.wire.reused`).
 
 MPA v2 (RFC 6581, "enhanced" connection setup): the ``H`` bit is the top
 bit of what tshark 4.0 calls ``iwarp_mpa.res`` (0x10; the kernel's
@@ -31,13 +18,13 @@ as private data; splitting them off is the one thing done here by hand.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from hil.wire import corrupted, tshark
-from hil.wire.model import Connection, Endpoint, Exchange, Mpa, Packet, Terminate
+from hil.wire import corrupted, reused, tshark
+from hil.wire.model import Exchange, Mpa, Packet, Terminate
+from hil.wire.tcpconn import Seen, connections
 
 DEFAULT_TIMEOUT = 120.0
 _FLAGS = {"syn": "SYN", "ack": "ACK", "fin": "FIN", "reset": "RST", "push": "PSH"}
@@ -57,9 +44,6 @@ _ERRCODE = {
     (2, None): "iwarp_rdma.term_errcode_llp",
 }
 
-# (point, tcp.stream) and its packet, before connections are put together.
-Seen = tuple[str, int, Packet]
-
 
 def decode(captures: Mapping[str, Path], *, timeout: float = DEFAULT_TIMEOUT) -> Exchange:
     """Decode each capture point's file (point name -> pcap) into one exchange.
@@ -73,18 +57,41 @@ def decode(captures: Mapping[str, Path], *, timeout: float = DEFAULT_TIMEOUT) ->
         reads = list(pool.map(lambda p: corrupted.read(p, timeout=timeout), captures.values()))
     seen: list[Seen] = []
     notes: list[str] = []
-    for point, reading in zip(captures, reads, strict=True):
-        result = reading.read
-        whole = [f for f in result.packets if _decodable(f)]
-        seen += [(point, int(_one(f, "tcp.stream")), packet(point, f)) for f in whole]
-        notes += [result.warning] if result.warning else []
-        notes += _reading_notes(point, reading)
-        if len(whole) < len(result.packets):
-            notes.append(
-                f"{point}: {len(result.packets) - len(whole)} packet(s) whose TCP header tshark "
-                "could not decode were left out (corrupted on the wire, or cut by the snap length)"
-            )
+    for (point, path), reading in zip(captures.items(), reads, strict=True):
+        mine, mine_notes = _seen(point, reading)
+        for frames in reused.later(mine):
+            again = reused.read_alone(path, frames, timeout=timeout)
+            mine, again_notes = _read_again(point, mine, frames, again)
+            mine_notes += again_notes
+        seen += mine
+        notes += mine_notes
     return Exchange(connections=connections(seen), points=tuple(captures), notes=tuple(notes))
+
+
+def _seen(point: str, reading: corrupted.Reading) -> tuple[list[Seen], list[str]]:
+    """One capture point's decodable packets, and notes on what was left out."""
+    result = reading.read
+    whole = [f for f in result.packets if _decodable(f)]
+    notes = [result.warning] if result.warning else []
+    notes += _reading_notes(point, reading)
+    if len(whole) < len(result.packets):
+        notes.append(
+            f"{point}: {len(result.packets) - len(whole)} packet(s) whose TCP header tshark "
+            "could not decode were left out (corrupted on the wire, or cut by the snap length)"
+        )
+    return [(point, int(_one(f, "tcp.stream")), packet(point, f)) for f in whole], notes
+
+
+def _read_again(
+    point: str, seen: list[Seen], frames: list[int], again: corrupted.Reading
+) -> tuple[list[Seen], list[str]]:
+    """``seen`` with the packets of ``frames`` replaced by their reading ``again``; each
+    keeps its stream, so the connections are split as before."""
+    stream = {p.frame: s for _, s, p in seen if p.frame in frames}
+    alone, notes = _seen(point, again)
+    kept = [s for s in seen if s[2].frame not in stream]
+    redone = [(point, stream[p.frame], p) for _, _, p in alone if p.frame in stream]
+    return sorted(kept + redone, key=lambda s: s[2].frame), notes
 
 
 # What packet() reads unconditionally; a bit flipped in a TCP header (netem
@@ -192,69 +199,6 @@ def terminate(f: tshark.Fields) -> Terminate | None:
         tshark.value_names(code_field).get(code, f"error code {code:#x}"),
     )
     return Terminate(_LAYERS.get(layer, str(layer)), etype, code, ": ".join(words))
-
-
-def connections(seen: Sequence[Seen]) -> tuple[Connection, ...]:
-    """Packets grouped into connections (see the module doc), earliest first."""
-    groups: dict[tuple[frozenset[Endpoint], int], list[Packet]] = {}
-    runs: dict[tuple[str, int], _Run] = {}
-    nth: dict[tuple[str, int, int], int] = {}
-    count: dict[tuple[str, frozenset[Endpoint]], int] = {}
-    for point, stream, p in seen:
-        pair = frozenset((p.src, p.dst))
-        one = (point, stream, runs.setdefault((point, stream), _Run()).take(p))
-        if one not in nth:
-            nth[one] = count.get((point, pair), 0)
-            count[point, pair] = nth[one] + 1
-        groups.setdefault((pair, nth[one]), []).append(p)
-    conns = [_connection(packets) for packets in groups.values()]
-    return tuple(sorted(conns, key=lambda c: min(p.wall_us for p in c.packets)))
-
-
-@dataclass
-class _Run:
-    """One capture point's view of one tshark stream: which of the connections on its
-    4-tuple it is in (``part``), and what that one showed so far."""
-
-    part: int = 0
-    packets: int = 0
-    isn: dict[Endpoint, int] = field(default_factory=dict)  # each sender's first SYN
-    closed: bool = False  # a FIN or RST was seen
-
-    def take(self, p: Packet) -> int:
-        """The part ``p`` belongs to: a new one when it opens another connection."""
-        syn = "SYN" in p.flags and "ACK" not in p.flags
-        if syn and self._opens_another(p):
-            self.part, self.packets, self.isn, self.closed = self.part + 1, 0, {}, False
-        self.packets += 1
-        if syn:
-            self.isn.setdefault(p.src, p.seq)
-        self.closed |= bool(p.flags & {"FIN", "RST"})
-        return self.part
-
-    def _opens_another(self, syn: Packet) -> bool:
-        # A retransmitted SYN repeats its sender's ISN (RFC 9293 3.4.1); a new connection's
-        # SYN picks a new one, and no SYN belongs to a connection after its FIN or RST.
-        if not self.packets:
-            return False
-        first = self.isn.get(syn.src)
-        return self.closed or not self.isn or (first is not None and first != syn.seq)
-
-
-def _connection(packets: list[Packet]) -> Connection:
-    active = _active(packets)
-    passive = next(p.dst if p.src == active else p.src for p in packets)
-    return Connection(active=active, passive=passive, packets=tuple(packets))
-
-
-def _active(packets: list[Packet]) -> Endpoint:
-    for p in packets:
-        if "SYN" in p.flags:
-            return p.dst if "ACK" in p.flags else p.src
-        if p.mpa is not None:
-            return p.src if p.mpa.kind == "request" else p.dst
-    first = packets[0]
-    return max(first.src, first.dst, key=lambda ep: (ep[1], ep[0]))
 
 
 def _name(field: str, value: int) -> str:

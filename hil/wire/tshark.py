@@ -114,16 +114,36 @@ def read(path: Path, *, timeout: float, desegment: bool = True) -> Read:
 
 def write_without(path: Path, frames: list[int], out: Path, *, timeout: float) -> None:
     """Write capture ``path`` to ``out`` (pcapng) without the given frame numbers."""
+    listed = frame_set(frames)
+    _write(path, f"not frame.number in {{{listed}}}", out, timeout, f"without frames {listed}")
+
+
+def write_only(path: Path, frames: list[int], out: Path, *, timeout: float) -> None:
+    """Write the given frame numbers of capture ``path`` to ``out`` (pcapng), in order."""
+    listed = frame_set(frames)
+    _write(path, f"frame.number in {{{listed}}}", out, timeout, f"frames {listed}")
+
+
+def frame_set(frames: list[int]) -> str:
+    """Frame numbers as the members of a display filter set: ``1..3,7``.  tshark 4.0
+    refuses a set without commas; runs become ranges, so that a long connection's
+    frames stay a short argument."""
+    runs: list[list[int]] = []
+    for n in sorted(set(frames)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+
+
+def _write(path: Path, display_filter: str, out: Path, timeout: float, what: str) -> None:
     _check_capture(path)
-    listed = ",".join(str(n) for n in frames)  # tshark 4.0 refuses a set without commas
-    argv = tools.argv(
-        "tshark",
-        *("-r", str(path), "-n", "-Y", f"not frame.number in {{{listed}}}", "-w", str(out)),
-    )
-    done = _run(argv, timeout, f"writing {path} without frames {listed}")
+    argv = tools.argv("tshark", *("-r", str(path), "-n", "-Y", display_filter, "-w", str(out)))
+    done = _run(argv, timeout, f"writing {what} of {path}")
     if done.returncode != 0 or not out.exists():
         problem = _all_lines(done.stderr) or f"exit {done.returncode}"
-        raise HilError(f"tshark could not write {path} without frames {listed} to {out}: {problem}")
+        raise HilError(f"tshark could not write {what} of {path} to {out}: {problem}")
 
 
 def _check_capture(path: Path) -> None:

@@ -1,4 +1,4 @@
-"""One 4-tuple used by two TCP connections in one capture: each new SYN begins a connection.
+"""hil.wire.tcpconn: one 4-tuple used by two TCP connections: each new SYN begins one.
 
 The kernel may give a second connect of one test the source port of an earlier,
 closed one (two race rounds did, in the lab run of issue 25).  The packets here
@@ -8,8 +8,8 @@ are typed by hand as the decoder's input (tshark is the boundary), all in one
 
 from __future__ import annotations
 
-from hil.wire.decode import Seen, connections
 from hil.wire.model import Endpoint, Packet
+from hil.wire.tcpconn import Seen, connections
 
 A: Endpoint = ("198.18.0.1", 40000)
 P: Endpoint = ("198.18.0.2", 7174)
