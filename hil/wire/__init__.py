@@ -4,6 +4,9 @@ held against the CM timeline.
 - :mod:`hil.wire.model`: packets and connections as data;
 - :mod:`hil.wire.tshark`: runs tshark (version, timeout, the fields read);
 - :mod:`hil.wire.decode`: capture files to an :class:`~hil.wire.model.Exchange`;
+  its packets grouped into connections by :mod:`hil.wire.tcpconn`; what tshark's
+  reading needs mended in :mod:`hil.wire.realign`, :mod:`hil.wire.corrupted` and
+  :mod:`hil.wire.reused`;
 - :mod:`hil.wire.render`: an exchange as text (packets, and a ladder of those that matter);
 - :mod:`hil.wire.clock`: capture timestamps onto the timeline's time base;
 - :mod:`hil.wire.plan`: a link's capture points, and whether they see its provider's packets;
