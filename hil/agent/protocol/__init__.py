@@ -18,6 +18,10 @@ Callers import the package; it names every module's public declarations
 - ``scenario``: scripts an endpoint runs by itself; ``storm``: storms;
 - ``payload``: a connection's payload checked byte for byte;
 - ``peer``: the reference peer's scenario runs (remote/peer/);
+- ``frames``, ``mpa``: the peer's frames as fields, and MPA frames encoded and
+  decoded.  The peer sends them, and the controller's fuzzer rebuilds what a
+  scenario puts on the stream (hil/peer/triggers.py); imported by module name,
+  not named here;
 - ``spec``: :class:`Method` and :class:`CMOp`, and their tables;
 - ``checks``: checking a value against its declaration.
 

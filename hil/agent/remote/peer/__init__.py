@@ -8,9 +8,9 @@ the agent on a lab host, so it is standard library only (python >= 3.9).
 Modules, bottom up:
 
 - ``crc32c``: the CRC32c of MPA (RFC 3385 / RFC 3720 B.4);
-- ``fields``: frames as JSON-able dicts, field overrides, ``FrameError``;
-- ``mpa``: MPA request and reply frames, the v2 IRD/ORD words (RFC 5044 7.1,
-  RFC 6581 5);
+- (in ``protocol/``, since the controller reads them too: ``frames``, frames as
+  JSON-able dicts, field overrides, ``FrameError``; ``mpa``, MPA request and reply
+  frames and the v2 IRD/ORD words, RFC 5044 7.1, RFC 6581 5);
 - ``fpdu``: MPA framing of an FPDU: ULPDU_Length, pad, CRC (RFC 5044 4);
 - ``ddp``: DDP tagged and untagged headers (RFC 5041 4);
 - ``rdmap``: RDMAP messages (SEND, WRITE, READ request/response, TERMINATE,

@@ -27,8 +27,9 @@ import struct
 import time
 from typing import Any
 
-from . import fpdu, mpa, rdmap
-from .fields import Fields, FrameError, raw
+from ...protocol import mpa
+from ...protocol.frames import Fields, FrameError, raw
+from . import fpdu, rdmap
 
 Entry = dict[str, Any]
 CLOSES = ("fin", "rst")

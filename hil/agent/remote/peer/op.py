@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...protocol import MethodName, PeerReply, PeerRole
+from ...protocol.frames import FrameError
 from ..errors import OpError, held
 from .endpoint import Endpoint, PeerError
-from .fields import FrameError
 from .scenario import Interpreter, check_steps
 
 _sessions: dict[int, Interpreter] = {}

@@ -25,8 +25,8 @@ from __future__ import annotations
 import struct
 
 from ...protocol import PEER_OPCODES
+from ...protocol.frames import Fields, FrameError, hex_field, int_field, short
 from . import ddp
-from .fields import Fields, FrameError, hex_field, int_field, short
 
 OPCODES = PEER_OPCODES  # RFC 5040 4.3, the index is the opcode
 TAGGED_OPS = ("write", "read_response")  # RFC 5040 4.3

@@ -23,8 +23,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ...protocol.frames import Fields, FrameError, raw
 from .endpoint import CLOSES, Endpoint, Entry, PeerError
-from .fields import Fields, FrameError, raw
 
 STEPS = ("send", "expect", "sleep", "dut")
 STEP_KEYS = ("step", "segments", "coalesce_with_next", "truncate")  # a send's, not the frame's

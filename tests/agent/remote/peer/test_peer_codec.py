@@ -8,9 +8,10 @@ import struct
 
 import pytest
 
-from hil.agent.remote.peer import fpdu, mpa, rdmap
+from hil.agent.protocol import mpa
+from hil.agent.protocol.frames import FrameError
+from hil.agent.remote.peer import fpdu, rdmap
 from hil.agent.remote.peer.crc32c import crc32c
-from hil.agent.remote.peer.fields import FrameError
 
 
 def test_an_mpa_v2_request_round_trips_with_its_ird_ord_words() -> None:

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import struct
 
-from ...protocol import RTR_KINDS
-from .fields import Fields, FrameError, hex_field, int_field, short
+from .frames import Fields, FrameError, hex_field, int_field, short
+from .peer import RTR_KINDS
 
 REQUEST_KEY = b"MPA ID Req Frame"  # RFC 5044 7.1
 REPLY_KEY = b"MPA ID Rep Frame"
