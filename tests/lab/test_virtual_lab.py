@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from vlab import VirtualLab
 
-from hil.errors import HostKeyError
+from hil.errors import CommandTimeout, HostKeyError
 from hil.lab import localports, network, qmp
 from hil.ssh import Result, SSHPool, SSHSession
 
@@ -102,14 +102,40 @@ def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool
         while f"{addr}:{port}" not in server.run(["ss", "-Htln"], timeout=30).stdout:
             assert time.monotonic() < deadline, "rping server did not listen within 30 s"
             time.sleep(0.5)
-        out = client.run(
-            ["rping", "-c", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=60, check=False
-        )
-        assert out.status == 0, out.stderr
+        try:
+            out = client.run(
+                ["rping", "-c", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=60, check=False
+            )
+        except CommandTimeout as e:
+            # Once in a fresh-clone ci/tests (2026-12-06) both ends hung; what they held
+            # then is the evidence to read, so it goes into the failure.
+            pytest.fail(f"{e}\n{_rping_state([server, client], port)}")
+        assert out.status == 0, f"{out.stderr}\n{_rping_state([server, client], port)}"
         assert out.stdout.count("ping data: rdma-ping-") == 3
     finally:
         thread.join(120)
     assert served and served[0].status == 0, served
+
+
+def _rping_state(sessions: list[SSHSession], port: str) -> str:
+    """Each guest's sockets on ``port``, its CM ids and its kernel log's end; its rping
+    stopped, so that the server's side does not wait out its own bound."""
+    probes = (
+        ["ss", "-tnoei", "state", "all", f"( sport = :{port} or dport = :{port} )"],
+        ["rdma", "resource", "show", "cm_id"],
+        ["dmesg", "--ctime"],
+        ["pkill", "-x", "rping"],
+    )
+    lines = []
+    for session in sessions:
+        for argv in probes:
+            try:
+                got = session.run(argv, timeout=15, check=False)
+                text = (got.stdout + got.stderr).splitlines()[-20:]
+            except CommandTimeout as e:
+                text = [str(e)]
+            lines += [f"--- {session.name}: {' '.join(argv)}", *text]
+    return "\n".join(lines)
 
 
 def carrier(session: SSHSession, netdev: str) -> bool:
