@@ -158,8 +158,9 @@ def _dut_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--known-kernel-findings",
         metavar="FILE",
-        help="known kernel findings: a crash a 'crashes: true' entry explains is told as "
-        f"that finding, not a new one (default {DEFAULT_FINDINGS}, when it exists)",
+        help="known kernel findings: a kernel report an entry explains on the DUT's kernel "
+        "(a crash: a 'crashes: true' entry) is told as that finding, not a new one "
+        f"(default {DEFAULT_FINDINGS}, when it exists)",
     )
 
 
@@ -361,6 +362,8 @@ def fuzz_run(
             failing[scenario] = checked
         if checked.crashed:
             raise _Crashed(checked)
+        for line in checked.known_reports:
+            print(f"hil: {scenario.name}: {line}: told apart, no finding", file=err)
         if checked.error and not checked.failed:
             errors.append(checked.error)
             print(f"hil: {scenario.name}: could not run: {checked.error}", file=err)

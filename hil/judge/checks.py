@@ -40,6 +40,7 @@ class Known:
     findings: tuple[KnownFinding, ...]
     test: str  # the pytest node id
     releases: tuple[str, ...]  # the pair's kernels (uname -r)
+    anywhere: bool = False  # every entry known on these kernels, whatever its tests (fuzz)
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ def assess(
         REPORT_START,
         known.test if known else "",
         known.releases if known else (),
+        anywhere=known.anywhere if known else False,
     )
     verdict = judge(after.resources, told.rest, after.lost, profile, pair, allow)
     return CheckResult(

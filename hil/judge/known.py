@@ -217,8 +217,12 @@ def explain(
     starts: re.Pattern[str],
     test: str,
     releases: Iterable[str],
+    *,
+    anywhere: bool = False,
 ) -> Explained:
-    """Tell the known reports of a test's kernel log from the rest (see the module)."""
+    """Tell the known reports of a test's kernel log from the rest (see the module).
+    ``anywhere``: an entry is known in any test on its kernels (a fuzz case names no
+    suite test, as :func:`known_crash` says)."""
     releases = tuple(releases)
     known: list[Match] = []
     elsewhere: list[Match] = []
@@ -227,7 +231,10 @@ def explain(
         if finding is None:
             continue
         match = Match(finding, report)
-        (known if finding.known_in(test, releases) else elsewhere).append(match)
+        here = finding.known_in(test, releases) or (
+            anywhere and any(finding.known_on(r) for r in releases)
+        )
+        (known if here else elsewhere).append(match)
     excused = {id(k) for m in known for k in m.report.lines}
     return Explained(
         tuple(known), tuple(elsewhere), tuple(k for k in lines if id(k) not in excused)

@@ -66,6 +66,8 @@ class CaseCheck:
     error: str = ""  # the case could not run; not a finding
     crash: Crash | None = None  # a pair host crashed: no case runs until it is recovered
     known: str = ""  # the known kernel finding the crash is (its line; '' none)
+    # Known kernel findings' reports in the log after it, told apart (their lines): no finding.
+    known_reports: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -98,7 +100,9 @@ class DutCheck:
         # never parsed by its RDMA stack; what its kernel's RDMA stack runs is the active
         # side of the unmutated normal connect (``_after``), the debug lab's suites' path,
         # scanned there after every test on both hosts.  A scan is 30-55 s a guest.
-        self.options = replace(self.options, kmemleak=False)
+        # A known kernel report (lockdep's once a boot) is told apart in every case, as a
+        # known crash is: the fuzz looks for new ones.
+        self.options = replace(self.options, kmemleak=False, known=self.known, known_anywhere=True)
         pair = self.run.pair
         self._dut_host = (pair.host_a if self.dut == "a" else pair.host_b).name
         self._ended = time.monotonic()  # when the last case ended
@@ -251,6 +255,7 @@ def judged(
     after-test checks, kmemleak and a crash; the peer's verdict is kept, never judged."""
     check = result.evidence.check if result.evidence is not None else None
     kernel = tuple(f"{k.host}: {k.line}" for k in check.kernel_log) if check else ()
+    told = tuple(m.line() for m in check.known) if check else ()
     if check is not None and not check.ok:
         reasons.append(check.to_text())
     for host, report in (result.kernel.kmemleak if result.kernel else {}).items():
@@ -263,4 +268,6 @@ def judged(
         error = "; ".join(result.lab_errors)
     if reasons:
         error = ""  # the DUT's own finding explains the case's trouble
-    return CaseCheck(scenario, tuple(reasons), kernel, peer, error, result.crash)
+    return CaseCheck(
+        scenario, tuple(reasons), kernel, peer, error, result.crash, known_reports=told
+    )

@@ -44,6 +44,9 @@ class TestOptions:
     settle_s: float = SETTLE_S
     allow: tuple[str, ...] = DEFAULT_KERNEL_ALLOW
     known: tuple[KnownFinding, ...] = ()
+    # A fuzz case names no suite test: its kernel log is told apart from every entry known
+    # on the pair's kernels, whatever tests the entry names (hil/run/peercase.py).
+    known_anywhere: bool = False
     hw_snapshots: bool = False  # ethtool -S and debugfs before/after, for the report
     liveness_s: float = 0.0  # the crash watch's bound (0: no watch)
     attempts: bool = True  # the attempt marker in the store

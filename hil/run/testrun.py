@@ -351,7 +351,9 @@ class TestRun:
         uncounted = evidence.not_counted(agents, resources)
         after = AfterState(resources, log_lines, lost, waited, not_counted=uncounted)
         names = (run.pair.host_a.name, run.pair.host_b.name)
-        known = Known(self.options.known, self.name, run.facts.kernels())
+        known = Known(
+            self.options.known, self.name, run.facts.kernels(), self.options.known_anywhere
+        )
         result = assess(after, run.profile, names, self.options.allow, known)
         found.evidence = EvidenceReport(result, self._hw_after(), tuple(self._notes))
         if not result.ok:

@@ -141,6 +141,7 @@ class FakeDut:
         self.recovery_fails = recovery_fails
         self.known = known  # what a crash is known as ('' a new finding)
         self.held: tuple[str, ...] = ()  # names ending so send a known crash's trigger
+        self.told: tuple[str, ...] = ()  # each case's known reports, told apart
 
     def scan(self) -> str:
         return ""
@@ -174,6 +175,7 @@ class FakeDut:
             error=error,
             crash=crash if crashed else None,
             known=self.known if crashed else "",
+            known_reports=self.told,
         )
         self.checks[scenario] = checked
         return checked
@@ -292,6 +294,14 @@ def test_a_crash_a_known_finding_explains_is_saved_and_told_apart_not_a_finding(
     assert err.splitlines()[-1].endswith(f"findings saved: none; known crashes saved: {saved}")
     (result,) = results.read(alluredir)
     assert result.status == "skipped" and result.known_kernel == ("siw-p2p-bad-rtr-iwcm-bug",)
+
+
+def test_a_known_kernel_report_is_shown_with_its_case_and_is_no_finding(tmp_path: Path) -> None:
+    dut = FakeDut(leaks=False)
+    dut.told = ("known kernel finding siw-rtr-sk-callback-lock on lab-0: WARNING: x (doc)",)
+    code, err = _fuzz(dut, tmp_path, cases=1)
+    assert code == EXIT_OK and "FINDING" not in err, err
+    assert f"{dut.ran[0]}: {dut.told[0]}: told apart, no finding" in err
 
 
 def test_a_case_that_sends_a_known_crash_trigger_is_not_run_and_says_why(tmp_path: Path) -> None:

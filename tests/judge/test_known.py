@@ -300,7 +300,21 @@ def test_the_rtr_lockdep_report_is_one_report_that_an_entry_could_name() -> None
     assert ["_raw_read_lock", "siw_qp_llp_data_ready", "tcp_rcv_established"] == stacks[0][1:4]
     call = next(s for s in stacks if "siw_rtr_data_ready" in s)
     assert call[call.index("siw_rtr_data_ready") + 1] == "tcp_data_queue"
-    assert not [f for f in FINDINGS if f.recognises(report)]  # a new report, no entry yet
+    assert [f.id for f in FINDINGS if f.recognises(report)] == ["siw-rtr-sk-callback-lock"]
+
+
+def test_a_fuzz_case_tells_apart_a_report_known_on_its_kernel_whatever_the_entry_names() -> None:
+    """An entry that names no test (the RTR lockdep) excuses nothing in a suite test, and
+    its report in a fuzz case (``anywhere``) on the kernels it names only."""
+    lines = splat(RTR_LOCKDEP.read_text())
+    fuzz = "hil peer send-bad-crc-fuzz-61206-382"
+    told = known.explain(lines, FINDINGS, checks.REPORT_START, fuzz, ("6.1.192",))
+    assert not told.known and [m.finding.id for m in told.elsewhere] == ["siw-rtr-sk-callback-lock"]
+    told = known.explain(lines, FINDINGS, checks.REPORT_START, fuzz, ("6.1.192",), anywhere=True)
+    assert [m.finding.id for m in told.known] == ["siw-rtr-sk-callback-lock"]
+    assert not any(checks.REPORT_START.search(k.line) for k in told.rest)
+    told = known.explain(lines, FINDINGS, checks.REPORT_START, fuzz, ("6.12.118",), anywhere=True)
+    assert not told.known
 
 
 def test_a_fuzz_trigger_is_a_frame_a_field_and_a_bound_on_a_crashing_entry(

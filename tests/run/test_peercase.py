@@ -74,6 +74,29 @@ def test_a_case_that_could_not_run_is_an_error_not_a_finding() -> None:
     assert (checked.failed, checked.error) == (False, "evidence not taken")
 
 
+def test_a_known_report_in_a_cases_log_is_told_apart_and_no_finding() -> None:
+    data = Path(__file__).resolve().parents[1] / "data" / "kernel"
+    root = data.parents[2]
+    findings = known.load(root / "suites" / "known-kernel-findings.yaml", root)
+    log = tuple(
+        line.split(": ", 1)[1]
+        for line in (data / "siw-rtr-lockdep-6.1.192.txt").read_text().splitlines()
+    )
+    after = checks.AfterState((), tuple(KernelLogLine("ha", m) for m in log), {}, 1.0)
+    scope = checks.Known(findings, "hil peer case", ("6.1.192",), anywhere=True)
+    evidence = EvidenceReport(checks.assess(after, SIW, ("ha", "hb"), known=scope))
+    result = TestResult("case", "passed", (), None, evidence, KernelFindings({}), (), (), None)
+    checked = judged(SCENARIO, result, [], None, "")
+    assert not checked.failed
+    assert checked.known_reports == (
+        "known kernel finding siw-rtr-sk-callback-lock on ha: WARNING: inconsistent lock "
+        "state (docs/findings/siw-terminate-sk-callback-lock.md)",
+    )
+    plain = EvidenceReport(checks.assess(after, SIW, ("ha", "hb")))
+    bare = TestResult("case", "passed", (), None, plain, KernelFindings({}), (), (), None)
+    assert judged(SCENARIO, bare, [], None, "").failed
+
+
 def test_a_crash_off_a_console_is_known_by_its_report_once_the_printk_times_go() -> None:
     data = Path(__file__).resolve().parents[1] / "data" / "kernel"
     report = (data / "siw-mpa-reply-pd0-oops-6.1.192.txt").read_text().splitlines()
