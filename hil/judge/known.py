@@ -58,7 +58,10 @@ RIP = re.compile(r"\bRIP: [0-9a-f]+:([A-Za-z_][\w.]*)\+0x")  # x86's faulting fu
 # x86's page fault oops prints its "BUG: ..." line and the "#PF:" lines, then die()'s
 # "Oops: ..." header and the stack (arch/x86/mm/fault.c page_fault_oops, show_fault_oops;
 # arch/x86/kernel/dumpstack.c __die_header): one report, whose "Oops:" starts nothing.
-OOPS = re.compile(r"^\s*Oops: ")
+# BUG() is the same: "kernel BUG at FILE:LINE!" (lib/bug.c report_bug), then die()'s
+# header "invalid opcode: 0000 [#1] SMP KASAN" (arch/x86/kernel/traps.c handle_invalid_op,
+# __die_header's "%s: %04lx [#%d]"), which a debug kernel's "KASAN" makes a report line.
+OOPS = re.compile(r"^\s*(?:Oops: |[a-z][a-z ]*: [0-9a-f]{4} \[#\d+\])")
 ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 TRIGGER = re.compile(r"^([a-z_]+) ([a-z_]+) > (\d+)$")  # "mpa_reply pd_length > 256"
 
@@ -374,7 +377,8 @@ def _trigger(where: str, raw: Any, crashes: bool) -> Trigger | None:
 
 
 def _oops_of(current: list[KernelLogLine] | None, line: KernelLogLine) -> bool:
-    """Whether ``line`` is the "Oops:" header of the open report, which has no stack yet."""
+    """Whether ``line`` is die()'s header ("Oops: ...", "invalid opcode: 0000 [#1] ...") of
+    the open report, which has no stack yet."""
     return (
         bool(current)
         and bool(OOPS.match(line.line))

@@ -229,6 +229,8 @@ CRASHER = "suites/test_wire_conformance.py::test_dut_reacts_as_its_provider_says
 # The DUT's console after hil peer replay of docs/findings/replay/siw-p2p-bad-rtr-iwcm-bug.yaml
 # on the plain lab (6.1.192, 2026-12-06).
 IWCM_BUG = ROOT / "tests" / "data" / "kernel" / "siw-p2p-bad-rtr-iwcm-bug-6.1.192.txt"
+# The same BUG() on the debug lab (KASAN), fuzz seed 61206 case 385 (2026-12-06).
+IWCM_BUG_KASAN = ROOT / "tests" / "data" / "kernel" / "iwcm-bug-kasan-6.1.192.txt"
 
 
 @pytest.mark.parametrize(
@@ -278,6 +280,7 @@ def test_crashes_is_optional_and_must_be_a_boolean(tmp_path: Path) -> None:
         (OOPS, ("6.1.192",), PDLEN),
         (IWCM_BUG, ("6.1.192", "6.12.118"), BAD_RTR),
         (IWCM_BUG, ("6.13.2",), None),  # a kernel the entry does not name
+        (IWCM_BUG_KASAN, ("6.1.192",), BAD_RTR),  # die()'s header says KASAN: still one report
         (SPLAT, ("6.1.192",), None),  # known, but no crash (no ``crashes`` entry)
     ],
 )
