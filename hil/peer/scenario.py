@@ -8,7 +8,7 @@ and its steps:
 
 - :class:`Send`: a frame (``mpa_request``, ``mpa_reply``, ``fpdu``, or a close
   ``fin``/``rst``) with field overrides, and how its bytes go out (``segments``,
-  ``coalesce_with_next``, ``truncate``);
+  ``gap``, ``coalesce_with_next``, ``truncate``);
 - :class:`Expect`: a frame or close the DUT must send within a time, with the
   field values it must carry;
 - :class:`Dut`: an action of the DUT's CM endpoint (listen, accept, ...);
@@ -90,7 +90,7 @@ def ref_terms(expr: str) -> list[tuple[int, str]]:
 
 Fields: TypeAlias = tuple[tuple[str, Value | DutRef], ...]
 Arg = int | float | str | bool
-STEP_KEYS = ("segments", "coalesce_with_next", "truncate")
+STEP_KEYS = ("segments", "gap", "coalesce_with_next", "truncate")
 FILE_KEYS = ("name", "role", "expectation", "description", "steps")
 
 
@@ -99,6 +99,7 @@ class Send:
     """Send one frame: the codec's normal frame of ``frame`` with ``fields`` overridden.
 
     ``segments``: write the step's bytes in writes of these sizes, the rest in one;
+    ``gap``: seconds between those writes (a frame that arrives in pieces over time);
     ``coalesce_with_next``: write them together with the next send step's;
     ``truncate``: write only the first that many bytes, never the rest.
     """
@@ -108,6 +109,7 @@ class Send:
     segments: tuple[int, ...] = ()
     coalesce_with_next: bool = False
     truncate: int | None = None
+    gap: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,8 @@ def _step_data(step: Step) -> dict[str, Any]:
         data: dict[str, Any] = {"step": "send", "frame": step.frame, **fields}
         if step.segments:
             data["segments"] = list(step.segments)
+        if step.gap:
+            data["gap"] = step.gap
         if step.coalesce_with_next:
             data["coalesce_with_next"] = True
         if step.truncate is not None:
@@ -294,8 +298,11 @@ def _send(raw: dict[str, Any], where: str) -> Send:
     truncate = raw.get("truncate")
     if truncate is not None and not (_positive(truncate) or truncate == 0):
         raise InputError(f"{where}: field 'truncate': expected a byte count >= 0")
+    gap = _seconds(raw, "gap", where) if "gap" in raw else 0.0
+    if gap and not segments:
+        raise InputError(f"{where}: field 'gap': a gap lies between 'segments'; name them")
     fields = _fields(overrides, vocabulary, where)
-    return Send(frame, fields, tuple(segments), coalesce, truncate)
+    return Send(frame, fields, tuple(segments), coalesce, truncate, gap)
 
 
 def _fields(values: Mapping[str, Any], vocabulary: Mapping[str, Any], where: str) -> Fields:

@@ -108,6 +108,7 @@ def _send_with(send: Send, names: set[str]) -> Send:
         send,
         fields=fields,
         segments=send.segments if "segments" in names else (),
+        gap=send.gap if "segments" in names else 0.0,  # a gap lies between segments
         coalesce_with_next=send.coalesce_with_next and "coalesce_with_next" in names,
         truncate=send.truncate if "truncate" in names else None,
     )

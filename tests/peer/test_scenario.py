@@ -41,7 +41,7 @@ def test_a_file_loads_into_typed_steps(tmp_path: Path) -> None:
     path.write_text(
         "role: active\nexpectation: mpa.bad_crc\nsteps:\n"
         "  - {step: dut, action: listen, args: {backlog: 4}}\n"
-        "  - {step: send, frame: mpa_request, rev: 2, key: 4D50, segments: [1, 1]}\n"
+        "  - {step: send, frame: mpa_request, rev: 2, key: 4D50, segments: [1, 1], gap: 0.5}\n"
         "  - {step: expect, frame: mpa_reply, within: 5, fields: {rev: 2}}\n"
         "  - {step: send, frame: fpdu, opcode: send, crc: bad, coalesce_with_next: true}\n"
         "  - {step: sleep, seconds: 0.5}\n"
@@ -50,7 +50,7 @@ def test_a_file_loads_into_typed_steps(tmp_path: Path) -> None:
     assert s.name == "crc" and s.role == "active" and s.expectation == "mpa.bad_crc"
     assert s.steps == (
         Dut("listen", (("backlog", 4),)),
-        Send("mpa_request", (("rev", 2), ("key", "4d50")), segments=(1, 1)),
+        Send("mpa_request", (("rev", 2), ("key", "4d50")), segments=(1, 1), gap=0.5),
         Expect("mpa_reply", 5.0, (("rev", 2),)),
         Send("fpdu", (("opcode", "send"), ("crc", "bad")), coalesce_with_next=True),
         Sleep(0.5),
@@ -111,6 +111,11 @@ def test_the_agent_gets_the_shared_step_format() -> None:
         ("{step: send, frame: fpdu, opcode: send, crc: ok}", "'ok' is not good, bad, none"),
         ("{step: send, frame: fin, rev: 2}", "field 'rev': unknown for a fin send"),
         ("{step: send, frame: mpa_request, segments: [0]}", "field 'segments': expected a list"),
+        ("{step: send, frame: mpa_request, gap: 1}", "field 'gap': a gap lies between 'segments'"),
+        (
+            "{step: send, frame: mpa_request, segments: [8], gap: -1}",
+            "field 'gap': expected seconds",
+        ),
         ("{step: expect, frame: fpdu, fields: {opcod: send}, within: 1}", "field 'opcod': unknown"),
         ("{step: expect, frame: close}", "step 1: field 'within': expected seconds >= 0, got None"),
         ("{step: dut, action: dance}", "step 1: action: expected one of listen"),

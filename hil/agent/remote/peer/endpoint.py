@@ -12,7 +12,8 @@ frame: 20 bytes, then PD_Length more; an FPDU: its ULPDU_Length's worth, pad and
 A close is recorded as its own entry: ``fin`` (the DUT closed) or ``rst`` (it reset).
 
 Writing: TCP_NODELAY is on, and a step's bytes go out in writes of its ``segments``
-sizes (the rest in one write), so each write leaves as its own TCP segment.
+sizes (the rest in one write), so each write leaves as its own TCP segment; with a
+``gap``, that many seconds apart (a frame that arrives in pieces over time).
 
 The record: one entry per frame, ``{"t_ns", "dir": "tx"|"rx", "frame", "fields",
 "raw"}`` (``t_ns``: this host's CLOCK_MONOTONIC; ``raw``: the first 256 bytes, hex);
@@ -151,18 +152,24 @@ class Endpoint:
             self._msn[got["qn"]] = got["msn"] + 1 & 0xFFFFFFFF
         return data, got
 
-    def write(self, data: bytes, segments: list[int], deadline: float) -> None:
-        """Send ``data``: a write per ``segments`` size, the rest in one more."""
+    def write(self, data: bytes, segments: list[int], deadline: float, gap: float = 0.0) -> None:
+        """Send ``data``: a write per ``segments`` size, the rest in one more, ``gap``
+        seconds between writes (never past ``deadline``)."""
         if self._sock is None:
             raise PeerError("write before the connection")
-        self._sock.settimeout(_left(deadline))
+        pieces: list[bytes] = []
         pos = 0
+        for n in segments:
+            pieces.append(data[pos : pos + n])
+            pos += n
+        if pos < len(data):
+            pieces.append(data[pos:])
         try:
-            for n in segments:
-                self._sock.sendall(data[pos : pos + n])
-                pos += n
-            if pos < len(data):
-                self._sock.sendall(data[pos:])
+            for i, piece in enumerate(pieces):
+                if i and gap:
+                    time.sleep(max(0.0, min(gap, deadline - time.monotonic())))
+                self._sock.settimeout(_left(deadline))
+                self._sock.sendall(piece)
         except OSError as e:
             raise PeerError(f"write: {e.strerror or e}") from None
 

@@ -4,9 +4,9 @@ Steps (issue 26's shared vocabulary, docs/peer.md):
 
 - ``{"step": "send", "frame": KIND, ...overrides}``: encode and write one frame
   (``fin``/``rst`` close our end); ``segments`` (byte counts) splits its bytes into
-  writes, ``coalesce_with_next: true`` holds them to go with the next send's,
-  ``truncate: n`` writes only the first n (the record's ``raw`` is what went, its
-  fields the whole frame's with ``truncate`` added);
+  writes, ``gap`` (seconds) waits between them, ``coalesce_with_next: true`` holds
+  them to go with the next send's, ``truncate: n`` writes only the first n (the
+  record's ``raw`` is what went, its fields the whole frame's with ``truncate`` added);
 - ``{"step": "expect", "frame": KIND|"fin"|"rst"|"close", "fields": {...}, "within": s}``:
   the next frame the DUT sends must be of that kind with those fields, within
   ``within`` seconds (default 5); ``close`` is either fin or rst; a field ``crc``
@@ -27,7 +27,8 @@ from ...protocol.frames import Fields, FrameError, raw
 from .endpoint import CLOSES, Endpoint, Entry, PeerError
 
 STEPS = ("send", "expect", "sleep", "dut")
-STEP_KEYS = ("step", "segments", "coalesce_with_next", "truncate")  # a send's, not the frame's
+# A send's own keys, not its frame's.
+STEP_KEYS = ("step", "segments", "gap", "coalesce_with_next", "truncate")
 DEFAULT_WITHIN = 5.0
 Outcome = dict[str, Any]  # stopped_at (int | None), unmet (dict | None), error (str | None)
 
@@ -52,7 +53,7 @@ def _bad(step: Fields) -> str:
         isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in segments
     ):
         return f"segments {segments!r} are not positive byte counts"
-    for key in ("seconds", "within"):
+    for key in ("seconds", "within", "gap"):
         value = step.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             return f"{key} {value!r} is not a number of seconds"
@@ -130,7 +131,7 @@ class Interpreter:
         data, self._held = self._held, b""
         entries, self._held_entries = self._held_entries, []
         if data:
-            self.endpoint.write(data, step.get("segments", []), deadline)
+            self.endpoint.write(data, step.get("segments", []), deadline, float(step.get("gap", 0)))
         for entry in entries:
             self.endpoint.stamp(entry)
         if entries[-1]["frame"] in CLOSES:

@@ -97,6 +97,20 @@ def test_a_request_in_1_byte_segments_and_a_reply_coalesced_with_the_first_fpdu(
     assert [e["fields"].get("error") for e in rx] == [None, None]
 
 
+def test_a_gap_holds_the_rest_of_a_frame_back_and_the_frame_still_reads_whole() -> None:
+    active = [
+        {"step": "send", "frame": "mpa_request", "segments": [8], "gap": 0.4},
+        expect("mpa_reply"),
+    ]
+    passive = [expect("mpa_request", rev=2), {"step": "send", "frame": "mpa_reply"}]
+    started = time.monotonic()
+    a, p = both(active, passive)
+    assert time.monotonic() - started >= 0.4
+    (request,) = [e for e in p.endpoint.record if e["dir"] == "rx"]
+    assert "error" not in request["fields"]
+    assert a.endpoint.record[0]["raw"] == request["raw"]
+
+
 def test_a_truncated_request_is_what_the_dut_gets_before_the_close() -> None:
     active: Steps = [
         {"step": "send", "frame": "mpa_request", "truncate": 10},
