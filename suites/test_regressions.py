@@ -96,10 +96,15 @@ def peer_runs(
         for name, times in runs:
             for _ in range(times):
                 _peer_run(cm, hil_test, name)
-        after = hil_run.session("b-a", evidence=False, family=family)
-        contract(after.run(sequences.connect, private_data=b"hil-after-peer"))
+        _accepts_after(hil_run, family, contract)
 
     return run
+
+
+def _accepts_after(hil_run: PairRun, family: Family, contract: Contract) -> None:
+    """Side A, the DUT, accepts a normal connection from B, judged by the contract."""
+    after = hil_run.session("b-a", evidence=False, family=family)
+    contract(after.run(sequences.connect, private_data=b"hil-after-peer"))
 
 
 def _peer_run(cm: CMSession, hil_test: TestRun | None, name: str) -> None:
@@ -251,6 +256,34 @@ def test_cxgb4_d219face9059_close_on_entering_term(cm: CMSession, hil_test: Test
     _peer_judged(run, hil_test)
     _reached(peer_regressions.terminate_evidence(run))
     assert run.verdict.ok, explain(run.timeline, _peer_text(run))
+
+
+@IPV4_ONLY
+def test_siw_3056fc6c32e6_connect_reply_reported_once(
+    cm: CMSession,
+    contract: Contract,
+    hil_run: PairRun,
+    family: Family,
+    hil_test: TestRun | None,
+) -> None:
+    """RDMA/siw: Fix duplicated reported IW_CM_EVENT_CONNECT_REPLY event (3056fc6c32e6,
+    2022, CVE-2022-50136; in 6.1 from its release: siw_cm.c:745-749, 915-917 of
+    6.1.192; 6.12.118 too).
+
+    siw reported a failed connect when its MPA reply had arrived only in part, and
+    then the connect's outcome again once the rest came: iw_cm's BUG_ON in
+    cm_conn_rep_handler.  Here the DUT connects to the reference peer, whose reply
+    comes in two pieces 1.5 s apart (:func:`hil.peer.regressions.reply_in_pieces`);
+    the DUT must be ESTABLISHED once and receive a SEND, judged by the peer verdict,
+    and then accept a normal connection.  The window: siw's work read the first
+    piece and ended without an upcall, seen as two runs of it before the
+    ESTABLISHED (the debug lab's event tracing).
+    """
+    run, tl = peer_regressions.reply_in_pieces(cm)
+    _peer_judged(run, hil_test)
+    assert run.verdict.ok, explain(run.timeline, _peer_text(run))
+    _accepts_after(hil_run, family, contract)
+    _reached(tl)
 
 
 @IPV4_ONLY

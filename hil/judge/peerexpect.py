@@ -79,6 +79,7 @@ class Scenario(StrEnum):
     # segmenting
     REPLY_AND_FPDU_ONE_SEGMENT = "reply_and_fpdu_one_segment"
     ONE_BYTE_SEGMENTS = "one_byte_segments"
+    REPLY_IN_PIECES = "reply_in_pieces"
     FPDUS_ONE_SEGMENT = "fpdus_one_segment"
 
 
@@ -323,6 +324,11 @@ RFC: Mapping[Scenario, RfcExpect] = {
     ),
     S.ONE_BYTE_SEGMENTS: RfcExpect(
         "TCP segmenting is invisible to MPA: the frames parse, the data is intact",
+        ("RFC 5044 Appendix A",),
+    ),
+    S.REPLY_IN_PIECES: RfcExpect(
+        "a reply that arrives in pieces over time is one reply: the connection is "
+        "established once, the data intact",
         ("RFC 5044 Appendix A",),
     ),
     S.FPDUS_ONE_SEGMENT: RfcExpect(

@@ -434,6 +434,14 @@ SIW: Mapping[Scenario, PeerExpect] = {
     S.FPDUS_ONE_SEGMENT: PeerExpect(
         None, "none", PASSIVE_ESTABLISHED, _siw("siw_qp_rx.c:1380-1490", _CMA_EST)
     ),
+    # The header's first part read, -EAGAIN, and no upcall until the rest came (the fix
+    # 3056fc6c32e6, "RDMA/siw: Fix duplicated reported IW_CM_EVENT_CONNECT_REPLY event").
+    S.REPLY_IN_PIECES: PeerExpect(
+        None,
+        "none",
+        _ACTIVE_ESTABLISHED,
+        _siw("siw_cm.c:526-535", "siw_cm.c:745-749", "siw_cm.c:915-917", _CMA_EST),
+    ),
 }
 
 _CX = "drivers/infiniband/hw/cxgb4"

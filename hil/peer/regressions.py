@@ -13,6 +13,17 @@ a frame only a peer that writes its own frames can send (the regression corpus:
   peer connects to the DUT's listener and, once the DUT's MPA reply came,
   sends a TERMINATE; the DUT must close the stream within the scenario's
   bound.
+- :func:`reply_in_pieces` guards 3056fc6c32e6 "RDMA/siw: Fix duplicated reported
+  IW_CM_EVENT_CONNECT_REPLY event" (Cheng Xu, July 2022, v6.0; CVE-2022-50136;
+  read at lore.kernel.org, message
+  dae34b5fd5c2ea2bd9744812c1d2653a34a94c67.1657706960.git.chengyou@linux.alibaba.com).
+  siw_proc_mpareply() reported CONNECT_REPLY(-EINVAL) also when siw_recv_mpa_rr()
+  had read only part of the reply (-EAGAIN), and then again once the rest came: iw_cm
+  has left CONN_SENT at the first, so the second hits cm_conn_rep_handler's
+  BUG_ON (iwcm.c:896, 6.1.192).  6.1.192 has the fix (siw_cm.c:745-749, 915-917).
+  The DUT connects to the peer, which writes its MPA reply's first 8 bytes, waits
+  1.5 s (under siw's 5 s MPAREP_TIMEOUT, siw_cm.h:75) and writes the rest; the DUT
+  must be ESTABLISHED once and receive a SEND.
 
 The run is judged as the wire suite's are (the peer verdict against the
 provider's expectation, :mod:`hil.judge.peerproviders`); :func:`terminate_evidence`
@@ -25,8 +36,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hil.cm.regressions.evidence import noted
+from hil.cm.regressions.ktrace import SIW_WORK, Trace, runs_before
 from hil.judge.timeline import Timeline
-from hil.peer.builtin import CONNECTED, PROMPT_S
+from hil.peer.builtin import CONNECTED, PROMPT_S, RECV_HIL, SEND_HIL
 from hil.peer.run import PeerRun, run_scenario
 from hil.peer.scenario import parse
 
@@ -74,4 +86,53 @@ def terminate_evidence(run: PeerRun) -> Timeline:
         run.timeline,
         {"dut_in_rdma_mode": replied is not None, "terminate_sent_in_rdma_mode": after},
         {"terminate_arrives_in_rdma_mode": after},  # the fix's window: TERM entered from RTS
+    )
+
+
+# The reply's first piece: part of its 20-byte header, so siw's header read returns
+# -EAGAIN (siw_recv_mpa_rr, siw_cm.c:526-535); the rest 1.5 s later, well inside siw's
+# 5 s MPAREP_TIMEOUT (siw_cm.h:75), whose expiry would answer the connect itself.
+REPLY_PIECE = 8
+REPLY_GAP_S = 1.5
+REPLY_IN_PIECES = parse(
+    {
+        "name": "regress-reply-in-pieces",
+        "role": "passive",
+        "expectation": "reply_in_pieces",
+        "description": "the DUT connects; its MPA reply comes in two pieces 1.5 s apart",
+        "steps": [
+            {"step": "dut", "action": "post_recv", "args": {"length": 64}},
+            {"step": "dut", "action": "connect"},
+            {"step": "expect", "frame": "mpa_request", "within": PROMPT_S},
+            {
+                "step": "send",
+                "frame": "mpa_reply",
+                "rev": 2,
+                "segments": [REPLY_PIECE],
+                "gap": REPLY_GAP_S,
+            },
+            SEND_HIL,
+            RECV_HIL,
+        ],
+    },
+    "hil.peer.regressions",
+)
+
+
+def reply_in_pieces(s: PairSides) -> tuple[PeerRun, Timeline]:
+    """3056fc6c32e6: the active side (the DUT) gets its MPA reply in two pieces; the run,
+    and the DUT's timeline with what it saw.  The window is a run of siw's connection
+    work that read the first piece and made no upcall: two runs begun before the
+    connection's ESTABLISHED reached rdma_cm, where a reply in one piece takes one (the
+    event tracing of the debug lab; not observable on a kernel without it)."""
+    with Trace(s.agent(s.active)) as trace:
+        run = run_scenario(s, s.active, REPLY_IN_PIECES)
+    reads = runs_before(trace.events(), SIW_WORK, "ESTABLISHED") if trace.available else None
+    record = run.result.record
+    asked = any(e["dir"] == "rx" and e["frame"] == "mpa_request" for e in record)
+    replied = any(e["dir"] == "tx" and e["frame"] == "mpa_reply" for e in record)
+    return run, noted(
+        run.timeline,
+        {"dut_sent_its_request": asked, "reply_sent_in_pieces": replied},
+        {"reply_header_read_in_part": None if reads is None else reads >= 2},
     )

@@ -18,6 +18,7 @@ from hil.cm.regressions.ktrace import (
     pending_at,
     rejects_inside_their_upcall,
     runs,
+    runs_before,
     seen,
 )
 
@@ -105,6 +106,26 @@ def test_runs_count_the_starts_of_one_function() -> None:
         + start(1.2, "00000000000000e2", SIW_WORK)
     )
     assert runs(parse(text), SIW_WORK) == 2
+
+
+def test_runs_before_the_established_are_those_that_began_before_it() -> None:
+    """The reply in two pieces (3056fc6c32e6's window): the run that read the first piece
+    and the one that read the rest (still running when rdma_cm's work delivers the
+    ESTABLISHED) began before it; a later run did not."""
+    dst = "192.0.2.1:7174"
+    text = (
+        start(1.0, "00000000000000e1", SIW_WORK)
+        + end(1.1, "00000000000000e1", SIW_WORK)
+        + start(2.6, "00000000000000e1", SIW_WORK)
+        + cm(2.7, "cm_event_handler", 4, dst, "ESTABLISHED")
+        + end(2.8, "00000000000000e1", SIW_WORK)
+        + start(3.0, "00000000000000e1", SIW_WORK)
+        + end(3.1, "00000000000000e1", SIW_WORK)
+    )
+    assert runs_before(parse(text), SIW_WORK, "ESTABLISHED") == 2
+    one_piece = start(2.6, "e1", SIW_WORK) + cm(2.7, "cm_event_handler", 4, dst, "ESTABLISHED")
+    assert runs_before(parse(one_piece), SIW_WORK, "ESTABLISHED") == 1
+    assert runs_before(parse(text), SIW_WORK, "CONNECT_ERROR") == 3  # none came: every run
 
 
 class FakeAgent:

@@ -22,6 +22,7 @@ way, a window is a fact of the kernel, not a proxy of user space's timing.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -118,6 +119,17 @@ def destroys_with_pending(events: list[TraceEvent], function: str) -> list[Trace
 def runs(events: list[TraceEvent], function: str) -> int:
     """How many runs of a work of ``function`` began."""
     return sum(1 for e in events if e.name == "workqueue_execute_start" and e.function == function)
+
+
+def runs_before(events: list[TraceEvent], function: str, event: str) -> int:
+    """How many runs of a work of ``function`` began before the first ``cm_event_handler``
+    hit whose event is ``event`` ("ESTABLISHED"); every run when none came.  Begun, not
+    ended: the run whose upcall led to the event may still run when rdma_cm's own work
+    (iw_cm_wq) delivers it."""
+    first = next(
+        (e.t for e in events if e.name == "cm_event_handler" and e.event == event), math.inf
+    )
+    return sum(1 for start, _, _ in spans(events, function) if start < first)
 
 
 def seen(trace: Trace, hits: object) -> bool | None:
