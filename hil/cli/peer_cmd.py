@@ -406,7 +406,11 @@ def fuzz_run(
         assert isinstance(crash, _Crashed)
         saved = str(_crash_found(crash.checked, cases.seed, out, err, alluredir))
         (known if crash.checked.known else found).append(saved)
-        return _recovered(dut, crash.checked, crashes, recovered, err)
+        if _recovered(dut, crash.checked, crashes, recovered, err):
+            return True
+        # The rest of the cases did not run: with no finding, that is no clean pass.
+        errors.append(f"the run stopped at case {crash.checked.scenario.name}")
+        return False
 
     try:
         with stop:

@@ -23,7 +23,7 @@ a frame only a peer that writes its own frames can send (the regression corpus:
   BUG_ON (iwcm.c:896, 6.1.192).  6.1.192 has the fix (siw_cm.c:745-749, 915-917).
   The DUT connects to the peer, which writes its MPA reply's first 8 bytes, waits
   1.5 s (under siw's 5 s MPAREP_TIMEOUT, siw_cm.h:75) and writes the rest; the DUT
-  must be ESTABLISHED once and receive a SEND.
+  must be ESTABLISHED once and receive a SEND sent 2 s later.
 
 The run is judged as the wire suite's are (the peer verdict against the
 provider's expectation, :mod:`hil.judge.peerproviders`); :func:`terminate_evidence`
@@ -94,6 +94,11 @@ def terminate_evidence(run: PeerRun) -> Timeline:
 # 5 s MPAREP_TIMEOUT (siw_cm.h:75), whose expiry would answer the connect itself.
 REPLY_PIECE = 8
 REPLY_GAP_S = 1.5
+# The SEND waits until the DUT has read the reply: siw reads 4 bytes past a reply's
+# private data (siw_cm.c:583-591, the known finding of reply_and_fpdu_one_segment), so
+# an FPDU that reached it first failed the connect (CONNECT_ERROR(-22) on the lab's
+# 6.1.192 with the SEND 2.6 ms after the rest, 2026-12-06).
+SEND_AFTER_S = 2.0
 REPLY_IN_PIECES = parse(
     {
         "name": "regress-reply-in-pieces",
@@ -111,6 +116,7 @@ REPLY_IN_PIECES = parse(
                 "segments": [REPLY_PIECE],
                 "gap": REPLY_GAP_S,
             },
+            {"step": "sleep", "seconds": SEND_AFTER_S},
             SEND_HIL,
             RECV_HIL,
         ],

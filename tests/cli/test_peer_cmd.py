@@ -323,6 +323,19 @@ def test_a_host_that_is_not_recovered_ends_the_run(tmp_path: Path) -> None:
     assert "hil: stopped: lab-0 was not recovered: lab-0: no SSH within 60s" in err
 
 
+@pytest.mark.parametrize("recovery_fails, most", [(True, 3), (False, 0)])
+def test_a_run_that_stops_at_a_known_crash_is_not_clean(
+    tmp_path: Path, recovery_fails: bool, most: int
+) -> None:
+    """A known crash is no finding, but the cases after it did not run: exit 3, not 0
+    (a debug-lab run stopped so, exit 0, when a loaded machine kept the other guest's SSH
+    from answering after the recovery, 2026-12-06)."""
+    dut = FakeDut(leaks=False, crash_at=(1,), recovery_fails=recovery_fails, known=KNOWN)
+    code, err = _fuzz(dut, tmp_path, crashes=Crashes(most, 60))
+    assert code == EXIT_INFRA and dut.runs == 1, err
+    assert "hil: stopped: lab-0" in err
+
+
 def test_first_starts_at_that_case_of_the_seed(tmp_path: Path) -> None:
     dut = FakeDut(leaks=False)
     _fuzz(dut, tmp_path, cases=3, first=40)
