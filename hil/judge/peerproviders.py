@@ -567,6 +567,26 @@ def expect(provider: str, scenario: str) -> PeerExpect:
         ) from None
 
 
+# Where a provider's application is known to get private data the peer never sent, in
+# any scenario (a fuzz case has no expectation of its own, hil/run/peercase.py): the cm
+# event kinds it comes with, and the finding.
+UNSENT_PRIVATE_DATA: Mapping[str, tuple[frozenset[str], str]] = {
+    "siw": (
+        frozenset({"rejected"}),
+        "siw-mpa-reply-pdata-infoleak: a reply cut short by the peer's close leaves "
+        "PD_Length set for the CONNECT_REPLY upcall (siw_cm.c:1087-1094, Linux 6.1.192; "
+        "docs/findings/siw-mpa-reply-pdata-infoleak.md)",
+    ),
+}
+
+
+def known_unsent(provider: str, event: str) -> str:
+    """The known finding that explains ``provider``'s application getting private data
+    the peer never sent with cm event ``event`` ('' when none does)."""
+    events, finding = UNSENT_PRIVATE_DATA.get(provider, (frozenset(), ""))
+    return finding if event in events else ""
+
+
 def departures(provider: str) -> list[tuple[Scenario, str]]:
     """``provider``'s departures from the RFCs: each class's finding, in class order."""
     return [(s, e.finding) for s, e in PROVIDERS[provider].items() if e.finding]

@@ -76,20 +76,27 @@ class Observed:
     # The DUT's cm events that carried private data: (the event, its bytes in hex).
     private_data: tuple[tuple[str, str], ...] = ()
 
-    def unsent_private_data(self) -> list[str]:
+    def unsent(self) -> list[tuple[str, str]]:
         """Each DUT event whose private data is not the start of an MPA frame's private
-        data the peer sent: the event, its length and what the peer sent."""
+        data the peer sent: (the event, a line with its length and what the peer sent)."""
         sent = [
             str(e.get("fields", {}).get("private_data", ""))
             for e in self.record
             if e["dir"] == "tx" and e["frame"] in ("mpa_request", "mpa_reply")
         ]
         return [
-            f"{event}: {len(data) // 2} bytes, the peer sent "
-            f"{' or '.join(str(len(s) // 2) for s in sent) or 'no MPA frame'}"
+            (
+                event,
+                f"{event}: {len(data) // 2} bytes, the peer sent "
+                f"{' or '.join(str(len(s) // 2) for s in sent) or 'no MPA frame'}",
+            )
             for event, data in self.private_data
             if not any(s.startswith(data) for s in sent)
         ]
+
+    def unsent_private_data(self) -> list[str]:
+        """The lines of :meth:`unsent`."""
+        return [line for _, line in self.unsent()]
 
     @property
     def terminate(self) -> Term | None:

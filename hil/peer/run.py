@@ -227,6 +227,7 @@ class PeerRun:
     result: PeerResult
     timeline: Timeline
     verdict: PeerVerdict
+    seen: Observed  # what the verdict judged (a fuzz case's checks read it too)
 
 
 def peer_of(cm: PairSides, dut: str) -> tuple[str, str]:
@@ -281,7 +282,7 @@ def run_scenario(cm: PairSides, dut: str, scenario: Scenario, judged: bool = Tru
         seen = _observed(state, result, wanted)
         _not_for_the_wire_judge(rec, peer, scenario, result, start_us)
     verdict = judge(scenario.name, scenario.expectation, provider, seen)
-    return PeerRun(scenario, cm.host(dut), cm.host(peer), result, rec.timeline(), verdict)
+    return PeerRun(scenario, cm.host(dut), cm.host(peer), result, rec.timeline(), verdict, seen)
 
 
 def _on_dut(

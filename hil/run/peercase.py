@@ -13,7 +13,9 @@ active, judged by the contract), as suites/test_wire_conformance.py does.
 
 A case **fails** when the DUT shows something wrong of its own: a kernel log line
 the after-test checks fail (a WARNING, an oops, a KASAN or kmemleak report), a
-leaked resource, a crash, or a normal connect afterwards that fails.  It does
+leaked resource, a crash, a normal connect afterwards that fails, or private data the
+peer never sent in one of the DUT's cm events (kernel memory: the peer judge's universal
+rule; a provider's known finding of that kind is told apart, :func:`unsent_private_data`).  It does
 **not** fail because the DUT answered the fuzzed frames differently from the base
 scenario's expectation: a mutated scenario has no expectation, so the peer's verdict
 is shown and never judged (its timeline is handed to the contract as judged).  A case
@@ -33,6 +35,7 @@ from hil.errors import HilError
 from hil.host import kmemleak
 from hil.judge.checks import REPORT_START
 from hil.judge.known import known_crash
+from hil.judge.peerproviders import known_unsent
 from hil.judge.timeline import KernelLogLine
 from hil.peer.run import peer_of, run_scenario
 from hil.peer.triggers import sent_above
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
     from hil.cm.session import CMSession
     from hil.host.liveness import Crash
     from hil.judge.known import KnownFinding
-    from hil.peer.judge import PeerVerdict
+    from hil.peer.judge import Observed, PeerVerdict
     from hil.peer.scenario import Scenario
     from hil.run.observer import TestResult
     from hil.run.pairrun import PairRun
@@ -66,7 +69,8 @@ class CaseCheck:
     error: str = ""  # the case could not run; not a finding
     crash: Crash | None = None  # a pair host crashed: no case runs until it is recovered
     known: str = ""  # the known kernel finding the crash is (its line; '' none)
-    # Known kernel findings' reports in the log after it, told apart (their lines): no finding.
+    # Known findings it showed, told apart (their lines): kernel reports in the log after
+    # it, private data the peer never sent where the provider is known to give it.
     known_reports: tuple[str, ...] = ()
 
     @property
@@ -164,6 +168,7 @@ class DutCheck:
         """Run ``scenario`` as a test on the pair, then judge the DUT (module doc); with
         ``scan``, kmemleak scanned on the DUT after it (without: the caller scans later)."""
         reasons: list[str] = []
+        told: list[str] = []
         peer: PeerVerdict | None = None
         error = ""
         with self.run.test(f"hil peer {scenario.name}", self.options) as t:
@@ -173,6 +178,8 @@ class DutCheck:
                 ran = run_scenario(self._cm, self.dut, scenario, judged=False)
                 peer = ran.verdict
                 t.contract(ran.timeline)  # judged by no rule: fuzzed frames have no expectation
+                leaked, told = unsent_private_data(ran.seen, peer.provider)
+                reasons += leaked
             except HilError as e:
                 error = f"{type(e).__name__}: {e}"
             if not error:
@@ -180,6 +187,8 @@ class DutCheck:
         assert t.result is not None
         self._ended = time.monotonic()
         checked = judged(scenario, t.result, reasons, peer, error)
+        if told:
+            checked = replace(checked, known_reports=(*checked.known_reports, *told))
         if checked.crash is not None:
             checked = replace(checked, known=self._known(checked.crash))
         elif scan:
@@ -234,6 +243,21 @@ class DutCheck:
         if verdict.ok:
             return []
         return [f"a normal connect to the DUT afterwards broke the contract:\n{verdict.to_text()}"]
+
+
+def unsent_private_data(seen: Observed, provider: str) -> tuple[list[str], list[str]]:
+    """The DUT's events that gave its application private data the peer never sent, as
+    (reasons: each a finding, lines: each explained by a known finding of the provider).
+    Whatever the fuzzed frames were, the application may only get bytes the peer sent:
+    more is kernel memory (the universal rule of the peer judge, hil/peer/judge.py)."""
+    leaked, told = [], []
+    for event, line in seen.unsent():
+        known = known_unsent(provider, event)
+        if known:
+            told.append(f"{line}: known finding {known}")
+        else:
+            leaked.append(f"the DUT's application got private data the peer never sent: {line}")
+    return leaked, told
 
 
 def crash_known(crash: Crash, findings: tuple[KnownFinding, ...], releases: tuple[str, ...]) -> str:

@@ -18,9 +18,10 @@ from hil.peer.run import PeerRun
 def peer_run(record: list[dict[str, Any]], *events: Event) -> PeerRun:
     """A reference-peer run with ``record`` on the peer and ``events`` on the DUT (side a)."""
     tl = Timeline("peer-x", "siw", ("ha", "hb"), events=events)
-    verdict = judge("x", "peer_terminate", "siw", Observed(tuple(record), (), ()))
+    seen = Observed(tuple(record), (), ())
+    verdict = judge("x", "peer_terminate", "siw", seen)
     result = PeerResult(record, None, None, "10.0.0.2:5", "10.0.0.1:6")  # type: ignore[arg-type]
-    return PeerRun(PEER_TERMINATE, "ha", "hb", result, tl, verdict)
+    return PeerRun(PEER_TERMINATE, "ha", "hb", result, tl, verdict, seen)
 
 
 def entry(direction: str, frame: str, **fields: Any) -> dict[str, Any]:

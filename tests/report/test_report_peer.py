@@ -37,7 +37,8 @@ def test_the_verdict_and_the_record_are_attached(monkeypatch: pytest.MonkeyPatch
         {"t_ns": 9, "dir": "rx", "frame": "fin"},
     ]
     result = PeerResult(record, None, None, "198.18.0.2:40000", "198.18.0.1:20000")
-    verdict = judge("mpa-bad-key", "wrong_key", "siw", Observed(tuple(record), ()))
+    seen = Observed(tuple(record), ())
+    verdict = judge("mpa-bad-key", "wrong_key", "siw", seen)
     run = PeerRun(
         SCENARIOS["mpa-bad-key"],
         "lab-0",
@@ -45,6 +46,7 @@ def test_the_verdict_and_the_record_are_attached(monkeypatch: pytest.MonkeyPatch
         result,
         Timeline("x", "siw", ("a", "b")),
         verdict,
+        seen,
     )
     attach.attach_peer_run(run)
     kind, text = recorder.attached["peer verdict"]

@@ -10,8 +10,9 @@ from hil.judge import checks, known
 from hil.judge.profiles import SIW
 from hil.judge.timeline import KernelLogLine, ResourceCount
 from hil.peer.builtin import SCENARIOS
+from hil.peer.judge import Observed
 from hil.run.observer import EvidenceReport, KernelFindings, Outcome, TestResult
-from hil.run.peercase import crash_known, judged
+from hil.run.peercase import crash_known, judged, unsent_private_data
 
 SCENARIO = SCENARIOS["send-bad-crc"]
 WARNING = "WARNING: CPU: 1 PID: 80 at drivers/infiniband/sw/siw/siw_cm.c:1420 siw_cm_work"
@@ -108,3 +109,24 @@ def test_a_crash_off_a_console_is_known_by_its_report_once_the_printk_times_go()
         "known kernel finding siw-mpa-reply-enhanced-pd0-null-deref on ha: BUG: kernel NULL"
     )
     assert crash_known(crash, findings, ("6.13.2",)) == ""
+
+
+def test_private_data_the_peer_never_sent_is_a_finding_unless_the_provider_is_known_for_it() -> (
+    None
+):
+    reply = {"dir": "tx", "frame": "mpa_reply", "fields": {"private_data": "6869"}}
+    seen = Observed(
+        (reply,),
+        ("rejected", "connect_error"),
+        private_data=(("rejected", "68690000ffff"), ("connect_error", "beef")),
+    )
+    leaked, told = unsent_private_data(seen, "siw")
+    assert leaked == [
+        "the DUT's application got private data the peer never sent: "
+        "connect_error: 2 bytes, the peer sent 2"
+    ]
+    (line,) = told
+    assert line.startswith("rejected: 6 bytes, the peer sent 2: known finding siw-mpa-reply")
+    assert unsent_private_data(seen, "iw_cxgb4")[1] == []  # no provider-wide known there
+    prefix = Observed((reply,), ("established",), private_data=(("established", "68"),))
+    assert unsent_private_data(prefix, "siw") == ([], [])
