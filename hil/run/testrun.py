@@ -333,8 +333,15 @@ class TestRun:
     ) -> None:
         """Settle; then the wire judge beside kmemleak and the kernel log; judge them."""
         run = self.run
-        with self._timed("settle"):
-            resources, waited = evidence.settle(agents, base, self.options.settle_s)
+        try:
+            with self._timed("settle"):
+                resources, waited = evidence.settle(agents, base, self.options.settle_s)
+        except HilError as e:
+            # An agent lost under the test (a Ctrl-C in the middle of its call): a lab
+            # error, never an exception of this exit, which would hide the test's own.
+            found.lab_error(f"evidence not taken after the test: {e}")
+            self._wire_after_settle(found)
+            return
         # The last FIN or RST is in once the stack settled: stop the capture now.
         with ThreadPoolExecutor(max_workers=1) as pool:
             wire = pool.submit(self._wire_after_settle, found)
