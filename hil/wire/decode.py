@@ -87,7 +87,8 @@ def _read_again(
 ) -> tuple[list[Seen], list[str]]:
     """``seen`` with the packets of ``frames`` replaced by their reading ``again``; each
     keeps its stream, so the connections are split as before."""
-    stream = {p.frame: s for _, s, p in seen if p.frame in frames}
+    wanted = set(frames)
+    stream = {p.frame: s for _, s, p in seen if p.frame in wanted}
     alone, notes = _seen(point, again)
     kept = [s for s in seen if s[2].frame not in stream]
     redone = [(point, stream[p.frame], p) for _, _, p in alone if p.frame in stream]
