@@ -8,9 +8,9 @@ in CI).  Measured with tshark 4.0.17 on a capture holding one connection
 twice, the second with other sequence numbers (tests/wire/test_reused.py).
 
 So each connection after the first on its 4-tuple (as :mod:`hil.wire.tcpconn`
-splits them) is written to a file of its own and decoded there, its frame
-numbers put back to the capture's.  Port reuse is rare, so this costs one more
-tshark run only in the tests where it happens.
+splits them) is written to a file without the connections before it and decoded
+there, its frame numbers put back to the capture's: one more tshark run per reuse
+of a 4-tuple, only in the tests where a port was used again.
 """
 
 from __future__ import annotations
@@ -26,16 +26,22 @@ from hil.wire.tcpconn import Seen, connections
 
 
 def later(seen: Sequence[Seen]) -> list[list[int]]:
-    """The frame numbers of each connection in ``seen`` (one capture point's packets)
-    that follows an earlier one on the same 4-tuple."""
-    used: set[frozenset[Endpoint]] = set()
-    frames = []
+    """The frames to read again, one list per file: the connections in ``seen`` (one
+    capture point's packets) that follow an earlier one on their 4-tuple, the n-th of
+    every 4-tuple together (each 4-tuple once in a file, so tshark starts each afresh):
+    as many tshark runs as a 4-tuple was used again, not one per connection (a race
+    sweep's rounds may reuse many ports once)."""
+    used: dict[frozenset[Endpoint], int] = {}
+    frames: list[list[int]] = []
     for conn in connections(seen):  # earliest first
         pair = frozenset((conn.active, conn.passive))
-        if pair in used:
-            frames.append(sorted(p.frame for p in conn.packets))
-        used.add(pair)
-    return frames
+        nth = used.get(pair, 0)
+        used[pair] = nth + 1
+        if nth:
+            while len(frames) < nth:
+                frames.append([])
+            frames[nth - 1] += [p.frame for p in conn.packets]
+    return [sorted(f) for f in frames]
 
 
 def read_alone(path: Path, frames: list[int], *, timeout: float) -> corrupted.Reading:

@@ -16,6 +16,7 @@ import pytest
 
 from hil.wire import reused, tshark
 from hil.wire.decode import decode
+from hil.wire.model import Endpoint, Packet
 from hil.wire.pcapwindow import HEADER, RECORD, byte_order
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "wire"
@@ -92,3 +93,35 @@ def test_only_the_later_connection_is_read_again(twice: Path) -> None:
 
 def test_frames_become_a_short_display_filter_set() -> None:
     assert tshark.frame_set([9, 1, 2, 3, 7, 10, 3]) == "1..3,7,9..10"
+
+
+def _opened_and_closed(first: int, src: Endpoint, dst: Endpoint, isn: int) -> list[Packet]:
+    flags = ["SYN", "SYN,ACK", "ACK", "FIN,ACK", "FIN,ACK", "ACK"]
+    senders = [src, dst, src, src, dst, src]
+    return [
+        Packet(
+            first + i,
+            "hA",
+            (first + i) * 1000,
+            s,
+            dst if s == src else src,
+            frozenset(f.split(",")),
+            isn + i,
+        )
+        for i, (f, s) in enumerate(zip(flags, senders, strict=True))
+    ]
+
+
+def test_the_nth_connections_of_every_4_tuple_are_read_together() -> None:
+    """Two 4-tuples used again once and one of them twice: two more reads, not three."""
+    a, b, p = ("198.18.0.1", 40000), ("198.18.0.1", 40001), ("198.18.0.2", 7174)
+    conns = [
+        _opened_and_closed(1, a, p, 100),
+        _opened_and_closed(11, b, p, 200),
+        _opened_and_closed(21, a, p, 300),  # a's second
+        _opened_and_closed(31, b, p, 400),  # b's second
+        _opened_and_closed(41, a, p, 500),  # a's third
+    ]
+    frames = [[q.frame for q in c] for c in conns]
+    seen = [("hA", 0 if a in (q.src, q.dst) else 1, q) for c in conns for q in c]
+    assert reused.later(seen) == [sorted(frames[2] + frames[3]), frames[4]]
