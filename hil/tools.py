@@ -87,6 +87,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "readlink", "coreutils", _H, "an RDMA device's parent driver in sysfs (hil/host/rdmadev.py)"
     ),
+    Tool("grep", "grep", _H, "whether the kernel has a function (hil/run/provider.py)"),
     Tool("stat", "coreutils", _H, "whether a kernel module is loaded (hil/host/modparams.py)"),
     Tool("tee", "coreutils", _H, "sets a module parameter in sysfs (hil/host/modparams.py)"),
     Tool("true", "coreutils", _HG, "the SSH health check of lab readiness (hil/lab/readiness.py)"),

@@ -39,9 +39,10 @@ class ProviderSpec:
     ``node_desc`` starts the provider's ``/sys/class/infiniband/DEV/node_desc``;
     ``parent_drivers`` are the drivers of the device below its RDMA device
     (the PCI function of an RNIC).  ``settings`` names each host setting
-    that shapes the profile and where it is read: ``sysctl:NAME`` or an
-    absolute sysfs path.  ``build(settings)`` makes the profile from those
-    that were read on one host (each host of a pair gets its own).
+    that shapes the profile and where it is read: ``sysctl:NAME``, an
+    absolute sysfs path, or ``kallsyms:FUNCTION`` (1 when the running kernel has that
+    function, as ``/proc/kallsyms`` lists it, else 0).  ``build(settings)`` makes the
+    profile from those that were read on one host (each host of a pair gets its own).
     """
 
     driver: str
@@ -92,6 +93,8 @@ register_provider(
         settings={
             "tcp_retries2": "sysctl:net.ipv4.tcp_retries2",
             "tcp_syn_retries": "sysctl:net.ipv4.tcp_syn_retries",
+            # Gone since 6.12 (60dc7fcafea8): whether an admin down ends connections.
+            "netdev_down_walk": "kallsyms:siw_netdev_down",
         },
         build=lambda s: siw_profile(**s) if s else SIW,
     )

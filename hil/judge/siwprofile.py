@@ -157,9 +157,16 @@ def _bound(prov: Provenance) -> float:
     return propose_s(prov.p99_s or 0.0)  # a measured Provenance always has its p99
 
 
-def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
+def siw_profile(
+    tcp_retries2: int = 15, tcp_syn_retries: int = 6, netdev_down_walk: int = 1
+) -> Profile:
     """The soft-iWARP profile for a host whose ``net.ipv4.tcp_retries2`` and
-    ``net.ipv4.tcp_syn_retries`` are given."""
+    ``net.ipv4.tcp_syn_retries`` are given, and whose siw has ``siw_netdev_down``
+    (``netdev_down_walk`` 1) or not (0: 60dc7fcafea8 "RDMA/siw: Remove NETDEV_GOING_DOWN
+    event handler", v6.12, removed it; an administrative down then ends no connection by
+    itself, and an admin pull promises what a carrier pull does.  Measured on 6.12.118,
+    2026-12-06: an idle admin pull's DISCONNECTED came 13.6 s after it, against the
+    1.2 s the walk's bound allows)."""
     # Under traffic the retransmit timer fires at RTO steps, so detection can
     # overshoot the model timeout by up to one step (at most doubling it).
     pull_bound = 2 * tcp_retries2_timeout_s(tcp_retries2) + 2.0
@@ -185,7 +192,7 @@ def siw_profile(tcp_retries2: int = 15, tcp_syn_retries: int = 6) -> Profile:
         pull_idle_basis="siw sets no TCP keepalive: an idle connection sends nothing, so "
         "it never notices a lost carrier [inferred]",
         # siw_netdev_down (a work queued at NETDEV_GOING_DOWN) moves every QP to ERR
-        admin_down_bound_s=_bound(SIW_ADMIN_DOWN),
+        admin_down_bound_s=_bound(SIW_ADMIN_DOWN) if netdev_down_walk else None,
         pull_ports=SIW_PULL_PORTS,
         # siw_query_qp (6.1) never sets qp_attr->qp_state: nldev prints whatever its
         # stack held (RESET on the lab, whatever the QP's state).  [src, lab]

@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hil import tools
 from hil.errors import InputError, NotReady, RemoteError
 from hil.host.irdmadev import IRDMA, roce_refusal
 from hil.host.rdmadev import device_driver, read_file
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     from hil.host.pairsetup import PairState, PortState
     from hil.inventory.model import Pair, Rnic
     from hil.run.request import Progress
+
+
+KALLSYMS = "/proc/kallsyms"
+KALLSYMS_S = 30.0  # a grep of some 100,000 lines on a slow guest
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,18 @@ def _setting(agent: Agent, host: str, where: str) -> str:
     """One setting of a provider, read where its spec says."""
     if where.startswith("sysctl:"):
         return agent.sysctl(where.removeprefix("sysctl:"))
+    if where.startswith("kallsyms:"):
+        return _has_function(agent, host, where.removeprefix("kallsyms:"))
     return read_file(agent, host, where)
+
+
+def _has_function(agent: Agent, host: str, name: str) -> str:
+    """'1' when ``/proc/kallsyms`` lists function ``name`` (a module's too, once loaded),
+    else '0'; RemoteError when the host has no kallsyms to read."""
+    got = agent.run(tools.argv("grep", "-c", "-w", name, KALLSYMS), timeout=KALLSYMS_S)
+    if got.status not in (0, 1):  # grep: 1 no line matched, 2 an error
+        raise RemoteError(host, f"reading {KALLSYMS} failed: {got.stderr.strip()}")
+    return "1" if got.status == 0 else "0"
 
 
 def _settings(agent: Agent, host: str, driver: str) -> dict[str, str]:

@@ -16,7 +16,7 @@ from hil.agent.types import CommandResult
 from hil.errors import InputError, RemoteError
 from hil.host.pairsetup import PairState, PortState
 from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
-from hil.judge.profiles import PairProfile, cxgb4_profile, siw_profile
+from hil.judge.profiles import SIW, PairProfile, cxgb4_profile, siw_profile
 from hil.run.provider import detect
 
 SIW_DESC = "Software iWARP stack"
@@ -25,14 +25,26 @@ EP_TIMEOUT = "/sys/module/iw_cxgb4/parameters/ep_timeout_secs"
 
 
 class SysfsAgent:
-    """A host's agent that knows a few files and sysctls."""
+    """A host's agent that knows a few files, sysctls and the kernel's functions
+    (``/proc/kallsyms``; None: it cannot be read)."""
 
-    def __init__(self, files: dict[str, str], sysctls: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        files: dict[str, str],
+        sysctls: dict[str, str] | None = None,
+        functions: frozenset[str] | None = frozenset({"siw_netdev_down"}),
+    ) -> None:
         self.files = files
         self.sysctls = sysctls or {}
+        self.functions = functions
 
     def run(self, argv: list[str], timeout: float = 60.0) -> CommandResult:
         path = argv[-1]
+        if argv[0].endswith("grep") and path == "/proc/kallsyms":
+            if self.functions is None:
+                return CommandResult(tuple(argv), 2, "", "grep: /proc/kallsyms: Permission denied")
+            listed = argv[-2] in self.functions
+            return CommandResult(tuple(argv), 0 if listed else 1, "1\n" if listed else "0\n", "")
         if argv[0] == "readlink":
             found = self.files.get(path)
             return CommandResult(tuple(argv), 0 if found else 1, found or "", "")
@@ -79,10 +91,15 @@ def _state(dev_a: str, dev_b: str) -> PairState:
     )
 
 
-def _siw(retries2: str, syn_retries: str = "6") -> SysfsAgent:
+def _siw(
+    retries2: str,
+    syn_retries: str = "6",
+    functions: frozenset[str] | None = frozenset({"siw_netdev_down"}),
+) -> SysfsAgent:
     return SysfsAgent(
         {"/sys/class/infiniband/siw_eth1/node_desc": SIW_DESC},
         {"net.ipv4.tcp_retries2": retries2, "net.ipv4.tcp_syn_retries": syn_retries},
+        functions,
     )
 
 
@@ -120,6 +137,30 @@ def test_each_hosts_tcp_syn_retries_bounds_its_unreachable_connect() -> None:
     a, b = provider.profile.of("a"), provider.profile.of("b")
     assert (a.unreachable_bound_s, b.unreachable_bound_s) == (15.0 + 3.0, 127.0 + 3.0)
     assert a.unreachable_connect_error == "ETIMEDOUT"
+
+
+def test_a_siw_without_its_netdev_down_walk_promises_an_admin_pull_what_a_carrier_pull_does() -> (
+    None
+):
+    """6.12 (60dc7fcafea8) has no siw_netdev_down: an admin down ends nothing by itself."""
+    provider = detect(
+        Hosts({"a": _siw("5", functions=frozenset()), "b": _siw("5")}),  # type: ignore[arg-type]
+        _pair(),
+        _state("siw_eth1", "siw_eth1"),
+    )
+    a, b = provider.profile.of("a"), provider.profile.of("b")
+    assert a.admin_down_bound_s is None and b.admin_down_bound_s == SIW.admin_down_bound_s
+    assert a.link_pull_bound_s("admin", False) == a.link_pull_bound_s("carrier", False)
+    assert a.flap_bound_s("admin", 2.0) is None  # a short flap lives on, as a carrier's
+
+
+def test_a_host_whose_kallsyms_cannot_be_read_is_named() -> None:
+    with pytest.raises(RemoteError, match="a: reading /proc/kallsyms failed: grep: /proc/kall"):
+        detect(
+            Hosts({"a": _siw("5", functions=None), "b": _siw("5")}),  # type: ignore[arg-type]
+            _pair(),
+            _state("siw_eth1", "siw_eth1"),
+        )
 
 
 def test_two_hosts_with_the_same_settings_share_one_plain_profile() -> None:

@@ -39,6 +39,7 @@ def _detect(hosts: FakeHosts, dev_a: str = "irdma0", dev_b: str = "irdma0") -> P
 def _fall_back_to_siw(hosts: FakeHosts, host: str) -> None:
     agent = hosts.recorded(host)
     agent.write(f"/sys/class/infiniband/{SIW_DEVICE}/node_desc", "Software iWARP stack\n")
+    agent.record("grep -c -w siw_netdev_down /proc/kallsyms", "1\n")  # a 6.1 siw
     agent.sysctls |= {"net.ipv4.tcp_retries2": "5", "net.ipv4.tcp_syn_retries": "6"}
 
 

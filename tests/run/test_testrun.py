@@ -217,12 +217,14 @@ def test_a_crashed_host_skips_every_stage_that_asks_the_hosts() -> None:
 
 
 class Gone(Agent):
-    """An agent whose connection was cut under the test (a Ctrl-C mid-call)."""
+    """An agent whose connection is cut under the test (a Ctrl-C mid-call), once ``gone``."""
+
+    gone = False
 
     def rdma_resources(
         self, types: Sequence[str] | None = None, timeout: float = 30
     ) -> dict[str, int]:
-        if self.calls:
+        if self.gone:
             raise HilError(f"{self.name}: agent rdma_resources: the agent ended")
         return super().rdma_resources(types, timeout)
 
@@ -231,9 +233,10 @@ def test_an_agent_lost_under_an_interrupted_test_leaves_the_interrupt_and_a_lab_
     """Seen on the debug lab (2026-12-06): the evidence's HilError replaced the
     KeyboardInterrupt, and ``hil peer fuzz`` ended with 'hil: error' for a Ctrl-C."""
     run = _run(Told())
-    run.agents["lab-b"] = Gone("lab-b")
+    gone = run.agents["lab-b"] = Gone("lab-b")
     with pytest.raises(KeyboardInterrupt):
         with TestRun(run, "test_x", QUICK) as t:
+            gone.gone = True
             raise KeyboardInterrupt
     assert t.result is not None and t.result.outcome == "error"
     assert any("evidence not taken after the test: lab-b" in e for e in t.result.lab_errors)
