@@ -43,6 +43,12 @@ CONNECTED: list[dict[str, Any]] = [
     {"step": "dut", "action": "accept"},
     REPLY,
 ]
+# The DUT, a receive posted, connects to the peer's listener and sends its MPA request.
+DUT_CONNECTS: list[dict[str, Any]] = [
+    {"step": "dut", "action": "post_recv", "args": {"length": 64}},
+    {"step": "dut", "action": "connect"},
+    {"step": "expect", "frame": "mpa_request", "within": PROMPT_S},
+]
 TERMINATED: list[dict[str, Any]] = [
     {"step": "expect", "frame": "fpdu", "within": PROMPT_S, "fields": {"opcode": "terminate"}},
     {"step": "expect", "frame": "close", "within": PROMPT_S},
@@ -165,9 +171,7 @@ _BUILT_IN: list[dict[str, Any]] = [
         "expectation": "reply_and_fpdu_one_segment",
         "description": "the DUT connects; the MPA reply and a SEND reach it in one segment",
         "steps": [
-            {"step": "dut", "action": "post_recv", "args": {"length": 64}},
-            {"step": "dut", "action": "connect"},
-            {"step": "expect", "frame": "mpa_request", "within": PROMPT_S},
+            *DUT_CONNECTS,
             {"step": "send", "frame": "mpa_reply", "rev": 2, "coalesce_with_next": True},
             SEND_HIL,
             RECV_HIL,

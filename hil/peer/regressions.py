@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from hil.cm.regressions.evidence import noted
 from hil.cm.regressions.ktrace import SIW_WORK, Trace, runs_before
 from hil.judge.timeline import Timeline
-from hil.peer.builtin import CONNECTED, PROMPT_S, RECV_HIL, SEND_HIL
+from hil.peer.builtin import CONNECTED, DUT_CONNECTS, PROMPT_S, RECV_HIL, SEND_HIL
 from hil.peer.run import PeerRun, run_scenario
 from hil.peer.scenario import parse
 
@@ -106,9 +106,7 @@ REPLY_IN_PIECES = parse(
         "expectation": "reply_in_pieces",
         "description": "the DUT connects; its MPA reply comes in two pieces 1.5 s apart",
         "steps": [
-            {"step": "dut", "action": "post_recv", "args": {"length": 64}},
-            {"step": "dut", "action": "connect"},
-            {"step": "expect", "frame": "mpa_request", "within": PROMPT_S},
+            *DUT_CONNECTS,
             {
                 "step": "send",
                 "frame": "mpa_reply",
