@@ -35,6 +35,7 @@ class FakeKernel:
         self.lib, self.reject = lib, reject
         self.stop = threading.Event()
         self.connects = 0
+        self.answered = 0  # connects whose event is pushed
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -55,9 +56,19 @@ class FakeKernel:
                     self.connects += 1
                     status = -104 if kind == "REJECTED" else 0
                     self.lib.cm.push(EVENT[kind], args[0], 0, status)
+                    self.answered += 1
                 elif name in answers:
                     self.lib.cm.push(EVENT[answers[name]], args[0])
             time.sleep(0.001)
+
+
+def wait_answered(kernel: FakeKernel, before: int) -> None:
+    """Wait until the fake kernel has answered one more connect: a fixed sleep is not
+    enough on a loaded CI machine."""
+    deadline = time.monotonic() + 5
+    while kernel.answered == before and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert kernel.answered > before, "the fake kernel did not answer the connect in 5 s"
 
 
 @pytest.fixture
@@ -124,8 +135,9 @@ def test_a_connect_storm_reads_the_channel_itself_as_cmtime_does(
 
     def issue(handle: int, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> None:
         connecting.add(threading.get_ident())
+        before = kernel.answered
         connect(handle, private_data, ird, ord)
-        time.sleep(0.005)  # as siw's blocks: the fake kernel has answered before it returns
+        wait_answered(kernel, before)  # as siw's blocks: answered before it returns
 
     w.ch.read_event, w.ch.connect = read, issue  # type: ignore[method-assign]
     got = w.storm(role="connect", count=6, dst=DST, port=7471, wait_s=5)
@@ -321,8 +333,9 @@ def test_a_connect_step_s_events_are_logged_once_its_span_ended(
 
     def slow_connect(handle: int, private_data: bytes = b"", ird: int = 1, ord: int = 1) -> None:
         established_at.append(logged())
+        before = kernel.answered
         connect(handle, private_data, ird, ord)
-        time.sleep(0.005)  # the fake kernel answers meanwhile: read before the next call
+        wait_answered(kernel, before)  # queued before the next call: read between calls
 
     def spy(handle: int) -> None:
         established_at.append(logged())
