@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hil.agent.remote.peer import rdmap
+from hil.agent.protocol import rdmap
 from hil.peer.builtin import SCENARIOS
 from hil.peer.builtin_regressions import UNKNOWN_OPCODE
 from hil.peer.scenario import Dut, Expect, Send

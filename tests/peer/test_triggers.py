@@ -32,11 +32,13 @@ def test_a_pd_length_the_private_data_implies_counts_too() -> None:
     assert sent_above(_with(_reply(rev=2, private_data="00" * 300)), PDLEN) == 304  # + IRD/ORD
 
 
-def test_the_built_in_replies_and_a_truncated_header_send_no_trigger() -> None:
+def test_the_built_in_replies_send_no_trigger_and_a_cut_header_reads_on() -> None:
     assert sent_above(SCENARIOS["neg-dut-ird-ord-0"], PDLEN) is None
     assert sent_above(SCENARIOS["v2-connect-send"], PDLEN) is None  # the DUT replies, not the peer
     truncated = replace(_reply(rev=2, pd_length=600), truncate=19)
-    assert sent_above(_with(truncated), PDLEN) is None
+    # Cut one byte short: the SEND after it gives byte 19, its ULPDU_Length's high byte.
+    assert sent_above(_with(truncated), PDLEN) == 0x0200
+    assert sent_above(_with(replace(truncated, truncate=18)), PDLEN) is None  # ULPDU_Length
     assert sent_above(_with(replace(truncated, truncate=20)), PDLEN) == 600
 
 
@@ -55,3 +57,39 @@ def test_pd_length_is_read_where_the_dut_reads_it_on_the_stream() -> None:
             [cut, _reply(rev=2)] if isinstance(step, Send) and step.frame == "mpa_reply" else [step]
         )
     assert sent_above(replace(base, steps=tuple(steps)), PDLEN) == int.from_bytes(b"ep", "big")
+
+
+def _fpdu_first(fpdu: Send) -> Scenario:
+    """neg-dut-ird-ord-0 with ``fpdu`` sent before the peer's reply."""
+    base = SCENARIOS["neg-dut-ird-ord-0"]
+    steps: list[Step] = []
+    for step in base.steps:
+        first = isinstance(step, Send) and step.frame == "mpa_reply"
+        steps += [fpdu, step] if first else [step]
+    return replace(base, steps=tuple(steps))
+
+
+def test_an_fpdu_before_the_reply_is_read_as_the_reply_s_header() -> None:
+    # Fuzz case 508 of seed 61206 (debug lab, 2026-12-06): a SEND before the reply; its
+    # untagged DDP header fills bytes 2-19, so PD_Length is MO's low half (RFC 5041 4.4).
+    send = Send("fpdu", (("opcode", "send"), ("payload", "68696c"), ("mo", 0xFFFFFFFF)))
+    assert sent_above(_fpdu_first(send), PDLEN) == 0xFFFF
+    assert sent_above(_fpdu_first(replace(send, fields=(("opcode", "send"),))), PDLEN) is None
+    # A tagged WRITE with no payload is 18 bytes before its CRC: bytes 18-19 are the CRC's,
+    # which depends on the negotiation, so the head is not judged.
+    empty_write = Send("fpdu", (("opcode", "write"), ("stag", 0xFFFF), ("to", 0xFFFF)))
+    assert sent_above(_fpdu_first(empty_write), PDLEN) is None
+
+
+def test_the_dut_reads_a_request_when_it_listens() -> None:
+    # v2-connect-send: the peer connects, so the DUT reads its stream as a request and a
+    # reply's trigger never applies, whatever the bytes.
+    base = SCENARIOS["v2-connect-send"]
+    steps = tuple(
+        Send("mpa_request", (("pd_length", 600),))
+        if isinstance(s, Send) and s.frame == "mpa_request"
+        else s
+        for s in base.steps
+    )
+    assert sent_above(replace(base, steps=steps), PDLEN) is None
+    assert sent_above(replace(base, steps=steps), Trigger("mpa_request", "pd_length", 256)) == 600

@@ -18,10 +18,13 @@ Callers import the package; it names every module's public declarations
 - ``scenario``: scripts an endpoint runs by itself; ``storm``: storms;
 - ``payload``: a connection's payload checked byte for byte;
 - ``peer``: the reference peer's scenario runs (remote/peer/);
-- ``frames``, ``mpa``: the peer's frames as fields, and MPA frames encoded and
-  decoded.  The peer sends them, and the controller's fuzzer rebuilds what a
-  scenario puts on the stream (hil/peer/triggers.py); imported by module name,
-  not named here;
+- the peer's frame codec: ``frames``, frames as fields, field overrides,
+  ``FrameError``; ``mpa``, MPA request and reply frames and the v2 IRD/ORD words
+  (RFC 5044 7.1, RFC 6581 5); ``crc32c``, MPA's CRC (RFC 3385); ``fpdu``, MPA
+  framing of an FPDU (RFC 5044 4); ``ddp``, DDP tagged and untagged headers (RFC
+  5041 4); ``rdmap``, RDMAP messages, a whole ULPDU (RFC 5040 4).  The peer sends
+  them, and the controller's fuzzer rebuilds what a scenario puts on the stream
+  (hil/peer/triggers.py); imported by module name, not named here;
 - ``spec``: :class:`Method` and :class:`CMOp`, and their tables;
 - ``checks``: checking a value against its declaration.
 

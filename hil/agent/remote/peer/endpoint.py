@@ -28,9 +28,8 @@ import struct
 import time
 from typing import Any
 
-from ...protocol import mpa
+from ...protocol import fpdu, mpa, rdmap
 from ...protocol.frames import Fields, FrameError, raw
-from . import fpdu, rdmap
 
 Entry = dict[str, Any]
 CLOSES = ("fin", "rst")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hil.agent.remote.peer.crc32c import crc32c, from_wire, wire_bytes
+from hil.agent.protocol.crc32c import crc32c, from_wire, wire_bytes
 
 # RFC 3720 B.4: each data block and the CRC bytes as the RFC lists them (the wire order).
 READ_PDU = bytes.fromhex(

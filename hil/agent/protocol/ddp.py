@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-from ...protocol.frames import Fields, int_field, short
+from .frames import Fields, int_field, short
 
 CONTROL = 2
 TAGGED = 14  # RFC 5041 4.2

@@ -1,5 +1,6 @@
 """The peer's codecs: FPDU framing, DDP and RDMAP, round trips, overrides and malformed
-input (hil/agent/remote/peer/; the MPA frames' own: tests/agent/test_protocol_mpa.py)."""
+input (hil/agent/protocol/fpdu.py, ddp.py, rdmap.py; the MPA frames' own:
+tests/agent/test_protocol_mpa.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ import struct
 
 import pytest
 
-from hil.agent.protocol import mpa
+from hil.agent.protocol import fpdu, mpa, rdmap
+from hil.agent.protocol.crc32c import crc32c
 from hil.agent.protocol.frames import FrameError
-from hil.agent.remote.peer import fpdu, rdmap
-from hil.agent.remote.peer.crc32c import crc32c
 
 
 def test_overrides_that_cannot_be_encoded_are_refused_by_name() -> None:

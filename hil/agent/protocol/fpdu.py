@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import struct
 
-from ...protocol.frames import Fields, FrameError, int_field, short
 from . import rdmap
 from .crc32c import crc32c, from_wire, wire_bytes
+from .frames import Fields, FrameError, int_field, short
 
 LENGTH = 2
 CRC = 4

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import struct
 
-from ...protocol import PEER_OPCODES
-from ...protocol.frames import Fields, FrameError, hex_field, int_field, short
 from . import ddp
+from .frames import Fields, FrameError, hex_field, int_field, short
+from .peer import PEER_OPCODES
 
 OPCODES = PEER_OPCODES  # RFC 5040 4.3, the index is the opcode
 TAGGED_OPS = ("write", "read_response")  # RFC 5040 4.3
