@@ -63,7 +63,8 @@ RIP = re.compile(r"\bRIP: [0-9a-f]+:([A-Za-z_][\w.]*)\+0x")  # x86's faulting fu
 # __die_header's "%s: %04lx [#%d]"), which a debug kernel's "KASAN" makes a report line.
 OOPS = re.compile(r"^\s*(?:Oops: |[a-z][a-z ]*: [0-9a-f]{4} \[#\d+\])")
 ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
-TRIGGER = re.compile(r"^([a-z_]+) ([a-z_]+) > (\d+)$")  # "mpa_reply pd_length > 256"
+# "mpa_reply pd_length > 256", "mpa_reply pd_length in 1..3"
+TRIGGER = re.compile(r"^([a-z_]+) ([a-z_]+) (?:> (\d+)|in (\d+)\.\.(\d+))$")
 
 
 # The address families the plugin gives suite tests (hil.plugin.fixtures): the last
@@ -82,15 +83,23 @@ def covers(entry: str, nodeid: str) -> bool:
 
 @dataclass(frozen=True)
 class Trigger:
-    """A frame the reference peer sends whose ``field`` is above ``above``: what sets off a
-    finding that stops the kernel, so that the fuzzer need not run it again."""
+    """A frame the reference peer sends whose ``field`` is above ``above`` (and at most
+    ``up_to``, when it is set): what sets off a finding that stops the kernel, so that the
+    fuzzer need not run it again."""
 
     frame: str
     field: str
     above: int
+    up_to: int | None = None
+
+    def holds(self, value: int) -> bool:
+        """Whether a sent ``value`` of the field sets the finding off."""
+        return value > self.above and (self.up_to is None or value <= self.up_to)
 
     def __str__(self) -> str:
-        return f"{self.frame} {self.field} > {self.above}"
+        if self.up_to is None:
+            return f"{self.frame} {self.field} > {self.above}"
+        return f"{self.frame} {self.field} in {self.above + 1}..{self.up_to}"
 
 
 @dataclass(frozen=True)
@@ -364,16 +373,25 @@ def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
 
 
 def _trigger(where: str, raw: Any, crashes: bool) -> Trigger | None:
-    """An entry's ``fuzz_trigger`` ("FRAME FIELD > N"); InputError when it is malformed or
-    on an entry that does not stop the kernel (the fuzzer runs every other case)."""
+    """An entry's ``fuzz_trigger`` ("FRAME FIELD > N" or "FRAME FIELD in LOW..HIGH");
+    InputError when it is malformed or on an entry that does not stop the kernel (the
+    fuzzer runs every other case)."""
     if raw is None:
         return None
     found = TRIGGER.match(str(raw).strip())
     if found is None:
-        raise InputError(f"{where}: fuzz_trigger {raw!r} is not 'FRAME FIELD > NUMBER'")
+        raise InputError(
+            f"{where}: fuzz_trigger {raw!r} is neither 'FRAME FIELD > NUMBER' nor "
+            "'FRAME FIELD in LOW..HIGH'"
+        )
     if not crashes:
         raise InputError(f"{where}: fuzz_trigger is for an entry with crashes: true")
-    return Trigger(found.group(1), found.group(2), int(found.group(3)))
+    frame, field, above, low, high = found.groups()
+    if above is not None:
+        return Trigger(frame, field, int(above))
+    if int(low) > int(high):
+        raise InputError(f"{where}: fuzz_trigger {raw!r}: {low}..{high} is an empty range")
+    return Trigger(frame, field, int(low) - 1, int(high))
 
 
 def _oops_of(current: list[KernelLogLine] | None, line: KernelLogLine) -> bool:

@@ -23,16 +23,16 @@ from hil.judge.known import Trigger
 from hil.peer.scenario import Scenario, Send
 
 
-def sent_above(scenario: Scenario, trigger: Trigger) -> int | None:
-    """The value above the trigger's that the scenario's sends give its field, as the DUT
-    reads it; None when they give none (or none that can be told)."""
+def sent_value(scenario: Scenario, trigger: Trigger) -> int | None:
+    """The value that the scenario's sends give the trigger's field, as the DUT reads it,
+    when it sets the trigger off; None when they give none (or none that can be told)."""
     sends = [s for s in scenario.steps if isinstance(s, Send)]
     if trigger.frame in mpa.KEYS and trigger.field == "pd_length":
         value = _pd_length_read(scenario, sends, trigger.frame)
-        return value if value is not None and value > trigger.above else None
+        return value if value is not None and trigger.holds(value) else None
     for send in sends:
         given = dict(send.fields).get(trigger.field) if send.frame == trigger.frame else None
-        if isinstance(given, int) and not isinstance(given, bool) and given > trigger.above:
+        if isinstance(given, int) and not isinstance(given, bool) and trigger.holds(given):
             return given
     return None
 

@@ -38,7 +38,7 @@ from hil.judge.known import known_crash
 from hil.judge.peerproviders import known_unsent
 from hil.judge.timeline import KernelLogLine
 from hil.peer.run import peer_of, run_scenario
-from hil.peer.triggers import sent_above
+from hil.peer.triggers import sent_value
 from hil.run.testparts import TestOptions
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class DutCheck:
             trigger = finding.fuzz_trigger
             if trigger is None or not finding.known_on(self._dut_release):
                 continue
-            value = sent_above(scenario, trigger)
+            value = sent_value(scenario, trigger)
             if value is not None:
                 return (
                     f"it sends {trigger.frame} {trigger.field} {value}, which stops "

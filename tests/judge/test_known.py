@@ -330,7 +330,15 @@ def test_a_fuzz_trigger_is_a_frame_a_field_and_a_bound_on_a_crashing_entry(
     assert finding.fuzz_trigger == known.Trigger("mpa_reply", "pd_length", 256)
     assert finding.known_on("6.1.192") and not finding.known_on("6.12.118")
     path.write_text(yaml.safe_dump([{**trigger, "fuzz_trigger": "pd_length above 256"}]))
-    with pytest.raises(InputError, match="fuzz_trigger 'pd_length above 256' is not 'FRAME"):
+    with pytest.raises(InputError, match="fuzz_trigger 'pd_length above 256' is neither"):
+        known.load(path, ROOT)
+    path.write_text(yaml.safe_dump([{**trigger, "fuzz_trigger": "mpa_reply pd_length in 1..3"}]))
+    (finding,) = known.load(path, ROOT)
+    short = known.Trigger("mpa_reply", "pd_length", 0, 3)
+    assert finding.fuzz_trigger == short and str(short) == "mpa_reply pd_length in 1..3"
+    assert [v for v in range(6) if short.holds(v)] == [1, 2, 3]
+    path.write_text(yaml.safe_dump([{**trigger, "fuzz_trigger": "mpa_reply pd_length in 3..1"}]))
+    with pytest.raises(InputError, match="3..1 is an empty range"):
         known.load(path, ROOT)
     path.write_text(yaml.safe_dump([{**trigger, "crashes": False}]))
     with pytest.raises(InputError, match="fuzz_trigger is for an entry with crashes: true"):

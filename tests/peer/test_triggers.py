@@ -7,7 +7,7 @@ from dataclasses import replace
 from hil.judge.known import Trigger
 from hil.peer.builtin import SCENARIOS
 from hil.peer.scenario import Scenario, Send, Step
-from hil.peer.triggers import sent_above
+from hil.peer.triggers import sent_value
 
 PDLEN = Trigger("mpa_reply", "pd_length", 256)
 
@@ -24,29 +24,29 @@ def _with(send: Send) -> Scenario:
 
 
 def test_a_pd_length_set_above_the_trigger_is_found() -> None:
-    assert sent_above(SCENARIOS["mpa-reply-pd-too-long"], PDLEN) == 513
-    assert sent_above(_with(_reply(rev=2, pd_length=600)), PDLEN) == 600
+    assert sent_value(SCENARIOS["mpa-reply-pd-too-long"], PDLEN) == 513
+    assert sent_value(_with(_reply(rev=2, pd_length=600)), PDLEN) == 600
 
 
 def test_a_pd_length_the_private_data_implies_counts_too() -> None:
-    assert sent_above(_with(_reply(rev=2, private_data="00" * 300)), PDLEN) == 304  # + IRD/ORD
+    assert sent_value(_with(_reply(rev=2, private_data="00" * 300)), PDLEN) == 304  # + IRD/ORD
 
 
 def test_the_built_in_replies_send_no_trigger_and_a_cut_header_reads_on() -> None:
-    assert sent_above(SCENARIOS["neg-dut-ird-ord-0"], PDLEN) is None
-    assert sent_above(SCENARIOS["v2-connect-send"], PDLEN) is None  # the DUT replies, not the peer
+    assert sent_value(SCENARIOS["neg-dut-ird-ord-0"], PDLEN) is None
+    assert sent_value(SCENARIOS["v2-connect-send"], PDLEN) is None  # the DUT replies, not the peer
     truncated = replace(_reply(rev=2, pd_length=600), truncate=19)
     # Cut one byte short: the SEND after it gives byte 19, its ULPDU_Length's high byte.
-    assert sent_above(_with(truncated), PDLEN) == 0x0200
-    assert sent_above(_with(replace(truncated, truncate=18)), PDLEN) is None  # ULPDU_Length
-    assert sent_above(_with(replace(truncated, truncate=20)), PDLEN) == 600
+    assert sent_value(_with(truncated), PDLEN) == 0x0200
+    assert sent_value(_with(replace(truncated, truncate=18)), PDLEN) is None  # ULPDU_Length
+    assert sent_value(_with(replace(truncated, truncate=20)), PDLEN) == 600
 
 
 def test_pd_length_is_read_where_the_dut_reads_it_on_the_stream() -> None:
     # Fuzz case 107 of seed 61206 (debug lab, 2026-12-06): a 26-byte key, so bytes 18-19
     # are the key's (0x7b8b), and siw crashed on it.
     long_key = _reply(ird=256, ord=256, key="a96c20a87c6a264226e64068942a92b821167b8b0f357379a506")
-    assert sent_above(_with(long_key), PDLEN) == 0x7B8B
+    assert sent_value(_with(long_key), PDLEN) == 0x7B8B
     # A reply cut at 10 bytes, then a whole one: header bytes 18-19 are the second's 8-9,
     # "ep" of "MPA ID Rep Frame".
     cut = replace(_reply(rev=2), truncate=10)
@@ -56,7 +56,7 @@ def test_pd_length_is_read_where_the_dut_reads_it_on_the_stream() -> None:
         steps += (
             [cut, _reply(rev=2)] if isinstance(step, Send) and step.frame == "mpa_reply" else [step]
         )
-    assert sent_above(replace(base, steps=tuple(steps)), PDLEN) == int.from_bytes(b"ep", "big")
+    assert sent_value(replace(base, steps=tuple(steps)), PDLEN) == int.from_bytes(b"ep", "big")
 
 
 def _fpdu_first(fpdu: Send) -> Scenario:
@@ -73,12 +73,12 @@ def test_an_fpdu_before_the_reply_is_read_as_the_reply_s_header() -> None:
     # Fuzz case 508 of seed 61206 (debug lab, 2026-12-06): a SEND before the reply; its
     # untagged DDP header fills bytes 2-19, so PD_Length is MO's low half (RFC 5041 4.4).
     send = Send("fpdu", (("opcode", "send"), ("payload", "68696c"), ("mo", 0xFFFFFFFF)))
-    assert sent_above(_fpdu_first(send), PDLEN) == 0xFFFF
-    assert sent_above(_fpdu_first(replace(send, fields=(("opcode", "send"),))), PDLEN) is None
+    assert sent_value(_fpdu_first(send), PDLEN) == 0xFFFF
+    assert sent_value(_fpdu_first(replace(send, fields=(("opcode", "send"),))), PDLEN) is None
     # A tagged WRITE with no payload is 18 bytes before its CRC: bytes 18-19 are the CRC's,
     # which depends on the negotiation, so the head is not judged.
     empty_write = Send("fpdu", (("opcode", "write"), ("stag", 0xFFFF), ("to", 0xFFFF)))
-    assert sent_above(_fpdu_first(empty_write), PDLEN) is None
+    assert sent_value(_fpdu_first(empty_write), PDLEN) is None
 
 
 def test_the_dut_reads_a_request_when_it_listens() -> None:
@@ -91,5 +91,14 @@ def test_the_dut_reads_a_request_when_it_listens() -> None:
         else s
         for s in base.steps
     )
-    assert sent_above(replace(base, steps=steps), PDLEN) is None
-    assert sent_above(replace(base, steps=steps), Trigger("mpa_request", "pd_length", 256)) == 600
+    assert sent_value(replace(base, steps=steps), PDLEN) is None
+    assert sent_value(replace(base, steps=steps), Trigger("mpa_request", "pd_length", 256)) == 600
+
+
+def test_a_trigger_s_range_holds_only_inside_it() -> None:
+    # Fuzz case 510 of seed 61206 (debug lab, 2026-12-06): an enhanced reply with
+    # PD_Length 1, siw-mpa-reply-pd-short-oob's trigger.
+    short = Trigger("mpa_reply", "pd_length", 0, 3)
+    assert sent_value(_with(_reply(ord=16383, ird=8000, pd_length=1)), short) == 1
+    assert sent_value(_with(_reply(pd_length=4)), short) is None
+    assert sent_value(SCENARIOS["neg-dut-ird-ord-0"], short) is None  # PD_Length 4
