@@ -87,10 +87,16 @@ class Stream:
             time.sleep(0.05)
         return False
 
-    def stalled(self, settle: float = 1.0, watch: float = 2.0) -> bool:
-        """True when, after ``settle`` seconds for data in flight, nothing arrives for ``watch``."""
-        time.sleep(settle)
-        return not self.flowing(watch)
+    def stalled(self, watch: float = 2.0, within: float = 20.0) -> bool:
+        """True when nothing arrives for ``watch`` seconds, once what was in flight has been
+        counted (within ``within``).  A stream that still flows never goes quiet that long;
+        a receiver slowed by a loaded machine may still be reading what was in flight after
+        any fixed settle."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if not self.flowing(watch):
+                return True
+        return False
 
     def close(self) -> None:
         """Kill both ends (their namespaces stay to the lab)."""

@@ -39,7 +39,11 @@ def test_the_stop_waits_out_the_writes_in_flight() -> None:
     ch = SlowChannel()
     stream = Stream(ch, 1, "write", 64, 4, (0x1000, 7))  # type: ignore[arg-type]
     stream.start()
-    time.sleep(0.1)
+    # Stopped once a first round of WRITEs completed and the next is in flight (a fixed
+    # 0.1 s did not always let the stream's thread get that far on a loaded machine).
+    deadline = time.monotonic() + 5
+    while not (stream.stats()["ops"] >= 4 and ch.left()) and time.monotonic() < deadline:
+        time.sleep(0.005)
     stats = stream.stop()
     assert ch.left() == 0  # nothing left on the CQ for the next user
-    assert stats["error"] is None and stats["ops"] >= 4
+    assert stats["error"] is None and stats["ops"] >= 4, stats

@@ -12,7 +12,7 @@ import io
 import json
 import threading
 import time
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from fake_rdma import FakeLib
@@ -32,12 +32,26 @@ def later(seconds: float, fn: object, *args: object) -> threading.Thread:
     return t
 
 
+def push_once_waiting(w: Worker, lib: FakeLib, *event: Any) -> None:
+    """Have ``event`` come while the script waits on the log for its trigger: a timer's
+    could come before the script began on a loaded machine (its start stamped after it)."""
+    cond = w.log.cond
+    wait = cond.wait
+
+    def waiting(timeout: float | None = None) -> bool:
+        cond.wait = wait  # type: ignore[method-assign]  # the first wait only
+        lib.cm.push(*event)
+        return wait(timeout)
+
+    cond.wait = waiting  # type: ignore[method-assign]
+
+
 def test_an_event_triggers_a_step_on_its_own_id(worker: tuple[Worker, FakeLib]) -> None:
     """A passive script: accept the CONNECT_REQUEST's id as soon as it arrives."""
     w, lib = worker
     listener = w.listen("198.18.0.2", 7471)["id"]
     child = lib.cm.new_id()
-    later(0.2, lib.cm.push, CONNECT_REQUEST, child, w.ch._id(listener).ptr, 0, b"hi")
+    push_once_waiting(w, lib, CONNECT_REQUEST, child, w.ch._id(listener).ptr, 0, b"hi")
     got = w.scenario(
         steps=[
             {"op": "accept", "on": "CONNECT_REQUEST", "id_of": "event", "name": "c", "wait_s": 5},
@@ -54,7 +68,9 @@ def test_an_event_triggers_a_step_on_its_own_id(worker: tuple[Worker, FakeLib]) 
     )
     # The accept ran after the event was stamped, and says how long after.
     assert accept["target_us"] == event["host_t_us"] <= accept["t_us"]
-    assert accept["late_us"] == accept["t_us"] - accept["target_us"] < 200_000
+    # Late by scheduling only: a missed wakeup would wait out the step's 5 s bound, while a
+    # loaded 2-core machine has woken a thread 68 ms late.
+    assert accept["late_us"] == accept["t_us"] - accept["target_us"] < 1_000_000
     # The disconnect: 20 ms after the accept returned, on the same id.
     assert disconnect["target_us"] == accept["t_us"] + accept["us"] + 20_000
     assert disconnect["t_us"] >= disconnect["target_us"] and disconnect["id"] == accept["id"]
@@ -132,7 +148,8 @@ def test_the_log_starts_after_the_callers_cursor_and_lingers(
     lib.cm.push(ESTABLISHED, w.ch._id(h).ptr)
     w.events(after=0, wait=2.0, types=["ESTABLISHED"])
     later(0.1, lib.cm.push, DISCONNECTED, w.ch._id(h).ptr)
-    got = w.scenario(steps=[{"op": "disconnect", "id": h}], after=1, linger_s=0.4)
+    # The linger outlasts the timer's push and the poller's read on a loaded machine too.
+    got = w.scenario(steps=[{"op": "disconnect", "id": h}], after=1, linger_s=2.0)
     assert [(e["seq"], e["type"]) for e in got["log"] if e["kind"] == "event"] == [
         (2, "DISCONNECTED")
     ]
@@ -186,7 +203,8 @@ def test_a_script_starts_at_its_start_time_and_its_first_step_says_how_late(
     got = w.scenario(steps=[{"op": "pause", "params": {"on": False}}], start_us=start)
     (step,) = got["steps"]
     assert got["t_us"] == step["target_us"] == start <= step["t_us"]
-    assert step["late_us"] == step["t_us"] - start < 50_000
+    # Late by scheduling only (see test_a_step_at_a_host_time_runs_then_not_before).
+    assert step["late_us"] == step["t_us"] - start < 1_000_000
 
 
 def test_a_scripted_write_keeps_its_completion_and_the_destroy_follows_it(

@@ -12,12 +12,14 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from fake_rdma import FakeLib
 
 from hil.agent import protocol
+from hil.agent.remote.cm import stormserve
+from hil.agent.remote.cm.script import sleep_until
 from hil.agent.remote.cm.storm import StormError
 from hil.agent.remote.cm.worker import Worker
 from hil.agent.remote.librdmacm import RawEvent
@@ -36,6 +38,7 @@ class FakeKernel:
         self.stop = threading.Event()
         self.connects = 0
         self.answered = 0  # connects whose event is pushed
+        self.accepted = 0  # accepts whose ESTABLISHED is pushed
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -59,16 +62,43 @@ class FakeKernel:
                     self.answered += 1
                 elif name in answers:
                     self.lib.cm.push(EVENT[answers[name]], args[0])
+                    if name == "rdma_accept":
+                        self.accepted += 1
             time.sleep(0.001)
 
 
-def wait_answered(kernel: FakeKernel, before: int) -> None:
-    """Wait until the fake kernel has answered one more connect: a fixed sleep is not
-    enough on a loaded CI machine."""
+def within_5s(condition: Callable[[], bool]) -> bool:
+    """Whether ``condition`` holds within 5 s: a fixed sleep is not enough on a loaded CI
+    machine for another thread to have done its part."""
     deadline = time.monotonic() + 5
-    while kernel.answered == before and time.monotonic() < deadline:
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.001)
-    assert kernel.answered > before, "the fake kernel did not answer the connect in 5 s"
+    return True
+
+
+def wait_answered(kernel: FakeKernel, before: int) -> None:
+    """Wait until the fake kernel has answered one more connect."""
+    assert within_5s(lambda: kernel.answered > before), (
+        "the fake kernel did not answer the connect in 5 s"
+    )
+
+
+def storm_reading(w: Worker) -> threading.Event:
+    """An event set once this thread (the storm's, called from here) reads the channel
+    itself: the storm holds the channel then, so what a peer sends after it is the
+    storm's to read, not the poller's."""
+    me, read = threading.get_ident(), w.ch.read_event
+    reading = threading.Event()
+
+    def spy(timeout_s: float) -> RawEvent | None:
+        if threading.get_ident() == me:
+            reading.set()
+        return read(timeout_s)
+
+    w.ch.read_event = spy  # type: ignore[method-assign]
+    return reading
 
 
 @pytest.fixture
@@ -202,18 +232,22 @@ def test_serve_accepts_each_request_and_destroys_each_id_on_its_disconnected(
     w, lib = worker
     listener = w.listen(DST, 7471)["id"]
     children = [lib.cm.new_id() for _ in range(3)]
+    holding = storm_reading(w)
 
     def peer() -> None:
-        time.sleep(0.1)
+        holding.wait(5)  # the storm holds the channel: the requests are its to read
         for i, child in enumerate(children):
             tag = f"hil-storm-p0-{i:04d}".encode() + b"\0\0"  # a provider may pad
             lib.cm.push(EVENT["CONNECT_REQUEST"], child, w.ch._id(listener).ptr, 0, tag)
-        time.sleep(0.2)
+        # The closes after each ESTABLISHED, as a real peer's come (the fake kernel's
+        # answers to the accepts may take longer than any fixed wait on a loaded machine).
+        within_5s(lambda: kernel.accepted == len(children))
         for child in children:
             lib.cm.push(EVENT["DISCONNECTED"], child)
 
     threading.Thread(target=peer, daemon=True).start()
     got = w.storm(role="serve", count=3, listen_id=listener, wait_s=5, idle_s=2)
+    assert holding.is_set(), "the storm never read its channel itself"
     protocol.OP_STORM.decode(got, strict=True)
     assert [c["tag"] for c in got["conns"]] == [f"hil-storm-p0-{i:04d}" for i in range(3)]
     for c in got["conns"]:
@@ -236,8 +270,13 @@ def test_connections_without_traffic_share_one_pd_and_cq_and_get_no_buffer(
     assert lib.verbs.recvs == 0
     assert lib.verbs.released == []  # the shared PD and CQ outlive the storm's ids...
     w.poller.closing.set()
-    time.sleep(0.3)  # the poller's last read of the channel (0.1 s) is over
-    w.close()
+    # Closed under the poller's read lock: its last read of the channel is over and it
+    # starts none on the channel being closed (a fixed 0.3 s was not always enough).
+    assert w.poller.reading.acquire(timeout=5), "the poller's read did not end in 5 s"
+    try:
+        w.close()
+    finally:
+        w.poller.reading.release()
     assert lib.verbs.released == ["cq", "pd"]  # ...and go with the channel
 
 
@@ -250,11 +289,12 @@ def test_serve_reads_the_channel_itself_and_logs_each_event_once_in_order(
     listener = w.listen(DST, 7471)["id"]
     children = [lib.cm.new_id() for _ in range(2)]
     lp = w.ch._id(listener).ptr
+    holding = storm_reading(w)
 
     made_first: list[str] = []
 
     def peer() -> None:
-        time.sleep(0.2)  # the storm holds the channel by now
+        holding.wait(5)  # the storm holds the channel: the requests are its to read
         made_first.extend(lib.verbs.made)
         for i, child in enumerate(children):
             lib.cm.push(EVENT["CONNECT_REQUEST"], child, lp, 0, f"hil-storm-p0-{i:04d}".encode())
@@ -263,6 +303,7 @@ def test_serve_reads_the_channel_itself_and_logs_each_event_once_in_order(
 
     threading.Thread(target=peer, daemon=True).start()
     got = w.storm(role="serve", count=2, listen_id=listener, wait_s=5, idle_s=2)
+    assert holding.is_set(), "the storm never read its channel itself"
     assert [c["tag"] for c in got["conns"]] == ["hil-storm-p0-0000", "hil-storm-p0-0001"]
     assert all(c["result"] == "ok" and "destroy" in c["steps"] for c in got["conns"])
     events = [(e["type"], e["id"]) for e in got["log"] if e["kind"] == "event"]
@@ -295,17 +336,19 @@ def test_serve_accepts_a_request_first_and_keeps_its_bookkeeping_for_after(
         accept(handle, private_data, ird, ord)
 
     def peer() -> None:
-        time.sleep(0.2)
+        holding.wait(5)  # the storm holds the channel: the requests are its to read
         children = [lib.cm.new_id() for _ in range(2)]
         for i, child in enumerate(children):
             lib.cm.push(EVENT["CONNECT_REQUEST"], child, lp, 0, f"hil-storm-p0-{i:04d}".encode())
-        time.sleep(0.1)
+        within_5s(lambda: kernel.accepted == len(children))  # each ESTABLISHED before the closes
         for child in children:
             lib.cm.push(EVENT["DISCONNECTED"], child)
 
     w.ch.accept = spy  # type: ignore[method-assign]
+    holding = storm_reading(w)
     threading.Thread(target=peer, daemon=True).start()
     got = w.storm(role="serve", count=2, listen_id=listener, wait_s=5, idle_s=2)
+    assert holding.is_set(), "the storm never read its channel itself"
     assert at_accept == [(mark, 1), (mark, 2)]  # each after its QP, before any log entry
     requests = [e for e in got["log"] if e["kind"] == "event" and e["type"] == "CONNECT_REQUEST"]
     accepts = [a for a in got["actions"] if a["name"] == "accept"]
@@ -355,20 +398,26 @@ def test_a_connect_step_s_events_are_logged_once_its_span_ended(
 
 
 def test_serve_holding_its_channel_leaves_requests_unread_until_the_hold_ends(
-    worker: tuple[Worker, FakeLib],
+    worker: tuple[Worker, FakeLib], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     w, lib = worker
     listener = w.listen(DST, 7471)["id"]
     child = lib.cm.new_id()
+
+    def hold(target_us: int) -> None:
+        # The request and its close come as the hold begins, the storm holding its channel
+        # (timers' could come before the storm took it, on a loaded machine).
+        lib.cm.push(EVENT["CONNECT_REQUEST"], child, w.ch._id(listener).ptr, 0, b"x")
+        lib.cm.push(EVENT["DISCONNECTED"], child)
+        sleep_until(target_us)
+
+    monkeypatch.setattr(stormserve, "sleep_until", hold)
     start = time.monotonic_ns() // 1000
-    threading.Timer(
-        0.2, lib.cm.push, (EVENT["CONNECT_REQUEST"], child, w.ch._id(listener).ptr, 0, b"x")
-    ).start()
-    threading.Timer(0.9, lib.cm.push, (EVENT["DISCONNECTED"], child)).start()
     got = w.storm(
         role="serve", count=1, listen_id=listener, hold_s=0.6, start_us=start, deadline_s=5
     )
-    request = next(e for e in got["log"] if e["kind"] == "event")
+    request = next((e for e in got["log"] if e["kind"] == "event"), None)
+    assert request is not None, "the storm held nothing (no request came)"
     assert request["host_t_us"] - start >= 500_000  # read after the hold, not when it came
     assert got["conns"][0]["steps"]["accept"][0] == request["host_t_us"]
 

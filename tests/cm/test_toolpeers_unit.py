@@ -148,7 +148,8 @@ def test_a_server_tool_that_ends_before_it_listens_fails_the_step(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(toolpeers, "LISTEN_POLL_S", 0.01)
-    ctx = context("ucmatose-server", FakeAgent(exits=1))
+    # It never listens: a listener shown while its run returns would race the step's look.
+    ctx = context("ucmatose-server", FakeAgent(listens=False, exits=1))
     with pytest.raises(StepFailed, match="ucmatose ended before it listened"):
         ctx.start()
     assert ctx.finish(1.0)[0] == 1

@@ -237,14 +237,19 @@ def test_flapping_takes_the_senders_port_down_and_leaves_it_up(
 ) -> None:
     link, hosts, _, _, ctl = _setup(tmp_path, store)
     flap = Impairment("flap", every_s=0.1, down_s=0.03)
+    down = ("set_link", {"netdev": "eth1", "up": False, "mtu": None})
+    agent: FakeAgent = hosts.agents["a"]
+
+    def downs() -> int:
+        return agent.calls.count(down)
+
     with ctl.impaired(link, "a>b", [flap]):
-        time.sleep(0.35)
-    downs = [
-        c
-        for c in hosts.agents["a"].calls
-        if c == ("set_link", {"netdev": "eth1", "up": False, "mtu": None})
-    ]
-    assert len(downs) >= 2
+        # Until the flapper's thread has flapped twice (in a fixed 0.35 s it may not have,
+        # on a loaded machine).
+        deadline = time.monotonic() + 5
+        while downs() < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert downs() >= 2
     assert hosts.agents["a"].links["eth1"].up
     assert not ctl.entries(link)
 

@@ -160,11 +160,14 @@ def test_lost_lease_stops_the_run(pytester: pytest.Pytester, lab: dict[str, str]
         import time
         from hil.reservation import Claim, Holder, open_store
 
-        def test_takeover(hil_pair):
+        def test_takeover(hil_pair, hil_run):
             store = open_store({lab["store"]!r})
             store.release(hil_pair.lease.id)
             store.try_acquire([Claim("pair-1", ("h1", "h2"))], Holder.current(note="thief"), 60)
-            time.sleep(2)
+            # Until the heartbeat noticed (a fixed 2 s may not be enough on a loaded machine).
+            deadline = time.monotonic() + 30
+            while hil_run.lease_lost is None and time.monotonic() < deadline:
+                time.sleep(0.05)
 
         def test_never_runs(hil_pair):
             pass

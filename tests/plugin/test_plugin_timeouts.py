@@ -48,13 +48,14 @@ def out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_session_that_overruns_stops_after_the_test_under_way_restored_and_says_so(
     pytester: pytest.Pytester, out: Path
 ) -> None:
-    pytester.makepyfile(SLEEPERS.replace("{sleep}", "0.6"))
-    result = run(pytester, "--hil-timeout-session", "1")
-    # 0.6 s each: past 1 s after the second test, which ends; the other two never start.
+    # The first test ends at once, well within 2 s however slowly a loaded machine gets
+    # there; the second, under way at 2 s, ends 2.5 s later; the other two never start.
+    pytester.makepyfile(SLEEPERS.replace("{sleep}", "2.5 if n == 1 else 0"))
+    result = run(pytester, "--hil-timeout-session", "2")
     assert out.read_text().splitlines() == ["test 0", "test 1", "restored"]
     assert result.ret == pytest.ExitCode.INTERRUPTED
     said = (
-        "timeout (session layer, 1 s: --hil-timeout-session) waiting for its 4 tests: "
+        "timeout (session layer, 2 s: --hil-timeout-session) waiting for its 4 tests: "
         "stopped after test_a_session_that_overruns_stops_after_the_test_under_way_restored_"
         "and_says_so.py::test_sleep[1], 2 not run; the session's teardown restores the pair "
         "as at any end"
@@ -109,20 +110,21 @@ def test_a_slow_setup_is_named_as_the_phase_the_test_layer_cut(
 def test_a_teardown_gets_a_bound_of_its_own_not_what_the_test_left(
     pytester: pytest.Pytester,
 ) -> None:
-    # The teardown is the restore: 0.8 s of setup and call, then 0.8 s of teardown,
-    # each within 1 s; a teardown that hangs is still cut, naming its phase.
+    # The teardown is the restore: 1.5 s of setup and call, then 1.5 s of teardown, each
+    # within 2.5 s (with 1 s to spare for a loaded machine), the teardown more than the
+    # test left; a teardown that hangs is still cut, naming its phase.
     pytester.makepyfile(
         """
         import time, pytest
 
         @pytest.fixture
         def restore():
-            time.sleep(0.4)
+            time.sleep(0.75)
             yield
-            time.sleep(0.8)
+            time.sleep(1.5)
 
         def test_x(restore):
-            time.sleep(0.4)
+            time.sleep(0.75)
 
         @pytest.fixture
         def hangs():
@@ -133,10 +135,10 @@ def test_a_teardown_gets_a_bound_of_its_own_not_what_the_test_left(
             pass
         """
     )
-    result = run(pytester, "--hil-timeout-test", "1")
+    result = run(pytester, "--hil-timeout-test", "2.5")
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(
-        ["*Timeout (test layer, 1 s) waiting for *test_y to finish its teardown"]
+        ["*Timeout (test layer, 2.5 s) waiting for *test_y to finish its teardown"]
     )
 
 
@@ -203,6 +205,17 @@ def test_a_lab_session_with_no_test_timeout_configured_gets_the_test_layers_defa
 
 # -- on the netns lab: real sshd, agent and netlink; the restore is the journal's ----------
 
+# The session's SSH and agents, set up by the first test that asks for them, outside the
+# bound of the test after it: the bound covers setup and call, and connecting to both
+# hosts may take a loaded machine most of a bound of a few seconds.
+CONNECT_FIRST = """
+import pytest
+
+@pytest.mark.timeout(120)
+def test_connect(hil_pair, hil_hosts, hil_journal):
+    pass
+"""
+
 
 def netns_run(
     pytester: pytest.Pytester, lab: NetnsLab, store: Path, *extra: str
@@ -216,10 +229,11 @@ def test_a_test_past_its_bound_on_a_real_pair_still_restores_it(
     pytester: pytest.Pytester, netns_lab: NetnsLab, tmp_path: Path
 ) -> None:
     before = mtu(netns_lab)
-    pytester.makepyfile(CHANGE_MTU.format(mtu=before, after="import time; time.sleep(60)"))
+    test = CHANGE_MTU.format(mtu=before, after="import time; time.sleep(60)")
+    pytester.makepyfile(CONNECT_FIRST + test)
     store = tmp_path / "s.db"
     result = netns_run(pytester, netns_lab, store, "--hil-timeout-test", "3")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         ["*Timeout (test layer, 3 s) waiting for *test_change to finish its call*"]
     )

@@ -35,12 +35,14 @@ def test_a_run_past_its_bound_gets_sigterm_restores_and_says_which_layer_fired(
     tmp_path: Path,
 ) -> None:
     start = time.monotonic()
-    done = run_bounded(child(tmp_path, 60), os.environ, 1, "pytest on suites (run 3)")
-    assert time.monotonic() - start < 10
+    # The bound leaves the child's python time to start and take SIGTERM on a loaded
+    # machine (before its handler, SIGTERM ends it unrestored).
+    done = run_bounded(child(tmp_path, 60), os.environ, 3, "pytest on suites (run 3)")
+    assert time.monotonic() - start < 12
     assert (tmp_path / "out").read_text() == "restored"
     assert done.returncode == 2
     assert done.expired == (
-        "timeout (nightly layer, 1 s: --timeout) waiting for pytest on suites (run 3): "
+        "timeout (nightly layer, 3 s: --timeout) waiting for pytest on suites (run 3): "
         "sent SIGTERM, on which the session restores the pair; it ended (exit 2)"
     )
 
@@ -48,7 +50,8 @@ def test_a_run_past_its_bound_gets_sigterm_restores_and_says_which_layer_fired(
 def test_a_run_that_ignores_sigterm_is_killed_after_the_grace_and_says_so(
     tmp_path: Path,
 ) -> None:
-    done = run_bounded(child(tmp_path, 60, term="ignore"), os.environ, 0.5, "x", grace=0.5)
+    # As above: its python has ignored SIGTERM by the bound (2 s), not died of it.
+    done = run_bounded(child(tmp_path, 60, term="ignore"), os.environ, 2, "x", grace=0.5)
     assert done.returncode == -9
     assert done.expired is not None and done.expired.endswith(
         "sent SIGTERM, it did not end within 0.5 s and was killed: its restore journal is "

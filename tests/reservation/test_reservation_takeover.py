@@ -116,9 +116,11 @@ def test_a_killed_waiter_stops_blocking_the_queue(
 
 
 def test_heartbeat_keeps_the_lease_alive(store: Store) -> None:
-    lease = reserve(store, [AB], Holder.current(), ttl=1.0)
+    # Renewed every third of its TTL: a TTL of 2 s leaves a renewal that a loaded machine
+    # slows (its thread, the store's commit) 1.3 s of slack, one of 1 s only 0.67 s.
+    lease = reserve(store, [AB], Holder.current(), ttl=2.0)
     with Heartbeat(store, lease) as beat:
-        time.sleep(1.5)
+        time.sleep(3.0)  # well past one TTL
         with pytest.raises(BusyError):
             reserve(store, [BC], Holder.current("other"))
         beat.check()

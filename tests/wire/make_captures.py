@@ -7,8 +7,9 @@ TCP connection from 127.0.0.1 to 127.0.0.2:7174, made with plain sockets
 and mpa_peer.py's frames, in a private network namespace (``unshare
 --net``: nothing else is on its loopback, and the drop rules of
 ``no-listener-silent`` and ``pull-carrier-retransmits`` stay in it).  tcpdump (``-i lo -n -U
---immediate-mode -s 512 -w FILE tcp``) is started and seen listening
-before the first SYN and stopped with SIGINT after the last packet; a side
+--immediate-mode -s 512 -w FILE tcp``, and the end mark) is started and seen listening
+before the first SYN and stopped with SIGINT once it wrote the last packet (a datagram
+sent last, :data:`MARK`, taken out of the file after); a side
 told to ``hold`` closes only after that, so the capture ends with the
 connection open.  A link pull also writes NAME.clock.json: this host's
 (CLOCK_REALTIME, CLOCK_MONOTONIC) read before tcpdump started and after it
@@ -48,6 +49,7 @@ from mpa_peer import (
 )
 
 from hil import tools
+from hil.wire import pcapwindow
 
 ACTIVE = "127.0.0.1"
 PASSIVE = "127.0.0.2"
@@ -178,10 +180,32 @@ def _run(argv: list[str], stdin: str | None = None) -> None:
         raise CaptureError(f"{' '.join(argv)} failed: {done.stderr.strip()}")
 
 
+# A datagram sent to the capture last: once tcpdump has written it, it has written every
+# packet before it (after a fixed wait it had not always, on a loaded machine).  It is
+# taken out of the file again: a capture holds the exchange's TCP only.
+MARK = b"hil-make-captures-end"
+
+
+def _drop_mark(path: Path) -> None:
+    """Take the :data:`MARK` datagram's record out of the pcap ``path``."""
+    data = path.read_bytes()
+    length = struct.Struct(f"{pcapwindow.byte_order(data)}8xI4x")  # a record's captured length
+    kept, at = [data[: pcapwindow.HEADER]], pcapwindow.HEADER
+    while at < len(data):
+        end = at + pcapwindow.RECORD + length.unpack_from(data, at)[0]
+        if MARK not in data[at:end]:
+            kept.append(data[at:end])
+        at = end
+    path.write_bytes(b"".join(kept))
+
+
 class Tcpdump:
     """tcpdump on the namespace's loopback, writing ``path``; running once constructed."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
+        self.mark = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.mark.bind((ACTIVE, 0))
         argv = tools.argv(
             "tcpdump",
             "-i",
@@ -193,7 +217,7 @@ class Tcpdump:
             "512",
             "-w",
             str(path),
-            "tcp",
+            f"tcp or udp port {self.mark.getsockname()[1]}",
         )
         self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
         assert self.proc.stderr is not None
@@ -211,8 +235,16 @@ class Tcpdump:
             seen += line
 
     def stop(self) -> None:
-        """SIGINT, as a user's Ctrl-C: tcpdump flushes the file and exits 0."""
+        """SIGINT, as a user's Ctrl-C, once tcpdump has written every packet (:data:`MARK`):
+        it flushes the file and exits 0."""
         time.sleep(0.2)  # the last ACK of a close is sent after the socket call returned
+        with self.mark:
+            self.mark.sendto(MARK, self.mark.getsockname())
+        deadline = time.monotonic() + TIMEOUT_S
+        while MARK not in self.path.read_bytes():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise CaptureError("tcpdump did not write the last packet")
+            time.sleep(0.01)
         self.proc.send_signal(signal.SIGINT)
         try:
             _, err = self.proc.communicate(timeout=TIMEOUT_S)
@@ -221,6 +253,7 @@ class Tcpdump:
             raise CaptureError("tcpdump did not stop on SIGINT") from None
         if self.proc.returncode != 0:
             raise CaptureError(f"tcpdump exited {self.proc.returncode}: {err.strip()}")
+        _drop_mark(self.path)
 
 
 def _receive_frame(sock: socket.socket, key: bytes) -> None:
@@ -391,6 +424,7 @@ def make(capture: Capture, out: Path) -> Path:
             }
             path.with_suffix(".clock.json").write_text(json.dumps(clock, indent=1) + "\n")
     finally:
+        dump.mark.close()
         if dump.proc.poll() is None:
             dump.proc.kill()
             dump.proc.wait(TIMEOUT_S)

@@ -123,7 +123,12 @@ def test_the_stop_waits_until_the_file_stops_growing_before_it_ends_tcpdump(
         text=True,
     ) as proc:
         assert proc.stdin is not None and proc.stdout is not None
-        time.sleep(0.15)  # the writer has begun, and has writes to go
+        # The writer has begun, and has writes to go (after a fixed 0.15 s a loaded machine
+        # had not always started it: the wrapper then found no file and ended it at once).
+        deadline = time.monotonic() + 10
+        while not (out.exists() and out.stat().st_size) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert out.exists(), "the writer did not begin within 10 s"
         proc.stdin.write("stop\n")
         proc.stdin.flush()
         status = proc.stdout.readline()
@@ -132,6 +137,12 @@ def test_the_stop_waits_until_the_file_stops_growing_before_it_ends_tcpdump(
     assert status.strip() == "0"
     assert trace.read_text().split() == ["done", "term"]
     assert not out.exists()  # the second line (EOF) removed the file
+
+
+def _ended(cap: Capture) -> bool:
+    """tcpdump ended by itself and all it said has come: the wrapper's status line (the
+    capture no longer reusable) and tcpdump's statistics on stderr."""
+    return not cap.reusable and "captured" in cap._stderr()
 
 
 def _read(pcap: Path) -> list[str]:
@@ -194,7 +205,12 @@ def test_a_capture_that_hit_its_bound_is_not_reusable_and_says_why(
     cap = Capture.start(ns0, netns_lab.hosts[0].ports[0].netdev, count=2)
     try:
         netdev = _ping(netns_lab, 3)
-        time.sleep(0.3)  # tcpdump has ended at its bound and said so
+        # tcpdump has ended at its bound and said so: its status line and its statistics
+        # (sshd may send them apart, and on a loaded machine past a fixed 0.3 s).
+        deadline = time.monotonic() + 10
+        while not _ended(cap) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _ended(cap), "tcpdump did not end at its bound within 10 s"
         window = cap.cut(tmp_path / "w.pcap", count=100)
         assert not cap.reusable
     finally:
