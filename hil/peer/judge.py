@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hil.agent.protocol.mpa import HEADER
 from hil.judge.peerexpect import RFC, Close, PeerExpect, Scenario, Term
 from hil.judge.peerproviders import expect
 from hil.judge.terminate import decode
@@ -78,12 +79,18 @@ class Observed:
 
     def unsent(self) -> list[tuple[str, str]]:
         """Each DUT event whose private data is not the start of an MPA frame's private
-        data the peer sent: (the event, a line with its length and what the peer sent)."""
-        sent = [
-            str(e.get("fields", {}).get("private_data", ""))
+        data the peer sent: (the event, a line with its length and what the peer sent).
+        The frame's private data is its application's, or all the bytes after its header
+        (``raw``): a DUT that does not see Linux's enhanced flag (0x10 of Res, siw's
+        ``MPA_RR_FLAG_ENHANCED``, hil.agent.protocol.mpa) takes the IRD/ORD words for
+        private data too."""
+        frames = [
+            e
             for e in self.record
             if e["dir"] == "tx" and e["frame"] in ("mpa_request", "mpa_reply")
         ]
+        sent = [str(e.get("fields", {}).get("private_data", "")) for e in frames]
+        on_wire = [str(e.get("raw", ""))[2 * HEADER :] for e in frames]
         return [
             (
                 event,
@@ -91,7 +98,7 @@ class Observed:
                 f"{' or '.join(str(len(s) // 2) for s in sent) or 'no MPA frame'}",
             )
             for event, data in self.private_data
-            if not any(s.startswith(data) for s in sent)
+            if not any(s.startswith(data) for s in sent + on_wire)
         ]
 
     def unsent_private_data(self) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any, cast, get_args
 import pytest
 
 from hil.agent.peerrun import PeerResult
+from hil.agent.protocol import mpa
 from hil.errors import InputError
 from hil.judge.peerproviders import expect
 from hil.peer.builtin import SCENARIOS
@@ -312,3 +313,17 @@ def test_reg_mr_registers_on_the_connection_and_shares_the_region_with_the_peer(
         "DUT action reg_mr: reg_mr: access 'remote_atomic' is not one of "
         "local_write, remote_write, remote_read"
     ]
+
+
+def test_ird_ord_words_a_dut_takes_for_private_data_were_sent() -> None:
+    # Fuzz case 748 of seed 61206 (debug lab, 2026-12-06): a revision 2 request whose Res
+    # lacks Linux's enhanced flag (res 14, not 0x10): siw handed its application the 4
+    # bytes of IRD/ORD as private data. They were on the wire, after the header.
+    request = mpa.encode("mpa_request", {"res": 14})
+    sent = {**tx(0, "mpa_request", res=14, ird=4, ord=4, private_data=""), "raw": request.hex()}
+    words = request[mpa.HEADER :].hex()
+    assert len(words) == 8
+    seen = Observed((sent,), ("connect_request",), (), (("connect_request", words),))
+    assert not seen.unsent_private_data()
+    other = replace(seen, private_data=(("connect_request", "00" * 4),))
+    assert other.unsent_private_data() == ["connect_request: 4 bytes, the peer sent 0"]
