@@ -296,7 +296,8 @@ def test_siw_661f385961f0_zero_ird_and_ord(cm: CMSession, contract: Contract) ->
     and accepts IRD 0 and ORD 0 (the ``ird_ord`` sequence); both sides must be
     ESTABLISHED reporting 0 and 0 and both QPs' depths read; the contract
     judges the depths (0: ``ird-ord-qp-depths``), where the unfixed code's
-    one-slot queues would show (hil/cm/regressions/siwqp.py says why).
+    one-slot queues would show (hil/cm/regressions/siwqp.py says why).  Its revert:
+    bench/reverts/661f385961f0.patch (the read queues' sizing only).
     """
     tl = cm.run(siwqp.regress_siw_zero_ird_ord)
     contract(tl)
@@ -403,6 +404,9 @@ def test_siw_cve_2026_23242_first_fpdu_header_error(peer_runs: PeerRuns) -> None
     swapped Layer/EType), then accept a normal connection; a kernel without
     the fix oopses here.  Debian 6.1.192 has the fix (``qp->rx_fpdu &&`` at
     siw_qp_rx.c:1483); so does 6.12 from 6.12.75 (the CVE record).  Three runs.
+    The window is the connection's first FPDU refused by siw_get_hdr: the DUT's
+    TERMINATE for it, which the provider expectation requires.  Its revert:
+    bench/reverts/14ab3da122bd.patch.
     """
     peer_runs(("first-fpdu-unknown-opcode", 3))
 
@@ -426,7 +430,8 @@ def test_siw_cve_2026_74345_malformed_mpa_request_closes_the_new_endpoint(
     siw must close each without a CONNECT_REQUEST (its provider expectation),
     then accept a normal connection.  Debian 6.1.192 has the fix
     (siw_socket_disassoc clears ``cep->sock`` itself, siw_cm.c:96); so does 6.12
-    from 6.12.97 (the CVE record).
+    from 6.12.97 (the CVE record).  Its revert (debug kernel: the write into freed
+    memory is silent elsewhere): bench/reverts/ea4f6f6c5357.patch.
     """
     peer_runs(("mpa-bad-key", 3), ("mpa-unknown-revision", 3))
 
