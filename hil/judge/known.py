@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import yaml
 
@@ -65,6 +65,8 @@ OOPS = re.compile(r"^\s*(?:Oops: |[a-z][a-z ]*: [0-9a-f]{4} \[#\d+\])")
 ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 # "mpa_reply pd_length > 256", "mpa_reply pd_length in 1..3"
 TRIGGER = re.compile(r"^([a-z_]+) ([a-z_]+) (?:> (\d+)|in (\d+)\.\.(\d+))$")
+# "rtr invalid": the frames a DUT can tell to be malformed only as a whole.
+INVALID_TRIGGER = re.compile(r"^(rtr) invalid$")
 
 
 # The address families the plugin gives suite tests (hil.plugin.fixtures): the last
@@ -103,6 +105,21 @@ class Trigger:
 
 
 @dataclass(frozen=True)
+class InvalidFrame:
+    """A frame the DUT parses in ``frame``'s place that is no valid one, what sets off a
+    finding that stops the kernel.  ``rtr``: the first frame a DUT in peer-to-peer mode
+    reads after the peer's MPA request, where RFC 6581 5.2 puts the peer's RTR."""
+
+    frame: Literal["rtr"]
+
+    def __str__(self) -> str:
+        return f"{self.frame} invalid"
+
+
+FuzzTrigger: TypeAlias = Trigger | InvalidFrame
+
+
+@dataclass(frozen=True)
 class KnownFinding:
     """One known kernel report: how to recognise it, where it is known, where it is filed."""
 
@@ -114,7 +131,7 @@ class KnownFinding:
     upstream: str
     status: str
     crashes: bool = False  # the report stops the kernel: the tests it names are not run
-    fuzz_trigger: Trigger | None = None  # a fuzz case that sends it is not run (crashes only)
+    fuzz_trigger: FuzzTrigger | None = None  # a fuzz case that sends it is not run (crashes only)
 
     def recognises(self, report: KernelReport) -> bool:
         """Whether ``report`` is this finding: its title, and the frames in one stack."""
@@ -372,20 +389,23 @@ def _entry(where: str, raw: Any, rootdir: Path) -> KnownFinding:
     return finding
 
 
-def _trigger(where: str, raw: Any, crashes: bool) -> Trigger | None:
-    """An entry's ``fuzz_trigger`` ("FRAME FIELD > N" or "FRAME FIELD in LOW..HIGH");
-    InputError when it is malformed or on an entry that does not stop the kernel (the
-    fuzzer runs every other case)."""
+def _trigger(where: str, raw: Any, crashes: bool) -> FuzzTrigger | None:
+    """An entry's ``fuzz_trigger`` ("FRAME FIELD > N", "FRAME FIELD in LOW..HIGH" or
+    "rtr invalid"); InputError when it is malformed or on an entry that does not stop the
+    kernel (the fuzzer runs every other case)."""
     if raw is None:
         return None
     found = TRIGGER.match(str(raw).strip())
-    if found is None:
+    invalid = INVALID_TRIGGER.match(str(raw).strip())
+    if found is None and invalid is None:
         raise InputError(
-            f"{where}: fuzz_trigger {raw!r} is neither 'FRAME FIELD > NUMBER' nor "
-            "'FRAME FIELD in LOW..HIGH'"
+            f"{where}: fuzz_trigger {raw!r} is neither 'FRAME FIELD > NUMBER', "
+            "'FRAME FIELD in LOW..HIGH' nor 'rtr invalid'"
         )
     if not crashes:
         raise InputError(f"{where}: fuzz_trigger is for an entry with crashes: true")
+    if found is None:
+        return InvalidFrame("rtr")
     frame, field, above, low, high = found.groups()
     if above is not None:
         return Trigger(frame, field, int(above))

@@ -38,7 +38,7 @@ from hil.judge.known import known_crash
 from hil.judge.peerproviders import known_unsent
 from hil.judge.timeline import KernelLogLine
 from hil.peer.run import peer_of, run_scenario
-from hil.peer.triggers import sent_value
+from hil.peer.triggers import sets_off
 from hil.run.testparts import TestOptions
 
 if TYPE_CHECKING:
@@ -214,11 +214,11 @@ class DutCheck:
             trigger = finding.fuzz_trigger
             if trigger is None or not finding.known_on(self._dut_release):
                 continue
-            value = sent_value(scenario, trigger)
-            if value is not None:
+            what = sets_off(scenario, trigger)
+            if what:
                 return (
-                    f"it sends {trigger.frame} {trigger.field} {value}, which stops "
-                    f"{self._dut_release}: known kernel finding {finding.id} ({trigger})"
+                    f"{what}, which stops {self._dut_release}: known kernel finding "
+                    f"{finding.id} ({trigger})"
                 )
         return ""
 

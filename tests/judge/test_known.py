@@ -343,6 +343,14 @@ def test_a_fuzz_trigger_is_a_frame_a_field_and_a_bound_on_a_crashing_entry(
     path.write_text(yaml.safe_dump([{**trigger, "crashes": False}]))
     with pytest.raises(InputError, match="fuzz_trigger is for an entry with crashes: true"):
         known.load(path, ROOT)
+    path.write_text(yaml.safe_dump([{**trigger, "fuzz_trigger": "rtr invalid"}]))
+    (finding,) = known.load(path, ROOT)
+    assert finding.fuzz_trigger == known.InvalidFrame("rtr") and str(finding.fuzz_trigger) == (
+        "rtr invalid"
+    )
+    path.write_text(yaml.safe_dump([{**trigger, "fuzz_trigger": "reply invalid"}]))
+    with pytest.raises(InputError, match="nor 'rtr invalid'"):
+        known.load(path, ROOT)
 
 
 PD0 = ROOT / "tests" / "data" / "kernel" / "siw-mpa-reply-pd0-oops-6.1.192.txt"  # plain lab

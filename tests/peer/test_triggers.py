@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hil.judge.known import Trigger
+from hil.judge.known import InvalidFrame, Trigger
 from hil.peer.builtin import SCENARIOS
 from hil.peer.scenario import Scenario, Send, Step
-from hil.peer.triggers import sent_value
+from hil.peer.triggers import rtr_invalid, sent_value, sets_off
 
 PDLEN = Trigger("mpa_reply", "pd_length", 256)
 
@@ -102,3 +102,63 @@ def test_a_trigger_s_range_holds_only_inside_it() -> None:
     assert sent_value(_with(_reply(ord=16383, ird=8000, pd_length=1)), short) == 1
     assert sent_value(_with(_reply(pd_length=4)), short) is None
     assert sent_value(SCENARIOS["neg-dut-ird-ord-0"], short) is None  # PD_Length 4
+
+
+def _rtr_case(rtr: Send, *, request_twice: bool = False, early: bool = False) -> Scenario:
+    """neg-p2p-read with ``rtr`` as its RTR; the request sent twice, or the RTR sent
+    before the DUT's reply (the shapes of fuzz cases 526, 772, 784 and 605 of seed 61206)."""
+    base = SCENARIOS["neg-p2p-read"]
+    steps: list[Step] = []
+    for step in base.steps:
+        if isinstance(step, Send) and step.frame == "mpa_request":
+            steps += [step, step] if request_twice else [step]
+            steps += [rtr] if early else []
+        elif isinstance(step, Send) and _opcode(step) == "read_request":
+            steps += [] if early else [rtr]
+        else:
+            steps.append(step)
+    return replace(base, steps=tuple(steps))
+
+
+def _opcode(step: Send) -> object:
+    return dict(step.fields).get("opcode")
+
+
+READ_RTR = Send("fpdu", (("opcode", "read_request"), ("size", 0)))
+
+
+def test_the_built_in_rtrs_are_valid_and_the_bad_rtr_scenario_is_not() -> None:
+    for rtr in ("send", "write", "read"):
+        assert rtr_invalid(SCENARIOS[f"neg-p2p-{rtr}"]) == ""
+        assert rtr_invalid(SCENARIOS[f"neg-dut-p2p-{rtr}"]) == ""  # the DUT connects
+    assert "RDMAP version 0" in rtr_invalid(SCENARIOS["neg-p2p-bad-rtr"])  # a 2nd request
+    assert rtr_invalid(SCENARIOS["neg-ird-ord-0"]) == ""  # no peer-to-peer mode
+
+
+def test_an_rtr_siw_refuses_is_invalid_and_one_cut_by_the_stream_end_is_not() -> None:
+    assert rtr_invalid(_rtr_case(READ_RTR)) == ""
+    # Case 767: ULPDU_Length 65534 on the READ request: siw parsed the SEND after it too.
+    long = Send("fpdu", (*READ_RTR.fields, ("ulpdu_length", 65534)))
+    assert "bytes after its header" in rtr_invalid(_rtr_case(long))
+    assert "CRC does not match" in rtr_invalid(
+        _rtr_case(Send("fpdu", (*READ_RTR.fields, ("crc", "bad"))))
+    )
+    # The RTR alone, cut short: siw waits for its rest and sees the close (a FIN in the
+    # RTR's place closed cleanly: docs/findings/siw-p2p-bad-rtr-iwcm-bug.md).
+    base = SCENARIOS["neg-p2p-read"]
+    cut = tuple(
+        replace(s, truncate=10) if isinstance(s, Send) and s.frame == "fpdu" else s
+        for s in base.steps
+        if not (isinstance(s, Send) and _opcode(s) == "send")
+    )
+    assert rtr_invalid(replace(base, steps=cut)) == ""
+
+
+def test_anything_sent_before_the_reply_sets_the_rtr_trigger_off() -> None:
+    twice = _rtr_case(READ_RTR, request_twice=True)
+    assert rtr_invalid(twice) == "the peer sends mpa_request before it has the DUT's reply"
+    assert rtr_invalid(_rtr_case(READ_RTR, early=True)).startswith("the peer sends fpdu before")
+    said = sets_off(twice, InvalidFrame("rtr"))
+    assert said.startswith("its RTR after a peer-to-peer request is invalid: the peer sends")
+    assert sets_off(SCENARIOS["mpa-reply-pd-too-long"], PDLEN) == "it sends mpa_reply pd_length 513"
+    assert sets_off(SCENARIOS["neg-p2p-read"], InvalidFrame("rtr")) == ""
