@@ -413,7 +413,11 @@ def test_siw_cve_2026_23242_first_fpdu_header_error(peer_runs: PeerRuns) -> None
 
 @pytest.mark.parametrize("family", ["ipv4"])
 def test_siw_cve_2026_74345_malformed_mpa_request_closes_the_new_endpoint(
-    peer_runs: PeerRuns,
+    cm: CMSession,
+    contract: Contract,
+    hil_run: PairRun,
+    family: Family,
+    hil_test: TestRun | None,
 ) -> None:
     """RDMA/siw: Fix endpoint/socket association handling (CVE-2026-74345;
     stable ea4f6f6c53577fb3f05dbd78b15e586772d49831, one of the backports the CVE
@@ -424,16 +428,25 @@ def test_siw_cve_2026_74345_malformed_mpa_request_closes_the_new_endpoint(
     siw_cm_work_handler "after processing a malformed MPA request during
     connection establishment, causing the new endpoint to be closed" (the fix's
     message).  Here: the peer sends a request with the reply's key and one of
-    revision 3, each at once after its connect, so siw may find it queued when
-    it accepts (siw_accept_newconn's immediate path, whose error path the fix
-    changed) or read it from its work; three of each, as the two orders race.
-    siw must close each without a CONNECT_REQUEST (its provider expectation),
-    then accept a normal connection.  Debian 6.1.192 has the fix
-    (siw_socket_disassoc clears ``cep->sock`` itself, siw_cm.c:96); so does 6.12
+    revision 3, each at once after its connect, three of each
+    (:func:`hil.peer.regressions.malformed_requests`).  siw must close each without
+    a CONNECT_REQUEST (its provider expectation), then accept a normal connection.
+    The window: a request that failed on siw_accept_newconn's immediate path (found
+    queued when the listener's ACCEPT work ran), whose error path the fix changed;
+    seen as one run of siw's CM work for its connection (the debug lab's event
+    tracing), or, on the widened kernel, in its kernel log.  Debian 6.1.192 has the
+    fix (siw_socket_disassoc clears ``cep->sock`` itself, siw_cm.c:96); so does 6.12
     from 6.12.97 (the CVE record).  Its revert (debug kernel: the write into freed
-    memory is silent elsewhere): bench/reverts/ea4f6f6c5357.patch.
+    memory is silent elsewhere): bench/reverts/ea4f6f6c5357.patch, widened by
+    bench/reverts/widen/ea4f6f6c5357.patch.
     """
-    peer_runs(("mpa-bad-key", 3), ("mpa-unknown-revision", 3))
+    plan = (("mpa-bad-key", 3), ("mpa-unknown-revision", 3))
+    done, tl = peer_regressions.malformed_requests(cm, plan)
+    for run in done:
+        _peer_judged(run, hil_test)
+        assert run.verdict.ok, explain(run.timeline, _peer_text(run))
+    _accepts_after(hil_run, family, contract)
+    _reached(tl)
 
 
 @pytest.mark.parametrize("family", ["ipv4"])

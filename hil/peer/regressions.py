@@ -24,6 +24,16 @@ a frame only a peer that writes its own frames can send (the regression corpus:
   The DUT connects to the peer, which writes its MPA reply's first 8 bytes, waits
   1.5 s (under siw's 5 s MPAREP_TIMEOUT, siw_cm.h:75) and writes the rest; the DUT
   must be ESTABLISHED once and receive a SEND sent 2 s later.
+- :func:`malformed_requests` guards ea4f6f6c5357 "RDMA/siw: Fix endpoint/socket
+  association handling" (CVE-2026-74345): a malformed MPA request that fails on
+  siw_accept_newconn's immediate path (the request already queued when the listener's
+  ACCEPT work runs, siw_cm.c:981-999, 6.1.192) takes the error path whose write into
+  the freed endpoint the fix removed.  Each scenario run is traced on the DUT: the
+  immediate path is one run of siw's CM work for the connection (the ACCEPT work that
+  took the request and failed it), the later path a second one (the work that read the
+  request).  A widened kernel (bench/reverts/widen/ea4f6f6c5357.patch) waits
+  :data:`WIDEN_EA4F6F6C5357_MS` before its look, so that every at-once request is on
+  that path, and says so in its kernel log.
 
 The run is judged as the wire suite's are (the peer verdict against the
 provider's expectation, :mod:`hil.judge.peerproviders`); :func:`terminate_evidence`
@@ -33,12 +43,14 @@ to the DUT's timeline.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hil.cm.regressions.evidence import noted
-from hil.cm.regressions.ktrace import SIW_WORK, Trace, runs_before
+from hil.cm.regressions.ktrace import SIW_WORK, Trace, runs, runs_before
+from hil.cm.regressions.widen import Widen
 from hil.judge.timeline import Timeline
-from hil.peer.builtin import CONNECTED, DUT_CONNECTS, PROMPT_S, RECV_HIL, SEND_HIL
+from hil.peer.builtin import CONNECTED, DUT_CONNECTS, PROMPT_S, RECV_HIL, SCENARIOS, SEND_HIL
 from hil.peer.run import PeerRun, run_scenario
 from hil.peer.scenario import parse
 
@@ -139,4 +151,46 @@ def reply_in_pieces(s: PairSides) -> tuple[PeerRun, Timeline]:
         run.timeline,
         {"dut_sent_its_request": asked, "reply_sent_in_pieces": replied},
         {"reply_header_read_in_part": None if reads is None else reads >= 2},
+    )
+
+
+# ea4f6f6c5357's widened window: siw_accept_newconn waits this long before it looks for
+# a queued request; the peer's request leaves right after its connect completes.
+WIDEN_EA4F6F6C5357_MS = 50
+
+
+def malformed_requests(
+    s: PairSides, plan: tuple[tuple[str, int], ...]
+) -> tuple[list[PeerRun], Timeline]:
+    """ea4f6f6c5357: run each built-in scenario of ``plan`` (name, times) against the
+    active side (the DUT), each traced there; the runs, and the last run's timeline with
+    what the case saw: every run sent its request, and one of them failed on the
+    immediate path (the widening's word on a widened kernel, else the trace; not
+    observable on a kernel with neither)."""
+    dut = s.agent(s.active)
+    done: list[PeerRun] = []
+    paths: list[bool | None] = []
+    with Widen(dut, "siw", "ea4f6f6c5357", WIDEN_EA4F6F6C5357_MS) as widen:
+        for name, times in plan:
+            for _ in range(times):
+                with Trace(dut) as trace:
+                    done.append(run_scenario(s, s.active, SCENARIOS[name]))
+                paths.append(runs(trace.events(), SIW_WORK) == 1 if trace.available else None)
+    return done, malformed_evidence(done, paths, widen)
+
+
+def malformed_evidence(done: list[PeerRun], paths: list[bool | None], widen: Widen) -> Timeline:
+    """The last run's timeline with what :func:`malformed_requests` saw: ``paths`` says
+    per run whether the trace showed the immediate path (None: no trace), ``widen`` the
+    widening's markers (on a widened kernel they decide)."""
+    sent = bool(done) and all(any(e["dir"] == "tx" for e in r.result.record) for r in done)
+    traced = None if None in paths else any(paths)
+    timeline = done[-1].timeline
+    metrics = {**timeline.metrics, "widened_windows_opened": float(widen.opened)}
+    if traced is not None:
+        metrics["immediate_path_runs"] = float(sum(map(bool, paths)))
+    return noted(
+        replace(timeline, metrics=metrics),
+        {"malformed_requests_sent": sent},
+        {"request_failed_on_the_immediate_path": widen.window(traced)},
     )

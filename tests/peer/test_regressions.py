@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from hil.agent.peerrun import PeerResult
-from hil.cm.regressions.evidence import missing
+from hil.cm.regressions.evidence import missing, unobservable
+from hil.cm.regressions.widen import Widen
 from hil.judge.peerproviders import expect
 from hil.judge.timeline import Event, Timeline
 from hil.peer.judge import Observed, judge
-from hil.peer.regressions import PEER_TERMINATE, terminate_evidence
+from hil.peer.regressions import PEER_TERMINATE, malformed_evidence, terminate_evidence
 from hil.peer.run import PeerRun
 
 
@@ -44,3 +45,28 @@ def test_iw_cxgb4_closes_abortively_after_a_peers_terminate() -> None:
     got = expect("iw_cxgb4", "peer_terminate")
     assert (got.terminate, got.close, got.cm_events) == (None, "rst", ("disconnected",))
     assert any("cm.c:3024-3046" in s for s in got.sources)
+
+
+def widen(available: bool, opened: int) -> Widen:
+    """ea4f6f6c5357's widening as a run left it: on a widened kernel or not, its markers."""
+    w = Widen(None, "siw", "ea4f6f6c5357", 50)  # type: ignore[arg-type]  # never entered
+    w.available, w.opened = available, opened
+    return w
+
+
+def test_a_malformed_request_case_needs_one_request_failed_on_the_immediate_path() -> None:
+    sent = [peer_run([entry("tx", "mpa_request")]) for _ in range(3)]
+    assert missing(malformed_evidence(sent, [False, True, False], widen(False, 0))) is None
+    later = malformed_evidence(sent, [False, False, False], widen(False, 0))
+    assert missing(later) == "window not reached (peer-x): request failed on the immediate path"
+    # A widened kernel's markers decide, whatever the trace says.
+    assert missing(malformed_evidence(sent, [True] * 3, widen(True, 0))) is not None
+    assert missing(malformed_evidence(sent, [None] * 3, widen(True, 2))) is None
+    blind = malformed_evidence(sent, [None, True, None], widen(False, 0))
+    assert missing(blind) is None and "request failed on the immediate path" in (
+        unobservable(blind) or ""
+    )
+    silent = [*sent, peer_run([])]
+    assert "malformed requests sent" in (
+        missing(malformed_evidence(silent, [True] * 4, widen(False, 0))) or ""
+    )
