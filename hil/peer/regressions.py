@@ -157,6 +157,7 @@ def reply_in_pieces(s: PairSides) -> tuple[PeerRun, Timeline]:
 # ea4f6f6c5357's widened window: siw_accept_newconn waits this long before it looks for
 # a queued request; the peer's request leaves right after its connect completes.
 WIDEN_EA4F6F6C5357_MS = 50
+MALFORMED_ROUNDS = 4  # unwidened, (5/6)**24: about one case in 80 still misses the window
 
 
 def malformed_requests(
@@ -166,16 +167,21 @@ def malformed_requests(
     active side (the DUT), each traced there; the runs, and the last run's timeline with
     what the case saw: every run sent its request, and one of them failed on the
     immediate path (the widening's word on a widened kernel, else the trace; not
-    observable on a kernel with neither)."""
+    observable on a kernel with neither).  Unwidened, the trace showed that path in
+    about one run of six (1 of 6 on the fixed debug kernel, 2026-12-06): the plan is
+    run again, up to MALFORMED_ROUNDS times, until a traced run took it."""
     dut = s.agent(s.active)
     done: list[PeerRun] = []
     paths: list[bool | None] = []
     with Widen(dut, "siw", "ea4f6f6c5357", WIDEN_EA4F6F6C5357_MS) as widen:
-        for name, times in plan:
-            for _ in range(times):
-                with Trace(dut) as trace:
-                    done.append(run_scenario(s, s.active, SCENARIOS[name]))
-                paths.append(runs(trace.events(), SIW_WORK) == 1 if trace.available else None)
+        for _ in range(1 if widen.available else MALFORMED_ROUNDS):
+            for name, times in plan:
+                for _ in range(times):
+                    with Trace(dut) as trace:
+                        done.append(run_scenario(s, s.active, SCENARIOS[name]))
+                    paths.append(runs(trace.events(), SIW_WORK) == 1 if trace.available else None)
+            if None in paths or any(paths):
+                break
     return done, malformed_evidence(done, paths, widen)
 
 
