@@ -429,8 +429,9 @@ def test_siw_cve_2026_74345_malformed_mpa_request_closes_the_new_endpoint(
     connection establishment, causing the new endpoint to be closed" (the fix's
     message).  Here: the peer sends a request with the reply's key and one of
     revision 3, each at once after its connect, three of each, again up to four
-    times until the window was seen (:func:`hil.peer.regressions.malformed_requests`).  siw must close each without
-    a CONNECT_REQUEST (its provider expectation), then accept a normal connection.
+    times until the window was seen (:func:`hil.peer.regressions.malformed_requests`).
+    siw must close each without a CONNECT_REQUEST (its provider expectation), then
+    accept a normal connection.
     The window: a request that failed on siw_accept_newconn's immediate path (found
     queued when the listener's ACCEPT work ran), whose error path the fix changed;
     seen as one run of siw's CM work for its connection (the debug lab's event
