@@ -109,13 +109,9 @@ def _accepts_after(hil_run: PairRun, family: Family, contract: Contract) -> None
 
 def _peer_run(cm: CMSession, hil_test: TestRun | None, name: str) -> None:
     run = run_scenario(cm, cm.active, SCENARIOS[name])
-    attach_peer_run(run)
-    if hil_test is not None:
-        # The DUT faced the peer, not a CM endpoint: the peer verdict judges its
-        # recording (suites/test_wire_conformance.py says why).
-        hil_test.contract(run.timeline)
+    _peer_judged(run, hil_test)
     sent = [e for e in run.result.record if e.get("dir") == "tx"]
-    peer = f"{run.verdict.to_text()}\npeer record:\n{record_text(run.result.record)}"
+    peer = _peer_text(run)
     assert sent, explain(run.timeline, f"scenario not reached: the peer sent nothing\n{peer}")
     assert run.verdict.ok, explain(run.timeline, peer)
     print(f"{name}: {run.verdict.to_text().splitlines()[0]}")

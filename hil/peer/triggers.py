@@ -80,15 +80,11 @@ def rtr_invalid(scenario: Scenario) -> str:
 def _fpdu_error(after: list[Send], request: dict[str, object]) -> str:
     """The error of the first FPDU in the bytes of ``after`` (the sends once the reply
     came), with CRC as the request asked; '' when there is none but the stream's end."""
-    stream = b""
-    for send in after:
-        data = _bytes(send, crc_on=bool(request["c"]))
-        if data is None:
-            break
-        stream += data if send.truncate is None else data[: send.truncate]
+    crc_on = bool(request["c"])
+    stream = _stream(after, crc_on)
     if not stream:
         return ""
-    got = fpdu.decode(stream, crc_on=bool(request["c"]))
+    got = fpdu.decode(stream, crc_on)
     errors = [e for e in str(got.get("error", "")).split("; ") if e and not CUT_BY_END.search(e)]
     if got.get("opcode") == "read_request" and got.get("payload"):
         errors.append(f"a READ request with {len(str(got['payload'])) // 2} bytes after its header")
@@ -113,15 +109,20 @@ def _pd_length_read(scenario: Scenario, sends: list[Send], frame: str) -> int | 
     """PD_Length as the DUT reads it from the stream, when it reads the stream as ``frame``."""
     if frame != ("mpa_reply" if scenario.role == "passive" else "mpa_request"):
         return None
-    head = b""
+    head = _stream(sends)
+    return mpa.pd_length(head) if len(head) >= mpa.HEADER else None
+
+
+def _stream(sends: list[Send], crc_on: bool | None = None) -> bytes:
+    """The bytes ``sends`` put on the stream, each cut where it is truncated, up to the
+    first send whose bytes cannot be told (see :func:`_bytes`)."""
+    stream = b""
     for send in sends:
-        data = _bytes(send)
+        data = _bytes(send, crc_on)
         if data is None:
-            return None
-        head += data if send.truncate is None else data[: send.truncate]
-        if len(head) >= mpa.HEADER:
-            return mpa.pd_length(head)
-    return None
+            break
+        stream += data if send.truncate is None else data[: send.truncate]
+    return stream
 
 
 def _bytes(send: Send, crc_on: bool | None = None) -> bytes | None:
