@@ -9,6 +9,7 @@ import time
 
 import psycopg
 import pytest
+from backdate import backdate
 from test_reservation_health import make_v1_store
 
 from hil.errors import LeaseLost
@@ -27,17 +28,9 @@ def _take(store: Store, claim: Claim = AB, holder: Holder = ME, ttl: float = 30)
 
 
 def _expired(store_url: str, store: Store) -> Lease:
-    """A lease of ab whose TTL ran out with nobody taking it: its expiry set a minute back.
-    (A short TTL run out by sleeping is renewed by as much: on a loaded machine it could
-    run out again before the checks after the renewal.)"""
+    """A lease of ab whose TTL ran out with nobody taking it (backdated in the store)."""
     lease = _take(store)
-    sql = "UPDATE hil_leases SET expires = expires - 60 WHERE id = %s"
-    if store_url.startswith("postgresql"):
-        with psycopg.connect(store_url, autocommit=True) as pg:
-            pg.execute(sql, (lease.id,))
-    else:
-        with sqlite3.connect(store_url, isolation_level=None) as db:
-            db.execute(sql.replace("%s", "?"), (lease.id,))
+    backdate(store_url, lease.id)
     return lease
 
 
