@@ -98,9 +98,10 @@ class Power:
       fields from ``vars`` and ``{host}``, the host's name) run over SSH on
       the inventory host ``controller``; a missing ``cycle`` is ``off`` then
       ``on``.
-    - ``qmp``: QEMU's monitor socket ``qmp`` (virtual lab): cycle is
-      ``system_reset``, off is ``quit``; ``lab``, the lab directory, lets hil
-      start a guest whose QEMU is gone (on, or a cycle of a dead guest).
+    - ``qmp``: QEMU's monitor socket ``qmp`` (virtual lab): off is ``quit``;
+      ``lab``, the lab directory, lets hil start the guest again (on), and
+      makes a cycle its QEMU stopped and started again; without it a cycle is
+      ``system_reset``.
 
     ``recover`` False keeps hil's recovery from cycling the host by itself
     (``hil host power`` still may).

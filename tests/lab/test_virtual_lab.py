@@ -41,6 +41,11 @@ def test_both_guests_answer_over_hil_ssh_with_verified_host_keys(
         assert virtual_lab.inventory.hosts[name].ssh.host_key_policy == "strict"
         out = pool.get(name).run(["hostname"], timeout=30)
         assert out.stdout.strip() == name
+        # The listener forks each connection without executing itself again
+        # (guest_boot.sh: sshd -r, which OpenSSH 9.2, the host's, takes).
+        listener = pool.get(name).run(["pgrep", "-a", "-o", "-x", "sshd"], timeout=30)
+        # Its title, as sshd sets it: "sshd: /usr/sbin/sshd -D -e -r -f ... [listener] ...".
+        assert "/usr/sbin/sshd -D -e -r -f /run/hil/sshd_config" in listener.stdout, listener
 
 
 def test_a_wrong_host_key_is_refused(virtual_lab: VirtualLab, tmp_path: Path) -> None:

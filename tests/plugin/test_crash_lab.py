@@ -6,7 +6,7 @@ and SIGKILLs a guest's QEMU in the middle of its test, the third freezes the
 other guest with QMP ``stop``, and the tests after each must run on the pair
 again.  Each crashed test must end within the liveness bound as "host crashed",
 with the guest's console attached; the guest is recovered through the lab's QMP
-power (started again / reset and continued), its journal replayed, its health
+power (its QEMU stopped and started again), its journal replayed, its health
 checked, the pair restored and set up again (the cable plugged in again before
 the next test), and the session goes on.  About 1.5-2 minutes (two guest
 restarts on TCG); it restarts guests, so it runs after the others.  A kernel
