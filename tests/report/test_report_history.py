@@ -141,3 +141,34 @@ def test_executor_from_jenkins_gitlab_or_a_local_run() -> None:
     assert (local["type"], local["buildOrder"]) == ("local", 12)
     assert local["buildName"] == "local run #12"
     assert executor({"HIL_BUILD_ORDER": "twelve"})["buildOrder"] == 0
+
+
+def _recording_allure(tmp_path: Path) -> Path:
+    """A stand-in generator that records the JVM options it was given and writes a report."""
+    script = tmp_path / "allure"
+    script.write_text(
+        '#!/bin/sh\nprintf "%s|%s" "$JAVA_OPTS" "$ALLURE_OPTS" > "$0.opts"\n'
+        'mkdir -p "$4" && touch "$4/index.html"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize(
+    ("env", "seen"),
+    [
+        ({}, f"|{pipeline.JVM_OPTS}"),
+        ({"JAVA_OPTS": "-Xmx1g"}, "-Xmx1g|"),
+        ({"ALLURE_OPTS": "-Xmx2g"}, "|-Xmx2g"),
+    ],
+)
+def test_the_generator_gets_the_short_lived_jvm_options_unless_the_user_set_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], seen: str
+) -> None:
+    for name in ("JAVA_OPTS", "ALLURE_OPTS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    allure = _recording_allure(tmp_path)
+    pipeline.generate(tmp_path / "results", tmp_path / "report", allure)
+    assert (tmp_path / "allure.opts").read_text() == seen
