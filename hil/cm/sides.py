@@ -191,17 +191,18 @@ class PairSides:
         """Impair direction ``way`` ("a>b" or "b>a") of the pair's link inside the block
         (:meth:`hil.host.impair.ImpairControl.impaired`: proven, then undone however the
         block ends); yields the proving probes.  A delay (delay, reorder) holds the
-        sender's frames back: every run inside records it as that side's hold, so the
-        wire rules expect its frames on the wire that much later.  An MSS clamp is
+        sender's frames back, and loss shows a lost frame only in TCP's resend
+        (:func:`hil.host.impair.wire_hold_ms`): every run inside records it as that side's
+        hold, so the wire rules expect its frames on the wire that much later.  An MSS clamp is
         recorded as the sender's ``mss_clamp``, which the wire rule
         ``segments-within-the-clamped-mss`` proves; a drop of the MPA request as the
         sender's ``mpa_request_drop``, which ``mpa-request-retransmitted`` proves."""
         link = self.pair.link
         side = next((s for s in SIDES if self.way_from(s) == way), None)
-        from hil.host.impair import held_ms
+        from hil.host.impair import wire_hold_ms
         from hil.host.impairkinds import DROP_MPA_REQUEST
 
-        delay_us = int(held_ms(impairments) * 1000)
+        delay_us = int(wire_hold_ms(impairments) * 1000)
         mss = next((i.mss for i in impairments if i.kind == "mss"), 0)
         drops = any(i.kind == DROP_MPA_REQUEST for i in impairments)
         with self.impair_control().impaired(link, way, impairments) as probes:

@@ -463,6 +463,21 @@ def held_ms(impairments: Sequence[Impairment]) -> float:
     return max((i.delay_ms + i.jitter_ms for i in impairments), default=0.0)
 
 
+# A segment lost on the sender's egress is dropped before its capture tap (AF_PACKET sees
+# egress after the qdisc) and shows only in TCP's resend, one retransmission timeout later:
+# at least TCP_RTO_MIN, 200 ms (include/net/tcp.h), doubled on each loss in a row
+# (tcp_retransmit_timer, net/ipv4/tcp_timer.c).  Three in a row: 200 + 400 + 800 ms.
+# [lab, 2026-12-06: loss 10 %, the closer's FIN on the wire 209 ms after its DISCONNECTED]
+RESENT_LATE_MS = 1400.0
+
+
+def wire_hold_ms(impairments: Sequence[Impairment]) -> float:
+    """How much later than sent a capture may see the sender's frames under
+    ``impairments``: the longest delay, plus TCP's resends when frames are lost."""
+    lost = any(i.kind == "loss" for i in impairments)
+    return held_ms(impairments) + (RESENT_LATE_MS if lost else 0.0)
+
+
 class _Flapper:
     """Take a port down for ``down_s`` every ``every_s`` until stopped; counts its downs."""
 

@@ -27,16 +27,16 @@ from hil.registry import Registry
 # ping(8) on the sender toward the receiver: the request crosses the impaired direction,
 # the reply the other one.  Probes are spaced PROBE_INTERVAL_S (root may go below 0.2 s,
 # ping(8) -i) and each waits up to PROBE_WAIT_S for its reply.
-PROBE_INTERVAL_S = 0.02
+PROBE_INTERVAL_S = 0.01
 PROBE_WAIT_S = 2
 MIN_PROBES = 50
 MAX_PROBES = 1000
-# A random impairment of p % is shown when the probes see at least a quarter of the
+# A random impairment of p % is shown when the probes see at least a fifth of the
 # expected count; the probe count makes that expectation EXPECTED_HITS, so that a real
-# p % misses the bar (3 of an expected 12) with probability 5e-4 (Poisson tail
-# P(X <= 2), mean 12; the binomial's is thinner).
-EXPECTED_HITS = 12
-SHOWN_FRACTION = 1 / 4
+# p % misses the bar (4 of an expected 20) with probability 3e-6 (Poisson tail
+# P(X <= 3), mean 20; the binomial's is thinner), for some ten probes a suites run.
+EXPECTED_HITS = 20
+SHOWN_FRACTION = 1 / 5
 ICMP_OVERHEAD = 42  # Ethernet 14 + IPv4 20 + ICMP 8 bytes around ping's -s payload
 # The kind that drops the first segment whose payload begins with the MPA request's key
 # (hil.host.impair.mpa_drop_script), once: TCP must retransmit it.

@@ -19,6 +19,10 @@ from typing import Any, Self
 from hil.errors import LabError
 
 DEFAULT_TIMEOUT = 10.0
+# QEMU binds its QMP socket and listens a moment later: a connect in between is
+# refused although QEMU is fine (seen once in a loaded CI run, 2026-12-06).  A
+# refused connect is retried this long before it means "no QEMU".
+REFUSED_RETRY = 2.0
 
 
 class QMPError(LabError):
@@ -39,7 +43,7 @@ class QMPClient:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
-            self._sock.connect(self.path)
+            self._connect(time.monotonic() + min(timeout, REFUSED_RETRY))
             deadline = time.monotonic() + timeout
             greeting = self._read_message(deadline)
             if "QMP" not in greeting:
@@ -54,6 +58,19 @@ class QMPClient:
         except QMPError:
             self._sock.close()
             raise
+
+    def _connect(self, refused_until: float) -> None:
+        while True:
+            try:
+                self._sock.connect(self.path)
+                return
+            except ConnectionRefusedError:
+                if time.monotonic() >= refused_until:
+                    raise
+                time.sleep(0.05)
+                self._sock.close()  # a fresh socket per attempt
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self._sock.settimeout(self._timeout)
 
     def __enter__(self) -> Self:
         return self

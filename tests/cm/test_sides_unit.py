@@ -83,6 +83,21 @@ def test_a_standing_hold_is_recorded_by_every_run_inside_it_and_by_none_after() 
     assert s.run("connect").holds() == {}
 
 
+def test_loss_holds_the_senders_frames_by_tcps_resends_and_a_delay_adds_to_it() -> None:
+    """A frame lost before the sender's capture tap is seen only in its resend, up to
+    three retransmission timeouts later (hil.host.impair.RESENT_LATE_MS)."""
+    world = FakeCMWorld()
+    s = _session(world, world.pair)
+    s.impair_control = _Applied  # type: ignore[assignment, method-assign]
+    loss = Impairment("loss", percent=10)
+    with s.impaired(s.way_from("a"), [loss]):
+        assert s.run("connect").holds() == {s.address("a"): 1_400_000}
+    with s.impaired(s.way_from("a"), [loss, Impairment("delay", delay_ms=20)]):
+        assert s.run("connect").holds() == {s.address("a"): 1_420_000}
+    with s.impaired(s.way_from("a"), [Impairment("duplicate", percent=10)]):
+        assert s.run("connect").holds() == {}
+
+
 class _Applied:
     """An ImpairControl that applies nothing: the impairment is the caller's concern here."""
 

@@ -90,13 +90,13 @@ def test_ping_without_a_summary_is_an_input_error() -> None:
         parse_ping("connect: Network is unreachable\n", 56)
 
 
-def test_random_kinds_probe_enough_to_expect_twelve_hits() -> None:
-    assert random_probes(Impairment("loss", percent=10)) == (120, 56)
+def test_random_kinds_probe_enough_to_expect_twenty_hits() -> None:
+    assert random_probes(Impairment("loss", percent=10)) == (200, 56)
     assert random_probes(Impairment("loss", percent=50)) == (50, 56)  # MIN_PROBES
     assert random_probes(Impairment("loss", percent=0.1)) == (1000, 56)  # MAX_PROBES
     corrupt = Impairment("corrupt", percent=20)
     plan = kind(corrupt).probes
-    assert plan is not None and plan(corrupt) == (180, 56)  # a third of them seen: 3 times
+    assert plan is not None and plan(corrupt) == (300, 56)  # a third of them seen: 3 times
 
 
 def _probe(

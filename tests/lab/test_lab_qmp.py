@@ -96,6 +96,38 @@ def test_no_socket_names_the_path_and_what_to_do(sock_path: Path) -> None:
         QMPClient(str(sock_path), timeout=1)
 
 
+def test_a_socket_bound_but_not_yet_listening_is_waited_for(sock_path: Path) -> None:
+    # QEMU's window between bind and listen, widened to 0.3 s.
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock_path))
+
+    def listen_late() -> None:
+        time.sleep(0.3)
+        server.listen(1)
+        conn, _ = server.accept()
+        with conn, conn.makefile("rwb") as f:
+            f.write(json.dumps(GREETING).encode() + b"\n")
+            f.flush()
+            f.readline()
+            f.write(b'{"return": {}}\n')
+            f.flush()
+            f.readline()
+
+    threading.Thread(target=listen_late, daemon=True).start()
+    with server, QMPClient(str(sock_path), timeout=5):
+        pass
+
+
+def test_a_refused_socket_is_an_error_within_the_retry(sock_path: Path) -> None:
+    # A socket left by a QEMU that died: bound, never listening.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(sock_path))
+        started = time.monotonic()
+        with pytest.raises(QMPError, match=rf"{sock_path}: cannot connect .*refused"):
+            QMPClient(str(sock_path), timeout=10)
+        assert time.monotonic() - started < qmp.REFUSED_RETRY + 2
+
+
 @pytest.fixture
 def paused_qemu(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A real QEMU with a data NIC, paused before any guest code (no kernel needed)."""
