@@ -5,7 +5,8 @@ Kept apart from :mod:`run` so the reading can be tested without a lab
 checks and the layered timeouts write in a failure (hil/judge/expectations.py
 KERNEL_REPORTS for the kernel log's lines, hil/timeouts.py for "timeout (LAYER
 layer, ...)", hil/report/crash.py for "host crashed", the contract judge's
-"contract FAILED", hil/cm/regressions/evidence.py for "window not reached").
+"contract FAILED", hil/cm/regressions/evidence.py for "window not reached" and for
+"kernel trace (": the trace showed what the fix rules out).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("lockdep", r"lockdep|possible (?:circular|recursive) locking|lock inversion"),
     ("kernel report", r"WARNING|BUG|Oops|general protection fault|UBSAN: |rcu: INFO: "),
     ("hang", r"timeout \(\w+ layer|ran over \d+ s|blocked for more than"),
+    ("kernel trace", r"kernel trace \("),
     ("window not reached", r"(?:window|scenario) not reached"),
     ("contract violation", r"contract FAILED|contract "),
 )

@@ -23,6 +23,7 @@ rep = load_bench("revert_reports", "reverts/reports.py")
         ("hil: HostCrashed: hb: host crashed (oops) during test_x", "host crashed"),
         ("timeout (step layer, 75 s) waiting for REJECTED", "hang"),
         ("window not reached (regress-x): iwcm work queued at an id destroy", "window not reached"),
+        ("kernel trace (regress-x): ids freed inside their event work (1 times)", "kernel trace"),
         ("contract FAILED: 1 violation\n  [no-event-after-destroy] ...", "contract violation"),
         ("AssertionError: REJECTED with status -22", "other"),
         # The bug's own report wins over a window the run also missed.

@@ -10,16 +10,19 @@ from __future__ import annotations
 from hil.agent.types import CommandResult
 from hil.cm.regressions import ktrace
 from hil.cm.regressions.ktrace import (
+    ID_FREER,
     IWCM_WORK,
     SIW_WORK,
     Trace,
     destroys_with_pending,
+    frees_inside,
     parse,
     pending_at,
     rejects_inside_their_upcall,
     runs,
     runs_before,
     seen,
+    text_ranges,
 )
 
 HEAD = "# tracer: nop\n#\n#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n"
@@ -128,17 +131,60 @@ def test_runs_before_the_established_are_those_that_began_before_it() -> None:
     assert runs_before(parse(text), SIW_WORK, "CONNECT_ERROR") == 3  # none came: every run
 
 
+def kfree(t: float, call_site: str, ptr: str, pid: int = 40) -> str:
+    return line(t, "kfree", f"call_site={call_site}+0x4c/0x60 ptr={ptr}", pid=pid)
+
+
+def test_a_kfree_parses_into_its_call_sites_function_and_pointer() -> None:
+    (f,) = parse(HEAD + kfree(2.0, ID_FREER, "00000000c0ffee00"))
+    assert (f.name, f.function, f.ptr, f.pid) == ("kfree", ID_FREER, "00000000c0ffee00", 40)
+
+
+def test_an_id_freed_by_the_run_of_its_event_work_is_a_free_inside_it() -> None:
+    text = (
+        start(1.0, "00000000000000a1")
+        + kfree(1.1, ID_FREER, "00000000c0ffee00")  # the reverted fix: freed in the work
+        + end(1.2, "00000000000000a1")
+        + start(2.0, "00000000000000a2")
+        + end(2.1, "00000000000000a2")
+        + kfree(2.2, ID_FREER, "00000000c0ffee01", pid=9)  # the destroyer's own free
+        + start(3.0, "00000000000000a3", pid=41)
+        + kfree(3.1, ID_FREER, "00000000c0ffee02", pid=9)  # another task, meanwhile
+        + end(3.2, "00000000000000a3", pid=41)
+    )
+    assert frees_inside(parse(text), IWCM_WORK, ID_FREER) == [(1.0, 1.2, 40)]
+
+
+KALLSYMS = """\
+ffffffff81a00000 T iw_create_cm_id
+ffffffff819ff000 t iwcm_deref_id
+ffffffff819ff040 t dealloc_work_entries
+ffffffff81000000 D some_data
+"""
+
+
+def test_a_functions_text_range_ends_at_the_next_symbol() -> None:
+    assert text_ranges(KALLSYMS, (ID_FREER,)) == {
+        ID_FREER: (0xFFFFFFFF819FF000, 0xFFFFFFFF819FF040)
+    }
+    assert text_ranges(KALLSYMS, ("inlined_away",)) == {}
+    hidden = "0000000000000000 t iwcm_deref_id\n0000000000000000 t cm_work_handler\n"
+    assert text_ranges(hidden, (ID_FREER,)) == {}  # kptr_restrict: no addresses
+
+
 class FakeAgent:
     """The host side of tracefs: which files exist, what was written, the trace text."""
 
-    def __init__(self, tracefs: str | None, trace: str = "") -> None:
-        self.tracefs, self.trace = tracefs, trace
+    def __init__(self, tracefs: str | None, trace: str = "", kallsyms: str = "") -> None:
+        self.tracefs, self.trace, self.kallsyms = tracefs, trace, kallsyms
         self.writes: list[tuple[str, str | None]] = []
 
     def run(
         self, argv: list[str], timeout: float = 60.0, input: str | None = None, check: bool = False
     ) -> CommandResult:
         path = argv[-1]
+        if path == ktrace.KALLSYMS:
+            return CommandResult(tuple(argv), 0, self.kallsyms, "")
         if self.tracefs is None or not path.startswith(self.tracefs):
             return CommandResult(tuple(argv), 1, "", "No such file or directory")
         if argv[0].endswith("tee"):
@@ -165,3 +211,26 @@ def test_the_trace_is_turned_on_for_the_scenario_and_read_back() -> None:
     assert ("/tracing_on", "0") in agent.writes
     assert all(v == "0" for p, v in agent.writes[-len(ktrace.EVENTS) :])
     assert seen(tr, []) is False and seen(tr, ["x"]) is True
+
+
+def test_frees_are_traced_only_from_the_named_functions_and_the_filter_cleared_after() -> None:
+    agent = FakeAgent("/sys/kernel/tracing", HEAD, kallsyms=KALLSYMS)
+    with Trace(agent, frees_by=(ID_FREER,)) as tr:  # type: ignore[arg-type]
+        pass
+    assert tr.frees_traced
+    assert (
+        "/events/kmem/kfree/filter",
+        "(call_site >= 0xffffffff819ff000 && call_site < 0xffffffff819ff040)",
+    ) in agent.writes
+    assert agent.writes[-2:] == [
+        ("/events/kmem/kfree/enable", "0"),
+        ("/events/kmem/kfree/filter", "0"),
+    ]
+
+
+def test_a_freer_missing_from_kallsyms_leaves_the_frees_untraced() -> None:
+    agent = FakeAgent("/sys/kernel/tracing", HEAD, kallsyms="0 t other\n")
+    with Trace(agent, frees_by=(ID_FREER,)) as tr:  # type: ignore[arg-type]
+        pass
+    assert tr.available and not tr.frees_traced
+    assert not [w for w in agent.writes if "kfree" in w[0]]

@@ -18,7 +18,7 @@ from hil.cm.endpoint import Outcome
 from hil.cm.regressions import device
 from hil.cm.regressions.cxgb4 import Churned, while_waiting
 from hil.cm.regressions.device import DEVICE, Queries, bind, gid_evidence
-from hil.cm.regressions.evidence import missing, noted, unobservable
+from hil.cm.regressions.evidence import missing, noted, trace_findings, unobservable
 from hil.cm.regressions.iwcm import _early
 from hil.cm.regressions.siw import MARKERS, _fastest, _overlap, _rejecting
 from hil.cm.regressions.siwqp import zero_evidence
@@ -61,6 +61,20 @@ def test_a_window_the_kernel_cannot_show_is_not_observable_not_missing() -> None
     assert blind is not None and blind.startswith(
         "window not observable on this kernel (regress-x): reject in upcall"
     )
+
+
+def test_what_the_trace_showed_and_the_fix_rules_out_is_a_finding() -> None:
+    # 6883b680e703 on 6.1: no KASAN report, but the trace shows the id freed in the work.
+    tl = timeline(reached_a_thing=1.0, window_w=1.0, traced_ids_freed_inside_their_work=2.0)
+    assert trace_findings(tl) == "kernel trace (regress-x): ids freed inside their work (2 times)"
+    assert trace_findings(timeline(traced_ids_freed_inside_their_work=0.0)) is None
+
+
+def test_a_trace_the_kernel_cannot_take_is_not_observable_not_a_pass() -> None:
+    tl = timeline(reached_a_thing=1.0, window_w=1.0, traced_ids_freed_inside_their_work=-1.0)
+    assert trace_findings(tl) is None and missing(tl) is None
+    blind = unobservable(tl)
+    assert blind is not None and "ids freed inside their work" in blind
 
 
 def test_every_condition_not_seen_is_named() -> None:

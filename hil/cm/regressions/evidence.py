@@ -19,6 +19,11 @@ that never came near the bug.  A window the kernel under test cannot show (no
 event tracing: the production lab kernel) is recorded as not observable
 (:data:`UNOBSERVABLE`); :func:`unobservable` names those, and the test is then
 skipped, never passed.
+
+Some bugs break no memory on the lab's kernel and so leave no report, yet the
+kernel's trace shows the condition their fix rules out (an id freed by the wrong
+code).  ``traced_*`` metrics (:func:`traced`) count those sightings, and
+:func:`trace_findings` turns a nonzero count into a failure ("kernel trace: ...").
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ if TYPE_CHECKING:
 REACHED = "reached_"  # metric prefix: 1.0 when that condition of the scenario was seen, else 0.0
 WINDOW = "window_"  # metric prefix: 1.0 when the bug's window was hit, 0.0 when not
 UNOBSERVABLE = -1.0  # a window metric's value where the kernel cannot show the window
+TRACED = "traced_"  # metric prefix: how often the trace showed what the fix rules out
 
 
 def note(rec: Recording, condition: str, seen: bool) -> None:
@@ -60,6 +66,21 @@ def _window_value(seen: bool | None) -> float:
 def window(rec: Recording, name: str, seen: bool | None) -> None:
     """Record whether the bug's window ``name`` was hit; None: this kernel cannot show it."""
     rec.metric(f"{WINDOW}{name}", _window_value(seen))
+
+
+def traced(rec: Recording, condition: str, count: int | None) -> None:
+    """Record how often the kernel's trace showed ``condition``, which the bug's fix rules
+    out; None: this kernel cannot show it."""
+    rec.metric(f"{TRACED}{condition}", UNOBSERVABLE if count is None else float(count))
+
+
+def trace_findings(tl: Timeline) -> str | None:
+    """ "kernel trace: ..." naming each condition the trace showed (:func:`traced`), or None."""
+    seen = {name: v for name, v in _conditions(tl, TRACED).items() if v > 0}
+    if not seen:
+        return None
+    said = "; ".join(f"{name.replace('_', ' ')} ({v:g} times)" for name, v in sorted(seen.items()))
+    return f"kernel trace ({tl.scenario}): {said}"
 
 
 def _conditions(tl: Timeline, prefix: str) -> dict[str, float]:
@@ -94,7 +115,12 @@ def missing(tl: Timeline) -> str | None:
 
 def unobservable(tl: Timeline) -> str | None:
     """ "window not observable ..." naming the windows this kernel could not show, or None."""
-    blind = [name for name, v in _conditions(tl, WINDOW).items() if v == UNOBSERVABLE]
+    blind = [
+        name
+        for prefix in (WINDOW, TRACED)
+        for name, v in _conditions(tl, prefix).items()
+        if v == UNOBSERVABLE
+    ]
     if not blind:
         return None
     return (

@@ -43,6 +43,18 @@ kernel logged the marker and the destroy began inside the held window.
 of an id in cm_work_handler, the id's reference held (:data:`WIDEN_6883B680E703_MS`):
 the peer-vanishes case's window is then the marker and an id destroyed before its
 DISCONNECTED came (its event's work held, or queued behind a held one).
+
+6883b680e703's bug breaks no memory on 6.1.192: its workqueue does not touch a work
+after the work's function returned (kernel/workqueue.c:2292-2335), so the id freed
+inside cm_work_handler leaves no KASAN report.  What the fix rules out is visible in
+the trace all the same: with it, iw_destroy_cm_id keeps the id's initial reference
+until iw_cm_wq is flushed and drops the last one itself (iwcm.c:448-457), so an id
+the application destroyed is never freed inside its event's work.  The case traces
+the id's kfree (in ``iwcm_deref_id``, :data:`.ktrace.ID_FREER`) and counts the
+cm_work_handler runs that made one (``traced_ids_freed_inside_their_event_work``,
+:func:`.evidence.traced`): the handler frees an id itself only when its consumer's
+upcall failed (process_event returning nonzero, iwcm.c:1038-1042), which rdma_ucm's
+handler does not do for the close events of this case.
 """
 
 from __future__ import annotations
@@ -55,9 +67,16 @@ from typing import TYPE_CHECKING, Any
 from hil.cm import steps
 from hil.cm.races.conns import dial
 from hil.cm.registry import sequence
-from hil.cm.regressions.evidence import note, noted, window
+from hil.cm.regressions.evidence import note, noted, traced, window
 from hil.cm.regressions.held import look, wait_child
-from hil.cm.regressions.ktrace import IWCM_WORK, Trace, destroys_with_pending, seen
+from hil.cm.regressions.ktrace import (
+    ID_FREER,
+    IWCM_WORK,
+    Trace,
+    destroys_with_pending,
+    frees_inside,
+    seen,
+)
 from hil.cm.regressions.widen import Widen
 from hil.cm.scenario import ScenarioRun, Script, Step, run
 from hil.cm.storm import run_storm
@@ -167,16 +186,20 @@ def regress_iwcm_peer_vanishes(s: PairSides, connections: int = 3, rounds: int =
     if not 1 <= connections <= 8 or not 1 <= rounds <= 20:
         raise InputError("connections 1..8 and rounds 1..20, please")
     with s.recording("regress-iwcm-peer-vanishes") as rec:
-        early = found = 0
+        early = found = freed = 0
+        frees_traced = True
         widen = Widen(s.agent(s.passive), "iw_cm", "6883b680e703", WIDEN_6883B680E703_MS)
         with widen:
             for r in range(rounds):
-                with Trace(s.agent(s.passive)) as tr:
+                with Trace(s.agent(s.passive), frees_by=(ID_FREER,)) as tr:
                     early += _vanish_round(rec, s, r, connections)
+                frees_traced = frees_traced and tr.frees_traced
                 if tr.available:
                     found += len(destroys_with_pending(tr.events(), IWCM_WORK))
+                    freed += len(frees_inside(tr.events(), IWCM_WORK, ID_FREER))
                 if early and (found or not tr.available):
                     break  # the scenario and its window happened: enough for a regression run
+        traced(rec, "ids_freed_inside_their_event_work", freed if frees_traced else None)
         rec.metric("destroyed_before_their_disconnect", float(early))
         rec.metric("destroys_with_iwcm_work_pending", float(found))
         rec.metric("widened_windows_opened", float(widen.opened))

@@ -13,7 +13,10 @@ function %ps") and rdma_cm's (drivers/infiniband/core/cma_trace.h:
 fired by destroy_id_handler_unlock and rdma_reject; ``cm_event_handler``
 "cm.id=%u src=%pISpc dst=%pISpc tos=%u %s (%lu/%d)", the event's name from
 include/trace/misc/rdma.h, fired by cma_cm_event_handler before each event
-reaches the consumer).
+reaches the consumer); and kmem's ``kfree`` (include/trace/events/kmem.h:
+"call_site=%pS ptr=%p"), on only for the functions a case names (a filter on their
+addresses from /proc/kallsyms: every kfree of a KASAN kernel would flood the buffer),
+to tell which code freed an object.
 
 :class:`Trace` turns those events on for a scenario on one host and reads them
 back; the functions below them find a window in what was read.  Observed this
@@ -53,6 +56,13 @@ WILDCARDS = ("0.0.0.0:0", "[::]:0")  # %pISpc of an unset (listener's) destinati
 # The works whose runs the cases read (function names as %ps prints them, Linux 6.1):
 IWCM_WORK = "cm_work_handler"  # drivers/infiniband/core/iwcm.c, on iw_cm_wq
 SIW_WORK = "siw_cm_work_handler"  # drivers/infiniband/sw/siw/siw_cm.c, on siw_cm_wq
+# The function whose kfree frees an iw_cm id: iwcm.c's free_cm_id, which the debug lab's
+# 6.1.192 build inlines into iwcm_deref_id (`nm drivers/infiniband/core/iwcm.o` lists
+# iwcm_deref_id and dealloc_work_entries, no free_cm_id), its one kfree the id's.
+ID_FREER = "iwcm_deref_id"
+KFREE = "kmem/kfree"
+KALLSYMS = "/proc/kallsyms"
+CALL_SITE = re.compile(r"call_site=(?P<fn>[\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+ ptr=(?P<ptr>\S+)")
 CM_ID = re.compile(
     r"cm\.id=(?P<id>\d+) src=(?P<src>\S+) dst=(?P<dst>\S+) tos=\d+(?: (?P<event>\w+))?"
 )
@@ -71,6 +81,7 @@ class TraceEvent:
     cm_id: int = -1
     dst: str = ""
     event: str = ""
+    ptr: str = ""
 
 
 def parse(text: str) -> list[TraceEvent]:
@@ -83,6 +94,8 @@ def parse(text: str) -> list[TraceEvent]:
         t, name, pid = float(m["t"]), m["name"], int(m["pid"])
         if (w := WORK.search(m["rest"])) is not None and name.startswith("workqueue_"):
             found.append(TraceEvent(t, name, pid, work=w["work"], function=w["fn"] or ""))
+        elif name == "kfree" and (k := CALL_SITE.search(m["rest"])) is not None:
+            found.append(TraceEvent(t, name, pid, function=k["fn"], ptr=k["ptr"]))
         elif (c := CM_ID.search(m["rest"])) is not None:
             found.append(
                 TraceEvent(t, name, pid, cm_id=int(c["id"]), dst=c["dst"], event=c["event"] or "")
@@ -153,6 +166,40 @@ def spans(events: list[TraceEvent], function: str) -> list[tuple[float, float, i
     return done + [(t, last, pid) for (_, pid), t in open_.items()]
 
 
+def frees_inside(events: list[TraceEvent], work: str, freer: str) -> list[tuple[float, float, int]]:
+    """The runs of a work of ``work`` (:func:`spans`) in which ``freer`` freed memory
+    (a ``kfree`` from it by the same worker): an object freed inside that work."""
+    frees = [e for e in events if e.name == "kfree" and e.function == freer]
+    return [
+        (start, end, pid)
+        for start, end, pid in spans(events, work)
+        if any(start <= f.t <= end and f.pid == pid for f in frees)
+    ]
+
+
+def text_ranges(kallsyms: str, names: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Each of ``names``' text address range in a /proc/kallsyms read: from its address
+    to the next higher symbol's.  A name missing (inlined, or addresses hidden as 0:
+    kptr_restrict) is left out."""
+    addresses: list[int] = []
+    starts: dict[str, int] = {}
+    for line in kallsyms.splitlines():
+        parts = line.split()
+        if len(parts) < 3 or parts[1] not in ("t", "T"):
+            continue
+        address = int(parts[0], 16)
+        addresses.append(address)
+        if parts[2] in names and address:
+            starts[parts[2]] = address
+    addresses.sort()
+    ranges = {}
+    for name, start in starts.items():
+        end = next((a for a in addresses if a > start), None)
+        if end is not None:
+            ranges[name] = (start, end)
+    return ranges
+
+
 def rejects_inside_their_upcall(events: list[TraceEvent], function: str) -> list[int]:
     """The cm ids whose reject (``cm_send_rej``) came while the run of ``function`` in
     which their CONNECT_REQUEST reached rdma_cm (``cm_event_handler``) had not ended: a
@@ -171,11 +218,15 @@ class Trace:
     """The tracepoints of :data:`EVENTS` on for a scenario on ``agent``'s host, then off.
 
     ``available`` is False on a kernel without event tracing (the production lab
-    kernel): the window cannot be observed there, and the case says so."""
+    kernel): the window cannot be observed there, and the case says so.  With
+    ``frees_by``, the ``kfree`` calls of those functions are traced too;
+    ``frees_traced`` says whether they could be (each function found in kallsyms)."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, frees_by: tuple[str, ...] = ()) -> None:
         self.agent = agent
+        self.frees_by = frees_by
         self.available = False
+        self.frees_traced = False
         self.root = ""
         self.text = ""
 
@@ -190,8 +241,22 @@ class Trace:
             self._write("trace", "")  # an empty write clears the buffer
             for e in EVENTS:
                 self._write(f"events/{e}/enable", "1")
+            if self.frees_by:
+                self._trace_frees()
             self._write("tracing_on", "1")
         return self
+
+    def _trace_frees(self) -> None:
+        read = self.agent.run(tools.argv("cat", KALLSYMS), CALL_S, check=True)
+        ranges = text_ranges(read.stdout, self.frees_by)
+        if len(ranges) < len(self.frees_by):
+            return
+        where = " || ".join(
+            f"(call_site >= {a:#x} && call_site < {b:#x})" for a, b in ranges.values()
+        )
+        self._write(f"events/{KFREE}/filter", where)
+        self._write(f"events/{KFREE}/enable", "1")
+        self.frees_traced = True
 
     def __exit__(self, *exc: object) -> None:
         if not self.available:
@@ -201,6 +266,9 @@ class Trace:
         self.text = read.stdout
         for e in EVENTS:
             self._write(f"events/{e}/enable", "0")
+        if self.frees_traced:
+            self._write(f"events/{KFREE}/enable", "0")
+            self._write(f"events/{KFREE}/filter", "0")  # "0" clears a filter
 
     def events(self) -> list[TraceEvent]:
         """What was read when the trace was turned off."""
