@@ -93,6 +93,25 @@ def test_a_pause_holds_an_event_that_comes_right_after_it(worker: tuple[Worker, 
     assert len(w.events(after=0, wait=2.0, types=["ESTABLISHED"])["log"]) == 1
 
 
+def test_a_pause_returns_with_the_event_its_read_took_already_logged(
+    worker: tuple[Worker, FakeLib], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w, lib = worker
+    add = w.log.add
+
+    def slow_add(entry: protocol.CMLogEntry) -> protocol.CMLogEntry:
+        time.sleep(0.5)  # the poller took the event and is logging it
+        return add(entry)
+
+    monkeypatch.setattr(w.log, "add", slow_add)
+    h = w.ch.create_id()
+    lib.cm.push(ESTABLISHED, w.ch._id(h).ptr)
+    time.sleep(0.15)  # read by now, being logged
+    w.pause(True)
+    assert [e["type"] for e in only_events(w.log.entries)] == ["ESTABLISHED"]
+    w.pause(False)
+
+
 def test_destroy_times_the_block_and_stops_answering(worker: tuple[Worker, FakeLib]) -> None:
     w, lib = worker
     h = w.ch.create_id()

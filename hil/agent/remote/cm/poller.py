@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ...protocol import AutoAnswer, CMEventEntry, TimedReply
+from ...protocol import AutoAnswer, TimedReply
 from ..hostclock import now_us
 from ..librdmacm import CMChannel, RdmaError
 from .log import Log
@@ -50,16 +50,18 @@ class Poller:
                     time.sleep(0.01)
                 continue
             try:
+                # Logged before the lock goes: a pause returns with every event it let
+                # the poller retrieve already in the log.
                 with self.reading:
                     ev = None if self.paused.is_set() else self.ch.poll_event(0.1)
+                    if ev is not None:
+                        self.log.add({"kind": "event", "seq": 0, **ev})
             except RdmaError as e:
                 self.log.add({"kind": "error", "seq": 0, "message": str(e), "t_us": now_us()})
                 time.sleep(0.1)
                 continue
             if ev is None:
                 continue
-            event: CMEventEntry = {"kind": "event", "seq": 0, **ev}
-            self.log.add(event)
             listen = ev["listen_id"]
             rule = self.auto.get(listen) if isinstance(listen, int) else None
             if ev["type"] != "CONNECT_REQUEST":
