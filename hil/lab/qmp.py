@@ -40,8 +40,7 @@ class QMPClient:
         self.path = str(path)
         self._timeout = timeout
         self._buf = b""
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
+        self._sock = self._new_socket()
         try:
             self._connect(time.monotonic() + min(timeout, REFUSED_RETRY))
             deadline = time.monotonic() + timeout
@@ -69,8 +68,12 @@ class QMPClient:
                     raise
                 time.sleep(0.05)
                 self._sock.close()  # a fresh socket per attempt
-                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self._sock.settimeout(self._timeout)
+                self._sock = self._new_socket()
+
+    def _new_socket(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self._timeout)
+        return sock
 
     def __enter__(self) -> Self:
         return self

@@ -204,8 +204,9 @@ def regress_iwcm_peer_vanishes(s: PairSides, connections: int = 3, rounds: int =
                     early += _vanish_round(rec, s, r, connections)
                 frees_traced = frees_traced and tr.frees_traced
                 if tr.available:
-                    found += len(destroys_with_pending(tr.events(), IWCM_WORK))
-                    freed += len(frees_inside(tr.events(), IWCM_WORK, ID_FREER))
+                    events = tr.events()
+                    found += len(destroys_with_pending(events, IWCM_WORK))
+                    freed += len(frees_inside(events, IWCM_WORK, ID_FREER))
                 if early and (found or not tr.available):
                     break  # the scenario and its window happened: enough for a regression run
         traced(rec, "ids_freed_inside_their_event_work", freed if frees_traced else None)
@@ -213,10 +214,9 @@ def regress_iwcm_peer_vanishes(s: PairSides, connections: int = 3, rounds: int =
         rec.metric("destroys_with_iwcm_work_pending", float(found))
         rec.metric("widened_windows_opened", float(widen.opened))
         note(rec, "id_destroyed_before_its_disconnected", early > 0)
-        # Widened: an id destroyed before its DISCONNECTED came had its event's work held
-        # (or queued behind a held one on the ordered iw_cm_wq) when the destroy began.
-        # Widened, the trace still decides: a destroy user space saw come before its
-        # DISCONNECTED began, in the kernel, after the work had run (QP first, above).
+        # Widened, the trace still decides whether a destroy met queued work: one that
+        # user space saw come before its id's DISCONNECTED began, in the kernel, after the
+        # work had run (QP first, above).  Without a trace, user space's view is all.
         raced = found > 0 if tr.available else early > 0
         window(rec, "iwcm_work_queued_at_an_id_destroy", widen.window(seen(tr, found), raced))
     return rec.timeline()
