@@ -205,14 +205,22 @@ def quiet(line: str) -> None:
 
 
 def default_clean(
-    chosen: list[patched.Patch], scratch: Path, lock: Path | None, debug: bool = False
+    chosen: list[patched.Patch],
+    scratch: Path,
+    lock: Path | None,
+    debug: bool = False,
+    tree: str | None = None,
 ) -> bool:
     """Run the union of ``chosen``'s suites once on the default kernel (the debug one, for
-    ``debug``); print whether it was clean (every test passed): the kills on the patched
-    kernels prove nothing otherwise."""
+    ``debug``; that of the kernel source ``tree``, when given); print whether it was clean
+    (every test passed): the kills on the patched kernels prove nothing otherwise."""
     suites = list(dict.fromkeys(s for m in chosen for s in m.killed_by))
     scratch.mkdir()
-    image = kernel.ensure_kernel(debug=True, progress=quiet) if debug else None
+    image = (
+        kernel.ensure_kernel(debug=debug, progress=quiet, source=kernel.find_source(spec=tree))
+        if debug or tree
+        else None
+    )
     with held(lock):
         run = run_on_lab(image, suites, scratch, debug=debug)
     clean = run.problem is None and run.tests > 0 and not run.failed and not run.errored
@@ -220,7 +228,7 @@ def default_clean(
         f"{run.tests} tests, {len(run.failed)} failed, {len(run.errored)} errored"
     )
     print(
-        f"{'debug' if debug else 'default'} kernel "
+        f"{'debug' if debug else 'default'}{f' {tree}' if tree else ''} kernel "
         f"{'clean' if clean else 'NOT CLEAN (the kills are not trustworthy)'}: "
         f"{detail} (boot {run.boot_s:.0f} s, suites {run.suites_s:.0f} s)",
         *(f"\n    {t}: {why}" for t, why in run.failed[:5]),

@@ -29,7 +29,7 @@ from collections.abc import Callable
 import pytest
 
 from hil.cm import sequences
-from hil.cm.regressions import cxgb4, device, iwcm, siw, siwqp, ucma
+from hil.cm.regressions import cxgb4, device, goingdown, iwcm, siw, siwqp, ucma
 from hil.cm.regressions.evidence import missing, trace_findings, unobservable
 from hil.cm.session import CMSession
 from hil.inventory.hostmodel import Family
@@ -355,6 +355,31 @@ def test_siw_netdev_removed_under_port_queries_and_a_bound_id(
     (suites/known-kernel-findings.yaml); the 6.12 kernel has the fix.
     """
     tl = cm.run(device.regress_siw_netdev_removed)
+    contract(tl)
+    _reached(tl)
+
+
+@IPV4_ONLY
+def test_siw_60dc7fcafea8_qps_destroyed_while_an_admin_down_walks_them(
+    cm: CMSession, contract: Contract
+) -> None:
+    """RDMA/siw: Remove NETDEV_GOING_DOWN event handler (60dc7fcafea8, July 2024; in
+    every 6.12.y, in no 6.1.y: the lab's 6.12 has it, its 6.1.192 lacks it).
+
+    Toggling the link under NVMe-oF over siw panicked: at an administrative down
+    siw walked its QPs unlocked and unreferenced (siw_netdev_down) while a QP was
+    destroyed under the walk.  Here four connections; the active host's link is
+    pulled ``admin`` and its ids (and so its QPs) destroyed while the port is down,
+    then the link is restored and the other side closes.  The window: a QP destroyed
+    while the walk held the next, which only the widened revert kernel holds open
+    (bench/reverts/widen/60dc7fcafea8.patch: the case destroys once the walk's
+    marker is logged and within its hold); elsewhere the destroys within 2 s of the
+    pull (hil/cm/regressions/goingdown.py says why).  On 6.1 a run that hits the
+    walk's window is the known finding ``siw-going-down-walk-uaf``
+    (suites/known-kernel-findings.yaml); its revert (on 6.12):
+    bench/reverts/60dc7fcafea8.patch.
+    """
+    tl = cm.run(goingdown.regress_siw_going_down)
     contract(tl)
     _reached(tl)
 

@@ -11,15 +11,18 @@ from hil.errors import LabError
 from hil.lab import kernel, patched
 
 
-def lab_tree() -> Path:
-    """The default lab kernel's extracted tree; the test skips when there is none."""
+def lab_tree(spec: str | None = None) -> Path:
+    """The extracted tree of the kernel source ``spec`` (default the lab's), of either
+    flavour (their sources are the same); the test skips when there is none."""
     try:
-        tree = kernel.tree_dir(kernel.find_source())
+        source = kernel.find_source(spec=spec)
     except LabError as e:
         pytest.skip(str(e))
-    if not (tree / "drivers/infiniband/sw/siw/siw_cm.c").is_file():
-        pytest.skip(f"no lab kernel tree ({tree}): `hil lab kernel` extracts and builds it")
-    return tree
+    trees = [kernel.tree_dir(source, debug=debug) for debug in (False, True)]
+    for tree in trees:
+        if (tree / "drivers/infiniband/sw/siw/siw_cm.c").is_file():
+            return tree
+    pytest.skip(f"no lab kernel tree ({trees[0]}): `hil lab kernel` extracts and builds it")
 
 
 def applied(p: patched.Patch, tree: Path, work: Path) -> Path:

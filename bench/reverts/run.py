@@ -21,7 +21,9 @@ A revert with a window-widening patch (``widen/NAME.patch``, bench/reverts/widen
 is run widened: its test runs on the revert+widen kernel (where it must fail) and
 then, the same N times, on the fixed+widen kernel (where it must pass, its window
 reached: the marker the widening logs); both on the kernel the widening's
-``Kernel:`` header names.  ``--unwidened`` runs the reverts as they are.
+``Kernel:`` header names.  A revert whose header says ``Tree: 6.12`` undoes a fix of
+that source (one the lab's 6.1 never had) and runs on its kernels.  ``--unwidened``
+runs the reverts as they are.
 
     .venv/bin/python bench/reverts/run.py --lock /tmp/hil-lab.lock [--revert NAME ...]
     .venv/bin/python bench/reverts/run.py --list
@@ -119,14 +121,19 @@ def main() -> int:
                 hit = _revert(kernel, n, Path(tmp) / kernel.name, args.lock, args.jobs)
                 failed += hit
                 ok &= hit
-                if w is not None and not args.no_default:
-                    twin = fixed_widened(w)
+                twin = fixed_widened(w) if w is not None else None
+                if twin is not None and not args.no_default:
                     ok &= _fixed(twin, n, Path(tmp) / twin.name, args.lock, args.jobs)
-            unwidened = [r for r in chosen if widen[r.name] is None]
-            for debug in [] if args.no_default else sorted({r.debug for r in unwidened}):
-                fixed = [r for r in unwidened if r.debug == debug]
-                where = Path(tmp) / ("fixed-debug" if debug else "fixed")
-                ok &= default_clean(fixed, where, args.lock, debug)
+            # The fixed run on the plain kernel: a revert unwidened, or widened where the
+            # fixed kernel has nothing to widen; once per kernel (flavour and tree).
+            plain = [r for r in chosen if (w := widen[r.name]) is None or fixed_widened(w) is None]
+            kernels = sorted({(r.debug, r.tree or "") for r in plain})
+            for debug, tree in [] if args.no_default else kernels:
+                fixed = [r for r in plain if (r.debug, r.tree or "") == (debug, tree)]
+                where = Path(tmp) / "-".join(
+                    ["fixed", *(["debug"] if debug else []), *([tree] if tree else [])]
+                )
+                ok &= default_clean(fixed, where, args.lock, debug, tree or None)
         except HilError as e:  # the lab lock not had in time
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -7,7 +7,9 @@ the fix's revert (:func:`widened`: the test must fail there) and on the fixed
 kernel alone (:func:`fixed_widened`: the test must pass there, its window
 reached: the proof that the failure is the missing fix's, not the widening's).
 Both are built on the kernel the widening's ``Kernel:`` header names (a bug the
-production kernel shows, an oops, needs no debug kernel).  Kept apart from
+production kernel shows, an oops, needs no debug kernel).  A fix that removed
+the code its widening holds open has no fixed+widen kernel (``Fixed-kernel:
+none ...``): its test's fixed run is on the plain kernel of the revert's tree.  Kept apart from
 :mod:`run` so it can be tested without a lab (tests/bench/test_reverts_widening.py).
 """
 
@@ -54,6 +56,9 @@ def widened(revert: patched.Patch, w: patched.Patch) -> patched.Patch:
     )
 
 
-def fixed_widened(w: patched.Patch) -> patched.Patch:
-    """The fixed kernel with the same widening: the widening's diff alone."""
+def fixed_widened(w: patched.Patch) -> patched.Patch | None:
+    """The fixed kernel with the same widening: the widening's diff alone; None when the
+    widening says the fixed kernel has nothing to widen (``Fixed-kernel: none``)."""
+    if (w.field("fixed-kernel") or "").startswith("none"):
+        return None
     return dataclasses.replace(w, name=f"widen-{w.name}")

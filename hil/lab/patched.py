@@ -1,4 +1,4 @@
-"""Lab kernels built from the default one plus a patch: fault kernels and mutants.
+"""Lab kernels built from the default one plus a patch: fault kernels, mutants, reverts.
 
 A patch is a unified diff against the lab kernel's source tree (``patch
 -p1``) preceded by a header that ``patch`` skips as leading text::
@@ -12,10 +12,12 @@ A patch is a unified diff against the lab kernel's source tree (``patch
 
 (:func:`read_patch`; ``Killed-by`` may repeat: a suite file, optionally
 ``-k EXPR``, then options of hil's plugin such as ``--hil-race-sweeps full`` for a
-test that runs only in the nightly).  :func:`build` copies the default kernel's built tree once per
+test that runs only in the nightly).  ``Kernel: debug`` builds it on the debug
+flavour, ``Tree: 6.12`` on another kernel source than the lab's default (a fix
+only that source has, undone there).  :func:`build` copies the default kernel's built tree once per
 patch (:mod:`hil.lab.treecopy`: sources hard-linked, products copied), makes
 each file the patch touches a file of its own, applies the patch (checked
-with ``--dry-run`` first), and runs ``make bzImage`` there incrementally.  The
+on scratch copies of those files first), and runs ``make bzImage`` there incrementally.  The
 result is cached beside the default kernel, ``KERNEL_DIR-patched-NAME/``
 (``bzImage``, ``config``, ``patch.diff``, ``patch.json``); a second call
 returns it at once, a changed diff is built again.  The default kernel, its
@@ -31,6 +33,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -76,6 +79,12 @@ class Patch:
     def field(self, name: str) -> str | None:
         """The header field ``name`` (lower case) beyond Name/Wrong/Killed-by, or None."""
         return dict(self.extra).get(name)
+
+    @property
+    def tree(self) -> str | None:
+        """The kernel source the diff applies to (``Tree: 6.12``: a package, its series or a
+        tarball, as ``hil lab kernel --source`` takes it); None: the lab's default."""
+        return self.field("tree")
 
     @property
     def debug(self) -> bool:
@@ -148,16 +157,16 @@ def _suite(path: Path, value: str) -> Suite:
     )
 
 
-def patched_dir(name: str, debug: bool = False) -> Path:
-    """Where the kernel patched with ``name`` is (or will be) cached, beside the default one
-    (the debug one's, for ``debug``)."""
-    base = kernel.kernel_dir(kernel.find_source(), debug=debug)
+def patched_dir(name: str, debug: bool = False, tree: str | None = None) -> Path:
+    """Where the kernel patched with ``name`` is (or will be) cached, beside the base one
+    (of the source ``tree``, default the lab's; the debug one's, for ``debug``)."""
+    base = kernel.kernel_dir(kernel.find_source(spec=tree), debug=debug)
     return base.with_name(f"{base.name}-patched-{name}")
 
 
 def cached(patch: Patch) -> Path | None:
     """The cached bzImage built from this patch's current diff, or None."""
-    image = patched_dir(patch.name, patch.debug) / "bzImage"
+    image = patched_dir(patch.name, patch.debug, patch.tree) / "bzImage"
     stamp = image.with_name("patch.json")
     if not image.is_file() or not stamp.is_file():
         return None
@@ -171,14 +180,15 @@ def build(
     if not rebuild and (image := cached(patch)) is not None:
         progress(f"patched {patch.name}: cached {image}")
         return image
-    base_image = kernel.ensure_kernel(progress=progress, debug=patch.debug)
-    base_tree = kernel.tree_dir(kernel.find_source(), debug=patch.debug)
+    source = kernel.find_source(spec=patch.tree)
+    base_image = kernel.ensure_kernel(progress=progress, debug=patch.debug, source=source)
+    base_tree = kernel.tree_dir(source, debug=patch.debug)
     if not (base_tree / "arch/x86/boot/bzImage").is_file():
         raise LabError(
             f"patched {patch.name}: the lab kernel's build tree {base_tree} is gone or was never "
             "built; `hil lab kernel --rebuild` builds it again"
         )
-    dest = patched_dir(patch.name, patch.debug)
+    dest = patched_dir(patch.name, patch.debug, patch.tree)
     started = time.monotonic()
     with kernel.build_lock(progress):
         guard = _fingerprint(base_tree, base_image, patch.files)
@@ -213,8 +223,8 @@ def apply(patch: Patch, base_tree: Path, tree: Path) -> None:
 
     The files an earlier patch of this tree changed, and those this one
     changes, are first made fresh copies of the default tree's (restoring the
-    first, breaking the hard links of the second); the patch is checked with
-    ``--dry-run`` before it writes anything.
+    first, breaking the hard links of the second); the patch is checked on scratch
+    copies of its files before it writes anything.
     """
     record = tree.parent / TOUCHED
     earlier = record.read_text().split() if record.is_file() else []
@@ -227,14 +237,23 @@ def apply(patch: Patch, base_tree: Path, tree: Path) -> None:
             )
         treecopy.fresh_copy(original, tree / rel)
     record.write_text("\n".join(patch.files) + "\n")
-    _patch(patch, tree, dry_run=True)
-    _patch(patch, tree, dry_run=False)
+    _check(patch, tree)
+    _patch(patch, tree)
 
 
-def _patch(patch: Patch, tree: Path, dry_run: bool) -> None:
-    argv = tools.argv(
-        "patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-r", "-"
-    ) + (["--dry-run"] if dry_run else [])
+def _check(patch: Patch, tree: Path) -> None:
+    """Apply ``patch`` to scratch copies of the files it changes first: ``--dry-run``
+    would check a second diff of a file (a widening atop its revert) against the file
+    as it was, not as the first diff left it."""
+    with tempfile.TemporaryDirectory(prefix="hil-patch-check-") as scratch:
+        for rel in patch.files:
+            (Path(scratch) / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(tree / rel, Path(scratch) / rel)
+        _patch(patch, Path(scratch), shown=tree)
+
+
+def _patch(patch: Patch, tree: Path, shown: Path | None = None) -> None:
+    argv = tools.argv("patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-r", "-")
     try:
         out = subprocess.run(
             argv,
@@ -252,7 +271,7 @@ def _patch(patch: Patch, tree: Path, dry_run: bool) -> None:
         failed = _failed_files(text) or list(patch.files)
         raise LabError(
             f"patched {patch.name}: {patch.path} does not apply to {', '.join(failed)} in "
-            f"{tree}; the kernel source changed, make the diff again:\n"
+            f"{shown or tree}; the kernel source changed, make the diff again:\n"
             + "\n".join(text.strip().splitlines()[-10:])
         )
 

@@ -42,6 +42,16 @@ def test_the_widened_revert_is_the_revert_then_the_widening_on_its_kernel(tmp_pa
     assert (fixed.name, fixed.diff, fixed.killed_by) == ("widen-fixid", WIDEN, revert.killed_by)
 
 
+def test_a_widening_of_code_the_fix_removed_has_no_fixed_twin(tmp_path: Path) -> None:
+    (tmp_path / "widen").mkdir()
+    revert = patched.read_patch(_patch(tmp_path / "fixid.patch", "debug", DIFF))
+    path = _patch(tmp_path / "widen" / "fixid.patch", "debug", WIDEN)
+    path.write_text("Fixed-kernel: none (the fix removed the walk)\n" + path.read_text())
+    w = wid.widening(revert, tmp_path / "widen")
+    assert wid.fixed_widened(w) is None
+    assert wid.widened(revert, w).diff == DIFF + WIDEN  # the revert+widen kernel still is
+
+
 def test_a_widening_must_name_its_reverts_test(tmp_path: Path) -> None:
     (tmp_path / "widen").mkdir()
     revert = patched.read_patch(_patch(tmp_path / "fixid.patch", None, DIFF))
@@ -63,10 +73,11 @@ def test_each_widening_belongs_to_a_revert_and_says_its_window_and_knob(path: Pa
 def test_each_widening_applies_to_the_fixed_tree_and_atop_its_revert(
     tmp_path: Path, path: Path
 ) -> None:
-    tree = lab_tree()
     revert = patched.read_patch(REVERTS / path.name)
+    tree = lab_tree(revert.tree)  # skips where that source is not extracted
     w = wid.widening(revert)
-    for p in (wid.fixed_widened(w), wid.widened(revert, w)):
+    twin = wid.fixed_widened(w)  # None: the fix removed what the widening holds open
+    for p in [*([twin] if twin else []), wid.widened(revert, w)]:
         copy = applied(p, tree, tmp_path)
         text = "".join((copy / rel).read_text() for rel in p.files)
         assert f"hil widen {w.name}: window open" in text

@@ -23,8 +23,10 @@ class FakeAgent:
     """A host whose kernel has ``knob`` (None: not a widened kernel) and logs ``logged``
     while the widening is on."""
 
-    def __init__(self, knob: str | None, logged: tuple[str, ...] = ()) -> None:
-        self.knob, self.logged = knob, logged
+    def __init__(self, knob: str | None, logged: tuple[str, ...] = (), after: int = 0) -> None:
+        # ``after``: how many of ``logged`` the first read gives (the rest come on the next).
+        self.knob, self.logged, self.after = knob, logged, after or len(logged)
+        self.reads = 0
         self.writes: list[str | None] = []
         self.closed: list[int] = []
 
@@ -41,7 +43,11 @@ class FakeAgent:
         return 7
 
     def kmsg_read(self, cursor: int) -> KernelLog:
-        return KernelLog(tuple(KmsgRecord(i, 0, 6, 0, m) for i, m in enumerate(self.logged)), 0)
+        # What was logged since the last read, as the agent's cursor gives it.
+        self.reads += 1
+        now, self.logged = self.logged[: self.after], self.logged[self.after :]
+        self.after = len(self.logged)
+        return KernelLog(tuple(KmsgRecord(i, 0, 6, 0, m) for i, m in enumerate(now)), 0)
 
     def kmsg_close(self, cursor: int) -> None:
         self.closed.append(cursor)
@@ -99,3 +105,24 @@ def test_without_the_widening_the_racing_step_does_not_count() -> None:
         pass
     assert w.window(otherwise=True, raced=False) is True
     assert w.window(otherwise=None, raced=True) is None
+
+
+def test_a_case_waits_for_the_marker_and_it_is_counted_once() -> None:
+    agent = FakeAgent(KNOB, ("siw: first", MARKER), after=1)
+    with Widen(agent, "siw", FIX, 4000) as w:  # type: ignore[arg-type]
+        assert w.wait_opened(5.0, poll_s=0.01)
+        assert agent.reads == 2  # not in the first read: it waited for the second
+    assert w.opened == 1 and w.window(otherwise=False) is True
+
+
+def test_waiting_for_a_marker_never_logged_gives_up_at_its_bound() -> None:
+    agent = FakeAgent(KNOB, ("siw: something else",))
+    with Widen(agent, "siw", FIX, 4000) as w:  # type: ignore[arg-type]
+        assert not w.wait_opened(0.05, poll_s=0.01)
+    assert w.opened == 0
+
+
+def test_a_kernel_without_the_widening_has_no_marker_to_wait_for() -> None:
+    agent = FakeAgent(None)
+    with Widen(agent, "siw", FIX, 4000) as w:  # type: ignore[arg-type]
+        assert not w.wait_opened(5.0) and agent.reads == 0

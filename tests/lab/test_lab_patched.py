@@ -15,7 +15,7 @@ import pytest
 from labtree import applied, lab_tree
 
 from hil.errors import InputError, LabError
-from hil.lab import patched
+from hil.lab import kernel, kernel_source, patched
 
 MUTANTS = Path(__file__).resolve().parents[2] / "bench" / "mutants"
 REVERTS = MUTANTS.with_name("reverts")
@@ -89,7 +89,9 @@ def test_other_header_fields_are_kept_and_kernel_debug_asks_for_the_debug_tree(
     path.write_text('Fix: abc "x: y"\nRuns: 3\nKernel: debug\n' + path.read_text())
     p = patched.read_patch(path)
     assert (p.field("fix"), p.field("runs"), p.field("nope")) == ('abc "x: y"', "3", None)
-    assert p.debug and p.name == "a-one"
+    assert p.debug and p.name == "a-one" and p.tree is None
+    path.write_text("Tree: 6.12\n" + path.read_text())
+    assert patched.read_patch(path).tree == "6.12"
 
 
 @pytest.mark.parametrize(
@@ -170,8 +172,39 @@ def test_every_patch_applies_to_the_lab_kernel_tree(
     tree = lab_tree()
     mutants = [patched.read_patch(f) for f in sorted(where.glob("*.patch"))]
     assert len(mutants) >= at_least
-    for m in mutants:
+    for m in [m for m in mutants if m.tree is None]:
         before = {rel: (tree / rel).read_bytes() for rel in m.files}
         copy = applied(m, tree, tmp_path)
         assert {rel: (tree / rel).read_bytes() for rel in m.files} == before
         assert all(f"hil {mark} {m.name}" in (copy / rel).read_text() for rel in m.files)
+
+
+OTHER_TREES = [p for p in sorted(REVERTS.glob("*.patch")) if patched.read_patch(p).tree is not None]
+
+
+@pytest.mark.parametrize("path", OTHER_TREES, ids=lambda p: p.stem)
+def test_a_revert_of_another_kernel_source_applies_to_that_tree(tmp_path: Path, path: Path) -> None:
+    r = patched.read_patch(path)
+    # Skips where that source is not extracted (ci/install --kernel-sources 6.12).
+    tree = lab_tree(r.tree)
+    copy = applied(r, tree, tmp_path)
+    assert all(f"hil revert {r.name}" in (copy / rel).read_text() for rel in r.files)
+
+
+def test_a_patch_of_another_tree_is_cached_beside_that_trees_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    seen: list[str | None] = []
+
+    def find_source(spec: str | None = None) -> kernel_source.KernelSource:
+        seen.append(spec)
+        version = "6.12.118-1" if spec == "6.12" else "6.1.192-3"
+        return kernel_source.KernelSource(f"linux-source-{spec or '6.1'}", version, tmp_path)
+
+    monkeypatch.setattr(kernel, "find_source", find_source)
+    other = patched.patched_dir("60dc7fcafea8", debug=True, tree="6.12")
+    default = patched.patched_dir("53a3f7770497", debug=True)
+    assert seen == ["6.12", None]
+    assert other.name.startswith("6.12.118-1-") and other.name.endswith("-patched-60dc7fcafea8")
+    assert default.name.startswith("6.1.192-3-")

@@ -11,13 +11,15 @@ default), and each logs ``hil widen <fix>: window open`` (``pr_info``) when its
 window opened.
 
 :class:`Widen` turns one on for a scenario on one host, reads the kernel log
-meanwhile and turns it off again.  ``available`` is False on a kernel without
+meanwhile and turns it off again; a case that must act inside the held window
+waits for its marker (:meth:`Widen.wait_opened`).  ``available`` is False on a kernel without
 that patch (every lab kernel but a widened one): the case then judges its
 window as it did before (tracepoints, or not observable).
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from hil import tools
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 CALL_S = 20.0  # one sysfs read or write on a loaded debug guest
 PARAM = "/sys/module/{module}/parameters/hil_widen_{fix}"
 MARKER = "hil widen {fix}: window open"
+POLL_S = 0.1  # between kernel log reads while a case waits for the marker
 
 
 def opened(messages: list[str], fix: str) -> int:
@@ -60,10 +63,27 @@ class Widen:
         if self._cursor is None:
             return
         self._write("0")
-        log = self.agent.kmsg_read(self._cursor)
+        self._read()
         self.agent.kmsg_close(self._cursor)
         self._cursor = None
-        self.opened = opened(log.messages(), self.fix)
+
+    def wait_opened(self, timeout: float, poll_s: float = POLL_S) -> bool:
+        """Wait until the window's marker was logged; False when it was not within
+        ``timeout`` or the widening is not on this kernel (a case that acts inside the
+        held window, not merely while it may be open)."""
+        deadline = time.monotonic() + timeout
+        while self._cursor is not None:
+            if self._read():
+                return True
+            if time.monotonic() + poll_s > deadline:
+                return False
+            time.sleep(poll_s)
+        return False
+
+    def _read(self) -> int:
+        assert self._cursor is not None
+        self.opened += opened(self.agent.kmsg_read(self._cursor).messages(), self.fix)
+        return self.opened
 
     def window(self, otherwise: bool | None, raced: bool = True) -> bool | None:
         """The window's value for :func:`hil.cm.regressions.evidence.window`: on a widened
