@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -96,3 +97,14 @@ def lab_pair_run(lab: VirtualLab, scratch: Path, holder: str) -> Iterator[PairRu
     ):
         run.set_up()
         yield run
+
+
+def hil_lab(*args: str) -> subprocess.CompletedProcess[str]:
+    """``hil lab ARGS`` as a user runs it, its output captured (120 s bound)."""
+    return subprocess.run(
+        [sys.executable, "-m", "hil", "lab", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

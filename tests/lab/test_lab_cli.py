@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-
-def hil(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hil", "lab", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+from vlab import hil_lab
 
 
 @pytest.mark.parametrize(
@@ -33,19 +22,19 @@ def hil(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(args: list[str], message: str) -> None:
-    out = hil(*args)
+    out = hil_lab(*args)
     assert out.returncode == 1
     assert message in out.stderr
     assert "Traceback" not in out.stderr
 
 
 def test_status_and_inventory_of_no_lab(tmp_path: Path) -> None:
-    out = hil("status", "--dir", str(tmp_path / "none"))
+    out = hil_lab("status", "--dir", str(tmp_path / "none"))
     assert (out.returncode, out.stdout.strip()) == (3, f"no lab in {tmp_path / 'none'}")
-    out = hil("inventory", "--dir", str(tmp_path / "none"))
+    out = hil_lab("inventory", "--dir", str(tmp_path / "none"))
     assert out.returncode == 3
     assert f"start one with `hil lab up --dir {tmp_path / 'none'}`" in out.stderr
-    out = hil("down", "--dir", str(tmp_path / "none"))
+    out = hil_lab("down", "--dir", str(tmp_path / "none"))
     assert out.returncode == 0
 
 
@@ -62,7 +51,7 @@ def test_up_with_a_kernel_that_is_no_bzimage_is_refused_before_anything_starts(
     image = tmp_path / "bzImage"
     if content is not None:
         image.write_bytes(content)
-    out = hil("up", "--dir", str(tmp_path / "lab"), "--kernel", str(image))
+    out = hil_lab("up", "--dir", str(tmp_path / "lab"), "--kernel", str(image))
     assert out.returncode == 1
     assert out.stderr.strip() == f"hil: error: kernel {image}: {message}" + (
         "; give arch/x86/boot/bzImage of a kernel build" if content else ""

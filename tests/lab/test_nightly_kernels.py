@@ -140,7 +140,7 @@ def test_reverts_runs_the_revert_score_under_the_lab_lock_keeping_its_logs(repo:
     assert len(runs) == 1 and runs[0].startswith(
         "python bench/reverts/run.py --lock /tmp/l.lock --keep R/reverts/"
     )  # no lab of the nightly's own, no suites: the runner boots one per revert kernel
-    assert "install " in calls
+    assert "install --kernel-sources 6.1,6.12" in calls  # a revert is of the 6.12 tree
 
 
 def test_middlebox_runs_the_impairment_suite_on_a_middlebox_lab_of_its_own(repo: Path) -> None:

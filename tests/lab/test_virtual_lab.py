@@ -1,13 +1,11 @@
 """The real virtual lab: two QEMU guests with siw, reached like lab hosts.
 
-Boots once per session (see conftest); the last test takes it down.
+Boots once per session (see conftest); tests/lab/test_lab_down.py takes it down last.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,10 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from vlab import VirtualLab
+from vlab import VirtualLab, hil_lab
 
 from hil.errors import CommandTimeout, HostKeyError
-from hil.lab import localports, network, qmp
+from hil.lab import network, qmp
 from hil.ssh import Result, SSHPool, SSHSession
 
 # The session's first lab test may build the kernel (~15 min on 2 cores).
@@ -174,16 +172,6 @@ def test_a_qmp_carrier_pull_shows_no_carrier_and_restore_brings_it_back(
     wait_carrier(session, netdev, want=True)
 
 
-def hil_lab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hil", "lab", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def test_status_reports_a_healthy_lab_and_up_reuses_it(virtual_lab: VirtualLab) -> None:
     out = hil_lab("status", "--dir", str(virtual_lab.dir), "--json")
     assert out.returncode == 0, out.stderr
@@ -199,43 +187,3 @@ def test_status_reports_a_healthy_lab_and_up_reuses_it(virtual_lab: VirtualLab) 
     assert out.returncode == 0, out.stderr
     assert "already up" in out.stderr
     assert out.stdout.strip() == str(virtual_lab.dir / "inventory.yaml")
-
-
-@pytest.mark.takes_lab_down
-def test_zz_down_leaves_no_process_and_no_listening_port(virtual_lab: VirtualLab) -> None:
-    # Runs after every other test (takes_lab_down): it stops the session's lab.
-    running = virtual_lab.state  # a guest started again by a recovery has a new QEMU
-    ports = {g.ssh_port for g in running.guests}
-    cables = set(running.cable_ports)
-    assert ports <= localports.listening_ports()
-    assert cables <= localports.bound_udp_ports()
-    out = hil_lab("down", "--dir", str(virtual_lab.dir))
-    assert out.returncode == 0, out.stderr
-    for g in running.guests:
-        assert not Path(f"/proc/{g.pid}").exists() or _zombie(g.pid), f"{g.name} QEMU still runs"
-        assert not _live_members(g.pgid), f"{g.name}: processes left in group {g.pgid}"
-    assert not ports & localports.listening_ports()
-    assert not cables & localports.bound_udp_ports()
-    assert not virtual_lab.dir.exists()
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-def _live_members(pgid: int) -> list[int]:
-    out = subprocess.run(
-        ["ps", "-o", "pid=,stat=", "-g", str(pgid)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    return [
-        int(f[0])
-        for f in (ln.split() for ln in out.stdout.splitlines())
-        if not f[1].startswith("Z")
-    ]
