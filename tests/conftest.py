@@ -7,7 +7,7 @@
   booted once for every test that needs real iWARP (tests/lab, tests/cm).
   Tests marked ``restarts_guests`` (they crash and recover guests) run after
   the others, and those marked ``takes_lab_down`` after every other test.
-  Under xdist (ci/tests' lab half: ``-n 2 --dist loadfile``) each worker boots
+  Under xdist (``LAB_WORKERS=2 ci/tests``: ``-n 2 --dist loadfile``) each worker boots
   a lab of its own and takes whole files in that order, so such a test sits in
   a file of its own (tests/lab/test_lab_down.py).
 - ``store``: a fresh SQLite reservation store (tests/reservation has its own,

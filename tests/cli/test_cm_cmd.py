@@ -102,6 +102,7 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "regress_iwcm_connect_disconnect_storm",
             "regress_iwcm_peer_vanishes",
             "regress_iwcm_refused_child",
+            "regress_siw_going_down",
             "regress_siw_mpareq_failure",
             "regress_siw_netdev_removed",
             "regress_siw_reject_racing_mpareq",

@@ -1,7 +1,7 @@
 """The session's virtual lab taken down: no QEMU, process or port is left.
 
 A file of its own: it runs after every other test (``takes_lab_down``), and under
-xdist's ``--dist loadfile`` (ci/tests' lab half) a file is one unit of work, so a
+xdist's ``--dist loadfile`` (``LAB_WORKERS=2 ci/tests``) a file is one unit of work, so a
 worker's other tests never run after it on that worker's lab.
 """
 
