@@ -322,7 +322,9 @@ def test_iwcm_7874eeacfa42_connect_disconnect_storm(
     DISCONNECT and CLOSE back to back for every passive id, so every
     connection closed on both sides reached the window once.  Nightly only
     (``--hil-race-sweeps full``, ci/nightly's plain kernels): ci/suites' own
-    storm (test_storm.py) runs 16 connections.
+    storm (test_storm.py) runs 16 connections.  Its revert (on 6.12):
+    bench/reverts/7874eeacfa42.patch, where the debug kernel's ODEBUG reports a
+    queued work initialised again (docs/regressions.md).
     """
     if request.config.getoption("hil_race_sweeps") != "full":
         pytest.skip("nightly only (--hil-race-sweeps full): a 256-connection storm")
