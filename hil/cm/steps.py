@@ -125,6 +125,12 @@ class Conn:
     connect: Outcome
     established_us: int  # the active side's ESTABLISHED, controller time
 
+    def end(self, which: str) -> tuple[Endpoint, str]:
+        """The endpoint and id of the ``which`` ("active"/"passive") side."""
+        return (
+            (self.active, self.active_id) if which == "active" else (self.passive, self.passive_id)
+        )
+
 
 def listen(
     rec: Recording,
@@ -279,10 +285,8 @@ def last_sends(conn: Conn, by: str, timeout: float) -> Iterator[None]:
     ``last_receives``, until its DISCONNECTED), then ``by`` sends :data:`LAST_SENDS`
     SENDs and waits for them; the body closes.  The contract's ``close-delivers``
     judges the peer's ``last_receives`` action.  Seeded by the label, as the payload."""
-    ep, cm_id = (conn.active, conn.active_id) if by == "active" else (conn.passive, conn.passive_id)
-    peer, peer_id = (
-        (conn.passive, conn.passive_id) if by == "active" else (conn.active, conn.active_id)
-    )
+    ep, cm_id = conn.end(by)
+    peer, peer_id = conn.end("passive" if by == "active" else "active")
     seed = zlib.crc32(conn.label.encode()) & 0xFFFF
     with ThreadPoolExecutor(1, thread_name_prefix="last-receives") as pool:
         drain = pool.submit(peer.last_receives, peer_id, LAST_SENDS, seed, timeout)
@@ -297,9 +301,7 @@ def wait_disconnected(
     """Each named side's DISCONNECTED on the connection (None when it did not come)."""
     found: dict[str, Event | None] = {}
     for which in sides:
-        ep, cm_id = (
-            (conn.active, conn.active_id) if which == "active" else (conn.passive, conn.passive_id)
-        )
+        ep, cm_id = conn.end(which)
         found[which] = ep.wait("DISCONNECTED", cm_id, timeout) if ep.alive else None
     return found
 
@@ -307,7 +309,7 @@ def wait_disconnected(
 def close(conn: Conn, by: str = "active", timeout: float | None = None) -> Outcome:
     """Orderly close started by ``by`` ("active"/"passive"); waits for both DISCONNECTED
     (at most ``timeout``, default the pair's ``close_s``)."""
-    ep, cm_id = (conn.active, conn.active_id) if by == "active" else (conn.passive, conn.passive_id)
+    ep, cm_id = conn.end(by)
     why = ""
     if timeout is None:
         w = waits(ep.rec.session)

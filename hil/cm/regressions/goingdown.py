@@ -44,9 +44,8 @@ from hil.errors import InputError
 from hil.judge.timeline import Timeline
 
 if TYPE_CHECKING:
-    from hil.cm.endpoint import Outcome
+    from hil.cm.endpoint import Endpoint, Outcome
     from hil.cm.sides import PairSides
-    from hil.cm.steps import Conn
 
 FIX = "60dc7fcafea8"
 # The walk holds its next entry only after a first QP: two at least, a few more so
@@ -72,6 +71,7 @@ def regress_siw_going_down(s: PairSides) -> Timeline:
         )
     pull = s.pair.link.pull("admin")
     side = s.side_of(pull.end.host) if pull.end else s.active
+    pulled_role = "active" if side == s.active else "passive"
     hold_s = WIDEN_60DC7FCAFEA8_MS / 1000 + MARKER_S
     with s.recording("regress-siw-going-down") as rec:
         listener = steps.listen(rec, s.passive)
@@ -81,7 +81,7 @@ def regress_siw_going_down(s: PairSides) -> Timeline:
         with widen, pulled(rec, s.link_control(), s.pair.link, "admin", side, False, hold_s) as t0:
             marked = widen.wait_opened(MARKER_S)
             marked_us = controller_us()
-            gone = [_destroy_pulled(c, side == s.active) for c in conns]
+            gone = [_destroy(*c.end(pulled_role)) for c in conns]
         rec.metric("widened_windows_opened", float(widen.opened))
         note(rec, "connections_established", len(conns) == CONNECTIONS)
         note(rec, "every_qp_of_the_pulled_host_destroyed", all(o.ok for o in gone))
@@ -94,7 +94,7 @@ def regress_siw_going_down(s: PairSides) -> Timeline:
             ),
         )
         for c in conns:
-            _close_other(c, side == s.active)
+            _close(*c.end("passive" if pulled_role == "active" else "active"))
         steps.destroy(listener.ep, listener.id)
     return rec.timeline()
 
@@ -113,16 +113,14 @@ def held(gone: list[Outcome], marked_us: int, pull_us: int, hold_ms: int) -> boo
     )
 
 
-def _destroy_pulled(c: Conn, active_pulled: bool) -> Outcome:
-    """Destroy the pulled host's id of ``c`` (and so its QP)."""
-    ep, cm_id = (c.active, c.active_id) if active_pulled else (c.passive, c.passive_id)
+def _destroy(ep: Endpoint, cm_id: str) -> Outcome:
+    """Destroy a pulled host's id (and so its QP), bounded as :func:`steps.destroy` is."""
     return ep.destroy(cm_id, timeout=steps.waits(ep.rec.session).destroy_s)
 
 
-def _close_other(c: Conn, active_pulled: bool) -> None:
-    """Close and destroy the other side's id of ``c``: its peer's socket is gone, so its
-    FIN meets an RST once the link is back."""
-    ep, cm_id = (c.passive, c.passive_id) if active_pulled else (c.active, c.active_id)
+def _close(ep: Endpoint, cm_id: str) -> None:
+    """Close and destroy the other side's id: its peer's socket is gone, so its FIN meets
+    an RST once the link is back."""
     ep.disconnect(cm_id)
     ep.wait("DISCONNECTED", cm_id, RESTORED_WAIT_S)
     steps.destroy(ep, cm_id)

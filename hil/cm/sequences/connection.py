@@ -53,9 +53,7 @@ def abort(s: PairSides, how: str = "qp_err", by: str = "active") -> Timeline:
     choice("by", by, BYS)
     with s.recording(f"abort-{how}-{by}") as rec:
         conn = open_conn(rec)
-        ep, cm_id = (
-            (conn.active, conn.active_id) if by == "active" else (conn.passive, conn.passive_id)
-        )
+        ep, cm_id = conn.end(by)
         peer = "passive" if by == "active" else "active"
         if how == "qp_err":
             start = ep.qp_err(cm_id).action.t_us
