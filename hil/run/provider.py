@@ -107,29 +107,38 @@ class Provider:
         return f"pair {pair} {runs}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def _setting(agent: Agent, host: str, where: str) -> str:
-    """One setting of a provider, read where its spec says."""
+def _setting(agent: Agent, host: str, where: str, functions: frozenset[str]) -> str:
+    """One setting of a provider, read where its spec says (``functions``: those of its
+    ``kallsyms:`` settings the kernel has)."""
     if where.startswith("sysctl:"):
         return agent.sysctl(where.removeprefix("sysctl:"))
     if where.startswith("kallsyms:"):
-        return _has_function(agent, host, where.removeprefix("kallsyms:"))
+        return "1" if where.removeprefix("kallsyms:") in functions else "0"
     return read_file(agent, host, where)
 
 
-def _has_function(agent: Agent, host: str, name: str) -> str:
-    """'1' when ``/proc/kallsyms`` lists function ``name`` (a module's too, once loaded),
-    else '0'; RemoteError when the host has no kallsyms to read."""
-    got = agent.run(tools.argv("grep", "-c", "-w", name, KALLSYMS), timeout=KALLSYMS_S)
+def _functions(agent: Agent, host: str, names: list[str]) -> frozenset[str]:
+    """Which of functions ``names`` ``/proc/kallsyms`` lists (a module's too, once loaded),
+    in one read: a guest's kallsyms is some 100,000 lines; RemoteError when the host has
+    none to read."""
+    if not names:
+        return frozenset()
+    patterns = [arg for name in names for arg in ("-e", name)]
+    got = agent.run(tools.argv("grep", "-o", "-w", "-F", *patterns, KALLSYMS), timeout=KALLSYMS_S)
     if got.status not in (0, 1):  # grep: 1 no line matched, 2 an error
         raise RemoteError(host, f"reading {KALLSYMS} failed: {got.stderr.strip()}")
-    return "1" if got.status == 0 else "0"
+    return frozenset(got.stdout.split()) & frozenset(names)
 
 
 def _settings(agent: Agent, host: str, driver: str) -> dict[str, str]:
     spec: ProviderSpec | None = PROVIDERS.get(driver)
     if spec is None:
         return {}
-    return {name: _setting(agent, host, where) for name, where in spec.settings.items()}
+    wanted = [
+        w.removeprefix("kallsyms:") for w in spec.settings.values() if w.startswith("kallsyms:")
+    ]
+    functions = _functions(agent, host, wanted)
+    return {name: _setting(agent, host, where, functions) for name, where in spec.settings.items()}
 
 
 def _host_provider(hosts: Hosts, port: PortState, rnic: Rnic) -> HostProvider:

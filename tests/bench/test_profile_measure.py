@@ -47,6 +47,24 @@ def test_local_close_is_the_initiators_disconnected_after_its_disconnect(pm: Mod
     assert pm.local_close_s(_tl(Action(1_000, "a", "disconnect", "a1"))) is None
 
 
+def test_a_storms_close_is_its_slowest_first_disconnect(pm: ModuleType) -> None:
+    tl = _tl(
+        Action(1_000, "a", "disconnect", "a1"),
+        _ev(3_000, "DISCONNECTED", "a1"),
+        Action(2_000, "a", "disconnect", "a2"),
+        _ev(9_000, "DISCONNECTED", "a2"),
+        Action(50_000, "a", "disconnect", "a2"),  # a repeat: not a close of its own
+        Action(4_000, "a", "disconnect", "a3"),  # never closed: no number
+    )
+    assert pm.slowest_local_close_s(tl) == pytest.approx(0.007)
+    assert pm.slowest_local_close_s(_tl(Action(1_000, "a", "disconnect", "a1"))) is None
+
+
+def test_a_plan_named_only_runs_only_when_named(pm: ModuleType) -> None:
+    assert pm.plan_named("storm_close").named_only
+    assert [p.name for p in pm.PLANS if p.named_only] == ["storm_close"]
+
+
 def test_conn_sent_destroy_gives_both_its_bounds(pm: ModuleType) -> None:
     tl = _tl(
         Action(0, "a", "connect", "a1"),

@@ -17,6 +17,8 @@ from hil.errors import InputError, RemoteError
 from hil.host.pairsetup import PairState, PortState
 from hil.inventory.model import Host, Link, LinkEnd, Pair, Rnic, SshConfig
 from hil.judge.profiles import SIW, PairProfile, cxgb4_profile, siw_profile
+from hil.judge.provenance import propose_s
+from hil.judge.siwprofile import SIW_LOCAL_CLOSE_KASAN
 from hil.run.provider import detect
 
 SIW_DESC = "Software iWARP stack"
@@ -43,8 +45,10 @@ class SysfsAgent:
         if argv[0].endswith("grep") and path == "/proc/kallsyms":
             if self.functions is None:
                 return CommandResult(tuple(argv), 2, "", "grep: /proc/kallsyms: Permission denied")
-            listed = argv[-2] in self.functions
-            return CommandResult(tuple(argv), 0 if listed else 1, "1\n" if listed else "0\n", "")
+            asked = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-e"]
+            listed = [name for name in asked if name in self.functions]
+            out = "".join(f"{name}\n" for name in listed)
+            return CommandResult(tuple(argv), 0 if listed else 1, out, "")
         if argv[0] == "readlink":
             found = self.files.get(path)
             return CommandResult(tuple(argv), 0 if found else 1, found or "", "")
@@ -243,3 +247,18 @@ def test_an_unreadable_setting_names_host_and_file() -> None:
             _pair(),
             _state("cxgb4_0", "cxgb4_0"),
         )
+
+
+def test_a_kasan_kernel_gets_the_close_bound_measured_on_the_debug_lab() -> None:
+    """kasan_report in kallsyms: the debug lab's kernel, whose closes are slower."""
+    debug = frozenset({"siw_netdev_down", "kasan_report"})
+    provider = detect(
+        Hosts({"a": _siw("5", functions=debug), "b": _siw("5")}),  # type: ignore[arg-type]
+        _pair(),
+        _state("siw_eth1", "siw_eth1"),
+    )
+    a, b = provider.profile.of("a"), provider.profile.of("b")
+    assert a.local_close_bound_s == propose_s(SIW_LOCAL_CLOSE_KASAN.p99_s or 0.0)
+    assert b.local_close_bound_s == SIW.local_close_bound_s < a.local_close_bound_s
+    assert dict(a.provenance)["local_close_bound_s"] is SIW_LOCAL_CLOSE_KASAN
+    assert a.admin_down_bound_s == b.admin_down_bound_s  # only the close bound differs
