@@ -111,7 +111,8 @@ SIW_KASAN_MEASURED_ON = "2026-12-07"
 SIW_LOCAL_CLOSE_KASAN = Provenance(
     "measured",
     "initiator DISCONNECTED after rdma_disconnect, the slowest of a 256-connection storm "
-    "(7874eeacfa42's), on the 6.12.118 debug kernel (KASAN)",
+    "(7874eeacfa42's, then with 4 connects in flight a process), on the 6.12.118 debug "
+    "kernel (KASAN)",
     command="hil lab up --kernel 6.12 --debug --dir D; "
     + MEASURE_CMD.format("storm_close")
     + " --inventory D/inventory.yaml --runs 5 --timeout-agent 120",

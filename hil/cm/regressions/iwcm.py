@@ -224,13 +224,16 @@ def regress_iwcm_peer_vanishes(s: PairSides, connections: int = 3, rounds: int =
 
 @sequence
 def regress_iwcm_connect_disconnect_storm(s: PairSides, count: int = 256) -> Timeline:
-    """7874eeacfa42: ``count`` connections from 8 processes to 8 listeners (4 connects
+    """7874eeacfa42: ``count`` connections from 8 processes to 8 listeners (one connect
     in flight a process), each closed by its active side: every close queues two iw_cm
     events for one id on its passive side.  8 a side: on the lab a process got QPs for
     about 71 connections at most (2 processes: 142 of 256 reached rdma_connect; 8
     processes to 2 listeners: the listeners' accepts failed EIO past that; 2026-12-05),
-    each process's pinned memory being bounded."""
-    tl, result = run_storm(s, count=count, processes=8, listeners=8, parallel=4)
+    each process's pinned memory being bounded.  One connect in flight a process: with
+    four, the 6.12 debug guest's connects took 8 s (median) and 79 of 256 ran out siw's
+    10 s MPA timer (UNREACHABLE -110; 2026-12-07), on the fixed kernel; the window is
+    each connection's close, however many connect at once."""
+    tl, result = run_storm(s, count=count, processes=8, listeners=8, parallel=1)
     counts = {
         "established": result.established,
         "closed_active": result.closed_active,
