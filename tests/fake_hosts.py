@@ -50,6 +50,8 @@ from hil.inventory.modparams import MODULE_PARAMS
 T6_DATA = Path(__file__).resolve().parent / "data" / "t6"
 E810_DATA = T6_DATA.parent / "e810"
 SIW_DESC = "Software iWARP stack"  # siw_main.c SIW_NODE_DESC_COMMON
+# The one read of siw's kallsyms settings (hil/run/provider.py); it prints the names found.
+KALLSYMS_GREP = "grep -o -w -F -e siw_netdev_down -e kasan_report /proc/kallsyms"
 CXGB4_DESC = "cxgb4 Chelsio Communications"  # iw_cxgb4.h C4IW_NODE_DESC
 
 

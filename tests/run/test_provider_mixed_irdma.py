@@ -10,6 +10,7 @@ from pathlib import Path
 from fake_hosts import (
     E810_DATA,
     E810_NETDEV,
+    KALLSYMS_GREP,
     T6_DATA,
     FakeAgent,
     FakeHosts,
@@ -54,7 +55,7 @@ def _siw_e810(tmp_path: Path) -> FakeHosts:
     )
     agent = hosts.recorded("e810a")
     agent.write(f"/sys/class/infiniband/{SIW_DEVICE}/node_desc", "Software iWARP stack\n")
-    agent.record("grep -c -w siw_netdev_down /proc/kallsyms", "1\n")  # a 6.1 siw
+    agent.record(KALLSYMS_GREP, "siw_netdev_down\n")  # a 6.1 siw, no KASAN
     agent.rdma_devices[SIW_DEVICE] = E810_NETDEV  # rdma link add ... type siw, as setup does
     agent.sysctls |= {"net.ipv4.tcp_retries2": "5", "net.ipv4.tcp_syn_retries": "6"}
     return hosts

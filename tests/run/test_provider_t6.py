@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fake_hosts import T6_NETDEV, FakeHosts, t6_hosts, t6_inventory
+from fake_hosts import KALLSYMS_GREP, T6_NETDEV, FakeHosts, t6_hosts, t6_inventory
 
 from hil.host.pairsetup import PairState, PortState
 from hil.judge.profiles import PairProfile, cxgb4_profile, siw_profile
@@ -55,7 +55,7 @@ def test_each_hosts_ep_timeout_secs_bounds_its_own_actions(hosts: FakeHosts) -> 
 def test_a_t6_host_and_a_siw_fallback_make_a_mixed_pair(hosts: FakeHosts) -> None:
     t6b = hosts.recorded("t6b")
     t6b.write(f"/sys/class/infiniband/{SIW_DEVICE}/node_desc", "Software iWARP stack\n")
-    t6b.record("grep -c -w siw_netdev_down /proc/kallsyms", "1\n")  # a 6.1 siw
+    t6b.record(KALLSYMS_GREP, "siw_netdev_down\n")  # a 6.1 siw, no KASAN
     t6b.sysctls["net.ipv4.tcp_retries2"] = "5"
     t6b.sysctls["net.ipv4.tcp_syn_retries"] = "6"
     provider = _detect(hosts, dev_b=SIW_DEVICE)
