@@ -29,7 +29,7 @@ from collections.abc import Callable
 import pytest
 
 from hil.cm import sequences
-from hil.cm.regressions import cxgb4, device, goingdown, iwcm, siw, siwqp, ucma
+from hil.cm.regressions import cxgb4, device, goingdown, iwcm, portquery, siw, siwqp, ucma
 from hil.cm.regressions.evidence import missing, trace_findings, unobservable
 from hil.cm.session import CMSession
 from hil.inventory.hostmodel import Family
@@ -351,15 +351,39 @@ def test_siw_netdev_removed_under_port_queries_and_a_bound_id(
     cannot disassociate one) until its process exits after 1 s, the device
     goes, a query ran across the removal, and the pair's connection closes
     orderly afterwards.  The window: a port query running across the removal.  That
-    is not the bug's own window (a port event's cache work after the core let go of
-    the netdev), which this test does not reach: it has not failed on the unfixed 6.1
-    (docs/notes/regression-corpus.md, "Remove direct link to net_device").
+    is not the bug's own window (the driver's query after the core let go of the
+    netdev: test_siw_16b87037b488_... reaches it), and this test has not failed on
+    the unfixed 6.1 (docs/notes/regression-corpus.md, "Remove direct link to
+    net_device").
     Debian 6.1.192 does NOT carry this fix (siw.h still has ``sdev->netdev``;
     no "Remove direct link to net_device" in its changelog): on the 6.1 debug
     lab its KASAN report is the known finding ``siw-netdev-query-port-uaf``
     (suites/known-kernel-findings.yaml); the 6.12 kernel has the fix.
     """
     tl = cm.run(device.regress_siw_netdev_removed)
+    contract(tl)
+    _reached(tl)
+
+
+@IPV4_ONLY
+def test_siw_16b87037b488_port_query_after_the_core_let_go_of_the_netdev(
+    cm: CMSession, contract: Contract
+) -> None:
+    """RDMA/siw: Remove direct link to net_device (16b87037b488, December 2024; syzbot
+    4b87489410b4efd181bf; stable 6.12.9: the lab's 6.12 has it, its 6.1.192 lacks it).
+
+    siw read the netdev through its own pointer in siw_query_port, which the core's
+    iw_query_port calls after it has dropped its own reference to the netdev: a device
+    unregistering in that gap lets go of the netdev, which is freed under the query.
+    Here a siw device on a veth, nothing using it, and the veth deleted: its PORT_ERR
+    cache work queries the port while the device unregisters.  The window: the
+    driver's query after the core let go of the netdev, which only the widened kernel
+    holds open and shows (bench/reverts/widen/16b87037b488.patch: the hold's closing
+    line); elsewhere not observable (hil/cm/regressions/portquery.py says why).  On
+    6.1 a run that hits it is the known finding ``siw-netdev-query-port-uaf``; its
+    revert (on 6.12): bench/reverts/16b87037b488.patch.
+    """
+    tl = cm.run(portquery.regress_siw_netdev_port_query)
     contract(tl)
     _reached(tl)
 

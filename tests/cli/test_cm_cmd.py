@@ -104,6 +104,7 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "regress_iwcm_refused_child",
             "regress_siw_going_down",
             "regress_siw_mpareq_failure",
+            "regress_siw_netdev_port_query",
             "regress_siw_netdev_removed",
             "regress_siw_reject_racing_mpareq",
             "regress_siw_zero_ird_ord",

@@ -126,3 +126,11 @@ def test_a_kernel_without_the_widening_has_no_marker_to_wait_for() -> None:
     agent = FakeAgent(None)
     with Widen(agent, "siw", FIX, 4000) as w:  # type: ignore[arg-type]
         assert not w.wait_opened(5.0) and agent.reads == 0
+
+
+def test_the_widenings_own_lines_are_kept_and_no_others() -> None:
+    closed = "hil widen 53a3f7770497: window closed: the core let go of siw0's netdev"
+    agent = FakeAgent(KNOB, (MARKER, "siw: unrelated", closed), after=1)
+    with Widen(agent, "siw", FIX, 100) as w:  # type: ignore[arg-type]
+        assert w.wait_opened(1.0, poll_s=0.0)
+    assert w.said == [MARKER, closed]

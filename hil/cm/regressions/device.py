@@ -208,7 +208,7 @@ def regress_siw_netdev_removed(s: PairSides) -> Timeline:
     host, agent = s.host(s.active), s.agent(s.active)
     removal = None
     with s.recording("regress-siw-netdev-removed") as rec:
-        made = _make_device(s.journal, host, agent)
+        made = make_device(s.journal, host, agent)
         try:
             listener = steps.listen(rec, s.passive)
             conn = steps.establish(rec, rec.endpoint(s.active), listener, "pair")
@@ -259,10 +259,10 @@ def _remove(rec: Recording, side: str, agent: Agent, bound: Endpoint, got: Outco
         kill = bound.kill((got.id,) if got.id else ())
         deleting.result()
         deleted = rec.controller_action(side, "delete_netdev", start, netdev=NETDEV)
-    return Removal(start, deleted, kill, early is not None, _wait_gone(agent))
+    return Removal(start, deleted, kill, early is not None, wait_gone(agent))
 
 
-def _make_device(journal: Journal, host: str, agent: Agent) -> str:
+def make_device(journal: Journal, host: str, agent: Agent) -> str:
     """The veth, its address and the siw device on it, each journaled first; the tag
     the journal finds them by."""
     tag = f"{NETDEV}-{controller_us()}"
@@ -280,7 +280,8 @@ def _make_device(journal: Journal, host: str, agent: Agent) -> str:
     return tag
 
 
-def _wait_gone(agent: Agent) -> bool:
+def wait_gone(agent: Agent) -> bool:
+    """Whether the device is gone from the host's ``rdma link`` within :data:`GONE_S`."""
     deadline = time.monotonic() + GONE_S
     while time.monotonic() < deadline:
         if not any(p.device == DEVICE for p in agent.rdma_links(timeout=10)):

@@ -42,13 +42,14 @@ def opened(messages: list[str], fix: str) -> int:
 class Widen:
     """``fix``'s window widening (``module``'s parameter) on at ``ms`` on ``agent``'s host
     for the ``with`` block, then off; ``opened`` counts the window's markers logged
-    meanwhile."""
+    meanwhile, ``said`` holds the widening's own kernel log lines (``hil widen <fix>:``)."""
 
     def __init__(self, agent: Agent, module: str, fix: str, ms: int) -> None:
         self.agent, self.fix, self.ms = agent, fix, ms
         self.param = PARAM.format(module=module, fix=fix)
         self.available = False
         self.opened = 0
+        self.said: list[str] = []
         self._cursor: int | None = None
 
     def __enter__(self) -> Widen:
@@ -82,7 +83,9 @@ class Widen:
 
     def _read(self) -> int:
         assert self._cursor is not None
-        self.opened += opened(self.agent.kmsg_read(self._cursor).messages(), self.fix)
+        messages = self.agent.kmsg_read(self._cursor).messages()
+        self.said += [m for m in messages if f"hil widen {self.fix}:" in m]
+        self.opened += opened(messages, self.fix)
         return self.opened
 
     def window(self, otherwise: bool | None, raced: bool = True) -> bool | None:

@@ -1,0 +1,89 @@
+"""A siw port query that outlives the core's hold on the netdev: 16b87037b488.
+
+``regress_siw_netdev_port_query`` guards 16b87037b488 "RDMA/siw: Remove direct link
+to net_device" (Bernard Metzler, December 2024; syzbot 4b87489410b4efd181bf, KASAN
+slab-use-after-free): siw kept its own pointer to the net_device and
+``siw_query_port`` read the netdev through it.  Every port query of an iWARP device
+goes through the core's ``iw_query_port``, which takes the netdev from the core
+first (``ib_device_get_netdev``, device.c:2090 in 6.12.118) and answers ENODEV once
+the core has let go of it; but it drops that reference before it calls the driver
+(device.c:2116-2117).  A device's unregistration lets go of the netdev in that gap
+(``free_netdevs``) and the netdev is freed: siw then reads freed memory.  The fix
+asks the core for the netdev inside ``siw_query_port`` as well.  Debian 6.1.192 lacks
+the fix; the lab's 6.12.118 has it.
+
+On the active host: a veth with a siw device on it, and nothing using the device,
+so that its unregistration follows the veth's deletion at once.  The deletion takes
+the port down first: siw raises PORT_ERR, whose cache work queries the port (cache.c
+``ib_cache_event_task``) while the device unregisters.  The gap lasts nanoseconds; on
+the widened kernel (bench/reverts/widen/16b87037b488.patch) ``iw_query_port`` holds
+it open for a down siw port and logs whether the core still held the netdev when the
+hold ended.  The window: that line says the core had let go of it.  Elsewhere the
+window is not observable (user space cannot see a query inside the core).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from hil.cm.clock import controller_us
+from hil.cm.registry import sequence
+from hil.cm.regressions.device import DEVICE, LISTED_S, NETDEV, make_device, wait_gone
+from hil.cm.regressions.evidence import note, window
+from hil.cm.regressions.widen import Widen
+from hil.errors import InputError
+from hil.judge.timeline import Timeline
+
+if TYPE_CHECKING:
+    from hil.agent.agent import Agent
+    from hil.cm.sides import PairSides
+
+FIX = "16b87037b488"
+# The hold: longer than the unregistration of a device nobody uses takes to let go of
+# the netdev on a debug guest, shorter than the case's wait for the device to go.
+WIDEN_16B87037B488_MS = 3000
+OPENED_S = 20.0  # from the deletion to the widening's marker, on a debug guest
+RELEASED = f"hil widen {FIX}: window closed: the core let go of"
+WINDOW = "the_drivers_query_came_after_the_core_let_go"
+
+
+@sequence
+def regress_siw_netdev_port_query(s: PairSides) -> Timeline:
+    """16b87037b488: a siw device's port query held past the core's hold on its netdev."""
+    if s.journal is None:
+        raise InputError("regress_siw_netdev_port_query changes a host: it needs a restore journal")
+    host, agent = s.host(s.active), s.agent(s.active)
+    with s.recording("regress-siw-netdev-port-query") as rec:
+        made = make_device(s.journal, host, agent)
+        try:
+            listed = _wait_listed(agent)
+            note(rec, "device_made", listed)
+            with Widen(agent, "ib_core", FIX, WIDEN_16B87037B488_MS) as widen:
+                start = controller_us()
+                agent.delete_link(NETDEV)  # nothing uses the device: it unregisters at once
+                rec.controller_action(s.active, "delete_netdev", start, netdev=NETDEV)
+                widen.wait_opened(OPENED_S)
+                gone = wait_gone(agent)  # the unregistration waits for the held query
+        finally:
+            s.journal.undo(s.journal.find([host], regress=made))
+        note(rec, "device_gone", gone)
+        rec.metric("widen_lines", float(len(widen.said)))
+        window(rec, WINDOW, widen.window(None, core_let_go(widen.said)))
+    return rec.timeline()
+
+
+def core_let_go(said: list[str]) -> bool:
+    """Whether the widening's lines (``said``) report a held query whose hold ended
+    after the core had let go of the netdev (its closing line; "still holds" is a miss)."""
+    return any(RELEASED in line for line in said)
+
+
+def _wait_listed(agent: Agent) -> bool:
+    """Whether the host's ``rdma link`` lists the device within :data:`LISTED_S`."""
+    deadline = time.monotonic() + LISTED_S
+    while time.monotonic() < deadline:
+        if any(p.device == DEVICE for p in agent.rdma_links(timeout=10)):
+            return True
+        time.sleep(0.2)
+    return False
