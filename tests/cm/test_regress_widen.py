@@ -134,3 +134,12 @@ def test_the_widenings_own_lines_are_kept_and_no_others() -> None:
     with Widen(agent, "siw", FIX, 100) as w:  # type: ignore[arg-type]
         assert w.wait_opened(1.0, poll_s=0.0)
     assert w.said == [MARKER, closed]
+
+
+def test_a_case_waits_for_a_holds_closing_line() -> None:
+    closed = "hil widen 53a3f7770497: window closed: the core let go of siw0's netdev"
+    agent = FakeAgent(KNOB, (MARKER, closed), after=1)
+    with Widen(agent, "siw", FIX, 100) as w:  # type: ignore[arg-type]
+        assert w.wait_said("window closed:", 1.0, poll_s=0.0)
+        assert not w.wait_said("never logged", 0.0, poll_s=0.0)
+    assert not Widen(FakeAgent(None), "siw", FIX, 100).wait_said("x", 0.0)  # type: ignore[arg-type]

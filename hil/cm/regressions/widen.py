@@ -81,6 +81,19 @@ class Widen:
             time.sleep(poll_s)
         return False
 
+    def wait_said(self, text: str, timeout: float, poll_s: float = POLL_S) -> bool:
+        """Wait until one of the widening's lines holds ``text`` (a hold's closing line);
+        False when none did within ``timeout`` or the widening is not on this kernel."""
+        deadline = time.monotonic() + timeout
+        while self._cursor is not None:
+            self._read()
+            if any(text in line for line in self.said):
+                return True
+            if time.monotonic() + poll_s > deadline:
+                return False
+            time.sleep(poll_s)
+        return False
+
     def _read(self) -> int:
         assert self._cursor is not None
         messages = self.agent.kmsg_read(self._cursor).messages()
