@@ -381,7 +381,8 @@ def test_siw_16b87037b488_port_query_after_the_core_let_go_of_the_netdev(
     holds open and shows (bench/reverts/widen/16b87037b488.patch: the hold's closing
     line); elsewhere not observable (hil/cm/regressions/portquery.py says why).  On
     6.1 a run that hits it is the known finding ``siw-netdev-query-port-uaf``; its
-    revert (on 6.12): bench/reverts/16b87037b488.patch.
+    revert (on 6.12): bench/reverts/16b87037b488.patch, which this test has not caught
+    yet (the netdev is freed only after the held query: docs/regressions.md).
     """
     tl = cm.run(portquery.regress_siw_netdev_port_query)
     contract(tl)

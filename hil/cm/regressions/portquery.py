@@ -19,7 +19,9 @@ the port down first: siw raises PORT_ERR, whose cache work queries the port (cac
 the widened kernel (bench/reverts/widen/16b87037b488.patch) ``iw_query_port`` holds
 it open for a down siw port and logs whether the core still held the netdev when the
 hold ended.  The window: that line says the core had let go of it.  Elsewhere the
-window is not observable (user space cannot see a query inside the core).
+window is not observable (user space cannot see a query inside the core).  Not yet
+shown to fail on its revert: the veth's deletion waits for the held query, so the
+netdev is freed after siw read it (docs/regressions.md, 2026-12-07).
 """
 
 from __future__ import annotations
