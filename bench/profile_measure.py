@@ -40,26 +40,29 @@ def _first(actions: Iterable[Action], name: str) -> Action | None:
     return next((a for a in actions if a.name == name and a.ok), None)
 
 
+def _close_s(tl: Timeline, act: Action) -> float | None:
+    """From ``act`` (an rdma_disconnect) to its id's first DISCONNECTED."""
+    discs = [e.t_us for e in tl.events_for(act.id) if e.type == "DISCONNECTED"]
+    return (min(discs) - act.t_us) / 1e6 if discs else None
+
+
 def local_close_s(tl: Timeline) -> float | None:
     """The initiator's DISCONNECTED after its rdma_disconnect (rule disconnect-completes-within)."""
     act = _first(tl.actions, "disconnect")
     if act is None or act.id is None:
         return None
-    discs = [e.t_us for e in tl.events_for(act.id) if e.type == "DISCONNECTED"]
-    return (min(discs) - act.t_us) / 1e6 if discs else None
+    return _close_s(tl, act)
 
 
 def slowest_local_close_s(tl: Timeline) -> float | None:
     """The slowest initiator DISCONNECTED after its first rdma_disconnect, over every id of
     the run (a storm's: rule disconnect-completes-within judges each of them)."""
-    took = []
-    for act in (a for a in tl.actions if a.name == "disconnect" and a.ok and a.id):
-        if tl.actions_for(act.id, "disconnect")[0] is not act:
-            continue
-        discs = [e.t_us for e in tl.events_for(act.id) if e.type == "DISCONNECTED"]
-        if discs:
-            took.append((min(discs) - act.t_us) / 1e6)
-    return max(took, default=None)
+    firsts = [
+        a
+        for a in tl.actions
+        if a.name == "disconnect" and a.ok and a.id and tl.actions_for(a.id, "disconnect")[0] is a
+    ]
+    return max((t for a in firsts if (t := _close_s(tl, a)) is not None), default=None)
 
 
 def destroy_blocked_s(tl: Timeline) -> float | None:

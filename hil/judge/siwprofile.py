@@ -134,7 +134,7 @@ SIW_ADMIN_DOWN = _siw_measured(
 )
 _MPA_TIMER = "siw_cm.h:74 MPAREQ_TIMEOUT (HZ * 10), armed siw_cm.c:1224 (Linux 6.1.192)"
 _TCP_MODEL = "tcp_timer.c:178 tcp_model_timeout, :205 retransmits_timed_out (Linux 6.1.192)"
-SIW_PROVENANCE = (  # the close bound first: siw_profile puts a KASAN kernel's in its place
+SIW_PROVENANCE = (
     ("local_close_bound_s", SIW_LOCAL_CLOSE),
     (
         "conn_sent_destroy_bound_s",
@@ -233,7 +233,10 @@ def siw_profile(
         private_data=SIW_PDATA,
         wire=SIW_WIRE,
         ird_ord=SIW_IRD_ORD,
-        provenance=(("local_close_bound_s", local_close), *SIW_PROVENANCE[1:]),
+        provenance=tuple(
+            (name, local_close if name == "local_close_bound_s" else prov)
+            for name, prov in SIW_PROVENANCE
+        ),
         # siw_cm.c (6.1.192) upcalls, mapped by cma.c:2480 cma_iw_handler.
         event_statuses=(
             *CORE_EVENT_STATUSES,

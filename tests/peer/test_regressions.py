@@ -8,7 +8,7 @@ from typing import Any
 
 from hil.agent.peerrun import PeerResult
 from hil.cm.regressions.evidence import missing, unobservable
-from hil.cm.regressions.widen import Widen
+from hil.cm.regressions.widen import MARKER, Widen
 from hil.judge.peerproviders import expect
 from hil.judge.timeline import Event, Timeline
 from hil.peer.judge import Observed, judge
@@ -50,7 +50,7 @@ def test_iw_cxgb4_closes_abortively_after_a_peers_terminate() -> None:
 def widen(available: bool, opened: int) -> Widen:
     """ea4f6f6c5357's widening as a run left it: on a widened kernel or not, its markers."""
     w = Widen(None, "siw", "ea4f6f6c5357", 50)  # type: ignore[arg-type]  # never entered
-    w.available, w.opened = available, opened
+    w.available, w.said = available, [MARKER.format(fix="ea4f6f6c5357")] * opened
     return w
 
 

@@ -282,9 +282,15 @@ def make_device(journal: Journal, host: str, agent: Agent) -> str:
 
 def wait_gone(agent: Agent) -> bool:
     """Whether the device is gone from the host's ``rdma link`` within :data:`GONE_S`."""
-    deadline = time.monotonic() + GONE_S
+    return wait_listed(agent, False, GONE_S)
+
+
+def wait_listed(agent: Agent, listed: bool, timeout: float) -> bool:
+    """Whether the host's ``rdma link`` lists the device (``listed``) or not within
+    ``timeout``."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not any(p.device == DEVICE for p in agent.rdma_links(timeout=10)):
+        if any(p.device == DEVICE for p in agent.rdma_links(timeout=10)) == listed:
             return True
         time.sleep(0.2)
     return False

@@ -26,19 +26,17 @@ netdev is freed after siw read it (docs/regressions.md, 2026-12-07).
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from hil.cm.clock import controller_us
 from hil.cm.registry import sequence
-from hil.cm.regressions.device import DEVICE, LISTED_S, NETDEV, make_device, wait_gone
+from hil.cm.regressions.device import LISTED_S, NETDEV, make_device, wait_gone, wait_listed
 from hil.cm.regressions.evidence import note, window
 from hil.cm.regressions.widen import Widen
 from hil.errors import InputError
 from hil.judge.timeline import Timeline
 
 if TYPE_CHECKING:
-    from hil.agent.agent import Agent
     from hil.cm.sides import PairSides
 
 FIX = "16b87037b488"
@@ -61,7 +59,7 @@ def regress_siw_netdev_port_query(s: PairSides) -> Timeline:
     with s.recording("regress-siw-netdev-port-query") as rec:
         made = make_device(s.journal, host, agent)
         try:
-            listed = _wait_listed(agent)
+            listed = wait_listed(agent, True, LISTED_S)
             note(rec, "device_made", listed)
             with Widen(agent, "ib_core", FIX, WIDEN_16B87037B488_MS) as widen:
                 start = controller_us()
@@ -82,13 +80,3 @@ def core_let_go(said: list[str]) -> bool:
     """Whether the widening's lines (``said``) report a held query whose hold ended
     after the core had let go of the netdev (its closing line; "still holds" is a miss)."""
     return any(RELEASED in line for line in said)
-
-
-def _wait_listed(agent: Agent) -> bool:
-    """Whether the host's ``rdma link`` lists the device within :data:`LISTED_S`."""
-    deadline = time.monotonic() + LISTED_S
-    while time.monotonic() < deadline:
-        if any(p.device == DEVICE for p in agent.rdma_links(timeout=10)):
-            return True
-        time.sleep(0.2)
-    return False

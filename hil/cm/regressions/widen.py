@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 CALL_S = 20.0  # one sysfs read or write on a loaded debug guest
 PARAM = "/sys/module/{module}/parameters/hil_widen_{fix}"
-MARKER = "hil widen {fix}: window open"
+PREFIX = "hil widen {fix}:"  # every line a widening logs
+MARKER = PREFIX + " window open"
 POLL_S = 0.1  # between kernel log reads while a case waits for the marker
 
 
@@ -48,7 +49,6 @@ class Widen:
         self.agent, self.fix, self.ms = agent, fix, ms
         self.param = PARAM.format(module=module, fix=fix)
         self.available = False
-        self.opened = 0
         self.said: list[str] = []
         self._cursor: int | None = None
 
@@ -68,22 +68,21 @@ class Widen:
         self.agent.kmsg_close(self._cursor)
         self._cursor = None
 
+    @property
+    def opened(self) -> int:
+        """How many of the window's markers were logged so far."""
+        return opened(self.said, self.fix)
+
     def wait_opened(self, timeout: float, poll_s: float = POLL_S) -> bool:
         """Wait until the window's marker was logged; False when it was not within
         ``timeout`` or the widening is not on this kernel (a case that acts inside the
         held window, not merely while it may be open)."""
-        deadline = time.monotonic() + timeout
-        while self._cursor is not None:
-            if self._read():
-                return True
-            if time.monotonic() + poll_s > deadline:
-                return False
-            time.sleep(poll_s)
-        return False
+        return self.wait_said(MARKER.format(fix=self.fix), timeout, poll_s)
 
     def wait_said(self, text: str, timeout: float, poll_s: float = POLL_S) -> bool:
-        """Wait until one of the widening's lines holds ``text`` (a hold's closing line);
-        False when none did within ``timeout`` or the widening is not on this kernel."""
+        """Wait until one of the widening's lines holds ``text`` (its marker, a hold's
+        closing line); False when none did within ``timeout`` or the widening is not on
+        this kernel."""
         deadline = time.monotonic() + timeout
         while self._cursor is not None:
             self._read()
@@ -94,12 +93,10 @@ class Widen:
             time.sleep(poll_s)
         return False
 
-    def _read(self) -> int:
+    def _read(self) -> None:
         assert self._cursor is not None
-        messages = self.agent.kmsg_read(self._cursor).messages()
-        self.said += [m for m in messages if f"hil widen {self.fix}:" in m]
-        self.opened += opened(messages, self.fix)
-        return self.opened
+        prefix = PREFIX.format(fix=self.fix)
+        self.said += [m for m in self.agent.kmsg_read(self._cursor).messages() if prefix in m]
 
     def window(self, otherwise: bool | None, raced: bool = True) -> bool | None:
         """The window's value for :func:`hil.cm.regressions.evidence.window`: on a widened
