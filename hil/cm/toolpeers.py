@@ -33,7 +33,7 @@ from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.regressions.held import ids_in_state
 from hil.cm.steps import REPLY_TYPES, StepFailed, expect
-from hil.errors import CommandTimeout
+from hil.errors import CommandTimeout, HilError
 from hil.judge.timeline import TOOL_PEER, Action, Timeline
 from hil.registry import Registry
 
@@ -54,6 +54,7 @@ TOOL_TIMEOUT_S = 90.0  # the tool's whole run; the agent kills it past this
 EXIT_GRACE_S = 15.0  # a tool still running once hil's part ended: its exit, then a kill
 START_S = 30.0  # a tool's listener up, or its first request at hil's listener (TCG guests)
 LISTEN_POLL_S = 0.3
+STATE_S = 15.0  # one read of a host's sockets or CM ids after a stalled exchange
 # ucmatose's exchange (cmatose.c, rdma-core v44: -C message_count, -S message_size): 10
 # messages, its default count, of 3000 bytes, more than one 1500-byte link MTU, so each
 # SEND takes several DDP segments on the wire.
@@ -162,6 +163,7 @@ class ToolContext:
         server, client = (tool_side, side) if peer.role == "server" else (side, tool_side)
         self.args = ToolArgs(s.address(server), s.port(), s.address(client))
         self.host, self.agent, self.tool_side = s.host(tool_side), s.agent(tool_side), tool_side
+        self._agents = {s.host(side): s.agent(side) for side in (side, tool_side)}
         self.argv = tuple(tools.argv(peer.tool, *peer.argv(self.args)))
         self._result: CommandResult | None = None
         self._thread: threading.Thread | None = None
@@ -195,6 +197,27 @@ class ToolContext:
             time.sleep(LISTEN_POLL_S)
         raise StepFailed(self.host, f"{self.peer.tool} did not listen within {START_S:g} s")
 
+    def connection_state(self) -> str:
+        """Both hosts' TCP sockets on the tool's port (siw's unread bytes show as Recv-Q)
+        and their CM ids, read while the tool still runs: which end holds what when an
+        exchange stalls (a lost wakeup leaves bytes queued:
+        docs/findings/siw-rtr-lost-wakeup.md)."""
+        port = str(self.args.port)
+        probes = (
+            tools.argv("ss", "-tnoei", "state", "all", f"( sport = :{port} or dport = :{port} )"),
+            tools.argv("rdma", "resource", "show", "cm_id"),
+        )
+        lines = []
+        for host, agent in self._agents.items():
+            for argv in probes:
+                try:
+                    got = agent.run(argv, timeout=STATE_S)
+                    text = (got.stdout + got.stderr).splitlines()
+                except HilError as e:
+                    text = [str(e)]
+                lines += [f"--- {host}: {' '.join(argv)}", *text]
+        return "\n".join(lines)
+
     def finish(self, grace: float) -> tuple[int | None, str, str]:
         """The tool's status and output: it is given ``grace`` to end, then killed."""
         if self._thread is None:
@@ -227,6 +250,8 @@ def run_tool_peer(s: PairSides, name: str) -> ToolRun:
         try:
             facts = peer.serve(ctx)
         except BaseException as e:
+            if isinstance(e, StepFailed):
+                e.add_note(ctx.connection_state())
             status, out, err = ctx.finish(0.0)
             e.add_note(ToolRun(peer, ctx.host, ctx.argv, status, out, err, rec.timeline()).output())
             raise

@@ -98,6 +98,17 @@ def test_loss_holds_the_senders_frames_by_tcps_resends_and_a_delay_adds_to_it() 
         assert s.run("connect").holds() == {}
 
 
+def test_corruption_holds_the_senders_frames_by_tcps_resends() -> None:
+    """A corrupted FIN can be unreadable as its connection's to the sender's own capture
+    (the flip lands in its headers), so it too shows only in its resend
+    (hil.host.impair.RESENT_KINDS)."""
+    world = FakeCMWorld()
+    s = _session(world, world.pair)
+    s.impair_control = _Applied  # type: ignore[assignment, method-assign]
+    with s.impaired(s.way_from("a"), [Impairment("corrupt", percent=20)]):
+        assert s.run("connect").holds() == {s.address("a"): 1_400_000}
+
+
 class _Applied:
     """An ImpairControl that applies nothing: the impairment is the caller's concern here."""
 

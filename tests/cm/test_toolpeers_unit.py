@@ -4,7 +4,10 @@ boundary); the lab run is suites/test_interop_tools.py."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from hil.cm.steps import StepFailed
 from hil.cm.toolpeers import TOOL_PEERS, ToolContext, ToolPeer, ToolRun, register_tool_peer
 from hil.errors import InputError
 from hil.judge.timeline import Action, Timeline
+from hil.registry import Registry
 
 
 class FakeAgent:
@@ -35,6 +39,8 @@ class FakeAgent:
         if name == "kill":
             self.release.set()
             return CommandResult(tuple(argv), 0, "", "")
+        if name in ("ss", "rdma"):
+            return CommandResult(tuple(argv), 0, f"{name}'s rows\n", "")
         self.started.set()
         if self.exits is not None:
             return CommandResult(tuple(argv), self.exits, "", "cmatose: bind address failed\n")
@@ -70,6 +76,13 @@ class FakeSession:
     def agent(self, side: str) -> FakeAgent:
         return self._agent
 
+    def other(self, side: str) -> str:
+        return "a" if side == "b" else "b"
+
+    @contextlib.contextmanager
+    def recording(self, name: str) -> Iterator[FakeRecording]:
+        yield FakeRecording(self._agent)
+
 
 class FakeRecording:
     def __init__(self, agent: FakeAgent) -> None:
@@ -78,6 +91,9 @@ class FakeRecording:
 
     def add_action(self, action: Action) -> None:
         self.actions.append(action)
+
+    def timeline(self) -> Timeline:
+        return Timeline("tool", "siw", ("guest-a", "guest-b"), tuple(self.actions))
 
 
 def context(name: str, agent: FakeAgent) -> ToolContext:
@@ -142,6 +158,31 @@ def test_a_server_tool_is_waited_for_until_it_listens_then_stopped_if_still_runn
     assert agent.calls[1][1:] == ["-f", "-x", " ".join(ctx.argv)]
     assert agent.calls[2][1] == "4242"
     assert (status, out) == (-15, "data transfers complete\n")
+
+
+def test_a_stalled_exchange_fails_with_both_hosts_sockets_and_cm_ids_read_before_the_kill(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What each end still holds (unread bytes, an id waiting for ESTABLISHED) is read
+    while the tool runs, so the failure tells a stalled peer from a lost wakeup."""
+
+    def stalls(ctx: ToolContext) -> dict[str, Any]:
+        ctx.start()
+        raise StepFailed("guest-a", "no completion within 30s waiting for ping 0")
+
+    rping = TOOL_PEERS["rping-server"]
+    stalling = Registry[ToolPeer]("tool peer", name_of=lambda p: p.name)
+    stalling.register(dataclasses.replace(rping, serve=stalls))
+    monkeypatch.setattr(toolpeers, "TOOL_PEERS", stalling)
+    agent = FakeAgent()
+    with pytest.raises(StepFailed) as failed:
+        toolpeers.run_tool_peer(FakeSession(agent), "rping-server")  # type: ignore[arg-type]
+    notes = "\n".join(failed.value.__notes__)
+    for host in ("guest-a", "guest-b"):
+        assert f"--- {host}: ss -tnoei state all ( sport = :7471 or dport = :7471 )" in notes
+        assert f"--- {host}: rdma resource show cm_id\nrdma's rows" in notes
+    names = [c[0].rsplit("/", 1)[-1] for c in agent.calls]
+    assert names.index("ss") < names.index("kill")
 
 
 def test_a_server_tool_that_ends_before_it_listens_fails_the_step(
