@@ -375,14 +375,14 @@ def test_siw_16b87037b488_port_query_after_the_core_let_go_of_the_netdev(
     siw read the netdev through its own pointer in siw_query_port, which the core's
     iw_query_port calls after it has dropped its own reference to the netdev: a device
     unregistering in that gap lets go of the netdev, which is freed under the query.
-    Here a siw device on a veth, nothing using it, and the veth deleted: its PORT_ERR
-    cache work queries the port while the device unregisters.  The window: the
-    driver's query after the core let go of the netdev, which only the widened kernel
-    holds open and shows (bench/reverts/widen/16b87037b488.patch: the hold's closing
-    line); elsewhere not observable (hil/cm/regressions/portquery.py says why).  On
-    6.1 a run that hits it is the known finding ``siw-netdev-query-port-uaf``; its
-    revert (on 6.12): bench/reverts/16b87037b488.patch, which this test has not caught
-    yet (the netdev is freed only after the held query: docs/regressions.md).
+    Here a siw device on a veth, nothing using it: its port taken down (PORT_ERR, whose
+    cache work queries the port), then the veth deleted while that query waits.  The
+    window: the driver's query after the core let go of the netdev, which only the
+    widened kernel holds open and shows (bench/reverts/widen/16b87037b488.patch: the
+    hold's closing line); elsewhere not observable (hil/cm/regressions/portquery.py
+    says why).  On the lab's 6.1 widened debug kernel it fails with the fix's KASAN
+    report (the known finding ``siw-netdev-query-port-uaf``); the 6.12 kernel has the
+    fix (bench/reverts/16b87037b488.patch, ``Unfixed:``; docs/regressions.md).
     """
     tl = cm.run(portquery.regress_siw_netdev_port_query)
     contract(tl)

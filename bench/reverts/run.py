@@ -22,8 +22,10 @@ is run widened: its test runs on the revert+widen kernel (where it must fail) an
 then, the same N times, on the fixed+widen kernel (where it must pass, its window
 reached: the marker the widening logs); both on the kernel the widening's
 ``Kernel:`` header names.  A revert whose header says ``Tree: 6.12`` undoes a fix of
-that source (one the lab's 6.1 never had) and runs on its kernels.  ``--unwidened``
-runs the reverts as they are.
+that source (one the lab's 6.1 never had) and runs on its kernels.  A revert whose
+header says ``Unfixed:`` undoes nothing: its tree (the lab's 6.1) never had the fix, so
+the test must fail on that tree as it is (widened), and its fixed run is on the
+widening's tree (one that has the fix).  ``--unwidened`` runs the reverts as they are.
 
     .venv/bin/python bench/reverts/run.py --lock /tmp/hil-lab.lock [--revert NAME ...]
     .venv/bin/python bench/reverts/run.py --list
@@ -107,6 +109,8 @@ def main() -> int:
         for r in chosen:
             print(f"{r.name}  {runs[r.name]} run(s)  {'; '.join(map(str, r.killed_by))}")
             print(f"    fix: {r.field('fix')}\n    {r.wrong}")
+            if r.unfixed:
+                print(f"    unfixed: {r.unfixed}")
             if (w := widen[r.name]) is not None:
                 print(f"    widened: {w.field('window')}")
         return 0
@@ -161,8 +165,9 @@ def _revert(r: patched.Patch, runs: int, scratch: Path, lock: Path | None, jobs:
         verdict = f"WINDOW NOT OBSERVABLE (no verdict): {skips[0]}"
     else:
         verdict = "PASSED (the revert went unnoticed)"
+    what = f"unfixed {r.tree or 'default'} tree" if r.unfixed else "revert"
     print(
-        f"revert {r.name} ({'debug' if r.debug else 'production'} kernel) {verdict}: "
+        f"{what} {r.name} ({'debug' if r.debug else 'production'} kernel) {verdict}: "
         f"{run.tests} test run(s) of at most {runs}",
         f"\n    build {build_s:.0f} s, boot {run.boot_s:.0f} s, tests {run.suites_s:.0f} s",
         *(f"\n    [{kind(text)}] {_head(text)}" for text in texts),

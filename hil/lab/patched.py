@@ -92,6 +92,12 @@ class Patch:
         shows only to KASAN, lockdep or the refcount checks."""
         return self.field("kernel") == "debug"
 
+    @property
+    def unfixed(self) -> str | None:
+        """Why the tree lacks the fix (``Unfixed:``), so that this revert undoes nothing and
+        its kernel is the tree as it is (widened, where it has a widening); None: a revert."""
+        return self.field("unfixed")
+
     def digest(self) -> str:
         """A hash of the diff (not the header): a changed diff is built again."""
         return hashlib.sha256(self.diff.encode()).hexdigest()[:12]
@@ -120,7 +126,8 @@ def read_patch(path: Path) -> Patch:
             if not header.get("killed-by")
             else []
         ),
-        *(["no diff (no '+++ ' line)"] if not files else []),
+        # A revert of a fix its tree never had (``Unfixed:``) undoes nothing.
+        *(["no diff (no '+++ ' line)"] if not files and "unfixed" not in header else []),
     ]
     if problems:
         raise InputError(f"patch {path}: {'; '.join(problems)}")
@@ -176,7 +183,11 @@ def cached(patch: Patch) -> Path | None:
 def build(
     patch: Patch, jobs: int = 2, rebuild: bool = False, progress: kernel.Progress = kernel.to_stderr
 ) -> Path:
-    """The bzImage with ``patch`` applied, building the default kernel and then it when needed."""
+    """The bzImage with ``patch`` applied, building the default kernel and then it when needed
+    (a patch without a diff, an unfixed tree's revert: that kernel itself)."""
+    if not patch.files:
+        source = kernel.find_source(spec=patch.tree)
+        return kernel.ensure_kernel(progress=progress, debug=patch.debug, source=source)
     if not rebuild and (image := cached(patch)) is not None:
         progress(f"patched {patch.name}: cached {image}")
         return image

@@ -52,6 +52,23 @@ def test_a_widening_of_code_the_fix_removed_has_no_fixed_twin(tmp_path: Path) ->
     assert wid.widened(revert, w).diff == DIFF + WIDEN  # the revert+widen kernel still is
 
 
+def test_an_unfixed_trees_widened_kernel_is_the_widening_on_that_tree(tmp_path: Path) -> None:
+    """A fix the lab's 6.1 never had: the bug kernel is 6.1 widened, the fixed twin the
+    widening on its own tree (6.12)."""
+    (tmp_path / "widen").mkdir()
+    path = tmp_path / "fixid.patch"
+    path.write_text(
+        "Name: fixid\nWrong: w\nKilled-by: suites/test_regressions.py -k fixid\n"
+        "Unfixed: 6.1 lacks it\nKernel: debug\n"
+    )
+    revert = patched.read_patch(path)
+    _patch(tmp_path / "widen" / "fixid.patch", "debug", "Tree: 6.12\n" + WIDEN)
+    w = wid.widening(revert, tmp_path / "widen")
+    bug = wid.widened(revert, w)
+    assert (bug.diff, bug.tree, bug.unfixed, bug.debug) == (WIDEN, None, "6.1 lacks it", True)
+    assert wid.fixed_widened(w).tree == "6.12"
+
+
 def test_a_widening_must_name_its_reverts_test(tmp_path: Path) -> None:
     (tmp_path / "widen").mkdir()
     revert = patched.read_patch(_patch(tmp_path / "fixid.patch", None, DIFF))
@@ -74,11 +91,13 @@ def test_each_widening_applies_to_the_fixed_tree_and_atop_its_revert(
     tmp_path: Path, path: Path
 ) -> None:
     revert = patched.read_patch(REVERTS / path.name)
-    tree = lab_tree(revert.tree)  # skips where that source is not extracted
     w = wid.widening(revert)
     twin = wid.fixed_widened(w)  # None: the fix removed what the widening holds open
     for p in [*([twin] if twin else []), wid.widened(revert, w)]:
-        copy = applied(p, tree, tmp_path)
+        # Each on its own tree: an unfixed revert's (6.1) is not its fixed twin's (6.12).
+        tree = lab_tree(p.tree)  # skips where that source is not extracted
+        copy = applied(p, tree, tmp_path / p.name)
         text = "".join((copy / rel).read_text() for rel in p.files)
         assert f"hil widen {w.name}: window open" in text
-        assert (f"hil revert {revert.name}" in text) == (p.name == f"{revert.name}-widened")
+        reverted = p.name == f"{revert.name}-widened" and not revert.unfixed
+        assert (f"hil revert {revert.name}" in text) == reverted

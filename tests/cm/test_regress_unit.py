@@ -61,6 +61,8 @@ def test_a_window_the_kernel_cannot_show_is_not_observable_not_missing() -> None
     assert blind is not None and blind.startswith(
         "window not observable on this kernel (regress-x): reject in upcall"
     )
+    # Tracepoints or a widening show a window: the reason names both, not one.
+    assert "tracepoints (the debug lab) or a widened kernel's lines" in blind
 
 
 def test_what_the_trace_showed_and_the_fix_rules_out_is_a_finding() -> None:

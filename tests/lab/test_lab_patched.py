@@ -94,6 +94,35 @@ def test_other_header_fields_are_kept_and_kernel_debug_asks_for_the_debug_tree(
     assert patched.read_patch(path).tree == "6.12"
 
 
+def test_a_revert_of_a_fix_its_tree_never_had_may_have_no_diff(tmp_path: Path) -> None:
+    """``Unfixed:`` says the tree lacks the fix: nothing to undo, its kernel is the tree's
+    own (tests/bench/test_reverts_widening.py: widened)."""
+    path = tmp_path / "fixid.patch"
+    path.write_text("Name: fixid\nWrong: w\nKilled-by: suites/test_close.py\n")
+    with pytest.raises(InputError, match="no diff"):
+        patched.read_patch(path)
+    path.write_text(path.read_text() + "Unfixed: 6.1 lacks it\nKernel: debug\n")
+    p = patched.read_patch(path)
+    assert (p.unfixed, p.files, p.diff, p.debug) == ("6.1 lacks it", (), "", True)
+
+
+def test_a_patch_without_a_diff_builds_nothing_its_kernel_is_the_trees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "fixid.patch"
+    path.write_text("Name: fixid\nWrong: w\nKilled-by: suites/test_close.py\nUnfixed: u\n")
+    asked: list[bool] = []
+
+    def ensure_kernel(**kw: object) -> Path:
+        asked.append(bool(kw["debug"]))
+        return tmp_path / "bzImage"
+
+    monkeypatch.setattr(kernel, "find_source", lambda spec=None: None)
+    monkeypatch.setattr(kernel, "ensure_kernel", ensure_kernel)
+    assert patched.build(patched.read_patch(path)) == tmp_path / "bzImage"
+    assert asked == [False]
+
+
 @pytest.mark.parametrize(
     ("header", "problem"),
     [
@@ -172,7 +201,7 @@ def test_every_patch_applies_to_the_lab_kernel_tree(
     tree = lab_tree()
     mutants = [patched.read_patch(f) for f in sorted(where.glob("*.patch"))]
     assert len(mutants) >= at_least
-    for m in [m for m in mutants if m.tree is None]:
+    for m in [m for m in mutants if m.tree is None and m.files]:
         before = {rel: (tree / rel).read_bytes() for rel in m.files}
         copy = applied(m, tree, tmp_path)
         assert {rel: (tree / rel).read_bytes() for rel in m.files} == before

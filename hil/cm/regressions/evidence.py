@@ -123,7 +123,10 @@ def unobservable(tl: Timeline) -> str | None:
     ]
     if not blind:
         return None
+    # Which kernel shows it is the case's own (docs/regressions.md, The windows): the
+    # debug lab's tracepoints, or a widening's lines on its revert's kernels.
     return (
         f"window not observable on this kernel ({tl.scenario}): {_words(blind)}; its "
-        "evidence is the kernel's tracepoints (CONFIG_EVENT_TRACING: the debug lab)"
+        "evidence is the kernel's own: tracepoints (the debug lab) or a widened kernel's "
+        "lines (bench/reverts/widen/), docs/regressions.md"
     )

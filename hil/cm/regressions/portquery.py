@@ -1,27 +1,33 @@
-"""A siw port query that outlives the core's hold on the netdev: 16b87037b488.
+"""A siw port query that outlives the netdev: 16b87037b488.
 
 ``regress_siw_netdev_port_query`` guards 16b87037b488 "RDMA/siw: Remove direct link
 to net_device" (Bernard Metzler, December 2024; syzbot 4b87489410b4efd181bf, KASAN
-slab-use-after-free): siw kept its own pointer to the net_device and
+slab-use-after-free, read in ``ib_cache_event_task``'s port query while a netns
+cleanup freed the veth): siw kept its own pointer to the net_device and
 ``siw_query_port`` read the netdev through it.  Every port query of an iWARP device
 goes through the core's ``iw_query_port``, which takes the netdev from the core
-first (``ib_device_get_netdev``, device.c:2090 in 6.12.118) and answers ENODEV once
-the core has let go of it; but it drops that reference before it calls the driver
-(device.c:2116-2117).  A device's unregistration lets go of the netdev in that gap
-(``free_netdevs``) and the netdev is freed: siw then reads freed memory.  The fix
-asks the core for the netdev inside ``siw_query_port`` as well.  Debian 6.1.192 lacks
-the fix; the lab's 6.12.118 has it.
+first (``ib_device_get_netdev``) and drops that reference before it calls the
+driver (device.c:2070-2071 in 6.1.192, 2116-2117 in 6.12.118).  A device's
+unregistration lets go of the netdev in that gap (``free_netdevs``), and the netdev
+is freed once nothing else holds it: siw then reads freed memory.  The fix asks the
+core for the netdev inside ``siw_query_port`` as well.  Debian 6.1.192 lacks the fix;
+the lab's 6.12.118 has it.
 
-On the active host: a veth with a siw device on it, and nothing using the device,
-so that its unregistration follows the veth's deletion at once.  The deletion takes
-the port down first: siw raises PORT_ERR, whose cache work queries the port (cache.c
-``ib_cache_event_task``) while the device unregisters.  The gap lasts nanoseconds; on
-the widened kernel (bench/reverts/widen/16b87037b488.patch) ``iw_query_port`` holds
-it open for a down siw port and logs whether the core still held the netdev when the
-hold ended.  The window: that line says the core had let go of it.  Elsewhere the
-window is not observable (user space cannot see a query inside the core).  Not yet
-shown to fail on its revert: the veth's deletion waits for the held query, so the
-netdev is freed after siw read it (docs/regressions.md, 2026-12-07).
+On the active host: a veth with a siw device on it, nothing using the device.  Its
+port is taken down first: siw raises PORT_ERR, whose cache work queries the port
+(cache.c ``ib_cache_event_task``) while the netdev is still registered (6.1's
+``ib_device_get_netdev`` answers NULL for one that is not, device.c:2260).  On the
+widened kernel (bench/reverts/widen/16b87037b488.patch) ``iw_query_port`` holds that
+query in the gap, and the veth is deleted inside the hold: the device unregisters
+and the core lets go of the netdev while the query waits.  The hold's closing line
+says whether the core had let go of it: that is the window.  Elsewhere the window is
+not observable (user space cannot see a query inside the core).
+
+What frees the netdev inside the window differs by kernel: on 6.1 nothing else holds
+it; on 6.12 the device's iWARP GID entry does (cache.c:1463-1468 and :311, dropped only
+in ``gid_table_cleanup_one`` after ``ib_cache_cleanup_one`` has flushed ``ib_wq``,
+which waits for the held query), so the fix's revert on 6.12 reads a live netdev
+(docs/regressions.md).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ FIX = "16b87037b488"
 # 3 s the core had let go when the hold ended but the netdev was still there (no KASAN
 # report; the deletion returned 0.2 s after the hold, 6.12 revert kernel, 2026-12-07).
 WIDEN_16B87037B488_MS = 10000
-OPENED_S = 20.0  # from the deletion to the widening's marker, on a debug guest
+OPENED_S = 20.0  # from the port's down to the widening's marker, on a debug guest
 CLOSED = f"hil widen {FIX}: window closed:"  # the hold's end: the core holds or let go
 RELEASED = f"{CLOSED} the core let go of"
 WINDOW = "the_drivers_query_came_after_the_core_let_go"
@@ -63,9 +69,13 @@ def regress_siw_netdev_port_query(s: PairSides) -> Timeline:
             note(rec, "device_made", listed)
             with Widen(agent, "ib_core", FIX, WIDEN_16B87037B488_MS) as widen:
                 start = controller_us()
+                agent.set_link(NETDEV, up=False)  # PORT_ERR: the cache work's port query
+                rec.controller_action(s.active, "netdev_down", start, netdev=NETDEV)
+                held = widen.wait_opened(OPENED_S)
+                start = controller_us()
                 agent.delete_link(NETDEV)  # nothing uses the device: it unregisters at once
                 rec.controller_action(s.active, "delete_netdev", start, netdev=NETDEV)
-                if widen.wait_opened(OPENED_S):
+                if held:
                     widen.wait_said(CLOSED, WIDEN_16B87037B488_MS / 1000 + OPENED_S)
                 gone = wait_gone(agent)
         finally:
