@@ -173,7 +173,7 @@ def malformed_requests(
     dut = s.agent(s.active)
     done: list[PeerRun] = []
     paths: list[bool | None] = []
-    with Widen(dut, "siw", "ea4f6f6c5357", WIDEN_EA4F6F6C5357_MS) as widen:
+    with Widen.on(s, s.active, "siw", "ea4f6f6c5357", WIDEN_EA4F6F6C5357_MS) as widen:
         for _ in range(1 if widen.available else MALFORMED_ROUNDS):
             for name, times in plan:
                 for _ in range(times):

@@ -143,3 +143,59 @@ def test_a_case_waits_for_a_holds_closing_line() -> None:
         assert w.wait_said("window closed:", 1.0, poll_s=0.0)
         assert not w.wait_said("never logged", 0.0, poll_s=0.0)
     assert not Widen(FakeAgent(None), "siw", FIX, 100).wait_said("x", 0.0)  # type: ignore[arg-type]
+
+
+class FakeJournal:
+    """The restore journal (its boundary): what was journaled, and what forgotten, in order."""
+
+    def __init__(self, agent: FakeAgent) -> None:
+        self.agent = agent
+        self.log: list[tuple[str, object]] = []
+
+    def change(self, host: str, undo: dict[str, object]) -> int:
+        # Journaled before the widening is set: no write has happened yet.
+        self.log.append(("change", (host, undo, list(self.agent.writes))))
+        return 41
+
+    def forget(self, entry: int) -> None:
+        self.log.append(("forget", (entry, list(self.agent.writes))))
+
+
+class FakeSides:
+    journal: FakeJournal | None
+
+    def __init__(self, agent: FakeAgent, journal: FakeJournal | None) -> None:
+        self._agent, self.journal = agent, journal
+
+    def agent(self, side: str) -> FakeAgent:
+        return self._agent
+
+    def host(self, side: str) -> str:
+        return f"guest-{side}"
+
+
+def test_the_widenings_reset_is_journaled_while_it_is_on() -> None:
+    """A run killed inside the block leaves the reset to the next reservation's replay."""
+    agent = FakeAgent(KNOB, (MARKER,))
+    journal = FakeJournal(agent)
+    sides = FakeSides(agent, journal)
+    with Widen.on(sides, "b", "siw", FIX, 4000):  # type: ignore[arg-type]
+        assert [kind for kind, _ in journal.log] == ["change"]
+    (_, (host, undo, before)), (_, (entry, after)) = journal.log
+    assert host == "guest-b" and before == []  # journaled before the widening was set
+    assert undo["method"] == "run" and undo["params"] == {  # type: ignore[index]
+        "argv": ["tee", KNOB],
+        "input": "0\n",
+    }
+    assert (entry, after) == (41, ["4000", "0"])  # forgotten once it is off again
+
+
+def test_no_journal_entry_on_a_kernel_without_the_widening_or_a_session_without_a_journal() -> None:
+    journal = FakeJournal(FakeAgent(None))
+    with Widen.on(FakeSides(FakeAgent(None), journal), "a", "siw", FIX, 4000):  # type: ignore[arg-type]
+        pass
+    assert journal.log == []
+    agent = FakeAgent(KNOB, (MARKER,))
+    with Widen.on(FakeSides(agent, None), "a", "siw", FIX, 4000):  # type: ignore[arg-type]
+        pass
+    assert agent.writes == ["4000", "0"]

@@ -79,7 +79,7 @@ def regress_siw_going_down(s: PairSides) -> Timeline:
         listener = steps.listen(rec, s.passive)
         active = rec.endpoint(s.active)
         conns = [steps.establish(rec, active, listener, f"c{i}") for i in range(CONNECTIONS)]
-        widen = Widen(s.agent(side), "siw", FIX, WIDEN_60DC7FCAFEA8_MS)
+        widen = Widen.on(s, side, "siw", FIX, WIDEN_60DC7FCAFEA8_MS)
         with widen, pulled(rec, s.link_control(), s.pair.link, "admin", side, False, hold_s) as t0:
             marked = widen.wait_opened(MARKER_S)
             marked_us = controller_us()

@@ -111,7 +111,7 @@ def regress_iwcm_refused_child(s: PairSides, connects: int = 4) -> Timeline:
             _refused_child(rec, s, connects)
         found = destroys_with_pending(tr.events(), IWCM_WORK)
         rec.metric("destroys_with_iwcm_work_pending", float(len(found)))
-        widen = Widen(s.agent(s.passive), "iw_cm", "aee2424246f9", WIDEN_AEE2424246F9_MS)
+        widen = Widen.on(s, s.passive, "iw_cm", "aee2424246f9", WIDEN_AEE2424246F9_MS)
         with widen:
             # Only a widened kernel holds the window open long enough to destroy in it.
             raced = widen.available and _destroyed_in_its_close_upcall(rec, s)
@@ -197,7 +197,7 @@ def regress_iwcm_peer_vanishes(s: PairSides, connections: int = 3, rounds: int =
     with s.recording("regress-iwcm-peer-vanishes") as rec:
         early = found = freed = 0
         frees_traced = True
-        widen = Widen(s.agent(s.passive), "iw_cm", "6883b680e703", WIDEN_6883B680E703_MS)
+        widen = Widen.on(s, s.passive, "iw_cm", "6883b680e703", WIDEN_6883B680E703_MS)
         with widen:
             for r in range(rounds):
                 with Trace(s.agent(s.passive), frees_by=(ID_FREER,)) as tr:

@@ -67,7 +67,7 @@ def regress_siw_netdev_port_query(s: PairSides) -> Timeline:
         try:
             listed = wait_listed(agent, True, LISTED_S)
             note(rec, "device_made", listed)
-            with Widen(agent, "ib_core", FIX, WIDEN_16B87037B488_MS) as widen:
+            with Widen.on(s, s.active, "ib_core", FIX, WIDEN_16B87037B488_MS) as widen:
                 start = controller_us()
                 agent.set_link(NETDEV, up=False)  # PORT_ERR: the cache work's port query
                 rec.controller_action(s.active, "netdev_down", start, netdev=NETDEV)

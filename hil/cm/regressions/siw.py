@@ -106,7 +106,7 @@ def regress_siw_reject_racing_mpareq(s: PairSides, connects: int = 6) -> Timelin
         active = rec.endpoint(s.active)
         tags = [f"hil-reg-{i}" for i in range(connects)]
         script = tuple(Step("connect", name=t, params=dial(rec, listener, t)) for t in tags)
-        widen = Widen(s.agent(s.passive), "siw", "ef91271c65c1", WIDEN_EF91271C65C1_MS)
+        widen = Widen.on(s, s.passive, "siw", "ef91271c65c1", WIDEN_EF91271C65C1_MS)
         with widen, Trace(s.agent(s.passive)) as tr:
             got = run(active, Script(script, deadline_s=steps.waits(s).reply_s))
             ids = [st.id for st in got.steps if st.ok and st.id]
@@ -168,7 +168,7 @@ def regress_siw_mpareq_failure(s: PairSides) -> Timeline:
     """53a3f7770497: failed MPA requests (at once and later), then the TCP close or reset."""
     with s.recording("regress-siw-mpareq-failure") as rec:
         listener = steps.listen(rec, s.passive)
-        widen = Widen(s.agent(s.passive), "siw", "53a3f7770497", WIDEN_53A3F7770497_MS)
+        widen = Widen.on(s, s.passive, "siw", "53a3f7770497", WIDEN_53A3F7770497_MS)
         # Widened for the first probe only (at once, rejected with a reply): the window
         # holds siw's single CM work queue past that probe's close, and a dropped probe
         # taken in it would find its connection still open when its wait ends.

@@ -14,7 +14,9 @@ window opened.
 meanwhile and turns it off again; a case that must act inside the held window
 waits for its marker (:meth:`Widen.wait_opened`).  ``available`` is False on a kernel without
 that patch (every lab kernel but a widened one): the case then judges its
-window as it did before (tracepoints, or not observable).
+window as it did before (tracepoints, or not observable).  :meth:`Widen.on` journals
+the parameter's reset before it is set, so a run killed inside the block leaves the
+widening to the next reservation's replay, not on.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ import time
 from typing import TYPE_CHECKING
 
 from hil import tools
+from hil.host.journal import agent_undo
 
 if TYPE_CHECKING:
     from hil.agent.agent import Agent
+    from hil.cm.sides import PairSides
+    from hil.host.journal import Journal
 
 CALL_S = 20.0  # one sysfs read or write on a loaded debug guest
 PARAM = "/sys/module/{module}/parameters/hil_widen_{fix}"
@@ -45,18 +50,39 @@ class Widen:
     for the ``with`` block, then off; ``opened`` counts the window's markers logged
     meanwhile, ``said`` holds the widening's own kernel log lines (``hil widen <fix>:``)."""
 
-    def __init__(self, agent: Agent, module: str, fix: str, ms: int) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        module: str,
+        fix: str,
+        ms: int,
+        restore: tuple[Journal, str] | None = None,
+    ) -> None:
         self.agent, self.fix, self.ms = agent, fix, ms
         self.param = PARAM.format(module=module, fix=fix)
         self.available = False
         self.said: list[str] = []
         self._cursor: int | None = None
+        self._restore = restore
+        self._entry: int | None = None  # the journaled reset, while the widening is on
+
+    @classmethod
+    def on(cls, s: PairSides, side: str, module: str, fix: str, ms: int) -> Widen:
+        """The widening on ``side``'s host of ``s``, its reset journaled in the session's
+        restore journal (when it has one) for as long as it is on."""
+        restore = None if s.journal is None else (s.journal, s.host(side))
+        return cls(s.agent(side), module, fix, ms, restore)
 
     def __enter__(self) -> Widen:
         probe = self.agent.run(tools.argv("cat", self.param), CALL_S)
         self.available = probe.status == 0
         if self.available:
             self._cursor = self.agent.kmsg_cursor()
+            if self._restore is not None:
+                journal, host = self._restore
+                what = f"turn the {self.fix} widening off ({self.param})"
+                undo = agent_undo("run", what, argv=tools.argv("tee", self.param), input="0\n")
+                self._entry = journal.change(host, undo)
             self._write(str(self.ms))
         return self
 
@@ -64,6 +90,9 @@ class Widen:
         if self._cursor is None:
             return
         self._write("0")
+        if self._restore is not None and self._entry is not None:
+            self._restore[0].forget(self._entry)
+            self._entry = None
         self._read()
         self.agent.kmsg_close(self._cursor)
         self._cursor = None
