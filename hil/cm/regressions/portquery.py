@@ -46,9 +46,9 @@ if TYPE_CHECKING:
     from hil.cm.sides import PairSides
 
 FIX = "16b87037b488"
-# The hold: longer than the netdev takes to be freed once the core let go of it.  With
-# 3 s the core had let go when the hold ended but the netdev was still there (no KASAN
-# report; the deletion returned 0.2 s after the hold, 6.12 revert kernel, 2026-12-07).
+# The hold: long enough for the veth's deletion inside it to free the netdev on a debug
+# guest: on 6.1 it was freed within it (the KASAN report at the hold's end, 10 s,
+# 2026-12-07); on 6.12 no hold lets it go (the GID entry, above).
 WIDEN_16B87037B488_MS = 10000
 OPENED_S = 20.0  # from the port's down to the widening's marker, on a debug guest
 CLOSED = f"hil widen {FIX}: window closed:"  # the hold's end: the core holds or let go
