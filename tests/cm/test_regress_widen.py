@@ -7,6 +7,7 @@ on a widened kernel, bench/reverts/widen/) and the kernel log read from a cursor
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from hil.agent.types import CommandResult, KernelLog, KmsgRecord
 from hil.cm.regressions.evidence import missing, unobservable
@@ -146,19 +147,20 @@ def test_a_case_waits_for_a_holds_closing_line() -> None:
 
 
 class FakeJournal:
-    """The restore journal (its boundary): what was journaled, and what forgotten, in order."""
+    """The restore journal (its boundary): what was journaled and forgotten, and which
+    writes the knob had seen by then."""
 
     def __init__(self, agent: FakeAgent) -> None:
         self.agent = agent
-        self.log: list[tuple[str, object]] = []
+        self.changed: list[tuple[str, dict[str, Any], list[str | None]]] = []
+        self.forgotten: list[tuple[int, list[str | None]]] = []
 
-    def change(self, host: str, undo: dict[str, object]) -> int:
-        # Journaled before the widening is set: no write has happened yet.
-        self.log.append(("change", (host, undo, list(self.agent.writes))))
+    def change(self, host: str, undo: dict[str, Any]) -> int:
+        self.changed.append((host, undo, list(self.agent.writes)))
         return 41
 
     def forget(self, entry: int) -> None:
-        self.log.append(("forget", (entry, list(self.agent.writes))))
+        self.forgotten.append((entry, list(self.agent.writes)))
 
 
 class FakeSides:
@@ -178,23 +180,20 @@ def test_the_widenings_reset_is_journaled_while_it_is_on() -> None:
     """A run killed inside the block leaves the reset to the next reservation's replay."""
     agent = FakeAgent(KNOB, (MARKER,))
     journal = FakeJournal(agent)
-    sides = FakeSides(agent, journal)
-    with Widen.on(sides, "b", "siw", FIX, 4000):  # type: ignore[arg-type]
-        assert [kind for kind, _ in journal.log] == ["change"]
-    (_, (host, undo, before)), (_, (entry, after)) = journal.log
+    with Widen.on(FakeSides(agent, journal), "b", "siw", FIX, 4000):  # type: ignore[arg-type]
+        assert len(journal.changed) == 1 and journal.forgotten == []
+    ((host, undo, before),) = journal.changed
     assert host == "guest-b" and before == []  # journaled before the widening was set
-    assert undo["method"] == "run" and undo["params"] == {  # type: ignore[index]
-        "argv": ["tee", KNOB],
-        "input": "0\n",
-    }
-    assert (entry, after) == (41, ["4000", "0"])  # forgotten once it is off again
+    assert undo["method"] == "run"
+    assert undo["params"] == {"argv": ["tee", KNOB], "input": "0\n"}
+    assert journal.forgotten == [(41, ["4000", "0"])]  # forgotten once it is off again
 
 
 def test_no_journal_entry_on_a_kernel_without_the_widening_or_a_session_without_a_journal() -> None:
     journal = FakeJournal(FakeAgent(None))
     with Widen.on(FakeSides(FakeAgent(None), journal), "a", "siw", FIX, 4000):  # type: ignore[arg-type]
         pass
-    assert journal.log == []
+    assert journal.changed == [] and journal.forgotten == []
     agent = FakeAgent(KNOB, (MARKER,))
     with Widen.on(FakeSides(agent, None), "a", "siw", FIX, 4000):  # type: ignore[arg-type]
         pass
