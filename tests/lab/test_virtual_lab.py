@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rpingstate import FINDING, lost_wakeup, rping_state
 from vlab import VirtualLab, hil_lab
 
 from hil.errors import CommandTimeout, HostKeyError
@@ -110,36 +111,19 @@ def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool
                 ["rping", "-c", "-a", addr, "-p", port, "-C", "3", "-v"], timeout=60, check=False
             )
         except CommandTimeout as e:
-            # Twice in fresh-clone ci/tests runs (2026-12-06) both ends hung: what they
-            # held is the evidence to read, so it goes into the failure.  Read so far: a
-            # lost wakeup of siw's RTR in siw_accept, docs/findings/siw-rtr-lost-wakeup.md.
-            pytest.fail(f"{e}\n{_rping_state([server, client], port)}")
-        assert out.status == 0, f"{out.stderr}\n{_rping_state([server, client], port)}"
+            # Both ends hung (fresh-clone ci/tests, twice on 2026-12-06, once on 12-07):
+            # with the server's accepted id still in CONNECT that is the lab kernel's
+            # known lost wakeup of siw's RTR (docs/findings/siw-rtr-lost-wakeup.md), an
+            # expected failure; any other hang fails with what both ends held.
+            state = rping_state([server, client], port)
+            if found := lost_wakeup(state, server.name, addr, port):
+                pytest.xfail(f"known finding {FINDING} of siw (Linux 6.1.192): {found}; {e}")
+            pytest.fail(f"{e}\n{state}")
+        assert out.status == 0, f"{out.stderr}\n{rping_state([server, client], port)}"
         assert out.stdout.count("ping data: rdma-ping-") == 3
     finally:
         thread.join(120)
     assert served and served[0].status == 0, served
-
-
-def _rping_state(sessions: list[SSHSession], port: str) -> str:
-    """Each guest's sockets on ``port``, its CM ids and its kernel log's end; its rping
-    stopped, so that the server's side does not wait out its own bound."""
-    probes = (
-        ["ss", "-tnoei", "state", "all", f"( sport = :{port} or dport = :{port} )"],
-        ["rdma", "resource", "show", "cm_id"],
-        ["dmesg", "--ctime"],
-        ["pkill", "-x", "rping"],
-    )
-    lines = []
-    for session in sessions:
-        for argv in probes:
-            try:
-                got = session.run(argv, timeout=15, check=False)
-                text = (got.stdout + got.stderr).splitlines()[-20:]
-            except CommandTimeout as e:
-                text = [str(e)]
-            lines += [f"--- {session.name}: {' '.join(argv)}", *text]
-    return "\n".join(lines)
 
 
 def carrier(session: SSHSession, netdev: str) -> bool:
