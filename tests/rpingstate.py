@@ -3,13 +3,13 @@ siw finding (docs/findings/siw-rtr-lost-wakeup.md): tests/lab/test_virtual_lab.p
 
 from __future__ import annotations
 
-import re
+import json
 
+from hil.cm.regressions.held import connecting_children
 from hil.errors import CommandTimeout
 from hil.ssh import SSHSession
 
 FINDING = "siw-rtr-lost-wakeup"
-CM_IDS = "rdma resource show cm_id"
 
 
 def rping_state(sessions: list[SSHSession], port: str) -> str:
@@ -17,7 +17,7 @@ def rping_state(sessions: list[SSHSession], port: str) -> str:
     stopped, so that the server's side does not wait out its own bound."""
     probes = (
         ["ss", "-tnoei", "state", "all", f"( sport = :{port} or dport = :{port} )"],
-        CM_IDS.split(),
+        ["rdma", "resource", "show", "cm_id"],
         ["dmesg", "--ctime"],
         ["pkill", "-x", "rping"],
     )
@@ -33,18 +33,14 @@ def rping_state(sessions: list[SSHSession], port: str) -> str:
     return "\n".join(lines)
 
 
-def lost_wakeup(state: str, server: str, addr: str, port: str) -> str | None:
-    """The finding's mark in ``state`` (:func:`rping_state`), or None: on ``server`` the
-    rping id that accepted a connection to ``addr:port`` still waits for ESTABLISHED
-    (state CONNECT, a peer address), as when siw dropped the wakeup of the RTR that
-    came in siw_accept's gap (siw_cm.c:1667-1690, Linux 6.1.192)."""
-    section = re.search(
-        rf"^--- {re.escape(server)}: {CM_IDS}\n(.*?)(?=^--- |\Z)", state, re.M | re.S
-    )
-    if section is None:
+def lost_wakeup(server: SSHSession, port: int) -> str | None:
+    """The finding's mark on ``server``, or None: read before :func:`rping_state` stops
+    rping.  Its rping ids accepted on ``port`` still wait for ESTABLISHED (state CONNECT,
+    :func:`hil.cm.regressions.held.connecting_children`), as when siw dropped the wakeup
+    of the RTR that came in siw_accept's gap (siw_cm.c:1667-1690, Linux 6.1.192)."""
+    out = server.run(["rdma", "-j", "resource", "show", "cm_id"], timeout=15, check=False).stdout
+    rows = json.loads(out) if out.strip() else []
+    stuck = connecting_children(rows if isinstance(rows, list) else [rows], port)
+    if not stuck:
         return None
-    for line in section[1].splitlines():
-        accepted = f"src-addr {addr}:{port} dst-addr " in line and "dst-addr 0.0.0.0:0" not in line
-        if accepted and " state CONNECT " in line and " comm rping " in line:
-            return f"{server}'s rping id stayed in CONNECT: {line.strip()}"
-    return None
+    return f"{server.name}: {stuck} accepted rping id(s) on port {port} still in CONNECT"
