@@ -27,8 +27,6 @@ ACCEPTED = {
 class FakeSession:
     """The server's SSH session (the boundary): ``rdma -j`` prints ``rows``."""
 
-    name = "labbfcb-0"
-
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         self.rows = rows
 
@@ -38,13 +36,13 @@ class FakeSession:
 
 
 def test_the_servers_accepted_id_stuck_in_connect_is_the_finding() -> None:
-    found = lost_wakeup(FakeSession([LISTENER, ACCEPTED]), 7174)  # type: ignore[arg-type]
+    found = lost_wakeup(FakeSession([LISTENER, ACCEPTED]), "labbfcb-0", 7174)
     assert found == "labbfcb-0: 1 accepted rping id(s) on port 7174 still in CONNECT"
 
 
 def test_a_listener_alone_an_established_id_or_another_port_is_not() -> None:
     established = {**ACCEPTED, "state": "ESTABLISHED"}
-    assert lost_wakeup(FakeSession([LISTENER]), 7174) is None  # type: ignore[arg-type]
-    assert lost_wakeup(FakeSession([LISTENER, established]), 7174) is None  # type: ignore[arg-type]
-    assert lost_wakeup(FakeSession([LISTENER, ACCEPTED]), 7175) is None  # type: ignore[arg-type]
-    assert lost_wakeup(FakeSession([]), 7174) is None  # type: ignore[arg-type]
+    assert lost_wakeup(FakeSession([LISTENER]), "labbfcb-0", 7174) is None
+    assert lost_wakeup(FakeSession([LISTENER, established]), "labbfcb-0", 7174) is None
+    assert lost_wakeup(FakeSession([LISTENER, ACCEPTED]), "labbfcb-0", 7175) is None
+    assert lost_wakeup(FakeSession([]), "labbfcb-0", 7174) is None

@@ -115,7 +115,7 @@ def test_rping_between_the_guests_over_their_cable(virtual_lab: VirtualLab, pool
             # with the server's accepted id still in CONNECT that is the lab kernel's
             # known lost wakeup of siw's RTR (docs/findings/siw-rtr-lost-wakeup.md), an
             # expected failure; any other hang fails with what both ends held.
-            found = lost_wakeup(server, int(port))
+            found = lost_wakeup(server, server.name, int(port))
             state = rping_state([server, client], port)
             if found:
                 pytest.xfail(f"known finding {FINDING} of siw (Linux 6.1.192): {found}; {e}")

@@ -15,8 +15,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
+from rpingstate import FINDING, lost_wakeup
 from vlab import VirtualLab, lab_pair_run
 
 from hil import tools
@@ -30,6 +32,8 @@ from hil.wire.plan import capture_plan
 pytestmark = pytest.mark.lab
 
 TOOL_TIMEOUT = 120.0
+# The client gives up first, so that a hang is looked at while the server still holds it.
+CLIENT_TIMEOUT = 60.0
 CMTIME_CONNECTIONS = 10
 RPING_COUNT = 3
 SERVER_GRACE_S = 20.0
@@ -70,8 +74,12 @@ def _serve_and_connect(
     stopped = False
     try:
         # A refused rping client hangs instead of exiting: connect once the server listens.
-        _wait_listening(b, int(server[server.index("-p") + 1]))
-        got = a.run(client, timeout=TOOL_TIMEOUT, check=False)
+        port = int(server[server.index("-p") + 1])
+        _wait_listening(b, port)
+        try:
+            got = a.run(client, timeout=CLIENT_TIMEOUT, check=False)
+        except CommandTimeout as e:
+            _triage_hang(b, port, e)
         assert got.status == 0, f"{client[0]} client failed: {got.stderr}"
     finally:
         t.join(SERVER_GRACE_S if server_exits else 5)
@@ -84,6 +92,16 @@ def _serve_and_connect(
             t.join(TOOL_TIMEOUT + 10)
     if server_exits and not stopped:
         assert getattr(done.get("server"), "status", None) == 0, f"{server[0]} server: {done}"
+
+
+def _triage_hang(server: Agent, port: int, hang: CommandTimeout) -> NoReturn:
+    """A client that hung: an expected failure when the server holds siw's lost wakeup
+    (its accepted id still in CONNECT: docs/findings/siw-rtr-lost-wakeup.md, seen here
+    in a fresh-clone ci/tests on 2026-12-07, the server killed at 120 s), else a failure."""
+    found = lost_wakeup(server, server.host, port)
+    if found:
+        pytest.xfail(f"known finding {FINDING} of siw (Linux 6.1.192): {found}; {hang}")
+    pytest.fail(f"{hang}; the server's ids on port {port} are not the known lost wakeup")
 
 
 def _wait_listening(agent: Agent, port: int, timeout: float = 60.0) -> None:
