@@ -7,8 +7,9 @@ profile's value, and the statuses each event type really carried.
 Without ``--inventory`` (and no ``$HIL_INVENTORY``) it uses the running virtual lab
 (``$HIL_LAB_DIR`` or hil lab's default directory) and never boots one; on the virtual
 lab run it under ``flock /tmp/hil-lab.lock``.  The pair is leased once; each run is one
-test of a :class:`hil.run.PairRun` without wire capture or evidence (the contract is
-still judged: a verdict that fails is printed beside the run, its number still counts).
+test of a :class:`hil.run.PairRun` without wire capture or evidence (with both under
+``--as-suites``, as the suites run); the contract is always judged: a verdict that
+fails is printed beside the run, its number still counts.
 Per bound it prints runs, min/median/p99/max and the proposed bound
 (:func:`hil.judge.provenance.propose_s`) next to the current profile's; per event type the
 statuses seen and any the profile's set lacks.  How and what it costs:
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil.cli.interrupts import Interrupts
 from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError
 from hil.judge.profile import Profile
 from hil.judge.provenance import FLOOR_S, MARGIN, propose_s
@@ -282,7 +284,9 @@ def measure(run: Any, plan: Plan, args: argparse.Namespace) -> Samples:
     after ``args.max_failures`` failed runs or past ``args.budget`` seconds."""
     from hil.run.testparts import TestOptions
 
-    options = TestOptions(wire=False, evidence=False, attempts=False)
+    # --as-suites: the link captured and the evidence read, as around a suite test; the
+    # capture's tcpdump shares the guest's one vCPU with the stack being timed.
+    options = TestOptions(wire=args.as_suites, evidence=args.as_suites, attempts=False)
     got = Samples()
     stop_at = time.monotonic() + args.budget
     for i in range(1, args.runs + 1):
@@ -363,9 +367,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--timeout-step-slack", type=float, default=10.0, help="a step's wait past its bound"
     )
+    p.add_argument(
+        "--as-suites",
+        action="store_true",
+        help="capture the link and read the evidence in each run, as around a suite test",
+    )
     args = p.parse_args(argv)
     try:
-        return _main(args)
+        # SIGTERM too unwinds the PairRun, so a stopped run restores and frees its pair.
+        with Interrupts():
+            return _main(args)
+    except KeyboardInterrupt:
+        print("profile_measure: interrupted", file=sys.stderr)
+        return EXIT_INFRA
     except InputError as e:
         print(f"profile_measure: {e}", file=sys.stderr)
         return EXIT_INPUT

@@ -4,6 +4,8 @@ statistics and the report (the bench itself runs on a lab: docs/profile-measure.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 import pytest
@@ -144,3 +146,36 @@ def test_a_bound_two_plans_measure_gets_one_row_of_all_their_runs(
     assert "admin_down_bound_s, all plans' runs together" in out and "runs   3" in out
     pm.report_together(together, [idle], SIW, args)
     assert capsys.readouterr().out == ""  # one plan: its own report says it all
+
+
+class _FakeRun:
+    """The leased pair run (the boundary): each test records its options; each
+    sequence returns a close 2.5 ms long."""
+
+    def __init__(self) -> None:
+        self.options: list[object] = []
+        self.result = None
+
+    @contextmanager
+    def test(self, name: str, options: object) -> Iterator[_FakeRun]:
+        self.options.append(options)
+        yield self
+
+    def session(self, direction: str) -> _FakeRun:
+        return self
+
+    def run(self, sequence: str, **params: object) -> Timeline:
+        return _tl(Action(1_000, "a", "disconnect", "a1"), _ev(3_500, "DISCONNECTED", "a1"))
+
+
+@pytest.mark.parametrize("as_suites", [False, True])
+def test_as_suites_measures_with_the_capture_and_evidence_a_suite_test_gets(
+    pm: ModuleType, as_suites: bool
+) -> None:
+    run = _FakeRun()
+    args = argparse.Namespace(
+        runs=2, budget=60.0, max_failures=1, direction="a-b", as_suites=as_suites
+    )
+    got = pm.measure(run, pm.plan_named("local_close"), args)
+    assert got.values["local_close_bound_s"] == pytest.approx([0.0025, 0.0025])
+    assert [(o.wire, o.evidence) for o in run.options] == [(as_suites, as_suites)] * 2  # type: ignore[attr-defined]
