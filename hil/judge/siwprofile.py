@@ -82,10 +82,11 @@ SIW_IRD_ORD = IrdOrdPromise(
 
 
 # siw's measured bounds: bench/profile_measure.py on the virtual lab (6.1.192, TCG guests on
-# a shared 2-core machine), 20 runs each; each bound is its p99 under the margin rule
+# a shared 2-core machine); each bound is its p99 under the margin rule
 # (hil.judge.provenance.propose_s).  The runs: docs/notes/profile-measure.md.
 MEASURE_CMD = "flock /tmp/hil-lab.lock .venv/bin/python bench/profile_measure.py --only {}"
 SIW_MEASURED_ON = "2026-12-05"
+SIW_UNDER_CI_ON = "2026-12-07"
 
 
 def _siw_measured(only: str, basis: str, p99_s: float, runs: int = 20) -> Provenance:
@@ -100,8 +101,28 @@ def _siw_measured(only: str, basis: str, p99_s: float, runs: int = 20) -> Proven
     )
 
 
-SIW_LOCAL_CLOSE = _siw_measured(
-    "local_close", "initiator DISCONNECTED after rdma_disconnect", 0.0123
+def _siw_under_ci(only: str, basis: str, p99_s: float, runs: int) -> Provenance:
+    """A bound timed as the suites run it (captured, evidence read: --as-suites) beside a
+    fresh-clone .ci/run, up to three labs on the 2 cores: its tail is the guest's vCPU
+    waiting for the host's, which the suites meet in CI."""
+    return Provenance(
+        "measured",
+        f"{basis}, each run captured and its evidence read (--as-suites) beside a "
+        "fresh-clone .ci/run",
+        command=MEASURE_CMD.format(only) + f" --runs {runs} --as-suites",
+        runs=runs,
+        p99_s=p99_s,
+        margin=margin_rule(),
+        date=SIW_UNDER_CI_ON,
+    )
+
+
+# Alone and uncaptured (2026-12-05) the close's p99 was 12.3 ms; its 120 ms bound then
+# failed under CI's load: closes of 131-227 ms in suites/test_storm.py, the time spent
+# inside rdma_disconnect (docs/notes/profile-measure.md, 2026-12-07).  88 runs: the
+# --budget of 900 s ended a run of 100.
+SIW_LOCAL_CLOSE = _siw_under_ci(
+    "local_close", "initiator DISCONNECTED after rdma_disconnect", 0.1819, runs=88
 )
 # The debug lab's kernel (KASAN, lockdep, debug objects: hil/lab/debug.config) runs the CM
 # slower under load: a single close takes what it takes on the production kernel, but in
@@ -121,8 +142,11 @@ SIW_LOCAL_CLOSE_KASAN = Provenance(
     margin=margin_rule(),
     date=SIW_KASAN_MEASURED_ON,
 )
-SIW_LISTENER_DESTROY = _siw_measured(
-    "listener_destroy", "rdma_destroy_id on a listener, 2 requests pending", 0.0137
+SIW_LISTENER_DESTROY = _siw_under_ci(
+    "listener_destroy",
+    "rdma_destroy_id on a listener, 2 requests pending (alone and uncaptured: p99 13.7 ms)",
+    0.0439,
+    runs=60,
 )
 SIW_ADMIN_DOWN = _siw_measured(
     "admin_down --only admin_down_traffic",

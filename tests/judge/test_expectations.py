@@ -218,12 +218,13 @@ def test_close_status_peer_of_destroy() -> None:
 
 def test_disconnect_completes_within() -> None:
     conforms(orderly_close("iw_cxgb4", local_ms=5_000), IW_CXGB4)
-    # siw's bound is measured (p99 12.3 ms, 0.12 s): a close half a second late is late.
+    # siw's bound is measured (p99 181.9 ms under CI's load, 0.46 s): a close a second
+    # late is late.
     breaks(
-        orderly_close("siw", local_ms=500),
+        orderly_close("siw", local_ms=1_000),
         SIW,
         "disconnect-completes-within",
-        f"came after 500.0 ms, bound {SIW.local_close_bound_s * 1e3:.1f} ms",
+        f"came after 1000.0 ms, bound {SIW.local_close_bound_s * 1e3:.1f} ms",
     )
 
 
