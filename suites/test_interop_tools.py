@@ -23,7 +23,7 @@ import pytest
 
 from hil.cm.session import CMSession
 from hil.cm.steps import StepFailed
-from hil.cm.toolpeers import TOOL_PEERS, run_tool_peer
+from hil.cm.toolpeers import TOOL_PEERS, ToolContext, run_tool_peer
 from hil.judge.peerexpect import Scenario
 from hil.judge.peerproviders import expect
 from hil.plugin.api import explain
@@ -42,7 +42,9 @@ def test_tool_peer_completes_its_exchange_with_hil(
         run = run_tool_peer(cm, name)
     except StepFailed as e:
         # The tool's output is a note on the failure (run_tool_peer), not in str(e).
-        _known_reply_and_fpdu(cm, "\n".join([str(e), *getattr(e, "__notes__", [])]))
+        failure = "\n".join([str(e), *getattr(e, "__notes__", [])])
+        _known_reply_and_fpdu(cm, failure)
+        _known_lost_wakeup(cm, failure)
         raise
     note(f"{run.peer.tool} on {run.host}", run.output())
     problems = run.failures()
@@ -65,3 +67,18 @@ def _known_reply_and_fpdu(cm: CMSession, failure: str) -> None:
         return
     finding = expect("siw", Scenario.REPLY_AND_FPDU_ONE_SEGMENT.value).finding
     pytest.xfail(f"known finding of siw on {hil_end}: {finding}")
+
+
+def _known_lost_wakeup(cm: CMSession, failure: str) -> None:
+    """xfail a tool client whose connection hil's siw server accepted and never saw
+    established: the accepted id (one with a QP) still in CONNECT in hil's host's
+    ``rdma resource show cm_id``, which a failed exchange carries (ToolContext's
+    connection state).  That is siw's known lost wakeup of the RTR
+    (docs/findings/siw-rtr-lost-wakeup.md): ib_send_bw-client, fresh-clone ci/suites,
+    2026-12-07, with 40 bytes unread in the server's socket."""
+    hil_end = cm.host(cm.passive)
+    if cm.profile.of(hil_end).name != "siw":
+        return
+    stuck = ToolContext.waiting_accepts(failure, hil_end)
+    if stuck:
+        pytest.xfail(f"known finding siw-rtr-lost-wakeup of siw on {hil_end}: {stuck[0]}")

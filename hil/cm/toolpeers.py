@@ -218,6 +218,15 @@ class ToolContext:
                 lines += [f"--- {host}: {' '.join(argv)}", *text]
         return "\n".join(lines)
 
+    @staticmethod
+    def waiting_accepts(state: str, host: str) -> list[str]:
+        """``host``'s CM ids in :meth:`connection_state`'s text that hold a QP and still
+        wait for ESTABLISHED (state CONNECT): a connection its end accepted and never saw
+        established, the mark of siw's lost RTR wakeup."""
+        _, found, after = state.partition(f"--- {host}: rdma resource show cm_id")
+        rows = after.split("\n---", 1)[0].splitlines() if found else []
+        return [r.strip() for r in rows if " state CONNECT " in r and " lqpn " in r]
+
     def finish(self, grace: float) -> tuple[int | None, str, str]:
         """The tool's status and output: it is given ``grace`` to end, then killed."""
         if self._thread is None:

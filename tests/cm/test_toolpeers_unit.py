@@ -300,3 +300,30 @@ def test_ib_send_bw_passes_only_with_perftests_messages_sends_and_credits() -> N
         "ib_send_bw on guest-b exited 1",
         f"ib_send_bw on guest-b never printed {toolpeers.SEND_BW_DONE!r}",
     ]
+
+
+# The connection state of ci/suites' failed ib_send_bw-client exchange (2026-12-07):
+# hil's server (lab7cdd-1) accepted the tool's connection and never saw it established.
+STALLED_STATE = """\
+--- lab7cdd-1: ss -tnoei state all ( sport = :23583 or dport = :23583 )
+State  Recv-Q Send-Q Local Address:Port  Peer Address:Port Process
+ESTAB  40     0         198.18.0.2:23583   198.18.0.1:42632 ino:2756 sk:2 <->
+--- lab7cdd-1: rdma resource show cm_id
+link siw_data0/1 cm-idn 107 state LISTEN ps TCP src-addr 198.18.0.2:23583 dst-addr 0.0.0.0:0
+link siw_data0/1 cm-idn 108 lqpn 1 qp-type RC state CONNECT ps TCP src-addr 198.18.0.2:23583 dst-addr 198.18.0.1:42632
+--- lab7cdd-0: ss -tnoei state all ( sport = :23583 or dport = :23583 )
+ESTAB 0      0         198.18.0.1:42632   198.18.0.2:23583 ino:2920 sk:1 <->
+--- lab7cdd-0: rdma resource show cm_id
+link siw_data0/1 cm-idn 94 lqpn 1 qp-type RC state CONNECT ps TCP pid 5389 comm ib_send_bw src-addr 198.18.0.1:42632 dst-addr 198.18.0.2:23583
+"""  # noqa: E501
+
+
+def test_an_accept_never_established_is_read_from_the_connection_state() -> None:
+    stuck = ToolContext.waiting_accepts(STALLED_STATE, "lab7cdd-1")
+    assert stuck == [
+        "link siw_data0/1 cm-idn 108 lqpn 1 qp-type RC state CONNECT ps TCP "
+        "src-addr 198.18.0.2:23583 dst-addr 198.18.0.1:42632"
+    ]
+    established = STALLED_STATE.replace("state CONNECT ps TCP src", "state CONNECTED ps TCP src")
+    assert ToolContext.waiting_accepts(established, "lab7cdd-1") == []
+    assert ToolContext.waiting_accepts(STALLED_STATE, "lab7cdd-9") == []
