@@ -78,6 +78,31 @@ def _echo_times(pcap: Path) -> list[int]:
     return [round(float(line.split()[0]) * 1e6) for line in out.splitlines() if "ICMP echo" in line]
 
 
+def _until_written(link: LinkCapture, echoes: int = 6) -> None:
+    """Wait (at most 20 s) until each stand-in tool's file holds ``echoes`` ICMP echoes.
+    The stand-in's stop interrupts tcpdump, which then drops what its socket still
+    holds: under CI's load a reply was lost so (2026-12-07)."""
+    raws = [
+        Path(f"/tmp/{cap.id}.raw.pcap")
+        for cap in link.running.values()
+        if not isinstance(cap, capture_module.Capture)
+    ]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if all(_echoes_so_far(raw) >= echoes for raw in raws):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the tool's tcpdump wrote fewer than {echoes} echoes in 20 s")
+
+
+def _echoes_so_far(raw: Path) -> int:
+    """The ICMP echoes in a file tcpdump is still writing (its last record may be cut)."""
+    out = subprocess.run(
+        ["tcpdump", "-n", "-r", str(raw), "icmp"], capture_output=True, text=True, timeout=30
+    ).stdout
+    return sum("ICMP echo" in line for line in out.splitlines())
+
+
 def test_default_plan_captures_both_ends_and_places_them_on_the_timeline(
     netns_lab: NetnsLab, hosts: Hosts, pair: Pair, tmp_path: Path
 ) -> None:
@@ -162,6 +187,7 @@ def test_command_plan_runs_the_templates(
         files = remote_files(link)
         assert len(tcpdumps(netns_lab)) == 1  # start returned with the tool capturing
         _ping(netns_lab)
+        _until_written(link)
         captured = link.stop(tmp_path)
     assert left(files) == []  # the tool's files, and {pcap}, are gone
     assert (captured.files, captured.notes) == ({"ns0": tmp_path / "ns0.pcap"}, ())
