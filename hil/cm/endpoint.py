@@ -271,12 +271,14 @@ class Endpoint(EndpointCore):
             wire.OP_READS, params, cm_id, keep, 10.0, reader=reader, count=count, seed=seed
         )
 
-    def received(self, cm_id: str, wait: float = 10.0) -> Outcome:
+    def received(self, cm_id: str, wait: float = 10.0, size: int = 0, seed: int = 0) -> Outcome:
         """The next receive completion on the id's QP: action ``received`` keeping its
         ``status`` (-1: none within ``wait``), ``byte_len``, ``data`` (hex, at most
-        256 bytes) and ``error``."""
-        params = wire.ReceivedParams(id=self.handle(cm_id), wait=wait)
-        keep = ("status", "byte_len", "data", "error")
+        256 bytes), ``error`` and, when ``size`` names the bytes the peer SENT filled
+        with the pattern of ``seed``, the whole message's ``checks`` (the contract's
+        ``payload-intact`` judges them)."""
+        params = wire.ReceivedParams(id=self.handle(cm_id), wait=wait, size=size, seed=seed)
+        keep = ("status", "byte_len", "data", "error", "checks")
         return self._qp_work(wire.OP_RECEIVED, params, cm_id, keep, wait)
 
     def messages(

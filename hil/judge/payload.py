@@ -15,7 +15,9 @@ made of data from the other (``op`` send, write or read; ``size``; ``ok``;
 the first bad ``offset`` with the ``expected`` and ``got`` bytes there) and
 the ``error`` that stopped it.  The rule fails on a bad byte, on an end
 that could not run or finish its checks, and on a check the plan named but
-the end never made.
+the end never made.  A ``received`` action that checked its message (params
+``checks``: the peer SENT the pattern, hil.cm.endpoint ``received`` with ``size``)
+fails on a bad byte the same way.
 """
 
 from __future__ import annotations
@@ -43,8 +45,13 @@ OP_NAMES = {"send": "SEND", "write": "RDMA WRITE", "read": "RDMA READ"}
     "section 5.2 (each DDP segment placed at its offset)",
 )
 def payload_intact(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
-    for a in (a for a in tl.actions if a.name == "payload"):
-        yield from _findings(tl, a)
+    for a in tl.actions:
+        if a.name == "payload":
+            yield from _findings(tl, a)
+        elif a.name == "received":
+            checks: list[dict[str, Any]] = list(a.params.get("checks") or [])
+            for c in (c for c in checks if not c.get("ok")):
+                yield Finding(f"{action_where(tl, a)}: {bad_check(c, a.side)}", (), (a,))
 
 
 def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:

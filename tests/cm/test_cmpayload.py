@@ -279,6 +279,22 @@ def test_received_gives_the_next_receive_and_its_bytes_and_reposts_one(pair: Any
     assert len(res.outstanding) == 16  # the receive it took is posted again
 
 
+def test_received_checks_the_whole_message_against_the_pattern_when_given_its_size(
+    pair: Any,
+) -> None:
+    a, b, _, _ = pair
+    a.last_sends(1, 1, seed=3)  # one SEND of 256 bytes, the pattern of seed 3
+    got = b.received(1, wait=1.0, size=256, seed=3)
+    assert got["checks"] == [
+        {"op": "send", "size": 256, "ok": True, "offset": -1, "expected": -1, "got": -1}
+    ]
+    a.last_sends(1, 1, seed=3)
+    wrong = b.received(1, wait=1.0, size=300, seed=3)["checks"][0]  # 44 bytes never came
+    assert (wrong["ok"], wrong["offset"], wrong["got"]) == (False, 256, -1)
+    a.last_sends(1, 1, seed=3)
+    assert b.received(1, wait=1.0)["checks"] == []  # no size: nothing to check against
+
+
 def test_received_with_nothing_sent_says_so_at_its_wait(pair: Any) -> None:
     _, b, _, _ = pair
     got = b.received(1, wait=0.1)

@@ -161,3 +161,25 @@ def test_of_two_connections_only_the_broken_one_is_named() -> None:
         "connection c2, side a (lab-a) a:3: SEND of 1499 bytes into side a: first bad byte at "
         "offset 1424, expected 0xcf, got 0x30"
     ]
+
+
+def _received_by_b(check: dict[str, Any]) -> Timeline:
+    """c1 connected, then side b's ``received`` action holding ``check``, then the close."""
+    t = connected()
+    t.act("b", "received", "b:2", 20, "ok", 80, status=0, byte_len=8192, checks=[check])
+    t.act("a", "disconnect", "a:1", 200)
+    t.ev("a", "DISCONNECTED", "a:1", 202).ev("b", "DISCONNECTED", "b:2", 203)
+    return t.build()
+
+
+def test_a_received_message_checked_whole_passes_and_a_bad_byte_in_it_fails() -> None:
+    right = {"op": "send", "size": 8192, "ok": True, "offset": -1, "expected": -1, "got": -1}
+    conforms(_received_by_b(right), SIW)
+    bad = {**right, "ok": False, "offset": 4096, "expected": 0x1F, "got": 0}
+    breaks(
+        _received_by_b(bad),
+        SIW,
+        RULE,
+        "connection c1, side b (lab-b) b:2: SEND of 8192 bytes into side b: first bad byte "
+        "at offset 4096, expected 0x1f, got 0x00",
+    )

@@ -164,18 +164,23 @@ OP_LAST_RECEIVES = CMOp("last_receives", LastReceivesParams, LastReceivesReply)
 
 class ReceivedParams(IdParams, total=False):
     wait: float  # seconds the receive may take
+    size: int  # the bytes the peer sent, the whole message checked (0, the default: none)
+    seed: int  # their pattern's seed (0 by default)
 
 
 class ReceivedReply(TimedReply):
     """The next receive completion of the cm_id's QP (the reference peer's SEND, issue 26):
     its ``status`` (ibv_wc_status; -1: none within ``wait``), ``byte_len`` and the first
     ``byte_len`` bytes (at most 256) of the buffer it landed in, hex; one receive is posted
-    again in its place."""
+    again in its place.  ``checks`` holds the check of the whole message against the
+    pattern of ``seed`` when the params gave its ``size`` (a SEND the peer filled with it;
+    a kernel consumer's, issue 28), else nothing."""
 
     status: int
     byte_len: int
     data: str
     error: str | None
+    checks: list[PayloadCheck]
 
 
 OP_RECEIVED = CMOp("received", ReceivedParams, ReceivedReply)

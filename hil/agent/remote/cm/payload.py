@@ -451,7 +451,8 @@ RECEIVED_SHOWN = 256  # bytes of a received message the reply carries
 
 def received(res: QPResources, params: ReceivedParams) -> ReceivedReply:
     """The next receive completion within ``wait`` and the bytes it delivered (each
-    receive is of the whole buffer, from offset 0); one receive posted in its place."""
+    receive is of the whole buffer, from offset 0), checked against the pattern when the
+    params give the ``size`` sent; one receive posted in its place."""
     t0, deadline = now_us(), time.monotonic() + params.get("wait", 10.0)
     status, length, error = -1, 0, None
     try:
@@ -464,13 +465,16 @@ def received(res: QPResources, params: ReceivedParams) -> ReceivedReply:
             res.post_recv(1)
     except RdmaError as e:
         error = str(e)
-    shown = ctypes.string_at(ctypes.addressof(res.buf), min(length, RECEIVED_SHOWN))
+    got = ctypes.string_at(ctypes.addressof(res.buf), length)
+    size = params.get("size", 0)
+    want = pattern(params.get("seed", 0), size) if size and status == 0 else None
     return {
         **since(t0),
         "status": status,
         "byte_len": length,
-        "data": shown.hex(),
+        "data": got[:RECEIVED_SHOWN].hex(),
         "error": error if status >= 0 else error or "no receive completion in time",
+        "checks": [] if want is None else [checked("send", len(want), want, got)],
     }
 
 

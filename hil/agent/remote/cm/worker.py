@@ -41,6 +41,7 @@ from ...protocol import (
     QueryQPReply,
     ReadsParams,
     ReadsReply,
+    ReceivedParams,
     ReceivedReply,
     RegionAccess,
     RegMrReply,
@@ -379,9 +380,11 @@ class Worker(StreamOps):
         params: LastReceivesParams = {"id": id, "count": count, "seed": seed, "wait": wait}
         return payload.last_receives(res, params, lambda: self._gone_us(id))
 
-    def received(self, id: int, wait: float = 10.0) -> ReceivedReply:
-        """The next receive completion and its bytes (payload.py :func:`received`)."""
-        return payload.received(self._own_cq("received", id), {"id": id, "wait": wait})
+    def received(self, id: int, wait: float = 10.0, size: int = 0, seed: int = 0) -> ReceivedReply:
+        """The next receive completion and its bytes, checked against the pattern of
+        ``seed`` when ``size`` is given (payload.py :func:`received`)."""
+        params = ReceivedParams(id=id, wait=wait, size=size, seed=seed)
+        return payload.received(self._own_cq("received", id), params)
 
     def messages(
         self, id: int, count: int, size: int, send_first: bool, seed: int = 0, wait: float = 10.0
