@@ -29,7 +29,7 @@ from collections.abc import Callable
 import pytest
 
 from hil.cm import sequences
-from hil.cm.regressions import cxgb4, device, goingdown, iwcm, portquery, siw, siwqp, ucma
+from hil.cm.regressions import cxgb4, goingdown, iwcm, portquery, siw, siwqp, siwtx, ucma
 from hil.cm.regressions.evidence import missing, trace_findings, unobservable
 from hil.cm.session import CMSession
 from hil.inventory.hostmodel import Family
@@ -309,6 +309,30 @@ def test_siw_661f385961f0_zero_ird_and_ord(cm: CMSession, contract: Contract) ->
 
 
 @IPV4_ONLY
+def test_siw_c18646248fed_kernel_consumer_sends_slab_pages(
+    cm: CMSession, contract: Contract
+) -> None:
+    """RDMA/siw: Fix the sendmsg byte count in siw_tcp_sendpages (c18646248fed, 2025,
+    CVE-2025-39758; Debian 6.1.187-1 brought the bug and the fix together; 6.12.43).
+
+    siw_tcp_sendpages gave each page's iov_iter the byte count of the whole send: for
+    a slab page, which TCP copies rather than splices, the copy ran off the page's one
+    bvec.  Only a kernel consumer posting a kmalloc'd buffer unsignalled reaches it, and
+    user space is none (a verbs buffer is pinned user memory): the instrument
+    bench/reverts/widen/c18646248fed.patch adds one to siw.  Here that consumer on the
+    active host SENDs 8192 bytes of the payload pattern to a listener on the passive
+    host, which checks every byte (``payload-intact``).  The window: a slab page copied
+    whose send went on past the page, counted by the instrument; without it (every lab
+    kernel but the revert score's) not observable (hil/cm/regressions/siwtx.py says
+    why).  Its revert: bench/reverts/c18646248fed.patch, on the debug kernel, whose
+    KASAN reports the read past the bvec.
+    """
+    tl = cm.run(siwtx.regress_siw_sendpages_slab)
+    contract(tl)
+    _reached(tl)
+
+
+@IPV4_ONLY
 def test_iwcm_7874eeacfa42_connect_disconnect_storm(
     cm: CMSession, contract: Contract, request: pytest.FixtureRequest
 ) -> None:
@@ -332,37 +356,6 @@ def test_iwcm_7874eeacfa42_connect_disconnect_storm(
     contract(tl)
     _reached(tl)
     assert not tl.metrics.get("failed"), explain(tl, "connections of the storm failed")
-
-
-def test_siw_netdev_removed_under_port_queries_and_a_bound_id(
-    cm: CMSession, contract: Contract
-) -> None:
-    """RDMA/siw: Remove direct link to net_device (December 2024; syzbot
-    4b87489410b4efd181bf, KASAN slab-use-after-free in siw_query_port).
-
-    siw kept its own pointer to the net_device, stale once the netdev was
-    unregistered while the RDMA device still answered port queries.  Here, on
-    the active host: a veth with a siw device on it, a cm_id listening on its
-    address, `rdma link show` port queries running, and a connection on the
-    pair's own device; the veth is deleted, only once a query listed the
-    device, the id is bound (a listen refused ENODEV is tried again) and a
-    query that began after the bind ended.  The removal waits for the
-    device's user (the bound id and the verbs context librdmacm opened: siw
-    cannot disassociate one) until its process exits after 1 s, the device
-    goes, a query ran across the removal, and the pair's connection closes
-    orderly afterwards.  The window: a port query running across the removal.  That
-    is not the bug's own window (the driver's query after the core let go of the
-    netdev: test_siw_16b87037b488_... reaches it), and this test has not failed on
-    the unfixed 6.1 (docs/notes/regression-corpus.md, "Remove direct link to
-    net_device").
-    Debian 6.1.192 does NOT carry this fix (siw.h still has ``sdev->netdev``;
-    no "Remove direct link to net_device" in its changelog): on the 6.1 debug
-    lab its KASAN report is the known finding ``siw-netdev-query-port-uaf``
-    (suites/known-kernel-findings.yaml); the 6.12 kernel has the fix.
-    """
-    tl = cm.run(device.regress_siw_netdev_removed)
-    contract(tl)
-    _reached(tl)
 
 
 @IPV4_ONLY

@@ -25,7 +25,8 @@ The causes a timeline records, from the sequences and races of
   no id named, ``close_channel`` (an event channel closed with its ids);
 - ``tool_peer``: a tool (rping, ucmatose, cmtime, ib_send_bw) started on the other end,
   whose own closes the timeline does not hold: any connection after its start
-  (hil.cm.toolpeers; each tool's close is in its source, docs/interop.md).
+  (hil.cm.toolpeers; each tool's close is in its source, docs/interop.md); a kernel
+  consumer told to connect is one too (hil.cm.regressions.siwtx).
 
 A connect that failed after its peer accepted is one too: the active side's REJECTED,
 UNREACHABLE or CONNECT_ERROR on the connection, as when its MPA timer ran out before

@@ -47,7 +47,8 @@ MSS_CLAMP = "mss_clamp"
 # hil.host.impair); hil.wire.mpadrop_rules proves TCP retransmitted it.
 MPA_REQUEST_DROP = "mpa_request_drop"
 # An action: a tool peer (rping, ucmatose, cmtime, ib_send_bw; hil.cm.toolpeers) started on
-# this side; params argv. Its own calls (its connects and closes) are not on the timeline.
+# this side, or a kernel consumer told to connect (hil.cm.regressions.siwtx); params argv.
+# Its own calls (its connects and closes) are not on the timeline.
 TOOL_PEER = "tool_peer"
 # An action: the pair's link began flapping (an impairment, hil.host.impair: the port down
 # ``down_s`` every ``every_s``; params every_s, down_s, mode admin/carrier as a pull's).

@@ -107,6 +107,7 @@ def test_list_names_every_sequence(capsys: pytest.CaptureFixture[str]) -> None:
             "regress_siw_netdev_port_query",
             "regress_siw_netdev_removed",
             "regress_siw_reject_racing_mpareq",
+            "regress_siw_sendpages_slab",
             "regress_siw_zero_ird_ord",
             "regress_ucma_close_during_resolve_route",
             "reject",
