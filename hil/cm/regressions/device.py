@@ -1,13 +1,12 @@
-"""Device removal regressions: the netdev under a siw device goes while the device is in use.
+"""Device removal: the netdev under a siw device goes while the device is in use.
 
-- ``regress_siw_netdev_removed`` guards "RDMA/siw: Remove direct link to
-  net_device" (Bernard Metzler, December 2024, syzbot
-  4b87489410b4efd181bf: KASAN slab-use-after-free in siw_query_port /
-  dev_get_flags): siw kept its own pointer to the net_device, which went
-  stale when the netdev was unregistered while the RDMA device still
-  answered port queries.  Debian 6.1.192's siw still has that pointer
-  (``sdev->netdev``): the lab's 6.1 kernel lacks this fix, which only a
-  debug lab (KASAN) can see fail.
+- ``regress_siw_netdev_removed`` was written for "RDMA/siw: Remove direct link to
+  net_device" (Bernard Metzler, December 2024, syzbot 4b87489410b4efd181bf: KASAN
+  slab-use-after-free in siw_query_port / dev_get_flags), but its port queries cannot
+  reach that bug (docs/notes/regression-corpus.md): suites/test_device_removal.py runs
+  it as what it shows, a removal that waits for the device's users;
+  :mod:`.portquery` guards the fix.  Its helpers (:func:`make_device`,
+  :func:`wait_listed`, :func:`wait_gone`) serve both.
 
 On the active host: a veth with a siw device on it, a cm_id bound and
 listening on its address, port queries running (``rdma link show``: each
