@@ -37,6 +37,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import benchmain  # bench/, beside this script
+
 from hil.agent import Agent, build
 from hil.agent.client import AgentCallError
 from hil.agent.deploy import REMOTE_DIR
@@ -167,4 +169,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmain.run("agent", main))

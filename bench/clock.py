@@ -27,6 +27,8 @@ import statistics
 import sys
 import time
 
+import benchmain  # bench/, beside this script
+
 from hil.agent import Agent
 from hil.cm import clock
 from hil.inventory import loader
@@ -115,4 +117,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmain.run("clock", main))

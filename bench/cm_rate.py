@@ -44,6 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import benchmain  # bench/, beside this script
+
 from hil import tools
 from hil.cm.session import CMSession
 from hil.cm.storm import run_storm
@@ -234,4 +236,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmain.run("cm_rate", main))

@@ -30,6 +30,8 @@ import sys
 import threading
 from typing import TypedDict
 
+import benchmain  # bench/, beside this script
+
 from hil.agent import build
 from hil.agent.deploy import REMOTE_DIR
 from hil.errors import AgentError
@@ -187,4 +189,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmain.run("destroy_reply_race", main))

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import get_args
 
+import benchmain  # bench/, beside this script
+
 from hil.lab import kernel
 
 
@@ -93,4 +95,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmain.run("kernel_build", main))

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import get_args
 
+import benchmain  # bench/, beside this script
+
 from hil.lab import control, kernel
 
 
@@ -86,4 +88,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmain.run("lab_boot", main))

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.cli.interrupts import Interrupts
-from hil.errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, HilError, InputError
+import benchmain  # bench/, beside this script
+
+from hil.errors import EXIT_INFRA, EXIT_OK, HilError, InputError
 from hil.judge.profile import Profile
 from hil.judge.provenance import FLOOR_S, MARGIN, propose_s
 from hil.judge.timeline import Action, Timeline
@@ -373,19 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         help="capture the link and read the evidence in each run, as around a suite test",
     )
     args = p.parse_args(argv)
-    try:
-        # SIGTERM too unwinds the PairRun, so a stopped run restores and frees its pair.
-        with Interrupts():
-            return _main(args)
-    except KeyboardInterrupt:
-        print("profile_measure: interrupted", file=sys.stderr)
-        return EXIT_INFRA
-    except InputError as e:
-        print(f"profile_measure: {e}", file=sys.stderr)
-        return EXIT_INPUT
-    except HilError as e:
-        print(f"profile_measure: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_INFRA
+    # SIGTERM too unwinds the PairRun, so a stopped run restores and frees its pair.
+    return benchmain.run("profile_measure", lambda: _main(args))
 
 
 def _main(args: argparse.Namespace) -> int:

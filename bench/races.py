@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import benchmain  # bench/, beside this script
+
 from hil.cm.races import RACES
 from hil.inventory import loader
 from hil.judge.contract import check
@@ -63,4 +65,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmain.run("races", main))

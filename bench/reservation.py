@@ -26,6 +26,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+import benchmain  # bench/, beside this script
+
 from hil.reservation import Claim, Holder, open_store, reserve
 from hil.reservation.pgcluster import private_cluster, scratch_database
 
@@ -134,4 +136,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmain.run("reservation", main))

@@ -12,7 +12,10 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 def load_bench(name: str, relpath: str) -> ModuleType:
     """``bench/relpath`` as module ``name``, registered in sys.modules first: a
-    dataclass looks its module up while it is built."""
+    dataclass looks its module up while it is built.  bench/ goes on the path, as
+    for a script run there (its helpers: benchmain, labrun)."""
+    if str(BENCH) not in sys.path:
+        sys.path.append(str(BENCH))
     spec = importlib.util.spec_from_file_location(name, BENCH / relpath)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
