@@ -111,7 +111,7 @@ def test_a_kernel_source_that_cannot_be_installed_names_the_packages_and_the_com
     assert "hil " not in (repo / "calls.log").read_text()  # no kernel built, no lab started
 
 
-def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
+def test_the_debug_lab_runs_the_regression_device_removal_and_race_suites_on_the_debug_kernel(
     repo: Path,
 ) -> None:
     status, calls = nightly(repo, "--debug-lab", "--lab-dir", "/tmp/d", "--", "-x")
@@ -120,7 +120,8 @@ def test_the_debug_lab_runs_the_race_and_regression_suites_on_the_debug_kernel(
     assert "hil lab up --dir /tmp/d-6.1-debug --kernel 6.1 --debug" in calls
     (pipeline,) = [c for c in calls if "hil.report.pipeline" in c]
     assert pipeline.startswith(
-        "python -m hil.report.pipeline suites/test_regressions.py suites/test_races.py "
+        "python -m hil.report.pipeline suites/test_regressions.py suites/test_device_removal.py "
+        "suites/test_races.py "
     )
     assert "--reports artifacts/reports/nightly/6.1-debug" in pipeline
     # Bounded sweeps (full ones would hold a KASAN lab half an hour or more) before the
