@@ -49,9 +49,7 @@ def payload_intact(tl: Timeline, profile: Profiles) -> Iterator[Finding]:
         if a.name == "payload":
             yield from _findings(tl, a)
         elif a.name == "received":
-            checks: list[dict[str, Any]] = list(a.params.get("checks") or [])
-            for c in (c for c in checks if not c.get("ok")):
-                yield Finding(f"{action_where(tl, a)}: {bad_check(c, a.side)}", (), (a,))
+            yield from _bad_bytes(tl, a)
 
 
 def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:
@@ -60,14 +58,12 @@ def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:
     if not a.ok:
         yield Finding(f"{where}: the payload check did not run: {a.result}", (), (a,))
         return
-    checks: list[dict[str, Any]] = list(a.params.get("checks") or [])
-    for c in (c for c in checks if not c.get("ok")):
-        yield Finding(f"{where}: {bad_check(c, a.side)}", (), (a,))
+    yield from _bad_bytes(tl, a)
     error = a.params.get("error")
     if error:
         yield Finding(f"{where}: the payload check stopped: {error}", (), (a,))
         return
-    made = {(c.get("op"), c.get("size")) for c in checks}
+    made = {(c.get("op"), c.get("size")) for c in a.params.get("checks") or []}
     missing = [
         f"{OP_NAMES[op]} of {n}"
         for op in PAYLOAD_OPS
@@ -77,6 +73,13 @@ def _findings(tl: Timeline, a: Action) -> Iterator[Finding]:
     if missing or not a.params.get("sizes"):
         what = ", ".join(missing) or "every size (none agreed)"
         yield Finding(f"{where}: never checked {what}", (), (a,))
+
+
+def _bad_bytes(tl: Timeline, a: Action) -> Iterator[Finding]:
+    """A finding for each of ``a``'s ``checks`` that found a bad byte."""
+    for c in a.params.get("checks") or []:
+        if not c.get("ok"):
+            yield Finding(f"{action_where(tl, a)}: {bad_check(c, a.side)}", (), (a,))
 
 
 def bad_check(c: dict[str, Any], side: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hil.cm.regressions import siwtx
+from hil.cm.regressions import siwtx, widen
 from hil.cm.regressions.evidence import missing, unobservable
 from hil.judge.timeline import Timeline
 from hil.ssh.session import Result
@@ -32,7 +32,7 @@ class _Knob:
         self.reads = 0
 
     def run(self, argv: list[str], timeout: float, **_: Any) -> Result:
-        assert argv == ["cat", siwtx.KNOB] and timeout == siwtx.CALL_S
+        assert argv == ["cat", siwtx.KNOB] and timeout == widen.CALL_S
         state = self.states[min(self.reads, len(self.states) - 1)]
         self.reads += 1
         if state is None:

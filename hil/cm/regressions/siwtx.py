@@ -37,6 +37,7 @@ from hil.cm import steps
 from hil.cm.clock import controller_us
 from hil.cm.registry import sequence
 from hil.cm.regressions.evidence import note, window
+from hil.cm.regressions.widen import CALL_S, PARAM
 from hil.judge.timeline import TOOL_PEER, Action, Timeline
 
 if TYPE_CHECKING:
@@ -45,12 +46,11 @@ if TYPE_CHECKING:
     from hil.cm.sides import PairSides
 
 FIX = "c18646248fed"
-KNOB = f"/sys/module/siw/parameters/hil_widen_{FIX}"
+KNOB = PARAM.format(module="siw", fix=FIX)  # a widening's knob, though it holds nothing
 # kmalloc's largest slab size (KMALLOC_MAX_CACHE_SIZE, two pages with SLUB): its pages
 # are slab pages, and two pages give the SEND's FPDUs a page boundary to cross.
 SIZE = 8192
 SEED = 0x2A
-CALL_S = 20.0  # one sysfs read or write on a loaded debug guest
 # From the knob's write to its "done": the consumer's own bounds are 20 s for each of
 # its CM steps and its completion; a debug guest runs them in a few seconds.
 DONE_S = 90.0
