@@ -32,6 +32,9 @@ from hil.ssh import SSHPool
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(3600)]
 
 CM_TIMEOUT = 600.0  # one connect sequence with four TCG guests sharing two cores
+# The agent's handshake with four guests and a third lab (ci/suites') on two cores: 30 s,
+# the default bound, was once too short in .ci/run (stop 44); what --timeout-agent is for.
+AGENT_S = "120"
 HOLDER = "tests/lab: lab A's run"
 
 
@@ -94,6 +97,8 @@ def cm_run(lab: VirtualLab, *select: str) -> subprocess.Popen[str]:
         "run",
         "connect",
         *select,
+        "--timeout-agent",
+        AGENT_S,
         "--json",
     ]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
