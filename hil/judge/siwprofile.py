@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+from dataclasses import replace
 
 from hil.judge.corestatus import (
     CORE_EVENT_STATUSES,
@@ -156,22 +157,36 @@ SIW_LISTENER_DESTROY = _siw_under_ci(
     "the runs' p99 43.9 ms; the suites' slowest 148.7 ms (suites/test_abort.py "
     "remote access past_end, a listener with none pending)",
 )
-# Alone, 40 runs gave a p99 of 460.5 ms (2026-12-05); a fresh-clone .ci/run of 6b11c88
+
+
+def _with_ci_slowest(alone: Provenance, slowest_s: float, where: str) -> Provenance:
+    """``alone`` (runs on an idle machine) and the slowest that a fresh-clone .ci/run's
+    suites saw (``slowest_s``, in test ``where``): its p99 is the larger of the two."""
+    return replace(
+        alone,
+        basis=f"{alone.basis}; p99 {(alone.p99_s or 0.0) * 1e3:.1f} ms of {alone.runs} runs "
+        f"alone, the slowest a fresh-clone .ci/run's suites saw {slowest_s:g} s ({where})",
+        command=f"{alone.command}; and 'CI=true bash .ci/run' (its suites' slowest)",
+        p99_s=max(alone.p99_s or 0.0, slowest_s),
+        date=SIW_UNDER_CI_ON,
+    )
+
+
+# Alone (2026-12-05) 40 runs gave a p99 of 460.5 ms; a fresh-clone .ci/run of 6b11c88
 # (2026-12-07, its suites beside ci/tests' two labs) saw the flap's first admin down end
 # its connection 2.36 s after it, the guest's vCPU waiting for the host's as in the
-# close bounds above: the bound takes the larger.
-SIW_ADMIN_DOWN = Provenance(
-    "measured",
-    "detection_us of an admin pull, idle (22-80 ms) and under traffic (59-460 ms), p99 "
-    "460.5 ms of 40 runs alone; the slowest a fresh-clone .ci/run's suites saw: 2.36 s "
-    "(suites/test_impairment.py flap a-b-ipv4): siw_netdev_down (siw_main.c:396-415, "
-    "queued at NETDEV_GOING_DOWN :447) moves every QP to ERR, nothing waits",
-    command=MEASURE_CMD.format("admin_down --only admin_down_traffic")
-    + "; and 'CI=true bash .ci/run' (its suites' slowest)",
-    runs=40,
-    p99_s=2.36,
-    margin=margin_rule(),
-    date=SIW_UNDER_CI_ON,
+# close bounds above.
+SIW_ADMIN_DOWN = _with_ci_slowest(
+    _siw_measured(
+        "admin_down --only admin_down_traffic",
+        "detection_us of an admin pull, idle (22-80 ms) and under traffic (59-460 ms): "
+        "siw_netdev_down (siw_main.c:396-415, queued at NETDEV_GOING_DOWN :447) moves every "
+        "QP to ERR, nothing waits",
+        0.4605,
+        runs=40,
+    ),
+    2.36,
+    "suites/test_impairment.py flap a-b-ipv4",
 )
 _MPA_TIMER = "siw_cm.h:74 MPAREQ_TIMEOUT (HZ * 10), armed siw_cm.c:1224 (Linux 6.1.192)"
 _TCP_MODEL = "tcp_timer.c:178 tcp_model_timeout, :205 retransmits_timed_out (Linux 6.1.192)"
